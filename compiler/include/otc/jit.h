@@ -1,0 +1,98 @@
+/* The LLVM backend: a graph's plan compiled in-process (ORC JIT) into native forward,
+ * backward and fused training-step code behind the executor interface, plus LLVM IR,
+ * assembly and object files for ahead-of-time use. */
+#ifndef OTC_JIT_H
+#define OTC_JIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "otc/executor.h"
+#include "otc/plan.h"
+
+typedef struct {
+    bool inference;      /* forward only: backward and train_step fail */
+    bool no_cache;       /* compile even when an identical topology is cached */
+    int lanes;           /* floats per vector; 0: the host's (8 with AVX2, 16 with AVX-512) */
+    otc_fuse_level fuse; /* plan fusion (default: loops) */
+    bool no_blas;        /* never call OpenBLAS for dense products */
+} otc_jit_options;
+
+/* Defaults: training allowed, cache on, host vector width, default fusion, BLAS on. */
+otc_jit_options otc_jit_defaults(void);
+
+/* The JIT executor. The forward code is compiled here; the training code on the first
+ * backward or train_step for a given loss (a compile error surfaces there). Compiled
+ * backends keep their own copy of the weights: read from the graph here, written back by
+ * otc_exec_sync_params; the optimiser state (moments, step count) lives in the executor
+ * and restarts when a different otc_optimizer is passed. value() serves outputs, inputs,
+ * parameters and the loss; intermediate values the plan keeps in registers are an
+ * OTC_ERR_UNSUPPORTED error (mark them as outputs). NULL with otc_last_error on failure. */
+otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options);
+
+/* Is ex a JIT executor? */
+bool otc_is_jit_executor(const otc_executor *ex);
+
+typedef struct {
+    double compile_ms;  /* total time spent compiling for this executor (0 on cache hits) */
+    int compiles;       /* modules compiled for it */
+    int cache_hits;     /* modules reused from the structure cache */
+    int lanes;          /* vector width used */
+    size_t code_bytes;  /* not tracked by ORC's C API: 0 */
+} otc_jit_stats;
+
+otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out);
+
+/* The process-wide structure cache: entries (compiled modules kept) and hits so far. */
+typedef struct {
+    int entries;
+    int in_use;
+    long hits, misses;
+} otc_jit_cache_stats;
+otc_jit_cache_stats otc_jit_cache_info(void);
+/* Drop every cached module no executor uses (their JIT memory is returned). */
+void otc_jit_cache_clear(void);
+/* Cached modules kept while unused (least recently used dropped first); default 64. */
+void otc_jit_cache_set_capacity(int entries);
+
+/* Host CPU as LLVM sees it, e.g. "znver3 (256-bit vectors, FMA)". */
+const char *otc_jit_host_cpu(void);
+
+/* ---- ahead of time ---- */
+
+typedef enum { OTC_EMIT_LLVM_IR, OTC_EMIT_ASM, OTC_EMIT_OBJ } otc_emit_kind;
+
+typedef struct {
+    const char *name;   /* C identifier prefixing the exported symbols ("model") */
+    const char *triple; /* target triple, NULL for the host (e.g. "aarch64-linux-gnu") */
+    const char *cpu;    /* NULL: the host's CPU for the host triple, "generic" otherwise */
+    bool train;         /* also NAME_backward/NAME_train_step (needs loss) */
+    otc_id loss;
+    int lanes;          /* 0: from the target (host features; 4 for other triples) */
+    bool optimize;      /* run the O3 pipeline (for --emit-llvm the IR is shown after it) */
+} otc_emit_llvm_options;
+
+otc_emit_llvm_options otc_emit_llvm_defaults(void);
+
+/* The graph's code as LLVM IR text, assembly or an object file, in a malloc'd buffer (the
+ * caller frees it; text is NUL-terminated). Objects and assembly embed the weights as
+ * constant data and export NAME_forward (see otc_emit_llvm_header). */
+otc_status otc_emit_llvm(const otc_graph *g, const otc_emit_llvm_options *options,
+                         otc_emit_kind kind, char **data, size_t *len);
+
+/* The C header declaring what an object from otc_emit_llvm exports. malloc'd text. */
+otc_status otc_emit_llvm_header(const otc_graph *g, const otc_emit_llvm_options *options,
+                                char **text);
+
+/* Both written atomically: PATH (the object/asm/IR) and, for objects, the header beside it
+ * (PATH with its extension replaced by .h) unless header_path names another place. */
+otc_status otc_emit_llvm_file(const otc_graph *g, const otc_emit_llvm_options *options,
+                              otc_emit_kind kind, const char *path, const char *header_path);
+
+/* Parse LLVM IR text, verify it, optimise it and JIT-compile its functions (then drop them):
+ * every failure (a parse error, a module that fails verification, a code generation error)
+ * comes back as an otc error with LLVM's message. For tests and for checking hand-written
+ * IR. */
+otc_status otc_jit_check_ir(const char *ir_text);
+
+#endif

@@ -1,0 +1,198 @@
+/* The plan: a frozen graph lowered once (evaluation order, fused kernels, one flat buffer,
+ * backward schedule, optimiser steps) for the C and LLVM renderers to spell. */
+#ifndef OTC_PLAN_H
+#define OTC_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "otc/graph.h"
+#include "otc/optim.h"
+
+/*
+ * Layout every renderer follows (node-major, batch contiguous):
+ *
+ * - A batched value of per-sample size n (shape [B, d1, ...], n = d1 * ...) stores element
+ *   e of sample b at  base[e * S + b],  where S is the batch stride (the batch itself, or
+ *   the fixed maximum batch). Loops run over e outside and b inside, so the inner loop reads
+ *   and writes contiguous floats and vectorises across samples.
+ * - A non-batched value of n elements stores element e at base[e] (row-major).
+ * - Reshape and Flatten keep the per-sample element order, so they are aliases: no code, the
+ *   storage of the value they reshape.
+ * - The caller's rows are sample-major: sample b's inputs are in[b * in_width + ...], each
+ *   Input's per-sample elements (row-major) at its io offset; outputs likewise.
+ *
+ * Sizes and offsets are counted in floats as an otc_extent, base + per_batch * S, so one
+ * plan serves any batch.
+ */
+typedef struct {
+    int64_t base;
+    int64_t per_batch;
+} otc_extent;
+
+static inline int64_t otc_extent_at(otc_extent e, int64_t stride) {
+    return e.base + e.per_batch * stride;
+}
+
+typedef enum {
+    OTC_STORE_NONE,     /* not computed by this plan */
+    OTC_STORE_REGISTER, /* lives only inside its kernel's loop body (a local per element) */
+    OTC_STORE_WORK,     /* in the activation buffer at .offset */
+    OTC_STORE_PARAM,    /* a Parameter, in the weight array at .param_offset */
+    OTC_STORE_ALIAS     /* Reshape/Flatten: the storage of .alias_of */
+} otc_storage;
+
+/* What the plan decided for one graph node (plan->values is indexed by node id). */
+typedef struct {
+    otc_storage storage;
+    otc_extent offset;    /* WORK: floats into the activation buffer */
+    int64_t param_offset; /* PARAM: floats into the weight array */
+    otc_id alias_of;      /* ALIAS: the node that owns the storage (never an alias itself) */
+    int64_t size;         /* elements per sample (batched) or in total */
+    bool batched;
+    int kernel;           /* the kernel computing it; -1 for sources and aliases */
+    int first_step;       /* WORK owners: lifetime in forward steps, inclusive */
+    int last_step;
+    /* Training plans. */
+    bool kept;            /* read by a backward step: stored and never shared */
+    bool needs_grad;      /* has a slot in the gradient buffer */
+    otc_extent grad;      /* floats into the gradient buffer (an alias: its owner's) */
+    bool has_pre;         /* a Neuron whose activation derivative reads the pre-activation */
+    otc_extent pre;       /* where that pre-activation is kept (activation buffer) */
+} otc_plan_value;
+
+typedef enum {
+    /* One loop nest over (e, b) of the loop space; members are elementwise ops, row
+     * broadcasts and Neurons (loop space n = 1), evaluated per element in member order.
+     * A member reads another member of the same kernel from its local (same e, b). */
+    OTC_KERNEL_MAP,
+    /* First member a MatMul [B,K] x [K,N] (the right side not batched), the rest an
+     * elementwise epilogue over (e = output column, b), run after each column's sum. */
+    OTC_KERNEL_MATMUL,
+    /* A single op with a loop structure of its own: reductions, softmaxes, losses, concat,
+     * slice, select, and MatMul of two unbatched values. */
+    OTC_KERNEL_OP
+} otc_kernel_kind;
+
+typedef struct {
+    otc_kernel_kind kind;
+    int first, count; /* members: plan->members[first .. first + count) in evaluation order */
+    int64_t n;        /* loop space: elements per sample (or in total when not batched) */
+    bool batched;
+    int step;         /* its forward step */
+} otc_plan_kernel;
+
+typedef enum {
+    OTC_STEP_LOAD,       /* copy an Input from the caller's rows (plan->io[io]) */
+    OTC_STEP_KERNEL,     /* run forward kernel .kernel */
+    OTC_STEP_STORE,      /* copy an output into the caller's rows (plan->io[io]) */
+    OTC_STEP_ZERO_GRADS, /* the whole gradient buffer to zero */
+    OTC_STEP_SEED,       /* gradient of the loss (.node) = 1 */
+    OTC_STEP_BACKWARD,   /* .node's gradient rule: reads its gradient, accumulates (+=) into
+                            the gradient of each input whose value needs_grad */
+    OTC_STEP_UPDATE      /* optimiser update of weights [.offset, .offset + .count) */
+} otc_step_kind;
+
+typedef struct {
+    otc_step_kind kind;
+    otc_id node;
+    int kernel;
+    int io;
+    int64_t offset, count;
+} otc_plan_step;
+
+typedef enum { OTC_IO_IN, OTC_IO_TARGET, OTC_IO_OUT } otc_io_stream;
+
+/* One Input or output in the caller's rows: `width` floats at `offset` of each sample's row
+ * of the stream (in: forward inputs; target: inputs only the loss reads; out: outputs). */
+typedef struct {
+    otc_id node;
+    otc_io_stream stream;
+    int64_t offset, width;
+} otc_plan_io;
+
+typedef enum {
+    OTC_FUSE_DEFAULT, /* OTC_FUSE_LOOPS */
+    OTC_FUSE_NONE,    /* one kernel per node */
+    OTC_FUSE_CHAINS,  /* a run of nodes each feeding the next, which is its only reader */
+    OTC_FUSE_LOOPS    /* chains, plus neighbouring nodes over the same loop space (a whole
+                         evolved graph of [B,1] neurons becomes one loop over the batch) */
+} otc_fuse_level;
+
+typedef struct {
+    bool train; /* plan a training step: forward to the loss, backward, update */
+    otc_id loss;  /* the scalar loss node, or -1. A training plan computes it; an inference
+                     plan given one lays out the loss's parameters too, so the forward and
+                     the training plan of one model share a weight layout */
+    otc_fuse_level fuse;
+    bool no_sharing;        /* every value its own space (to measure what sharing saves) */
+    otc_optim_config optim; /* train */
+} otc_plan_options;
+
+typedef struct {
+    const otc_graph *graph; /* not owned; must outlive the plan and not change */
+    otc_plan_options options;
+
+    int n_values;           /* = graph size */
+    otc_plan_value *values; /* by node id */
+
+    int n_members; /* computed nodes in evaluation order, each kernel's members contiguous */
+    otc_id *members;
+    int n_kernels;
+    otc_plan_kernel *kernels;
+
+    int n_steps; /* forward steps first (n_forward_steps of them), then backward/update */
+    int n_forward_steps;
+    otc_plan_step *steps;
+
+    int n_io;
+    otc_plan_io *io;
+    int64_t in_width, target_width, out_width; /* floats per sample row of each stream */
+
+    int n_params;    /* Parameters in weight-array order (every parameter the outputs or the
+                        loss reach, in id order, whatever the mode, so two plans of one graph
+                        share one weight layout) */
+    otc_id *params;
+    int64_t param_floats;
+    int64_t trainable_floats;
+
+    otc_extent work;          /* activation buffer, floats */
+    otc_extent work_unshared; /* what it would take with no sharing */
+    otc_extent grads;         /* gradient buffer, floats (training); param grads first, laid
+                                 out like the weight array */
+    int n_registers;          /* values that never touch memory */
+} otc_plan;
+
+/* Lower g (outputs, or with options->train the loss) into a plan. Errors: no outputs
+ * (OTC_ERR_ARG), a cycle without a delay (OTC_ERR_CYCLE, naming it), an op or shape the
+ * compiler cannot lower (OTC_ERR_UNSUPPORTED, naming the op and the node). options NULL:
+ * inference with default fusion. */
+otc_status otc_plan_build(const otc_graph *g, const otc_plan_options *options, otc_plan **out);
+void otc_plan_free(otc_plan *plan);
+
+/* Byte sizes at a batch (the batch stride S), for reports. */
+typedef struct {
+    int64_t weights;
+    int64_t activations;          /* the activation buffer with lifetime sharing */
+    int64_t activations_unshared; /* without */
+    int64_t gradients;            /* training: the gradient buffer */
+    int64_t optimizer_state;      /* training: momentum / Adam moments */
+    int64_t workspace;            /* what the caller provides: activations (+ gradients) */
+} otc_plan_bytes;
+otc_plan_bytes otc_plan_sizes(const otc_plan *plan, int64_t batch);
+
+/* The node whose storage a read of `id` goes to (itself unless it is an alias). */
+otc_id otc_plan_owner(const otc_plan *plan, otc_id id);
+/* Is this input edge a data edge? (RowBroadcast's second input only lends its shape.) */
+bool otc_plan_reads_input(const otc_graph *g, otc_id node, int slot);
+/* Optimiser floats per weight: 0 (plain SGD), 1 (momentum) or 2 (Adam). */
+int otc_plan_optim_slots(const otc_optim_config *c);
+
+/* The plan as Graphviz DOT: kernels as clusters, each value with its storage, offset and
+ * size. Returns malloc'd text (the caller frees it), NULL with otc_last_error on failure. */
+char *otc_plan_to_dot(const otc_plan *plan);
+
+/* One line per step, for --verbose and debugging; malloc'd text. */
+char *otc_plan_describe(const otc_plan *plan);
+
+#endif

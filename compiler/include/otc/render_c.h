@@ -1,0 +1,37 @@
+/* The C renderer: a plan spelled as standalone C99 (NAME.h + NAME.c) that depends on
+ * nothing but <math.h>, <stddef.h> and <stdint.h>, never allocates, keeps no written
+ * globals and is re-entrant, for phones and microcontrollers. */
+#ifndef OTC_RENDER_C_H
+#define OTC_RENDER_C_H
+
+#include "otc/plan.h"
+
+typedef struct {
+    const char *name; /* C identifier prefixing every symbol ("model" when NULL) */
+    int batch;        /* 0: any batch (workspace sized per call); N > 0: the layout is fixed
+                         for at most N samples and NAME_WORKSPACE_BYTES is a constant */
+    bool train;       /* also NAME_params (weights + optimiser state, caller-owned),
+                         NAME_params_init and NAME_train_step (forward, backward, update) */
+    otc_id loss;      /* train: the scalar loss node (see otc_compile_add_loss) */
+    otc_optim_config optim; /* train: the optimiser; lr is a train_step argument */
+    otc_fuse_level fuse;
+    const char *source_name; /* for the generated files' comment (e.g. "model.otm"), or NULL */
+} otc_emit_c_options;
+
+/* Default options: name "model", dynamic batch, inference, Adam defaults, loss -1. */
+otc_emit_c_options otc_emit_c_defaults(void);
+
+/* Render g to header and source text (malloc'd, the caller frees both). The source includes
+ * "NAME.h". Errors: a bad name, anything otc_plan_build rejects (cycles, unsupported ops,
+ * naming the op and node), non-finite weights. */
+otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, char **header,
+                      char **source);
+
+/* The same written to DIR/NAME.h and DIR/NAME.c (each to a temporary name, then renamed). */
+otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options,
+                            const char *dir);
+
+/* Is s a valid C identifier that the renderer may use as a prefix? */
+bool otc_emit_c_valid_name(const char *s);
+
+#endif

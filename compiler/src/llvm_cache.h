@@ -1,0 +1,28 @@
+/* Private to the LLVM backend: compiled modules shared through the structure cache. */
+#ifndef OTC_LLVM_CACHE_H
+#define OTC_LLVM_CACHE_H
+
+#include "llvm_render.h"
+
+enum { OTC_JIT_FORWARD, OTC_JIT_BACKWARD, OTC_JIT_TRAIN_STEP, OTC_JIT_FN_COUNT };
+
+typedef struct otc_jit_module {
+    otc_llvm_fn fn[OTC_JIT_FN_COUNT]; /* NULL where the module has no such function */
+    double compile_ms;
+    /* Owned by the cache. */
+    otc_llvm_code *code;
+    unsigned char *key;
+    size_t key_len;
+    uint64_t hash;
+    int refs;
+    bool cached;
+    struct otc_jit_module *prev, *next;
+} otc_jit_module;
+
+/* The module for plan rendered with o: from the cache when use_cache and an identical
+ * structure was compiled before (*hit set), else compiled now. Release it when done. */
+otc_status otc_llvm_module_get(const otc_plan *plan, const otc_llvm_render_options *o,
+                               bool use_cache, otc_jit_module **out, bool *hit);
+void otc_llvm_module_release(otc_jit_module *m);
+
+#endif

@@ -1,0 +1,649 @@
+/* The JIT executor: the executor interface over compiled plans. A forward plan (outputs,
+ * buffer sharing) is compiled at creation; a training plan (to a loss, with backward and the
+ * fused optimiser step) on the first backward or train_step. Inputs are staged sample-major
+ * as the interpreter takes them; values are handed back sample-major too. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_cache.h"
+
+typedef struct {
+    otc_plan *plan;
+    otc_jit_module *mod;
+    float *work;
+    size_t work_cap;
+    float *weights; /* this plan's layout; may be the other plan's array (same layout) */
+    bool own_weights;
+    long wver;      /* version of the weights it holds */
+    float *in_rows, *target_rows, *out_rows;
+    size_t in_cap, target_cap, out_cap;
+} jit_plan;
+
+typedef struct {
+    otc_id id;
+    float *data;
+    size_t cap;
+    int batch; /* -1 until set */
+} jit_input;
+
+typedef struct {
+    otc_executor base;
+    otc_jit_options o;
+    int lanes;
+    int n; /* graph size at creation */
+    jit_plan fwd, train;
+    bool has_fwd, has_train;
+    long wver;          /* latest weights version, held by `wsrc` */
+    jit_plan *wsrc;
+    float *grads;       /* training plan layout */
+    size_t grads_cap;
+    float *state;       /* optimiser moments, 2 x param_floats */
+    const otc_optimizer *opt;
+    long t;
+    int n_inputs;
+    jit_input *inputs;
+    jit_plan *last; /* the plan whose forward ran last, NULL when values are stale */
+    int64_t batch, stride;
+    float **scratch; /* per node: a sample-major copy for value() */
+    size_t *scratch_cap;
+    otc_jit_stats stats;
+} jit_exec;
+
+static jit_exec *as_jit(otc_executor *ex) { return (jit_exec *)ex; }
+
+static const char *label(const jit_exec *j, otc_id id, char *buf) {
+    return otc_graph_node_label(j->base.graph, id, buf, 64);
+}
+
+static bool grow(float **buf, size_t *cap, size_t need) {
+    if (need <= *cap && *buf) return true;
+    float *p = realloc(*buf, (need ? need : 1) * sizeof(float));
+    if (!p) return false;
+    *buf = p;
+    *cap = need;
+    return true;
+}
+
+static void plan_free(jit_plan *p) {
+    otc_llvm_module_release(p->mod);
+    otc_plan_free(p->plan);
+    free(p->work);
+    if (p->own_weights) free(p->weights);
+    free(p->in_rows);
+    free(p->target_rows);
+    free(p->out_rows);
+    memset(p, 0, sizeof *p);
+}
+
+static void destroy(otc_executor *ex) {
+    jit_exec *j = as_jit(ex);
+    plan_free(&j->fwd);
+    plan_free(&j->train);
+    for (int i = 0; i < j->n_inputs; i++) free(j->inputs[i].data);
+    free(j->inputs);
+    if (j->scratch)
+        for (int i = 0; i < j->n; i++) free(j->scratch[i]);
+    free(j->scratch);
+    free(j->scratch_cap);
+    free(j->grads);
+    free(j->state);
+    free(j);
+}
+
+static bool same_layout(const otc_plan *a, const otc_plan *b) {
+    if (a->n_params != b->n_params) return false;
+    for (int i = 0; i < a->n_params; i++)
+        if (a->params[i] != b->params[i]) return false;
+    return true;
+}
+
+/* Copy the latest weights into p (by parameter id; layouts may differ). */
+static void refresh_weights(jit_exec *j, jit_plan *p) {
+    if (p->wver == j->wver || !j->wsrc) return;
+    jit_plan *src = j->wsrc;
+    if (src->weights != p->weights) {
+        for (int i = 0; i < p->plan->n_params; i++) {
+            otc_id id = p->plan->params[i];
+            const otc_plan_value *dv = &p->plan->values[id], *sv = &src->plan->values[id];
+            if (sv->storage != OTC_STORE_PARAM) continue;
+            memcpy(p->weights + dv->param_offset, src->weights + sv->param_offset,
+                   (size_t)dv->size * sizeof(float));
+        }
+    }
+    p->wver = j->wver;
+}
+
+/* Plan and compile; the weights come from the graph (or are shared with the other plan). */
+static otc_status plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train) {
+    otc_status st = otc_plan_build(j->base.graph, po, &p->plan);
+    if (st) return st;
+    otc_llvm_render_options ro = {0};
+    ro.lanes = j->lanes;
+    ro.train = train;
+    ro.blas = !j->o.no_blas;
+    bool hit = false;
+    st = otc_llvm_module_get(p->plan, &ro, !j->o.no_cache, &p->mod, &hit);
+    if (st) return st;
+    if (hit) {
+        j->stats.cache_hits++;
+    } else {
+        j->stats.compiles++;
+        j->stats.compile_ms += p->mod->compile_ms;
+    }
+    jit_plan *other = p == &j->fwd ? &j->train : &j->fwd;
+    bool other_ok = (p == &j->fwd ? j->has_train : j->has_fwd);
+    if (other_ok && same_layout(other->plan, p->plan)) {
+        p->weights = other->weights;
+        p->own_weights = false;
+        p->wver = other->wver;
+        return OTC_OK;
+    }
+    p->weights = calloc((size_t)p->plan->param_floats + 1, sizeof(float));
+    if (!p->weights) return otc_fail(OTC_ERR_NOMEM, "out of memory for JIT weights");
+    p->own_weights = true;
+    for (int i = 0; i < p->plan->n_params; i++) {
+        otc_id id = p->plan->params[i];
+        const otc_node *nd = otc_graph_node(j->base.graph, id);
+        memcpy(p->weights + p->plan->values[id].param_offset, nd->value->data,
+               nd->value->size * sizeof(float));
+    }
+    /* Trained weights, where another plan holds newer ones than the graph. */
+    p->wver = j->wver - 1;
+    if (j->wsrc)
+        refresh_weights(j, p);
+    else
+        p->wver = j->wver;
+    return OTC_OK;
+}
+
+static int input_index(const jit_exec *j, otc_id id) {
+    for (int i = 0; i < j->n_inputs; i++)
+        if (j->inputs[i].id == id) return i;
+    return -1;
+}
+
+static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int batch) {
+    jit_exec *j = as_jit(ex);
+    char lab[64];
+    int k = input_index(j, id);
+    if (k < 0) return otc_fail(OTC_ERR_ARG, "set_input: node #%d is not an input", (int)id);
+    if (!data) return otc_fail(OTC_ERR_ARG, "set_input: no data for %s", label(j, id, lab));
+    const otc_node *nd = otc_graph_node(ex->graph, id);
+    if (!otc_shape_is_batched(nd->shape))
+        return otc_fail(OTC_ERR_UNSUPPORTED,
+                        "set_input: input %s is not batched (compiled inputs are per-sample)",
+                        label(j, id, lab));
+    if (batch < 1)
+        return otc_fail(OTC_ERR_ARG, "set_input: batch %d for %s (must be >= 1)", batch,
+                        label(j, id, lab));
+    size_t n = otc_shape_size(nd->shape) * (size_t)batch;
+    if (!grow(&j->inputs[k].data, &j->inputs[k].cap, n))
+        return otc_fail(OTC_ERR_NOMEM, "set_input: out of memory for %s", label(j, id, lab));
+    memcpy(j->inputs[k].data, data, n * sizeof(float));
+    j->inputs[k].batch = batch;
+    j->last = NULL;
+    return OTC_OK;
+}
+
+/* Fills the argument block for plan p at the inputs' batch (assembling multi-input rows). */
+static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
+    const otc_plan *pl = p->plan;
+    char lab[64], lab2[64];
+    int64_t batch = -1;
+    otc_id from = -1;
+    for (int i = 0; i < pl->n_io; i++) {
+        const otc_plan_io *io = &pl->io[i];
+        if (io->stream == OTC_IO_OUT) continue;
+        const jit_input *in = &j->inputs[input_index(j, io->node)];
+        if (in->batch < 0)
+            return otc_fail(OTC_ERR_STATE, "forward: input %s was not set", label(j, io->node, lab));
+        if (batch < 0) {
+            batch = in->batch;
+            from = io->node;
+        } else if (in->batch != batch) {
+            return otc_fail(OTC_ERR_SHAPE, "forward: input %s has batch %d but input %s has %d",
+                            label(j, io->node, lab), in->batch, label(j, from, lab2), (int)batch);
+        }
+    }
+    if (batch < 0) batch = 1;
+    int64_t S = (batch + j->lanes - 1) / j->lanes * j->lanes;
+    memset(a, 0, sizeof *a);
+    size_t wneed = (size_t)otc_extent_at(pl->work, S);
+    if (!grow(&p->work, &p->work_cap, wneed) ||
+        !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)batch);
+    for (int s = 0; s < 2; s++) {
+        otc_io_stream stream = s == 0 ? OTC_IO_IN : OTC_IO_TARGET;
+        int64_t width = s == 0 ? pl->in_width : pl->target_width;
+        const float **dst = s == 0 ? &a->in : &a->target;
+        int n_io = 0, last = -1;
+        for (int i = 0; i < pl->n_io; i++)
+            if (pl->io[i].stream == stream) n_io++, last = i;
+        if (n_io == 1) {
+            /* One input fills the whole row: hand its staged data over as is. */
+            *dst = j->inputs[input_index(j, pl->io[last].node)].data;
+            continue;
+        }
+        float **rows = s == 0 ? &p->in_rows : &p->target_rows;
+        size_t *cap = s == 0 ? &p->in_cap : &p->target_cap;
+        if (!grow(rows, cap, (size_t)(width * batch)))
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)batch);
+        for (int i = 0; i < pl->n_io; i++) {
+            const otc_plan_io *io = &pl->io[i];
+            if (io->stream != stream) continue;
+            const float *src = j->inputs[input_index(j, io->node)].data;
+            for (int64_t b = 0; b < batch; b++)
+                memcpy(*rows + b * width + io->offset, src + b * io->width,
+                       (size_t)io->width * sizeof(float));
+        }
+        *dst = *rows;
+    }
+    refresh_weights(j, p);
+    a->out = p->out_rows;
+    a->weights = p->weights;
+    a->work = p->work;
+    a->batch = batch;
+    a->stride = S;
+    j->batch = batch;
+    j->stride = S;
+    return OTC_OK;
+}
+
+static otc_status run_status(jit_exec *j, int32_t rc) {
+    if (rc == 0) return OTC_OK;
+    char lab[64];
+    otc_id id = rc - 1;
+    const otc_node *nd = otc_graph_node(j->base.graph, id);
+    int C = nd && nd->n_inputs > 0 ? otc_graph_node(j->base.graph, nd->inputs[0])->shape.dim[1] : 0;
+    return otc_fail(OTC_ERR_ARG, "softmax_ce %s: a label is not a class index in [0,%d)",
+                    label(j, id, lab), C);
+}
+
+/* Every output is stored by the training plan, so its forward can stand for the plain one. */
+static bool covers_outputs(const jit_exec *j, const otc_plan *p) {
+    int n = otc_graph_output_count(j->base.graph);
+    for (int i = 0; i < n; i++) {
+        otc_id o = otc_plan_owner(p, otc_graph_output(j->base.graph, i));
+        if (p->values[o].storage != OTC_STORE_WORK) return false;
+    }
+    return true;
+}
+
+static bool inputs_set(const jit_exec *j, const otc_plan *p) {
+    for (int i = 0; i < p->n_io; i++)
+        if (p->io[i].stream != OTC_IO_OUT && j->inputs[input_index(j, p->io[i].node)].batch < 0)
+            return false;
+    return true;
+}
+
+static otc_status run_forward(jit_exec *j, jit_plan *p) {
+    otc_llvm_args a;
+    otc_status st = prepare(j, p, &a);
+    if (st) return st;
+    j->last = NULL;
+    st = run_status(j, p->mod->fn[OTC_JIT_FORWARD](&a));
+    if (!st) j->last = p;
+    return st;
+}
+
+static otc_status forward(otc_executor *ex) {
+    jit_exec *j = as_jit(ex);
+    if (otc_graph_size(ex->graph) != j->n)
+        return otc_fail(OTC_ERR_STATE,
+                        "forward: the graph changed (%d nodes, the executor was built for %d)",
+                        otc_graph_size(ex->graph), j->n);
+    if (j->has_train && covers_outputs(j, j->train.plan) && inputs_set(j, j->train.plan))
+        return run_forward(j, &j->train);
+    if (!j->has_fwd)
+        return otc_fail(OTC_ERR_STATE, "forward: the graph has no outputs to compute (mark one, "
+                                       "or train a loss first)");
+    return run_forward(j, &j->fwd);
+}
+
+static float *scratch_for(jit_exec *j, otc_id id, size_t n) {
+    if (!grow(&j->scratch[id], &j->scratch_cap[id], n)) return NULL;
+    return j->scratch[id];
+}
+
+static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_shape *shape) {
+    jit_exec *j = as_jit(ex);
+    char lab[64];
+    if (id < 0 || id >= j->n) return otc_fail(OTC_ERR_ARG, "value: no node #%d", (int)id);
+    if (!data) return otc_fail(OTC_ERR_ARG, "value: data is NULL");
+    const otc_node *nd = otc_graph_node(ex->graph, id);
+    if (nd->op == OTC_OP_PARAMETER) {
+        jit_plan *p = j->wsrc ? j->wsrc : (j->has_fwd ? &j->fwd : &j->train);
+        if (p->plan && p->plan->values[id].storage == OTC_STORE_PARAM) {
+            refresh_weights(j, p);
+            *data = p->weights + p->plan->values[id].param_offset;
+        } else {
+            *data = nd->value->data; /* no plan reads it: the graph's value is current */
+        }
+        if (shape) *shape = nd->shape;
+        return OTC_OK;
+    }
+    jit_plan *p = j->last;
+    if (!p) return otc_fail(OTC_ERR_STATE, "value: run forward first (after setting the inputs)");
+    if (shape) *shape = otc_shape_resolve(nd->shape, (int)j->batch);
+    if (nd->op == OTC_OP_INPUT) {
+        int k = input_index(j, id);
+        if (j->inputs[k].batch < 0)
+            return otc_fail(OTC_ERR_STATE, "value: input %s was not set", label(j, id, lab));
+        *data = j->inputs[k].data;
+        return OTC_OK;
+    }
+    const otc_plan *pl = p->plan;
+    otc_id o = otc_plan_owner(pl, id);
+    const otc_plan_value *v = &pl->values[o];
+    if (v->storage != OTC_STORE_WORK)
+        return otc_fail(OTC_ERR_UNSUPPORTED,
+                        "value: node %s is not kept by the compiled plan (%s); mark it as an "
+                        "output to read it",
+                        label(j, id, lab),
+                        v->storage == OTC_STORE_REGISTER ? "it lives in a register"
+                                                         : "the plan does not compute it");
+    const float *base = p->work + otc_extent_at(v->offset, j->stride);
+    if (!v->batched) {
+        *data = base;
+        return OTC_OK;
+    }
+    /* A single output is already sample-major in the output rows. */
+    if (pl->n_io > 0) {
+        for (int i = 0; i < pl->n_io; i++) {
+            const otc_plan_io *io = &pl->io[i];
+            if (io->stream == OTC_IO_OUT && otc_plan_owner(pl, io->node) == o &&
+                io->width == pl->out_width) {
+                *data = p->out_rows;
+                return OTC_OK;
+            }
+        }
+    }
+    size_t n = (size_t)v->size * (size_t)j->batch;
+    float *dst = scratch_for(j, id, n);
+    if (!dst) return otc_fail(OTC_ERR_NOMEM, "value: out of memory");
+    for (int64_t e = 0; e < v->size; e++)
+        for (int64_t b = 0; b < j->batch; b++)
+            dst[b * v->size + e] = base[e * j->stride + b];
+    *data = dst;
+    return OTC_OK;
+}
+
+/* The training plan for loss, compiled on first use (a new loss replaces the old plan). */
+static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config *optim) {
+    char lab[64];
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "backward: this executor was built for inference");
+    if (loss < 0 || loss >= j->n) return otc_fail(OTC_ERR_ARG, "backward: no node #%d", (int)loss);
+    if (j->has_train && j->train.plan->options.loss == loss) return OTC_OK;
+    if (j->has_train) {
+        /* Keep the trained weights: make another plan (or the graph) their holder. */
+        if (j->wsrc == &j->train) {
+            if (j->has_fwd) {
+                refresh_weights(j, &j->fwd);
+                j->wsrc = &j->fwd;
+            } else {
+                otc_status st = otc_exec_sync_params(&j->base);
+                if (st) return st;
+                j->wsrc = NULL;
+            }
+        }
+        if (j->has_fwd && j->fwd.weights == j->train.weights) {
+            /* The forward plan borrowed these; give it its own copy. */
+            float *w = malloc(((size_t)j->fwd.plan->param_floats + 1) * sizeof(float));
+            if (!w) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+            memcpy(w, j->train.weights, (size_t)j->fwd.plan->param_floats * sizeof(float));
+            j->train.own_weights = false;
+            j->fwd.weights = w;
+            j->fwd.own_weights = true;
+        }
+        if (j->last == &j->train) j->last = NULL;
+        plan_free(&j->train);
+        j->has_train = false;
+        free(j->state);
+        j->state = NULL;
+        j->opt = NULL;
+    }
+    otc_plan_options po = {0};
+    po.train = true;
+    po.loss = loss;
+    po.fuse = j->o.fuse;
+    po.optim = optim ? *optim : otc_optim_defaults(OTC_OPTIM_ADAM);
+    otc_status st = plan_make(j, &j->train, &po, true);
+    if (st) {
+        plan_free(&j->train);
+        return otc_fail_context(st, "compiling the training step for loss %s",
+                                label(j, loss, lab));
+    }
+    j->has_train = true;
+    size_t fixed = (size_t)j->train.plan->grads.base;
+    free(j->grads);
+    j->grads = calloc(fixed + 1, sizeof(float));
+    j->grads_cap = fixed;
+    if (!j->grads) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
+    return OTC_OK;
+}
+
+/* The gradient buffer at the current stride, keeping the parameter gradients (first). */
+static otc_status grads_for(jit_exec *j, otc_llvm_args *a) {
+    const otc_plan *pl = j->train.plan;
+    size_t need = (size_t)otc_extent_at(pl->grads, a->stride);
+    if (need > j->grads_cap) {
+        float *g = realloc(j->grads, (need + 1) * sizeof(float));
+        if (!g) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
+        j->grads = g;
+        j->grads_cap = need;
+    }
+    a->grads = j->grads;
+    return OTC_OK;
+}
+
+static otc_status backward(otc_executor *ex, otc_id loss) {
+    jit_exec *j = as_jit(ex);
+    char lab[64], shp[64];
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "backward: this executor was built for inference");
+    if (loss < 0 || loss >= j->n) return otc_fail(OTC_ERR_ARG, "backward: no node #%d", (int)loss);
+    if (!j->last)
+        return otc_fail(OTC_ERR_STATE, "backward: run forward first (after setting the inputs)");
+    const otc_node *ln = otc_graph_node(ex->graph, loss);
+    if (otc_shape_is_batched(ln->shape) || otc_shape_size(ln->shape) != 1)
+        return otc_fail(OTC_ERR_SHAPE, "backward: loss %s has shape %s, not a single value",
+                        label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
+    otc_status st = ensure_train(j, loss, NULL);
+    if (st) return st;
+    /* The training plan keeps what backward reads; recompute its forward when another plan
+     * ran (the result is the same values). */
+    if (j->last != &j->train) {
+        st = run_forward(j, &j->train);
+        if (st) return st;
+    }
+    otc_llvm_args a;
+    st = prepare(j, &j->train, &a);
+    if (!st) st = grads_for(j, &a);
+    if (st) return st;
+    return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
+}
+
+static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
+    jit_exec *j = as_jit(ex);
+    char lab[64];
+    if (j->o.inference) return otc_fail(OTC_ERR_STATE, "grad: this executor was built for inference");
+    if (id < 0 || id >= j->n || otc_graph_node(ex->graph, id)->op != OTC_OP_PARAMETER)
+        return otc_fail(OTC_ERR_ARG, "grad: node #%d is not a parameter", (int)id);
+    if (!data) return otc_fail(OTC_ERR_ARG, "grad: data is NULL");
+    if (!j->has_train)
+        return otc_fail(OTC_ERR_STATE, "grad: no backward has run on this JIT executor");
+    const otc_plan_value *v = &j->train.plan->values[id];
+    if (!v->needs_grad)
+        return otc_fail(OTC_ERR_UNSUPPORTED,
+                        "grad: parameter %s has no gradient in the compiled plan (frozen, or the "
+                        "loss does not reach it)",
+                        label(j, id, lab));
+    *data = j->grads + v->grad.base;
+    return OTC_OK;
+}
+
+static void zero_grad(otc_executor *ex) {
+    jit_exec *j = as_jit(ex);
+    if (j->has_train && j->grads)
+        memset(j->grads, 0, (size_t)j->train.plan->param_floats * sizeof(float));
+}
+
+static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
+    jit_exec *j = as_jit(ex);
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "train_step: this executor was built for inference");
+    if (!opt) return otc_fail(OTC_ERR_ARG, "train_step: no optimiser");
+    const otc_optim_config *c = otc_optimizer_config(opt);
+    otc_status st = ensure_train(j, loss, c);
+    if (st) return st;
+    const otc_plan *pl = j->train.plan;
+    if (j->opt != opt || !j->state) {
+        /* A new optimiser: fresh moments, step count from zero. */
+        free(j->state);
+        j->state = calloc(2 * (size_t)pl->param_floats + 1, sizeof(float));
+        if (!j->state) return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
+        j->opt = opt;
+        j->t = 0;
+    }
+    otc_llvm_args a;
+    st = prepare(j, &j->train, &a);
+    if (!st) st = grads_for(j, &a);
+    if (st) return st;
+    /* The scalars of runtime/src/optim.c, computed the same way. */
+    long t = j->t + 1;
+    float h[OTC_LH_COUNT] = {0};
+    bool adam = c->kind != OTC_OPTIM_SGD;
+    h[OTC_LH_KIND] = adam ? 2.0f : (c->momentum != 0.0f ? 1.0f : 0.0f);
+    h[OTC_LH_LR] = c->lr;
+    h[OTC_LH_MOMENTUM] = c->momentum;
+    h[OTC_LH_NESTEROV] = c->nesterov ? 1.0f : 0.0f;
+    h[OTC_LH_L2] = c->kind == OTC_OPTIM_ADAMW ? 0.0f : c->weight_decay;
+    h[OTC_LH_DECAY] = c->kind == OTC_OPTIM_ADAMW ? 1.0f - c->lr * c->weight_decay : 1.0f;
+    h[OTC_LH_BETA1] = c->beta1;
+    h[OTC_LH_BETA2] = c->beta2;
+    h[OTC_LH_EPS] = c->eps;
+    double bc1 = 1.0 - pow((double)c->beta1, (double)t);
+    double bc2 = 1.0 - pow((double)c->beta2, (double)t);
+    h[OTC_LH_STEP_SIZE] = adam ? (float)((double)c->lr / bc1) : 0.0f;
+    h[OTC_LH_BC2_SQRT] = adam ? (float)sqrt(bc2) : 1.0f;
+    float lv = 0.0f;
+    a.state = j->state;
+    a.hyper = h;
+    a.loss = &lv;
+    j->last = NULL;
+    st = run_status(j, j->train.mod->fn[OTC_JIT_TRAIN_STEP](&a));
+    if (st) return st;
+    j->t = t;
+    /* These weights are now the newest. */
+    j->wver++;
+    j->train.wver = j->wver;
+    if (j->has_fwd && j->fwd.weights == j->train.weights) j->fwd.wver = j->wver;
+    j->wsrc = &j->train;
+    j->last = &j->train;
+    if (loss_value) *loss_value = lv;
+    return OTC_OK;
+}
+
+static void reset_state(otc_executor *ex) { (void)ex; }
+
+static otc_status sync_params(otc_executor *ex) {
+    jit_exec *j = as_jit(ex);
+    jit_plan *p = j->wsrc;
+    if (!p) return OTC_OK; /* never trained: the graph holds the same values */
+    for (int i = 0; i < p->plan->n_params; i++) {
+        otc_id id = p->plan->params[i];
+        otc_tensor *t = otc_graph_param(ex->graph, id);
+        if (!t) continue;
+        memcpy(t->data, p->weights + p->plan->values[id].param_offset, t->size * sizeof(float));
+    }
+    return OTC_OK;
+}
+
+static const otc_executor_vtable jit_vtable = {
+    "jit", destroy, set_input, forward, value, backward, grad, zero_grad, train_step,
+    reset_state, sync_params,
+};
+
+otc_jit_options otc_jit_defaults(void) {
+    otc_jit_options o = {0};
+    o.fuse = OTC_FUSE_DEFAULT;
+    return o;
+}
+
+bool otc_is_jit_executor(const otc_executor *ex) { return ex && ex->vt == &jit_vtable; }
+
+otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
+    if (!otc_is_jit_executor(ex) || !out)
+        return otc_fail(OTC_ERR_ARG, "otc_jit_executor_stats: not a JIT executor");
+    const jit_exec *j = (const jit_exec *)ex;
+    *out = j->stats;
+    out->lanes = j->lanes;
+    return OTC_OK;
+}
+
+const char *otc_jit_host_cpu(void) { return otc_llvm_host_cpu(); }
+
+/* Lanes of the host's widest float vector LLVM will use. */
+static int host_lanes(void) {
+    const char *cpu = otc_llvm_host_cpu();
+    if (strstr(cpu, "512-bit")) return 16;
+    if (strstr(cpu, "256-bit")) return 8;
+    if (strstr(cpu, "128-bit")) return 4;
+    return 4;
+}
+
+otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options) {
+    if (!g) {
+        otc_fail(OTC_ERR_ARG, "jit: no graph");
+        return NULL;
+    }
+    if (otc_llvm_init()) return NULL;
+    jit_exec *j = calloc(1, sizeof *j);
+    if (!j) {
+        otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT executor");
+        return NULL;
+    }
+    j->base.vt = &jit_vtable;
+    j->base.graph = g;
+    j->o = options ? *options : otc_jit_defaults();
+    j->lanes = j->o.lanes > 0 ? j->o.lanes : host_lanes();
+    j->n = otc_graph_size(g);
+    j->stats.lanes = j->lanes;
+    otc_status st = OTC_OK;
+    for (int i = 0; i < otc_graph_input_count(g); i++) j->n_inputs++;
+    j->inputs = calloc((size_t)j->n_inputs + 1, sizeof *j->inputs);
+    j->scratch = calloc((size_t)j->n + 1, sizeof *j->scratch);
+    j->scratch_cap = calloc((size_t)j->n + 1, sizeof *j->scratch_cap);
+    if (!j->inputs || !j->scratch || !j->scratch_cap) {
+        otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT executor");
+        destroy(&j->base);
+        return NULL;
+    }
+    for (int i = 0; i < j->n_inputs; i++) {
+        j->inputs[i].id = otc_graph_input(g, i);
+        j->inputs[i].batch = -1;
+    }
+    for (int id = 0; id < j->n; id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        if (nd->op == OTC_OP_PARAMETER && !nd->value) {
+            char lab[64];
+            otc_fail(OTC_ERR_STATE, "jit: parameter %s has no value", label(j, id, lab));
+            destroy(&j->base);
+            return NULL;
+        }
+    }
+    if (otc_graph_output_count(g) > 0) {
+        otc_plan_options po = {0};
+        po.loss = -1;
+        po.fuse = j->o.fuse;
+        st = plan_make(j, &j->fwd, &po, false);
+        if (st) {
+            destroy(&j->base);
+            return NULL;
+        }
+        j->has_fwd = true;
+    }
+    return &j->base;
+}

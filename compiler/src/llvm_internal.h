@@ -1,0 +1,112 @@
+/* Private to the LLVM backend (compiler/src/llvm_*.c): LLVM set-up, target machines, the
+ * pass pipeline, LLVM error conversion and the process-wide ORC LLJIT with its cache. */
+#ifndef OTC_LLVM_INTERNAL_H
+#define OTC_LLVM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "otc/error.h"
+
+/* ---- llvm_support.c ---- */
+
+/* Initialises every LLVM target once (the host for the JIT, the others for --target).
+ * Thread-safe; fails only when the host has no LLVM target. */
+otc_status otc_llvm_init(void);
+
+/* Turns an LLVMErrorRef into otc_fail(status, "<what>: <LLVM's message>") and consumes it.
+ * Returns OTC_OK for a NULL (success) error. */
+otc_status otc_llvm_check(LLVMErrorRef err, otc_status status, const char *what);
+
+/* A target machine for `triple` (NULL: the host, with the host CPU name and features).
+ * cpu/features NULL mean the host's for the host triple, "generic"/"" otherwise.
+ * PIC relocations so objects link into shared libraries and PIE executables. */
+otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const char *features,
+                                   LLVMTargetMachineRef *out);
+
+/* Sets the module's triple and data layout from tm, verifies it (returning an otc error
+ * with LLVM's message, never aborting) and runs the O3 pipeline with loop and SLP
+ * vectorisation on. */
+otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool optimize);
+
+/* Verification alone: OTC_ERR_STATE with LLVM's description of what is malformed. */
+otc_status otc_llvm_verify(LLVMModuleRef m);
+
+/* Assembly or object code for the module (after otc_llvm_finish_module) in a malloc'd
+ * buffer owned by the caller. */
+otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly, char **data,
+                         size_t *len);
+
+/* Host CPU name and a short description of the vector width LLVM will use ("avx2 (256-bit)").
+ * Static strings valid for the process lifetime. */
+const char *otc_llvm_host_cpu(void);
+
+/* ---- llvm_jit.c ---- */
+
+/* One module compiled into the process-wide LLJIT, in its own ResourceTracker. */
+typedef struct otc_llvm_code otc_llvm_code;
+
+/* Adds module m (created in tsctx's context; ownership of both is taken, even on failure)
+ * to the JIT and resolves n function names into addrs. The caller has already finished
+ * the module with the JIT's target machine (otc_llvm_jit_target_machine). */
+otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, int n,
+                            const char *const *names, void **addrs, otc_llvm_code **out);
+/* Removes the code from the JIT (its memory is returned) and frees the handle. */
+void otc_llvm_code_free(otc_llvm_code *code);
+
+/* The JIT's host target machine, for optimising modules before otc_llvm_jit_add. Callers
+ * hold otc_llvm_jit_lock() while using it. */
+otc_status otc_llvm_jit_target_machine(LLVMTargetMachineRef *tm);
+
+/* One lock serialises compilation (target machine, JIT, cache); code runs without it. */
+void otc_llvm_jit_lock(void);
+void otc_llvm_jit_unlock(void);
+
+/* Unique symbol prefix for the next module ("otc3_"), so modules never clash in the
+ * JITDylib. buf >= 32 bytes. */
+const char *otc_llvm_jit_unique_prefix(char *buf, size_t len);
+
+/* ---- llvm_math.c: scalar IR for the math the renderer needs, written without calls so
+ * the loop and SLP vectorisers can widen it (libm's expf/tanhf would stay scalar) ---- */
+
+/* What every IR-building function needs: the module, a builder and the common types. */
+typedef struct {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef f32, i1, i32, i64, ptr, void_t;
+} otc_llvm_ir;
+
+/* Fills the types of ir from ir->ctx (mod and b are the caller's). */
+void otc_llvm_ir_types(otc_llvm_ir *ir);
+LLVMValueRef otc_llvm_f32(otc_llvm_ir *ir, double v);
+/* A float constant of type t, splat across the lanes when t is a vector. */
+LLVMValueRef otc_llvm_const(LLVMTypeRef t, double v);
+/* A call to an overloaded llvm.* intrinsic on float operands ("llvm.floor", "llvm.fmuladd"). */
+LLVMValueRef otc_llvm_intrinsic(otc_llvm_ir *ir, const char *name, LLVMValueRef *args, int n);
+/* a * b + c, fused where the target has FMA (llvm.fmuladd). */
+LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
+
+/* Cephes-style single-precision approximations, within a few ulp of libm on the range a
+ * network sees; exp saturates at about +-88.4 instead of overflowing to inf or 0. */
+LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x);
+LLVMValueRef otc_llvm_expm1(otc_llvm_ir *ir, LLVMValueRef x);
+LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef x);   /* x > 0, normal */
+LLVMValueRef otc_llvm_log1p(otc_llvm_ir *ir, LLVMValueRef x); /* x >= 0 */
+LLVMValueRef otc_llvm_tanh(otc_llvm_ir *ir, LLVMValueRef x);
+LLVMValueRef otc_llvm_sin(otc_llvm_ir *ir, LLVMValueRef x);
+LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x);
+
+/* An activation (otc_act) and its derivative dy/dx given input x and output y, each the
+ * same formula as ops.h's table. NULL for an unknown activation. */
+LLVMValueRef otc_llvm_act(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x);
+LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
+                               LLVMValueRef y);
+
+#endif

@@ -1,0 +1,203 @@
+/* The process-wide ORC LLJIT: created on first use, one ResourceTracker per compiled module
+ * so freeing a graph's code returns its memory (evolution compiles thousands of graphs). */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#include <llvm-c/LLJIT.h>
+
+#include "llvm_internal.h"
+
+struct otc_llvm_code {
+    LLVMOrcResourceTrackerRef rt;
+};
+
+static pthread_mutex_t jit_mutex;
+static pthread_once_t mutex_once = PTHREAD_ONCE_INIT;
+static LLVMOrcLLJITRef jit;
+static LLVMTargetMachineRef opt_tm; /* the same host machine, for the IR optimiser */
+static unsigned long long module_serial;
+/* ORC reports some failures (e.g. an unresolved symbol) through the session's reporter
+ * rather than the caller; keep the last one to put into the caller's message. */
+static char session_error[512];
+
+static void init_mutex(void) {
+    /* Recursive: freeing code from inside a cache eviction already holds the lock. */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&jit_mutex, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
+void otc_llvm_jit_lock(void) {
+    pthread_once(&mutex_once, init_mutex);
+    pthread_mutex_lock(&jit_mutex);
+}
+
+void otc_llvm_jit_unlock(void) { pthread_mutex_unlock(&jit_mutex); }
+
+static void report_session_error(void *ctx, LLVMErrorRef err) {
+    (void)ctx;
+    char *msg = LLVMGetErrorMessage(err);
+    snprintf(session_error, sizeof session_error, "%s", msg ? msg : "unknown");
+    LLVMDisposeErrorMessage(msg);
+}
+
+/* Functions generated code may call. Defined as absolute addresses so they resolve even in a
+ * statically linked program; anything else falls back to the process's exported symbols
+ * (e.g. a libm function LLVM introduced while optimising). */
+static otc_status define_helpers(LLVMOrcJITDylibRef jd) {
+    static const struct {
+        const char *name;
+        void (*addr)(void);
+    } helpers[] = {
+        {"expf", (void (*)(void))expf},       {"expm1f", (void (*)(void))expm1f},
+        {"logf", (void (*)(void))logf},       {"log1pf", (void (*)(void))log1pf},
+        {"tanhf", (void (*)(void))tanhf},     {"sinf", (void (*)(void))sinf},
+        {"cosf", (void (*)(void))cosf},       {"sqrtf", (void (*)(void))sqrtf},
+        {"powf", (void (*)(void))powf},       {"exp2f", (void (*)(void))exp2f},
+        {"ldexpf", (void (*)(void))ldexpf},   {"fmaxf", (void (*)(void))fmaxf},
+        {"memset", (void (*)(void))memset},   {"memcpy", (void (*)(void))memcpy},
+        {"memmove", (void (*)(void))memmove}, {"cblas_sgemm", (void (*)(void))cblas_sgemm},
+    };
+    enum { N = sizeof helpers / sizeof helpers[0] };
+    LLVMOrcCSymbolMapPair pairs[N];
+    for (int i = 0; i < N; i++) {
+        pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit, helpers[i].name);
+        pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)helpers[i].addr;
+        pairs[i].Sym.Flags.GenericFlags =
+            LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        pairs[i].Sym.Flags.TargetFlags = 0;
+    }
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, N);
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
+    if (err) LLVMOrcDisposeMaterializationUnit(mu);
+    otc_status st = otc_llvm_check(err, OTC_ERR_STATE, "defining JIT helper symbols");
+    if (st) return st;
+
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+    st = otc_llvm_check(err, OTC_ERR_STATE, "searching the process for JIT symbols");
+    if (st) return st;
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    return OTC_OK;
+}
+
+/* Creates the LLJIT on first use; called with the lock held. */
+static otc_status ensure_jit(void) {
+    if (jit) return OTC_OK;
+    LLVMTargetMachineRef tm = NULL, tm2 = NULL;
+    otc_status st = otc_llvm_target_machine(NULL, NULL, NULL, &tm);
+    if (!st) st = otc_llvm_target_machine(NULL, NULL, NULL, &tm2);
+    if (st) {
+        if (tm) LLVMDisposeTargetMachine(tm);
+        return st;
+    }
+    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+    /* Takes ownership of tm: code generation at -O3 for the host CPU and its features. */
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMOrcLLJITRef j = NULL;
+    st = otc_llvm_check(LLVMOrcCreateLLJIT(&j, builder), OTC_ERR_STATE, "creating the LLVM JIT");
+    if (st) {
+        LLVMDisposeTargetMachine(tm2);
+        return st;
+    }
+    jit = j;
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
+                                            report_session_error, NULL);
+    st = define_helpers(LLVMOrcLLJITGetMainJITDylib(jit));
+    if (st) {
+        LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
+        jit = NULL;
+        LLVMDisposeTargetMachine(tm2);
+        return st;
+    }
+    opt_tm = tm2;
+    return OTC_OK;
+}
+
+otc_status otc_llvm_jit_target_machine(LLVMTargetMachineRef *tm) {
+    *tm = NULL;
+    otc_llvm_jit_lock();
+    otc_status st = ensure_jit();
+    if (!st) *tm = opt_tm;
+    otc_llvm_jit_unlock();
+    return st;
+}
+
+const char *otc_llvm_jit_unique_prefix(char *buf, size_t len) {
+    otc_llvm_jit_lock();
+    unsigned long long n = ++module_serial;
+    otc_llvm_jit_unlock();
+    snprintf(buf, len, "otc%llu_", n);
+    return buf;
+}
+
+otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, int n,
+                            const char *const *names, void **addrs, otc_llvm_code **out) {
+    *out = NULL;
+    otc_llvm_jit_lock();
+    otc_status st = ensure_jit();
+    otc_llvm_code *code = NULL;
+    if (!st) {
+        code = calloc(1, sizeof *code);
+        if (!code) st = otc_fail(OTC_ERR_NOMEM, "out of memory for JIT code");
+    }
+    if (st) {
+        LLVMDisposeModule(m);
+        LLVMOrcDisposeThreadSafeContext(tsctx);
+        otc_llvm_jit_unlock();
+        return st;
+    }
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
+    code->rt = LLVMOrcJITDylibCreateResourceTracker(jd);
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsctx);
+    /* The module holds its own reference to the context from here on. */
+    LLVMOrcDisposeThreadSafeContext(tsctx);
+    LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, code->rt, tsm);
+    if (err) LLVMOrcDisposeThreadSafeModule(tsm);
+    st = otc_llvm_check(err, OTC_ERR_STATE, "adding a module to the LLVM JIT");
+    /* Code generation happens here, on the first lookup. */
+    for (int i = 0; !st && i < n; i++) {
+        LLVMOrcExecutorAddress addr = 0;
+        session_error[0] = '\0';
+        err = LLVMOrcLLJITLookup(jit, &addr, names[i]);
+        if (err) {
+            char what[1024];
+            snprintf(what, sizeof what, "JIT compiling '%.200s'%s%s%s", names[i],
+                     session_error[0] ? " (" : "", session_error, session_error[0] ? ")" : "");
+            st = otc_llvm_check(err, OTC_ERR_STATE, what);
+        } else {
+            addrs[i] = (void *)(uintptr_t)addr;
+        }
+    }
+    if (st) {
+        otc_llvm_code_free(code);
+        otc_llvm_jit_unlock();
+        return st;
+    }
+    otc_llvm_jit_unlock();
+    *out = code;
+    return OTC_OK;
+}
+
+void otc_llvm_code_free(otc_llvm_code *code) {
+    if (!code) return;
+    otc_llvm_jit_lock();
+    /* A failure here can only leak the code's memory; nothing to report it to. */
+    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(code->rt);
+    if (err) LLVMConsumeError(err);
+    LLVMOrcReleaseResourceTracker(code->rt);
+    /* The module's symbol names are now unreferenced; drop them so the pool stays small. */
+    LLVMOrcSymbolStringPoolClearDeadEntries(
+        LLVMOrcExecutionSessionGetSymbolStringPool(LLVMOrcLLJITGetExecutionSession(jit)));
+    otc_llvm_jit_unlock();
+    free(code);
+}

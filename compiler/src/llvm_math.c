@@ -1,0 +1,281 @@
+/* Math for the LLVM renderer as plain scalar IR (polynomials after Cephes' single-precision
+ * routines, selects instead of branches) so whole batch loops vectorise; and the
+ * activations of ops.h's table spelled in IR. */
+#include <string.h>
+
+#include "llvm_internal.h"
+#include "otc/ops.h"
+
+void otc_llvm_ir_types(otc_llvm_ir *ir) {
+    ir->f32 = LLVMFloatTypeInContext(ir->ctx);
+    ir->i1 = LLVMInt1TypeInContext(ir->ctx);
+    ir->i32 = LLVMInt32TypeInContext(ir->ctx);
+    ir->i64 = LLVMInt64TypeInContext(ir->ctx);
+    ir->ptr = LLVMPointerTypeInContext(ir->ctx, 0);
+    ir->void_t = LLVMVoidTypeInContext(ir->ctx);
+}
+
+LLVMValueRef otc_llvm_f32(otc_llvm_ir *ir, double v) { return LLVMConstReal(ir->f32, v); }
+
+LLVMValueRef otc_llvm_const(LLVMTypeRef t, double v) {
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstReal(t, v);
+    LLVMValueRef lanes[64];
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef c = LLVMConstReal(LLVMGetElementType(t), v);
+    for (unsigned i = 0; i < n && i < 64; i++) lanes[i] = c;
+    return LLVMConstVector(lanes, n);
+}
+
+/* An integer constant shaped like t (i32 or <W x i32>). */
+static LLVMValueRef const_i32(otc_llvm_ir *ir, LLVMTypeRef t, long long v) {
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstInt(ir->i32, (unsigned long long)v, 1);
+    LLVMValueRef lanes[64];
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef c = LLVMConstInt(ir->i32, (unsigned long long)v, 1);
+    for (unsigned i = 0; i < n && i < 64; i++) lanes[i] = c;
+    return LLVMConstVector(lanes, n);
+}
+
+/* i32 or <W x i32>, the integer twin of a float (vector) type. */
+static LLVMTypeRef int_like(otc_llvm_ir *ir, LLVMTypeRef t) {
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return ir->i32;
+    return LLVMVectorType(ir->i32, LLVMGetVectorSize(t));
+}
+
+LLVMValueRef otc_llvm_intrinsic(otc_llvm_ir *ir, const char *name, LLVMValueRef *args, int n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(ir->mod, id, &t, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(ir->ctx, id, &t, 1);
+    return LLVMBuildCall2(ir->b, fty, fn, args, (unsigned)n, "");
+}
+
+LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMValueRef args[3] = {a, b, c};
+    return otc_llvm_intrinsic(ir, "llvm.fmuladd", args, 3);
+}
+
+/* Short spellings for the formulas below. */
+#define B ir->b
+#define K(v) otc_llvm_const(T, (v))
+#define KI(v) const_i32(ir, T, (v))
+#define ADD(a, c) LLVMBuildFAdd(B, (a), (c), "")
+#define SUB(a, c) LLVMBuildFSub(B, (a), (c), "")
+#define MUL(a, c) LLVMBuildFMul(B, (a), (c), "")
+#define DIV(a, c) LLVMBuildFDiv(B, (a), (c), "")
+#define FMA(a, c, d) otc_llvm_fma(ir, (a), (c), (d))
+#define SEL(c, a, d) LLVMBuildSelect(B, (c), (a), (d), "")
+#define LT(a, c) LLVMBuildFCmp(B, LLVMRealOLT, (a), (c), "")
+#define GT(a, c) LLVMBuildFCmp(B, LLVMRealOGT, (a), (c), "")
+
+static LLVMValueRef fabs_ir(otc_llvm_ir *ir, LLVMValueRef x) {
+    return otc_llvm_intrinsic(ir, "llvm.fabs", &x, 1);
+}
+
+/* Horner's rule: c[0] * x^(n-1) + ... + c[n-1]. */
+static LLVMValueRef poly(otc_llvm_ir *ir, LLVMValueRef x, const double *c, int n) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    LLVMValueRef y = K(c[0]);
+    for (int i = 1; i < n; i++) y = FMA(y, x, K(c[i]));
+    return y;
+}
+
+LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                               4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+    /* Clamp so 2^n stays a normal float; a NaN fails both compares and stays NaN. */
+    const double hi = 88.3762626647949, lo = -88.3762626647949;
+    x = SEL(GT(x, K(hi)), K(hi), x);
+    x = SEL(LT(x, K(lo)), K(lo), x);
+    /* x = n ln2 + r with |r| <= ln2/2, ln2 split in two so n*C1 is exact. */
+    LLVMValueRef fx = FMA(x, K(1.44269504088896341), K(0.5));
+    fx = otc_llvm_intrinsic(ir, "llvm.floor", &fx, 1);
+    LLVMValueRef r = SUB(x, MUL(fx, K(0.693359375)));
+    r = SUB(r, MUL(fx, K(-2.12194440e-4)));
+    LLVMValueRef z = MUL(r, r);
+    LLVMValueRef y = FMA(poly(ir, r, p, 6), z, ADD(r, K(1.0)));
+    /* 2^n assembled in the exponent bits. */
+    LLVMValueRef n = LLVMBuildFPToSI(B, fx, int_like(ir, T), "");
+    n = LLVMBuildShl(B, LLVMBuildAdd(B, n, KI(127), ""),
+                     KI(23), "");
+    return MUL(y, LLVMBuildBitCast(B, n, T, ""));
+}
+
+LLVMValueRef otc_llvm_expm1(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    /* exp(x) - 1 cancels near 0; there the Taylor series to x^6 is exact to float. */
+    static const double t[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 0.0};
+    LLVMValueRef small = poly(ir, x, t, 7);
+    LLVMValueRef big = SUB(otc_llvm_exp(ir, x), K(1.0));
+    return SEL(LT(fabs_ir(ir, x), K(0.125)), small, big);
+}
+
+/* log(w) for normal w > 0 (Cephes logf): w = m 2^e with m in [sqrt(1/2), sqrt(2)). */
+LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef w) {
+    LLVMTypeRef T = LLVMTypeOf(w);
+    static const double p[] = {7.0376836292E-2,  -1.1514610310E-1, 1.1676998740E-1,
+                               -1.2420140846E-1, 1.4249322787E-1,  -1.6668057665E-1,
+                               2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
+    LLVMValueRef bits = LLVMBuildBitCast(B, w, int_like(ir, T), "");
+    LLVMValueRef e = LLVMBuildSub(
+        B, LLVMBuildLShr(B, bits, KI(23), ""),
+        KI(126), "");
+    LLVMValueRef mbits = LLVMBuildOr(
+        B, LLVMBuildAnd(B, bits, KI(0x807fffff), ""),
+        KI(0x3f000000), "");
+    LLVMValueRef m = LLVMBuildBitCast(B, mbits, T, ""); /* [0.5, 1) */
+    LLVMValueRef lowm = LT(m, K(0.707106781186547524));
+    LLVMValueRef fe = LLVMBuildSIToFP(B, e, T, "");
+    fe = SEL(lowm, SUB(fe, K(1.0)), fe);
+    LLVMValueRef xm = SEL(lowm, SUB(ADD(m, m), K(1.0)), SUB(m, K(1.0)));
+    LLVMValueRef z = MUL(xm, xm);
+    LLVMValueRef y = MUL(MUL(xm, z), poly(ir, xm, p, 9));
+    y = FMA(fe, K(-2.12194440e-4), y);
+    y = FMA(z, K(-0.5), y);
+    LLVMValueRef r = ADD(xm, y);
+    return FMA(fe, K(0.693359375), r);
+}
+
+LLVMValueRef otc_llvm_log1p(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    /* log1p(x) = log(w) * x / (w - 1) with w = 1 + x rounded: the quotient cancels the
+     * rounding of w (Goldberg's trick); w == 1 means x is below float resolution. */
+    LLVMValueRef w = ADD(x, K(1.0));
+    LLVMValueRef wm1 = SUB(w, K(1.0));
+    LLVMValueRef exact = LLVMBuildFCmp(B, LLVMRealOEQ, wm1, K(0.0), "");
+    LLVMValueRef safe = SEL(exact, K(1.0), wm1);
+    LLVMValueRef r = DIV(MUL(otc_llvm_log(ir, w), x), safe);
+    return SEL(exact, x, r);
+}
+
+LLVMValueRef otc_llvm_tanh(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    static const double p[] = {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2,
+                               1.33314422036E-1, -3.33332819422E-1};
+    LLVMValueRef ax = fabs_ir(ir, x);
+    /* Small |x|: odd polynomial. Large: 1 - 2 / (e^{2|x|} + 1), sign restored. */
+    LLVMValueRef z = MUL(x, x);
+    LLVMValueRef small = FMA(MUL(poly(ir, z, p, 5), z), x, x);
+    LLVMValueRef e = otc_llvm_exp(ir, ADD(ax, ax));
+    LLVMValueRef big = SUB(K(1.0), DIV(K(2.0), ADD(e, K(1.0))));
+    LLVMValueRef args[2] = {big, x};
+    big = otc_llvm_intrinsic(ir, "llvm.copysign", args, 2);
+    return SEL(LT(ax, K(0.625)), small, big);
+}
+
+/* Shared by sin and cos: reduce |x| by multiples of pi/4 (Cephes' three-part pi/4) and
+ * evaluate the sine and cosine polynomials on the remainder. */
+static void sincos_reduce(otc_llvm_ir *ir, LLVMValueRef ax, LLVMValueRef *j, LLVMValueRef *s,
+                          LLVMValueRef *c) {
+    LLVMTypeRef T = LLVMTypeOf(ax);
+    static const double sp[] = {-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1};
+    static const double cp[] = {2.443315711809948E-5, -1.388731625493765E-3,
+                                4.166664568298827E-2};
+    LLVMValueRef ji = LLVMBuildFPToSI(B, MUL(ax, K(1.27323954473516)), int_like(ir, T), "");
+    ji = LLVMBuildAnd(B, LLVMBuildAdd(B, ji, KI(1), ""),
+                      KI(-2), "");
+    LLVMValueRef y = LLVMBuildSIToFP(B, ji, T, "");
+    LLVMValueRef r = SUB(ax, MUL(y, K(0.78515625)));
+    r = SUB(r, MUL(y, K(2.4187564849853515625e-4)));
+    r = SUB(r, MUL(y, K(3.77489497744594108e-8)));
+    LLVMValueRef z = MUL(r, r);
+    *s = FMA(MUL(poly(ir, z, sp, 3), z), r, r);
+    *c = ADD(FMA(MUL(poly(ir, z, cp, 3), z), z, MUL(z, K(-0.5))), K(1.0));
+    *j = LLVMBuildAnd(B, ji, KI(7), "");
+}
+
+static LLVMValueRef bit_set(otc_llvm_ir *ir, LLVMValueRef j, unsigned bit) {
+    LLVMTypeRef T = LLVMTypeOf(j);
+    LLVMValueRef v = LLVMBuildAnd(B, j, KI(bit), "");
+    return LLVMBuildICmp(B, LLVMIntNE, v, KI(0), "");
+}
+
+LLVMValueRef otc_llvm_sin(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    LLVMValueRef j, s, c;
+    sincos_reduce(ir, fabs_ir(ir, x), &j, &s, &c);
+    /* j in {0,2,4,6}: 4 and 6 flip the sign; 2 and 6 take the cosine polynomial. */
+    LLVMValueRef y = SEL(bit_set(ir, j, 2), c, s);
+    y = SEL(bit_set(ir, j, 4), LLVMBuildFNeg(B, y, ""), y);
+    return SEL(LT(x, K(0.0)), LLVMBuildFNeg(B, y, ""), y);
+}
+
+LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMValueRef j, s, c;
+    sincos_reduce(ir, fabs_ir(ir, x), &j, &s, &c);
+    /* cos is even; j 2 and 6 take the sine polynomial, j 2 and 4 are negative. */
+    LLVMValueRef y = SEL(bit_set(ir, j, 2), s, c);
+    LLVMValueRef neg = LLVMBuildXor(B, bit_set(ir, j, 2), bit_set(ir, j, 4), "");
+    return SEL(neg, LLVMBuildFNeg(B, y, ""), y);
+}
+
+static LLVMValueRef sigmoid_of(otc_llvm_ir *ir, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    return DIV(K(1.0), ADD(K(1.0), otc_llvm_exp(ir, LLVMBuildFNeg(B, x, ""))));
+}
+
+LLVMValueRef otc_llvm_act(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    LLVMValueRef zero = K(0.0), pos = GT(x, zero);
+    switch (act) {
+    case OTC_ACT_IDENTITY:
+        return x;
+    case OTC_ACT_SIGMOID:
+        return sigmoid_of(ir, x);
+    case OTC_ACT_TANH:
+        return otc_llvm_tanh(ir, x);
+    case OTC_ACT_RELU:
+        return SEL(pos, x, zero);
+    case OTC_ACT_LEAKY_RELU:
+        return SEL(pos, x, MUL(K(alpha), x));
+    case OTC_ACT_SOFTPLUS: {
+        LLVMValueRef e = otc_llvm_exp(ir, LLVMBuildFNeg(B, fabs_ir(ir, x), ""));
+        return ADD(SEL(pos, x, zero), otc_llvm_log1p(ir, e));
+    }
+    case OTC_ACT_ELU:
+        return SEL(pos, x, MUL(K(alpha), otc_llvm_expm1(ir, x)));
+    case OTC_ACT_GAUSSIAN:
+        return otc_llvm_exp(ir, LLVMBuildFNeg(B, MUL(x, x), ""));
+    case OTC_ACT_SIN:
+        return otc_llvm_sin(ir, x);
+    case OTC_ACT_ABS:
+        return fabs_ir(ir, x);
+    case OTC_ACT_STEEP_SIGMOID:
+        return sigmoid_of(ir, MUL(K(4.9), x));
+    default:
+        return NULL;
+    }
+}
+
+LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
+                               LLVMValueRef y) {
+    LLVMTypeRef T = LLVMTypeOf(x);
+    LLVMValueRef one = K(1.0), zero = K(0.0), pos = GT(x, zero);
+    switch (act) {
+    case OTC_ACT_IDENTITY:
+        return one;
+    case OTC_ACT_SIGMOID:
+        return MUL(y, SUB(one, y));
+    case OTC_ACT_TANH:
+        return SUB(one, MUL(y, y));
+    case OTC_ACT_RELU:
+        return SEL(pos, one, zero);
+    case OTC_ACT_LEAKY_RELU:
+        return SEL(pos, one, K(alpha));
+    case OTC_ACT_SOFTPLUS:
+        return sigmoid_of(ir, x);
+    case OTC_ACT_ELU:
+        return SEL(pos, one, ADD(y, K(alpha)));
+    case OTC_ACT_GAUSSIAN:
+        return MUL(MUL(K(-2.0), x), y);
+    case OTC_ACT_SIN:
+        return otc_llvm_cos(ir, x);
+    case OTC_ACT_ABS:
+        return SEL(pos, one, SEL(LT(x, zero), K(-1.0), zero));
+    case OTC_ACT_STEEP_SIGMOID:
+        return MUL(MUL(K(4.9), y), SUB(one, y));
+    default:
+        return NULL;
+    }
+}

@@ -1,0 +1,150 @@
+/* Private to the LLVM renderer (llvm_render*.c): the state while one plan is spelled as LLVM
+ * IR, and the helpers its files share. Batched values are processed W samples at a time as
+ * <W x float> vectors (the batch stride S is a multiple of W), so every batch loop is
+ * vectorised across samples by construction and costs no vectoriser analysis. */
+#ifndef OTC_LLVM_RENDER_H
+#define OTC_LLVM_RENDER_H
+
+#include "llvm_internal.h"
+#include "otc/jit.h"
+#include "otc/plan.h"
+
+/* Slots of the argument block every generated function takes (all 8 bytes wide); the
+ * executor fills an otc_llvm_args with the same order. */
+enum {
+    OTC_LA_IN,       /* caller rows, in_width floats per sample */
+    OTC_LA_TARGET,   /* target rows */
+    OTC_LA_OUT,      /* output rows */
+    OTC_LA_WEIGHTS,  /* flat weight array (the plan's layout) */
+    OTC_LA_WORK,     /* activation buffer */
+    OTC_LA_GRADS,    /* gradient buffer */
+    OTC_LA_STATE,    /* optimiser state: 2 x param_floats */
+    OTC_LA_HYPER,    /* optimiser scalars (OTC_LH_*) */
+    OTC_LA_BATCH,    /* i64 samples B */
+    OTC_LA_STRIDE,   /* i64 stride S: a multiple of the lane count, >= B */
+    OTC_LA_LOSS,     /* float *: the loss after train_step */
+    OTC_LA_COUNT
+};
+
+typedef struct {
+    const float *in, *target;
+    float *out, *weights, *work, *grads, *state;
+    const float *hyper;
+    int64_t batch, stride;
+    float *loss;
+} otc_llvm_args;
+
+/* The optimiser scalars the update reads (computed by the executor per step, exactly as
+ * runtime/src/optim.c does, so the compiled update matches the interpreter's). */
+enum {
+    OTC_LH_KIND,      /* 0 plain SGD, 1 SGD with momentum, 2 Adam/AdamW */
+    OTC_LH_LR,
+    OTC_LH_MOMENTUM,
+    OTC_LH_NESTEROV,  /* 0 or 1 */
+    OTC_LH_L2,        /* weight decay added to the gradient (SGD, Adam) */
+    OTC_LH_DECAY,     /* p *= decay first (AdamW: 1 - lr * wd; else 1) */
+    OTC_LH_BETA1,
+    OTC_LH_BETA2,
+    OTC_LH_EPS,
+    OTC_LH_STEP_SIZE, /* lr / (1 - beta1^t) */
+    OTC_LH_BC2_SQRT,  /* sqrt(1 - beta2^t) */
+    OTC_LH_COUNT
+};
+
+/* Generated functions return 0, or 1 + the id of the node that failed (a bad class label). */
+typedef int32_t (*otc_llvm_fn)(const otc_llvm_args *args);
+
+typedef struct {
+    int lanes;          /* W: floats per vector */
+    bool train;         /* render backward and train_step too */
+    bool aot;           /* weights are a constant global (baked) */
+    const char *prefix; /* of every exported symbol */
+    bool blas;          /* large dense products call cblas_sgemm */
+} otc_llvm_render_options;
+
+typedef struct {
+    otc_llvm_ir ir;
+    const otc_plan *plan;
+    const otc_graph *g;
+    otc_llvm_render_options o;
+    LLVMTypeRef vec;  /* <W x float> */
+    LLVMTypeRef fn_t; /* i32 (ptr) */
+    /* The function being built. */
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry; /* allocas go here */
+    LLVMValueRef a[OTC_LA_COUNT];
+    LLVMValueRef nchunks; /* S / W */
+    LLVMValueRef *local;  /* per node: its value inside the current loop body, or NULL */
+    int kernel;           /* the kernel being rendered */
+    LLVMValueRef mask;    /* lanes of the current chunk that are real samples, or NULL */
+    LLVMValueRef chunk;   /* the current chunk index (i64), NULL outside chunk loops */
+    otc_status st;        /* the first error while rendering */
+} otc_llvm_r;
+
+/* Loops: begin positions the builder in the body with i counting 0 .. count-1 (nothing runs
+ * when count <= 0); end closes it and continues after the loop. */
+typedef struct {
+    LLVMValueRef i;
+    LLVMBasicBlockRef pre, body, exit;
+    LLVMValueRef count;
+    bool auto_vectorize; /* set before begin: leave this loop to LLVM's loop vectoriser and
+                            unroller (otherwise both are switched off for it) */
+} otc_llvm_loop;
+void otc_lv_loop_begin(otc_llvm_r *r, otc_llvm_loop *l, LLVMValueRef count);
+void otc_lv_loop_end(otc_llvm_r *r, otc_llvm_loop *l);
+
+LLVMValueRef otc_lv_i64(otc_llvm_r *r, int64_t v);
+/* A float stack slot in the entry block (promoted to a register by the optimiser). */
+LLVMValueRef otc_lv_slot(otc_llvm_r *r, LLVMTypeRef t);
+LLVMValueRef otc_lv_splat(otc_llvm_r *r, LLVMValueRef scalar);
+/* Floats into a buffer: base + per_batch * S. */
+LLVMValueRef otc_lv_extent(otc_llvm_r *r, otc_extent e);
+LLVMValueRef otc_lv_gep(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef index);
+/* Start of id's storage (its owner's): activation buffer or weights. */
+LLVMValueRef otc_lv_value_base(otc_llvm_r *r, otc_id id);
+LLVMValueRef otc_lv_grad_base(otc_llvm_r *r, otc_id id);
+/* Element `e` (i64) of a stored batched value at the current chunk, or of an unbatched one. */
+LLVMValueRef otc_lv_at(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, bool batched);
+LLVMValueRef otc_lv_load(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr);
+void otc_lv_store(otc_llvm_r *r, LLVMValueRef v, LLVMValueRef ptr);
+/* *ptr += v (vector or scalar). */
+void otc_lv_accumulate(otc_llvm_r *r, LLVMValueRef ptr, LLVMValueRef v);
+/* The sum of a vector's lanes. */
+LLVMValueRef otc_lv_hsum(otc_llvm_r *r, LLVMValueRef v);
+/* The lane mask of the current chunk (computed once per chunk body). */
+LLVMValueRef otc_lv_lane_mask(otc_llvm_r *r);
+/* v where the lane is a real sample, 0 in the padding. */
+LLVMValueRef otc_lv_masked(otc_llvm_r *r, LLVMValueRef v);
+/* Opens the chunk loop of a batched kernel body (c = chunk index). */
+void otc_lv_chunks_begin(otc_llvm_r *r, otc_llvm_loop *l);
+void otc_lv_chunks_end(otc_llvm_r *r, otc_llvm_loop *l);
+void otc_lv_fail(otc_llvm_r *r, otc_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Calls a plain C function by name (declared on first use). */
+LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
+                         int n, LLVMValueRef *args);
+
+/* llvm_render_map.c: fused map and matmul kernels, and the backward of their members. */
+void otc_lv_map_kernel(otc_llvm_r *r, int k);
+void otc_lv_matmul_kernel(otc_llvm_r *r, int k);
+/* Backward steps [from, to) of one map/matmul-epilogue kernel's members, fused into one loop
+ * nest (each only touches its own element and sample). */
+void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
+/* May this backward step join a fused group? */
+bool otc_lv_map_backward_fusable(const otc_llvm_r *r, otc_id id);
+
+/* llvm_render_op.c: OP kernels (reductions, softmaxes, losses, concat/slice/select,
+ * unbatched matmul) and the matmul's own backward. */
+void otc_lv_op_kernel(otc_llvm_r *r, int k);
+void otc_lv_op_backward(otc_llvm_r *r, otc_id id);
+void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id);
+
+/* llvm_render.c: the whole plan as a module. Functions PREFIXforward, and with o->train
+ * PREFIXbackward and PREFIXtrain_step. */
+otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *o,
+                           LLVMContextRef ctx, LLVMModuleRef *out);
+
+#endif

@@ -1,0 +1,589 @@
+/* The LLVM renderer's single-op kernels and their backward: sums and means, the losses (MSE,
+ * BCE, softmax cross-entropy), softmaxes along the last axis, concat/slice/select as row
+ * copies, MatMul of unbatched values, and the batched MatMul's gradient products. Every sum
+ * over the batch leaves the padding samples out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_render.h"
+
+#define B (r->ir.b)
+#define PV(id) (&r->plan->values[otc_plan_owner(r->plan, (id))])
+#define BCE_EPS 1e-7 /* as runtime/src/kernels_loss.c */
+
+static LLVMValueRef konst(otc_llvm_r *r, bool vec, double v) {
+    return otc_llvm_const(vec ? r->vec : r->ir.f32, v);
+}
+
+static LLVMValueRef ld(otc_llvm_r *r, otc_id id, LLVMValueRef e) {
+    bool kb = PV(id)->batched;
+    return otc_lv_load(r, kb ? r->vec : r->ir.f32, otc_lv_at(r, otc_lv_value_base(r, id), e, kb));
+}
+
+static LLVMValueRef gptr(otc_llvm_r *r, otc_id id, LLVMValueRef e) {
+    return otc_lv_at(r, otc_lv_grad_base(r, id), e, PV(id)->batched);
+}
+
+/* Elements of a value over all samples, as a float (size, or size * B when batched). */
+static LLVMValueRef count_of(otc_llvm_r *r, otc_id id) {
+    const otc_plan_value *v = PV(id);
+    LLVMValueRef n = LLVMConstReal(r->ir.f32, (double)v->size);
+    if (!v->batched) return n;
+    return LLVMBuildFMul(B, n, LLVMBuildSIToFP(B, r->a[OTC_LA_BATCH], r->ir.f32, ""), "");
+}
+
+/* The loop over every element of a value of `size` per sample: e outside, chunks inside
+ * when batched. */
+typedef struct {
+    otc_llvm_loop le = {0}, lc = {0};
+    bool batched;
+} walk;
+
+static LLVMValueRef walk_begin(otc_llvm_r *r, walk *w, int64_t size, bool batched) {
+    memset(w, 0, sizeof *w);
+    w->batched = batched;
+    otc_lv_loop_begin(r, &w->le, otc_lv_i64(r, size));
+    if (batched) otc_lv_chunks_begin(r, &w->lc);
+    return w->le.i;
+}
+
+static void walk_end(otc_llvm_r *r, walk *w) {
+    if (w->batched) otc_lv_chunks_end(r, &w->lc);
+    otc_lv_loop_end(r, &w->le);
+}
+
+typedef enum { TERM_SUM, TERM_SQDIFF, TERM_BCE } term_kind;
+
+static LLVMValueRef clamp_prob(otc_llvm_r *r, LLVMValueRef p, bool kb) {
+    LLVMValueRef lo = konst(r, kb, BCE_EPS), hi = konst(r, kb, 1.0 - (float)BCE_EPS);
+    p = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, p, lo, ""), lo, p, "");
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, p, hi, ""), hi, p, "");
+}
+
+/* Sum over all elements (padding excluded) of a per-element term of x (and t). */
+static LLVMValueRef total(otc_llvm_r *r, term_kind kind, otc_id x, otc_id t) {
+    const otc_plan_value *v = PV(x);
+    bool kb = v->batched;
+    LLVMValueRef acc = otc_lv_slot(r, kb ? r->vec : r->ir.f32);
+    otc_lv_store(r, konst(r, kb, 0.0), acc);
+    walk w;
+    LLVMValueRef e = walk_begin(r, &w, v->size, kb);
+    LLVMValueRef a = ld(r, x, e), term = a;
+    if (kind == TERM_SQDIFF) {
+        LLVMValueRef d = LLVMBuildFSub(B, a, ld(r, t, e), "");
+        term = LLVMBuildFMul(B, d, d, "");
+    } else if (kind == TERM_BCE) {
+        LLVMValueRef q = clamp_prob(r, a, kb), tv = ld(r, t, e), one = konst(r, kb, 1.0);
+        LLVMValueRef l1 = LLVMBuildFMul(B, tv, otc_llvm_log(&r->ir, q), "");
+        LLVMValueRef l0 = LLVMBuildFMul(B, LLVMBuildFSub(B, one, tv, ""),
+                                        otc_llvm_log(&r->ir, LLVMBuildFSub(B, one, q, "")), "");
+        term = LLVMBuildFNeg(B, LLVMBuildFAdd(B, l1, l0, ""), "");
+    }
+    otc_lv_accumulate(r, acc, otc_lv_masked(r, term));
+    walk_end(r, &w);
+    LLVMValueRef s = otc_lv_load(r, kb ? r->vec : r->ir.f32, acc);
+    return kb ? otc_lv_hsum(r, s) : s;
+}
+
+/* ---- softmax family: rows of C along the last axis ---- */
+
+/* A row of C values: node-major vectors of one chunk (batched) or C consecutive floats. */
+typedef struct {
+    otc_id id;
+    LLVMValueRef rowe; /* element index of the row's first value (i64) */
+    bool kb;
+} row;
+
+static LLVMValueRef row_at(otc_llvm_r *r, const row *w, LLVMValueRef c, bool grad) {
+    LLVMValueRef e = LLVMBuildAdd(B, w->rowe, c, "");
+    LLVMValueRef base = grad ? otc_lv_grad_base(r, w->id) : otc_lv_value_base(r, w->id);
+    return otc_lv_at(r, base, e, w->kb);
+}
+
+static LLVMValueRef row_load(otc_llvm_r *r, const row *w, LLVMValueRef c) {
+    return otc_lv_load(r, w->kb ? r->vec : r->ir.f32, row_at(r, w, c, false));
+}
+
+/* max over the row, then sum of exp(x - max). */
+static void row_max_sum(otc_llvm_r *r, const row *x, int64_t C, LLVMValueRef *m, LLVMValueRef *s) {
+    LLVMTypeRef T = x->kb ? r->vec : r->ir.f32;
+    LLVMValueRef ms = otc_lv_slot(r, T), ss = otc_lv_slot(r, T);
+    otc_lv_store(r, row_load(r, x, otc_lv_i64(r, 0)), ms);
+    otc_lv_store(r, konst(r, x->kb, 0.0), ss);
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C - 1));
+    LLVMValueRef v = row_load(r, x, LLVMBuildAdd(B, l.i, otc_lv_i64(r, 1), ""));
+    LLVMValueRef cur = otc_lv_load(r, T, ms);
+    otc_lv_store(r, LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, v, cur, ""), v, cur, ""), ms);
+    otc_lv_loop_end(r, &l);
+    *m = otc_lv_load(r, T, ms);
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    LLVMValueRef ex = otc_llvm_exp(&r->ir, LLVMBuildFSub(B, row_load(r, x, l.i), *m, ""));
+    otc_lv_accumulate(r, ss, ex);
+    otc_lv_loop_end(r, &l);
+    *s = otc_lv_load(r, T, ss);
+}
+
+/* Rows of a softmax-like op: per-sample rows (chunked when batched). Calls body per row. */
+typedef void (*row_body)(otc_llvm_r *r, otc_id id, const row *x, const row *y, int64_t C);
+
+static void for_rows(otc_llvm_r *r, otc_id id, otc_id xin, row_body body) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    const otc_plan_value *v = PV(id);
+    int64_t C = nd->shape.ndim > 0 ? nd->shape.dim[nd->shape.ndim - 1] : 1;
+    int64_t rows = v->size / C;
+    otc_llvm_loop lr = {0}, lc = {0};
+    otc_lv_loop_begin(r, &lr, otc_lv_i64(r, rows));
+    if (v->batched) otc_lv_chunks_begin(r, &lc);
+    row x = {xin, LLVMBuildMul(B, lr.i, otc_lv_i64(r, C), ""), v->batched};
+    row y = {id, x.rowe, v->batched};
+    body(r, id, &x, &y, C);
+    if (v->batched) otc_lv_chunks_end(r, &lc);
+    otc_lv_loop_end(r, &lr);
+}
+
+static void softmax_row(otc_llvm_r *r, otc_id id, const row *x, const row *y, int64_t C) {
+    LLVMValueRef m, s;
+    row_max_sum(r, x, C, &m, &s);
+    LLVMValueRef inv = LLVMBuildFDiv(B, konst(r, x->kb, 1.0), s, "");
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    LLVMValueRef ex = otc_llvm_exp(&r->ir, LLVMBuildFSub(B, row_load(r, x, l.i), m, ""));
+    otc_lv_store(r, LLVMBuildFMul(B, ex, inv, ""), row_at(r, y, l.i, false));
+    otc_lv_loop_end(r, &l);
+}
+
+static void log_softmax_row(otc_llvm_r *r, otc_id id, const row *x, const row *y, int64_t C) {
+    LLVMValueRef m, s;
+    row_max_sum(r, x, C, &m, &s);
+    LLVMValueRef ls = otc_llvm_log(&r->ir, s);
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    LLVMValueRef sh = LLVMBuildFSub(B, row_load(r, x, l.i), m, "");
+    otc_lv_store(r, LLVMBuildFSub(B, sh, ls, ""), row_at(r, y, l.i, false));
+    otc_lv_loop_end(r, &l);
+}
+
+/* dx += y * (g - sum(g * y)) */
+static void softmax_row_back(otc_llvm_r *r, otc_id id, const row *x, const row *y, int64_t C) {
+    LLVMTypeRef T = y->kb ? r->vec : r->ir.f32;
+    row gy = *y;
+    LLVMValueRef dot = otc_lv_slot(r, T);
+    otc_lv_store(r, konst(r, y->kb, 0.0), dot);
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    LLVMValueRef g = otc_lv_load(r, T, row_at(r, &gy, l.i, true));
+    otc_lv_accumulate(r, dot, LLVMBuildFMul(B, g, row_load(r, y, l.i), ""));
+    otc_lv_loop_end(r, &l);
+    LLVMValueRef dv = otc_lv_load(r, T, dot);
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    g = otc_lv_load(r, T, row_at(r, &gy, l.i, true));
+    LLVMValueRef d = LLVMBuildFMul(B, row_load(r, y, l.i), LLVMBuildFSub(B, g, dv, ""), "");
+    otc_lv_accumulate(r, row_at(r, x, l.i, true), d);
+    otc_lv_loop_end(r, &l);
+}
+
+/* dx += g - exp(y) * sum(g) */
+static void log_softmax_row_back(otc_llvm_r *r, otc_id id, const row *x, const row *y, int64_t C) {
+    LLVMTypeRef T = y->kb ? r->vec : r->ir.f32;
+    LLVMValueRef sum = otc_lv_slot(r, T);
+    otc_lv_store(r, konst(r, y->kb, 0.0), sum);
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    otc_lv_accumulate(r, sum, otc_lv_load(r, T, row_at(r, y, l.i, true)));
+    otc_lv_loop_end(r, &l);
+    LLVMValueRef sv = otc_lv_load(r, T, sum);
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    LLVMValueRef g = otc_lv_load(r, T, row_at(r, y, l.i, true));
+    LLVMValueRef ey = otc_llvm_exp(&r->ir, row_load(r, y, l.i));
+    otc_lv_accumulate(r, row_at(r, x, l.i, true), LLVMBuildFSub(B, g, LLVMBuildFMul(B, ey, sv, ""), ""));
+    otc_lv_loop_end(r, &l);
+}
+
+/* ---- softmax cross-entropy: logits [M,C], labels [M] or [M,1] as floats ---- */
+
+/* Per row (a chunk of samples, or one unbatched row): max, sum of exps, the label, and
+ * whether the label is a class index (checked on real samples only). */
+static void ce_row(otc_llvm_r *r, otc_id id, const row *x, int64_t C, LLVMValueRef *m,
+                   LLVMValueRef *s, LLVMValueRef *lbl, LLVMValueRef rowi) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    row_max_sum(r, x, C, m, s);
+    /* Labels: one per sample (batched, element 0) or per row (unbatched, element rowi). */
+    *lbl = ld(r, nd->inputs[1], x->kb ? otc_lv_i64(r, 0) : rowi);
+}
+
+static void check_labels(otc_llvm_r *r, otc_id id, LLVMValueRef lbl, int64_t C, bool kb) {
+    LLVMValueRef fl = otc_llvm_intrinsic(&r->ir, "llvm.floor", &lbl, 1);
+    LLVMValueRef ok = LLVMBuildAnd(
+        B, LLVMBuildFCmp(B, LLVMRealOGE, lbl, konst(r, kb, 0.0), ""),
+        LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOLT, lbl, konst(r, kb, (double)C), ""),
+                     LLVMBuildFCmp(B, LLVMRealOEQ, lbl, fl, ""), ""),
+        "");
+    if (kb) {
+        ok = LLVMBuildOr(B, ok, LLVMBuildNot(B, r->mask, ""), "");
+        LLVMTypeRef vt = LLVMTypeOf(ok);
+        unsigned iid = LLVMLookupIntrinsicID("llvm.vector.reduce.and", 22);
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(r->ir.mod, iid, &vt, 1);
+        LLVMTypeRef ft = LLVMIntrinsicGetType(r->ir.ctx, iid, &vt, 1);
+        ok = LLVMBuildCall2(B, ft, f, &ok, 1, "");
+    }
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "bad_label");
+    LLVMBasicBlockRef good = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "labels_ok");
+    LLVMBuildCondBr(B, ok, good, bad);
+    LLVMPositionBuilderAtEnd(B, bad);
+    LLVMBuildRet(B, LLVMConstInt(r->ir.i32, (unsigned long long)id + 1, 0));
+    LLVMPositionBuilderAtEnd(B, good);
+}
+
+/* x[label] of the row, by comparing the label with every class (no gather). */
+static LLVMValueRef pick(otc_llvm_r *r, const row *x, LLVMValueRef lbl, int64_t C) {
+    LLVMTypeRef T = x->kb ? r->vec : r->ir.f32;
+    LLVMValueRef acc = otc_lv_slot(r, T);
+    otc_lv_store(r, konst(r, x->kb, 0.0), acc);
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+    LLVMValueRef c = LLVMBuildSIToFP(B, l.i, r->ir.f32, "");
+    if (x->kb) c = otc_lv_splat(r, c);
+    LLVMValueRef hit = LLVMBuildFCmp(B, LLVMRealOEQ, lbl, c, "");
+    LLVMValueRef cur = otc_lv_load(r, T, acc);
+    otc_lv_store(r, LLVMBuildSelect(B, hit, row_load(r, x, l.i), cur, ""), acc);
+    otc_lv_loop_end(r, &l);
+    return otc_lv_load(r, T, acc);
+}
+
+static void ce_dims(otc_llvm_r *r, otc_id id, int64_t *M, int64_t *C, bool *kb) {
+    const otc_node *xn = otc_graph_node(r->g, otc_graph_node(r->g, id)->inputs[0]);
+    *C = xn->shape.dim[1];
+    *kb = otc_shape_is_batched(xn->shape);
+    *M = *kb ? 1 : xn->shape.dim[0];
+}
+
+static void softmax_ce(otc_llvm_r *r, otc_id id, bool backward) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    int64_t M, C;
+    bool kb;
+    ce_dims(r, id, &M, &C, &kb);
+    LLVMTypeRef T = kb ? r->vec : r->ir.f32;
+    LLVMValueRef rows = kb ? LLVMBuildSIToFP(B, r->a[OTC_LA_BATCH], r->ir.f32, "")
+                           : LLVMConstReal(r->ir.f32, (double)M);
+    LLVMValueRef k = NULL, acc = NULL;
+    if (backward) {
+        LLVMValueRef g = otc_lv_load(r, r->ir.f32, otc_lv_grad_base(r, id));
+        k = LLVMBuildFDiv(B, g, rows, "");
+        if (kb) k = otc_lv_splat(r, k);
+    } else {
+        acc = otc_lv_slot(r, T);
+        otc_lv_store(r, konst(r, kb, 0.0), acc);
+    }
+    otc_llvm_loop lr = {0}, lc = {0};
+    otc_lv_loop_begin(r, &lr, otc_lv_i64(r, M));
+    if (kb) otc_lv_chunks_begin(r, &lc);
+    row x = {nd->inputs[0], LLVMBuildMul(B, lr.i, otc_lv_i64(r, C), ""), kb};
+    LLVMValueRef m, s, lbl;
+    ce_row(r, id, &x, C, &m, &s, &lbl, lr.i);
+    if (!backward) {
+        check_labels(r, id, lbl, C, kb);
+        LLVMValueRef xl = pick(r, &x, lbl, C);
+        LLVMValueRef l = LLVMBuildFAdd(B, LLVMBuildFSub(B, m, xl, ""), otc_llvm_log(&r->ir, s), "");
+        otc_lv_accumulate(r, acc, otc_lv_masked(r, l));
+    } else if (PV(nd->inputs[0])->needs_grad) {
+        LLVMValueRef inv = LLVMBuildFDiv(B, konst(r, kb, 1.0), s, "");
+        otc_llvm_loop l = {0};
+        otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
+        LLVMValueRef ex = otc_llvm_exp(&r->ir, LLVMBuildFSub(B, row_load(r, &x, l.i), m, ""));
+        LLVMValueRef d = LLVMBuildFMul(B, LLVMBuildFMul(B, k, ex, ""), inv, "");
+        LLVMValueRef c = LLVMBuildSIToFP(B, l.i, r->ir.f32, "");
+        if (kb) c = otc_lv_splat(r, c);
+        d = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, lbl, c, ""), LLVMBuildFSub(B, d, k, ""), d, "");
+        otc_lv_accumulate(r, row_at(r, &x, l.i, true), otc_lv_masked(r, d));
+        otc_lv_loop_end(r, &l);
+    }
+    if (kb) otc_lv_chunks_end(r, &lc);
+    otc_lv_loop_end(r, &lr);
+    if (!backward) {
+        LLVMValueRef sum = otc_lv_load(r, T, acc);
+        if (kb) sum = otc_lv_hsum(r, sum);
+        otc_lv_store(r, LLVMBuildFDiv(B, sum, rows, ""), otc_lv_value_base(r, id));
+    }
+}
+
+/* ---- concat, slice, select: copies of element runs (each a row of S floats) ---- */
+
+static void split(const otc_node *nd, otc_shape s, int *axis, int64_t *outer, int64_t *mid,
+                  int64_t *inner) {
+    int a = nd->axis < 0 ? nd->axis + s.ndim : nd->axis;
+    bool batched = otc_shape_is_batched(s);
+    *outer = *mid = *inner = 1;
+    for (int d = batched ? 1 : 0; d < s.ndim; d++) {
+        if (d < a)
+            *outer *= s.dim[d];
+        else if (d == a)
+            *mid = s.dim[d];
+        else
+            *inner *= s.dim[d];
+    }
+    *axis = a;
+}
+
+/* n elements from src element `from` to dst element `to` (copy, or += for gradients). */
+static void move(otc_llvm_r *r, LLVMValueRef dst, LLVMValueRef to, LLVMValueRef src,
+                 LLVMValueRef from, int64_t n, bool batched, bool add) {
+    LLVMValueRef S = batched ? r->a[OTC_LA_STRIDE] : otc_lv_i64(r, 1);
+    LLVMValueRef d = otc_lv_gep(r, dst, LLVMBuildMul(B, to, S, ""));
+    LLVMValueRef s = otc_lv_gep(r, src, LLVMBuildMul(B, from, S, ""));
+    LLVMValueRef count = LLVMBuildMul(B, otc_lv_i64(r, n), S, "");
+    if (!add) {
+        LLVMBuildMemCpy(B, d, 4, s, 4, LLVMBuildMul(B, count, otc_lv_i64(r, 4), ""));
+        return;
+    }
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, count);
+    otc_lv_accumulate(r, otc_lv_gep(r, d, l.i), otc_lv_load(r, r->ir.f32, otc_lv_gep(r, s, l.i)));
+    otc_lv_loop_end(r, &l);
+}
+
+static void concat(otc_llvm_r *r, otc_id id, bool backward) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    int axis;
+    int64_t outer, mid, inner;
+    split(nd, nd->shape, &axis, &outer, &mid, &inner);
+    bool kb = PV(id)->batched;
+    int64_t out_row = mid * inner, off = 0;
+    LLVMValueRef out = backward ? otc_lv_grad_base(r, id) : otc_lv_value_base(r, id);
+    for (int i = 0; i < nd->n_inputs; i++) {
+        const otc_node *xn = otc_graph_node(r->g, nd->inputs[i]);
+        int ax;
+        int64_t o2, m2, i2;
+        split(nd, xn->shape, &ax, &o2, &m2, &i2);
+        int64_t chunk = m2 * i2;
+        if (!backward || PV(nd->inputs[i])->needs_grad) {
+            LLVMValueRef x = backward ? otc_lv_grad_base(r, nd->inputs[i])
+                                      : otc_lv_value_base(r, nd->inputs[i]);
+            otc_llvm_loop l = {0};
+            otc_lv_loop_begin(r, &l, otc_lv_i64(r, outer));
+            LLVMValueRef oe = LLVMBuildAdd(B, LLVMBuildMul(B, l.i, otc_lv_i64(r, out_row), ""),
+                                           otc_lv_i64(r, off), "");
+            LLVMValueRef xe = LLVMBuildMul(B, l.i, otc_lv_i64(r, chunk), "");
+            if (backward)
+                move(r, x, xe, out, oe, chunk, kb, true);
+            else
+                move(r, out, oe, x, xe, chunk, kb, false);
+            otc_lv_loop_end(r, &l);
+        }
+        off += chunk;
+    }
+}
+
+static void take(otc_llvm_r *r, otc_id id, bool backward) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    const otc_node *xn = otc_graph_node(r->g, nd->inputs[0]);
+    int axis;
+    int64_t outer, mid, inner;
+    split(nd, xn->shape, &axis, &outer, &mid, &inner);
+    int64_t len = nd->op == OTC_OP_SLICE ? nd->len : 1;
+    int64_t chunk = len * inner, skip = (int64_t)nd->start * inner;
+    bool kb = PV(id)->batched;
+    if (backward && !PV(nd->inputs[0])->needs_grad) return;
+    LLVMValueRef x = backward ? otc_lv_grad_base(r, nd->inputs[0]) : otc_lv_value_base(r, nd->inputs[0]);
+    LLVMValueRef y = backward ? otc_lv_grad_base(r, id) : otc_lv_value_base(r, id);
+    otc_llvm_loop l = {0};
+    otc_lv_loop_begin(r, &l, otc_lv_i64(r, outer));
+    LLVMValueRef xe = LLVMBuildAdd(B, LLVMBuildMul(B, l.i, otc_lv_i64(r, mid * inner), ""),
+                                   otc_lv_i64(r, skip), "");
+    LLVMValueRef ye = LLVMBuildMul(B, l.i, otc_lv_i64(r, chunk), "");
+    if (backward)
+        move(r, x, xe, y, ye, chunk, kb, true);
+    else
+        move(r, y, ye, x, xe, chunk, kb, false);
+    otc_lv_loop_end(r, &l);
+}
+
+/* ---- MatMul of unbatched values [M,K] x [K,N]: small, plain loops ---- */
+
+static void matmul_plain(otc_llvm_r *r, otc_id id, bool backward) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    const otc_node *an = otc_graph_node(r->g, nd->inputs[0]);
+    int64_t M = an->shape.dim[0], K = an->shape.dim[1], N = nd->shape.dim[1];
+    otc_id A = nd->inputs[0], W = nd->inputs[1];
+    LLVMValueRef a = otc_lv_value_base(r, A), w = otc_lv_value_base(r, W);
+    otc_llvm_loop li = {0}, lj = {0}, lk = {0};
+    LLVMValueRef acc = otc_lv_slot(r, r->ir.f32);
+    if (!backward) {
+        LLVMValueRef c = otc_lv_value_base(r, id);
+        otc_lv_loop_begin(r, &li, otc_lv_i64(r, M));
+        otc_lv_loop_begin(r, &lj, otc_lv_i64(r, N));
+        otc_lv_store(r, LLVMConstReal(r->ir.f32, 0.0), acc);
+        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
+        LLVMValueRef av = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, a, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, K), ""), lk.i, "")));
+        LLVMValueRef wv = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, w, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), lj.i, "")));
+        otc_lv_store(r, otc_llvm_fma(&r->ir, av, wv, otc_lv_load(r, r->ir.f32, acc)), acc);
+        otc_lv_loop_end(r, &lk);
+        otc_lv_store(r, otc_lv_load(r, r->ir.f32, acc), otc_lv_gep(r, c, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, N), ""), lj.i, "")));
+        otc_lv_loop_end(r, &lj);
+        otc_lv_loop_end(r, &li);
+        return;
+    }
+    LLVMValueRef g = otc_lv_grad_base(r, id);
+    for (int side = 0; side < 2; side++) {
+        otc_id target = side == 0 ? A : W;
+        if (!PV(target)->needs_grad) continue;
+        LLVMValueRef gt = otc_lv_grad_base(r, target);
+        /* gA[i,k] += sum_j G[i,j] W[k,j];  gW[k,j] += sum_i A[i,k] G[i,j] */
+        int64_t d0 = side == 0 ? M : K, d1 = side == 0 ? K : N, dn = side == 0 ? N : M;
+        otc_lv_loop_begin(r, &li, otc_lv_i64(r, d0));
+        otc_lv_loop_begin(r, &lj, otc_lv_i64(r, d1));
+        otc_lv_store(r, LLVMConstReal(r->ir.f32, 0.0), acc);
+        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, dn));
+        LLVMValueRef u, v;
+        if (side == 0) {
+            u = otc_lv_gep(r, g, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, N), ""), lk.i, ""));
+            v = otc_lv_gep(r, w, LLVMBuildAdd(B, LLVMBuildMul(B, lj.i, otc_lv_i64(r, N), ""), lk.i, ""));
+        } else {
+            u = otc_lv_gep(r, a, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, K), ""), li.i, ""));
+            v = otc_lv_gep(r, g, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), lj.i, ""));
+        }
+        otc_lv_store(r, otc_llvm_fma(&r->ir, otc_lv_load(r, r->ir.f32, u), otc_lv_load(r, r->ir.f32, v), otc_lv_load(r, r->ir.f32, acc)), acc);
+        otc_lv_loop_end(r, &lk);
+        otc_lv_accumulate(r, otc_lv_gep(r, gt, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, d1), ""), lj.i, "")), otc_lv_load(r, r->ir.f32, acc));
+        otc_lv_loop_end(r, &lj);
+        otc_lv_loop_end(r, &li);
+    }
+}
+
+void otc_lv_op_kernel(otc_llvm_r *r, int k) {
+    otc_id id = r->plan->members[r->plan->kernels[k].first];
+    const otc_node *nd = otc_graph_node(r->g, id);
+    LLVMValueRef out = NULL;
+    switch (nd->op) {
+    case OTC_OP_SUM: out = total(r, TERM_SUM, nd->inputs[0], -1); break;
+    case OTC_OP_MEAN:
+        out = LLVMBuildFDiv(B, total(r, TERM_SUM, nd->inputs[0], -1), count_of(r, nd->inputs[0]), "");
+        break;
+    case OTC_OP_MSE:
+        out = LLVMBuildFDiv(B, total(r, TERM_SQDIFF, nd->inputs[0], nd->inputs[1]),
+                            count_of(r, nd->inputs[0]), "");
+        break;
+    case OTC_OP_BCE:
+        out = LLVMBuildFDiv(B, total(r, TERM_BCE, nd->inputs[0], nd->inputs[1]),
+                            count_of(r, nd->inputs[0]), "");
+        break;
+    case OTC_OP_SOFTMAX_CE: softmax_ce(r, id, false); return;
+    case OTC_OP_SOFTMAX: for_rows(r, id, nd->inputs[0], softmax_row); return;
+    case OTC_OP_LOG_SOFTMAX: for_rows(r, id, nd->inputs[0], log_softmax_row); return;
+    case OTC_OP_CONCAT: concat(r, id, false); return;
+    case OTC_OP_SLICE:
+    case OTC_OP_SELECT: take(r, id, false); return;
+    case OTC_OP_MATMUL: matmul_plain(r, id, false); return;
+    default: {
+        char lab[64];
+        otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) has no LLVM kernel",
+                    otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?",
+                    otc_graph_node_label(r->g, id, lab, sizeof lab));
+        return;
+    }
+    }
+    otc_lv_store(r, out, otc_lv_value_base(r, id));
+}
+
+/* Losses and reductions: grad(x)[e] += f(e) over real samples only. */
+static void loss_backward(otc_llvm_r *r, otc_id id) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id x = nd->inputs[0], t = nd->n_inputs > 1 ? nd->inputs[1] : -1;
+    bool gx = PV(x)->needs_grad, gt = t >= 0 && PV(t)->needs_grad;
+    if (!gx && !gt) return;
+    bool kb = PV(x)->batched;
+    LLVMValueRef g = otc_lv_load(r, r->ir.f32, otc_lv_grad_base(r, id));
+    LLVMValueRef n = count_of(r, x), k = g;
+    if (nd->op == OTC_OP_MEAN || nd->op == OTC_OP_BCE) k = LLVMBuildFDiv(B, g, n, "");
+    if (nd->op == OTC_OP_MSE)
+        k = LLVMBuildFDiv(B, LLVMBuildFMul(B, LLVMConstReal(r->ir.f32, 2.0), g, ""), n, "");
+    LLVMValueRef kv = kb ? otc_lv_splat(r, k) : k;
+    walk w;
+    LLVMValueRef e = walk_begin(r, &w, PV(x)->size, kb);
+    LLVMValueRef dx = kv, dt = NULL;
+    if (nd->op == OTC_OP_MSE) {
+        dx = LLVMBuildFMul(B, kv, LLVMBuildFSub(B, ld(r, x, e), ld(r, t, e), ""), "");
+        dt = LLVMBuildFNeg(B, dx, "");
+    } else if (nd->op == OTC_OP_BCE) {
+        LLVMValueRef q = clamp_prob(r, ld(r, x, e), kb), tv = ld(r, t, e), one = konst(r, kb, 1.0);
+        LLVMValueRef qq = LLVMBuildFMul(B, q, LLVMBuildFSub(B, one, q, ""), "");
+        dx = LLVMBuildFDiv(B, LLVMBuildFMul(B, kv, LLVMBuildFSub(B, q, tv, ""), ""), qq, "");
+        dt = LLVMBuildFMul(B, kv,
+                           LLVMBuildFSub(B, otc_llvm_log(&r->ir, LLVMBuildFSub(B, one, q, "")),
+                                         otc_llvm_log(&r->ir, q), ""),
+                           "");
+    }
+    if (gx) otc_lv_accumulate(r, gptr(r, x, e), otc_lv_masked(r, dx));
+    if (gt && dt) otc_lv_accumulate(r, gptr(r, t, e), otc_lv_masked(r, dt));
+    walk_end(r, &w);
+}
+
+void otc_lv_op_backward(otc_llvm_r *r, otc_id id) {
+    const otc_node *nd = otc_graph_node(r->g, id);
+    switch (nd->op) {
+    case OTC_OP_SUM:
+    case OTC_OP_MEAN:
+    case OTC_OP_MSE:
+    case OTC_OP_BCE: loss_backward(r, id); return;
+    case OTC_OP_SOFTMAX_CE: softmax_ce(r, id, true); return;
+    case OTC_OP_SOFTMAX:
+        if (PV(nd->inputs[0])->needs_grad) for_rows(r, id, nd->inputs[0], softmax_row_back);
+        return;
+    case OTC_OP_LOG_SOFTMAX:
+        if (PV(nd->inputs[0])->needs_grad) for_rows(r, id, nd->inputs[0], log_softmax_row_back);
+        return;
+    case OTC_OP_CONCAT: concat(r, id, true); return;
+    case OTC_OP_SLICE:
+    case OTC_OP_SELECT: take(r, id, true); return;
+    case OTC_OP_MATMUL: matmul_plain(r, id, true); return;
+    default: {
+        char lab[64];
+        otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) has no LLVM backward",
+                    otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?",
+                    otc_graph_node_label(r->g, id, lab, sizeof lab));
+    }
+    }
+}
+
+/* Batched MatMul [B,K] x [K,N]: gA[k] += sum_n G[n] W[k,n] per chunk of samples, and
+ * gW[k,n] += sum over samples of A[k] G[n] (padding rows of G are zero). */
+void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
+    const otc_plan *p = r->plan;
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    int64_t K = p->values[A].size, N = p->values[id].size;
+    LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, A), w = otc_lv_value_base(r, W);
+    otc_llvm_loop lk = {0}, ln = {0}, lc = {0};
+    if (p->values[A].needs_grad) {
+        LLVMValueRef ga = otc_lv_grad_base(r, A);
+        LLVMValueRef acc = otc_lv_slot(r, r->vec);
+        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
+        otc_lv_chunks_begin(r, &lc);
+        otc_lv_store(r, konst(r, true, 0.0), acc);
+        LLVMValueRef wrow = otc_lv_gep(r, w, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""));
+        otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+        LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
+        LLVMValueRef wv = otc_lv_splat(r, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, wrow, ln.i)));
+        otc_lv_store(r, otc_llvm_fma(&r->ir, gv, wv, otc_lv_load(r, r->vec, acc)), acc);
+        otc_lv_loop_end(r, &ln);
+        otc_lv_accumulate(r, otc_lv_at(r, ga, lk.i, true), otc_lv_load(r, r->vec, acc));
+        otc_lv_chunks_end(r, &lc);
+        otc_lv_loop_end(r, &lk);
+    }
+    if (p->values[W].needs_grad) {
+        LLVMValueRef gw = otc_lv_grad_base(r, W);
+        LLVMValueRef acc = otc_lv_slot(r, r->vec);
+        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
+        otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+        otc_lv_store(r, konst(r, true, 0.0), acc);
+        otc_lv_chunks_begin(r, &lc);
+        LLVMValueRef av = otc_lv_load(r, r->vec, otc_lv_at(r, a, lk.i, true));
+        LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
+        otc_lv_store(r, otc_llvm_fma(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
+        otc_lv_chunks_end(r, &lc);
+        LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), ln.i, "");
+        otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));
+        otc_lv_loop_end(r, &ln);
+        otc_lv_loop_end(r, &lk);
+    }
+}

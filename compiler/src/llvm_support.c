@@ -1,0 +1,179 @@
+/* LLVM set-up shared by the JIT and the object-file writer: target initialisation, target
+ * machines for the host or a triple, verification, the O3 pipeline and code emission, with
+ * every LLVM failure turned into an otc error (LLVM is never allowed to abort for us). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "llvm_internal.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_failed;
+static char host_cpu[128];
+
+static void init_targets(void) {
+    /* All targets, not only the native one: `otc compile --emit-obj --target` cross-compiles. */
+    LLVMInitializeAllTargetInfos();
+    LLVMInitializeAllTargets();
+    LLVMInitializeAllTargetMCs();
+    LLVMInitializeAllAsmPrinters();
+    LLVMInitializeAllAsmParsers();
+    init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+    char *cpu = LLVMGetHostCPUName();
+    char *features = LLVMGetHostCPUFeatures();
+    const char *width = strstr(features, "+avx512f")  ? "512-bit vectors"
+                        : strstr(features, "+avx2")   ? "256-bit vectors"
+                        : strstr(features, "+avx")    ? "256-bit vectors (no AVX2)"
+                        : strstr(features, "+neon")   ? "128-bit vectors"
+                        : strstr(features, "+sse2")   ? "128-bit vectors"
+                                                      : "scalar";
+    const char *fma = strstr(features, "+fma") ? ", FMA" : "";
+    snprintf(host_cpu, sizeof host_cpu, "%s (%s%s)", cpu, width, fma);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+}
+
+otc_status otc_llvm_init(void) {
+    pthread_once(&init_once, init_targets);
+    if (init_failed)
+        return otc_fail(OTC_ERR_UNSUPPORTED, "LLVM has no target for this host (%s)", host_cpu);
+    return OTC_OK;
+}
+
+const char *otc_llvm_host_cpu(void) {
+    if (otc_llvm_init()) return "unknown";
+    return host_cpu;
+}
+
+otc_status otc_llvm_check(LLVMErrorRef err, otc_status status, const char *what) {
+    if (!err) return OTC_OK;
+    char *msg = LLVMGetErrorMessage(err); /* consumes err */
+    otc_status st = otc_fail(status, "%s: %s", what, msg ? msg : "unknown LLVM error");
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
+otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const char *features,
+                                   LLVMTargetMachineRef *out) {
+    *out = NULL;
+    otc_status st = otc_llvm_init();
+    if (st) return st;
+    char *host_triple = LLVMGetDefaultTargetTriple();
+    char *host_name = LLVMGetHostCPUName();
+    char *host_features = LLVMGetHostCPUFeatures();
+    char *normal = NULL;
+    bool host = !triple;
+    if (!host) {
+        normal = LLVMNormalizeTargetTriple(triple);
+        host = !strcmp(normal, host_triple);
+    }
+    const char *use_triple = host ? host_triple : normal;
+    if (!cpu) cpu = host ? host_name : "generic";
+    if (!features) features = host ? host_features : "";
+
+    LLVMTargetRef target = NULL;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(use_triple, &target, &err)) {
+        st = otc_fail(OTC_ERR_UNSUPPORTED, "no LLVM target for triple '%s': %s",
+                      triple ? triple : use_triple, err ? err : "unknown");
+    } else {
+        *out = LLVMCreateTargetMachine(target, use_triple, cpu, features,
+                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                       LLVMCodeModelDefault);
+        if (!*out)
+            st = otc_fail(OTC_ERR_UNSUPPORTED, "LLVM could not create a target machine for '%s'",
+                          use_triple);
+    }
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(normal);
+    LLVMDisposeMessage(host_triple);
+    LLVMDisposeMessage(host_name);
+    LLVMDisposeMessage(host_features);
+    return st;
+}
+
+otc_status otc_llvm_verify(LLVMModuleRef m) {
+    char *msg = NULL;
+    LLVMBool broken = LLVMVerifyModule(m, LLVMReturnStatusAction, &msg);
+    otc_status st = OTC_OK;
+    if (broken) {
+        /* The first line names the problem; the rest is the offending IR, which can be long. */
+        size_t n = msg ? strcspn(msg, "\n") : 0;
+        st = otc_fail(OTC_ERR_STATE, "LLVM module failed verification: %.*s", (int)n,
+                      msg ? msg : "");
+    }
+    LLVMDisposeMessage(msg);
+    return st;
+}
+
+otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool optimize) {
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    LLVMSetTarget(m, triple);
+    LLVMSetModuleDataLayout(m, layout);
+    LLVMDisposeTargetData(layout);
+    LLVMDisposeMessage(triple);
+
+    /* The vectoriser's cost model reads the CPU from each function, so name it there too. */
+    char *cpu = LLVMGetTargetMachineCPU(tm);
+    char *features = LLVMGetTargetMachineFeatureString(tm);
+    LLVMContextRef ctx = LLVMGetModuleContext(m);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f)) continue;
+        LLVMAttributeRef a = LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu,
+                                                       (unsigned)strlen(cpu));
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
+        if (*features) {
+            a = LLVMCreateStringAttribute(ctx, "target-features", 15, features,
+                                          (unsigned)strlen(features));
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
+        }
+    }
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+
+    otc_status st = otc_llvm_verify(m);
+    if (st || !optimize) return st;
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+    st = otc_llvm_check(LLVMRunPasses(m, "default<O3>", tm, opts), OTC_ERR_STATE,
+                        "LLVM optimisation pipeline");
+    LLVMDisposePassBuilderOptions(opts);
+    return st;
+}
+
+otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly, char **data,
+                         size_t *len) {
+    *data = NULL;
+    *len = 0;
+    char *err = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, assembly ? LLVMAssemblyFile : LLVMObjectFile,
+                                            &err, &buf)) {
+        otc_status st = otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s",
+                                 err ? err : "unknown error");
+        LLVMDisposeMessage(err);
+        return st;
+    }
+    LLVMDisposeMessage(err);
+    size_t n = LLVMGetBufferSize(buf);
+    char *copy = malloc(n + 1);
+    if (!copy) {
+        LLVMDisposeMemoryBuffer(buf);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for %zu bytes of generated code", n);
+    }
+    memcpy(copy, LLVMGetBufferStart(buf), n);
+    copy[n] = '\0';
+    LLVMDisposeMemoryBuffer(buf);
+    *data = copy;
+    *len = n;
+    return OTC_OK;
+}

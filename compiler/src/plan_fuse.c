@@ -1,0 +1,131 @@
+/* Fusion: nodes in evaluation order grouped into kernels (one loop nest each), the forward
+ * steps, and which values never leave their kernel's loop body. */
+#include <stdlib.h>
+
+#include "plan_internal.h"
+
+/* The (elements, batched) loop a map op runs over: its own value's, except a Neuron, whose
+ * [B,1] value is one element per sample anyway. */
+static void loop_of(const otc_plan *p, otc_id id, int64_t *n, bool *batched) {
+    *n = p->values[id].size;
+    *batched = p->values[id].batched;
+}
+
+static otc_kernel_kind kind_for(const otc_plan *p, otc_id id) {
+    const otc_node *nd = otc_graph_node(p->graph, id);
+    if (otc_plan_is_map_op(nd->op)) return OTC_KERNEL_MAP;
+    if (nd->op == OTC_OP_MATMUL && p->values[otc_plan_owner(p, nd->inputs[0])].batched)
+        return OTC_KERNEL_MATMUL;
+    return OTC_KERNEL_OP;
+}
+
+/* May `id` run inside the open kernel k, in the same loop body after its members? */
+static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
+    const otc_plan *p = c->p;
+    const otc_plan_kernel *K = &p->kernels[k];
+    const otc_node *nd = otc_graph_node(p->graph, id);
+    if (K->kind == OTC_KERNEL_OP || p->options.fuse == OTC_FUSE_NONE) return false;
+    if (!otc_plan_is_map_op(nd->op)) return false;
+    int64_t n;
+    bool batched;
+    loop_of(p, id, &n, &batched);
+    if (n != K->n || batched != K->batched) return false;
+    if (p->options.fuse == OTC_FUSE_LOOPS) return true;
+    /* Chains: it must read a member that nothing else reads. */
+    for (int s = 0; s < nd->n_inputs; s++) {
+        if (!otc_plan_reads_input(p->graph, id, s)) continue;
+        otc_id o = otc_plan_owner(p, nd->inputs[s]);
+        if (p->values[o].kernel == k && c->readers[o] == 1 && !c->external[o]) return true;
+    }
+    return false;
+}
+
+static otc_status close_kernel(otc_plan_ctx *c, int *open) {
+    if (*open < 0) return OTC_OK;
+    otc_plan_kernel *K = &c->p->kernels[*open];
+    K->step = c->p->n_steps;
+    otc_plan_step s = {OTC_STEP_KERNEL, c->p->members[K->first], *open, -1, 0, 0};
+    *open = -1;
+    return otc_plan_add_step(c, s);
+}
+
+static int io_of(const otc_plan *p, otc_id id, otc_io_stream stream) {
+    for (int i = 0; i < p->n_io; i++)
+        if (p->io[i].node == id && (p->io[i].stream == OTC_IO_OUT) == (stream == OTC_IO_OUT))
+            return i;
+    return -1;
+}
+
+otc_status otc_plan_fuse(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    p->members = malloc(((size_t)c->n_order + 1) * sizeof *p->members);
+    p->kernels = malloc(((size_t)c->n_order + 1) * sizeof *p->kernels);
+    if (!p->members || !p->kernels) return otc_fail(OTC_ERR_NOMEM, "out of memory for a plan");
+    int open = -1;
+    otc_status st = OTC_OK;
+    for (int i = 0; i < c->n_order && !st; i++) {
+        otc_id id = c->order[i];
+        const otc_node *nd = otc_graph_node(p->graph, id);
+        otc_plan_value *v = &p->values[id];
+        if (nd->op == OTC_OP_INPUT) {
+            /* Loaded before the open kernel's step, which is added when it closes. */
+            v->first_step = p->n_steps;
+            otc_plan_step s = {OTC_STEP_LOAD, id, -1, io_of(p, id, OTC_IO_IN), 0, 0};
+            st = otc_plan_add_step(c, s);
+            continue;
+        }
+        if (v->storage != OTC_STORE_WORK) continue; /* parameters, aliases */
+        if (open < 0 || !can_join(c, open, id)) {
+            st = close_kernel(c, &open);
+            if (st) break;
+            open = p->n_kernels++;
+            otc_plan_kernel *K = &p->kernels[open];
+            K->kind = kind_for(p, id);
+            K->first = p->n_members;
+            K->count = 0;
+            loop_of(p, id, &K->n, &K->batched);
+            if (K->kind == OTC_KERNEL_OP) K->n = v->size;
+        }
+        p->members[p->n_members++] = id;
+        p->kernels[open].count++;
+        v->kernel = open;
+        if (p->kernels[open].kind == OTC_KERNEL_OP) st = close_kernel(c, &open);
+    }
+    if (!st) st = close_kernel(c, &open);
+    for (int i = 0; i < p->n_io && !st; i++) {
+        if (p->io[i].stream != OTC_IO_OUT) continue;
+        otc_plan_step s = {OTC_STEP_STORE, p->io[i].node, -1, i, 0, 0};
+        st = otc_plan_add_step(c, s);
+    }
+    p->n_forward_steps = p->n_steps;
+    return st;
+}
+
+void otc_plan_choose_registers(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    const otc_graph *g = p->graph;
+    bool *outside = calloc((size_t)c->n + 1, sizeof *outside);
+    if (!outside) return; /* everything stays in memory: correct, only slower */
+    for (int i = 0; i < p->n_members; i++) {
+        otc_id r = p->members[i];
+        const otc_node *nd = otc_graph_node(g, r);
+        for (int s = 0; s < nd->n_inputs; s++) {
+            if (!otc_plan_reads_input(g, r, s)) continue;
+            otc_id o = otc_plan_owner(p, nd->inputs[s]);
+            if (p->values[o].kernel != p->values[r].kernel) outside[o] = true;
+        }
+    }
+    for (int k = 0; k < p->n_kernels; k++) {
+        const otc_plan_kernel *K = &p->kernels[k];
+        if (K->kind == OTC_KERNEL_OP) continue;
+        int from = K->kind == OTC_KERNEL_MATMUL ? 1 : 0; /* the sum is the accumulator */
+        for (int m = from; m < K->count; m++) {
+            otc_id id = p->members[K->first + m];
+            otc_plan_value *v = &p->values[id];
+            if (outside[id] || c->external[id] || v->kept) continue;
+            v->storage = OTC_STORE_REGISTER;
+            p->n_registers++;
+        }
+    }
+    free(outside);
+}

@@ -1,0 +1,39 @@
+/* Private: the state the plan's source files share while one plan is being built. */
+#ifndef OTC_PLAN_INTERNAL_H
+#define OTC_PLAN_INTERNAL_H
+
+#include "otc/plan.h"
+
+typedef struct {
+    otc_plan *p;
+    const otc_graph *g;
+    int n;           /* graph size */
+    otc_id *order;   /* included nodes (sources, aliases, computed), a topological order */
+    int n_order;
+    bool *included;
+    int *readers;    /* per storage owner: data reads by computed nodes (aliases resolved) */
+    bool *external;  /* per owner: read outside the forward kernels (an output, the loss) */
+    bool *needs_bwd; /* training: the node has a BACKWARD step */
+    int cap_steps;
+} otc_plan_ctx;
+
+/* plan.c */
+otc_status otc_plan_add_step(otc_plan_ctx *c, otc_plan_step step);
+const char *otc_plan_label(const otc_graph *g, otc_id id, char *buf);
+bool otc_plan_is_map_op(otc_op op);
+
+/* plan_fuse.c: kernels, members and the forward steps; then which values stay in locals. */
+otc_status otc_plan_fuse(otc_plan_ctx *c);
+void otc_plan_choose_registers(otc_plan_ctx *c);
+
+/* plan_train.c: which values need gradients and which the backward pass reads (before
+ * fusion and registers), then the gradient buffer and the backward/update steps. */
+otc_status otc_plan_mark_training(otc_plan_ctx *c);
+otc_status otc_plan_schedule_backward(otc_plan_ctx *c);
+/* Does the C expression `expr` use the variable named `var` (a whole identifier)? */
+bool otc_plan_expr_uses(const char *expr, const char *var);
+
+/* plan_buffers.c: lifetimes and offsets in the activation buffer. */
+otc_status otc_plan_assign_buffers(otc_plan_ctx *c);
+
+#endif

@@ -1,0 +1,169 @@
+/* The training half of the plan: which values need gradients, which values the backward
+ * pass reads (so they are stored and kept), the gradient buffer, and the backward and
+ * optimiser steps. */
+#include <ctype.h>
+#include <string.h>
+
+#include "plan_internal.h"
+
+bool otc_plan_expr_uses(const char *expr, const char *var) {
+    size_t len = strlen(var);
+    const char *s = expr;
+    while (s && *s) {
+        if (isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]))) {
+            /* A number with its suffix or exponent ("1.0f", "4.9f", "1e-5f"). */
+            while (isalnum((unsigned char)*s) || *s == '.' || *s == '_') s++;
+        } else if (isalpha((unsigned char)*s) || *s == '_') {
+            const char *t = s;
+            while (isalnum((unsigned char)*s) || *s == '_') s++;
+            if ((size_t)(s - t) == len && !strncmp(t, var, len)) return true;
+        } else {
+            s++;
+        }
+    }
+    return false;
+}
+
+/* The activation of an activation op or a Neuron; NULL for other ops. */
+static const otc_act_info *act_of(const otc_node *nd) {
+    if (nd->op == OTC_OP_NEURON) return otc_act_get((otc_act)nd->act);
+    const otc_op_info *info = otc_op_get(nd->op);
+    return info && info->act >= 0 ? otc_act_get((otc_act)info->act) : NULL;
+}
+
+static void keep(otc_plan_ctx *c, otc_id id) {
+    otc_plan_value *v = &c->p->values[otc_plan_owner(c->p, id)];
+    if (v->storage == OTC_STORE_WORK) v->kept = true;
+}
+
+/* Mark what node id's gradient rule reads. It mirrors the interpreter's backward kernels;
+ * the renderers spell the same rules. */
+static void mark_reads(otc_plan_ctx *c, otc_id id) {
+    otc_plan *p = c->p;
+    const otc_node *nd = otc_graph_node(p->graph, id);
+    const otc_id *in = nd->inputs;
+#define NEEDS(i) (p->values[in[i]].needs_grad)
+    const otc_act_info *act = act_of(nd);
+    switch (nd->op) {
+    case OTC_OP_MUL:
+    case OTC_OP_MATMUL:
+        if (NEEDS(0)) keep(c, in[1]);
+        if (NEEDS(1)) keep(c, in[0]);
+        break;
+    case OTC_OP_DIV:
+        keep(c, in[1]);
+        if (NEEDS(1)) keep(c, id);
+        break;
+    case OTC_OP_SOFTMAX:
+    case OTC_OP_LOG_SOFTMAX: keep(c, id); break;
+    case OTC_OP_MSE:
+    case OTC_OP_BCE:
+    case OTC_OP_SOFTMAX_CE:
+        keep(c, in[0]);
+        keep(c, in[1]);
+        break;
+    case OTC_OP_NEURON:
+        if (NEEDS(0))
+            for (int s = 2; s < nd->n_inputs; s++) keep(c, in[s]);
+        if (otc_plan_expr_uses(act->c_df, "y")) keep(c, id);
+        p->values[id].has_pre = otc_plan_expr_uses(act->c_df, "x");
+        break;
+    default:
+        if (act) {
+            if (otc_plan_expr_uses(act->c_df, "x")) keep(c, in[0]);
+            if (otc_plan_expr_uses(act->c_df, "y")) keep(c, id);
+        }
+        break;
+    }
+#undef NEEDS
+}
+
+otc_status otc_plan_mark_training(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    const otc_graph *g = p->graph;
+    /* Every trainable parameter of the weight layout is updated, as the interpreter's
+     * train_step does, even one the loss does not reach (its gradient is then zero). */
+    for (int i = 0; i < p->n_params; i++)
+        p->values[p->params[i]].needs_grad = otc_graph_node(g, p->params[i])->trainable;
+    for (int i = 0; i < c->n_order; i++) {
+        otc_id id = c->order[i];
+        const otc_node *nd = otc_graph_node(g, id);
+        otc_plan_value *v = &p->values[id];
+        if (nd->op == OTC_OP_PARAMETER) {
+            v->needs_grad = nd->trainable;
+        } else if (nd->op == OTC_OP_INPUT || nd->op == OTC_OP_DETACH) {
+            v->needs_grad = false;
+        } else {
+            for (int s = 0; s < nd->n_inputs && !v->needs_grad; s++)
+                if (otc_plan_reads_input(g, id, s)) v->needs_grad = p->values[nd->inputs[s]].needs_grad;
+        }
+        c->needs_bwd[id] = v->needs_grad && v->storage == OTC_STORE_WORK &&
+                           nd->op != OTC_OP_PARAMETER && nd->op != OTC_OP_INPUT;
+    }
+    for (int i = 0; i < c->n_order; i++)
+        if (c->needs_bwd[c->order[i]]) mark_reads(c, c->order[i]);
+    return OTC_OK;
+}
+
+otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    /* Parameter gradients first, laid out like the weights, so one loop can update them. */
+    int64_t fixed = p->param_floats, per_batch = 0;
+    for (int i = 0; i < p->n_params; i++) {
+        otc_plan_value *v = &p->values[p->params[i]];
+        if (v->needs_grad) v->grad = (otc_extent){v->param_offset, 0};
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (otc_id id = 0; id < p->n_values; id++) {
+            otc_plan_value *v = &p->values[id];
+            if (!v->needs_grad || v->storage == OTC_STORE_PARAM ||
+                v->storage == OTC_STORE_ALIAS || v->batched != (pass == 1))
+                continue;
+            if (pass == 0) {
+                v->grad = (otc_extent){fixed, 0};
+                fixed += v->size;
+            } else {
+                v->grad = (otc_extent){0, per_batch};
+                per_batch += v->size;
+            }
+        }
+    }
+    for (otc_id id = 0; id < p->n_values; id++) {
+        otc_plan_value *v = &p->values[id];
+        if (v->needs_grad && v->batched && v->storage != OTC_STORE_PARAM &&
+            v->storage != OTC_STORE_ALIAS)
+            v->grad.base = fixed;
+    }
+    for (otc_id id = 0; id < p->n_values; id++) {
+        otc_plan_value *v = &p->values[id];
+        if (v->storage == OTC_STORE_ALIAS) v->grad = p->values[v->alias_of].grad;
+    }
+    p->grads = (otc_extent){fixed, per_batch};
+
+    otc_status st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRADS, -1, -1, -1, 0, 0});
+    otc_id loss = p->options.loss;
+    if (!st && p->values[loss].needs_grad)
+        st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_SEED, loss, -1, -1, 0, 0});
+    for (int i = p->n_members - 1; i >= 0 && !st; i--) {
+        otc_id id = p->members[i];
+        if (c->needs_bwd[id])
+            st = otc_plan_add_step(
+                c, (otc_plan_step){OTC_STEP_BACKWARD, id, p->values[id].kernel, -1, 0, 0});
+    }
+    /* Runs of neighbouring trainable parameters become one update loop. */
+    for (int i = 0; i < p->n_params && !st;) {
+        const otc_plan_value *v = &p->values[p->params[i]];
+        if (!v->needs_grad) {
+            i++;
+            continue;
+        }
+        int64_t from = v->param_offset, count = 0;
+        int j = i;
+        for (; j < p->n_params && p->values[p->params[j]].needs_grad; j++)
+            count += p->values[p->params[j]].size;
+        st = otc_plan_add_step(
+            c, (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count});
+        i = j;
+    }
+    return st;
+}

@@ -1,0 +1,496 @@
+/* The C renderer's training half: gradient rules in reverse order (accumulating into the
+ * flat gradient buffer) and the optimiser update (SGD with momentum, Adam, AdamW) over the
+ * weights in place. The rules mirror the interpreter's backward kernels. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "render_c_internal.h"
+
+#define V(id) (otc_plan_owner(c->plan, (id)))
+#define NEEDS(id) (c->plan->values[V(id)].needs_grad)
+
+/* A value a gradient rule reads: it must have been kept in memory by the plan. */
+static void need_value(otc_cr *c, otc_id id) {
+    const otc_plan_value *v = &c->plan->values[V(id)];
+    if (v->storage == OTC_STORE_REGISTER && !c->st) {
+        char lab[64];
+        c->st = otc_fail(OTC_ERR_STATE, "emit-c: internal: value %s is read by backward but "
+                                        "was not kept",
+                         otc_graph_node_label(c->g, id, lab, 64));
+    }
+    otc_cr_pointer(c, id, false);
+}
+
+static void ga(otc_cr *c, char *buf, otc_id id, const char *elem) {
+    otc_cr_grad_at(c, buf, 96, V(id), elem);
+}
+static void va(otc_cr *c, char *buf, otc_id id, const char *elem) {
+    otc_cr_at(c, buf, 96, V(id), elem);
+}
+
+/* Elementwise rules: a loop over the node's value with dN = its gradient. */
+static void bw_elementwise(otc_cr *c, otc_id id) {
+    const otc_plan *p = c->plan;
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_plan_value *v = &p->values[id];
+    const char *elem = v->size > 1 ? "e" : "0";
+    char gN[96], g0[96] = "", g1[96] = "", v0[96] = "", v1[96] = "", vN[96], lit[48];
+    bool n0 = nd->n_inputs > 0 && NEEDS(nd->inputs[0]);
+    bool n1 = nd->n_inputs > 1 && nd->op != OTC_OP_ROW_BROADCAST && NEEDS(nd->inputs[1]);
+    otc_cr_grad_pointer(c, id);
+    if (n0) otc_cr_grad_pointer(c, nd->inputs[0]);
+    if (n1) otc_cr_grad_pointer(c, nd->inputs[1]);
+    ga(c, gN, id, elem);
+    if (n0) ga(c, g0, nd->inputs[0], elem);
+    if (n1) ga(c, g1, nd->inputs[1], elem);
+    va(c, vN, id, elem);
+
+    if (nd->op == OTC_OP_ROW_BROADCAST) {
+        /* Sum over the rows, sample by sample as the interpreter adds them. */
+        int64_t vn = p->values[V(nd->inputs[0])].size;
+        char e2[48];
+        if (v->size > vn)
+            snprintf(e2, sizeof e2, "e %% %" PRId64, vn);
+        else
+            snprintf(e2, sizeof e2, "%s", elem);
+        char gv[96];
+        otc_cr_grad_at(c, gv, sizeof gv, V(nd->inputs[0]), e2);
+        int open = otc_cr_loops(c, v->size, v->batched, true);
+        otc_cr_line(c, "%s += %s;", gv, gN);
+        otc_cr_close(c, open);
+        return;
+    }
+    switch (nd->op) {
+    case OTC_OP_MUL:
+        if (n0) need_value(c, nd->inputs[1]);
+        if (n1) need_value(c, nd->inputs[0]);
+        break;
+    case OTC_OP_DIV:
+        need_value(c, nd->inputs[1]);
+        if (n1) need_value(c, id);
+        break;
+    default: break;
+    }
+    if (nd->n_inputs > 0) va(c, v0, nd->inputs[0], elem);
+    if (nd->n_inputs > 1) va(c, v1, nd->inputs[1], elem);
+    const otc_act_info *act = otc_cr_act(nd);
+    bool use_x = act && otc_plan_expr_uses(act->c_df, "x");
+    bool use_y = act && otc_plan_expr_uses(act->c_df, "y");
+    if (use_x) need_value(c, nd->inputs[0]);
+    if (use_y) need_value(c, id);
+    int open = otc_cr_loops(c, v->size, v->batched, false);
+    switch (nd->op) {
+    case OTC_OP_ADD:
+        if (n0) otc_cr_line(c, "%s += %s;", g0, gN);
+        if (n1) otc_cr_line(c, "%s += %s;", g1, gN);
+        break;
+    case OTC_OP_SUB:
+        if (n0) otc_cr_line(c, "%s += %s;", g0, gN);
+        if (n1) otc_cr_line(c, "%s -= %s;", g1, gN);
+        break;
+    case OTC_OP_MUL:
+        if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, v1);
+        if (n1) otc_cr_line(c, "%s += %s * %s;", g1, gN, v0);
+        break;
+    case OTC_OP_DIV:
+        /* d(x/y)/dy = -(x/y)/y, from the kept output, as the interpreter does. */
+        if (n0) otc_cr_line(c, "%s += %s / %s;", g0, gN, v1);
+        if (n1) otc_cr_line(c, "%s -= %s * %s / %s;", g1, gN, vN, v1);
+        break;
+    case OTC_OP_NEG: otc_cr_line(c, "%s -= %s;", g0, gN); break;
+    case OTC_OP_SCALE:
+        otc_cr_line(c, "%s += %s * %s;", g0, gN, otc_cr_float(c, lit, nd->scale));
+        break;
+    default: { /* an activation op */
+        char call[512];
+        otc_cr_dact_call(c, call, sizeof call, nd, use_x ? v0 : "0.0f", use_y ? vN : "0.0f");
+        otc_cr_line(c, "%s += %s * %s;", g0, gN, call);
+        break;
+    }
+    }
+    otc_cr_close(c, open);
+}
+
+/* Neuron: dz = dy * act'(pre, y) (in place over its own gradient, which nothing reads
+ * afterwards), then the bias, the weights and the sources. */
+static void bw_neuron(otc_cr *c, otc_id id) {
+    const otc_plan *p = c->plan;
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_plan_value *v = &p->values[id];
+    const otc_act_info *act = otc_cr_act(nd);
+    otc_id W = nd->inputs[0], Bi = nd->inputs[1];
+    bool use_y = otc_plan_expr_uses(act->c_df, "y");
+    char lit[48], off[64];
+    otc_cr_grad_pointer(c, id);
+    if (use_y) need_value(c, id);
+    if (v->has_pre) otc_cr_line(c, "const float *restrict q%d = ws + %s;", (int)id, otc_cr_offset(off, v->pre));
+    char q[32], y[32], call[512];
+    snprintf(q, sizeof q, "q%d[b]", (int)id);
+    snprintf(y, sizeof y, "v%d[b]", (int)id);
+    otc_cr_dact_call(c, call, sizeof call, nd, v->has_pre ? q : "0.0f", use_y ? y : "0.0f");
+    otc_cr_line(c, "for (size_t b = 0; b < B; b++) g%d[b] *= %s;", (int)id, call);
+    const char *scale = otc_cr_float(c, lit, nd->scale);
+    char sc[48];
+    snprintf(sc, sizeof sc, "%s", scale);
+    if (NEEDS(Bi)) {
+        otc_cr_grad_pointer(c, Bi);
+        otc_cr_line(c, "{");
+        otc_cr_line(c, "    float acc = 0.0f;");
+        otc_cr_line(c, "    for (size_t b = 0; b < B; b++) acc += g%d[b];", (int)id);
+        otc_cr_line(c, "    g%d[0] += acc;", (int)V(Bi));
+        otc_cr_line(c, "}");
+    }
+    if (NEEDS(W)) otc_cr_grad_pointer(c, W);
+    for (int i = 2; i < nd->n_inputs; i++) {
+        otc_id src = nd->inputs[i];
+        int col = nd->cols[i - 2];
+        char sv[96], gs[96], cs[24];
+        snprintf(cs, sizeof cs, "%d", col);
+        if (NEEDS(W)) {
+            need_value(c, src);
+            otc_cr_at(c, sv, sizeof sv, V(src), cs);
+            otc_cr_line(c, "{");
+            otc_cr_line(c, "    float acc = 0.0f;");
+            otc_cr_line(c, "    for (size_t b = 0; b < B; b++) acc += g%d[b] * %s;", (int)id, sv);
+            otc_cr_line(c, "    g%d[%d] += %s * acc;", (int)V(W), i - 2, sc);
+            otc_cr_line(c, "}");
+        }
+        if (NEEDS(src)) {
+            otc_cr_grad_pointer(c, src);
+            otc_cr_pointer(c, W, false);
+            otc_cr_grad_at(c, gs, sizeof gs, V(src), cs);
+            otc_cr_line(c, "{");
+            otc_cr_line(c, "    const float f = %s * v%d[%d];", sc, (int)V(W), i - 2);
+            otc_cr_line(c, "    for (size_t b = 0; b < B; b++) %s += g%d[b] * f;", gs, (int)id);
+            otc_cr_line(c, "}");
+        }
+    }
+}
+
+static void bw_matmul(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_node *an = otc_graph_node(c->g, nd->inputs[0]);
+    otc_id A = V(nd->inputs[0]), W = V(nd->inputs[1]);
+    bool batched = c->plan->values[A].batched;
+    int64_t Kd = an->shape.dim[1], N = nd->shape.dim[1];
+    otc_cr_grad_pointer(c, id);
+    if (batched) {
+        if (NEEDS(A)) {
+            need_value(c, W);
+            otc_cr_grad_pointer(c, A);
+            otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
+            otc_cr_line(c, "    for (size_t n = 0; n < %" PRId64 "; n++) {", N);
+            otc_cr_line(c, "        const float wkn = v%d[k * %" PRId64 " + n];", (int)W, N);
+            otc_cr_line(c, "        for (size_t b = 0; b < B; b++) g%d[k * S + b] += g%d[n * S + b] * wkn;",
+                        (int)A, (int)id);
+            otc_cr_line(c, "    }");
+            otc_cr_line(c, "}");
+        }
+        if (NEEDS(W)) {
+            need_value(c, A);
+            otc_cr_grad_pointer(c, W);
+            otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
+            otc_cr_line(c, "    for (size_t n = 0; n < %" PRId64 "; n++) {", N);
+            otc_cr_line(c, "        float acc = 0.0f;");
+            otc_cr_line(c, "        for (size_t b = 0; b < B; b++) acc += v%d[k * S + b] * g%d[n * S + b];",
+                        (int)A, (int)id);
+            otc_cr_line(c, "        g%d[k * %" PRId64 " + n] += acc;", (int)W, N);
+            otc_cr_line(c, "    }");
+            otc_cr_line(c, "}");
+        }
+        return;
+    }
+    int64_t M = an->shape.dim[0];
+    if (NEEDS(A)) {
+        need_value(c, W);
+        otc_cr_grad_pointer(c, A);
+        otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
+        otc_cr_line(c, "    for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
+        otc_cr_line(c, "        float acc = 0.0f;");
+        otc_cr_line(c, "        for (size_t j = 0; j < %" PRId64 "; j++) acc += g%d[i * %" PRId64 " + j] * v%d[k * %" PRId64 " + j];",
+                    N, (int)id, N, (int)W, N);
+        otc_cr_line(c, "        g%d[i * %" PRId64 " + k] += acc;", (int)A, Kd);
+        otc_cr_line(c, "    }");
+        otc_cr_line(c, "}");
+    }
+    if (NEEDS(W)) {
+        need_value(c, A);
+        otc_cr_grad_pointer(c, W);
+        otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
+        otc_cr_line(c, "    for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
+        otc_cr_line(c, "        const float aik = v%d[i * %" PRId64 " + k];", (int)A, Kd);
+        otc_cr_line(c, "        for (size_t j = 0; j < %" PRId64 "; j++) g%d[k * %" PRId64 " + j] += aik * g%d[i * %" PRId64 " + j];",
+                    N, (int)W, N, (int)id, N);
+        otc_cr_line(c, "    }");
+        otc_cr_line(c, "}");
+    }
+}
+
+static void bw_reduce(otc_cr *c, otc_id id, bool mean) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id X = V(nd->inputs[0]);
+    const otc_plan_value *x = &c->plan->values[X];
+    char gx[96];
+    otc_cr_grad_pointer(c, id);
+    otc_cr_grad_pointer(c, X);
+    if (mean)
+        otc_cr_line(c, "const float gs = g%d[0] / (float)(%" PRId64 " * %s);", (int)id, x->size,
+                    x->batched ? "B" : "1");
+    else
+        otc_cr_line(c, "const float gs = g%d[0];", (int)id);
+    otc_cr_grad_at(c, gx, sizeof gx, X, x->size > 1 ? "e" : "0");
+    int open = otc_cr_loops(c, x->size, x->batched, false);
+    otc_cr_line(c, "%s += gs;", gx);
+    otc_cr_close(c, open);
+}
+
+static void bw_softmax(otc_cr *c, otc_id id, bool log) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_plan_value *v = &c->plan->values[id];
+    otc_id X = V(nd->inputs[0]);
+    int64_t C = nd->shape.dim[nd->shape.ndim - 1], R = v->size / C;
+    char ec[64], y[96], g[96], d[96];
+    snprintf(ec, sizeof ec, "r * %" PRId64 " + c", C);
+    need_value(c, id);
+    otc_cr_grad_pointer(c, id);
+    otc_cr_grad_pointer(c, X);
+    otc_cr_at(c, y, sizeof y, id, ec);
+    otc_cr_grad_at(c, g, sizeof g, id, ec);
+    otc_cr_grad_at(c, d, sizeof d, X, ec);
+    int open = otc_cr_loops(c, 1, v->batched, true);
+    otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", R);
+    otc_cr_line(c, "    float s = 0.0f;");
+    if (!log) {
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s * %s;", C, g, y);
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s * (%s - s);", C, d, y, g);
+    } else {
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s;", C, g);
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s - expf(%s) * s;", C, d, g, y);
+    }
+    otc_cr_line(c, "}");
+    otc_cr_close(c, open);
+}
+
+static void bw_loss(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id P = nd->inputs[0], T = nd->inputs[1];
+    const otc_plan_value *pv = &c->plan->values[V(P)];
+    const char *elem = pv->size > 1 ? "e" : "0";
+    char pe[96], te[96], gp[96], gt[96];
+    otc_cr_grad_pointer(c, id);
+    need_value(c, P);
+    need_value(c, T);
+    if (NEEDS(P)) otc_cr_grad_pointer(c, P);
+    if (NEEDS(T)) otc_cr_grad_pointer(c, T);
+    va(c, pe, P, elem);
+    va(c, te, T, elem);
+    ga(c, gp, P, elem);
+    ga(c, gt, T, elem);
+    otc_cr_line(c, "const float k = %sg%d[0] / (float)(%" PRId64 " * %s);",
+                nd->op == OTC_OP_MSE ? "2.0f * " : "", (int)id, pv->size, pv->batched ? "B" : "1");
+    int open = otc_cr_loops(c, pv->size, pv->batched, false);
+    if (nd->op == OTC_OP_MSE) {
+        otc_cr_line(c, "const float d = k * (%s - %s);", pe, te);
+        if (NEEDS(P)) otc_cr_line(c, "%s += d;", gp);
+        if (NEEDS(T)) otc_cr_line(c, "%s -= d;", gt);
+    } else {
+        otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
+        otc_cr_line(c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
+        if (NEEDS(P)) otc_cr_line(c, "%s += k * (q - t) / (q * (1.0f - q));", gp);
+        if (NEEDS(T)) otc_cr_line(c, "%s += k * (logf(1.0f - q) - logf(q));", gt);
+        if (!NEEDS(P) || !NEEDS(T)) otc_cr_line(c, "(void)t;");
+    }
+    otc_cr_close(c, open);
+}
+
+static void bw_softmax_ce(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id X = V(nd->inputs[0]), L = V(nd->inputs[1]);
+    if (!NEEDS(X)) return;
+    const otc_node *xn = otc_graph_node(c->g, nd->inputs[0]);
+    bool batched = c->plan->values[X].batched;
+    int64_t C = xn->shape.dim[1], M = batched ? 0 : xn->shape.dim[0];
+    char xc[96], dc[96], dl[96], l[96];
+    otc_cr_grad_pointer(c, id);
+    otc_cr_grad_pointer(c, X);
+    need_value(c, X);
+    need_value(c, L);
+    if (batched) {
+        otc_cr_line(c, "const float k = g%d[0] / (float)B;", (int)id);
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        otc_cr_at(c, xc, sizeof xc, X, "c");
+        otc_cr_grad_at(c, dc, sizeof dc, X, "c");
+        otc_cr_grad_at(c, dl, sizeof dl, X, "(size_t)l");
+        otc_cr_at(c, l, sizeof l, L, "0");
+    } else {
+        otc_cr_line(c, "const float k = g%d[0] / (float)%" PRId64 ";", (int)id, M);
+        otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", M);
+        snprintf(xc, sizeof xc, "v%d[r * %" PRId64 " + c]", (int)X, C);
+        snprintf(dc, sizeof dc, "g%d[r * %" PRId64 " + c]", (int)X, C);
+        snprintf(dl, sizeof dl, "g%d[r * %" PRId64 " + (size_t)l]", (int)X, C);
+        snprintf(l, sizeof l, "v%d[r]", (int)L);
+    }
+    char x0[96];
+    if (batched)
+        otc_cr_at(c, x0, sizeof x0, X, "0");
+    else
+        snprintf(x0, sizeof x0, "v%d[r * %" PRId64 "]", (int)X, C);
+    otc_cr_line(c, "    const float l = %s;", l);
+    otc_cr_line(c, "    float m = %s, s = 0.0f, inv;", x0);
+    otc_cr_line(c, "    for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
+    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
+    otc_cr_line(c, "    inv = 1.0f / s;");
+    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += k * expf(%s - m) * inv;", C, dc, xc);
+    otc_cr_line(c, "    %s -= k;", dl);
+    otc_cr_line(c, "}");
+}
+
+static void bw_copy(otc_cr *c, otc_id dst_grad, otc_id src_grad, int64_t outer, int64_t chunk,
+                    int64_t from_row, int64_t from_off, int64_t to_row, int64_t to_off) {
+    /* Accumulate the gradient of the copy's output back into the copied planes. */
+    char d[128], s[128], de[96], se[96];
+    snprintf(de, sizeof de, "o * %" PRId64 " + %" PRId64 " + j", to_row, to_off);
+    snprintf(se, sizeof se, "o * %" PRId64 " + %" PRId64 " + j", from_row, from_off);
+    otc_cr_grad_at(c, d, sizeof d, V(dst_grad), de);
+    otc_cr_grad_at(c, s, sizeof s, V(src_grad), se);
+    bool batched = c->plan->values[V(dst_grad)].batched;
+    otc_cr_line(c, "for (size_t o = 0; o < %" PRId64 "; o++) {", outer);
+    otc_cr_line(c, "    for (size_t j = 0; j < %" PRId64 "; j++) {", chunk);
+    if (batched)
+        otc_cr_line(c, "        for (size_t b = 0; b < B; b++) %s += %s;", d, s);
+    else
+        otc_cr_line(c, "        %s += %s;", d, s);
+    otc_cr_line(c, "    }");
+    otc_cr_line(c, "}");
+}
+
+static void bw_structural(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_cr_grad_pointer(c, id);
+    int64_t outer, mid, inner;
+    if (nd->op == OTC_OP_CONCAT) {
+        otc_cr_split(nd, &nd->shape, nd->axis, &outer, &mid, &inner);
+        int64_t out_row = mid * inner, off = 0;
+        for (int i = 0; i < nd->n_inputs; i++) {
+            const otc_node *xn = otc_graph_node(c->g, nd->inputs[i]);
+            int64_t o2, m2, i2;
+            otc_cr_split(xn, &xn->shape, nd->axis, &o2, &m2, &i2);
+            int64_t chunk = m2 * i2;
+            if (NEEDS(nd->inputs[i])) {
+                otc_cr_grad_pointer(c, nd->inputs[i]);
+                bw_copy(c, nd->inputs[i], id, outer, chunk, out_row, off, chunk, 0);
+            }
+            off += chunk;
+        }
+        return;
+    }
+    const otc_node *xn = otc_graph_node(c->g, nd->inputs[0]);
+    otc_cr_split(xn, &xn->shape, nd->axis, &outer, &mid, &inner);
+    int64_t len = nd->op == OTC_OP_SLICE ? nd->len : 1, chunk = len * inner;
+    otc_cr_grad_pointer(c, nd->inputs[0]);
+    bw_copy(c, nd->inputs[0], id, outer, chunk, chunk, 0, mid * inner, (int64_t)nd->start * inner);
+}
+
+static void backward_step(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    switch (nd->op) {
+    case OTC_OP_NEURON: bw_neuron(c, id); break;
+    case OTC_OP_MATMUL: bw_matmul(c, id); break;
+    case OTC_OP_SUM: bw_reduce(c, id, false); break;
+    case OTC_OP_MEAN: bw_reduce(c, id, true); break;
+    case OTC_OP_SOFTMAX: bw_softmax(c, id, false); break;
+    case OTC_OP_LOG_SOFTMAX: bw_softmax(c, id, true); break;
+    case OTC_OP_MSE:
+    case OTC_OP_BCE: bw_loss(c, id); break;
+    case OTC_OP_SOFTMAX_CE: bw_softmax_ce(c, id); break;
+    case OTC_OP_CONCAT:
+    case OTC_OP_SLICE:
+    case OTC_OP_SELECT: bw_structural(c, id); break;
+    default: bw_elementwise(c, id); break;
+    }
+}
+
+/* The optimiser over weights [from, from + count): the interpreter's update rules
+ * (optim.c), with the hyper-parameters baked in and lr an argument. */
+static void update_step(otc_cr *c, const otc_plan_step *s) {
+    const otc_optim_config *o = &c->plan->options.optim;
+    char l1[48], l2[48], l3[48];
+    otc_cr_line(c, "for (size_t i = %" PRId64 "; i < %" PRId64 "; i++) {", s->offset,
+                s->offset + s->count);
+    c->indent++;
+    otc_cr_line(c, "float gr = g[i];");
+    if (o->kind == OTC_OPTIM_SGD) {
+        if (o->weight_decay != 0.0f)
+            otc_cr_line(c, "gr += %s * p->w[i];", otc_cr_float(c, l1, o->weight_decay));
+        if (o->momentum != 0.0f) {
+            otc_cr_line(c, "p->m[i] = %s * p->m[i] + gr;", otc_cr_float(c, l1, o->momentum));
+            if (o->nesterov)
+                otc_cr_line(c, "gr = gr + %s * p->m[i];", l1);
+            else
+                otc_cr_line(c, "gr = p->m[i];");
+        }
+        otc_cr_line(c, "p->w[i] -= lr * gr;");
+    } else {
+        if (o->kind == OTC_OPTIM_ADAMW)
+            otc_cr_line(c, "p->w[i] *= decay;");
+        else if (o->weight_decay != 0.0f)
+            otc_cr_line(c, "gr += %s * p->w[i];", otc_cr_float(c, l1, o->weight_decay));
+        otc_cr_float(c, l1, o->beta1);
+        otc_cr_float(c, l2, o->beta2);
+        otc_cr_float(c, l3, o->eps);
+        otc_cr_line(c, "p->m[i] = %s * p->m[i] + (1.0f - %s) * gr;", l1, l1);
+        otc_cr_line(c, "p->v[i] = %s * p->v[i] + (1.0f - %s) * gr * gr;", l2, l2);
+        otc_cr_line(c, "p->w[i] -= step_size * p->m[i] / (sqrtf(p->v[i]) / bc2_sqrt + %s);", l3);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
+void otc_cr_backward_steps(otc_cr *c) {
+    const otc_plan *p = c->plan;
+    const otc_optim_config *o = &p->options.optim;
+    char off[64], lit[48];
+    bool adam_ready = false;
+    for (int i = p->n_forward_steps; i < p->n_steps && !c->st; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        c->mark_gen++;
+        char lab[64];
+        switch (s->kind) {
+        case OTC_STEP_ZERO_GRADS:
+            otc_cr_line(c, "for (size_t i = 0; i < (size_t)(%s); i++) g[i] = 0.0f;",
+                        otc_cr_offset(off, p->grads));
+            break;
+        case OTC_STEP_SEED:
+            otc_cr_line(c, "g[%s] = 1.0f; /* d loss / d loss */",
+                        otc_cr_offset(off, p->values[V(s->node)].grad));
+            break;
+        case OTC_STEP_BACKWARD:
+            otc_graph_node_label(c->g, s->node, lab, sizeof lab);
+            otc_cr_line(c, "{ /* backward %s %s */", otc_op_get(otc_graph_node(c->g, s->node)->op)->name,
+                        strstr(lab, "*/") ? "?" : lab);
+            c->indent++;
+            backward_step(c, s->node);
+            c->indent--;
+            otc_cr_line(c, "}");
+            break;
+        case OTC_STEP_UPDATE:
+            if (o->kind != OTC_OPTIM_SGD && !adam_ready) {
+                /* Bias corrections in double, as the interpreter computes them. */
+                adam_ready = true;
+                otc_cr_line(c, "const double bc1 = 1.0 - pow((double)%s, (double)p->t);",
+                            otc_cr_float(c, lit, o->beta1));
+                otc_cr_line(c, "const double bc2 = 1.0 - pow((double)%s, (double)p->t);",
+                            otc_cr_float(c, lit, o->beta2));
+                otc_cr_line(c, "const float step_size = (float)((double)lr / bc1);");
+                otc_cr_line(c, "const float bc2_sqrt = (float)sqrt(bc2);");
+                if (o->kind == OTC_OPTIM_ADAMW)
+                    otc_cr_line(c, "const float decay = 1.0f - lr * %s;",
+                                otc_cr_float(c, lit, o->weight_decay));
+            }
+            update_step(c, s);
+            break;
+        default: break;
+        }
+    }
+}

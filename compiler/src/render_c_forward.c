@@ -1,0 +1,446 @@
+/* The C renderer's forward pass: input copies, fused map and matmul kernels, the other ops
+ * each with a loop of its own, and output copies. Activations are pasted from the
+ * activation table's C expressions, the same table the interpreter runs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_c_internal.h"
+
+#define V(id) ((int)otc_plan_owner(c->plan, (id)))
+
+/* The value of `id` at the current (e, b) of kernel k: its local when it is computed in the
+ * same kernel, else from memory. `elem` is the element expression ("e" or "0"). */
+static void operand(otc_cr *c, int k, otc_id id, const char *elem, char *buf, size_t len) {
+    otc_id o = otc_plan_owner(c->plan, id);
+    if (c->plan->values[o].kernel == k)
+        snprintf(buf, len, "r%d", (int)o);
+    else
+        otc_cr_at(c, buf, len, o, elem);
+}
+
+/* Declare the pointers kernel k reads and writes. */
+static void kernel_pointers(otc_cr *c, int k) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[k];
+    for (int m = 0; m < K->count; m++) {
+        otc_id id = p->members[K->first + m];
+        const otc_node *nd = otc_graph_node(c->g, id);
+        /* A Neuron reads its weights and bias as w[offset + i] directly. */
+        for (int s = nd->op == OTC_OP_NEURON ? 2 : 0; s < nd->n_inputs; s++) {
+            if (!otc_plan_reads_input(c->g, id, s)) continue;
+            otc_id o = otc_plan_owner(p, nd->inputs[s]);
+            if (p->values[o].kernel != k) otc_cr_pointer(c, o, false);
+        }
+    }
+    for (int m = 0; m < K->count; m++) {
+        otc_id id = p->members[K->first + m];
+        if (p->values[id].storage == OTC_STORE_WORK) otc_cr_pointer(c, id, true);
+        if (p->values[id].has_pre) {
+            char off[64];
+            otc_cr_line(c, "float *restrict q%d = ws + %s;", (int)id,
+                        otc_cr_offset(off, p->values[id].pre));
+        }
+    }
+}
+
+/* r<id> = act(x): through the file's activation helper; a kept pre-activation is stored. */
+static void act_value(otc_cr *c, otc_id id, const char *x_expr, const char *elem_idx) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    char call[512];
+    if (c->plan->values[id].has_pre) {
+        otc_cr_line(c, "const float p%d = %s;", (int)id, x_expr);
+        otc_cr_line(c, "q%d[%s] = p%d;", (int)id, elem_idx, (int)id);
+        char p[32];
+        snprintf(p, sizeof p, "p%d", (int)id);
+        otc_cr_act_call(c, call, sizeof call, nd, p);
+    } else {
+        otc_cr_act_call(c, call, sizeof call, nd, x_expr);
+    }
+    otc_cr_line(c, "const float r%d = %s;", (int)id, call);
+}
+
+/* act(bias + scale * sum): the sum from 0.0f, source by source, then the bias, as the
+ * interpreter adds them. Written as one expression, wrapped every few terms. */
+static void neuron_member(otc_cr *c, int k, otc_id id, const char *idx) {
+    const otc_plan *p = c->plan;
+    const otc_node *nd = otc_graph_node(c->g, id);
+    char lit[48], src[96];
+    int64_t w0 = p->values[nd->inputs[0]].param_offset;
+    int64_t b0 = p->values[nd->inputs[1]].param_offset;
+    otc_strbuf x;
+    otc_sb_init(&x);
+    otc_sb_printf(&x, "w[%" PRId64 "] + %s * (0.0f", b0, otc_cr_float(c, lit, nd->scale));
+    for (int i = 2; i < nd->n_inputs; i++) {
+        char col[32];
+        snprintf(col, sizeof col, "%d", nd->cols[i - 2]);
+        operand(c, k, nd->inputs[i], col, src, sizeof src);
+        otc_sb_printf(&x, " + w[%" PRId64 "] * %s", w0 + (i - 2), src);
+    }
+    otc_sb_puts(&x, ")");
+    char *text = otc_sb_take(&x);
+    if (!text) {
+        c->sb->failed = true;
+        return;
+    }
+    act_value(c, id, text, idx);
+    free(text);
+}
+
+static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char *idx) {
+    const otc_plan *p = c->plan;
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_plan_kernel *K = &p->kernels[k];
+    char a[96], b[96], lit[48];
+    if (nd->n_inputs > 0 && nd->op != OTC_OP_NEURON) operand(c, k, nd->inputs[0], elem, a, sizeof a);
+    if (nd->n_inputs > 1 && nd->op != OTC_OP_NEURON) operand(c, k, nd->inputs[1], elem, b, sizeof b);
+    switch (nd->op) {
+    case OTC_OP_ADD: otc_cr_line(c, "const float r%d = %s + %s;", (int)id, a, b); break;
+    case OTC_OP_SUB: otc_cr_line(c, "const float r%d = %s - %s;", (int)id, a, b); break;
+    case OTC_OP_MUL: otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, b); break;
+    case OTC_OP_DIV: otc_cr_line(c, "const float r%d = %s / %s;", (int)id, a, b); break;
+    case OTC_OP_NEG: otc_cr_line(c, "const float r%d = -%s;", (int)id, a); break;
+    case OTC_OP_SCALE:
+        otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, otc_cr_float(c, lit, nd->scale));
+        break;
+    case OTC_OP_DETACH: otc_cr_line(c, "const float r%d = %s;", (int)id, a); break;
+    case OTC_OP_ROW_BROADCAST: {
+        /* v repeats along the rows: element e of the result is v[e mod |v|]. */
+        int64_t vn = p->values[V(nd->inputs[0])].size;
+        char e2[64];
+        if (K->n <= vn || !strcmp(elem, "0"))
+            snprintf(e2, sizeof e2, "%s", elem);
+        else
+            snprintf(e2, sizeof e2, "e %% %" PRId64, vn);
+        otc_cr_at(c, a, sizeof a, nd->inputs[0], e2);
+        otc_cr_line(c, "const float r%d = %s;", (int)id, a);
+        break;
+    }
+    case OTC_OP_NEURON: neuron_member(c, k, id, idx); break;
+    default: /* an activation op */
+        act_value(c, id, a, idx);
+        break;
+    }
+    if (p->values[id].storage == OTC_STORE_WORK) otc_cr_line(c, "v%d[%s] = r%d;", (int)id, idx, (int)id);
+}
+
+static void describe_kernel(otc_cr *c, int k) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[k];
+    char line[160], lab[64];
+    size_t used = (size_t)snprintf(line, sizeof line, "/* kernel %d:", k);
+    for (int m = 0; m < K->count && used < sizeof line - 80; m++) {
+        otc_id id = p->members[K->first + m];
+        const char *name = otc_graph_node_label(c->g, id, lab, sizeof lab);
+        /* Names go into a comment: keep them from closing it. */
+        used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", m ? "-> " : "",
+                                 strstr(name, "*/") ? "?" : name);
+    }
+    if (K->count > 8) used += (size_t)snprintf(line + used, sizeof line - used, " ...");
+    snprintf(line + used, sizeof line - used, " */");
+    otc_cr_line(c, "%s", line);
+}
+
+static void map_kernel(otc_cr *c, int k) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[k];
+    const char *elem = K->n > 1 ? "e" : "0";
+    char idx[32];
+    snprintf(idx, sizeof idx, "%s", K->batched ? (K->n > 1 ? "e * S + b" : "b") : elem);
+    int open = otc_cr_loops(c, K->n, K->batched, false);
+    for (int m = 0; m < K->count; m++) map_member(c, k, p->members[K->first + m], elem, idx);
+    otc_cr_close(c, open);
+}
+
+/* MatMul [B,K] x [K,N]: per output column, the batch's sums accumulate in the result's own
+ * storage (contiguous over the batch, so the inner loop vectorises), then the epilogue. */
+static void matmul_kernel(otc_cr *c, int k) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[k];
+    otc_id mm = p->members[K->first];
+    const otc_node *nd = otc_graph_node(c->g, mm);
+    otc_id A = V(nd->inputs[0]), W = V(nd->inputs[1]);
+    int64_t kk = p->values[A].size, n = K->n;
+    char wk[96];
+    otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) {", n);
+    c->indent++;
+    otc_cr_line(c, "float *restrict acc = v%d + e * S;", (int)mm);
+    otc_cr_line(c, "for (size_t b = 0; b < B; b++) acc[b] = 0.0f;");
+    otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
+    c->indent++;
+    if (n > 1)
+        snprintf(wk, sizeof wk, "v%d[k * %" PRId64 " + e]", (int)W, n);
+    else
+        snprintf(wk, sizeof wk, "v%d[k]", (int)W);
+    otc_cr_line(c, "const float wk = %s;", wk);
+    otc_cr_line(c, "const float *restrict xk = v%d + k * S;", (int)A);
+    otc_cr_line(c, "for (size_t b = 0; b < B; b++) acc[b] += xk[b] * wk;");
+    c->indent--;
+    otc_cr_line(c, "}");
+    if (K->count > 1) {
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        c->indent++;
+        otc_cr_line(c, "const float r%d = acc[b];", (int)mm);
+        for (int m = 1; m < K->count; m++)
+            map_member(c, k, p->members[K->first + m], n > 1 ? "e" : "0", n > 1 ? "e * S + b" : "b");
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
+static void op_matmul(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_node *an = otc_graph_node(c->g, nd->inputs[0]);
+    int64_t M = an->shape.dim[0], Kd = an->shape.dim[1], N = nd->shape.dim[1];
+    otc_id A = V(nd->inputs[0]), W = V(nd->inputs[1]);
+    otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
+    otc_cr_line(c, "    for (size_t j = 0; j < %" PRId64 "; j++) {", N);
+    otc_cr_line(c, "        float acc = 0.0f;");
+    otc_cr_line(c,
+                "        for (size_t k = 0; k < %" PRId64 "; k++) acc += v%d[i * %" PRId64
+                " + k] * v%d[k * %" PRId64 " + j];",
+                Kd, (int)A, Kd, (int)W, N);
+    otc_cr_line(c, "        v%d[i * %" PRId64 " + j] = acc;", (int)id, N);
+    otc_cr_line(c, "    }");
+    otc_cr_line(c, "}");
+}
+
+/* Sample-major double accumulation, as the interpreter sums (so the results agree to the
+ * last bit where the terms do). */
+static void op_reduce(otc_cr *c, otc_id id, bool mean) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id X = V(nd->inputs[0]);
+    const otc_plan_value *x = &c->plan->values[X];
+    char a[96];
+    otc_cr_line(c, "double acc = 0.0;");
+    int open = otc_cr_loops(c, x->size, x->batched, true);
+    otc_cr_at(c, a, sizeof a, X, x->size > 1 ? "e" : "0");
+    otc_cr_line(c, "acc += (double)%s;", a);
+    otc_cr_close(c, open);
+    if (mean)
+        otc_cr_line(c, "v%d[0] = (float)(acc / (double)(%" PRId64 " * %s));", (int)id, x->size,
+                    x->batched ? "B" : "1");
+    else
+        otc_cr_line(c, "v%d[0] = (float)acc;", (int)id);
+}
+
+static void op_softmax(otc_cr *c, otc_id id, bool log) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id X = V(nd->inputs[0]);
+    const otc_plan_value *v = &c->plan->values[id];
+    int64_t C = nd->shape.dim[nd->shape.ndim - 1], R = v->size / C;
+    char x0[96], xc[96], yc[96];
+    int open = otc_cr_loops(c, 1, v->batched, true);
+    otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", R);
+    c->indent++;
+    char e0[64], ec[64];
+    snprintf(e0, sizeof e0, "r * %" PRId64, C);
+    snprintf(ec, sizeof ec, "r * %" PRId64 " + c", C);
+    otc_cr_at(c, x0, sizeof x0, X, e0);
+    otc_cr_at(c, xc, sizeof xc, X, ec);
+    otc_cr_at(c, yc, sizeof yc, id, ec);
+    otc_cr_line(c, "float m = %s, s = 0.0f;", x0);
+    otc_cr_line(c, "for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
+    if (!log) {
+        otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) {", C);
+        otc_cr_line(c, "    %s = expf(%s - m);", yc, xc);
+        otc_cr_line(c, "    s += %s;", yc);
+        otc_cr_line(c, "}");
+        otc_cr_line(c, "{");
+        otc_cr_line(c, "    const float inv = 1.0f / s;");
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s *= inv;", C, yc);
+        otc_cr_line(c, "}");
+    } else {
+        otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
+        otc_cr_line(c, "{");
+        otc_cr_line(c, "    const float lse = m + logf(s);");
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s = %s - lse;", C, yc, xc);
+        otc_cr_line(c, "}");
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    otc_cr_close(c, open);
+}
+
+static void op_loss(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id P = V(nd->inputs[0]), T = V(nd->inputs[1]);
+    const otc_plan_value *pv = &c->plan->values[P];
+    char pe[96], te[96];
+    const char *elem = pv->size > 1 ? "e" : "0";
+    otc_cr_line(c, "double acc = 0.0;");
+    int open = otc_cr_loops(c, pv->size, pv->batched, true);
+    otc_cr_at(c, pe, sizeof pe, P, elem);
+    otc_cr_at(c, te, sizeof te, T, elem);
+    if (nd->op == OTC_OP_MSE) {
+        otc_cr_line(c, "const float d = %s - %s;", pe, te);
+        otc_cr_line(c, "acc += (double)(d * d);");
+    } else {
+        /* Probabilities clamped to [1e-7, 1 - 1e-7] as the interpreter's BCE does. */
+        otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
+        otc_cr_line(c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
+        otc_cr_line(c, "acc -= (double)(t * logf(q) + (1.0f - t) * logf(1.0f - q));");
+    }
+    otc_cr_close(c, open);
+    otc_cr_line(c, "v%d[0] = (float)(acc / (double)(%" PRId64 " * %s));", (int)id, pv->size,
+                pv->batched ? "B" : "1");
+}
+
+/* Mean over rows of logsumexp(x) - x[label]; a label that is not a class index makes the
+ * call return 2 (the interpreter reports the same as an error). */
+static void op_softmax_ce(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id X = V(nd->inputs[0]), L = V(nd->inputs[1]);
+    const otc_node *xn = otc_graph_node(c->g, nd->inputs[0]);
+    bool batched = c->plan->values[X].batched;
+    int64_t C = xn->shape.dim[1], M = batched ? 0 : xn->shape.dim[0];
+    char x0[96], xc[96], xl[96], l[96], cf[48];
+    otc_cr_line(c, "double total = 0.0;");
+    if (batched) {
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        otc_cr_at(c, x0, sizeof x0, X, "0");
+        otc_cr_at(c, xc, sizeof xc, X, "c");
+        otc_cr_at(c, xl, sizeof xl, X, "(size_t)l");
+        otc_cr_at(c, l, sizeof l, L, "0");
+    } else {
+        otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", M);
+        snprintf(x0, sizeof x0, "v%d[r * %" PRId64 "]", (int)X, C);
+        snprintf(xc, sizeof xc, "v%d[r * %" PRId64 " + c]", (int)X, C);
+        snprintf(xl, sizeof xl, "v%d[r * %" PRId64 " + (size_t)l]", (int)X, C);
+        snprintf(l, sizeof l, "v%d[r]", (int)L);
+    }
+    c->indent++;
+    otc_cr_line(c, "const float l = %s;", l);
+    otc_cr_line(c, "float m = %s, s = 0.0f;", x0);
+    otc_cr_line(c, "if (!(l >= 0.0f && l < %s && l == floorf(l))) return 2;",
+                otc_sb_float(cf, sizeof cf, (float)C));
+    otc_cr_line(c, "for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
+    otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
+    otc_cr_line(c, "total += (double)(m + logf(s) - %s);", xl);
+    c->indent--;
+    otc_cr_line(c, "}");
+    if (batched)
+        otc_cr_line(c, "v%d[0] = (float)(total / (double)B);", (int)id);
+    else
+        otc_cr_line(c, "v%d[0] = (float)(total / (double)%" PRId64 ");", (int)id, M);
+}
+
+/* Concat, slice and select copy planes of elements (each a column of the batch). */
+static void copy_block(otc_cr *c, otc_id dst, otc_id src, int64_t outer, int64_t chunk,
+                       int64_t dst_row, int64_t dst_off, int64_t src_row, int64_t src_off) {
+    char d[128], s[128], de[96], se[96];
+    snprintf(de, sizeof de, "o * %" PRId64 " + %" PRId64 " + j", dst_row, dst_off);
+    snprintf(se, sizeof se, "o * %" PRId64 " + %" PRId64 " + j", src_row, src_off);
+    otc_cr_at(c, d, sizeof d, dst, de);
+    otc_cr_at(c, s, sizeof s, src, se);
+    bool batched = c->plan->values[otc_plan_owner(c->plan, dst)].batched;
+    otc_cr_line(c, "for (size_t o = 0; o < %" PRId64 "; o++) {", outer);
+    otc_cr_line(c, "    for (size_t j = 0; j < %" PRId64 "; j++) {", chunk);
+    if (batched)
+        otc_cr_line(c, "        for (size_t b = 0; b < B; b++) %s = %s;", d, s);
+    else
+        otc_cr_line(c, "        %s = %s;", d, s);
+    otc_cr_line(c, "    }");
+    otc_cr_line(c, "}");
+}
+
+static void op_concat(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    int64_t outer, mid, inner, off = 0;
+    otc_cr_split(nd, &nd->shape, nd->axis, &outer, &mid, &inner);
+    int64_t out_row = mid * inner;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        const otc_node *xn = otc_graph_node(c->g, nd->inputs[i]);
+        int64_t o2, m2, i2;
+        otc_cr_split(xn, &xn->shape, nd->axis, &o2, &m2, &i2);
+        int64_t chunk = m2 * i2;
+        copy_block(c, id, nd->inputs[i], outer, chunk, out_row, off, chunk, 0);
+        off += chunk;
+    }
+}
+
+static void op_take(otc_cr *c, otc_id id, int64_t len) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_node *xn = otc_graph_node(c->g, nd->inputs[0]);
+    int64_t outer, mid, inner;
+    otc_cr_split(xn, &xn->shape, nd->axis, &outer, &mid, &inner);
+    int64_t chunk = len * inner;
+    copy_block(c, id, nd->inputs[0], outer, chunk, chunk, 0, mid * inner,
+               (int64_t)nd->start * inner);
+}
+
+static void op_kernel(otc_cr *c, int k) {
+    otc_id id = c->plan->members[c->plan->kernels[k].first];
+    const otc_node *nd = otc_graph_node(c->g, id);
+    switch (nd->op) {
+    case OTC_OP_MATMUL: op_matmul(c, id); break;
+    case OTC_OP_SUM: op_reduce(c, id, false); break;
+    case OTC_OP_MEAN: op_reduce(c, id, true); break;
+    case OTC_OP_SOFTMAX: op_softmax(c, id, false); break;
+    case OTC_OP_LOG_SOFTMAX: op_softmax(c, id, true); break;
+    case OTC_OP_MSE:
+    case OTC_OP_BCE: op_loss(c, id); break;
+    case OTC_OP_SOFTMAX_CE: op_softmax_ce(c, id); break;
+    case OTC_OP_CONCAT: op_concat(c, id); break;
+    case OTC_OP_SLICE: op_take(c, id, nd->len); break;
+    case OTC_OP_SELECT: op_take(c, id, 1); break;
+    default: {
+        char lab[64];
+        if (!c->st)
+            c->st = otc_fail(OTC_ERR_UNSUPPORTED, "emit-c: op '%s' (node %s) has no C spelling",
+                             otc_op_get(nd->op)->name, otc_graph_node_label(c->g, id, lab, 64));
+    }
+    }
+}
+
+static void io_step(otc_cr *c, const otc_plan_step *s) {
+    const otc_plan_io *io = &c->plan->io[s->io];
+    const char *row = io->stream == OTC_IO_IN ? "in" : io->stream == OTC_IO_TARGET ? "target" : "out";
+    int64_t width = io->stream == OTC_IO_IN       ? c->plan->in_width
+                    : io->stream == OTC_IO_TARGET ? c->plan->target_width
+                                                  : c->plan->out_width;
+    char lab[64], v[96];
+    otc_cr_line(c, "{ /* %s %s */", s->kind == OTC_STEP_LOAD ? "load" : "store",
+                strstr(otc_graph_node_label(c->g, io->node, lab, 64), "*/") ? "?" : lab);
+    c->indent++;
+    otc_cr_pointer(c, io->node, s->kind == OTC_STEP_LOAD);
+    otc_cr_at(c, v, sizeof v, io->node, io->width > 1 ? "e" : "0");
+    int open = otc_cr_loops(c, io->width, true, true);
+    char r[96];
+    snprintf(r, sizeof r, "%s[b * %" PRId64 " + %" PRId64 "%s]", row, width, io->offset,
+             io->width > 1 ? " + e" : "");
+    if (s->kind == OTC_STEP_LOAD)
+        otc_cr_line(c, "%s = %s;", v, r);
+    else
+        otc_cr_line(c, "%s = %s;", r, v);
+    otc_cr_close(c, open);
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
+void otc_cr_forward_steps(otc_cr *c) {
+    const otc_plan *p = c->plan;
+    for (int i = 0; i < p->n_forward_steps && !c->st; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        c->mark_gen++;
+        if (s->kind != OTC_STEP_KERNEL) {
+            io_step(c, s);
+            continue;
+        }
+        int k = s->kernel;
+        describe_kernel(c, k);
+        otc_cr_line(c, "{");
+        c->indent++;
+        kernel_pointers(c, k);
+        switch (p->kernels[k].kind) {
+        case OTC_KERNEL_MAP: map_kernel(c, k); break;
+        case OTC_KERNEL_MATMUL: matmul_kernel(c, k); break;
+        case OTC_KERNEL_OP: op_kernel(c, k); break;
+        }
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}

@@ -1,0 +1,200 @@
+/* The C renderer's small spelling helpers: literals, offsets, pointers, element indexing and
+ * loops over the node-major layout. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_c_internal.h"
+
+void otc_cr_line(otc_cr *c, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < c->indent; i++) otc_sb_puts(c->sb, "    ");
+    if (n >= (int)sizeof buf) {
+        /* Rare long lines (a neuron with many sources is written term by term instead). */
+        char *big = malloc((size_t)n + 1);
+        if (!big) {
+            c->sb->failed = true;
+            return;
+        }
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        otc_sb_puts(c->sb, big);
+        free(big);
+    } else {
+        otc_sb_puts(c->sb, buf);
+    }
+    otc_sb_puts(c->sb, "\n");
+}
+
+const char *otc_cr_float(otc_cr *c, char *buf, float f) {
+    if (!isfinite(f)) {
+        if (!c->st)
+            c->st = otc_fail(OTC_ERR_UNSUPPORTED,
+                             "emit-c: a constant (weight, bias, scale or alpha) is %g; the "
+                             "generated code needs finite values",
+                             (double)f);
+        f = 0.0f;
+    }
+    return otc_sb_float(buf, 40, f);
+}
+
+const char *otc_cr_offset(char *buf, otc_extent e) {
+    if (e.per_batch == 0)
+        snprintf(buf, 64, "%" PRId64, e.base);
+    else if (e.base == 0)
+        snprintf(buf, 64, "%" PRId64 " * S", e.per_batch);
+    else
+        snprintf(buf, 64, "%" PRId64 " + %" PRId64 " * S", e.base, e.per_batch);
+    return buf;
+}
+
+static bool first_use(otc_cr *c, otc_id id, int plane) {
+    /* mark holds (generation * 4 + plane + 1): a pointer per kind per step. */
+    int key = c->mark_gen * 4 + plane + 1;
+    int *m = &c->mark[4 * id + plane];
+    if (*m == key) return false;
+    *m = key;
+    return true;
+}
+
+void otc_cr_pointer(otc_cr *c, otc_id id, bool writable) {
+    const otc_plan *p = c->plan;
+    otc_id o = otc_plan_owner(p, id);
+    const otc_plan_value *v = &p->values[o];
+    if (!first_use(c, o, 0)) return;
+    char off[64];
+    if (v->storage == OTC_STORE_PARAM)
+        otc_cr_line(c, "const float *restrict v%d = w + %" PRId64 ";", (int)o, v->param_offset);
+    else
+        otc_cr_line(c, "%sfloat *restrict v%d = ws + %s;", writable ? "" : "const ", (int)o,
+                    otc_cr_offset(off, v->offset));
+}
+
+void otc_cr_grad_pointer(otc_cr *c, otc_id id) {
+    const otc_plan *p = c->plan;
+    otc_id o = otc_plan_owner(p, id);
+    if (!first_use(c, o, 1)) return;
+    char off[64];
+    otc_cr_line(c, "float *restrict g%d = g + %s;", (int)o, otc_cr_offset(off, p->values[o].grad));
+}
+
+static bool simple(const char *elem) {
+    for (const char *s = elem; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_')) return false;
+    return true;
+}
+
+static void at(otc_cr *c, char *buf, size_t len, otc_id id, const char *elem, char prefix) {
+    const otc_plan *p = c->plan;
+    otc_id o = otc_plan_owner(p, id);
+    const otc_plan_value *v = &p->values[o];
+    if (!v->batched)
+        snprintf(buf, len, "%c%d[%s]", prefix, (int)o, elem);
+    else if (!strcmp(elem, "0"))
+        snprintf(buf, len, "%c%d[b]", prefix, (int)o);
+    else if (simple(elem))
+        snprintf(buf, len, "%c%d[%s * S + b]", prefix, (int)o, elem);
+    else
+        snprintf(buf, len, "%c%d[(%s) * S + b]", prefix, (int)o, elem);
+}
+
+void otc_cr_at(otc_cr *c, char *buf, size_t len, otc_id id, const char *elem) {
+    at(c, buf, len, id, elem, 'v');
+}
+
+void otc_cr_grad_at(otc_cr *c, char *buf, size_t len, otc_id id, const char *elem) {
+    at(c, buf, len, id, elem, 'g');
+}
+
+int otc_cr_loops(otc_cr *c, int64_t n, bool batched, bool sample_outer) {
+    int opened = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        bool samples = (pass == 0) == sample_outer;
+        if (samples && batched) {
+            otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+            c->indent++;
+            opened++;
+        } else if (!samples && n > 1) {
+            otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) {", n);
+            c->indent++;
+            opened++;
+        }
+    }
+    return opened;
+}
+
+void otc_cr_close(otc_cr *c, int n) {
+    for (int i = 0; i < n; i++) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+void otc_cr_split(const otc_node *nd, const otc_shape *s, int axis, int64_t *outer, int64_t *mid,
+                  int64_t *inner) {
+    (void)nd;
+    if (axis < 0) axis += s->ndim;
+    *outer = *mid = *inner = 1;
+    for (int d = 0; d < s->ndim; d++) {
+        if (s->dim[d] == OTC_BATCH) continue; /* only ever dim 0: per sample */
+        if (d < axis)
+            *outer *= s->dim[d];
+        else if (d == axis)
+            *mid = s->dim[d];
+        else
+            *inner *= s->dim[d];
+    }
+}
+
+const otc_act_info *otc_cr_act(const otc_node *nd) {
+    if (nd->op == OTC_OP_NEURON) return otc_act_get((otc_act)nd->act);
+    const otc_op_info *info = otc_op_get(nd->op);
+    return info && info->act >= 0 ? otc_act_get((otc_act)info->act) : NULL;
+}
+
+static int act_index(const otc_node *nd) {
+    if (nd->op == OTC_OP_NEURON) return nd->act;
+    return otc_op_get(nd->op)->act;
+}
+
+void otc_cr_act_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x) {
+    int a = act_index(nd);
+    char lit[48];
+    c->f_used[a] = true;
+    snprintf(buf, len, "%s_f_%s(%s, %s)", c->name, otc_act_get((otc_act)a)->name, x,
+             otc_cr_float(c, lit, nd->alpha));
+}
+
+void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x,
+                      const char *y) {
+    int a = act_index(nd);
+    char lit[48];
+    c->df_used[a] = true;
+    snprintf(buf, len, "%s_df_%s(%s, %s, %s)", c->name, otc_act_get((otc_act)a)->name, x, y,
+             otc_cr_float(c, lit, nd->alpha));
+}
+
+void otc_cr_act_helpers(otc_cr *c, otc_strbuf *out) {
+    for (int a = 0; a < OTC_ACT_COUNT; a++) {
+        const otc_act_info *info = otc_act_get((otc_act)a);
+        if (c->f_used[a])
+            otc_sb_printf(out,
+                          "static float %s_f_%s(float x, float a) {\n    (void)a;\n    return "
+                          "%s;\n}\n\n",
+                          c->name, info->name, info->c_f);
+        if (c->df_used[a])
+            otc_sb_printf(out,
+                          "static float %s_df_%s(float x, float y, float a) {\n    (void)x;\n"
+                          "    (void)y;\n    (void)a;\n    return %s;\n}\n\n",
+                          c->name, info->name, info->c_df);
+    }
+}

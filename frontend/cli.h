@@ -1,0 +1,109 @@
+/* What every otc subcommand shares: exit codes, option parsing with --help, error printing. */
+#ifndef OTC_CLI_H
+#define OTC_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum {
+    OTC_EXIT_OK = 0,    /* success */
+    OTC_EXIT_GOAL = 1,  /* the job ran but did not reach its goal */
+    OTC_EXIT_USAGE = 2  /* bad usage or bad input */
+};
+
+/* Each subcommand is a file cmd_<name>.c defining these two (the table is generated). */
+#define OTC_COMMAND_DECL(name)                                                              \
+    int otc_cmd_##name(int argc, char **argv);                                              \
+    extern const char otc_cmd_##name##_summary[];
+
+typedef enum {
+    OTC_OPT_FLAG,   /* bool, no value */
+    OTC_OPT_STRING, /* const char * */
+    OTC_OPT_INT,    /* int */
+    OTC_OPT_U64,    /* uint64_t */
+    OTC_OPT_FLOAT   /* double */
+} otc_opt_kind;
+
+typedef struct {
+    const char *name; /* "--epochs" (a short alias after a comma: "--output,-o") */
+    otc_opt_kind kind;
+    void *dest;
+    const char *help; /* shown by --help; "VALUE: text" puts VALUE in the synopsis */
+} otc_opt;
+
+/* Parses argv[1..] (argv[0] is the subcommand name). Options may come in any order; the rest
+ * are positionals, at most max_pos of them (exactly min_pos required). Returns -1 when --help
+ * was printed (exit 0), OTC_EXIT_USAGE after printing an error with a usage hint, or 0. */
+int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts,
+                  int argc, char **argv, const char **pos, int min_pos, int max_pos);
+
+/* "otc CMD: message" on stderr; returns OTC_EXIT_USAGE for `return otc_cli_error(...)`. */
+int otc_cli_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* True when stderr is a terminal (progress is shown only then). */
+bool otc_cli_interactive(void);
+
+/* ---- shared by the commands that read models and data (cli_io.c, cli_progress.c) ---- */
+#include <stddef.h>
+
+#include "otc/data.h"
+#include "otc/graph.h"
+
+/* A copy of text from a file that is safe to print on a terminal (control bytes and escape
+ * sequences become '?'), cut to fit buf. */
+const char *otc_cli_printable(const char *text, char *buf, size_t len);
+
+/* Prints otc_last_error() as "otc CMD: PATH: message" (PATH only when the message does not
+ * name it already) and returns OTC_EXIT_USAGE. */
+int otc_cli_error_file(const char *cmd, const char *path);
+
+/* Loads a .otm model; on failure prints "otc CMD: <message naming the file>" and returns
+ * OTC_EXIT_USAGE (0 on success). */
+int otc_cli_load_model(const char *cmd, const char *path, otc_graph **out);
+
+typedef struct {
+    const char *targets;  /* column list or NULL */
+    const char *features; /* column list or NULL (every non-target column) */
+    int header;           /* 1 yes, 0 no, -1 guess from the first two lines */
+} otc_cli_csv;
+
+/* Loads a CSV of numbers; errors as for otc_cli_load_model. */
+int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);
+
+/* The header guess: true when the first line has no number at all, or has a name where the
+ * second line has a number. text need not be NUL-terminated. */
+bool otc_cli_csv_has_header(const char *text, size_t len);
+
+/* Writes data atomically to path, or to stdout when path is NULL or "-". Prints the error
+ * and returns OTC_EXIT_USAGE on failure, 0 on success. */
+int otc_cli_write_output(const char *cmd, const char *path, const void *data, size_t len);
+
+/* A one-line progress bar on stderr, drawn only when stderr is a terminal. */
+typedef struct {
+    bool active;
+    int total;
+    double started; /* seconds, monotonic */
+    char label[48];
+} otc_cli_progress;
+
+void otc_cli_progress_start(otc_cli_progress *p, const char *label, int total);
+/* done of total steps; status is a short text shown after the bar (may be NULL). */
+void otc_cli_progress_update(otc_cli_progress *p, int done, const char *status);
+/* Clears the bar's line so the next output starts clean. */
+void otc_cli_progress_end(otc_cli_progress *p);
+/* Monotonic seconds, for timings shown to the user. */
+double otc_cli_seconds(void);
+
+/* The model's one Input that data rows feed: it must be batched and take n_features values
+ * per sample. Prints an error naming the model, the data file and the columns otherwise. */
+int otc_cli_data_input(const char *cmd, const otc_graph *g, const char *model_path,
+                       const char *data_path, const otc_dataset *d, otc_id *input);
+
+/* The per-sample width of a batched node ([B,k] -> k, [B] -> 1); -1 if it is not batched. */
+int otc_cli_row_width(const otc_graph *g, otc_id id);
+
+#endif

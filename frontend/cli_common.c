@@ -1,0 +1,132 @@
+/* Option parsing, --help text and error printing shared by every subcommand. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int otc_cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "otc %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return OTC_EXIT_USAGE;
+}
+
+bool otc_cli_interactive(void) { return isatty(STDERR_FILENO) != 0; }
+
+/* Does argument `arg` name option `opt` (its long name or its alias after a comma)? */
+static bool names_option(const char *spec, const char *arg) {
+    const char *comma = strchr(spec, ',');
+    size_t first = comma ? (size_t)(comma - spec) : strlen(spec);
+    if (strlen(arg) == first && !strncmp(spec, arg, first)) return true;
+    return comma && !strcmp(comma + 1, arg);
+}
+
+static void print_help(const char *cmd, const char *synopsis, const otc_opt *opts, int n) {
+    printf("usage: otc %s %s\n\noptions:\n", cmd, synopsis);
+    for (int i = 0; i < n; i++) {
+        const char *help = opts[i].help ? opts[i].help : "";
+        /* "VALUE: text" only when VALUE is one word and the option takes a value, so a help
+         * text like "flag (default: x)" is printed whole */
+        const char *colon = opts[i].kind == OTC_OPT_FLAG ? NULL : strstr(help, ": ");
+        if (colon && memchr(help, ' ', (size_t)(colon - help))) colon = NULL;
+        char left[64];
+        if (colon)
+            snprintf(left, sizeof left, "%s %.*s", opts[i].name, (int)(colon - help), help);
+        else
+            snprintf(left, sizeof left, "%s", opts[i].name);
+        printf("  %-28s %s\n", left, colon ? colon + 2 : help);
+    }
+    printf("  %-28s %s\n", "--help,-h", "show this help");
+}
+
+static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
+    char *end = NULL;
+    errno = 0;
+    switch (o->kind) {
+    case OTC_OPT_STRING: *(const char **)o->dest = v; return 0;
+    case OTC_OPT_INT: {
+        long x = strtol(v, &end, 10);
+        if (errno || end == v || *end || x < INT_MIN || x > INT_MAX) break;
+        *(int *)o->dest = (int)x;
+        return 0;
+    }
+    case OTC_OPT_U64: {
+        if (*v == '-') break;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || end == v || *end) break;
+        *(uint64_t *)o->dest = (uint64_t)x;
+        return 0;
+    }
+    case OTC_OPT_FLOAT: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end) break;
+        *(double *)o->dest = x;
+        return 0;
+    }
+    case OTC_OPT_FLAG: return 0;
+    }
+    otc_cli_error(cmd, "bad value '%s' for %s (try 'otc %s --help')", v, o->name, cmd);
+    return OTC_EXIT_USAGE;
+}
+
+int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts,
+                  int argc, char **argv, const char **pos, int min_pos, int max_pos) {
+    int n_pos = 0;
+    bool only_positionals = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!only_positionals && !strcmp(arg, "--")) {
+            only_positionals = true;
+            continue;
+        }
+        if (!only_positionals && arg[0] == '-' && arg[1] != '\0') {
+            if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+                print_help(cmd, synopsis, opts, n_opts);
+                return -1;
+            }
+            /* --name=value is accepted too */
+            char name[64];
+            const char *value = NULL;
+            const char *eq = strchr(arg, '=');
+            size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+            if (len >= sizeof name) len = sizeof name - 1;
+            memcpy(name, arg, len);
+            name[len] = '\0';
+            if (eq) value = eq + 1;
+            const otc_opt *o = NULL;
+            for (int k = 0; k < n_opts && !o; k++)
+                if (names_option(opts[k].name, name)) o = &opts[k];
+            if (!o)
+                return otc_cli_error(cmd, "unknown option '%s' (try 'otc %s --help')", name, cmd);
+            if (o->kind == OTC_OPT_FLAG) {
+                if (value) return otc_cli_error(cmd, "%s takes no value", name);
+                *(bool *)o->dest = true;
+                continue;
+            }
+            if (!value) {
+                if (i + 1 >= argc)
+                    return otc_cli_error(cmd, "%s needs a value (try 'otc %s --help')", name,
+                                         cmd);
+                value = argv[++i];
+            }
+            if (parse_value(cmd, o, value)) return OTC_EXIT_USAGE;
+            continue;
+        }
+        if (n_pos >= max_pos)
+            return otc_cli_error(cmd, "unexpected argument '%s' (try 'otc %s --help')", arg, cmd);
+        pos[n_pos++] = arg;
+    }
+    if (n_pos < min_pos)
+        return otc_cli_error(cmd, "missing argument (usage: otc %s %s)", cmd, synopsis);
+    for (int i = n_pos; i < max_pos; i++) pos[i] = NULL;
+    return 0;
+}

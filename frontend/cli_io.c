@@ -1,0 +1,163 @@
+/* What the commands share for files: loading models and CSVs with errors that name the file,
+ * the CSV header guess, atomic outputs (or stdout), and printable copies of file text. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "otc/file.h"
+#include "otc/model.h"
+
+const char *otc_cli_printable(const char *text, char *buf, size_t len) {
+    if (len == 0) return buf;
+    size_t o = 0;
+    for (const unsigned char *s = (const unsigned char *)(text ? text : ""); *s && o + 1 < len; s++)
+        buf[o++] = (*s < 0x20 || *s == 0x7f) ? '?' : (char)*s;
+    buf[o] = '\0';
+    return buf;
+}
+
+/* The library's message, with the file name put in front when the message lacks it, so
+ * every error the user sees says which file is at fault. */
+int otc_cli_error_file(const char *cmd, const char *path) {
+    const char *msg = otc_last_error();
+    char safe[1200];
+    otc_cli_printable(msg, safe, sizeof safe);
+    if (strstr(msg, path)) return otc_cli_error(cmd, "%s", safe);
+    char spath[512];
+    return otc_cli_error(cmd, "%s: %s", otc_cli_printable(path, spath, sizeof spath),
+                         *safe ? safe : "failed");
+}
+
+/* A directory opens fine with fopen on Linux; say what is wrong instead of "read error". */
+static int not_a_regular_file(const char *cmd, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char spath[512];
+        return otc_cli_error(cmd, "%s: is a directory, not a file",
+                             otc_cli_printable(path, spath, sizeof spath));
+    }
+    return 0;
+}
+
+int otc_cli_load_model(const char *cmd, const char *path, otc_graph **out) {
+    *out = NULL;
+    if (not_a_regular_file(cmd, path)) return OTC_EXIT_USAGE;
+    if (otc_model_load(path, out) != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}
+
+/* Is the cell [s, e) a number as the CSV reader would take it (blanks and quotes aside)? */
+static bool cell_is_number(const char *s, const char *e) {
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '"')) s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '"' || e[-1] == '\r')) e--;
+    if (s == e) return false;
+    char tmp[64];
+    size_t n = (size_t)(e - s);
+    if (n >= sizeof tmp) return false;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    char *end;
+    strtod(tmp, &end);
+    return *end == '\0';
+}
+
+/* Splits one line [s, e) into at most max cells; flags which are numbers. */
+static int line_cells(const char *s, const char *e, bool *numeric, int max) {
+    int n = 0;
+    const char *cell = s;
+    for (const char *p = s;; p++) {
+        if (p == e || *p == ',') {
+            if (n < max) numeric[n] = cell_is_number(cell, p);
+            n++;
+            cell = p + 1;
+            if (p == e) break;
+        }
+    }
+    return n < max ? n : max;
+}
+
+bool otc_cli_csv_has_header(const char *text, size_t len) {
+    const char *end = text + len;
+    const char *l1 = text;
+    const char *e1 = memchr(l1, '\n', len);
+    if (!e1) e1 = end;
+    bool num1[256], num2[256];
+    int n1 = line_cells(l1, e1, num1, 256);
+    bool any_number = false;
+    for (int i = 0; i < n1; i++) any_number |= num1[i];
+    if (!any_number) return true;
+    if (e1 == end) return false;
+    const char *l2 = e1 + 1;
+    const char *e2 = memchr(l2, '\n', (size_t)(end - l2));
+    if (!e2) e2 = end;
+    int n2 = line_cells(l2, e2, num2, 256);
+    for (int i = 0; i < n1 && i < n2; i++)
+        if (!num1[i] && num2[i]) return true;
+    return false;
+}
+
+/* The whole file in memory (NUL-terminated); NULL after printing an error. */
+static char *read_all(const char *cmd, const char *path, size_t *len) {
+    char spath[512];
+    otc_cli_printable(path, spath, sizeof spath);
+    if (not_a_regular_file(cmd, path)) return NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        otc_cli_error(cmd, "%s: cannot open: %s", spath, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        if (n == cap) {
+            char *bigger = realloc(buf, 2 * cap + 1);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    bool failed = !buf || ferror(f);
+    int err = errno;
+    fclose(f);
+    if (failed) {
+        otc_cli_error(cmd, "%s: %s", spath, buf ? strerror(err) : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out) {
+    *out = NULL;
+    size_t len = 0;
+    char *text = read_all(cmd, path, &len);
+    if (!text) return OTC_EXIT_USAGE;
+    otc_csv_options o = {.targets = opt->targets, .features = opt->features};
+    o.header = opt->header < 0 ? otc_cli_csv_has_header(text, len) : opt->header != 0;
+    otc_status st = otc_csv_parse(text, len, path, &o, out);
+    free(text);
+    if (st != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}
+
+int otc_cli_write_output(const char *cmd, const char *path, const void *data, size_t len) {
+    if (!path || !strcmp(path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+            return otc_cli_error(cmd, "writing to standard output failed: %s", strerror(errno));
+        return 0;
+    }
+    if (otc_write_file_atomic(path, data, len) != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}

@@ -1,0 +1,140 @@
+/* `otc evolve`: run NEAT (optionally with gradient training in the loop) on a built-in task or
+ * a CSV, with progress, checkpoints, statistics, and the champion saved as a .otm graph. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "otc/model.h"
+#include "otc/neat.h"
+
+const char otc_cmd_evolve_summary[] =
+    "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE)";
+
+static void progress(void *ctx, const otc_neat_population *p, const otc_neat_gen_stats *s) {
+    const char *score_name = ctx;
+    char score[64] = "";
+    if (score_name && !isnan(s->confirm_score))
+        snprintf(score, sizeof score, "  %s %.4g", score_name, s->confirm_score);
+    int pop = otc_neat_population_size(p);
+    fprintf(stderr,
+            "gen %4d  best %-10.6g mean %-10.6g species %3d  hidden %5.2f  conns %6.2f  "
+            "champion %d/%d  evals %ld  %.0f eval/s%s\n",
+            s->generation, s->best_fitness, s->mean_fitness, s->n_species, s->mean_hidden,
+            s->mean_connections, s->champion_hidden, s->champion_connections, s->evaluations,
+            s->seconds > 0 ? pop / s->seconds : 0.0, score);
+}
+
+int otc_cmd_evolve(int argc, char **argv) {
+    const char *task_spec = NULL, *resume = NULL, *out = NULL, *stats = NULL, *plot = NULL;
+    const char *prefix = "neat-checkpoint-";
+    uint64_t seed = 1;
+    int generations = 300, threads = 0, every = 0;
+    bool seed_given = false;
+    const char *seed_text = NULL;
+    const otc_opt opts[] = {
+        {"--task", OTC_OPT_STRING, &task_spec,
+         "TASK: xor, pole1, dpv, dpnv or csv:FILE (required)"},
+        {"--seed", OTC_OPT_STRING, &seed_text, "N: random seed (default 1)"},
+        {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
+        {"--threads", OTC_OPT_INT, &threads, "T: evaluation threads (default: all cores)"},
+        {"--checkpoint-every", OTC_OPT_INT, &every, "K: write a checkpoint every K generations"},
+        {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
+         "P: checkpoints go to P<generation>.json (default neat-checkpoint-)"},
+        {"--resume", OTC_OPT_STRING, &resume, "FILE: continue from a checkpoint"},
+        {"--stats", OTC_OPT_STRING, &stats, "FILE.csv: per-generation statistics"},
+        {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: best and mean fitness per generation"},
+        {"--out,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
+    };
+    const char *pos[1];
+    int rc = otc_cli_parse("evolve", "CONFIG.ini --task TASK [options] --out best.otm", opts,
+                           (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
+    if (rc < 0) return OTC_EXIT_OK;
+    if (rc) return rc;
+    if (!task_spec) return otc_cli_error("evolve", "--task is required (try 'otc evolve --help')");
+    if (seed_text) {
+        char *end = NULL;
+        unsigned long long v = strtoull(seed_text, &end, 10);
+        if (!*seed_text || *seed_text == '-' || *end)
+            return otc_cli_error("evolve", "bad value '%s' for --seed", seed_text);
+        seed = v;
+        seed_given = true;
+    }
+    if (generations < 1) return otc_cli_error("evolve", "--generations must be at least 1");
+    if (every < 0) return otc_cli_error("evolve", "--checkpoint-every must not be negative");
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
+
+    otc_neat_config config;
+    if (otc_neat_config_load(pos[0], &config) != OTC_OK)
+        return otc_cli_error("evolve", "%s", otc_last_error());
+    otc_neat_task *task = NULL;
+    otc_status ts = otc_neat_task_create(task_spec, &config, &task);
+    if (ts == OTC_ERR_CONFIG) /* the config does not fit the task: name the config */
+        return otc_cli_error("evolve", "%s: %s", pos[0], otc_last_error());
+    if (ts != OTC_OK) return otc_cli_error("evolve", "%s", otc_last_error());
+    otc_neat_population *pop = NULL;
+    otc_status s;
+    if (resume) {
+        s = otc_neat_checkpoint_load(resume, &config, &pop);
+        if (s == OTC_OK && seed_given && otc_neat_seed(pop) != seed) {
+            otc_neat_population_free(pop);
+            otc_neat_task_free(task);
+            return otc_cli_error("evolve", "%s was made with seed %" PRIu64 ", not %" PRIu64,
+                                 resume, otc_neat_seed(pop), seed);
+        }
+    } else {
+        s = otc_neat_population_new(&config, seed, &pop);
+    }
+    if (s != OTC_OK) {
+        otc_neat_task_free(task);
+        return otc_cli_error("evolve", "%s", otc_last_error());
+    }
+    otc_neat_run_options ro = {.generations = generations,
+                               .threads = threads,
+                               .checkpoint_every = every,
+                               .checkpoint_prefix = prefix,
+                               .on_generation = otc_cli_interactive() ? progress : NULL,
+                               .ctx = (void *)task->score_name};
+    bool solved = false;
+    s = otc_neat_run(pop, task, &ro, &solved);
+    int exit_code = solved ? OTC_EXIT_OK : OTC_EXIT_GOAL;
+    if (s != OTC_OK) exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+    if (exit_code != OTC_EXIT_USAGE && stats && otc_neat_stats_save_csv(pop, stats) != OTC_OK)
+        exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+    if (exit_code != OTC_EXIT_USAGE && plot) {
+        char title[160];
+        snprintf(title, sizeof title, "NEAT %s: fitness per generation", task->name);
+        if (otc_neat_stats_save_svg(pop, title, plot) != OTC_OK)
+            exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+    }
+    const otc_neat_genome *champ = otc_neat_champion(pop);
+    if (exit_code != OTC_EXIT_USAGE && champ) {
+        printf("%s: %s after %d generation(s), %ld evaluations; champion fitness %.6g, "
+               "%d hidden node(s), %d enabled connection(s)%s\n",
+               task->name,
+               solved                  ? "solved"
+               : otc_neat_extinct(pop) ? "every species stagnated"
+                                       : "not solved",
+               otc_neat_stats_count(pop), otc_neat_evaluations(pop), champ->fitness,
+               otc_neat_genome_hidden_count(champ), otc_neat_genome_enabled_count(champ),
+               out ? "" : " (not saved: no --out)");
+        if (out) {
+            otc_graph *g = NULL;
+            if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||
+                otc_model_save(g, out) != OTC_OK)
+                exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+            else
+                printf("champion saved to %s\n", out);
+            otc_graph_free(g);
+        }
+    }
+    otc_neat_population_free(pop);
+    otc_neat_task_free(task);
+    return exit_code;
+}

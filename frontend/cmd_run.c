@@ -1,0 +1,186 @@
+/* `otc run MODEL.otm --input FILE.csv [--output FILE.csv]`: batch inference, one CSV row of
+ * outputs per input row, written atomically (or to standard output). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "otc/otc.h"
+#ifdef OTC_HAVE_JIT
+#include "otc/jit.h"
+#endif
+
+const char otc_cmd_run_summary[] = "run a model on the rows of a CSV file";
+
+/* Header cells for every output: its name, with _0, _1, ... when it has several columns. */
+static void write_header(FILE *f, const otc_graph *g, const int *width, bool argmax) {
+    int n_out = otc_graph_output_count(g);
+    bool first = true;
+    for (int k = 0; k < n_out; k++) {
+        const otc_node *nd = otc_graph_node(g, otc_graph_output(g, k));
+        char base[128];
+        if (nd->name && *nd->name) {
+            /* a name with a comma or quote would break the CSV: keep it plain */
+            otc_cli_printable(nd->name, base, sizeof base);
+            for (char *c = base; *c; c++)
+                if (*c == ',' || *c == '"') *c = '_';
+        } else {
+            snprintf(base, sizeof base, "output%d", k);
+        }
+        for (int j = 0; j < width[k]; j++) {
+            if (width[k] == 1)
+                fprintf(f, "%s%s", first ? "" : ",", base);
+            else
+                fprintf(f, "%s%s_%d", first ? "" : ",", base, j);
+            first = false;
+        }
+    }
+    if (argmax) fprintf(f, ",class");
+    fputc('\n', f);
+}
+
+int otc_cmd_run(int argc, char **argv) {
+    const char *input = NULL, *output = NULL, *features = NULL, *drop = NULL;
+    bool header = false, no_header = false, argmax = false, jit = false;
+    int batch = 256;
+    const otc_opt opts[] = {
+        {"--input,-i", OTC_OPT_STRING, &input, "FILE.csv: rows to run the model on"},
+        {"--output,-o", OTC_OPT_STRING, &output,
+         "FILE.csv: where to write the outputs (default: standard output)"},
+        {"--features", OTC_OPT_STRING, &features,
+         "COLS: the input columns, by name or 0-based index (default: all)"},
+        {"--drop", OTC_OPT_STRING, &drop, "COLS: columns to leave out (e.g. the labels)"},
+        {"--argmax", OTC_OPT_FLAG, &argmax,
+         "add a 'class' column: the index of the largest first output"},
+        {"--batch", OTC_OPT_INT, &batch, "N: rows per forward pass (default 256)"},
+        {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
+        {"--no-header", OTC_OPT_FLAG, &no_header, "the first line is data (default: guessed)"},
+#ifdef OTC_HAVE_JIT
+        {"--jit", OTC_OPT_FLAG, &jit, "compile the model with LLVM first (default: interpreter)"},
+#endif
+    };
+    const char *pos[1];
+    int rc = otc_cli_parse("run", "MODEL.otm --input FILE.csv [--output FILE.csv] [options]", opts,
+                           (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
+    if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
+    if (!input) return otc_cli_error("run", "missing --input FILE.csv (try 'otc run --help')");
+    if (batch < 1) return otc_cli_error("run", "--batch must be at least 1, not %d", batch);
+    if (header && no_header) return otc_cli_error("run", "--header and --no-header conflict");
+    if (features && drop) return otc_cli_error("run", "use --features or --drop, not both");
+
+    otc_graph *g = NULL;
+    otc_dataset *d = NULL;
+    otc_executor *ex = NULL;
+    int *width = NULL;
+    const float **out = NULL;
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *mem = NULL;
+    if ((rc = otc_cli_load_model("run", pos[0], &g))) goto done;
+    otc_cli_csv co = {.targets = drop,
+                      .features = features,
+                      .header = header      ? 1
+                                : no_header ? 0
+                                            : -1};
+    if ((rc = otc_cli_load_csv("run", input, &co, &d))) goto done;
+    otc_id in;
+    if ((rc = otc_cli_data_input("run", g, pos[0], input, d, &in))) goto done;
+
+    int n_out = otc_graph_output_count(g);
+    char sm[512];
+    otc_cli_printable(pos[0], sm, sizeof sm);
+    if (n_out == 0) {
+        rc = otc_cli_error("run", "%s: the model marks no outputs", sm);
+        goto done;
+    }
+    width = calloc((size_t)n_out, sizeof *width);
+    out = calloc((size_t)n_out, sizeof *out);
+    if (!width || !out) {
+        rc = otc_cli_error("run", "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n_out; k++) {
+        width[k] = otc_cli_row_width(g, otc_graph_output(g, k));
+        if (width[k] < 0) {
+            char name[128];
+            rc = otc_cli_error(
+                "run", "%s: output '%s' has no batch dimension, so it has no row per input", sm,
+                otc_cli_printable(otc_graph_node(g, otc_graph_output(g, k))->name, name,
+                                  sizeof name));
+            goto done;
+        }
+    }
+    if (argmax && width[0] < 2) {
+        rc = otc_cli_error("run", "--argmax needs a first output with several columns (it has %d)",
+                           width[0]);
+        goto done;
+    }
+
+    otc_exec_options eo = {.inference = true};
+#ifdef OTC_HAVE_JIT
+    if (jit) {
+        otc_jit_options jo = otc_jit_defaults();
+        jo.inference = true;
+        ex = otc_jit_executor_new(g, &jo);
+    } else
+#endif
+        ex = otc_interpreter_new(g, &eo);
+    (void)jit;
+    if (!ex) {
+        rc = otc_cli_error_file("run", pos[0]);
+        goto done;
+    }
+    mem = open_memstream(&text, &text_len);
+    if (!mem) {
+        rc = otc_cli_error("run", "out of memory");
+        goto done;
+    }
+    write_header(mem, g, width, argmax);
+    for (int r0 = 0; r0 < d->rows; r0 += batch) {
+        int rows = d->rows - r0 < batch ? d->rows - r0 : batch;
+        otc_exec_reset_state(ex); /* rows are independent samples */
+        if (otc_exec_set_input(ex, in, d->x + (size_t)r0 * (size_t)d->n_features, rows) ||
+            otc_exec_forward(ex)) {
+            rc = otc_cli_error_file("run", pos[0]);
+            goto done;
+        }
+        for (int k = 0; k < n_out; k++)
+            if (otc_exec_value(ex, otc_graph_output(g, k), &out[k], NULL)) {
+                rc = otc_cli_error_file("run", pos[0]);
+                goto done;
+            }
+        for (int r = 0; r < rows; r++) {
+            bool first = true;
+            for (int k = 0; k < n_out; k++)
+                for (int j = 0; j < width[k]; j++) {
+                    fprintf(mem, "%s%.7g", first ? "" : ",",
+                            (double)out[k][(size_t)r * (size_t)width[k] + (size_t)j]);
+                    first = false;
+                }
+            if (argmax) {
+                const float *row = out[0] + (size_t)r * (size_t)width[0];
+                int best = 0;
+                for (int j = 1; j < width[0]; j++)
+                    if (row[j] > row[best]) best = j;
+                fprintf(mem, ",%d", best);
+            }
+            fputc('\n', mem);
+        }
+    }
+    if (fclose(mem) != 0) {
+        mem = NULL;
+        rc = otc_cli_error("run", "out of memory");
+        goto done;
+    }
+    mem = NULL;
+    rc = otc_cli_write_output("run", output, text, text_len);
+done:
+    if (mem) fclose(mem);
+    free(text);
+    free(width);
+    free(out);
+    otc_exec_free(ex);
+    otc_dataset_free(d);
+    otc_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,570 @@
+/* `otc train MODEL.otm --data FILE.csv --target COLS --out TRAINED.otm`: trains a model's
+ * parameters by gradient descent. The loss is chosen from the model's output and the
+ * targets, added to the graph for training and cut off again before the model is saved. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "otc/otc.h"
+#include "otc/plot.h"
+#ifdef OTC_HAVE_JIT
+#include "otc/jit.h"
+#endif
+
+const char otc_cmd_train_summary[] = "train a model's weights on a CSV file";
+
+typedef enum { LOSS_AUTO, LOSS_MSE, LOSS_BCE, LOSS_CE } loss_kind;
+static const char *const loss_names[] = {"auto", "mse", "bce", "ce"};
+
+typedef struct {
+    otc_graph *g;
+    otc_executor *ex;
+    otc_id input, target, pred, loss;
+    loss_kind kind;
+    int width;       /* output columns */
+    int n_outputs;   /* > 1: pred is a Concat of them, read output by output (a compiled
+                        backend serves outputs, not intermediate values) */
+    float *gathered; /* scratch for those rows */
+    size_t gathered_cap;
+} trainer;
+
+/* The prediction rows of the last forward, [rows, width]. */
+static otc_status pred_values(trainer *t, int rows, const float **out) {
+    if (t->n_outputs <= 1) return otc_exec_value(t->ex, t->pred, out, NULL);
+    size_t need = (size_t)rows * (size_t)t->width;
+    if (need > t->gathered_cap) {
+        float *g = realloc(t->gathered, need * sizeof *g);
+        if (!g) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+        t->gathered = g;
+        t->gathered_cap = need;
+    }
+    int col = 0;
+    for (int k = 0; k < t->n_outputs; k++) {
+        otc_id o = otc_graph_output(t->g, k);
+        int w = otc_cli_row_width(t->g, o);
+        const float *v;
+        otc_status st = otc_exec_value(t->ex, o, &v, NULL);
+        if (st != OTC_OK) return st;
+        for (int r = 0; r < rows; r++)
+            memcpy(t->gathered + (size_t)r * (size_t)t->width + (size_t)col,
+                   v + (size_t)r * (size_t)w, (size_t)w * sizeof *v);
+        col += w;
+    }
+    *out = t->gathered;
+    return OTC_OK;
+}
+
+/* Does this node already produce probabilities (so BCE applies to it directly)? */
+static bool is_probability(const otc_graph *g, otc_id id) {
+    const otc_node *n = otc_graph_node(g, id);
+    if (n->op == OTC_OP_SIGMOID) return true;
+    if (n->op == OTC_OP_CONCAT) {
+        for (int j = 0; j < n->n_inputs; j++)
+            if (!is_probability(g, n->inputs[j])) return false;
+        return n->n_inputs > 0;
+    }
+    return n->op == OTC_OP_NEURON && (n->act == OTC_ACT_SIGMOID || n->act == OTC_ACT_STEEP_SIGMOID);
+}
+
+/* First data row (1-based) whose class label is not an integer in [0, classes), or 0. */
+static int bad_label_row(const otc_dataset *d, int classes) {
+    for (int r = 0; r < d->rows; r++) {
+        float y = d->y[(size_t)r * (size_t)d->n_targets];
+        if (!(y >= 0) || y >= (float)classes || y != floorf(y)) return r + 1;
+    }
+    return 0;
+}
+
+static int bad_probability_row(const otc_dataset *d) {
+    for (size_t i = 0; i < (size_t)d->rows * (size_t)d->n_targets; i++)
+        if (!(d->y[i] >= 0 && d->y[i] <= 1)) return (int)(i / (size_t)d->n_targets) + 1;
+    return 0;
+}
+
+/* What the loss compares with the targets: the output, or for a model with several outputs
+ * (NEAT marks each output neuron) their columns side by side, through a Concat that is cut
+ * off with the loss before saving. */
+static int pick_prediction(trainer *t, const char *model, char *name, size_t len) {
+    int n_out = otc_graph_output_count(t->g);
+    t->n_outputs = n_out;
+    size_t o = 0;
+    name[0] = '\0';
+    for (int k = 0; k < n_out && o + 4 < len; k++) {
+        otc_id id = otc_graph_output(t->g, k);
+        char one[64];
+        const char *nm = otc_graph_node(t->g, id)->name;
+        if (nm)
+            otc_cli_printable(nm, one, sizeof one);
+        else
+            snprintf(one, sizeof one, "#%d", (int)id);
+        int n = snprintf(name + o, len - o, "%s%s", k ? "+" : "", one);
+        if (n < 0 || (size_t)n >= len - o) break;
+        o += (size_t)n;
+        if (otc_cli_row_width(t->g, id) < 1)
+            return otc_cli_error("train", "%s: output '%s' has no batch dimension", model, one);
+    }
+    if (n_out == 1) {
+        t->pred = otc_graph_output(t->g, 0);
+    } else {
+        otc_id *outs = malloc((size_t)n_out * sizeof *outs);
+        if (!outs) return otc_cli_error("train", "out of memory");
+        for (int k = 0; k < n_out; k++) outs[k] = otc_graph_output(t->g, k);
+        t->pred = otc_concat(t->g, n_out, outs, 1);
+        free(outs);
+        if (t->pred < 0)
+            return otc_cli_error("train", "%s: cannot put the %d outputs side by side: %s", model,
+                                 n_out, otc_last_error());
+    }
+    t->width = otc_cli_row_width(t->g, t->pred);
+    return 0;
+}
+
+/* Picks the loss for --loss auto and checks that the targets fit the chosen one. */
+static int choose_loss(trainer *t, const otc_dataset *d, const char *data_path,
+                       const char *out_name) {
+    int C = t->width, T = d->n_targets;
+    char sd[512];
+    otc_cli_printable(data_path, sd, sizeof sd);
+    if (t->kind == LOSS_AUTO) {
+        if (C > 1 && T == 1 && !bad_label_row(d, C))
+            t->kind = LOSS_CE;
+        else if (T == C && is_probability(t->g, t->pred) && !bad_probability_row(d))
+            t->kind = LOSS_BCE;
+        else if (T == C)
+            t->kind = LOSS_MSE;
+        else if (C > 1 && T == 1)
+            t->kind = LOSS_CE; /* reported below with the row at fault */
+        else
+            return otc_cli_error("train",
+                                 "output '%s' has %d column%s but --target names %d: give one "
+                                 "column of class indices 0..%d for classification, or %d "
+                                 "target columns for regression",
+                                 out_name, C, C == 1 ? "" : "s", T, C - 1, C);
+    }
+    if (t->kind == LOSS_CE) {
+        if (C < 2)
+            return otc_cli_error("train",
+                                 "--loss ce needs an output with at least 2 columns; "
+                                 "'%s' has %d",
+                                 out_name, C);
+        if (T != 1)
+            return otc_cli_error("train",
+                                 "--loss ce needs one target column of class indices, "
+                                 "not %d",
+                                 T);
+        int r = bad_label_row(d, C);
+        if (r)
+            return otc_cli_error("train",
+                                 "%s: data row %d: class %g is not an integer in 0..%d "
+                                 "(output '%s' has %d columns)",
+                                 sd, r, (double)d->y[(size_t)(r - 1)], C - 1, out_name, C);
+        return 0;
+    }
+    if (T != C)
+        return otc_cli_error("train",
+                             "--loss %s needs as many target columns as output "
+                             "columns: --target names %d, output '%s' has %d",
+                             loss_names[t->kind], T, out_name, C);
+    if (t->kind == LOSS_BCE) {
+        if (!is_probability(t->g, t->pred))
+            return otc_cli_error("train", "--loss bce needs a sigmoid output; '%s' is %s", out_name,
+                                 otc_op_get(otc_graph_node(t->g, t->pred)->op)->name);
+        int r = bad_probability_row(d);
+        if (r)
+            return otc_cli_error("train", "%s: data row %d: a BCE target is outside [0, 1]", sd, r);
+    }
+    return 0;
+}
+
+/* Adds the Input "target" (or target_1, ...) and the loss node. */
+static int add_loss(trainer *t) {
+    char name[32] = "target";
+    for (int i = 1; otc_graph_find(t->g, name) >= 0 && i < 1000; i++)
+        snprintf(name, sizeof name, "target_%d", i);
+    otc_id logits = t->pred;
+    otc_shape ts = otc_graph_node(t->g, t->pred)->shape;
+    if (t->kind == LOSS_CE) {
+        ts = otc_shape_2d(OTC_BATCH, 1);
+        /* CE takes logits: a model that ends in softmax gives them one node earlier */
+        const otc_node *p = otc_graph_node(t->g, t->pred);
+        if (p->op == OTC_OP_SOFTMAX) logits = p->inputs[0];
+    }
+    t->target = otc_input(t->g, name, ts);
+    if (t->target < 0) return otc_cli_error("train", "%s", otc_last_error());
+    switch (t->kind) {
+    case LOSS_CE:
+        t->loss = otc_softmax_ce(t->g, logits, t->target);
+        break;
+    case LOSS_BCE:
+        t->loss = otc_bce(t->g, t->pred, t->target);
+        break;
+    default:
+        t->loss = otc_mse(t->g, t->pred, t->target);
+        break;
+    }
+    if (t->loss < 0) return otc_cli_error("train", "cannot add the loss: %s", otc_last_error());
+    return 0;
+}
+
+/* Correct predictions in a batch: argmax for CE, a 0.5 threshold per element for BCE. */
+static long correct_in(const trainer *t, const float *out, const float *y, int rows) {
+    long ok = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *o = out + (size_t)r * (size_t)t->width;
+        if (t->kind == LOSS_CE) {
+            int best = 0;
+            for (int j = 1; j < t->width; j++)
+                if (o[j] > o[best]) best = j;
+            ok += best == (int)y[r];
+        } else {
+            for (int j = 0; j < t->width; j++)
+                ok += (o[j] >= 0.5f) == (y[(size_t)r * (size_t)t->width + (size_t)j] >= 0.5f);
+        }
+    }
+    return ok;
+}
+
+static long accuracy_units(const trainer *t, int rows) {
+    return t->kind == LOSS_CE ? rows : (long)rows * t->width;
+}
+
+/* Mean loss (and accuracy for classification) over a dataset, in chunks. */
+static otc_status evaluate(trainer *t, const otc_dataset *d, double *loss, double *acc) {
+    double sum = 0;
+    long ok = 0;
+    const int chunk = 512;
+    for (int r0 = 0; r0 < d->rows; r0 += chunk) {
+        int rows = d->rows - r0 < chunk ? d->rows - r0 : chunk;
+        const float *x = d->x + (size_t)r0 * (size_t)d->n_features;
+        const float *y = d->y + (size_t)r0 * (size_t)d->n_targets;
+        const float *lv, *out;
+        otc_exec_reset_state(t->ex);
+        otc_status st;
+        if ((st = otc_exec_set_input(t->ex, t->input, x, rows)) ||
+            (st = otc_exec_set_input(t->ex, t->target, y, rows)) ||
+            (st = otc_exec_forward(t->ex)) || (st = otc_exec_value(t->ex, t->loss, &lv, NULL)) ||
+            (st = pred_values(t, rows, &out)))
+            return st;
+        sum += (double)lv[0] * rows; /* every loss is a mean over rows */
+        if (t->kind != LOSS_MSE) ok += correct_in(t, out, y, rows);
+    }
+    *loss = sum / d->rows;
+    *acc = t->kind == LOSS_MSE ? NAN : (double)ok / (double)accuracy_units(t, d->rows);
+    return OTC_OK;
+}
+
+static void put_number(cJSON *o, const char *key, double v) {
+    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+}
+
+typedef struct {
+    const char *data, *target, *optimizer;
+    int epochs, batch, rows;
+    double lr, val_split, train_loss, val_loss, val_acc;
+    uint64_t seed;
+    loss_kind kind;
+} run_facts;
+
+/* The "train" metadata saved with the model, for `otc summary` and for the record. */
+static otc_status store_facts(otc_graph *g, const run_facts *f) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    const char *slash = strrchr(f->data, '/');
+    cJSON_AddStringToObject(o, "data", slash ? slash + 1 : f->data);
+    cJSON_AddStringToObject(o, "target", f->target);
+    cJSON_AddNumberToObject(o, "rows", f->rows);
+    cJSON_AddNumberToObject(o, "epochs", f->epochs);
+    cJSON_AddNumberToObject(o, "batch", f->batch);
+    cJSON_AddStringToObject(o, "optimizer", f->optimizer);
+    cJSON_AddNumberToObject(o, "lr", f->lr);
+    cJSON_AddStringToObject(o, "loss", loss_names[f->kind]);
+    cJSON_AddNumberToObject(o, "seed", (double)f->seed);
+    cJSON_AddNumberToObject(o, "val_split", f->val_split);
+    put_number(o, "train_loss", f->train_loss);
+    put_number(o, "val_loss", f->val_loss);
+    put_number(o, "val_accuracy", f->val_acc);
+    char *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!json) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    otc_status st = otc_graph_meta_set(g, "train", json);
+    cJSON_free(json);
+    return st;
+}
+
+static void print_epoch(int e, int epochs, double tl, double ta, double vl, double va, bool has_val,
+                        double secs) {
+    printf("epoch %*d/%d  train loss %.4f",
+           epochs >= 100  ? 4
+           : epochs >= 10 ? 2
+                          : 1,
+           e, epochs, tl);
+    if (!isnan(ta)) printf("  acc %.3f", ta);
+    if (has_val) {
+        printf("  val loss %.4f", vl);
+        if (!isnan(va)) printf("  acc %.3f", va);
+    }
+    if (secs < 1)
+        printf("  (%.1f ms)\n", secs * 1e3);
+    else
+        printf("  (%.2f s)\n", secs);
+    fflush(stdout);
+}
+
+int otc_cmd_train(int argc, char **argv) {
+    const char *data = NULL, *target = NULL, *features = NULL, *out = NULL, *plot = NULL;
+    const char *optimizer = "adam", *loss = "auto";
+    int epochs = 20, batch = 32;
+    double lr = 0.01, val_split = 0.2;
+    uint64_t seed = 1;
+    bool header = false, no_header = false, jit = false;
+    const otc_opt opts[] = {
+        {"--data", OTC_OPT_STRING, &data, "FILE.csv: training rows"},
+        {"--target", OTC_OPT_STRING, &target, "COLS: target column(s), by name or 0-based index"},
+        {"--features", OTC_OPT_STRING, &features, "COLS: input columns (default: the others)"},
+        {"--out", OTC_OPT_STRING, &out, "FILE.otm: where to save the trained model"},
+        {"--epochs", OTC_OPT_INT, &epochs, "N: passes over the training rows (default 20)"},
+        {"--batch", OTC_OPT_INT, &batch, "B: rows per step (default 32)"},
+        {"--lr", OTC_OPT_FLOAT, &lr, "X: learning rate (default 0.01)"},
+        {"--optimizer", OTC_OPT_STRING, &optimizer, "sgd|adam|adamw: the optimiser (default adam)"},
+        {"--loss", OTC_OPT_STRING, &loss,
+         "auto|mse|bce|ce: the loss (default auto: ce for class indices, bce for a sigmoid "
+         "output, else mse)"},
+        {"--seed", OTC_OPT_U64, &seed, "N: seeds the split and the shuffling (default 1)"},
+        {"--val-split", OTC_OPT_FLOAT, &val_split,
+         "F: fraction of rows held out for validation (default 0.2; 0 for none)"},
+        {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: plot of the loss per epoch"},
+        {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
+        {"--no-header", OTC_OPT_FLAG, &no_header, "the first line is data (default: guessed)"},
+#ifdef OTC_HAVE_JIT
+        {"--jit", OTC_OPT_FLAG, &jit,
+         "compile forward, backward and the optimiser step with LLVM (default: interpreter)"},
+#endif
+    };
+    const char *pos[1];
+    int rc = otc_cli_parse("train",
+                           "MODEL.otm --data FILE.csv --target COLS --out TRAINED.otm [options]",
+                           opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
+    if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
+    if (!data) return otc_cli_error("train", "missing --data FILE.csv (try 'otc train --help')");
+    if (!target) return otc_cli_error("train", "missing --target COLS (try 'otc train --help')");
+    if (!out) return otc_cli_error("train", "missing --out FILE.otm (try 'otc train --help')");
+    if (epochs < 1 || epochs > 1000000)
+        return otc_cli_error("train", "--epochs must be in 1..1000000, not %d", epochs);
+    if (batch < 1) return otc_cli_error("train", "--batch must be at least 1, not %d", batch);
+    if (!(lr > 0) || !isfinite(lr))
+        return otc_cli_error("train", "--lr must be a positive number, not %g", lr);
+    if (!(val_split >= 0 && val_split < 1))
+        return otc_cli_error("train", "--val-split must be in [0, 1), not %g", val_split);
+    if (header && no_header) return otc_cli_error("train", "--header and --no-header conflict");
+    int okind = otc_optim_kind_from_name(optimizer);
+    if (okind < 0)
+        return otc_cli_error("train", "unknown optimizer '%s' (sgd, adam or adamw)", optimizer);
+    trainer t = {0};
+    t.kind = (loss_kind)-1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(loss, loss_names[i])) t.kind = (loss_kind)i;
+    if ((int)t.kind < 0)
+        return otc_cli_error("train", "unknown loss '%s' (auto, mse, bce or ce)", loss);
+
+    otc_dataset *d = NULL, *tr = NULL, *va = NULL;
+    otc_optimizer *opt = NULL;
+    otc_dataloader *dl = NULL;
+    otc_plot *pl = NULL;
+    char sm[512];
+    otc_cli_printable(pos[0], sm, sizeof sm);
+    if ((rc = otc_cli_load_model("train", pos[0], &t.g))) goto done;
+    otc_cli_csv co = {.targets = target,
+                      .features = features,
+                      .header = header      ? 1
+                                : no_header ? 0
+                                            : -1};
+    if ((rc = otc_cli_load_csv("train", data, &co, &d))) goto done;
+    if ((rc = otc_cli_data_input("train", t.g, pos[0], data, d, &t.input))) goto done;
+    if (otc_graph_output_count(t.g) < 1) {
+        rc = otc_cli_error("train", "%s: the model marks no outputs", sm);
+        goto done;
+    }
+    int n_orig = otc_graph_size(t.g);
+    char out_name[128];
+    if ((rc = pick_prediction(&t, sm, out_name, sizeof out_name))) goto done;
+    size_t trainable = 0;
+    for (otc_id id = 0; id < n_orig; id++) {
+        const otc_node *nd = otc_graph_node(t.g, id);
+        if (nd->op == OTC_OP_PARAMETER && nd->trainable) trainable += otc_shape_size(nd->shape);
+    }
+    if (trainable == 0) {
+        rc = otc_cli_error("train", "%s: the model has no trainable parameters", sm);
+        goto done;
+    }
+    if ((rc = choose_loss(&t, d, data, out_name)) || (rc = add_loss(&t))) goto done;
+
+    if (val_split > 0) {
+        if (otc_dataset_split(d, (float)val_split, seed, &tr, &va) != OTC_OK) {
+            rc = otc_cli_error_file("train", data);
+            goto done;
+        }
+    }
+    const otc_dataset *train_set = tr ? tr : d;
+    bool has_val = va && va->rows > 0;
+    if (train_set->rows < 1) {
+        rc = otc_cli_error("train", "%s: no rows left for training after the validation split",
+                           data);
+        goto done;
+    }
+    otc_optim_config oc = otc_optim_defaults((otc_optim_kind)okind);
+    oc.lr = (float)lr;
+    opt = otc_optimizer_new(&oc);
+#ifdef OTC_HAVE_JIT
+    if (jit) {
+        otc_jit_options jo = otc_jit_defaults();
+        t.ex = otc_jit_executor_new(t.g, &jo);
+    } else
+#endif
+        t.ex = otc_interpreter_new(t.g, NULL);
+    dl = otc_dataloader_new(train_set, batch, true, false, seed ^ 0x9e3779b97f4a7c15ull);
+    if (!opt || !t.ex || !dl) {
+        rc = otc_cli_error_file("train", pos[0]);
+        goto done;
+    }
+    if (plot) {
+        char title[600];
+        const char *slash = strrchr(pos[0], '/');
+        snprintf(title, sizeof title, "training %s", slash ? slash + 1 : pos[0]);
+        char ylabel[32];
+        snprintf(ylabel, sizeof ylabel, "loss (%s)", loss_names[t.kind]);
+        pl = otc_plot_new(title, "epoch", ylabel);
+        if (!pl || otc_plot_series(pl, "train") != 0 ||
+            (has_val && otc_plot_series(pl, "validation") != 1)) {
+            rc = otc_cli_error("train", "out of memory");
+            goto done;
+        }
+    }
+
+    printf("training %s: %d rows (%d train, %d validation), loss %s, %s lr %g, %zu "
+           "parameters, %s\n",
+           sm, d->rows, train_set->rows, has_val ? va->rows : 0, loss_names[t.kind], optimizer, lr,
+           trainable, otc_exec_backend(t.ex));
+    double train_loss = NAN, val_loss = NAN, val_acc = NAN;
+    bool diverged = false;
+    int batches = otc_dataloader_batches(dl);
+    for (int e = 1; e <= epochs && !diverged; e++) {
+        double t0 = otc_cli_seconds(), sum = 0;
+        long seen = 0, ok = 0;
+        char label[48];
+        snprintf(label, sizeof label, "epoch %d/%d", e, epochs);
+        otc_cli_progress bar;
+        otc_cli_progress_start(&bar, label, batches);
+        const float *x, *y;
+        int rows, b = 0;
+        while ((rows = otc_dataloader_next(dl, &x, &y)) > 0) {
+            float lv;
+            const float *pv;
+            otc_exec_reset_state(t.ex);
+            if (otc_exec_set_input(t.ex, t.input, x, rows) ||
+                otc_exec_set_input(t.ex, t.target, y, rows) ||
+                otc_exec_train_step(t.ex, t.loss, opt, &lv) || pred_values(&t, rows, &pv)) {
+                otc_cli_progress_end(&bar);
+                rc = otc_cli_error_file("train", pos[0]);
+                goto done;
+            }
+            if (!isfinite(lv)) {
+                diverged = true;
+                otc_cli_progress_end(&bar);
+                fprintf(stderr,
+                        "otc train: the loss became %g in epoch %d, batch %d; try a "
+                        "smaller --lr\n",
+                        (double)lv, e, b + 1);
+                while (otc_dataloader_next(dl, &x, &y) > 0) {
+                } /* finish the epoch */
+                break;
+            }
+            sum += (double)lv * rows;
+            seen += rows;
+            /* accuracy from the forward of this step, before its update (as is usual) */
+            if (t.kind != LOSS_MSE) ok += correct_in(&t, pv, y, rows);
+            char status[64];
+            snprintf(status, sizeof status, "loss %.4f", sum / (double)seen);
+            otc_cli_progress_update(&bar, ++b, status);
+        }
+        otc_cli_progress_end(&bar);
+        if (diverged) break;
+        train_loss = sum / (double)seen;
+        double train_acc =
+            t.kind == LOSS_MSE ? NAN : (double)ok / (double)accuracy_units(&t, (int)seen);
+        if (has_val && evaluate(&t, va, &val_loss, &val_acc) != OTC_OK) {
+            rc = otc_cli_error_file("train", pos[0]);
+            goto done;
+        }
+        print_epoch(e, epochs, train_loss, train_acc, val_loss, val_acc, has_val,
+                    otc_cli_seconds() - t0);
+        if (pl) {
+            otc_plot_point(pl, 0, e, train_loss);
+            if (has_val) otc_plot_point(pl, 1, e, val_loss);
+        }
+    }
+    if (pl) {
+        if (otc_plot_save_svg(pl, plot) != OTC_OK) {
+            rc = otc_cli_error_file("train", plot);
+            goto done;
+        }
+        char sp[512];
+        printf("wrote %s\n", otc_cli_printable(plot, sp, sizeof sp));
+    }
+    if (diverged) {
+        rc = OTC_EXIT_GOAL; /* the run happened; the model is not worth saving */
+        goto done;
+    }
+    if (otc_exec_sync_params(t.ex) != OTC_OK) {
+        rc = otc_cli_error("train", "%s", otc_last_error());
+        goto done;
+    }
+    otc_exec_free(t.ex);
+    t.ex = NULL;
+    /* The target input and the loss are for training only: the saved model is the original
+     * graph with new weights. */
+    run_facts f = {.data = data,
+                   .target = target,
+                   .optimizer = optimizer,
+                   .epochs = epochs,
+                   .batch = batch,
+                   .rows = d->rows,
+                   .lr = lr,
+                   .val_split = val_split,
+                   .train_loss = train_loss,
+                   .val_loss = has_val ? val_loss : NAN,
+                   .val_acc = has_val ? val_acc : NAN,
+                   .seed = seed,
+                   .kind = t.kind};
+    if (otc_graph_truncate(t.g, n_orig) != OTC_OK || store_facts(t.g, &f) != OTC_OK) {
+        rc = otc_cli_error("train", "%s", otc_last_error());
+        goto done;
+    }
+    if (otc_model_save(t.g, out) != OTC_OK) {
+        rc = otc_cli_error_file("train", out);
+        goto done;
+    }
+    char so[512];
+    printf("wrote %s", otc_cli_printable(out, so, sizeof so));
+    if (has_val && !isnan(val_acc))
+        printf(" (validation accuracy %.3f)", val_acc);
+    else if (has_val)
+        printf(" (validation loss %.4f)", val_loss);
+    putchar('\n');
+    rc = OTC_EXIT_OK;
+done:
+    (void)jit;
+    free(t.gathered);
+    otc_plot_free(pl);
+    otc_dataloader_free(dl);
+    otc_exec_free(t.ex);
+    otc_optimizer_free(opt);
+    otc_dataset_free(va);
+    otc_dataset_free(tr);
+    otc_dataset_free(d);
+    otc_graph_free(t.g);
+    return rc;
+}

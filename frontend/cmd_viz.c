@@ -1,0 +1,158 @@
+/* `otc viz MODEL.otm -o FILE.{svg,png,dot}`: draws a model with Graphviz. The DOT text comes
+ * from otc_dot_render; layout and rendering go through libgvc in-process (no `dot` child). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "otc/dot.h"
+#include "otc/otc.h"
+
+#ifdef OTC_HAVE_GVC
+#include <graphviz/gvc.h>
+
+/* Graphviz and the font libraries under it keep caches for the life of the process, which
+ * LeakSanitizer would report in sanitizer builds: those (and only those) libraries' leaks are
+ * not ours to fix. The hooks are ignored when LeakSanitizer is not linked in. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+    return "leak:libgvc.so\nleak:libcgraph.so\nleak:libcdt.so\nleak:libgvplugin\n"
+           "leak:libfontconfig.so\nleak:libglib-2.0.so\nleak:libgobject-2.0.so\nleak:libpango\n"
+           "leak:libcairo.so\nleak:libfreetype.so\nleak:libharfbuzz.so\nleak:libexpat.so\n";
+}
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void) { return "print_suppressions=0"; }
+#endif
+
+const char otc_cmd_viz_summary[] = "draw a model as SVG, PNG or DOT (Graphviz)";
+
+/* Graphviz reports problems through a callback; keep the last message for our error line
+ * instead of letting it print in its own format. */
+static char gv_message[512];
+
+#ifdef OTC_HAVE_GVC
+static int gv_error(char *msg) {
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) n--;
+    snprintf(gv_message, sizeof gv_message, "%.*s", (int)n, msg);
+    return 0;
+}
+
+/* Lays out and renders dot text to `format`; the bytes go to *out (free with free()). */
+static int render(const char *dot, const char *format, char **out, size_t *len) {
+    gv_message[0] = '\0';
+    agseterr(AGERR);
+    agseterrf(gv_error);
+    GVC_t *gvc = gvContext();
+    if (!gvc) return otc_cli_error("viz", "Graphviz: cannot create a context");
+    Agraph_t *ag = agmemread(dot);
+    int rc = 0;
+    if (!ag) {
+        rc = otc_cli_error("viz", "Graphviz could not read the drawing: %s", gv_message);
+    } else {
+        if (gvLayout(gvc, ag, "dot") != 0) {
+            rc = otc_cli_error("viz", "Graphviz layout failed: %s", gv_message);
+        } else {
+            char *data = NULL;
+            unsigned int n = 0;
+            if (gvRenderData(gvc, ag, format, &data, &n) != 0 || !data) {
+                rc = otc_cli_error("viz", "Graphviz cannot render %s here: %s", format,
+                                   *gv_message ? gv_message : "no renderer plugin");
+            } else {
+                /* copy out: Graphviz's buffer must go back through gvFreeRenderData */
+                *out = malloc(n ? n : 1);
+                if (*out) memcpy(*out, data, n);
+                *len = n;
+                if (!*out) rc = otc_cli_error("viz", "out of memory");
+            }
+            gvFreeRenderData(data);
+            gvFreeLayout(gvc, ag);
+        }
+        agclose(ag);
+    }
+    gvFreeContext(gvc);
+    return rc;
+}
+#endif
+
+static const char *format_of(const char *path) {
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) return NULL;
+    if (!strcmp(dot, ".svg")) return "svg";
+    if (!strcmp(dot, ".png")) return "png";
+    if (!strcmp(dot, ".dot") || !strcmp(dot, ".gv")) return "dot";
+    return NULL;
+}
+
+int otc_cmd_viz(int argc, char **argv) {
+    const char *out = NULL, *format = NULL, *title = NULL;
+    bool weights = false, group = false, params = false, top_down = false;
+    const otc_opt opts[] = {
+        {"--output,-o", OTC_OPT_STRING, &out,
+         "FILE: where to write (.svg, .png or .dot; '-' is standard output)"},
+        {"--format", OTC_OPT_STRING, &format, "svg|png|dot: output format (default: from FILE)"},
+        {"--weights", OTC_OPT_FLAG, &weights,
+         "edge colour by weight sign (blue +, red -), width by size"},
+        {"--group-depth", OTC_OPT_FLAG, &group, "box nodes by depth from the inputs"},
+        {"--params", OTC_OPT_FLAG, &params, "draw Parameter nodes (default: folded into users)"},
+        {"--top-down", OTC_OPT_FLAG, &top_down, "lay out top to bottom (default: left to right)"},
+        {"--title", OTC_OPT_STRING, &title, "TEXT: caption (default: the model's file name)"},
+    };
+    const char *pos[1];
+    int rc = otc_cli_parse("viz", "MODEL.otm -o FILE.{svg,png,dot} [options]", opts,
+                           (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
+    if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
+    if (!out) return otc_cli_error("viz", "missing -o FILE (try 'otc viz --help')");
+    if (!format) format = format_of(out);
+    if (!format)
+        return otc_cli_error("viz",
+                             "cannot tell the format of '%s': use .svg, .png or .dot, "
+                             "or --format",
+                             out);
+    if (strcmp(format, "svg") && strcmp(format, "png") && strcmp(format, "dot"))
+        return otc_cli_error("viz", "unknown format '%s' (svg, png or dot)", format);
+#ifndef OTC_HAVE_GVC
+    if (strcmp(format, "dot"))
+        return otc_cli_error("viz", "this otc was built without Graphviz (libgvc): only .dot "
+                                    "output is available");
+#endif
+
+    otc_graph *g;
+    if ((rc = otc_cli_load_model("viz", pos[0], &g))) return rc;
+    if (!title) {
+        const char *slash = strrchr(pos[0], '/');
+        title = slash ? slash + 1 : pos[0];
+    }
+    otc_dot_options o = {.weights = weights,
+                         .group_depth = group,
+                         .show_params = params,
+                         .top_down = top_down,
+                         .title = title};
+    char *dot = NULL;
+    size_t dot_len = 0;
+    if (otc_dot_render(g, &o, &dot, &dot_len) != OTC_OK) {
+        rc = otc_cli_error_file("viz", pos[0]);
+        otc_graph_free(g);
+        return rc;
+    }
+    otc_graph_free(g);
+    if (!strcmp(format, "dot")) {
+        rc = otc_cli_write_output("viz", out, dot, dot_len);
+        free(dot);
+        return rc;
+    }
+#ifdef OTC_HAVE_GVC
+    char *data = NULL;
+    size_t len = 0;
+    rc = render(dot, format, &data, &len);
+    free(dot);
+    if (rc) return rc;
+    rc = otc_cli_write_output("viz", out, data, len);
+    free(data);
+    return rc;
+#else
+    free(dot);
+    return OTC_EXIT_USAGE;
+#endif
+}

@@ -1,0 +1,118 @@
+/* The graph IR: nodes in an arena, referred to by integer ids, shapes checked as they are
+ * built. One graph is what everything builds, saves, draws, runs and compiles. */
+#ifndef OTC_GRAPH_H
+#define OTC_GRAPH_H
+
+#include <stdint.h>
+
+#include "ops.h"
+#include "tensor.h"
+
+typedef int32_t otc_id; /* -1 is "no node" and what builders return on error */
+
+/* A read-only view of a node; change a graph only through the functions below. */
+typedef struct {
+    otc_op op;
+    char *name;       /* NULL or unique within the graph */
+    int n_inputs;
+    otc_id *inputs;   /* Neuron: W, b, then the sources */
+    int *cols;        /* Neuron: column read from each source (n_inputs - 2 of them) */
+    otc_shape shape;  /* a leading OTC_BATCH marks a per-sample value */
+    float alpha;      /* activation parameter (LeakyReLU slope, ELU alpha) */
+    float scale;      /* ScalarMultiply factor; Neuron response */
+    int act;          /* Neuron activation (otc_act) */
+    int axis, start, len; /* Concat/Slice/Select */
+    otc_tensor *value;    /* Parameter: its values (owned by the graph) */
+    bool trainable;       /* Parameter: updated by optimisers */
+} otc_node;
+
+typedef struct otc_graph otc_graph;
+
+otc_graph *otc_graph_new(void);
+void otc_graph_free(otc_graph *g);
+otc_graph *otc_graph_clone(const otc_graph *g);
+int otc_graph_size(const otc_graph *g);
+const otc_node *otc_graph_node(const otc_graph *g, otc_id id);
+/* "name" or "#id", for messages; buf >= 64 bytes. */
+const char *otc_graph_node_label(const otc_graph *g, otc_id id, char *buf, size_t len);
+otc_id otc_graph_find(const otc_graph *g, const char *name);
+otc_status otc_graph_set_name(otc_graph *g, otc_id id, const char *name);
+/* Parameter values, writable (for initialisation and for writing trained weights back). */
+otc_tensor *otc_graph_param(otc_graph *g, otc_id id);
+otc_status otc_graph_set_trainable(otc_graph *g, otc_id id, bool trainable);
+
+/* Outputs, in the order marked; inputs are the Input nodes in id order. */
+otc_status otc_graph_mark_output(otc_graph *g, otc_id id);
+int otc_graph_output_count(const otc_graph *g);
+otc_id otc_graph_output(const otc_graph *g, int i);
+int otc_graph_input_count(const otc_graph *g);
+otc_id otc_graph_input(const otc_graph *g, int i);
+
+/* Drop every node with id >= n (e.g. loss nodes added for training, before saving). */
+otc_status otc_graph_truncate(otc_graph *g, int n);
+
+/* Free-form metadata saved with the model: key -> JSON text (e.g. "genome"). */
+otc_status otc_graph_meta_set(otc_graph *g, const char *key, const char *json);
+const char *otc_graph_meta_get(const otc_graph *g, const char *key);
+int otc_graph_meta_count(const otc_graph *g);
+const char *otc_graph_meta_key(const otc_graph *g, int i);
+
+/* Topological order of all nodes (a Delay's input edge does not order). Fills order[size]
+ * and returns OTC_OK, or OTC_ERR_CYCLE with a message naming the cycle "a -> b -> a". */
+otc_status otc_graph_topo_order(const otc_graph *g, otc_id *order);
+
+/* ---- builders: each returns the new node's id, or -1 with otc_last_error() set ---- */
+
+/* The generic builder every other one (and the model loader) goes through: checks the op's
+ * arity, that inputs exist, and infers the shape (Input/Parameter/Reshape use spec.shape). */
+typedef struct {
+    otc_op op;
+    const char *name;
+    int n_inputs;
+    const otc_id *inputs;
+    const int *cols;
+    otc_shape shape;
+    float alpha, scale;
+    int act;
+    int axis, start, len;
+} otc_node_spec;
+otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec);
+/* Rewire input `slot` of `node` (shapes rechecked); may create a cycle, which
+ * otc_graph_topo_order then reports. Delay nodes are connected this way. */
+otc_status otc_graph_set_input(otc_graph *g, otc_id node, int slot, otc_id src);
+
+otc_id otc_input(otc_graph *g, const char *name, otc_shape shape);
+/* Zero-initialised unless init != NULL (otc_shape_size(shape) floats). */
+otc_id otc_param(otc_graph *g, const char *name, otc_shape shape, const float *init);
+otc_id otc_add(otc_graph *g, otc_id a, otc_id b);
+otc_id otc_sub(otc_graph *g, otc_id a, otc_id b);
+otc_id otc_mul(otc_graph *g, otc_id a, otc_id b);
+otc_id otc_div(otc_graph *g, otc_id a, otc_id b);
+otc_id otc_neg(otc_graph *g, otc_id x);
+otc_id otc_scale(otc_graph *g, otc_id x, float factor);
+otc_id otc_detach(otc_graph *g, otc_id x);
+/* Any activation op (OTC_OP_SIGMOID .. OTC_OP_IDENTITY); alpha for LeakyReLU/ELU. */
+otc_id otc_activation(otc_graph *g, otc_op op, otc_id x, float alpha);
+otc_id otc_matmul(otc_graph *g, otc_id a, otc_id b);
+otc_id otc_row_broadcast(otc_graph *g, otc_id v, otc_id like);
+otc_id otc_sum(otc_graph *g, otc_id x);
+otc_id otc_mean(otc_graph *g, otc_id x);
+otc_id otc_reshape(otc_graph *g, otc_id x, otc_shape shape);
+otc_id otc_flatten(otc_graph *g, otc_id x);
+otc_id otc_concat(otc_graph *g, int n, const otc_id *xs, int axis);
+otc_id otc_slice(otc_graph *g, otc_id x, int axis, int start, int len);
+otc_id otc_select(otc_graph *g, otc_id x, int axis, int index);
+otc_id otc_softmax(otc_graph *g, otc_id x);
+otc_id otc_log_softmax(otc_graph *g, otc_id x);
+otc_id otc_mse(otc_graph *g, otc_id pred, otc_id target);
+otc_id otc_bce(otc_graph *g, otc_id prob, otc_id target);
+otc_id otc_softmax_ce(otc_graph *g, otc_id logits, otc_id labels);
+/* A NEAT neuron: creates its weight [n] and bias [1] parameters ("<name>.w", "<name>.b"
+ * when named). weights may be NULL (zeros). Sources are [B,n] values; cols pick a column. */
+otc_id otc_neuron(otc_graph *g, const char *name, otc_act act, float bias, float response,
+                  int n, const otc_id *srcs, const int *cols, const float *weights);
+/* A delay of a value of `shape`; connect its source later with otc_graph_set_input(.., 0, src).
+ * Until connected its input is itself (it then holds zeros). */
+otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape);
+
+#endif

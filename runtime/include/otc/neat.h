@@ -1,0 +1,148 @@
+/* NEAT evolution: tasks (fitness functions), the population with its species, one
+ * generation at a time or a whole run, checkpoints, statistics and the champion graph. */
+#ifndef OTC_NEAT_H
+#define OTC_NEAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "executor.h"
+#include "neat_config.h"
+#include "neat_genome.h"
+
+/* ---- tasks ----------------------------------------------------------------------------- */
+
+typedef struct {
+    double fitness;
+    bool solved; /* this genome met the task's success criterion on its own */
+} otc_neat_eval;
+
+typedef otc_executor *(*otc_neat_executor_fn)(otc_graph *g, const otc_exec_options *o);
+
+typedef struct otc_neat_task otc_neat_task;
+struct otc_neat_task {
+    char name[64];
+    int n_inputs, n_outputs;
+    bool needs_feed_forward; /* e.g. the csv task trains on independent rows */
+    /* How phenotypes are run (otc_interpreter_new unless replaced, e.g. by the JIT). */
+    otc_neat_executor_fn make_executor;
+    /* The fitness of one genome. Called from several threads at once: it may change only g
+     * (hybrid training writes weights back) and must draw randomness only from seed. */
+    otc_status (*evaluate)(const otc_neat_task *task, const otc_neat_config *c, otc_neat_genome *g,
+                           uint64_t seed, otc_neat_eval *out);
+    /* Optional: the stricter success test run on each generation's champion (dpnv's
+     * generalisation test, the csv task's validation accuracy). score is task-specific. */
+    otc_status (*confirm)(const otc_neat_task *task, const otc_neat_config *c,
+                          const otc_neat_genome *g, bool *solved, double *score);
+    const char *score_name; /* what confirm's score is ("generalisation", "val_accuracy") */
+    void (*destroy)(otc_neat_task *task);
+    void *ctx;
+};
+
+/* "xor", "pole1", "dpv", "dpnv" or "csv:FILE" (options from the config's [Task]). Checks the
+ * config's num_inputs/num_outputs against the task. */
+otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
+void otc_neat_task_free(otc_neat_task *t);
+
+/* ---- the population ------------------------------------------------------------------------ */
+
+typedef struct {
+    int id;
+    int created, last_improved;
+    double fitness;      /* species_fitness_func of the members, last generation */
+    double best_fitness; /* best species fitness so far (for stagnation) */
+    otc_neat_genome *representative;
+    int n_members;
+    int *members; /* indices into the population */
+} otc_neat_species;
+
+typedef struct {
+    int generation;
+    long evaluations; /* total so far, including this generation */
+    double best_fitness, mean_fitness, stdev_fitness;
+    int n_species;
+    double threshold;
+    double mean_hidden, mean_connections;
+    int champion_hidden, champion_connections; /* this generation's best genome */
+    double confirm_score; /* the champion's confirm score, NaN when not tested */
+    double seconds;       /* wall time (the only field that differs run to run) */
+} otc_neat_gen_stats;
+
+typedef struct otc_neat_population otc_neat_population;
+
+/* A fresh, speciated population of config.pop_size genomes drawn from seed. */
+otc_status otc_neat_population_new(const otc_neat_config *c, uint64_t seed,
+                                   otc_neat_population **out);
+void otc_neat_population_free(otc_neat_population *p);
+
+int otc_neat_population_size(const otc_neat_population *p);
+otc_neat_genome *otc_neat_population_genome(otc_neat_population *p, int i);
+int otc_neat_population_species_count(const otc_neat_population *p);
+const otc_neat_species *otc_neat_population_species(const otc_neat_population *p, int i);
+otc_neat_innovations *otc_neat_population_innovations(otc_neat_population *p);
+/* Reassign every genome to a species (first species whose representative is within the
+ * threshold, else a new one); the threshold adapts when target_species is set. */
+otc_status otc_neat_speciate(otc_neat_population *p);
+
+typedef struct {
+    int threads; /* evaluation threads (results do not depend on it); <= 0 means 1 */
+} otc_neat_step_options;
+
+/* One generation: evaluate every genome in parallel, record statistics, and unless a
+ * genome solved the task, reproduce and speciate. *solved (optional) tells which. */
+otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
+                         const otc_neat_step_options *o, bool *solved);
+
+/* Generation about to be evaluated (0 at the start). */
+int otc_neat_generation(const otc_neat_population *p);
+long otc_neat_evaluations(const otc_neat_population *p);
+/* Every species stagnated and reset_on_extinction is off: the run cannot go on. */
+bool otc_neat_extinct(const otc_neat_population *p);
+double otc_neat_threshold(const otc_neat_population *p);
+/* The best genome seen so far (NULL before the first evaluation), and whether it solved the
+ * task (the solving genome, when one did, is the champion). */
+const otc_neat_genome *otc_neat_champion(const otc_neat_population *p);
+bool otc_neat_solved(const otc_neat_population *p);
+/* Per-generation statistics, oldest first. */
+int otc_neat_stats_count(const otc_neat_population *p);
+const otc_neat_gen_stats *otc_neat_stats(const otc_neat_population *p, int i);
+
+/* ---- a whole run ----------------------------------------------------------------------------- */
+
+typedef struct {
+    int generations; /* stop after this generation count (total, counting resumed ones) */
+    int threads;
+    int checkpoint_every;          /* 0: none */
+    const char *checkpoint_prefix; /* checkpoints go to "<prefix><generation>.json" */
+    /* Called after every generation (the frontend prints progress from it). */
+    void (*on_generation)(void *ctx, const otc_neat_population *p, const otc_neat_gen_stats *s);
+    void *ctx;
+} otc_neat_run_options;
+
+/* Steps until solved, extinct, or o->generations generations have run. */
+otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_neat_run_options *o,
+                        bool *solved);
+
+/* ---- files ------------------------------------------------------------------------------------
+ */
+
+/* Everything the run needs to continue exactly as if never stopped (JSON, written atomically).
+ * Call between generations. */
+otc_status otc_neat_checkpoint_save(const otc_neat_population *p, const char *path);
+/* The config must be the one the run was started with (checked where it can be). */
+otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c,
+                                    otc_neat_population **out);
+uint64_t otc_neat_seed(const otc_neat_population *p);
+
+/* Statistics as CSV (one row per generation) and best/mean fitness per generation as SVG. */
+otc_status otc_neat_stats_save_csv(const otc_neat_population *p, const char *path);
+otc_status otc_neat_stats_save_svg(const otc_neat_population *p, const char *title,
+                                   const char *path);
+
+/* The champion as a graph ready to save: its phenotype with metadata "genome" (the genome
+ * JSON) and "neat" ({"task","generation","fitness","hidden_nodes","enabled_connections",
+ * "evaluations","solved"}). The caller frees it. */
+otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_task *task,
+                                   otc_graph **out);
+
+#endif

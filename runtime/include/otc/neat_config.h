@@ -1,0 +1,119 @@
+/* NEAT configuration: neat-python's INI sections and key names, plus a few otc extensions
+ * ([Hybrid] gradient training, [Task] options); every key is checked when it is read. */
+#ifndef OTC_NEAT_CONFIG_H
+#define OTC_NEAT_CONFIG_H
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "ops.h"
+
+typedef enum {
+    OTC_NEAT_AGG_MAX,
+    OTC_NEAT_AGG_MIN,
+    OTC_NEAT_AGG_MEAN,
+    OTC_NEAT_AGG_MEDIAN
+} otc_neat_agg;
+
+typedef enum {
+    OTC_NEAT_CONNECT_UNCONNECTED,
+    OTC_NEAT_CONNECT_FULL_NODIRECT, /* inputs -> hidden -> outputs (direct when no hidden) */
+    OTC_NEAT_CONNECT_FULL_DIRECT,   /* and inputs -> outputs as well */
+    OTC_NEAT_CONNECT_PARTIAL_NODIRECT,
+    OTC_NEAT_CONNECT_PARTIAL_DIRECT,
+    OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, /* one random input to every output */
+    OTC_NEAT_CONNECT_FS_NEAT_HIDDEN
+} otc_neat_connect;
+
+/* One float gene attribute (bias, response, weight), as neat-python's FloatAttribute. */
+typedef struct {
+    double init_mean, init_stdev;
+    bool init_uniform; /* init_type = uniform: mean ± 2 stdev, clamped */
+    double replace_rate, mutate_rate, mutate_power;
+    double min_value, max_value;
+} otc_neat_float_attr;
+
+typedef struct {
+    /* [NEAT] */
+    otc_neat_agg fitness_criterion;
+    double fitness_threshold;
+    bool no_fitness_termination;
+    int pop_size;
+    bool reset_on_extinction;
+
+    /* [DefaultGenome] */
+    int num_inputs, num_outputs, num_hidden;
+    bool feed_forward;
+    bool bias_node; /* otc: a constant-1 input node connections can come from (NEAT paper) */
+    otc_neat_connect initial_connection;
+    double connection_fraction; /* partial_* */
+    double compatibility_disjoint_coefficient, compatibility_excess_coefficient;
+    double compatibility_weight_coefficient;
+    int compatibility_normalize_min_genes; /* otc: N = 1 below this many genes (paper: 20) */
+    double conn_add_prob, conn_delete_prob, node_add_prob, node_delete_prob;
+    bool single_structural_mutation;
+    bool structural_mutation_exclusive; /* otc: no attribute mutation after a structural one */
+    int structural_mutation_surer;      /* -1 default (= single_structural_mutation), 0, 1 */
+    int conn_add_attempts;              /* otc: tries to find a new connection (paper code: 20) */
+    otc_neat_float_attr bias, response, weight;
+    double weight_mutate_genome_rate; /* otc: chance a child's weights are considered at all */
+    otc_act activation_default;
+    double activation_mutate_rate;
+    int n_activation_options;
+    otc_act activation_options[OTC_ACT_COUNT];
+    bool enabled_default;
+    double enabled_mutate_rate, enabled_rate_to_true_add, enabled_rate_to_false_add;
+
+    /* [DefaultSpeciesSet] */
+    double compatibility_threshold;
+    int target_species;    /* otc: adapt the threshold towards this many species (0: off) */
+    double threshold_step; /* otc: threshold change per generation when adapting */
+    double threshold_min;  /* otc */
+
+    /* [DefaultStagnation] */
+    otc_neat_agg species_fitness_func;
+    int max_stagnation;
+    int species_elitism;
+
+    /* [DefaultReproduction] */
+    int elitism;
+    double survival_threshold;
+    int min_species_size;
+    int elitism_min_species_size;       /* otc: elitism only in species at least this big */
+    double crossover_rate;              /* otc: share of children made by crossover */
+    double interspecies_crossover_rate; /* otc: of those, with a parent from another species */
+    double mutate_after_crossover_rate; /* otc: crossover children that are also mutated */
+
+    /* [Hybrid] (otc): gradient training of each genome before its fitness is taken */
+    int train_steps; /* 0: pure NEAT */
+    int batch_size;
+    double learning_rate;
+    bool lamarckian;           /* write trained weights back into the genome (else Baldwinian) */
+    double complexity_penalty; /* fitness -= penalty * (hidden nodes + enabled connections) */
+
+    /* [Task] (otc): options of the csv task */
+    char targets[128]; /* target column names/indices; "" = the last column */
+    bool csv_header;   /* the CSV's first line names the columns */
+    bool regression;
+    double target_accuracy; /* classification success: validation accuracy */
+    double target_mse;      /* regression success: validation MSE */
+    double validation_fraction;
+} otc_neat_config;
+
+/* neat-python's defaults where it has them, the NEAT paper's otherwise; num_inputs,
+ * num_outputs, pop_size, fitness_threshold and compatibility_threshold are left invalid
+ * (they are required in a file). */
+void otc_neat_config_defaults(otc_neat_config *c);
+
+/* Parse an INI file / text (name is used in messages). An unknown section or key, a repeated
+ * key, a missing required key or a bad value is OTC_ERR_CONFIG with a message naming the
+ * file, line, section and key. */
+otc_status otc_neat_config_load(const char *path, otc_neat_config *out);
+otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_config *out);
+
+/* The NEAT name of an activation ("sigmoid" is the NEAT paper's steep sigmoid); -1 if not
+ * supported. */
+int otc_neat_act_from_name(const char *name);
+const char *otc_neat_act_name(otc_act act);
+
+#endif

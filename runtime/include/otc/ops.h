@@ -1,0 +1,104 @@
+/* The op vocabulary of the graph IR and the activation functions, described once for the
+ * interpreter and both compiler renderers. */
+#ifndef OTC_OPS_H
+#define OTC_OPS_H
+
+#include <stdbool.h>
+
+typedef enum {
+    OTC_OP_INPUT,
+    OTC_OP_PARAMETER,
+    /* elementwise binary, equal shapes */
+    OTC_OP_ADD,
+    OTC_OP_SUB,
+    OTC_OP_MUL,
+    OTC_OP_DIV,
+    /* elementwise unary */
+    OTC_OP_NEG,
+    OTC_OP_SCALE, /* ScalarMultiply: x * node.scale */
+    OTC_OP_DETACH,
+    OTC_OP_SIGMOID,
+    OTC_OP_TANH,
+    OTC_OP_RELU,
+    OTC_OP_LEAKY_RELU, /* slope node.alpha */
+    OTC_OP_SOFTPLUS,
+    OTC_OP_ELU, /* node.alpha */
+    OTC_OP_GAUSSIAN,
+    OTC_OP_SIN,
+    OTC_OP_ABS,
+    OTC_OP_IDENTITY,
+    /* structure */
+    OTC_OP_MATMUL,        /* [M,K] x [K,N] -> [M,N]; M may be the batch */
+    OTC_OP_ROW_BROADCAST, /* inputs (v [N], like [B,N]) -> v repeated per row, shape of like */
+    OTC_OP_SUM,           /* all elements -> scalar */
+    OTC_OP_MEAN,          /* all elements -> scalar */
+    OTC_OP_RESHAPE,       /* to node.shape (same per-sample element count) */
+    OTC_OP_FLATTEN,       /* [B,...] -> [B,prod] */
+    OTC_OP_CONCAT,        /* variadic, along node.axis */
+    OTC_OP_SLICE,         /* node.axis, node.start, node.len */
+    OTC_OP_SELECT,        /* node.axis, index node.start; drops the axis */
+    OTC_OP_SOFTMAX,       /* along the last axis */
+    OTC_OP_LOG_SOFTMAX,   /* along the last axis */
+    /* losses -> scalar, mean over elements (MSE, BCE) or over rows (softmax CE) */
+    OTC_OP_MSE,        /* (pred, target) */
+    OTC_OP_BCE,        /* (probability, target in [0,1]) */
+    OTC_OP_SOFTMAX_CE, /* (logits [B,C], class indices [B] or [B,1] stored as floats) */
+    /* NEAT */
+    OTC_OP_NEURON, /* act(bias + scale * sum_i w_i * src_i[:, col_i]) -> [B,1];
+                      inputs (W [k], b [1], src_0 .. src_{k-1}), node.cols[i] */
+    OTC_OP_DELAY,  /* the value its input had on the previous step (zeros at first) */
+    OTC_OP_COUNT
+} otc_op;
+
+typedef enum {
+    OTC_ACT_IDENTITY,
+    OTC_ACT_SIGMOID,
+    OTC_ACT_TANH,
+    OTC_ACT_RELU,
+    OTC_ACT_LEAKY_RELU,
+    OTC_ACT_SOFTPLUS,
+    OTC_ACT_ELU,
+    OTC_ACT_GAUSSIAN,
+    OTC_ACT_SIN,
+    OTC_ACT_ABS,
+    OTC_ACT_STEEP_SIGMOID, /* NEAT's 1/(1+exp(-4.9x)) */
+    OTC_ACT_COUNT
+} otc_act;
+
+/* Scalar activation, described once: the interpreter calls f/df, the C renderer pastes
+ * c_f/c_df (C99 expressions in float `x`, output `y` and parameter `a`). */
+typedef struct {
+    const char *name;
+    float (*f)(float x, float a);
+    float (*df)(float x, float y, float a); /* dy/dx given the input x and output y */
+    const char *c_f;
+    const char *c_df;
+    float default_a; /* LeakyReLU slope 0.01, ELU alpha 1.0; 0 where unused */
+} otc_act_info;
+
+const otc_act_info *otc_act_get(otc_act act);
+/* Activation by name ("tanh"); -1 if unknown. */
+int otc_act_from_name(const char *name);
+
+typedef enum {
+    OTC_OPKIND_SOURCE,      /* input, parameter */
+    OTC_OPKIND_ELEMENTWISE, /* unary or binary elementwise (fusable) */
+    OTC_OPKIND_STRUCTURAL,  /* shape changes, reductions, matmul, softmax */
+    OTC_OPKIND_LOSS,
+    OTC_OPKIND_NEURON,
+    OTC_OPKIND_STATE
+} otc_op_kind;
+
+typedef struct {
+    const char *name; /* "matmul", "neuron", ... (the name in model files) */
+    int min_inputs;
+    int max_inputs; /* -1 for variadic */
+    otc_op_kind kind;
+    int act; /* the otc_act for activation ops, -1 otherwise */
+} otc_op_info;
+
+const otc_op_info *otc_op_get(otc_op op);
+/* Op by name; -1 if unknown. */
+int otc_op_from_name(const char *name);
+
+#endif

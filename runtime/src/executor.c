@@ -1,0 +1,64 @@
+/* The public executor API: argument checks, then dispatch through the backend's vtable, so
+ * the interpreter and the compiled backends share one front door. */
+#include "otc/executor.h"
+
+#define CHECK_EX(ex, what)                                                                         \
+    do {                                                                                           \
+        if (!(ex) || !(ex)->vt) return otc_fail(OTC_ERR_ARG, what ": no executor");                \
+    } while (0)
+
+void otc_exec_free(otc_executor *ex) {
+    if (ex && ex->vt) ex->vt->destroy(ex);
+}
+
+const char *otc_exec_backend(const otc_executor *ex) {
+    return ex && ex->vt ? ex->vt->name : "none";
+}
+
+otc_graph *otc_exec_graph(const otc_executor *ex) {
+    return ex ? ex->graph : NULL;
+}
+
+otc_status otc_exec_set_input(otc_executor *ex, otc_id input, const float *data, int batch) {
+    CHECK_EX(ex, "set_input");
+    return ex->vt->set_input(ex, input, data, batch);
+}
+
+otc_status otc_exec_forward(otc_executor *ex) {
+    CHECK_EX(ex, "forward");
+    return ex->vt->forward(ex);
+}
+
+otc_status otc_exec_value(otc_executor *ex, otc_id node, const float **data, otc_shape *shape) {
+    CHECK_EX(ex, "value");
+    return ex->vt->value(ex, node, data, shape);
+}
+
+otc_status otc_exec_backward(otc_executor *ex, otc_id loss) {
+    CHECK_EX(ex, "backward");
+    return ex->vt->backward(ex, loss);
+}
+
+otc_status otc_exec_grad(otc_executor *ex, otc_id param, const float **data) {
+    CHECK_EX(ex, "grad");
+    return ex->vt->grad(ex, param, data);
+}
+
+void otc_exec_zero_grad(otc_executor *ex) {
+    if (ex && ex->vt) ex->vt->zero_grad(ex);
+}
+
+otc_status otc_exec_train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt,
+                               float *loss_value) {
+    CHECK_EX(ex, "train_step");
+    return ex->vt->train_step(ex, loss, opt, loss_value);
+}
+
+void otc_exec_reset_state(otc_executor *ex) {
+    if (ex && ex->vt) ex->vt->reset_state(ex);
+}
+
+otc_status otc_exec_sync_params(otc_executor *ex) {
+    CHECK_EX(ex, "sync_params");
+    return ex->vt->sync_params(ex);
+}

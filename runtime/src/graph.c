@@ -1,0 +1,415 @@
+/* The graph: an arena of nodes with ids, names, outputs and metadata; every node is built
+ * through otc_graph_add, which checks arity and inputs and asks the op's shape rule. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_table.h"
+
+struct otc_graph {
+    otc_node *nodes;
+    int n, cap;
+    otc_id *outputs;
+    int n_outputs, cap_outputs;
+    char **meta_keys, **meta_values;
+    int n_meta;
+};
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+otc_graph *otc_graph_new(void) {
+    otc_graph *g = calloc(1, sizeof *g);
+    if (!g) otc_fail(OTC_ERR_NOMEM, "out of memory for a graph");
+    return g;
+}
+
+static void free_node(otc_node *n) {
+    free(n->name);
+    free(n->inputs);
+    free(n->cols);
+    otc_tensor_free(n->value);
+}
+
+void otc_graph_free(otc_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n; i++) free_node(&g->nodes[i]);
+    free(g->nodes);
+    free(g->outputs);
+    for (int i = 0; i < g->n_meta; i++) {
+        free(g->meta_keys[i]);
+        free(g->meta_values[i]);
+    }
+    free(g->meta_keys);
+    free(g->meta_values);
+    free(g);
+}
+
+int otc_graph_size(const otc_graph *g) { return g ? g->n : 0; }
+
+static bool valid_id(const otc_graph *g, otc_id id) { return g && id >= 0 && id < g->n; }
+
+const otc_node *otc_graph_node(const otc_graph *g, otc_id id) {
+    return valid_id(g, id) ? &g->nodes[id] : NULL;
+}
+
+const char *otc_graph_node_label(const otc_graph *g, otc_id id, char *buf, size_t len) {
+    if (valid_id(g, id) && g->nodes[id].name)
+        snprintf(buf, len, "'%s'", g->nodes[id].name);
+    else
+        snprintf(buf, len, "#%d", (int)id);
+    return buf;
+}
+
+otc_id otc_graph_find(const otc_graph *g, const char *name) {
+    if (!g || !name) return -1;
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].name && !strcmp(g->nodes[i].name, name)) return i;
+    return -1;
+}
+
+otc_status otc_graph_set_name(otc_graph *g, otc_id id, const char *name) {
+    if (!valid_id(g, id)) return otc_fail(OTC_ERR_ARG, "no node #%d", (int)id);
+    if (name && !*name) return otc_fail(OTC_ERR_ARG, "node #%d: empty name", (int)id);
+    otc_id other = otc_graph_find(g, name);
+    if (other >= 0 && other != id)
+        return otc_fail(OTC_ERR_ARG, "name '%s' is already used by node #%d", name, (int)other);
+    char *copy = dup_str(name);
+    if (name && !copy) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    free(g->nodes[id].name);
+    g->nodes[id].name = copy;
+    return OTC_OK;
+}
+
+otc_tensor *otc_graph_param(otc_graph *g, otc_id id) {
+    if (!valid_id(g, id) || g->nodes[id].op != OTC_OP_PARAMETER) {
+        otc_fail(OTC_ERR_ARG, "node #%d is not a parameter", (int)id);
+        return NULL;
+    }
+    return g->nodes[id].value;
+}
+
+otc_status otc_graph_set_trainable(otc_graph *g, otc_id id, bool trainable) {
+    if (!otc_graph_param(g, id)) return OTC_ERR_ARG;
+    g->nodes[id].trainable = trainable;
+    return OTC_OK;
+}
+
+otc_status otc_graph_mark_output(otc_graph *g, otc_id id) {
+    if (!valid_id(g, id)) return otc_fail(OTC_ERR_ARG, "output: no node #%d", (int)id);
+    if (g->n_outputs == g->cap_outputs) {
+        int cap = g->cap_outputs ? 2 * g->cap_outputs : 4;
+        otc_id *o = realloc(g->outputs, (size_t)cap * sizeof *o);
+        if (!o) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+        g->outputs = o;
+        g->cap_outputs = cap;
+    }
+    g->outputs[g->n_outputs++] = id;
+    return OTC_OK;
+}
+
+int otc_graph_output_count(const otc_graph *g) { return g ? g->n_outputs : 0; }
+otc_id otc_graph_output(const otc_graph *g, int i) {
+    return g && i >= 0 && i < g->n_outputs ? g->outputs[i] : -1;
+}
+
+int otc_graph_input_count(const otc_graph *g) {
+    int k = 0;
+    for (int i = 0; g && i < g->n; i++) k += g->nodes[i].op == OTC_OP_INPUT;
+    return k;
+}
+
+otc_id otc_graph_input(const otc_graph *g, int which) {
+    for (int i = 0, k = 0; g && i < g->n; i++)
+        if (g->nodes[i].op == OTC_OP_INPUT && k++ == which) return i;
+    return -1;
+}
+
+otc_status otc_graph_truncate(otc_graph *g, int n) {
+    if (!g || n < 0 || n > g->n) return otc_fail(OTC_ERR_ARG, "truncate: bad size %d", n);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= n)
+                return otc_fail(OTC_ERR_ARG, "truncate: node #%d reads node #%d, which would go",
+                                i, (int)g->nodes[i].inputs[k]);
+    for (int i = n; i < g->n; i++) free_node(&g->nodes[i]);
+    g->n = n;
+    int k = 0;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] < n) g->outputs[k++] = g->outputs[i];
+    g->n_outputs = k;
+    return OTC_OK;
+}
+
+otc_status otc_graph_meta_set(otc_graph *g, const char *key, const char *json) {
+    if (!g || !key || !json) return otc_fail(OTC_ERR_ARG, "meta: key and value are required");
+    char *v = dup_str(json);
+    if (!v) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_meta; i++)
+        if (!strcmp(g->meta_keys[i], key)) {
+            free(g->meta_values[i]);
+            g->meta_values[i] = v;
+            return OTC_OK;
+        }
+    char *k = dup_str(key);
+    char **keys = realloc(g->meta_keys, (size_t)(g->n_meta + 1) * sizeof *keys);
+    if (keys) g->meta_keys = keys;
+    char **vals = keys ? realloc(g->meta_values, (size_t)(g->n_meta + 1) * sizeof *vals) : NULL;
+    if (vals) g->meta_values = vals;
+    if (!k || !keys || !vals) {
+        free(k);
+        free(v);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    }
+    g->meta_keys[g->n_meta] = k;
+    g->meta_values[g->n_meta] = v;
+    g->n_meta++;
+    return OTC_OK;
+}
+
+const char *otc_graph_meta_get(const otc_graph *g, const char *key) {
+    for (int i = 0; g && key && i < g->n_meta; i++)
+        if (!strcmp(g->meta_keys[i], key)) return g->meta_values[i];
+    return NULL;
+}
+
+int otc_graph_meta_count(const otc_graph *g) { return g ? g->n_meta : 0; }
+const char *otc_graph_meta_key(const otc_graph *g, int i) {
+    return g && i >= 0 && i < g->n_meta ? g->meta_keys[i] : NULL;
+}
+
+/* ---- building ---- */
+
+static otc_status grow(otc_graph *g) {
+    if (g->n < g->cap) return OTC_OK;
+    if (g->n >= (1 << 24)) return otc_fail(OTC_ERR_ARG, "graph: too many nodes");
+    int cap = g->cap ? 2 * g->cap : 16;
+    otc_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    if (!nodes) return otc_fail(OTC_ERR_NOMEM, "out of memory for %d nodes", cap);
+    g->nodes = nodes;
+    g->cap = cap;
+    return OTC_OK;
+}
+
+otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
+    if (!g || !spec) {
+        otc_fail(OTC_ERR_ARG, "graph_add: NULL argument");
+        return -1;
+    }
+    const otc_op_def *def = otc_op_def_get(spec->op);
+    if (!def) {
+        otc_fail(OTC_ERR_ARG, "unknown op %d", (int)spec->op);
+        return -1;
+    }
+    const char *opname = def->info.name;
+    int lo = def->info.min_inputs, hi = def->info.max_inputs;
+    if (spec->n_inputs < lo || (hi >= 0 && spec->n_inputs > hi) || spec->n_inputs > 65536) {
+        otc_fail(OTC_ERR_ARG, "%s takes %d%s input(s), got %d", opname, lo,
+                 hi < 0 ? " or more" : "", spec->n_inputs);
+        return -1;
+    }
+    if (spec->n_inputs > 0 && !spec->inputs) {
+        otc_fail(OTC_ERR_ARG, "%s: no inputs given", opname);
+        return -1;
+    }
+    otc_id self = g->n;
+    otc_node_spec s = *spec;
+    otc_id delay_self = self;
+    if (spec->op == OTC_OP_DELAY) {
+        /* A delay may start unconnected (its input is itself); a given source is checked. */
+        if (spec->inputs[0] != -1 && spec->inputs[0] != self) {
+            if (!valid_id(g, spec->inputs[0])) {
+                otc_fail(OTC_ERR_ARG, "delay: input refers to node #%d, but there are %d nodes",
+                         (int)spec->inputs[0], g->n);
+                return -1;
+            }
+            delay_self = spec->inputs[0];
+        }
+    } else {
+        for (int i = 0; i < spec->n_inputs; i++)
+            if (!valid_id(g, spec->inputs[i])) {
+                otc_fail(OTC_ERR_ARG, "%s: input %d refers to node #%d, but there are %d nodes",
+                         opname, i, (int)spec->inputs[i], g->n);
+                return -1;
+            }
+    }
+    if (spec->name && otc_graph_find(g, spec->name) >= 0) {
+        otc_fail(OTC_ERR_ARG, "%s: name '%s' is already used", opname, spec->name);
+        return -1;
+    }
+    otc_shape shape;
+    if (def->shape(g, &s, &shape) != OTC_OK) return -1;
+    if (spec->op == OTC_OP_DELAY && delay_self != self &&
+        !otc_shape_equal(g->nodes[delay_self].shape, shape)) {
+        char a[64], b[64];
+        otc_fail(OTC_ERR_SHAPE, "delay %s: source #%d is %s", otc_shape_str(shape, a, 64),
+                 (int)delay_self, otc_shape_str(g->nodes[delay_self].shape, b, 64));
+        return -1;
+    }
+    if (grow(g) != OTC_OK) return -1;
+
+    otc_node n = {0};
+    n.op = spec->op;
+    n.shape = shape;
+    n.n_inputs = spec->n_inputs;
+    n.alpha = spec->alpha;
+    n.scale = spec->scale;
+    n.act = spec->act;
+    n.axis = spec->axis;
+    n.start = spec->start;
+    n.len = spec->len;
+    n.name = dup_str(spec->name);
+    bool ok = !spec->name || n.name;
+    if (n.n_inputs > 0) {
+        n.inputs = malloc((size_t)n.n_inputs * sizeof *n.inputs);
+        ok = ok && n.inputs;
+        if (n.inputs) memcpy(n.inputs, spec->inputs, (size_t)n.n_inputs * sizeof *n.inputs);
+        if (n.inputs && spec->op == OTC_OP_DELAY) n.inputs[0] = delay_self;
+    }
+    if (spec->op == OTC_OP_NEURON && n.n_inputs > 2) {
+        n.cols = malloc((size_t)(n.n_inputs - 2) * sizeof *n.cols);
+        ok = ok && n.cols;
+        if (n.cols) memcpy(n.cols, spec->cols, (size_t)(n.n_inputs - 2) * sizeof *n.cols);
+    }
+    if (spec->op == OTC_OP_PARAMETER) {
+        n.value = otc_tensor_new(shape);
+        ok = ok && n.value;
+        n.trainable = true;
+    }
+    if (!ok) {
+        free_node(&n);
+        otc_fail(OTC_ERR_NOMEM, "out of memory for node %s", opname);
+        return -1;
+    }
+    g->nodes[g->n++] = n;
+    return self;
+}
+
+otc_status otc_graph_set_input(otc_graph *g, otc_id node, int slot, otc_id src) {
+    if (!valid_id(g, node) || !valid_id(g, src))
+        return otc_fail(OTC_ERR_ARG, "set_input: no node #%d or #%d", (int)node, (int)src);
+    otc_node *n = &g->nodes[node];
+    if (slot < 0 || slot >= n->n_inputs)
+        return otc_fail(OTC_ERR_ARG, "set_input: node #%d has no input %d", (int)node, slot);
+    otc_id old = n->inputs[slot];
+    n->inputs[slot] = src;
+    otc_shape shape = n->shape;
+    otc_status st = OTC_OK;
+    if (n->op == OTC_OP_DELAY) {
+        char a[64], b[64];
+        if (!otc_shape_equal(g->nodes[src].shape, n->shape))
+            st = otc_fail(OTC_ERR_SHAPE, "delay #%d %s: source #%d is %s", (int)node,
+                          otc_shape_str(n->shape, a, 64), (int)src,
+                          otc_shape_str(g->nodes[src].shape, b, 64));
+    } else {
+        otc_node_spec s = {n->op,   n->name,  n->n_inputs, n->inputs, n->cols, n->shape,
+                           n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
+        st = otc_op_def_get(n->op)->shape(g, &s, &shape);
+        if (!st && !otc_shape_equal(shape, n->shape)) {
+            char a[64], b[64];
+            st = otc_fail(OTC_ERR_SHAPE, "set_input: node #%d would change shape %s -> %s",
+                          (int)node, otc_shape_str(n->shape, a, 64),
+                          otc_shape_str(shape, b, 64));
+        }
+    }
+    if (st) n->inputs[slot] = old;
+    return st;
+}
+
+otc_graph *otc_graph_clone(const otc_graph *g) {
+    otc_graph *c = otc_graph_new();
+    if (!c) return NULL;
+    for (int i = 0; i < g->n; i++) {
+        const otc_node *n = &g->nodes[i];
+        otc_node_spec s = {n->op,   n->name,  n->n_inputs, n->inputs, n->cols, n->shape,
+                           n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
+        otc_id delay_src = -1;
+        otc_id self_input = i;
+        if (n->op == OTC_OP_DELAY) {
+            delay_src = n->inputs[0];
+            s.inputs = &self_input;
+        }
+        if (otc_graph_add(c, &s) != i) goto fail;
+        if (n->op == OTC_OP_PARAMETER) {
+            memcpy(c->nodes[i].value->data, n->value->data, n->value->size * sizeof(float));
+            c->nodes[i].trainable = n->trainable;
+        }
+        (void)delay_src;
+    }
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].op == OTC_OP_DELAY) c->nodes[i].inputs[0] = g->nodes[i].inputs[0];
+    for (int i = 0; i < g->n_outputs; i++)
+        if (otc_graph_mark_output(c, g->outputs[i])) goto fail;
+    for (int i = 0; i < g->n_meta; i++)
+        if (otc_graph_meta_set(c, g->meta_keys[i], g->meta_values[i])) goto fail;
+    return c;
+fail:
+    otc_graph_free(c);
+    return NULL;
+}
+
+/* ---- order ---- */
+
+/* Iterative DFS (graphs can be deep chains). Colour 0 new, 1 on the stack, 2 done. On a back
+ * edge the stack from the target up is the cycle, which the message spells out. */
+otc_status otc_graph_topo_order(const otc_graph *g, otc_id *order) {
+    int n = g->n, k = 0;
+    if (n == 0) return OTC_OK;
+    unsigned char *colour = calloc((size_t)n, 1);
+    otc_id *stack = malloc((size_t)n * sizeof *stack);
+    int *next_in = malloc((size_t)n * sizeof *next_in);
+    if (!colour || !stack || !next_in) {
+        free(colour);
+        free(stack);
+        free(next_in);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    }
+    otc_status st = OTC_OK;
+    for (int root = 0; root < n && !st; root++) {
+        if (colour[root]) continue;
+        int top = 0;
+        stack[top++] = root;
+        colour[root] = 1;
+        next_in[root] = 0;
+        while (top > 0 && !st) {
+            otc_id v = stack[top - 1];
+            const otc_node *node = &g->nodes[v];
+            /* A delay reads the previous step's value: its input edge imposes no order. */
+            int n_in = node->op == OTC_OP_DELAY ? 0 : node->n_inputs;
+            if (next_in[v] < n_in) {
+                otc_id u = node->inputs[next_in[v]++];
+                if (colour[u] == 0) {
+                    colour[u] = 1;
+                    next_in[u] = 0;
+                    stack[top++] = u;
+                } else if (colour[u] == 1) {
+                    /* Data flows u -> ... -> v -> u along the stack from u upwards. */
+                    char msg[512], lab[64];
+                    size_t used = 0;
+                    int from = top - 1;
+                    while (stack[from] != u) from--;
+                    for (int i = from; i < top && used < sizeof msg - 80; i++)
+                        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s -> ",
+                                                 otc_graph_node_label(g, stack[i], lab, 64));
+                    snprintf(msg + used, sizeof msg - used, "%s",
+                             otc_graph_node_label(g, u, lab, 64));
+                    st = otc_fail(OTC_ERR_CYCLE,
+                                  "cycle without a delay node: %s (each reads the next)", msg);
+                }
+            } else {
+                colour[v] = 2;
+                order[k++] = v;
+                top--;
+            }
+        }
+    }
+    free(colour);
+    free(stack);
+    free(next_in);
+    return st;
+}

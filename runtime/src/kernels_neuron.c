@@ -1,0 +1,78 @@
+/* Interpreter kernels of the NEAT Neuron: y = act(bias + scale * sum_i w_i * src_i[:, col_i])
+ * over the batch, inputs (W [k], b [1], src_0 .. src_{k-1}). */
+#include "kernels.h"
+
+/* Rows processed per chunk in backward, where the pre-activation is recomputed into a
+ * stack buffer (no allocation, no state kept between forward and backward). */
+#define NEURON_CHUNK 64
+
+/* pre[r] = b + scale * sum_i w_i * src_i[r0 + r, col_i] for r in [0, cnt); the same
+ * summation order as the forward so both see the same pre-activation bit for bit. */
+static void pre_activation(const otc_kernel_args *a, size_t r0, size_t cnt, float *pre) {
+    const otc_node *n = a->node;
+    int k = a->n_in - 2;
+    const float *w = a->in[0];
+    if (cnt == 1) {
+        /* The NEAT case (batch 1): one dot product, no per-row loop bookkeeping. */
+        float acc = 0.0f;
+        for (int i = 0; i < k; i++) {
+            size_t stride = (size_t)a->in_shape[2 + i].dim[1];
+            acc += w[i] * a->in[2 + i][r0 * stride + (size_t)n->cols[i]];
+        }
+        pre[0] = a->in[1][0] + n->scale * acc;
+        return;
+    }
+    for (size_t r = 0; r < cnt; r++) pre[r] = 0.0f;
+    for (int i = 0; i < k; i++) {
+        size_t stride = (size_t)a->in_shape[2 + i].dim[1];
+        const float *src = a->in[2 + i] + r0 * stride + (size_t)n->cols[i];
+        float wi = w[i];
+        for (size_t r = 0; r < cnt; r++) pre[r] += wi * src[r * stride];
+    }
+    float b = a->in[1][0], s = n->scale;
+    for (size_t r = 0; r < cnt; r++) pre[r] = b + s * pre[r];
+}
+
+otc_status otc_fwd_neuron(const otc_kernel_args *a) {
+    size_t rows = otc_kshape_size(a->out_shape);
+    pre_activation(a, 0, rows, a->out);
+    if (!otc_act_forward_n(a->node->act, a->node->alpha, a->out, a->out, rows))
+        return otc_fail(OTC_ERR_ARG, "neuron: unknown activation %d", a->node->act);
+    return OTC_OK;
+}
+
+void otc_bwd_neuron(const otc_kernel_args *a) {
+    const otc_node *n = a->node;
+    int k = a->n_in - 2;
+    size_t rows = otc_kshape_size(a->out_shape);
+    const float *w = a->in[0];
+    float *gw = a->in_grad[0], *gb = a->in_grad[1], s = n->scale;
+    float pre[NEURON_CHUNK], d[NEURON_CHUNK];
+    for (size_t r0 = 0; r0 < rows; r0 += NEURON_CHUNK) {
+        size_t cnt = rows - r0 < NEURON_CHUNK ? rows - r0 : NEURON_CHUNK;
+        pre_activation(a, r0, cnt, pre);
+        /* d = dLoss/dpre */
+        for (size_t r = 0; r < cnt; r++) d[r] = 0.0f;
+        otc_act_backward_n(n->act, n->alpha, pre, a->out + r0, a->out_grad + r0, d, cnt);
+        if (gb) {
+            float acc = 0.0f;
+            for (size_t r = 0; r < cnt; r++) acc += d[r];
+            gb[0] += acc;
+        }
+        for (int i = 0; i < k; i++) {
+            size_t stride = (size_t)a->in_shape[2 + i].dim[1], col = (size_t)n->cols[i];
+            if (gw) {
+                const float *src = a->in[2 + i] + r0 * stride + col;
+                float acc = 0.0f;
+                for (size_t r = 0; r < cnt; r++) acc += d[r] * src[r * stride];
+                gw[i] += s * acc;
+            }
+            float *gs = a->in_grad[2 + i];
+            if (gs) {
+                float f = s * w[i];
+                gs += r0 * stride + col;
+                for (size_t r = 0; r < cnt; r++) gs[r * stride] += d[r] * f;
+            }
+        }
+    }
+}

@@ -1,0 +1,545 @@
+/* NEAT configuration from an INI file with neat-python's section and key names: a table of
+ * known keys, each with its parser and destination, so unknown, repeated and missing keys
+ * and bad values are all reported with the file, line, section and key. */
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "otc/neat_config.h"
+
+typedef enum {
+    K_INT,
+    K_DOUBLE,
+    K_BOOL,
+    K_AGG,
+    K_CONNECT,
+    K_ACT,
+    K_ACTS,
+    K_AGGR,
+    K_AGGRS,
+    K_SURER,
+    K_INIT_TYPE,
+    K_STRING,
+    K_TASK_KIND,
+    K_INHERIT,
+    K_OPTIM
+} key_kind;
+
+typedef struct {
+    const char *section;
+    const char *name;
+    key_kind kind;
+    size_t offset;
+    bool required;
+    double lo, hi; /* numeric range, inclusive */
+} key_def;
+
+#define OFF(field) offsetof(otc_neat_config, field)
+#define INF        1e300
+
+/* Expands to the neat-python keys of one float attribute (bias, response, weight). */
+#define FLOAT_ATTR(prefix, field)                                                                    \
+    {"DefaultGenome", prefix "_init_mean", K_DOUBLE, OFF(field.init_mean), false, -INF, INF},        \
+        {"DefaultGenome", prefix "_init_stdev", K_DOUBLE, OFF(field.init_stdev), false, 0, INF},     \
+        {"DefaultGenome", prefix "_init_type", K_INIT_TYPE, OFF(field.init_uniform), false, 0, 0},   \
+        {"DefaultGenome", prefix "_replace_rate", K_DOUBLE, OFF(field.replace_rate), false, 0, 1},   \
+        {"DefaultGenome", prefix "_mutate_rate", K_DOUBLE, OFF(field.mutate_rate), false, 0, 1},     \
+        {"DefaultGenome", prefix "_mutate_power", K_DOUBLE, OFF(field.mutate_power), false, 0, INF}, \
+        {"DefaultGenome", prefix "_min_value", K_DOUBLE, OFF(field.min_value), false, -INF, INF},    \
+    {                                                                                                \
+        "DefaultGenome", prefix "_max_value", K_DOUBLE, OFF(field.max_value), false, -INF, INF       \
+    }
+
+static const key_def keys[] = {
+    {"NEAT", "fitness_criterion", K_AGG, OFF(fitness_criterion), false, 0, 0},
+    {"NEAT", "fitness_threshold", K_DOUBLE, OFF(fitness_threshold), true, -INF, INF},
+    {"NEAT", "no_fitness_termination", K_BOOL, OFF(no_fitness_termination), false, 0, 0},
+    {"NEAT", "pop_size", K_INT, OFF(pop_size), true, 2, 1000000},
+    {"NEAT", "reset_on_extinction", K_BOOL, OFF(reset_on_extinction), false, 0, 0},
+
+    {"DefaultGenome", "num_inputs", K_INT, OFF(num_inputs), true, 1, 100000},
+    {"DefaultGenome", "num_outputs", K_INT, OFF(num_outputs), true, 1, 100000},
+    {"DefaultGenome", "num_hidden", K_INT, OFF(num_hidden), false, 0, 100000},
+    {"DefaultGenome", "feed_forward", K_BOOL, OFF(feed_forward), false, 0, 0},
+    {"DefaultGenome", "bias_node", K_BOOL, OFF(bias_node), false, 0, 0},
+    {"DefaultGenome", "initial_connection", K_CONNECT, OFF(initial_connection), false, 0, 0},
+    {"DefaultGenome", "compatibility_disjoint_coefficient", K_DOUBLE,
+     OFF(compatibility_disjoint_coefficient), false, 0, INF},
+    {"DefaultGenome", "compatibility_excess_coefficient", K_DOUBLE,
+     OFF(compatibility_excess_coefficient), false, 0, INF},
+    {"DefaultGenome", "compatibility_weight_coefficient", K_DOUBLE,
+     OFF(compatibility_weight_coefficient), false, 0, INF},
+    {"DefaultGenome", "compatibility_normalize_min_genes", K_INT,
+     OFF(compatibility_normalize_min_genes), false, 0, 1000000},
+    {"DefaultGenome", "conn_add_prob", K_DOUBLE, OFF(conn_add_prob), false, 0, 1},
+    {"DefaultGenome", "conn_delete_prob", K_DOUBLE, OFF(conn_delete_prob), false, 0, 1},
+    {"DefaultGenome", "node_add_prob", K_DOUBLE, OFF(node_add_prob), false, 0, 1},
+    {"DefaultGenome", "node_delete_prob", K_DOUBLE, OFF(node_delete_prob), false, 0, 1},
+    {"DefaultGenome", "single_structural_mutation", K_BOOL, OFF(single_structural_mutation), false,
+     0, 0},
+    {"DefaultGenome", "structural_mutation_surer", K_SURER, OFF(structural_mutation_surer), false,
+     0, 0},
+    {"DefaultGenome", "structural_mutation_exclusive", K_BOOL, OFF(structural_mutation_exclusive),
+     false, 0, 0},
+    {"DefaultGenome", "conn_add_attempts", K_INT, OFF(conn_add_attempts), false, 1, 1000},
+    FLOAT_ATTR("bias", bias),
+    FLOAT_ATTR("response", response),
+    FLOAT_ATTR("weight", weight),
+    {"DefaultGenome", "weight_mutate_genome_rate", K_DOUBLE, OFF(weight_mutate_genome_rate), false,
+     0, 1},
+    {"DefaultGenome", "activation_default", K_ACT, OFF(activation_default), false, 0, 0},
+    {"DefaultGenome", "activation_mutate_rate", K_DOUBLE, OFF(activation_mutate_rate), false, 0, 1},
+    {"DefaultGenome", "activation_options", K_ACTS, OFF(n_activation_options), false, 0, 0},
+    {"DefaultGenome", "aggregation_default", K_AGGR, 0, false, 0, 0},
+    {"DefaultGenome", "aggregation_mutate_rate", K_DOUBLE, 0, false, 0, 0},
+    {"DefaultGenome", "aggregation_options", K_AGGRS, 0, false, 0, 0},
+    {"DefaultGenome", "enabled_default", K_BOOL, OFF(enabled_default), false, 0, 0},
+    {"DefaultGenome", "enabled_mutate_rate", K_DOUBLE, OFF(enabled_mutate_rate), false, 0, 1},
+    {"DefaultGenome", "enabled_rate_to_true_add", K_DOUBLE, OFF(enabled_rate_to_true_add), false,
+     -1, 1},
+    {"DefaultGenome", "enabled_rate_to_false_add", K_DOUBLE, OFF(enabled_rate_to_false_add), false,
+     -1, 1},
+
+    {"DefaultSpeciesSet", "compatibility_threshold", K_DOUBLE, OFF(compatibility_threshold), true,
+     0, INF},
+    {"DefaultSpeciesSet", "target_species", K_INT, OFF(target_species), false, 0, 1000000},
+    {"DefaultSpeciesSet", "threshold_step", K_DOUBLE, OFF(threshold_step), false, 0, INF},
+    {"DefaultSpeciesSet", "threshold_min", K_DOUBLE, OFF(threshold_min), false, 0, INF},
+
+    {"DefaultStagnation", "species_fitness_func", K_AGG, OFF(species_fitness_func), false, 0, 0},
+    {"DefaultStagnation", "max_stagnation", K_INT, OFF(max_stagnation), false, 1, 1000000},
+    {"DefaultStagnation", "species_elitism", K_INT, OFF(species_elitism), false, 0, 1000000},
+
+    {"DefaultReproduction", "elitism", K_INT, OFF(elitism), false, 0, 1000000},
+    {"DefaultReproduction", "survival_threshold", K_DOUBLE, OFF(survival_threshold), false, 0, 1},
+    {"DefaultReproduction", "min_species_size", K_INT, OFF(min_species_size), false, 0, 1000000},
+    {"DefaultReproduction", "elitism_min_species_size", K_INT, OFF(elitism_min_species_size), false,
+     0, 1000000},
+    {"DefaultReproduction", "crossover_rate", K_DOUBLE, OFF(crossover_rate), false, 0, 1},
+    {"DefaultReproduction", "interspecies_crossover_rate", K_DOUBLE,
+     OFF(interspecies_crossover_rate), false, 0, 1},
+    {"DefaultReproduction", "mutate_after_crossover_rate", K_DOUBLE,
+     OFF(mutate_after_crossover_rate), false, 0, 1},
+
+    {"Hybrid", "train_steps", K_INT, OFF(train_steps), false, 0, 100000000},
+    {"Hybrid", "batch_size", K_INT, OFF(batch_size), false, 1, 1000000},
+    {"Hybrid", "learning_rate", K_DOUBLE, OFF(learning_rate), false, 0, INF},
+    {"Hybrid", "optimizer", K_OPTIM, 0, false, 0, 0},
+    {"Hybrid", "inheritance", K_INHERIT, OFF(lamarckian), false, 0, 0},
+    {"Hybrid", "complexity_penalty", K_DOUBLE, OFF(complexity_penalty), false, 0, INF},
+
+    {"Task", "targets", K_STRING, OFF(targets), false, 0, 0},
+    {"Task", "header", K_BOOL, OFF(csv_header), false, 0, 0},
+    {"Task", "kind", K_TASK_KIND, OFF(regression), false, 0, 0},
+    {"Task", "target_accuracy", K_DOUBLE, OFF(target_accuracy), false, 0, 1},
+    {"Task", "target_mse", K_DOUBLE, OFF(target_mse), false, 0, INF},
+    {"Task", "validation_fraction", K_DOUBLE, OFF(validation_fraction), false, 0, 0.9},
+};
+#define N_KEYS (int)(sizeof keys / sizeof keys[0])
+
+/* neat-python activation names first, then otc's own spellings. */
+static const struct {
+    const char *name;
+    otc_act act;
+} act_names[] = {
+    {"sigmoid", OTC_ACT_STEEP_SIGMOID},
+    {"steep_sigmoid", OTC_ACT_STEEP_SIGMOID},
+    {"logistic", OTC_ACT_SIGMOID},
+    {"tanh", OTC_ACT_TANH},
+    {"relu", OTC_ACT_RELU},
+    {"lelu", OTC_ACT_LEAKY_RELU},
+    {"leaky_relu", OTC_ACT_LEAKY_RELU},
+    {"elu", OTC_ACT_ELU},
+    {"softplus", OTC_ACT_SOFTPLUS},
+    {"gauss", OTC_ACT_GAUSSIAN},
+    {"gaussian", OTC_ACT_GAUSSIAN},
+    {"sin", OTC_ACT_SIN},
+    {"abs", OTC_ACT_ABS},
+    {"identity", OTC_ACT_IDENTITY},
+};
+
+int otc_neat_act_from_name(const char *name) {
+    for (size_t i = 0; i < sizeof act_names / sizeof act_names[0]; i++)
+        if (!strcmp(act_names[i].name, name)) return (int)act_names[i].act;
+    return -1;
+}
+
+const char *otc_neat_act_name(otc_act act) {
+    for (size_t i = 0; i < sizeof act_names / sizeof act_names[0]; i++)
+        if (act_names[i].act == act) return act_names[i].name;
+    return "?";
+}
+
+void otc_neat_config_defaults(otc_neat_config *c) {
+    memset(c, 0, sizeof *c);
+    c->fitness_criterion = OTC_NEAT_AGG_MAX;
+    c->fitness_threshold = NAN;
+    c->pop_size = 0;
+    c->num_inputs = c->num_outputs = 0;
+    c->feed_forward = true;
+    c->initial_connection = OTC_NEAT_CONNECT_FULL_DIRECT;
+    c->connection_fraction = 1.0;
+    c->compatibility_disjoint_coefficient = 1.0;
+    c->compatibility_excess_coefficient = NAN; /* = disjoint unless given */
+    c->compatibility_weight_coefficient = 0.4;
+    c->compatibility_normalize_min_genes = 20;
+    c->conn_add_prob = 0.05;
+    c->node_add_prob = 0.03;
+    c->structural_mutation_surer = -1;
+    c->conn_add_attempts = 20;
+    c->bias = (otc_neat_float_attr){0, 1, false, 0.1, 0.7, 0.5, -30, 30};
+    c->response = (otc_neat_float_attr){1, 0, false, 0, 0, 0, -30, 30};
+    c->weight = (otc_neat_float_attr){0, 1, false, 0.1, 0.8, 0.5, -30, 30};
+    c->weight_mutate_genome_rate = 1.0;
+    c->activation_default = OTC_ACT_STEEP_SIGMOID;
+    c->n_activation_options = 1;
+    c->activation_options[0] = OTC_ACT_STEEP_SIGMOID;
+    c->enabled_default = true;
+    c->enabled_mutate_rate = 0.01;
+    c->compatibility_threshold = NAN;
+    c->threshold_step = 0.3;
+    c->threshold_min = 0.3;
+    c->species_fitness_func = OTC_NEAT_AGG_MEAN;
+    c->max_stagnation = 15;
+    c->species_elitism = 1;
+    c->elitism = 1;
+    c->survival_threshold = 0.2;
+    c->min_species_size = 1;
+    c->crossover_rate = 0.75;
+    c->interspecies_crossover_rate = 0.001;
+    c->mutate_after_crossover_rate = 0.8;
+    c->batch_size = 32;
+    c->learning_rate = 0.01;
+    c->lamarckian = true;
+    c->csv_header = true;
+    c->target_accuracy = 0.95;
+    c->target_mse = 0.01;
+    c->validation_fraction = 0.25;
+}
+
+typedef struct {
+    const char *file;
+    otc_neat_config *c;
+    const char *text; /* reader position */
+    int line;         /* lines handed to inih so far = the line being parsed */
+    bool at_line_start;
+    unsigned char seen[N_KEYS];
+    bool failed;
+    otc_status status;
+} parse_state;
+
+static bool fail_key(parse_state *st, const char *section, const char *name, const char *fmt,
+                     const char *value) {
+    if (!st->failed) {
+        char what[160];
+        snprintf(what, sizeof what, fmt, value ? value : "");
+        st->status =
+            otc_fail(OTC_ERR_CONFIG, "%s:%d: [%s] %s: %s", st->file, st->line, section, name, what);
+        st->failed = true;
+    }
+    return false;
+}
+
+static bool parse_bool(const char *v, bool *out) {
+    static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i])) return *out = true, true;
+        if (!strcasecmp(v, no[i])) return *out = false, true;
+    }
+    return false;
+}
+
+static bool parse_agg(const char *v, otc_neat_agg *out) {
+    static const char *names[] = {"max", "min", "mean", "median"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(v, names[i])) return *out = (otc_neat_agg)i, true;
+    return false;
+}
+
+/* neat-python spellings; "fs_neat" and "full"/"partial" are its deprecated aliases. */
+static bool parse_connect(const char *v, otc_neat_config *c) {
+    static const struct {
+        const char *name;
+        otc_neat_connect kind;
+        bool fraction;
+    } table[] = {
+        {"unconnected", OTC_NEAT_CONNECT_UNCONNECTED, false},
+        {"fs_neat_nohidden", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, false},
+        {"fs_neat", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, false},
+        {"fs_neat_hidden", OTC_NEAT_CONNECT_FS_NEAT_HIDDEN, false},
+        {"full_nodirect", OTC_NEAT_CONNECT_FULL_NODIRECT, false},
+        {"full", OTC_NEAT_CONNECT_FULL_NODIRECT, false},
+        {"full_direct", OTC_NEAT_CONNECT_FULL_DIRECT, false},
+        {"partial_nodirect", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, true},
+        {"partial", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, true},
+        {"partial_direct", OTC_NEAT_CONNECT_PARTIAL_DIRECT, true},
+    };
+    char word[32];
+    double frac = 1.0;
+    int n = sscanf(v, "%31s %lf", word, &frac);
+    if (n < 1) return false;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(word, table[i].name)) continue;
+        if (table[i].fraction != (n == 2)) return false;
+        if (!(frac >= 0 && frac <= 1)) return false;
+        c->initial_connection = table[i].kind;
+        c->connection_fraction = frac;
+        return true;
+    }
+    return false;
+}
+
+static bool handle_value(parse_state *st, const key_def *k, const char *section, const char *name,
+                         const char *value) {
+    void *dest = (char *)st->c + k->offset;
+    char *end = NULL;
+    errno = 0;
+    switch (k->kind) {
+    case K_INT: {
+        long x = strtol(value, &end, 10);
+        if (errno || end == value || *end)
+            return fail_key(st, section, name, "bad value '%s' (expected an integer)", value);
+        if (x < k->lo || x > k->hi) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "value '%%s' out of range [%g, %g]", k->lo, k->hi);
+            return fail_key(st, section, name, msg, value);
+        }
+        *(int *)dest = (int)x;
+        return true;
+    }
+    case K_DOUBLE: {
+        double x = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(x))
+            return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
+        if (x < k->lo || x > k->hi) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "value '%%s' out of range [%g, %g]", k->lo, k->hi);
+            return fail_key(st, section, name, msg, value);
+        }
+        if (k->offset) *(double *)dest = x;
+        return true;
+    }
+    case K_BOOL:
+        if (!parse_bool(value, (bool *)dest))
+            return fail_key(st, section, name, "bad value '%s' (expected true or false)", value);
+        return true;
+    case K_AGG:
+        if (!parse_agg(value, (otc_neat_agg *)dest))
+            return fail_key(st, section, name, "bad value '%s' (expected max, min, mean or median)",
+                            value);
+        return true;
+    case K_CONNECT:
+        if (!parse_connect(value, st->c))
+            return fail_key(st, section, name,
+                            "bad value '%s' (expected unconnected, fs_neat_nohidden, "
+                            "fs_neat_hidden, full_nodirect, full_direct, partial_nodirect F "
+                            "or partial_direct F)",
+                            value);
+        return true;
+    case K_ACT: {
+        int a = otc_neat_act_from_name(value);
+        if (a < 0) return fail_key(st, section, name, "unsupported activation '%s'", value);
+        *(otc_act *)dest = (otc_act)a;
+        return true;
+    }
+    case K_ACTS: {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", value);
+        int n = 0;
+        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
+             w = strtok_r(NULL, " \t,", &save)) {
+            int a = otc_neat_act_from_name(w);
+            if (a < 0) return fail_key(st, section, name, "unsupported activation '%s'", w);
+            bool dup = false;
+            for (int i = 0; i < n; i++) dup |= st->c->activation_options[i] == (otc_act)a;
+            if (!dup && n < OTC_ACT_COUNT) st->c->activation_options[n++] = (otc_act)a;
+        }
+        if (n == 0) return fail_key(st, section, name, "no activation given%s", "");
+        st->c->n_activation_options = n;
+        return true;
+    }
+    case K_AGGR:
+    case K_AGGRS: {
+        /* The Neuron node sums its inputs; the other aggregations are not supported. */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", value);
+        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
+             w = strtok_r(NULL, " \t,", &save))
+            if (strcmp(w, "sum"))
+                return fail_key(st, section, name,
+                                "unsupported aggregation '%s' (only sum is supported)", w);
+        return true;
+    }
+    case K_SURER:
+        if (!strcasecmp(value, "default"))
+            *(int *)dest = -1;
+        else {
+            bool b;
+            if (!parse_bool(value, &b))
+                return fail_key(st, section, name,
+                                "bad value '%s' (expected default, true or false)", value);
+            *(int *)dest = b;
+        }
+        return true;
+    case K_INIT_TYPE:
+        if (!strcmp(value, "gaussian") || !strcmp(value, "normal"))
+            *(bool *)dest = false;
+        else if (!strcmp(value, "uniform"))
+            *(bool *)dest = true;
+        else
+            return fail_key(st, section, name, "bad value '%s' (expected gaussian or uniform)",
+                            value);
+        return true;
+    case K_STRING:
+        if (strlen(value) >= sizeof st->c->targets)
+            return fail_key(st, section, name, "value '%s' too long", value);
+        snprintf((char *)dest, sizeof st->c->targets, "%s", value);
+        return true;
+    case K_TASK_KIND:
+        if (!strcmp(value, "classification"))
+            *(bool *)dest = false;
+        else if (!strcmp(value, "regression"))
+            *(bool *)dest = true;
+        else
+            return fail_key(st, section, name,
+                            "bad value '%s' (expected classification or regression)", value);
+        return true;
+    case K_INHERIT:
+        if (!strcmp(value, "lamarckian"))
+            *(bool *)dest = true;
+        else if (!strcmp(value, "baldwinian"))
+            *(bool *)dest = false;
+        else
+            return fail_key(st, section, name, "bad value '%s' (expected lamarckian or baldwinian)",
+                            value);
+        return true;
+    case K_OPTIM:
+        if (strcmp(value, "adam"))
+            return fail_key(st, section, name, "unsupported optimizer '%s' (only adam)", value);
+        return true;
+    }
+    return true;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value) {
+    parse_state *st = user;
+    if (st->failed) return 1;
+    bool known_section = false;
+    for (int i = 0; i < N_KEYS; i++) {
+        if (strcmp(keys[i].section, section)) continue;
+        known_section = true;
+        if (strcmp(keys[i].name, name)) continue;
+        if (st->seen[i]) return fail_key(st, section, name, "repeated key%s", "");
+        st->seen[i] = 1;
+        return handle_value(st, &keys[i], section, name, value) ? 1 : 0;
+    }
+    if (!known_section) return fail_key(st, section, name, "unknown section [%s]", section);
+    return fail_key(st, section, name, "unknown key%s", "");
+}
+
+/* inih reads lines through this, which is how the handler knows the line it is on. */
+static char *reader(char *str, int num, void *stream) {
+    parse_state *st = stream;
+    if (!*st->text || num < 2) return NULL;
+    int n = 0;
+    while (st->text[n] && st->text[n] != '\n' && n < num - 2) n++;
+    if (st->text[n] == '\n') n++;
+    memcpy(str, st->text, (size_t)n);
+    str[n] = '\0';
+    st->text += n;
+    if (st->at_line_start) st->line++;
+    st->at_line_start = str[n - 1] == '\n';
+    return str;
+}
+
+static otc_status check_config(parse_state *st) {
+    otc_neat_config *c = st->c;
+    for (int i = 0; i < N_KEYS; i++) {
+        if (!keys[i].required || st->seen[i]) continue;
+        if (!strcmp(keys[i].name, "fitness_threshold") && c->no_fitness_termination) continue;
+        return otc_fail(OTC_ERR_CONFIG, "%s: [%s] %s: missing required key", st->file,
+                        keys[i].section, keys[i].name);
+    }
+    if (isnan(c->compatibility_excess_coefficient))
+        c->compatibility_excess_coefficient = c->compatibility_disjoint_coefficient;
+    if (c->structural_mutation_surer < 0)
+        c->structural_mutation_surer = c->single_structural_mutation;
+    const struct {
+        const char *name;
+        const otc_neat_float_attr *a;
+    } attrs[] = {{"bias", &c->bias}, {"response", &c->response}, {"weight", &c->weight}};
+    for (int i = 0; i < 3; i++)
+        if (attrs[i].a->min_value > attrs[i].a->max_value)
+            return otc_fail(OTC_ERR_CONFIG,
+                            "%s: [DefaultGenome] %s_min_value: greater than %s_max_value", st->file,
+                            attrs[i].name, attrs[i].name);
+    bool default_in_options = false;
+    for (int i = 0; i < c->n_activation_options; i++)
+        default_in_options |= c->activation_options[i] == c->activation_default;
+    if (!default_in_options)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] activation_default: '%s' is not in activation_options",
+                        st->file, otc_neat_act_name(c->activation_default));
+    return OTC_OK;
+}
+
+otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_config *out) {
+    if (!text || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_config_parse: NULL argument");
+    otc_neat_config c;
+    otc_neat_config_defaults(&c);
+    /* The reader counts a line when it hands over its start; the handler sees that count. */
+    parse_state st = {
+        .file = name ? name : "config", .c = &c, .text = text, .line = 0, .at_line_start = true};
+    int rc = ini_parse_stream(reader, &st, handler, &st);
+    if (st.failed) return st.status;
+    if (rc > 0)
+        return otc_fail(OTC_ERR_CONFIG, "%s:%d: syntax error (expected [section] or key = value)",
+                        st.file, rc);
+    if (rc < 0) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory while parsing", st.file);
+    otc_status s = check_config(&st);
+    if (s != OTC_OK) return s;
+    *out = c;
+    return OTC_OK;
+}
+
+otc_status otc_neat_config_load(const char *path, otc_neat_config *out) {
+    if (!path) return otc_fail(OTC_ERR_ARG, "otc_neat_config_load: NULL path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return otc_fail(OTC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (len + 1 < cap) break;
+        if (cap > (1u << 24)) {
+            free(buf);
+            fclose(f);
+            return otc_fail(OTC_ERR_FORMAT, "%s: too large for a config file", path);
+        }
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (!buf) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", path);
+    if (err) {
+        free(buf);
+        return otc_fail(OTC_ERR_IO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    if (memchr(buf, '\0', len)) {
+        free(buf);
+        return otc_fail(OTC_ERR_FORMAT, "%s: not a text file", path);
+    }
+    otc_status s = otc_neat_config_parse(buf, path, out);
+    free(buf);
+    return s;
+}

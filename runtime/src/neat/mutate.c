@@ -1,0 +1,157 @@
+/* NEAT mutations: add node (split a connection), add connection (acyclic when feed-forward),
+ * delete node/connection, and the per-gene attribute mutations, as neat-python's mutate(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "neat_internal.h"
+
+static bool is_source(const otc_neat_node *n) {
+    return n->type == OTC_NEAT_INPUT || n->type == OTC_NEAT_BIAS;
+}
+
+otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c,
+                                    otc_neat_innovations *t, otc_rng *rng) {
+    /* Split an enabled connection, never one from the bias node (as Stanley's code): a node
+     * fed only by a constant is a constant. */
+    int n_cand = 0;
+    for (int i = 0; i < g->n_conns; i++) {
+        const otc_neat_node *src = otc_neat_genome_find_node(g, g->conns[i].in);
+        n_cand += g->conns[i].enabled && src && src->type != OTC_NEAT_BIAS;
+    }
+    if (!n_cand) return OTC_OK;
+    int pick = (int)otc_rng_below(rng, (uint32_t)n_cand), ci = -1;
+    for (int i = 0; i < g->n_conns && ci < 0; i++) {
+        const otc_neat_node *src = otc_neat_genome_find_node(g, g->conns[i].in);
+        if (g->conns[i].enabled && src && src->type != OTC_NEAT_BIAS && pick-- == 0) ci = i;
+    }
+    otc_neat_conn old = g->conns[ci];
+    int id = otc_neat_innovation_split(t, old.innov, false);
+    if (id >= 0 && otc_neat_genome_find_node(g, id))
+        id = otc_neat_innovation_split(t, old.innov, true);
+    if (id < 0) return otc_fail(OTC_ERR_NOMEM, "out of memory for innovations");
+    otc_neat_node node = {id, OTC_NEAT_HIDDEN, c->activation_default,
+                          otc_neat_attr_init(&c->bias, rng), otc_neat_attr_init(&c->response, rng)};
+    otc_status s = otc_neat_genome_add_node(g, &node);
+    if (s != OTC_OK) return s;
+    g->conns[ci].enabled = false;
+    int i1 = otc_neat_innovation_conn(t, old.in, id), i2 = otc_neat_innovation_conn(t, id, old.out);
+    if (i1 < 0 || i2 < 0) return otc_fail(OTC_ERR_NOMEM, "out of memory for innovations");
+    /* in-weight 1 and out-weight the old weight: the network computes nearly what it did. */
+    otc_neat_conn a = {i1, old.in, id, 1.0f, true}, b = {i2, id, old.out, old.weight, true};
+    s = otc_neat_genome_add_conn(g, &a);
+    if (s == OTC_OK) s = otc_neat_genome_add_conn(g, &b);
+    return s;
+}
+
+otc_status otc_neat_mutate_add_conn(otc_neat_genome *g, const otc_neat_config *c,
+                                    otc_neat_innovations *t, otc_rng *rng) {
+    int n = g->n_nodes, n_dst = 0;
+    for (int i = 0; i < n; i++) n_dst += !is_source(&g->nodes[i]);
+    if (!n_dst) return OTC_OK;
+    for (int attempt = 0; attempt < c->conn_add_attempts; attempt++) {
+        const otc_neat_node *a = &g->nodes[otc_rng_below(rng, (uint32_t)n)];
+        int k = (int)otc_rng_below(rng, (uint32_t)n_dst);
+        const otc_neat_node *b = NULL;
+        for (int i = 0; i < n && !b; i++)
+            if (!is_source(&g->nodes[i]) && k-- == 0) b = &g->nodes[i];
+        if (c->feed_forward) {
+            /* Outputs feed nothing in a feed-forward net; anything else must stay acyclic. */
+            if (a->type == OTC_NEAT_OUTPUT) continue;
+            if (otc_neat_creates_cycle(g, a->id, b->id)) continue;
+        }
+        if (otc_neat_genome_find_pair(g, a->id, b->id)) continue;
+        int innov = otc_neat_innovation_conn(t, a->id, b->id);
+        if (innov < 0) return otc_fail(OTC_ERR_NOMEM, "out of memory for innovations");
+        otc_neat_conn conn = {innov, a->id, b->id, otc_neat_attr_init(&c->weight, rng), true};
+        return otc_neat_genome_add_conn(g, &conn);
+    }
+    return OTC_OK;
+}
+
+static void remove_conn_at(otc_neat_genome *g, int i) {
+    memmove(g->conns + i, g->conns + i + 1, sizeof *g->conns * (size_t)(g->n_conns - i - 1));
+    g->n_conns--;
+}
+
+void otc_neat_mutate_delete_node(otc_neat_genome *g, otc_rng *rng) {
+    int n_hidden = otc_neat_genome_hidden_count(g);
+    if (!n_hidden) return;
+    int k = (int)otc_rng_below(rng, (uint32_t)n_hidden), at = -1;
+    for (int i = 0; i < g->n_nodes && at < 0; i++)
+        if (g->nodes[i].type == OTC_NEAT_HIDDEN && k-- == 0) at = i;
+    int id = g->nodes[at].id;
+    for (int i = g->n_conns - 1; i >= 0; i--)
+        if (g->conns[i].in == id || g->conns[i].out == id) remove_conn_at(g, i);
+    memmove(g->nodes + at, g->nodes + at + 1, sizeof *g->nodes * (size_t)(g->n_nodes - at - 1));
+    g->n_nodes--;
+}
+
+void otc_neat_mutate_delete_conn(otc_neat_genome *g, otc_rng *rng) {
+    if (g->n_conns) remove_conn_at(g, (int)otc_rng_below(rng, (uint32_t)g->n_conns));
+}
+
+void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, otc_rng *rng) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        otc_neat_node *n = &g->nodes[i];
+        if (is_source(n)) continue;
+        n->bias = otc_neat_attr_mutate(&c->bias, n->bias, rng);
+        n->response = otc_neat_attr_mutate(&c->response, n->response, rng);
+        if (c->activation_mutate_rate > 0 && otc_rng_uniform(rng) < c->activation_mutate_rate)
+            n->act = c->activation_options[otc_rng_below(rng, (uint32_t)c->n_activation_options)];
+    }
+    /* The NEAT paper's gate: a child's weights are mutated at all with this probability. */
+    bool weights =
+        c->weight_mutate_genome_rate >= 1.0 || otc_rng_uniform(rng) < c->weight_mutate_genome_rate;
+    for (int i = 0; i < g->n_conns; i++) {
+        otc_neat_conn *cn = &g->conns[i];
+        if (weights) cn->weight = otc_neat_attr_mutate(&c->weight, cn->weight, rng);
+        double rate = c->enabled_mutate_rate +
+                      (cn->enabled ? c->enabled_rate_to_false_add : c->enabled_rate_to_true_add);
+        /* neat-python's BoolAttribute: with probability rate, a fresh coin flip. */
+        if (rate > 0 && otc_rng_uniform(rng) < rate) cn->enabled = otc_rng_uniform(rng) < 0.5f;
+    }
+}
+
+otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_neat_innovations *t,
+                           otc_rng *rng) {
+    otc_status s = OTC_OK;
+    int n_nodes0 = g->n_nodes, n_conns0 = g->n_conns;
+    if (c->single_structural_mutation) {
+        double sum =
+            c->node_add_prob + c->node_delete_prob + c->conn_add_prob + c->conn_delete_prob;
+        double div = sum > 1.0 ? sum : 1.0, r = otc_rng_uniform(rng);
+        if (r < c->node_add_prob / div) {
+            int before = g->n_nodes;
+            s = otc_neat_mutate_add_node(g, c, t, rng);
+            if (s == OTC_OK && g->n_nodes == before && c->structural_mutation_surer)
+                s = otc_neat_mutate_add_conn(g, c, t, rng);
+        } else if (r < (c->node_add_prob + c->node_delete_prob) / div) {
+            otc_neat_mutate_delete_node(g, rng);
+        } else if (r < (c->node_add_prob + c->node_delete_prob + c->conn_add_prob) / div) {
+            s = otc_neat_mutate_add_conn(g, c, t, rng);
+        } else if (r < sum / div) {
+            otc_neat_mutate_delete_conn(g, rng);
+        }
+    } else {
+        if (otc_rng_uniform(rng) < c->node_add_prob) {
+            int before = g->n_nodes;
+            s = otc_neat_mutate_add_node(g, c, t, rng);
+            if (s == OTC_OK && g->n_nodes == before && c->structural_mutation_surer)
+                s = otc_neat_mutate_add_conn(g, c, t, rng);
+        }
+        if (s == OTC_OK && otc_rng_uniform(rng) < c->node_delete_prob)
+            otc_neat_mutate_delete_node(g, rng);
+        if (s == OTC_OK && otc_rng_uniform(rng) < c->conn_add_prob)
+            s = otc_neat_mutate_add_conn(g, c, t, rng);
+        if (s == OTC_OK && otc_rng_uniform(rng) < c->conn_delete_prob)
+            otc_neat_mutate_delete_conn(g, rng);
+    }
+    if (s != OTC_OK) return s;
+    /* The NEAT paper's code mutates either the structure or the weights of a child, which
+     * keeps a new node from arriving together with a weight change that hides its value. */
+    bool structural = g->n_nodes != n_nodes0 || g->n_conns != n_conns0;
+    if (!(c->structural_mutation_exclusive && structural)) otc_neat_mutate_attributes(g, c, rng);
+    g->evaluated = false;
+    g->fitness = 0;
+    return OTC_OK;
+}

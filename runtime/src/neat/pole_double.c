@@ -1,0 +1,220 @@
+/* The double-pole tasks (dpv, dpnv): Wieland's equations integrated as in Stanley's NEAT 1.2.1
+ * CartPole, Gruau's anti-wiggle fitness and the 625-start generalisation test. */
+#include <math.h>
+#include <stddef.h>
+
+#include "otc/pole.h"
+
+/* The reference's constants, digit for digit, so trajectories and failure steps match it. */
+#define DP_MUP         0.000002
+#define DP_GRAVITY     (-9.8)
+#define DP_MASS_CART   1.0
+#define DP_MASS_POLE_1 0.1
+#define DP_MASS_POLE_2 0.01
+#define DP_LENGTH_1    0.5  /* half the long pole's length */
+#define DP_LENGTH_2    0.05 /* half the short pole's length */
+#define DP_FORCE_MAG   10.0
+#define DP_TAU         0.01 /* one RK4 step; two per action */
+#define DP_X_LIMIT     2.4
+#define DP_ANGLE_LIMIT 0.628329 /* the reference's thirty_six_degrees */
+#define DP_START_ANGLE 0.07
+#define JIGGLE_WINDOW  100
+
+/* Accelerations (derivs[1], [3], [5]) for the state st under `force`, as the reference's
+ * CartPole::step; derivs[0], [2], [4] are the caller's (the velocities). */
+static void dp_accel(double force, const double *st, double *derivs) {
+    double costheta_1 = cos(st[2]), sintheta_1 = sin(st[2]);
+    double costheta_2 = cos(st[4]), sintheta_2 = sin(st[4]);
+    double gsintheta_1 = DP_GRAVITY * sintheta_1;
+    double gsintheta_2 = DP_GRAVITY * sintheta_2;
+    double ml_1 = DP_LENGTH_1 * DP_MASS_POLE_1;
+    double ml_2 = DP_LENGTH_2 * DP_MASS_POLE_2;
+    double temp_1 = DP_MUP * st[3] / ml_1;
+    double temp_2 = DP_MUP * st[5] / ml_2;
+    /* Effective forces and masses the poles put on the cart. */
+    double fi_1 = (ml_1 * st[3] * st[3] * sintheta_1) +
+                  (0.75 * DP_MASS_POLE_1 * costheta_1 * (temp_1 + gsintheta_1));
+    double fi_2 = (ml_2 * st[5] * st[5] * sintheta_2) +
+                  (0.75 * DP_MASS_POLE_2 * costheta_2 * (temp_2 + gsintheta_2));
+    double mi_1 = DP_MASS_POLE_1 * (1 - (0.75 * costheta_1 * costheta_1));
+    double mi_2 = DP_MASS_POLE_2 * (1 - (0.75 * costheta_2 * costheta_2));
+
+    derivs[1] = (force + fi_1 + fi_2) / (mi_1 + mi_2 + DP_MASS_CART);
+    derivs[3] = -0.75 * (derivs[1] * costheta_1 + gsintheta_1 + temp_1) / DP_LENGTH_1;
+    derivs[5] = -0.75 * (derivs[1] * costheta_2 + gsintheta_2 + temp_2) / DP_LENGTH_2;
+}
+
+/* Full derivative of the 6-vector. */
+static void dp_derivs(double force, const double *y, double *dydx) {
+    dydx[0] = y[1];
+    dydx[2] = y[3];
+    dydx[4] = y[5];
+    dp_accel(force, y, dydx);
+}
+
+/* One classical RK4 step of DP_TAU, with the reference's (Numerical Recipes) operation order. */
+static void dp_rk4(double force, double *y) {
+    const double hh = DP_TAU * 0.5, h6 = DP_TAU / 6.0;
+    double dydx[6], dym[6], dyt[6], yt[6];
+    int i;
+    dp_derivs(force, y, dydx);
+    for (i = 0; i < 6; i++) yt[i] = y[i] + hh * dydx[i];
+    dp_derivs(force, yt, dyt);
+    for (i = 0; i < 6; i++) yt[i] = y[i] + hh * dyt[i];
+    dp_derivs(force, yt, dym);
+    for (i = 0; i < 6; i++) {
+        yt[i] = y[i] + DP_TAU * dym[i];
+        dym[i] += dyt[i];
+    }
+    dp_derivs(force, yt, dyt);
+    for (i = 0; i < 6; i++) y[i] = y[i] + h6 * (dydx[i] + dyt[i] + 2.0 * dym[i]);
+}
+
+void otc_dpole_standard_start(otc_dpole_state *st) {
+    int i;
+    if (!st) return;
+    for (i = 0; i < 6; i++) st->s[i] = 0.0;
+    st->s[2] = DP_START_ANGLE;
+}
+
+void otc_dpole_step(otc_dpole_state *st, double output) {
+    /* fmin/fmax return the non-NaN operand, so a NaN output becomes 1 (a full push) instead of
+     * a NaN state; a sigmoid output is never changed by the clamp. */
+    double out = fmax(0.0, fmin(1.0, output));
+    double force = (out - 0.5) * DP_FORCE_MAG * 2;
+    dp_rk4(force, st->s);
+    dp_rk4(force, st->s);
+}
+
+int otc_dpole_failed(const otc_dpole_state *st) {
+    /* !(inside) so that a NaN state counts as a failure. */
+    return !(fabs(st->s[0]) <= DP_X_LIMIT && fabs(st->s[2]) <= DP_ANGLE_LIMIT &&
+             fabs(st->s[4]) <= DP_ANGLE_LIMIT && isfinite(st->s[1]) && isfinite(st->s[3]) &&
+             isfinite(st->s[5]));
+}
+
+int otc_dpole_n_obs(int velocities) {
+    return velocities ? OTC_DPV_N_OBS : OTC_DPNV_N_OBS;
+}
+
+void otc_dpole_observe(const otc_dpole_state *st, int velocities, double *obs) {
+    if (velocities) {
+        obs[0] = st->s[0] / 4.8;
+        obs[1] = st->s[1] / 2;
+        obs[2] = st->s[2] / 0.52;
+        obs[3] = st->s[3] / 2;
+        obs[4] = st->s[4] / 0.52;
+        obs[5] = st->s[5] / 2;
+        obs[6] = 0.5;
+    } else {
+        obs[0] = st->s[0] / 4.8;
+        obs[1] = st->s[2] / 0.52;
+        obs[2] = st->s[4] / 0.52;
+        obs[3] = 0.5;
+    }
+}
+
+double otc_dpnv_gruau_fitness(int steps_balanced, double jiggle_sum) {
+    double f1 = 0.1 * ((double)steps_balanced / 1000.0);
+    if (steps_balanced <= JIGGLE_WINDOW) return f1;
+    /* Keeps the fitness finite for a (physically impossible) perfectly still trajectory. */
+    if (!(jiggle_sum > 1e-9)) jiggle_sum = 1e-9;
+    return f1 + 0.9 * (0.75 / jiggle_sum);
+}
+
+otc_status otc_dpole_run_from(const otc_dpole_state *start, int velocities, int max_steps,
+                              const otc_pole_agent *agent, otc_pole_result *result) {
+    otc_dpole_state st;
+    double obs[OTC_DPV_N_OBS], out[1];
+    /* |x|+|dx|+|θ1|+|dθ1| of the last JIGGLE_WINDOW balanced steps, a ring indexed by step. */
+    double jiggle[JIGGLE_WINDOW], jiggle_sum = 0.0;
+    int n_obs = otc_dpole_n_obs(velocities), steps = 0, i;
+
+    if (!start || !agent || !agent->policy || !result)
+        return otc_fail(OTC_ERR_ARG,
+                        "otc_dpole_run: start, agent, agent->policy and result are required");
+    if (max_steps <= 0)
+        return otc_fail(OTC_ERR_ARG, "otc_dpole_run: max_steps = %d, must be > 0", max_steps);
+
+    st = *start;
+    if (agent->reset) agent->reset(agent->ctx);
+    while (steps < max_steps) {
+        otc_dpole_observe(&st, velocities, obs);
+        out[0] = 0.5;
+        agent->policy(agent->ctx, obs, n_obs, out, 1);
+        otc_dpole_step(&st, out[0]);
+        /* The reference sums the 100 steps before the failing one, i.e. the last 100 balanced. */
+        if (otc_dpole_failed(&st)) break;
+        jiggle[steps % JIGGLE_WINDOW] =
+            fabs(st.s[0]) + fabs(st.s[1]) + fabs(st.s[2]) + fabs(st.s[3]);
+        steps++;
+    }
+    result->steps = steps;
+    result->success = steps == max_steps;
+    if (velocities) {
+        result->fitness = steps;
+    } else {
+        /* Summed once at the end (not as a running sum) so rounding matches a plain sum. */
+        int first = steps > JIGGLE_WINDOW ? steps - JIGGLE_WINDOW : 0;
+        for (i = first; i < steps; i++) jiggle_sum += jiggle[i % JIGGLE_WINDOW];
+        result->fitness = otc_dpnv_gruau_fitness(steps, jiggle_sum);
+    }
+    return OTC_OK;
+}
+
+otc_status otc_dpole_run(int velocities, int max_steps, const otc_pole_agent *agent,
+                         otc_pole_result *result) {
+    otc_dpole_state st;
+    otc_dpole_standard_start(&st);
+    return otc_dpole_run_from(&st, velocities, max_steps, agent, result);
+}
+
+otc_status otc_dpole_generalisation_start(int index, otc_dpole_state *st) {
+    static const double statevals[5] = {0.05, 0.25, 0.5, 0.75, 0.95};
+    if (!st) return otc_fail(OTC_ERR_ARG, "otc_dpole_generalisation_start: st is NULL");
+    if (index < 0 || index >= OTC_DPOLE_GENERALISATION_STARTS)
+        return otc_fail(OTC_ERR_ARG, "otc_dpole_generalisation_start: index %d not in [0, %d)",
+                        index, OTC_DPOLE_GENERALISATION_STARTS);
+    /* Ranges and the reference's radian constants for 3.6° and 8.6°/s. */
+    st->s[0] = statevals[index / 125] * 4.32 - 2.16;
+    st->s[1] = statevals[index / 25 % 5] * 2.70 - 1.35;
+    st->s[2] = statevals[index / 5 % 5] * 0.12566304 - 0.06283152;
+    st->s[3] = statevals[index % 5] * 0.30019504 - 0.15009752;
+    st->s[4] = 0.0;
+    st->s[5] = 0.0;
+    return OTC_OK;
+}
+
+otc_status otc_dpole_generalisation(int velocities, const otc_pole_agent *agent, int *count) {
+    otc_dpole_state st;
+    otc_pole_result r;
+    int i, passed = 0;
+    if (!count) return otc_fail(OTC_ERR_ARG, "otc_dpole_generalisation: count is NULL");
+    for (i = 0; i < OTC_DPOLE_GENERALISATION_STARTS; i++) {
+        otc_status status;
+        otc_dpole_generalisation_start(i, &st);
+        status = otc_dpole_run_from(&st, velocities, OTC_DPOLE_GENERALISATION_STEPS, agent, &r);
+        if (status != OTC_OK) return status;
+        /* All 1,000 steps; the reference's `fitness >= 999` also let a failure on the very
+         * last step pass. */
+        passed += r.success;
+    }
+    *count = passed;
+    return OTC_OK;
+}
+
+otc_status otc_dpnv_champion_test(const otc_pole_agent *agent, int *long_steps, int *generalisation,
+                                  int *success) {
+    otc_pole_result r;
+    int gen = 0;
+    otc_status status = otc_dpole_run(0, OTC_DPOLE_SUCCESS_STEPS, agent, &r);
+    if (status != OTC_OK) return status;
+    if (r.success) {
+        status = otc_dpole_generalisation(0, agent, &gen);
+        if (status != OTC_OK) return status;
+    }
+    if (long_steps) *long_steps = r.steps;
+    if (generalisation) *generalisation = gen;
+    if (success) *success = r.success && gen >= OTC_DPOLE_GENERALISATION_PASS;
+    return OTC_OK;
+}

@@ -1,0 +1,263 @@
+/* The population: creation, one generation (evaluate, record, test for success, reproduce),
+ * a whole run with checkpoints, and the champion as a graph with its genome in metadata. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "neat_internal.h"
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+otc_status otc_neat_population_new(const otc_neat_config *c, uint64_t seed,
+                                   otc_neat_population **out) {
+    if (!c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_population_new: NULL argument");
+    if (c->pop_size < 2 || c->num_inputs < 1 || c->num_outputs < 1 ||
+        !(c->compatibility_threshold >= 0))
+        return otc_fail(OTC_ERR_CONFIG, "NEAT config incomplete (pop_size, num_inputs, "
+                                        "num_outputs, compatibility_threshold)");
+    otc_neat_population *p = calloc(1, sizeof *p);
+    if (!p) return otc_fail(OTC_ERR_NOMEM, "out of memory for a population");
+    p->config = *c;
+    p->seed = seed;
+    p->threshold = c->compatibility_threshold;
+    p->next_species_id = 1;
+    int first_free = c->num_inputs + (c->bias_node ? 1 : 0) + c->num_outputs + c->num_hidden;
+    p->innov = otc_neat_innovations_new(first_free, 0);
+    p->genomes = calloc((size_t)c->pop_size, sizeof *p->genomes);
+    otc_status s = p->innov && p->genomes ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");
+    otc_rng rng;
+    otc_rng_seed(&rng, otc_neat_mix_seed(seed, 0xFFFFFFFFull, 0));
+    for (int i = 0; i < c->pop_size && s == OTC_OK; i++) {
+        p->genomes[i] = otc_neat_genome_new();
+        if (!p->genomes[i])
+            s = OTC_ERR_NOMEM;
+        else
+            s = otc_neat_genome_init(p->genomes[i], c, p->innov, &rng);
+        p->n_genomes = i + 1;
+    }
+    if (s == OTC_OK) s = otc_neat_speciate(p);
+    if (s != OTC_OK) {
+        otc_neat_population_free(p);
+        return s;
+    }
+    *out = p;
+    return OTC_OK;
+}
+
+void otc_neat_population_free(otc_neat_population *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_genomes; i++) otc_neat_genome_free(p->genomes[i]);
+    free(p->genomes);
+    for (int s = 0; s < p->n_species; s++) otc_neat_species_clear(&p->species[s]);
+    free(p->species);
+    otc_neat_genome_free(p->champion);
+    otc_neat_innovations_free(p->innov);
+    free(p->stats);
+    free(p);
+}
+
+int otc_neat_population_size(const otc_neat_population *p) {
+    return p->n_genomes;
+}
+otc_neat_genome *otc_neat_population_genome(otc_neat_population *p, int i) {
+    return i >= 0 && i < p->n_genomes ? p->genomes[i] : NULL;
+}
+int otc_neat_population_species_count(const otc_neat_population *p) {
+    return p->n_species;
+}
+const otc_neat_species *otc_neat_population_species(const otc_neat_population *p, int i) {
+    return i >= 0 && i < p->n_species ? &p->species[i] : NULL;
+}
+otc_neat_innovations *otc_neat_population_innovations(otc_neat_population *p) {
+    return p->innov;
+}
+int otc_neat_generation(const otc_neat_population *p) {
+    return p->generation;
+}
+long otc_neat_evaluations(const otc_neat_population *p) {
+    return p->evaluations;
+}
+bool otc_neat_extinct(const otc_neat_population *p) {
+    return p->stop == OTC_NEAT_STOP_EXTINCT;
+}
+bool otc_neat_solved(const otc_neat_population *p) {
+    return p->stop == OTC_NEAT_STOP_SOLVED;
+}
+double otc_neat_threshold(const otc_neat_population *p) {
+    return p->threshold;
+}
+const otc_neat_genome *otc_neat_champion(const otc_neat_population *p) {
+    return p->champion;
+}
+uint64_t otc_neat_seed(const otc_neat_population *p) {
+    return p->seed;
+}
+int otc_neat_stats_count(const otc_neat_population *p) {
+    return p->n_stats;
+}
+const otc_neat_gen_stats *otc_neat_stats(const otc_neat_population *p, int i) {
+    return i >= 0 && i < p->n_stats ? &p->stats[i] : NULL;
+}
+
+otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats *s) {
+    if (p->n_stats == p->cap_stats) {
+        int cap = p->cap_stats ? p->cap_stats * 2 : 64;
+        otc_neat_gen_stats *n = realloc(p->stats, sizeof *n * (size_t)cap);
+        if (!n) return otc_fail(OTC_ERR_NOMEM, "out of memory for statistics");
+        p->stats = n;
+        p->cap_stats = cap;
+    }
+    p->stats[p->n_stats++] = *s;
+    return OTC_OK;
+}
+
+static otc_status set_champion(otc_neat_population *p, const otc_neat_genome *g) {
+    otc_neat_genome *copy = otc_neat_genome_copy(g);
+    if (!copy) return OTC_ERR_NOMEM;
+    otc_neat_genome_free(p->champion);
+    p->champion = copy;
+    p->champion_generation = p->generation;
+    return OTC_OK;
+}
+
+otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
+                         const otc_neat_step_options *o, bool *solved) {
+    if (!p || !task) return otc_fail(OTC_ERR_ARG, "otc_neat_step: NULL argument");
+    if (p->stop != OTC_NEAT_RUNNING)
+        return otc_fail(OTC_ERR_STATE, "otc_neat_step: the run has already stopped");
+    double t0 = now_seconds();
+    const otc_neat_config *c = &p->config;
+    int n = p->n_genomes;
+    bool *flags = calloc((size_t)n + 1, sizeof *flags);
+    double *fit = malloc(sizeof *fit * ((size_t)n + 1));
+    if (!flags || !fit) {
+        free(flags);
+        free(fit);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a generation");
+    }
+    int fresh = 0;
+    for (int i = 0; i < n; i++) fresh += !p->genomes[i]->evaluated;
+    otc_status s = otc_neat_evaluate_all(p, task, o ? o->threads : 1, flags);
+    if (s != OTC_OK) goto done;
+    p->evaluations += fresh;
+
+    otc_neat_gen_stats st = {.generation = p->generation, .confirm_score = NAN};
+    int best = 0, solver = -1;
+    double sum = 0, sq = 0, hid = 0, con = 0;
+    for (int i = 0; i < n; i++) {
+        const otc_neat_genome *g = p->genomes[i];
+        fit[i] = g->fitness;
+        if (g->fitness > p->genomes[best]->fitness) best = i;
+        if (flags[i] && solver < 0) solver = i;
+        sum += g->fitness;
+        hid += otc_neat_genome_hidden_count(g);
+        con += otc_neat_genome_enabled_count(g);
+    }
+    st.mean_fitness = sum / n;
+    for (int i = 0; i < n; i++) sq += (fit[i] - st.mean_fitness) * (fit[i] - st.mean_fitness);
+    st.stdev_fitness = sqrt(sq / n);
+    st.best_fitness = p->genomes[best]->fitness;
+    st.mean_hidden = hid / n;
+    st.mean_connections = con / n;
+    if (!p->champion || p->genomes[best]->fitness > p->champion->fitness)
+        if ((s = set_champion(p, p->genomes[best])) != OTC_OK) goto done;
+    if (solver >= 0) {
+        /* The genome that met the criterion is the champion, even if another scored higher. */
+        if ((s = set_champion(p, p->genomes[solver])) != OTC_OK) goto done;
+        p->stop = OTC_NEAT_STOP_SOLVED;
+    } else if (task->confirm) {
+        bool ok = false;
+        double score = NAN;
+        if ((s = task->confirm(task, c, p->genomes[best], &ok, &score)) != OTC_OK) goto done;
+        st.confirm_score = score;
+        if (ok) {
+            if ((s = set_champion(p, p->genomes[best])) != OTC_OK) goto done;
+            p->stop = OTC_NEAT_STOP_SOLVED;
+        }
+    }
+    const otc_neat_genome *shown = p->stop == OTC_NEAT_STOP_SOLVED ? p->champion : p->genomes[best];
+    st.champion_hidden = otc_neat_genome_hidden_count(shown);
+    st.champion_connections = otc_neat_genome_enabled_count(shown);
+    if (p->stop == OTC_NEAT_RUNNING && !c->no_fitness_termination &&
+        otc_neat_aggregate(c->fitness_criterion, fit, n) >= c->fitness_threshold)
+        p->stop = OTC_NEAT_STOP_THRESHOLD;
+    st.evaluations = p->evaluations;
+    st.n_species = p->n_species;
+    st.threshold = p->threshold;
+    if (p->stop == OTC_NEAT_RUNNING) {
+        if ((s = otc_neat_reproduce(p)) != OTC_OK) goto done;
+        p->generation++;
+    }
+    st.seconds = now_seconds() - t0;
+    s = otc_neat_stats_push(p, &st);
+done:
+    free(flags);
+    free(fit);
+    if (solved) *solved = p->stop == OTC_NEAT_STOP_SOLVED;
+    return s;
+}
+
+otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_neat_run_options *o,
+                        bool *solved) {
+    if (!p || !task || !o) return otc_fail(OTC_ERR_ARG, "otc_neat_run: NULL argument");
+    otc_neat_step_options so = {o->threads};
+    otc_status s = OTC_OK;
+    while (s == OTC_OK && p->stop == OTC_NEAT_RUNNING && p->generation < o->generations) {
+        s = otc_neat_step(p, task, &so, NULL);
+        if (s != OTC_OK) break;
+        if (o->on_generation) o->on_generation(o->ctx, p, &p->stats[p->n_stats - 1]);
+        if (p->stop == OTC_NEAT_RUNNING && o->checkpoint_every > 0 && o->checkpoint_prefix &&
+            p->generation % o->checkpoint_every == 0) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s%d.json", o->checkpoint_prefix, p->generation);
+            s = otc_neat_checkpoint_save(p, path);
+        }
+    }
+    if (solved) *solved = p->stop == OTC_NEAT_STOP_SOLVED;
+    return s;
+}
+
+otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_task *task,
+                                   otc_graph **out) {
+    if (!p || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_champion_graph: NULL argument");
+    if (!p->champion) return otc_fail(OTC_ERR_STATE, "no champion yet (nothing evaluated)");
+    otc_neat_phenotype *ph = NULL;
+    otc_status s = otc_neat_phenotype_build(p->champion, &p->config, &ph);
+    if (s != OTC_OK) return s;
+    char *json = otc_neat_genome_to_json(p->champion);
+    cJSON *f = cJSON_CreateObject();
+    char *facts = NULL;
+    if (f && cJSON_AddStringToObject(f, "task", task ? task->name : "") &&
+        cJSON_AddNumberToObject(f, "generation", p->champion_generation) &&
+        cJSON_AddNumberToObject(f, "fitness", p->champion->fitness) &&
+        cJSON_AddNumberToObject(f, "hidden_nodes", otc_neat_genome_hidden_count(p->champion)) &&
+        cJSON_AddNumberToObject(f, "enabled_connections",
+                                otc_neat_genome_enabled_count(p->champion)) &&
+        cJSON_AddNumberToObject(f, "evaluations", (double)p->evaluations) &&
+        cJSON_AddBoolToObject(f, "solved", p->stop == OTC_NEAT_STOP_SOLVED) &&
+        cJSON_AddBoolToObject(f, "recurrent", ph->recurrent))
+        facts = cJSON_PrintUnformatted(f);
+    cJSON_Delete(f);
+    if (!facts) s = OTC_ERR_NOMEM;
+    if (!json) s = OTC_ERR_NOMEM;
+    if (s == OTC_OK) s = otc_graph_meta_set(ph->graph, "genome", json);
+    if (s == OTC_OK) s = otc_graph_meta_set(ph->graph, "neat", facts);
+    free(json);
+    free(facts);
+    if (s != OTC_OK) {
+        otc_neat_phenotype_free(ph);
+        return s;
+    }
+    *out = ph->graph;
+    ph->graph = NULL;
+    otc_neat_phenotype_free(ph);
+    return OTC_OK;
+}

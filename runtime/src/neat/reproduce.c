@@ -1,0 +1,294 @@
+/* Reproduction: stagnation, explicit fitness sharing, offspring shares proportional to each
+ * species' adjusted fitness, elitism, survival threshold, crossover (sometimes between
+ * species) and mutation. All randomness comes from (seed, generation). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neat_internal.h"
+
+double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n) {
+    if (n <= 0) return 0;
+    double r = v[0];
+    switch (agg) {
+    case OTC_NEAT_AGG_MAX:
+        for (int i = 1; i < n; i++) r = v[i] > r ? v[i] : r;
+        return r;
+    case OTC_NEAT_AGG_MIN:
+        for (int i = 1; i < n; i++) r = v[i] < r ? v[i] : r;
+        return r;
+    case OTC_NEAT_AGG_MEAN:
+        r = 0;
+        for (int i = 0; i < n; i++) r += v[i];
+        return r / n;
+    case OTC_NEAT_AGG_MEDIAN: {
+        double *t = malloc(sizeof *t * (size_t)n);
+        if (!t) return v[0];
+        memcpy(t, v, sizeof *t * (size_t)n);
+        for (int i = 1; i < n; i++) /* insertion sort: species are small */
+            for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+                double x = t[j];
+                t[j] = t[j - 1];
+                t[j - 1] = x;
+            }
+        r = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+        free(t);
+        return r;
+    }
+    }
+    return r;
+}
+
+/* qsort has no context argument; thread-local so populations can evolve in parallel. */
+static _Thread_local const otc_neat_genome *const *sort_genomes;
+
+/* Fitness descending, then population index ascending: a total order, so every platform
+ * sorts alike. */
+static int by_fitness(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    double fi = sort_genomes[i]->fitness, fj = sort_genomes[j]->fitness;
+    if (fi != fj) return fi > fj ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* Offspring counts: min_species_size each (best species first while they last), the rest
+ * proportional to adjusted fitness, by largest remainder. */
+static void compute_spawn(const otc_neat_config *c, int n, const double *af, const int *rank,
+                          int *spawn) {
+    int pop = c->pop_size, base = c->min_species_size;
+    for (int s = 0; s < n; s++) spawn[s] = 0;
+    if ((long)base * n > pop) {
+        for (int k = 0; k < n && pop > 0; k++) {
+            int take = base < pop ? base : pop;
+            spawn[rank[k]] = take;
+            pop -= take;
+        }
+        return;
+    }
+    int left = pop - base * n;
+    double total = 0;
+    for (int s = 0; s < n; s++) total += af[s];
+    double *rem = malloc(sizeof *rem * ((size_t)n + 1));
+    int given = 0;
+    for (int s = 0; s < n; s++) {
+        double share = total > 0 ? af[s] / total * left : (double)left / n;
+        int whole = (int)floor(share);
+        spawn[s] = base + whole;
+        given += whole;
+        if (rem) rem[s] = share - whole;
+    }
+    while (given < left) {
+        int best = rank[0];
+        if (rem) {
+            best = -1;
+            for (int s = 0; s < n; s++)
+                if (best < 0 || rem[s] > rem[best]) best = s;
+            rem[best] = -1;
+        }
+        spawn[best]++;
+        given++;
+    }
+    free(rem);
+}
+
+static otc_status reset_population(otc_neat_population *p, otc_rng *rng) {
+    for (int s = 0; s < p->n_species; s++) otc_neat_species_clear(&p->species[s]);
+    p->n_species = 0;
+    for (int i = 0; i < p->n_genomes; i++) {
+        otc_neat_genome *g = otc_neat_genome_new();
+        if (!g) return OTC_ERR_NOMEM;
+        otc_status s = otc_neat_genome_init(g, &p->config, p->innov, rng);
+        if (s != OTC_OK) {
+            otc_neat_genome_free(g);
+            return s;
+        }
+        otc_neat_genome_free(p->genomes[i]);
+        p->genomes[i] = g;
+    }
+    return otc_neat_speciate(p);
+}
+
+typedef struct {
+    int *order; /* members by fitness */
+    int n_parents;
+} ranked_species;
+
+otc_status otc_neat_reproduce(otc_neat_population *p) {
+    const otc_neat_config *c = &p->config;
+    otc_rng rng;
+    otc_rng_seed(&rng, otc_neat_mix_seed(p->seed, (uint64_t)p->generation, 0x5EEDull << 32));
+    otc_neat_innovations_new_generation(p->innov);
+    int ns = p->n_species;
+    otc_status st = OTC_OK;
+    double *vals = malloc(sizeof *vals * (size_t)(p->n_genomes + 1));
+    double *af = malloc(sizeof *af * (size_t)(ns + 1));
+    int *rank = malloc(sizeof *rank * (size_t)(ns + 1));
+    int *alive = malloc(sizeof *alive * (size_t)(ns + 1));
+    int *spawn = malloc(sizeof *spawn * (size_t)(ns + 1));
+    ranked_species *rs = calloc((size_t)ns + 1, sizeof *rs);
+    otc_neat_genome **next = calloc((size_t)c->pop_size, sizeof *next);
+    if (!vals || !af || !rank || !alive || !spawn || !rs || !next) {
+        st = otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
+        goto done;
+    }
+    /* Species fitness and stagnation. */
+    for (int s = 0; s < ns; s++) {
+        otc_neat_species *sp = &p->species[s];
+        for (int k = 0; k < sp->n_members; k++) vals[k] = p->genomes[sp->members[k]]->fitness;
+        sp->fitness = otc_neat_aggregate(c->species_fitness_func, vals, sp->n_members);
+        if (sp->fitness > sp->best_fitness) {
+            sp->best_fitness = sp->fitness;
+            sp->last_improved = p->generation;
+        }
+        rank[s] = s;
+    }
+    /* Rank species by fitness (best first, then older first) for species elitism. */
+    for (int i = 1; i < ns; i++)
+        for (int j = i; j > 0; j--) {
+            const otc_neat_species *a = &p->species[rank[j - 1]], *b = &p->species[rank[j]];
+            if (b->fitness > a->fitness || (b->fitness == a->fitness && rank[j] < rank[j - 1])) {
+                int t = rank[j];
+                rank[j] = rank[j - 1];
+                rank[j - 1] = t;
+            } else {
+                break;
+            }
+        }
+    int n_alive = 0;
+    for (int k = 0; k < ns; k++) {
+        const otc_neat_species *sp = &p->species[rank[k]];
+        bool stagnant = p->generation - sp->last_improved >= c->max_stagnation;
+        if (k < c->species_elitism || !stagnant) alive[n_alive++] = rank[k];
+    }
+    if (n_alive == 0) {
+        if (c->reset_on_extinction)
+            st = reset_population(p, &rng);
+        else
+            p->stop = OTC_NEAT_STOP_EXTINCT;
+        goto done;
+    }
+    /* Explicit fitness sharing: a member's adjusted fitness is its fitness over the species
+     * size, so a species' share is its mean fitness (shifted to be non-negative). */
+    double min_f = INFINITY;
+    for (int k = 0; k < n_alive; k++) {
+        const otc_neat_species *sp = &p->species[alive[k]];
+        for (int m = 0; m < sp->n_members; m++)
+            if (p->genomes[sp->members[m]]->fitness < min_f)
+                min_f = p->genomes[sp->members[m]]->fitness;
+    }
+    double shift = min_f < 0 ? -min_f : 0;
+    for (int k = 0; k < n_alive; k++) {
+        const otc_neat_species *sp = &p->species[alive[k]];
+        double sum = 0;
+        for (int m = 0; m < sp->n_members; m++) sum += p->genomes[sp->members[m]]->fitness + shift;
+        af[k] = sum / sp->n_members;
+        rank[k] = k; /* alive is already best first */
+    }
+    compute_spawn(c, n_alive, af, rank, spawn);
+
+    sort_genomes = (const otc_neat_genome *const *)p->genomes;
+    for (int k = 0; k < n_alive; k++) {
+        otc_neat_species *sp = &p->species[alive[k]];
+        rs[k].order = malloc(sizeof *rs[k].order * (size_t)sp->n_members);
+        if (!rs[k].order) {
+            st = otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
+            goto done;
+        }
+        memcpy(rs[k].order, sp->members, sizeof *rs[k].order * (size_t)sp->n_members);
+        qsort(rs[k].order, (size_t)sp->n_members, sizeof *rs[k].order, by_fitness);
+        /* Stanley's pool size: the top floor(threshold * size) + 1 members. */
+        int cut = (int)floor(c->survival_threshold * sp->n_members) + 1;
+        if (cut > sp->n_members) cut = sp->n_members;
+        rs[k].n_parents = cut;
+    }
+
+    int made = 0;
+    for (int k = 0; k < n_alive && st == OTC_OK; k++) {
+        otc_neat_species *sp = &p->species[alive[k]];
+        const int *order = rs[k].order;
+        int n_elite = 0;
+        if (sp->n_members >= c->elitism_min_species_size) {
+            n_elite = c->elitism < spawn[k] ? c->elitism : spawn[k];
+            if (n_elite > sp->n_members) n_elite = sp->n_members;
+        }
+        for (int e = 0; e < n_elite && st == OTC_OK; e++) {
+            otc_neat_genome *g = otc_neat_genome_copy(p->genomes[order[e]]);
+            if (!g)
+                st = OTC_ERR_NOMEM;
+            else
+                next[made++] = g;
+        }
+        for (int j = n_elite; j < spawn[k] && st == OTC_OK; j++) {
+            const otc_neat_genome *pa =
+                p->genomes[order[otc_rng_below(&rng, (uint32_t)rs[k].n_parents)]];
+            otc_neat_genome *child = NULL;
+            if (otc_rng_uniform(&rng) < c->crossover_rate) {
+                const otc_neat_genome *pb;
+                if (n_alive > 1 && otc_rng_uniform(&rng) < c->interspecies_crossover_rate) {
+                    /* the champion of another species */
+                    int o = (int)otc_rng_below(&rng, (uint32_t)(n_alive - 1));
+                    if (o >= k) o++;
+                    pb = p->genomes[rs[o].order[0]];
+                } else {
+                    pb = p->genomes[order[otc_rng_below(&rng, (uint32_t)rs[k].n_parents)]];
+                }
+                st = otc_neat_crossover(pa, pb, c, &rng, &child);
+                if (st == OTC_OK && otc_rng_uniform(&rng) < c->mutate_after_crossover_rate)
+                    st = otc_neat_mutate(child, c, p->innov, &rng);
+            } else {
+                child = otc_neat_genome_copy(pa);
+                st = child ? otc_neat_mutate(child, c, p->innov, &rng) : OTC_ERR_NOMEM;
+            }
+            if (child) next[made++] = child;
+        }
+    }
+    if (st != OTC_OK) goto done;
+    /* Each surviving species is represented by its best member of this generation, as in
+     * Stanley's reference code (it compares newcomers with the species' first organism, the
+     * fittest after sorting). */
+    for (int k = 0; k < n_alive; k++) {
+        otc_neat_species *sp = &p->species[alive[k]];
+        const otc_neat_genome *rep = p->genomes[rs[k].order[0]];
+        otc_neat_genome *copy = otc_neat_genome_copy(rep);
+        if (!copy) {
+            st = OTC_ERR_NOMEM;
+            goto done;
+        }
+        otc_neat_genome_free(sp->representative);
+        sp->representative = copy;
+        sp->n_members = -1; /* marks survivors */
+    }
+    int kept = 0;
+    for (int s = 0; s < ns; s++) {
+        if (p->species[s].n_members != -1) {
+            otc_neat_species_clear(&p->species[s]);
+        } else {
+            p->species[s].n_members = 0;
+            p->species[kept++] = p->species[s];
+        }
+    }
+    p->n_species = kept;
+    for (int i = 0; i < p->n_genomes; i++) otc_neat_genome_free(p->genomes[i]);
+    free(p->genomes);
+    p->genomes = next;
+    p->n_genomes = made;
+    next = NULL;
+    for (int i = 0; i < made; i++) {
+        p->genomes[i]->evaluated = false;
+        p->genomes[i]->species = 0;
+    }
+    st = otc_neat_speciate(p);
+done:
+    if (next)
+        for (int i = 0; i < c->pop_size; i++) otc_neat_genome_free(next[i]);
+    free(next);
+    if (rs)
+        for (int k = 0; k < ns; k++) free(rs[k].order);
+    free(rs);
+    free(vals);
+    free(af);
+    free(rank);
+    free(alive);
+    free(spawn);
+    return st;
+}

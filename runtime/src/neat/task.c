@@ -1,0 +1,206 @@
+/* Built-in NEAT tasks: XOR (the paper's fitness and success test) and the pole-balancing
+ * benchmarks through pole.h's policy callbacks, plus the runner every task uses to turn a
+ * genome into an executor. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neat_internal.h"
+#include "otc/pole.h"
+
+otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,
+                                const otc_neat_genome *g, otc_neat_runner *r) {
+    memset(r, 0, sizeof *r);
+    otc_status s = otc_neat_phenotype_build(g, c, &r->ph);
+    if (s != OTC_OK) return s;
+    otc_exec_options o = {.inference = true};
+    otc_neat_executor_fn make = task->make_executor ? task->make_executor : otc_interpreter_new;
+    r->ex = make(r->ph->graph, &o);
+    if (!r->ex) {
+        otc_neat_phenotype_free(r->ph);
+        r->ph = NULL;
+        return otc_fail_context(OTC_ERR_STATE, "phenotype executor");
+    }
+    return OTC_OK;
+}
+
+void otc_neat_runner_close(otc_neat_runner *r) {
+    otc_exec_free(r->ex);
+    otc_neat_phenotype_free(r->ph);
+    memset(r, 0, sizeof *r);
+}
+
+otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y) {
+    otc_status s = otc_exec_set_input(r->ex, r->ph->input, x, batch);
+    if (s == OTC_OK) s = otc_exec_forward(r->ex);
+    for (int k = 0; k < r->ph->n_outputs && s == OTC_OK; k++) {
+        const float *v;
+        s = otc_exec_value(r->ex, otc_graph_output(r->ph->graph, k), &v, NULL);
+        if (s == OTC_OK)
+            for (int b = 0; b < batch; b++) y[b * r->ph->n_outputs + k] = v[b];
+    }
+    return s;
+}
+
+/* ---- xor --------------------------------------------------------------------------------- */
+
+static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                               otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    (void)seed;
+    static const float x[8] = {0, 0, 0, 1, 1, 0, 1, 1}, target[4] = {0, 1, 1, 0};
+    otc_neat_runner r;
+    otc_status s = otc_neat_runner_open(task, c, g, &r);
+    if (s != OTC_OK) return s;
+    float y[4];
+    s = otc_neat_runner_forward(&r, x, 4, y);
+    otc_neat_runner_close(&r);
+    if (s != OTC_OK) return s;
+    /* The paper: fitness (4 - sum |error|)^2, solved when every output is on the right side
+     * of 0.5. */
+    double err = 0;
+    bool right = true;
+    for (int i = 0; i < 4; i++) {
+        double yi = isfinite(y[i]) ? y[i] : 0.5;
+        err += fabs(yi - target[i]);
+        right &= (yi > 0.5) == (target[i] > 0.5);
+    }
+    out->fitness = (4 - err) * (4 - err);
+    out->solved = right;
+    return OTC_OK;
+}
+
+/* ---- pole balancing ------------------------------------------------------------------------ */
+
+typedef struct {
+    otc_neat_runner *r;
+    otc_status status;
+} pole_ctx;
+
+static void pole_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
+    pole_ctx *pc = ctx;
+    float x[16], y[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+    for (int i = 0; i < n_obs && i < 16; i++) x[i] = (float)obs[i];
+    if (pc->status == OTC_OK) pc->status = otc_neat_runner_forward(pc->r, x, 1, y);
+    for (int k = 0; k < n_out; k++) out[k] = k < 4 && isfinite(y[k]) ? y[k] : 0.5;
+}
+
+static void pole_reset(void *ctx) {
+    pole_ctx *pc = ctx;
+    otc_exec_reset_state(pc->r->ex);
+}
+
+typedef enum { POLE1, DPV, DPNV } pole_kind;
+
+static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    (void)seed;
+    pole_kind kind = (pole_kind)(intptr_t)task->ctx;
+    otc_neat_runner r;
+    otc_status s = otc_neat_runner_open(task, c, g, &r);
+    if (s != OTC_OK) return s;
+    pole_ctx pc = {&r, OTC_OK};
+    otc_pole_agent agent = {pole_policy, pole_reset, &pc};
+    otc_pole_result res = {0, 0, 0};
+    if (kind == POLE1) {
+        otc_pole1_config pcfg;
+        otc_pole1_default_config(&pcfg);
+        pcfg.n_outputs = c->num_outputs;
+        s = otc_pole1_run(&pcfg, &agent, &res);
+    } else if (kind == DPV) {
+        s = otc_dpole_run(1, OTC_DPOLE_SUCCESS_STEPS, &agent, &res);
+    } else {
+        s = otc_dpole_run(0, OTC_DPNV_TRIAL_STEPS, &agent, &res);
+    }
+    otc_neat_runner_close(&r);
+    if (s == OTC_OK) s = pc.status;
+    if (s != OTC_OK) return s;
+    out->fitness = res.fitness;
+    /* dpnv's success is the champion test (confirm), not a single trial. */
+    out->solved = kind != DPNV && res.success;
+    return OTC_OK;
+}
+
+static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                               const otc_neat_genome *g, bool *solved, double *score) {
+    otc_neat_runner r;
+    otc_status s = otc_neat_runner_open(task, c, g, &r);
+    if (s != OTC_OK) return s;
+    pole_ctx pc = {&r, OTC_OK};
+    otc_pole_agent agent = {pole_policy, pole_reset, &pc};
+    int long_steps = 0, general = 0, success = 0;
+    s = otc_dpnv_champion_test(&agent, &long_steps, &general, &success);
+    otc_neat_runner_close(&r);
+    if (s == OTC_OK) s = pc.status;
+    if (s != OTC_OK) return s;
+    *solved = success != 0;
+    *score = general;
+    return OTC_OK;
+}
+
+/* ---- the factory ---------------------------------------------------------------------------- */
+
+static otc_status check_io(const otc_neat_config *c, const char *task, int n_in, int out_lo,
+                           int out_hi) {
+    if (c->num_inputs != n_in)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "[DefaultGenome] num_inputs: task %s has %d inputs, the config says %d",
+                        task, n_in, c->num_inputs);
+    if (c->num_outputs < out_lo || c->num_outputs > out_hi) {
+        if (out_lo == out_hi)
+            return otc_fail(OTC_ERR_CONFIG,
+                            "[DefaultGenome] num_outputs: task %s has %d output(s), the config "
+                            "says %d",
+                            task, out_lo, c->num_outputs);
+        return otc_fail(OTC_ERR_CONFIG,
+                        "[DefaultGenome] num_outputs: task %s takes %d to %d outputs, the config "
+                        "says %d",
+                        task, out_lo, out_hi, c->num_outputs);
+    }
+    return OTC_OK;
+}
+
+otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
+    if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
+    if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
+    otc_status s;
+    otc_neat_task *t = calloc(1, sizeof *t);
+    if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
+    snprintf(t->name, sizeof t->name, "%s", spec);
+    t->make_executor = otc_interpreter_new;
+    if (!strcmp(spec, "xor")) {
+        s = check_io(c, spec, 2, 1, 1);
+        t->evaluate = xor_evaluate;
+    } else if (!strcmp(spec, "pole1")) {
+        s = check_io(c, spec, OTC_POLE1_N_OBS, 1, 2);
+        t->evaluate = pole_evaluate;
+        t->ctx = (void *)(intptr_t)POLE1;
+    } else if (!strcmp(spec, "dpv")) {
+        s = check_io(c, spec, OTC_DPV_N_OBS, 1, 1);
+        t->evaluate = pole_evaluate;
+        t->ctx = (void *)(intptr_t)DPV;
+    } else if (!strcmp(spec, "dpnv")) {
+        s = check_io(c, spec, OTC_DPNV_N_OBS, 1, 1);
+        t->evaluate = pole_evaluate;
+        t->confirm = dpnv_confirm;
+        t->score_name = "generalisation";
+        t->ctx = (void *)(intptr_t)DPNV;
+    } else {
+        s = otc_fail(OTC_ERR_ARG, "unknown task '%s' (expected xor, pole1, dpv, dpnv or csv:FILE)",
+                     spec);
+    }
+    if (s != OTC_OK) {
+        free(t);
+        return s;
+    }
+    t->n_inputs = c->num_inputs;
+    t->n_outputs = c->num_outputs;
+    *out = t;
+    return OTC_OK;
+}
+
+void otc_neat_task_free(otc_neat_task *t) {
+    if (!t) return;
+    if (t->destroy) t->destroy(t);
+    free(t);
+}

@@ -1,0 +1,320 @@
+/* The csv task: supervised classification or regression from a CSV file, with the hybrid
+ * evolve <-> train loop (Adam on mini-batches before the fitness is taken, trained weights
+ * written back into the genome when Lamarckian). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neat_internal.h"
+#include "otc/data.h"
+#include "otc/optim.h"
+
+typedef struct {
+    otc_dataset *train, *val;       /* standardised x; y already in output form (one-hot / 0-1) */
+    int *train_labels, *val_labels; /* classification */
+    int n_classes;
+    bool regression;
+    int n_out;
+} csv_ctx;
+
+static void csv_destroy(otc_neat_task *t) {
+    csv_ctx *x = t->ctx;
+    if (!x) return;
+    otc_dataset_free(x->train);
+    otc_dataset_free(x->val);
+    free(x->train_labels);
+    free(x->val_labels);
+    free(x);
+    t->ctx = NULL;
+}
+
+/* Outputs for every row of d into y [rows, n_out]; target_in >= 0 is the training graph's
+ * target Input, which must be fed too. */
+static otc_status forward_rows(otc_executor *ex, const otc_neat_phenotype *ph, otc_id target_in,
+                               const otc_dataset *d, float *y) {
+    otc_status s = otc_exec_set_input(ex, ph->input, d->x, d->rows);
+    if (s == OTC_OK && target_in >= 0) s = otc_exec_set_input(ex, target_in, d->y, d->rows);
+    if (s == OTC_OK) s = otc_exec_forward(ex);
+    for (int k = 0; k < ph->n_outputs && s == OTC_OK; k++) {
+        const float *v;
+        s = otc_exec_value(ex, otc_graph_output(ph->graph, k), &v, NULL);
+        if (s == OTC_OK)
+            for (int r = 0; r < d->rows; r++) y[r * ph->n_outputs + k] = v[r];
+    }
+    return s;
+}
+
+static int predict(const csv_ctx *x, const float *y) {
+    if (x->n_out == 1) return y[0] > 0.5f;
+    int best = 0;
+    for (int k = 1; k < x->n_out; k++)
+        if (y[k] > y[best]) best = k;
+    return best;
+}
+
+/* MSE against the output-form targets, and accuracy (classification). */
+static void metrics(const csv_ctx *x, const otc_dataset *d, const int *labels, const float *y,
+                    double *mse, double *acc) {
+    double se = 0;
+    int right = 0;
+    for (int r = 0; r < d->rows; r++) {
+        for (int k = 0; k < x->n_out; k++) {
+            double e = (double)y[r * x->n_out + k] - d->y[r * x->n_out + k];
+            se += isfinite(e) ? e * e : 1e6;
+        }
+        if (labels) right += predict(x, y + r * x->n_out) == labels[r];
+    }
+    *mse = se / ((double)d->rows * x->n_out);
+    *acc = labels ? (double)right / d->rows : 0;
+}
+
+static bool meets_target(const csv_ctx *x, const otc_neat_config *c, double mse, double acc) {
+    return x->regression ? mse <= c->target_mse : acc >= c->target_accuracy;
+}
+
+/* Adam for train_steps mini-batches on the training rows. Adds a target Input and an MSE loss
+ * to the phenotype's graph; *target_in gets the Input's id. */
+static otc_status train(const otc_neat_task *task, const otc_neat_config *c, csv_ctx *x,
+                        otc_neat_phenotype *ph, uint64_t seed, otc_executor **ex_out,
+                        otc_id *target_in) {
+    otc_graph *g = ph->graph;
+    otc_id outs[256], t = otc_input(g, "target", otc_shape_2d(OTC_BATCH, x->n_out));
+    int n_out = ph->n_outputs < 256 ? ph->n_outputs : 256;
+    for (int k = 0; k < n_out; k++) outs[k] = otc_graph_output(g, k);
+    otc_id pred = n_out == 1 ? outs[0] : otc_concat(g, n_out, outs, 1);
+    otc_id loss = t >= 0 && pred >= 0 ? otc_mse(g, pred, t) : -1;
+    if (loss < 0) return otc_fail_context(OTC_ERR_SHAPE, "hybrid training graph");
+    otc_exec_options o = {.inference = false};
+    otc_neat_executor_fn make = task->make_executor ? task->make_executor : otc_interpreter_new;
+    otc_executor *ex = make(g, &o);
+    if (!ex) return otc_fail_context(OTC_ERR_STATE, "hybrid training executor");
+    otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_ADAM);
+    oc.lr = (float)c->learning_rate;
+    otc_optimizer *opt = otc_optimizer_new(&oc);
+    otc_dataloader *dl = otc_dataloader_new(x->train, c->batch_size, true, false, seed);
+    otc_status s = opt && dl ? OTC_OK : OTC_ERR_NOMEM;
+    for (int step = 0; step < c->train_steps && s == OTC_OK; step++) {
+        const float *bx, *by;
+        int n = otc_dataloader_next(dl, &bx, &by);
+        if (n == 0) n = otc_dataloader_next(dl, &bx, &by); /* a new epoch */
+        float lv = 0;
+        s = otc_exec_set_input(ex, ph->input, bx, n);
+        if (s == OTC_OK) s = otc_exec_set_input(ex, t, by, n);
+        if (s == OTC_OK) s = otc_exec_train_step(ex, loss, opt, &lv);
+        if (s == OTC_OK && !isfinite(lv)) break; /* diverged: fitness will show it */
+    }
+    if (s == OTC_OK) s = otc_exec_sync_params(ex);
+    otc_dataloader_free(dl);
+    otc_optimizer_free(opt);
+    if (s != OTC_OK) {
+        otc_exec_free(ex);
+        return s;
+    }
+    *ex_out = ex;
+    *target_in = t;
+    return OTC_OK;
+}
+
+static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_config *c,
+                                    otc_neat_genome *g, uint64_t seed, double *fitness,
+                                    double *val_mse, double *val_acc, bool write_back) {
+    csv_ctx *x = task->ctx;
+    otc_neat_phenotype *ph = NULL;
+    otc_executor *ex = NULL;
+    otc_id target_in = -1;
+    int rows = x->train->rows > x->val->rows ? x->train->rows : x->val->rows;
+    float *y = malloc(sizeof *y * (size_t)rows * (size_t)x->n_out + 1);
+    if (!y) return otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
+    otc_status s = otc_neat_phenotype_build(g, c, &ph);
+    if (s == OTC_OK && c->train_steps > 0) {
+        s = train(task, c, x, ph, seed, &ex, &target_in);
+        if (s == OTC_OK && write_back && c->lamarckian) s = otc_neat_phenotype_write_back(ph, g, c);
+    } else if (s == OTC_OK) {
+        otc_exec_options o = {.inference = true};
+        otc_neat_executor_fn make = task->make_executor ? task->make_executor : otc_interpreter_new;
+        ex = make(ph->graph, &o);
+        if (!ex) s = otc_fail_context(OTC_ERR_STATE, "phenotype executor");
+    }
+    double mse = 0, acc = 0;
+    if (s == OTC_OK) s = forward_rows(ex, ph, target_in, x->train, y);
+    if (s == OTC_OK) {
+        metrics(x, x->train, x->train_labels, y, &mse, &acc);
+        *fitness = 1.0 / (1.0 + mse);
+        s = forward_rows(ex, ph, target_in, x->val, y);
+    }
+    if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
+    otc_exec_free(ex);
+    otc_neat_phenotype_free(ph);
+    free(y);
+    return s;
+}
+
+static otc_status csv_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                               otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    double fitness = 0, mse = 0, acc = 0;
+    otc_status s = csv_evaluate_impl(task, c, g, seed, &fitness, &mse, &acc, true);
+    if (s != OTC_OK) return s;
+    out->fitness = fitness;
+    out->solved = meets_target(task->ctx, c, mse, acc);
+    return OTC_OK;
+}
+
+/* Reports the champion's validation score; success is decided per genome in evaluate. */
+static otc_status csv_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                              const otc_neat_genome *g, bool *solved, double *score) {
+    csv_ctx *x = task->ctx;
+    otc_neat_genome *copy = otc_neat_genome_copy(g);
+    if (!copy) return OTC_ERR_NOMEM;
+    double fitness = 0, mse = 0, acc = 0;
+    /* Lamarckian genomes already hold their trained weights: measure them as they are. */
+    otc_neat_config pure = *c;
+    if (c->lamarckian) pure.train_steps = 0;
+    otc_status s = csv_evaluate_impl(task, &pure, copy, 0, &fitness, &mse, &acc, false);
+    otc_neat_genome_free(copy);
+    if (s != OTC_OK) return s;
+    *solved = false;
+    *score = x->regression ? mse : acc;
+    return OTC_OK;
+}
+
+/* Replace the dataset's targets by the network's output form; labels get the classes. */
+static otc_status to_output_form(csv_ctx *x, otc_dataset **d, int **labels) {
+    otc_dataset *src = *d;
+    if (x->regression) return OTC_OK;
+    otc_dataset *dst = otc_dataset_new(src->rows, src->n_features, x->n_out);
+    int *lab = malloc(sizeof *lab * (size_t)src->rows + 1);
+    if (!dst || !lab) {
+        otc_dataset_free(dst);
+        free(lab);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for the csv task");
+    }
+    memcpy(dst->x, src->x, sizeof *dst->x * (size_t)src->rows * (size_t)src->n_features);
+    memset(dst->y, 0, sizeof *dst->y * (size_t)src->rows * (size_t)x->n_out);
+    for (int r = 0; r < src->rows; r++) {
+        lab[r] = (int)src->y[r];
+        if (x->n_out == 1)
+            dst->y[r] = (float)lab[r];
+        else
+            dst->y[r * x->n_out + lab[r]] = 1;
+    }
+    otc_dataset_free(src);
+    *d = dst;
+    *labels = lab;
+    return OTC_OK;
+}
+
+otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
+                                    otc_neat_task **out) {
+    if (c->train_steps > 0 && !c->feed_forward)
+        return otc_fail(OTC_ERR_CONFIG, "[Hybrid] train_steps: hybrid training needs "
+                                        "[DefaultGenome] feed_forward = true");
+    otc_csv_options o = {.header = c->csv_header, .targets = c->targets[0] ? c->targets : NULL};
+    otc_dataset *all = NULL, *d = NULL;
+    otc_status s = otc_csv_load(path, &o, &all);
+    if (s != OTC_OK) return s;
+    if (!c->targets[0]) {
+        /* No targets named: the last column is the target. */
+        if (all->n_features < 2) {
+            otc_dataset_free(all);
+            return otc_fail(OTC_ERR_FORMAT, "%s: needs at least two columns", path);
+        }
+        d = otc_dataset_new(all->rows, all->n_features - 1, 1);
+        if (d)
+            for (int r = 0; r < all->rows; r++) {
+                memcpy(d->x + (size_t)r * d->n_features, all->x + (size_t)r * all->n_features,
+                       sizeof *d->x * (size_t)d->n_features);
+                d->y[r] = all->x[(size_t)r * all->n_features + d->n_features];
+            }
+        otc_dataset_free(all);
+        if (!d) return OTC_ERR_NOMEM;
+    } else {
+        d = all;
+    }
+    csv_ctx *x = calloc(1, sizeof *x);
+    otc_neat_task *t = calloc(1, sizeof *t);
+    if (!x || !t) {
+        s = otc_fail(OTC_ERR_NOMEM, "out of memory for the csv task");
+        goto fail;
+    }
+    x->regression = c->regression;
+    if (d->rows < 4) {
+        s = otc_fail(OTC_ERR_FORMAT, "%s: too few rows (%d)", path, d->rows);
+        goto fail;
+    }
+    if (x->regression) {
+        x->n_out = d->n_targets;
+    } else {
+        if (d->n_targets != 1) {
+            s = otc_fail(OTC_ERR_CONFIG, "[Task] targets: classification takes one target column");
+            goto fail;
+        }
+        int max = 0;
+        for (int r = 0; r < d->rows; r++) {
+            float v = d->y[r];
+            if (!(v >= 0 && v < 1000 && v == floorf(v))) {
+                s = otc_fail(OTC_ERR_FORMAT,
+                             "%s: row %d: class label %g is not an integer in [0, 1000)", path,
+                             r + 1, (double)v);
+                goto fail;
+            }
+            if ((int)v > max) max = (int)v;
+        }
+        x->n_classes = max + 1 < 2 ? 2 : max + 1;
+        x->n_out = x->n_classes == 2 ? 1 : x->n_classes;
+    }
+    if (c->num_inputs != d->n_features) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[DefaultGenome] num_inputs: %s has %d feature columns, the "
+                     "config says %d",
+                     path, d->n_features, c->num_inputs);
+        goto fail;
+    }
+    if (c->num_outputs != x->n_out) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[DefaultGenome] num_outputs: %s needs %d output(s), the "
+                     "config says %d",
+                     path, x->n_out, c->num_outputs);
+        goto fail;
+    }
+    /* A fixed split seed: the data are part of the task, not of the evolutionary run. */
+    if ((s = otc_dataset_split(d, (float)c->validation_fraction, 12345, &x->train, &x->val)) !=
+        OTC_OK)
+        goto fail;
+    otc_standardizer st = {0};
+    if ((s = otc_standardizer_fit(x->train, &st)) == OTC_OK) {
+        s = otc_standardizer_apply(&st, x->train);
+        if (s == OTC_OK) s = otc_standardizer_apply(&st, x->val);
+        otc_standardizer_free(&st);
+    }
+    if (s == OTC_OK) s = to_output_form(x, &x->train, &x->train_labels);
+    if (s == OTC_OK) s = to_output_form(x, &x->val, &x->val_labels);
+    if (s != OTC_OK) goto fail;
+    if (x->val->rows < 1 || x->train->rows < 1) {
+        s = otc_fail(OTC_ERR_CONFIG, "[Task] validation_fraction: leaves an empty split");
+        goto fail;
+    }
+    otc_dataset_free(d);
+    snprintf(t->name, sizeof t->name, "csv");
+    t->n_inputs = c->num_inputs;
+    t->n_outputs = c->num_outputs;
+    t->needs_feed_forward = true;
+    t->make_executor = otc_interpreter_new;
+    t->evaluate = csv_evaluate;
+    t->confirm = csv_confirm;
+    t->score_name = x->regression ? "val_mse" : "val_accuracy";
+    t->destroy = csv_destroy;
+    t->ctx = x;
+    *out = t;
+    return OTC_OK;
+fail:
+    otc_dataset_free(d);
+    if (t) {
+        t->ctx = x;
+        csv_destroy(t);
+        free(t);
+    } else {
+        free(x);
+    }
+    return s;
+}

@@ -1,0 +1,87 @@
+/* The op table: every op described once — name, arity, kind, shape rule and interpreter
+ * kernels. The compiler reads the public part (otc_op_get); the interpreter the rest. */
+#include <string.h>
+
+#include "kernels.h"
+#include "shape_rules.h"
+
+#define ROW(op, name, lo, hi, kind, act, shape, fwd, bwd)                                  \
+    [op] = {{name, lo, hi, kind, act}, shape, fwd, bwd}
+#define ACT_ROW(op, name, act)                                                              \
+    ROW(op, name, 1, 1, OTC_OPKIND_ELEMENTWISE, act, otc_shape_same, otc_fwd_activation,    \
+        otc_bwd_activation)
+
+static const otc_op_def defs[OTC_OP_COUNT] = {
+    ROW(OTC_OP_INPUT, "input", 0, 0, OTC_OPKIND_SOURCE, -1, otc_shape_source, NULL, NULL),
+    ROW(OTC_OP_PARAMETER, "parameter", 0, 0, OTC_OPKIND_SOURCE, -1, otc_shape_source, NULL, NULL),
+    ROW(OTC_OP_ADD, "add", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_add,
+        otc_bwd_add),
+    ROW(OTC_OP_SUB, "sub", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_sub,
+        otc_bwd_sub),
+    ROW(OTC_OP_MUL, "mul", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_mul,
+        otc_bwd_mul),
+    ROW(OTC_OP_DIV, "div", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_div,
+        otc_bwd_div),
+    ROW(OTC_OP_NEG, "neg", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_same, otc_fwd_neg,
+        otc_bwd_neg),
+    ROW(OTC_OP_SCALE, "scale", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_same, otc_fwd_scale,
+        otc_bwd_scale),
+    ROW(OTC_OP_DETACH, "detach", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_same, otc_fwd_detach,
+        NULL),
+    ACT_ROW(OTC_OP_SIGMOID, "sigmoid", OTC_ACT_SIGMOID),
+    ACT_ROW(OTC_OP_TANH, "tanh", OTC_ACT_TANH),
+    ACT_ROW(OTC_OP_RELU, "relu", OTC_ACT_RELU),
+    ACT_ROW(OTC_OP_LEAKY_RELU, "leaky_relu", OTC_ACT_LEAKY_RELU),
+    ACT_ROW(OTC_OP_SOFTPLUS, "softplus", OTC_ACT_SOFTPLUS),
+    ACT_ROW(OTC_OP_ELU, "elu", OTC_ACT_ELU),
+    ACT_ROW(OTC_OP_GAUSSIAN, "gaussian", OTC_ACT_GAUSSIAN),
+    ACT_ROW(OTC_OP_SIN, "sin", OTC_ACT_SIN),
+    ACT_ROW(OTC_OP_ABS, "abs", OTC_ACT_ABS),
+    ACT_ROW(OTC_OP_IDENTITY, "identity", OTC_ACT_IDENTITY),
+    ROW(OTC_OP_MATMUL, "matmul", 2, 2, OTC_OPKIND_STRUCTURAL, -1, otc_shape_matmul,
+        otc_fwd_matmul, otc_bwd_matmul),
+    ROW(OTC_OP_ROW_BROADCAST, "row_broadcast", 2, 2, OTC_OPKIND_STRUCTURAL, -1,
+        otc_shape_row_broadcast, otc_fwd_row_broadcast, otc_bwd_row_broadcast),
+    ROW(OTC_OP_SUM, "sum", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_reduce, otc_fwd_sum,
+        otc_bwd_sum),
+    ROW(OTC_OP_MEAN, "mean", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_reduce, otc_fwd_mean,
+        otc_bwd_mean),
+    ROW(OTC_OP_RESHAPE, "reshape", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_reshape,
+        otc_fwd_reshape, otc_bwd_reshape),
+    ROW(OTC_OP_FLATTEN, "flatten", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_flatten,
+        otc_fwd_flatten, otc_bwd_flatten),
+    ROW(OTC_OP_CONCAT, "concat", 1, -1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_concat,
+        otc_fwd_concat, otc_bwd_concat),
+    ROW(OTC_OP_SLICE, "slice", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_slice, otc_fwd_slice,
+        otc_bwd_slice),
+    ROW(OTC_OP_SELECT, "select", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_select,
+        otc_fwd_select, otc_bwd_select),
+    ROW(OTC_OP_SOFTMAX, "softmax", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_softmax,
+        otc_fwd_softmax, otc_bwd_softmax),
+    ROW(OTC_OP_LOG_SOFTMAX, "log_softmax", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_softmax,
+        otc_fwd_log_softmax, otc_bwd_log_softmax),
+    ROW(OTC_OP_MSE, "mse", 2, 2, OTC_OPKIND_LOSS, -1, otc_shape_loss, otc_fwd_mse, otc_bwd_mse),
+    ROW(OTC_OP_BCE, "bce", 2, 2, OTC_OPKIND_LOSS, -1, otc_shape_loss, otc_fwd_bce, otc_bwd_bce),
+    ROW(OTC_OP_SOFTMAX_CE, "softmax_ce", 2, 2, OTC_OPKIND_LOSS, -1, otc_shape_softmax_ce,
+        otc_fwd_softmax_ce, otc_bwd_softmax_ce),
+    ROW(OTC_OP_NEURON, "neuron", 2, -1, OTC_OPKIND_NEURON, -1, otc_shape_neuron, otc_fwd_neuron,
+        otc_bwd_neuron),
+    ROW(OTC_OP_DELAY, "delay", 1, 1, OTC_OPKIND_STATE, -1, otc_shape_delay, NULL, NULL),
+};
+
+const otc_op_def *otc_op_def_get(otc_op op) {
+    if ((int)op < 0 || op >= OTC_OP_COUNT) return NULL;
+    return &defs[op];
+}
+
+const otc_op_info *otc_op_get(otc_op op) {
+    const otc_op_def *d = otc_op_def_get(op);
+    return d ? &d->info : NULL;
+}
+
+int otc_op_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < OTC_OP_COUNT; i++)
+        if (!strcmp(defs[i].info.name, name)) return i;
+    return -1;
+}

@@ -1,0 +1,205 @@
+/* SGD (momentum, Nesterov, L2 weight decay), Adam and AdamW, following the update rules of
+ * the torch.optim documentation so results can be compared step for step with PyTorch. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "otc/optim.h"
+
+struct otc_optimizer {
+    otc_optim_config cfg;
+    long t;        /* steps taken */
+    int n_groups;  /* -1 until the first step fixes the groups */
+    size_t *sizes; /* per group, from the first step */
+    float **m;     /* SGD momentum buffer, or Adam's first moment; per group */
+    float **v;     /* Adam's second moment; per group */
+};
+
+otc_optim_config otc_optim_defaults(otc_optim_kind kind) {
+    otc_optim_config c = {0};
+    c.kind = kind;
+    c.lr = kind == OTC_OPTIM_SGD ? 0.01f : 0.001f;
+    c.beta1 = 0.9f;
+    c.beta2 = 0.999f;
+    c.eps = 1e-8f;
+    c.weight_decay = kind == OTC_OPTIM_ADAMW ? 0.01f : 0.0f;
+    return c;
+}
+
+static bool name_is(const char *a, const char *b) {
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != *b) return false;
+    return *a == *b;
+}
+
+int otc_optim_kind_from_name(const char *name) {
+    if (!name) return -1;
+    if (name_is(name, "sgd")) return OTC_OPTIM_SGD;
+    if (name_is(name, "adam")) return OTC_OPTIM_ADAM;
+    if (name_is(name, "adamw")) return OTC_OPTIM_ADAMW;
+    return -1;
+}
+
+static otc_status check_config(const otc_optim_config *c) {
+    if (c->kind != OTC_OPTIM_SGD && c->kind != OTC_OPTIM_ADAM && c->kind != OTC_OPTIM_ADAMW)
+        return otc_fail(OTC_ERR_ARG, "unknown optimiser kind %d", (int)c->kind);
+    if (!(c->lr >= 0.0f) || !isfinite(c->lr))
+        return otc_fail(OTC_ERR_ARG, "optimiser lr %g must be finite and >= 0", (double)c->lr);
+    if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))
+        return otc_fail(OTC_ERR_ARG, "optimiser weight_decay %g must be finite and >= 0",
+                        (double)c->weight_decay);
+    if (c->kind == OTC_OPTIM_SGD) {
+        if (!(c->momentum >= 0.0f) || !isfinite(c->momentum))
+            return otc_fail(OTC_ERR_ARG, "SGD momentum %g must be finite and >= 0",
+                            (double)c->momentum);
+        if (c->nesterov && c->momentum == 0.0f)
+            return otc_fail(OTC_ERR_ARG, "SGD with Nesterov needs a momentum > 0");
+    } else {
+        if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f))
+            return otc_fail(OTC_ERR_ARG, "Adam beta1 %g must be in [0, 1)", (double)c->beta1);
+        if (!(c->beta2 >= 0.0f && c->beta2 < 1.0f))
+            return otc_fail(OTC_ERR_ARG, "Adam beta2 %g must be in [0, 1)", (double)c->beta2);
+        if (!(c->eps >= 0.0f) || !isfinite(c->eps))
+            return otc_fail(OTC_ERR_ARG, "Adam eps %g must be finite and >= 0", (double)c->eps);
+    }
+    return OTC_OK;
+}
+
+otc_optimizer *otc_optimizer_new(const otc_optim_config *config) {
+    if (!config) {
+        otc_fail(OTC_ERR_ARG, "otc_optimizer_new: config is NULL");
+        return NULL;
+    }
+    if (check_config(config)) return NULL;
+    otc_optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt) {
+        otc_fail(OTC_ERR_NOMEM, "out of memory for an optimiser");
+        return NULL;
+    }
+    opt->cfg = *config;
+    opt->n_groups = -1;
+    return opt;
+}
+
+static void free_state(otc_optimizer *opt) {
+    for (int i = 0; i < opt->n_groups; i++) {
+        if (opt->m) free(opt->m[i]);
+        if (opt->v) free(opt->v[i]);
+    }
+    free(opt->m);
+    free(opt->v);
+    free(opt->sizes);
+    opt->m = opt->v = NULL;
+    opt->sizes = NULL;
+    opt->n_groups = -1;
+}
+
+void otc_optimizer_free(otc_optimizer *opt) {
+    if (!opt) return;
+    free_state(opt);
+    free(opt);
+}
+
+const otc_optim_config *otc_optimizer_config(const otc_optimizer *opt) {
+    return opt ? &opt->cfg : NULL;
+}
+
+void otc_optimizer_set_lr(otc_optimizer *opt, float lr) {
+    if (opt) opt->cfg.lr = lr;
+}
+
+long otc_optimizer_steps(const otc_optimizer *opt) {
+    return opt ? opt->t : 0;
+}
+
+/* Zeroed state for each group, sized by the first step. */
+static otc_status alloc_state(otc_optimizer *opt, int n, const size_t *sizes) {
+    bool need_m = opt->cfg.kind != OTC_OPTIM_SGD || opt->cfg.momentum != 0.0f;
+    bool need_v = opt->cfg.kind != OTC_OPTIM_SGD;
+    size_t groups = (size_t)n + 1;
+    opt->sizes = malloc(groups * sizeof *opt->sizes);
+    opt->m = calloc(groups, sizeof *opt->m);
+    opt->v = calloc(groups, sizeof *opt->v);
+    opt->n_groups = n;
+    bool ok = opt->sizes && opt->m && opt->v;
+    for (int i = 0; ok && i < n; i++) {
+        opt->sizes[i] = sizes[i];
+        if (need_m) ok = (opt->m[i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
+        if (ok && need_v) ok = (opt->v[i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
+    }
+    if (!ok) {
+        free_state(opt);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
+    }
+    return OTC_OK;
+}
+
+static void sgd_group(const otc_optim_config *c, float *p, const float *grad, float *buf,
+                      size_t size) {
+    for (size_t i = 0; i < size; i++) {
+        float g = grad[i];
+        if (c->weight_decay != 0.0f) g += c->weight_decay * p[i];
+        if (buf) {
+            /* b = mu*b + g (dampening 0; b starts at 0, so the first step stores g). */
+            buf[i] = c->momentum * buf[i] + g;
+            g = c->nesterov ? g + c->momentum * buf[i] : buf[i];
+        }
+        p[i] -= c->lr * g;
+    }
+}
+
+static void adam_group(const otc_optim_config *c, long t, float *p, const float *grad, float *m,
+                       float *v, size_t size) {
+    bool decoupled = c->kind == OTC_OPTIM_ADAMW;
+    /* Bias corrections in double: 1 - beta^t loses digits in float for small t. */
+    double bc1 = 1.0 - pow((double)c->beta1, (double)t);
+    double bc2 = 1.0 - pow((double)c->beta2, (double)t);
+    float step_size = (float)((double)c->lr / bc1);
+    float bc2_sqrt = (float)sqrt(bc2);
+    float decay = 1.0f - c->lr * c->weight_decay;
+    for (size_t i = 0; i < size; i++) {
+        float g = grad[i];
+        if (decoupled)
+            p[i] *= decay;
+        else if (c->weight_decay != 0.0f)
+            g += c->weight_decay * p[i];
+        m[i] = c->beta1 * m[i] + (1.0f - c->beta1) * g;
+        v[i] = c->beta2 * v[i] + (1.0f - c->beta2) * g * g;
+        float denom = sqrtf(v[i]) / bc2_sqrt + c->eps;
+        p[i] -= step_size * m[i] / denom;
+    }
+}
+
+otc_status otc_optimizer_step(otc_optimizer *opt, int n, float *const *params,
+                              const float *const *grads, const size_t *sizes) {
+    if (!opt) return otc_fail(OTC_ERR_ARG, "otc_optimizer_step: optimiser is NULL");
+    if (n < 0 || (n > 0 && (!params || !grads || !sizes)))
+        return otc_fail(OTC_ERR_ARG, "otc_optimizer_step: bad parameter groups");
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] > 0 && (!params[i] || !grads[i]))
+            return otc_fail(OTC_ERR_ARG, "otc_optimizer_step: group %d has a NULL pointer", i);
+    }
+    if (opt->n_groups < 0) {
+        otc_status st = alloc_state(opt, n, sizes);
+        if (st) return st;
+    } else {
+        if (n != opt->n_groups)
+            return otc_fail(OTC_ERR_ARG, "optimiser step with %d parameter groups, %d before", n,
+                            opt->n_groups);
+        for (int i = 0; i < n; i++) {
+            if (sizes[i] != opt->sizes[i])
+                return otc_fail(OTC_ERR_ARG,
+                                "optimiser group %d has %zu values, %zu on the first step", i,
+                                sizes[i], opt->sizes[i]);
+        }
+    }
+    opt->t++;
+    for (int i = 0; i < n; i++) {
+        if (opt->cfg.kind == OTC_OPTIM_SGD)
+            sgd_group(&opt->cfg, params[i], grads[i], opt->m[i], sizes[i]);
+        else
+            adam_group(&opt->cfg, opt->t, params[i], grads[i], opt->m[i], opt->v[i], sizes[i]);
+    }
+    return OTC_OK;
+}

@@ -1,0 +1,522 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `otc` command: every exit path of summary, viz, train and run, bad
+# model and CSV files (empty, truncated, corrupted, binary garbage) and atomic outputs.
+# Usage: cli_tests.sh OTC_BINARY SOURCE_DIR MODELS_DIR CASE   (one ctest test per CASE)
+set -u
+
+OTC=$1
+SRC=$2
+MODELS=$3
+CASE=$4
+IRIS_CSV=$SRC/examples/data/iris.csv
+IRIS=$MODELS/iris_mlp.otm
+NEAT=$MODELS/neat_xor.otm
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/otc_cli_${CASE}.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+failures=0
+fail() {
+    echo "FAIL [$CASE]: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run CODE CMD...: runs otc with CMD, stdout/stderr into $WORK/out and $WORK/err, and checks
+# the exit code.
+run() {
+    local want=$1
+    shift
+    "$OTC" "$@" >"$WORK/out" 2>"$WORK/err"
+    local got=$?
+    if [ "$got" != "$want" ]; then
+        fail "otc $* exited $got, wanted $want; stderr: $(head -c 600 "$WORK/err")"
+    fi
+}
+
+out_has() { grep -qF -- "$1" "$WORK/out" || fail "stdout lacks '$1': $(head -c 400 "$WORK/out")"; }
+err_has() { grep -qF -- "$1" "$WORK/err" || fail "stderr lacks '$1': $(head -c 400 "$WORK/err")"; }
+err_empty() { [ ! -s "$WORK/err" ] || fail "stderr not empty: $(head -c 400 "$WORK/err")"; }
+# Errors are one line (or a few), never a crash report.
+err_clean() {
+    if grep -qE 'Sanitizer|runtime error|Segmentation|Aborted|core dumped' "$WORK/err"; then
+        fail "crash report on stderr: $(head -c 600 "$WORK/err")"
+    fi
+}
+
+# garbage FILE BYTES SEED: deterministic binary garbage (all byte values, NULs included).
+garbage() {
+    local n=$2 s=$3 str="" oct b i
+    for ((i = 0; i < n; i++)); do
+        s=$(((s * 1103515245 + 12345) & 0x7fffffff))
+        b=$(((s >> 16) & 255))
+        printf -v oct '\\%03o' "$b"
+        str+=$oct
+    done
+    printf "$str" >"$1"
+}
+
+# Bad model files: each must give exit 2 and a message naming the file, from every command
+# that reads a model.
+make_bad_models() {
+    local size
+    : >"$WORK/empty.otm"
+    size=$(wc -c <"$IRIS")
+    head -c $((size / 2)) "$IRIS" >"$WORK/truncated.otm"
+    head -c 24 "$IRIS" >"$WORK/header_only.otm"
+    head -c $((size - 1)) "$IRIS" >"$WORK/short_by_one.otm"
+    cp "$IRIS" "$WORK/corrupted.otm"
+    printf 'XXXX' | dd of="$WORK/corrupted.otm" bs=1 seek=60 conv=notrunc status=none
+    cp "$IRIS" "$WORK/bad_magic.otm"
+    printf 'NOTMODEL' | dd of="$WORK/bad_magic.otm" bs=1 seek=0 conv=notrunc status=none
+    garbage "$WORK/garbage.otm" 3000 7
+    { printf 'OTCMODEL'; garbage /dev/stdout 500 11; } >"$WORK/garbage_after_magic.otm"
+    printf 'sepal_length,sepal_width\n1,2\n' >"$WORK/a_csv.otm"
+    mkdir -p "$WORK/dir.otm"
+}
+BAD_MODELS="empty truncated header_only short_by_one corrupted bad_magic garbage \
+garbage_after_magic a_csv dir missing"
+
+# Bad CSV files for train and run.
+make_bad_csvs() {
+    : >"$WORK/empty.csv"
+    printf 'sepal_length,sepal_width,petal_length,petal_width,species\n' >"$WORK/header_only.csv"
+    head -c 200 "$IRIS_CSV" >"$WORK/truncated.csv" # ends inside a row
+    sed '5s/^[0-9.]*/abc/' "$IRIS_CSV" >"$WORK/corrupted.csv"
+    sed '7s/,[^,]*$//' "$IRIS_CSV" >"$WORK/ragged.csv"
+    garbage "$WORK/garbage.csv" 3000 5
+    head -c 2000 "$IRIS" >"$WORK/model_as.csv"
+    mkdir -p "$WORK/dir.csv"
+}
+BAD_CSVS="empty header_only truncated corrupted ragged garbage model_as dir missing"
+
+case_help() {
+    run 0 --help
+    out_has "usage: otc"
+    for c in summary viz train run; do out_has "  $c "; done
+    run 0 help
+    run 0 --version
+    out_has "otc 0."
+    "$OTC" >"$WORK/out" 2>"$WORK/err"
+    [ $? = 2 ] || fail "otc without arguments should exit 2"
+    err_has "usage: otc"
+    run 2 frobnicate
+    err_has "unknown command 'frobnicate'"
+    err_has "otc --help"
+}
+
+case_command_help() {
+    for c in summary viz train run; do
+        run 0 "$c" --help
+        out_has "usage: otc $c"
+        out_has "--help"
+        err_empty
+        run 0 "$c" -h
+    done
+    run 0 train --help
+    out_has "--val-split"
+    out_has "--plot"
+    run 0 viz --help
+    out_has "draw Parameter nodes (default: folded into users)" # a flag's help is whole
+    out_has "--weights"
+    out_has "--group-depth"
+}
+
+case_usage_errors() {
+    run 2 summary
+    err_has "missing argument"
+    run 2 summary "$IRIS" extra.otm
+    err_has "unexpected argument 'extra.otm'"
+    run 2 summary --bogus "$IRIS"
+    err_has "unknown option '--bogus'"
+    err_has "try 'otc summary --help'"
+    run 2 train "$IRIS" --data
+    err_has "--data needs a value"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$WORK/o.otm" --epochs abc
+    err_has "bad value 'abc' for --epochs"
+    run 2 summary --all=yes "$IRIS"
+    err_has "--all takes no value"
+    run 2 run "$IRIS" --input
+    err_has "needs a value"
+    run 2 viz "$IRIS" -o
+    err_has "needs a value"
+    run 2 train "$IRIS" --data="$IRIS_CSV" --seed=-3 --target species --out "$WORK/o.otm"
+    err_has "bad value '-3' for --seed"
+    [ ! -e "$WORK/o.otm" ] || fail "a failed train wrote its output"
+}
+
+case_summary() {
+    run 0 summary "$IRIS"
+    err_empty
+    out_has "inputs   x [B,4]"
+    out_has "outputs  logits [B,3]"
+    # 4*16 + 16 + 16*3 + 3 = 131 parameters, 4 bytes each
+    out_has "params   131 (131 trainable), 524 bytes as f32"
+    out_has "fc1.weight"
+    out_has "matmul"
+    run 0 summary --all "$IRIS"
+    out_has "parameter"
+    grep -q '^ *1  fc1.weight' "$WORK/out" || fail "--all lists no parameter row"
+}
+
+case_summary_neat() {
+    run 0 summary "$NEAT"
+    out_has "genome (NEAT)"
+    out_has "generation             12"
+    out_has "fitness                3.91"
+    out_has "hidden nodes           2"
+    out_has "enabled connections    6"
+    # read off the graph: 3 neurons, 2+2+3 connections, one zero weight
+    out_has "neurons  3 (2 hidden), 7 connections (1 with weight 0)"
+    # an escape sequence in the metadata reaches the terminal defused
+    if grep -q $'\033' "$WORK/out"; then fail "escape byte printed"; fi
+    run 0 summary "$MODELS/bad_neat_meta.otm"
+    out_has "genome (NEAT): (not a JSON object)"
+}
+
+case_bad_model_files() {
+    make_bad_models
+    for m in $BAD_MODELS; do
+        local f="$WORK/$m.otm"
+        run 2 summary "$f"
+        err_has "$f"
+        err_clean
+        run 2 viz "$f" -o "$WORK/x.svg"
+        err_has "$f"
+        err_clean
+        run 2 run "$f" --input "$IRIS_CSV" --drop species
+        err_has "$f"
+        err_clean
+        run 2 train "$f" --data "$IRIS_CSV" --target species --out "$WORK/t.otm"
+        err_has "$f"
+        err_clean
+        [ "$(wc -l <"$WORK/err")" -le 2 ] || fail "$m: long error output"
+    done
+    [ ! -e "$WORK/x.svg" ] && [ ! -e "$WORK/t.otm" ] || fail "outputs written after bad input"
+}
+
+case_bad_csv_files() {
+    make_bad_csvs
+    for c in $BAD_CSVS; do
+        local f="$WORK/$c.csv"
+        run 2 train "$IRIS" --data "$f" --target species --out "$WORK/t.otm"
+        err_has "$f"
+        err_clean
+        run 2 run "$IRIS" --input "$f" --drop species --output "$WORK/o.csv"
+        err_has "$f"
+        err_clean
+    done
+    [ ! -e "$WORK/t.otm" ] && [ ! -e "$WORK/o.csv" ] || fail "outputs written after bad input"
+    # the row at fault is named
+    run 2 run "$IRIS" --input "$WORK/corrupted.csv" --drop species
+    err_has "corrupted.csv:5:"
+}
+
+case_train() {
+    run 0 train "$IRIS" --data "$IRIS_CSV" --target species --epochs 30 --batch 16 \
+        --out "$WORK/trained.otm" --plot "$WORK/loss.svg" --seed 3
+    out_has "loss ce"
+    out_has "epoch 30/30"
+    out_has "val loss"
+    out_has "wrote $WORK/trained.otm (validation accuracy"
+    [ -s "$WORK/trained.otm" ] || fail "no trained model"
+    head -c 5 "$WORK/loss.svg" | grep -q '<?xml' || fail "plot is not SVG"
+    grep -q '>validation</text>' "$WORK/loss.svg" || fail "plot has no validation series"
+    # 30 epochs of Adam at lr 0.01 separate iris well; the split's 30 rows are checked
+    local acc
+    acc=$(sed -n 's/.*validation accuracy \([0-9.]*\)).*/\1/p' "$WORK/out")
+    awk -v a="$acc" 'BEGIN { exit !(a >= 0.8) }' || fail "validation accuracy $acc < 0.8"
+    # the saved model is the original graph (no target or loss nodes) plus a record
+    run 0 summary "$WORK/trained.otm"
+    out_has "outputs  logits [B,3]"
+    out_has "inputs   x [B,4]"
+    out_has 'metadata "train"'
+    out_has "loss                   ce"
+    # same seed, same result
+    run 0 train "$IRIS" --data "$IRIS_CSV" --target species --epochs 30 --batch 16 \
+        --out "$WORK/again.otm" --seed 3
+    cmp -s "$WORK/trained.otm" "$WORK/again.otm" || fail "training is not reproducible"
+}
+
+# A regression set from iris: four features, three scaled copies as targets.
+make_regression_csv() {
+    awk -F, 'NR == 1 { print "a,b,c,d,t1,t2,t3"; next }
+             { print $1 "," $2 "," $3 "," $4 "," $1 / 8 "," $2 / 5 "," $3 / 7 }' \
+        "$IRIS_CSV" >"$WORK/reg.csv"
+}
+
+case_train_regression() {
+    make_regression_csv
+    # three target columns for three outputs: MSE; --val-split 0: no validation
+    run 0 train "$IRIS" --data "$WORK/reg.csv" --target t1,t2,t3 --epochs 3 --val-split 0 \
+        --optimizer sgd --lr 0.001 --out "$WORK/reg.otm"
+    out_has "loss mse"
+    out_has "0 validation"
+    out_has "wrote $WORK/reg.otm"
+    [ -s "$WORK/reg.otm" ] || fail "no model"
+    run 2 train "$IRIS" --data "$WORK/reg.csv" --target t1,t2,t3 --features a,b,c,t1 \
+        --out "$WORK/reg2.otm"
+    err_has "both a target and a feature"
+}
+
+case_train_errors() {
+    local o="$WORK/o.otm"
+    run 2 train "$IRIS" --target species --out "$o"
+    err_has "missing --data"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --out "$o"
+    err_has "missing --target"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species
+    err_has "missing --out"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --optimizer rmsprop
+    err_has "unknown optimizer 'rmsprop'"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --loss hinge
+    err_has "unknown loss 'hinge'"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --val-split 1.5
+    err_has "--val-split"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --epochs 0
+    err_has "--epochs"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --batch 0
+    err_has "--batch"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --lr -1
+    err_has "--lr"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --lr nan
+    err_has "--lr"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --header --no-header
+    err_has "conflict"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target nosuch --out "$o"
+    err_has "nosuch"
+    err_has "$IRIS_CSV"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --loss mse
+    err_has "--loss mse needs as many target columns as output columns"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$o" --loss bce
+    err_has "--loss bce"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target petal_width --out "$o" --loss ce
+    err_has "is not an integer in 0..2"
+    make_regression_csv
+    run 2 train "$IRIS" --data "$WORK/reg.csv" --target t1,t2 --features a,b,c,d --out "$o"
+    err_has "output 'logits' has 3 columns but --target names 2"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --features 0,1 --out "$o"
+    err_has "takes 4 values per row"
+    run 2 train "$MODELS/two_inputs.otm" --data "$IRIS_CSV" --target species --out "$o"
+    err_has "has 2 inputs"
+    run 2 train "$MODELS/no_output.otm" --data "$IRIS_CSV" --target species --out "$o"
+    err_has "marks no outputs"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --out "$WORK/no/such/dir/o.otm"
+    err_has "$WORK/no/such/dir/o.otm"
+    [ ! -e "$o" ] || fail "a failed train wrote $o"
+}
+
+# XOR truth table (twice, so a split leaves rows on both sides).
+make_xor_csv() {
+    printf 'a,b,y\n0,0,0\n0,1,1\n1,0,1\n1,1,0\n0,0,0\n0,1,1\n1,0,1\n1,1,0\n' >"$WORK/xor.csv"
+}
+
+case_train_model_shapes() {
+    local o="$WORK/o.otm"
+    make_xor_csv
+    make_regression_csv
+    # a sigmoid output with 0/1 targets: BCE, and accuracy by thresholding at 0.5
+    run 0 train "$NEAT" --data "$WORK/xor.csv" --target y --epochs 5 --batch 2 \
+        --out "$WORK/xor.otm" --val-split 0.25
+    out_has "loss bce"
+    out_has "acc "
+    run 0 summary "$WORK/xor.otm"
+    out_has "genome (NEAT)" # the genome record survives training
+    out_has 'metadata "train"'
+    # two output neurons are trained side by side: class indices 0/1 over two columns is CE
+    run 0 train "$MODELS/two_outputs.otm" --data "$WORK/xor.csv" --target y --epochs 2 \
+        --out "$WORK/two.otm"
+    out_has "loss ce"
+    run 0 summary "$WORK/two.otm"
+    out_has "outputs  out0 [B,1], out1 [B,1]"
+    grep -q concat "$WORK/out" && fail "the training Concat was saved"
+    run 2 train "$NEAT" --data "$WORK/xor.csv" --target y --loss ce --out "$o"
+    err_has "--loss ce needs an output with at least 2 columns"
+    run 2 train "$IRIS" --data "$WORK/reg.csv" --target t1,t2 --features a,b,c,d --loss ce \
+        --out "$o"
+    err_has "--loss ce needs one target column"
+    run 2 train "$NEAT" --data "$WORK/reg.csv" --target a --features b,c --loss bce --out "$o"
+    err_has "outside [0, 1]"
+    run 2 train "$NEAT" --data "$WORK/xor.csv" --target y --val-split 0.95 --out "$o"
+    err_has "no rows left for training"
+    run 2 train "$MODELS/no_params.otm" --data "$WORK/reg.csv" --target t1,t2,t3 \
+        --features a,b,c --out "$o"
+    err_has "no trainable parameters"
+    run 2 train "$MODELS/scalar_output.otm" --data "$WORK/reg.csv" --target t1 \
+        --features a,b,c,d --out "$o"
+    err_has "has no batch dimension"
+    run 2 train "$MODELS/unbatched.otm" --data "$WORK/reg.csv" --target t1 \
+        --features a,b,c,d --out "$o"
+    err_has "has no batch dimension, so rows cannot feed it"
+    run 2 train "$MODELS/no_input.otm" --data "$WORK/reg.csv" --target t1 --out "$o"
+    err_has "has no Input node"
+    run 2 train "$NEAT" --data "$WORK/xor.csv" --target y --out "$o" \
+        --plot "$WORK/no/dir/p.svg"
+    err_has "$WORK/no/dir/p.svg"
+    [ ! -e "$o" ] || fail "a failed train wrote $o"
+}
+
+case_train_diverges() {
+    # an absurd learning rate on a regression: the loss overflows, exit 1, nothing saved
+    echo keep >"$WORK/o.otm"
+    make_regression_csv
+    run 1 train "$IRIS" --data "$WORK/reg.csv" --target t1,t2,t3 --optimizer sgd \
+        --lr 1e30 --epochs 50 --out "$WORK/o.otm" --plot "$WORK/div.svg"
+    err_has "try a smaller --lr"
+    [ "$(cat "$WORK/o.otm")" = keep ] || fail "diverged training replaced the output"
+    [ -s "$WORK/div.svg" ] || fail "no plot of the diverging run"
+}
+
+case_run() {
+    run 0 run "$IRIS" --input "$IRIS_CSV" --drop species
+    err_empty
+    [ "$(wc -l <"$WORK/out")" = 151 ] || fail "run printed $(wc -l <"$WORK/out") lines, not 151"
+    [ "$(head -1 "$WORK/out")" = "logits_0,logits_1,logits_2" ] || fail "header $(head -1 "$WORK/out")"
+    awk -F, 'NR > 1 && NF != 3 { bad = 1 } END { exit bad }' "$WORK/out" || fail "ragged output"
+    run 0 run "$IRIS" --input "$IRIS_CSV" --features 0,1,2,3 --argmax --output "$WORK/p.csv" --batch 7
+    [ ! -s "$WORK/out" ] || fail "output went to stdout too"
+    [ "$(head -1 "$WORK/p.csv")" = "logits_0,logits_1,logits_2,class" ] || fail "argmax header"
+    awk -F, 'NR > 1 && !($4 == 0 || $4 == 1 || $4 == 2) { bad = 1 } END { exit bad }' \
+        "$WORK/p.csv" || fail "bad class column"
+    # batch size does not change the numbers (beyond the last digit: BLAS blocks rows
+    # differently for different batch sizes)
+    run 0 run "$IRIS" --input "$IRIS_CSV" --features 0,1,2,3 --argmax --output "$WORK/q.csv" --batch 150
+    paste -d, "$WORK/p.csv" "$WORK/q.csv" | awk -F, 'NR > 1 {
+        for (i = 1; i <= 4; i++) { d = $i - $(i + 4); if (d < 0) d = -d
+            if (d > 1e-4 * (1 + ($i < 0 ? -$i : $i))) bad = 1 } } END { exit bad }' ||
+        fail "outputs depend on --batch"
+    # a headerless file is recognised
+    tail -n +2 "$IRIS_CSV" | cut -d, -f1-4 >"$WORK/nohead.csv"
+    run 0 run "$IRIS" --input "$WORK/nohead.csv" --argmax
+    [ "$(wc -l <"$WORK/out")" = 151 ] || fail "headerless: $(wc -l <"$WORK/out") lines"
+    run 0 run "$NEAT" --input "$WORK/nohead.csv" --features 0,1
+    [ "$(head -1 "$WORK/out")" = "out" ] || fail "neat header $(head -1 "$WORK/out")"
+}
+
+case_run_errors() {
+    run 2 run "$IRIS"
+    err_has "missing --input"
+    run 2 run "$IRIS" --input "$IRIS_CSV"
+    err_has "has 5 feature columns"
+    err_has "--drop"
+    run 2 run "$IRIS" --input "$IRIS_CSV" --drop species --batch 0
+    err_has "--batch"
+    run 2 run "$IRIS" --input "$IRIS_CSV" --drop species --features 0
+    err_has "not both"
+    run 2 run "$NEAT" --input "$IRIS_CSV" --features 0,1 --argmax
+    err_has "--argmax needs"
+    run 2 run "$MODELS/two_inputs.otm" --input "$IRIS_CSV"
+    err_has "has 2 inputs"
+    run 2 run "$MODELS/no_output.otm" --input "$IRIS_CSV" --drop species
+    err_has "marks no outputs"
+    run 2 run "$IRIS" --input "$IRIS_CSV" --drop species --output "$WORK/none/o.csv"
+    err_has "$WORK/none/o.csv"
+    run 2 run "$IRIS" --input "$IRIS_CSV" --drop species --header --no-header
+    err_has "conflict"
+    run 2 run "$MODELS/scalar_output.otm" --input "$IRIS_CSV" --drop species
+    err_has "has no batch dimension, so it has no row per input"
+    run 2 run "$MODELS/unbatched.otm" --input "$IRIS_CSV" --drop species
+    err_has "has no batch dimension, so rows cannot feed it"
+    run 2 run "$MODELS/no_input.otm" --input "$IRIS_CSV" --drop species
+    err_has "has no Input node"
+}
+
+case_viz() {
+    run 0 viz "$IRIS" -o "$WORK/m.svg"
+    grep -q '<svg' "$WORK/m.svg" || fail "no SVG"
+    grep -q 'logits' "$WORK/m.svg" || fail "SVG lacks the output's name"
+    run 0 viz "$NEAT" -o "$WORK/n.png" --weights --group-depth
+    [ "$(head -c 4 "$WORK/n.png" | od -An -tx1 | tr -d ' \n')" = 89504e47 ] || fail "not a PNG"
+    run 0 viz "$NEAT" -o "$WORK/n.dot" --weights --params --top-down --title "xor net"
+    head -1 "$WORK/n.dot" | grep -q '^digraph' || fail "not DOT"
+    grep -q 'rankdir=TB' "$WORK/n.dot" || fail "--top-down ignored"
+    grep -q 'shape=note' "$WORK/n.dot" || fail "--params ignored"
+    grep -q 'xor net' "$WORK/n.dot" || fail "--title ignored"
+    run 0 viz "$IRIS" -o - --format dot
+    out_has "digraph otc"
+    run 0 viz "$IRIS" -o "$WORK/graph.gv"
+    run 0 viz "$IRIS" -o "$WORK/noext" --format svg
+    grep -q '<svg' "$WORK/noext" || fail "--format svg ignored"
+}
+
+case_viz_errors() {
+    run 2 viz "$IRIS"
+    err_has "missing -o"
+    run 2 viz "$IRIS" -o "$WORK/m.jpeg"
+    err_has "cannot tell the format"
+    run 2 viz "$IRIS" -o "$WORK/m.svg" --format gif
+    err_has "unknown format 'gif'"
+    run 2 viz "$IRIS" -o "$WORK/no/dir/m.svg"
+    err_has "$WORK/no/dir/m.svg"
+    [ -z "$(ls "$WORK" | grep -v '^out$' | grep -v '^err$')" ] || fail "files left: $(ls "$WORK")"
+}
+
+case_outputs_atomic() {
+    # An existing output survives every failure, and no temporary file is left behind.
+    make_bad_csvs
+    make_bad_models
+    for f in out.otm out.svg out.csv out.png; do echo "precious $f" >"$WORK/$f"; done
+    run 2 train "$IRIS" --data "$WORK/garbage.csv" --target species --out "$WORK/out.otm" \
+        --plot "$WORK/out.svg"
+    run 2 train "$WORK/truncated.otm" --data "$IRIS_CSV" --target species --out "$WORK/out.otm"
+    run 2 run "$IRIS" --input "$WORK/ragged.csv" --drop species --output "$WORK/out.csv"
+    run 2 viz "$WORK/corrupted.otm" -o "$WORK/out.svg"
+    run 2 viz "$WORK/garbage.otm" -o "$WORK/out.png"
+    for f in out.otm out.svg out.csv out.png; do
+        [ "$(cat "$WORK/$f")" = "precious $f" ] || fail "$f was changed by a failed command"
+    done
+    # success replaces the file whole
+    run 0 viz "$IRIS" -o "$WORK/out.svg"
+    grep -q '<svg' "$WORK/out.svg" || fail "out.svg not replaced"
+    run 0 run "$IRIS" --input "$IRIS_CSV" --drop species --output "$WORK/out.csv"
+    [ "$(wc -l <"$WORK/out.csv")" = 151 ] || fail "out.csv not replaced"
+    if ls "$WORK" | grep -q '\.tmp'; then fail "temporary files left: $(ls "$WORK")"; fi
+}
+
+# numbers_agree A.csv B.csv: same shape, every number within 1e-4 (relative).
+numbers_agree() {
+    paste -d, "$1" "$2" | awk -F, 'NR == 1 { next } {
+        h = NF / 2; for (i = 1; i <= h; i++) { d = $i - $(i + h); if (d < 0) d = -d
+            m = $i < 0 ? -$i : $i; if (d > 1e-4 * (1 + m)) bad = 1 } } END { exit bad }'
+}
+
+case_jit() {
+    # The LLVM JIT executor trains and runs to the interpreter's numbers.
+    run 0 train "$IRIS" --data "$IRIS_CSV" --target species --epochs 10 --batch 16 --jit \
+        --out "$WORK/jit.otm"
+    out_has "parameters, jit"
+    run 0 train "$IRIS" --data "$IRIS_CSV" --target species --epochs 10 --batch 16 \
+        --out "$WORK/interp.otm"
+    out_has "parameters, interpreter"
+    run 0 run "$WORK/jit.otm" --input "$IRIS_CSV" --drop species --output "$WORK/a.csv"
+    run 0 run "$WORK/interp.otm" --input "$IRIS_CSV" --drop species --output "$WORK/b.csv"
+    numbers_agree "$WORK/a.csv" "$WORK/b.csv" || fail "JIT-trained weights differ"
+    run 0 run "$WORK/interp.otm" --input "$IRIS_CSV" --drop species --jit --output "$WORK/c.csv"
+    numbers_agree "$WORK/b.csv" "$WORK/c.csv" || fail "JIT inference differs"
+    # several outputs trained side by side
+    make_xor_csv
+    run 0 train "$MODELS/two_outputs.otm" --data "$WORK/xor.csv" --target y --epochs 2 --jit \
+        --out "$WORK/two.otm"
+    out_has "loss ce"
+}
+
+case_shipped_example() {
+    # The shipped model is exactly what its generator makes (so the two never drift apart),
+    # and every command works on it.
+    cmp -s "$SRC/examples/models/iris_mlp.otm" "$IRIS" ||
+        fail "examples/models/iris_mlp.otm differs from make_iris_mlp's output: regenerate it"
+    local m="$SRC/examples/models/iris_mlp.otm"
+    run 0 summary "$m"
+    run 0 viz "$m" -o "$WORK/m.svg" --weights
+    run 0 run "$m" --input "$IRIS_CSV" --drop species --argmax
+    run 0 train "$m" --data "$IRIS_CSV" --target species --epochs 2 --out "$WORK/t.otm"
+}
+
+if ! declare -F "case_$CASE" >/dev/null; then
+    echo "no such case: $CASE" >&2
+    exit 2
+fi
+"case_$CASE"
+if [ "$failures" -gt 0 ]; then
+    echo "$CASE: $failures check(s) failed" >&2
+    exit 1
+fi
+echo "$CASE: ok"

@@ -1,0 +1,99 @@
+/* Writes the small models the CLI tests run on into a directory: a NEAT-style network of
+ * neurons with genome metadata, one with unreadable metadata, and models each wrong for
+ * `train` and `run` in one way (two inputs, no outputs, no Input, no batch, nothing to train). Usage: make_test_models OUTDIR */
+#include <stdio.h>
+#include <string.h>
+
+#include "otc/otc.h"
+
+static int save(otc_graph *g, const char *dir, const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    otc_status st = otc_model_save(g, path);
+    if (st != OTC_OK) fprintf(stderr, "make_test_models: %s\n", otc_last_error());
+    otc_graph_free(g);
+    return st != OTC_OK;
+}
+
+/* x [B,2] -> h1, h2 -> o: an XOR-shaped net as NEAT would phenotype it. The genome facts
+ * are made up for the test; real ones come from `otc evolve`. */
+static otc_graph *neat_like(const char *meta) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_id s2[2] = {x, x};
+    int c01[2] = {0, 1};
+    float w1[2] = {4.2f, -3.9f}, w2[2] = {-4.4f, 4.1f};
+    otc_id h1 = otc_neuron(g, "h1", OTC_ACT_TANH, -1.5f, 1.0f, 2, s2, c01, w1);
+    otc_id h2 = otc_neuron(g, "h2", OTC_ACT_TANH, -1.6f, 1.0f, 2, s2, c01, w2);
+    otc_id s3[3] = {h1, h2, x};
+    int c3[3] = {0, 0, 1};
+    float w3[3] = {3.0f, 3.2f, 0.0f};
+    otc_id o = otc_neuron(g, "out", OTC_ACT_SIGMOID, 1.0f, 1.0f, 3, s3, c3, w3);
+    if (o < 0 || otc_graph_mark_output(g, o) || otc_graph_meta_set(g, "neat", meta)) {
+        fprintf(stderr, "make_test_models: %s\n", otc_last_error());
+        otc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_test_models OUTDIR\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    int bad = 0;
+    otc_graph *g = neat_like("{\"generation\":12,\"fitness\":3.91,\"species\":3,"
+                             "\"hidden_nodes\":2,\"enabled_connections\":6,"
+                             "\"disabled_connections\":1,\"note\":\"test\\u001b[31m\"}");
+    bad |= !g || save(g, dir, "neat_xor.otm");
+    g = neat_like("[1, 2, 3]");
+    bad |= !g || save(g, dir, "bad_neat_meta.otm");
+
+    g = otc_graph_new();
+    otc_id a = otc_input(g, "a", otc_shape_2d(OTC_BATCH, 2));
+    otc_id b = otc_input(g, "b", otc_shape_2d(OTC_BATCH, 2));
+    otc_id s = otc_add(g, a, b);
+    bad |= s < 0 || otc_graph_mark_output(g, s) || save(g, dir, "two_inputs.otm");
+
+    g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 4));
+    bad |= otc_activation(g, OTC_OP_TANH, x, 0) < 0 || save(g, dir, "no_output.otm");
+
+    /* x [B,4] -> sum: one number per batch, not one per row */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 4));
+    otc_id sum = otc_sum(g, x);
+    bad |= sum < 0 || otc_graph_mark_output(g, sum) || save(g, dir, "scalar_output.otm");
+
+    /* an Input without a batch dimension */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_1d(4));
+    otc_id t = otc_activation(g, OTC_OP_TANH, x, 0);
+    bad |= t < 0 || otc_graph_mark_output(g, t) || save(g, dir, "unbatched.otm");
+
+    /* no Input at all: a parameter through tanh */
+    g = otc_graph_new();
+    otc_id p = otc_param(g, "p", otc_shape_2d(1, 4), NULL);
+    t = otc_activation(g, OTC_OP_TANH, p, 0);
+    bad |= t < 0 || otc_graph_mark_output(g, t) || save(g, dir, "no_input.otm");
+
+    /* nothing to train: x [B,3] -> tanh */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
+    t = otc_activation(g, OTC_OP_TANH, x, 0);
+    bad |= t < 0 || otc_graph_mark_output(g, t) || save(g, dir, "no_params.otm");
+
+    /* two output neurons, each its own output, as NEAT marks them */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_id s2[2] = {x, x};
+    int c01[2] = {0, 1};
+    float w[2] = {0.5f, -0.5f};
+    otc_id o0 = otc_neuron(g, "out0", OTC_ACT_SIGMOID, 0, 1, 2, s2, c01, w);
+    otc_id o1 = otc_neuron(g, "out1", OTC_ACT_SIGMOID, 0, 1, 2, s2, c01, w);
+    bad |= o1 < 0 || otc_graph_mark_output(g, o0) || otc_graph_mark_output(g, o1) ||
+           save(g, dir, "two_outputs.otm");
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,55 @@
+# libFuzzer targets for the .otm loader (fuzz_model.c) and the CSV reader (fuzz_csv.c), built
+# with clang-19 as a separate project (tests/fuzz/) and run for a bounded time as ctest tests.
+# Without clang-19 nothing here is built or registered.
+find_program(OTC_CLANG19 NAMES clang-19)
+if(NOT OTC_CLANG19)
+  message(STATUS "clang-19 not found: fuzz tests are not built")
+  return()
+endif()
+
+include(ExternalProject)
+set(fuzz_dir ${PROJECT_BINARY_DIR}/fuzz)
+ExternalProject_Add(otc_fuzzers
+  SOURCE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz
+  BINARY_DIR ${fuzz_dir}
+  CMAKE_ARGS -DCMAKE_C_COMPILER=${OTC_CLANG19} -DOTC_ROOT=${PROJECT_SOURCE_DIR}
+             -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  BUILD_ALWAYS ON
+  INSTALL_COMMAND ""
+  BUILD_BYPRODUCTS ${fuzz_dir}/fuzz_csv ${fuzz_dir}/fuzz_model)
+
+# Seed corpora, written at configure time; libFuzzer adds what it finds to the first
+# directory it is given, so these grow from run to run within the build directory.
+set(OTC_FUZZ_SECONDS 20 CACHE STRING "Seconds each fuzz test runs")
+set(csv_corpus ${fuzz_dir}/csv_corpus)
+file(MAKE_DIRECTORY ${csv_corpus})
+file(STRINGS ${PROJECT_SOURCE_DIR}/examples/data/iris.csv iris_lines LIMIT_COUNT 12)
+list(JOIN iris_lines "\n" iris_head)
+# The first byte picks the options: bit 0 header, bits 1-2 delimiter (, ; tab |), bits 3-5
+# targets, bits 6-7 features (lists in fuzz_csv.c); printable choices keep CMake happy.
+file(WRITE ${csv_corpus}/iris_species "Y${iris_head}\n")           # header, species, 0,1
+file(WRITE ${csv_corpus}/iris_features "A${iris_head}\n")          # header, features 0,1
+file(WRITE ${csv_corpus}/plain " 1,2,3\n4,5,6\n7,8,9\n")          # no header, target c0
+file(WRITE ${csv_corpus}/semicolon_crlf "+a;b;c\r\n1;2;3\r\n4.5;-6e3;7\r\n") # ';', 0,0
+file(WRITE ${csv_corpus}/quoted_labels "1\"x\",\"y\",\"label\"\n1,2,\"cat\"\n3,4,dog\n5,6,cat\n")
+file(WRITE ${csv_corpus}/tabs "$1\t2\n3\t4\n")                    # tab, no header, c0
+file(WRITE ${csv_corpus}/odd_numbers " 1e308,-0,0x10\n.5,5.,+3\n1e-320,inf,nan\n")
+
+set(model_corpus ${fuzz_dir}/model_corpus)
+file(MAKE_DIRECTORY ${model_corpus})
+
+set(common -max_total_time=${OTC_FUZZ_SECONDS} -timeout=10 -rss_limit_mb=2048 -seed=1
+           -print_final_stats=1)
+add_test(NAME fuzz_csv_bounded COMMAND ${fuzz_dir}/fuzz_csv ${common} -max_len=4096
+                                       ${csv_corpus})
+set_tests_properties(fuzz_csv_bounded PROPERTIES TIMEOUT 300)
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_model.c)
+  # Seeds: the models the CLI tests make (test_cli.cmake's fixture); a second corpus
+  # directory is only read. Made here too, so the run works when that fixture is absent.
+  set(cli_models ${PROJECT_BINARY_DIR}/cli_models)
+  file(MAKE_DIRECTORY ${cli_models})
+  add_test(NAME fuzz_model_bounded
+           COMMAND ${fuzz_dir}/fuzz_model ${common} -max_len=65536 ${model_corpus} ${cli_models})
+  set_tests_properties(fuzz_model_bounded PROPERTIES FIXTURES_REQUIRED otc_cli_models
+                                                     TIMEOUT 300)
+endif()

@@ -1,0 +1,324 @@
+/* The executor API over the interpreter: inputs and batches, values, errors named by node,
+ * parameters written from outside, and the training step. */
+#include "harness.h"
+#include "otc/otc.h"
+
+TEST(exec_backend_and_graph) {
+    otc_graph *g = otc_graph_new();
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    CHECK(strcmp(otc_exec_backend(ex), "interpreter") == 0);
+    CHECK(otc_exec_graph(ex) == g);
+    CHECK(otc_exec_forward(ex) == OTC_OK); /* an empty graph runs */
+    CHECK(otc_exec_sync_params(ex) == OTC_OK);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(exec_null_arguments) {
+    CHECK(otc_interpreter_new(NULL, NULL) == NULL);
+    CHECK(otc_exec_forward(NULL) == OTC_ERR_ARG);
+    CHECK(otc_exec_backward(NULL, 0) == OTC_ERR_ARG);
+    CHECK(otc_exec_set_input(NULL, 0, NULL, 1) == OTC_ERR_ARG);
+    CHECK(otc_exec_graph(NULL) == NULL);
+    otc_exec_free(NULL);
+    otc_exec_zero_grad(NULL);
+    otc_exec_reset_state(NULL);
+}
+
+TEST(exec_set_input_errors) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_id y = otc_neg(g, x);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float d[2] = {1, 2};
+    CHECK(otc_exec_set_input(ex, y, d, 1) == OTC_ERR_ARG);
+    CHECK(otc_exec_set_input(ex, 99, d, 1) == OTC_ERR_ARG);
+    CHECK(otc_exec_set_input(ex, x, NULL, 1) == OTC_ERR_ARG);
+    CHECK(otc_exec_set_input(ex, x, d, 0) == OTC_ERR_ARG);
+    CHECK(strstr(otc_last_error(), "'x'") != NULL);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(exec_unset_input_named) {
+    otc_graph *g = otc_graph_new();
+    otc_id a = otc_input(g, "alpha", otc_shape_2d(OTC_BATCH, 2));
+    otc_id b = otc_input(g, "beta", otc_shape_2d(OTC_BATCH, 2));
+    otc_id y = otc_add(g, a, b);
+    REQUIRE(y >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float d[2] = {1, 2};
+    REQUIRE(otc_exec_set_input(ex, a, d, 1) == OTC_OK);
+    CHECK(otc_exec_forward(ex) == OTC_ERR_STATE);
+    CHECK_MSG(strstr(otc_last_error(), "beta") != NULL, "message: %s", otc_last_error());
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(exec_batch_mismatch_named) {
+    otc_graph *g = otc_graph_new();
+    otc_id a = otc_input(g, "alpha", otc_shape_2d(OTC_BATCH, 1));
+    otc_id b = otc_input(g, "beta", otc_shape_2d(OTC_BATCH, 1));
+    otc_id y = otc_add(g, a, b);
+    REQUIRE(y >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float d[3] = {1, 2, 3};
+    REQUIRE(otc_exec_set_input(ex, a, d, 3) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, b, d, 2) == OTC_OK);
+    CHECK(otc_exec_forward(ex) != OTC_OK);
+    const char *msg = otc_last_error();
+    CHECK_MSG(strstr(msg, "alpha") && strstr(msg, "beta"), "message: %s", msg);
+    REQUIRE(otc_exec_set_input(ex, b, d, 3) == OTC_OK);
+    CHECK(otc_exec_forward(ex) == OTC_OK);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* A small MLP, y = tanh(x W1 + b1) W2 + b2, against a direct computation, at batch sizes that
+ * grow, shrink and repeat (buffers re-laid out each time). */
+TEST(exec_batch_changes) {
+    enum { IN = 3, HID = 4, OUT = 2, MAXB = 6 };
+    otc_graph *g = otc_graph_new();
+    float w1[IN * HID], b1[HID], w2[HID * OUT], b2[OUT], xs[MAXB * IN];
+    for (int i = 0; i < IN * HID; i++) w1[i] = (float)((i * 7) % 5) / 5.0f - 0.4f;
+    for (int i = 0; i < HID; i++) b1[i] = 0.1f * (float)i - 0.15f;
+    for (int i = 0; i < HID * OUT; i++) w2[i] = (float)((i * 3) % 7) / 7.0f - 0.5f;
+    for (int i = 0; i < OUT; i++) b2[i] = 0.25f * (float)i;
+    for (int i = 0; i < MAXB * IN; i++) xs[i] = (float)((i * 11) % 9) / 9.0f - 0.5f;
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, IN));
+    otc_id W1 = otc_param(g, "w1", otc_shape_2d(IN, HID), w1);
+    otc_id B1 = otc_param(g, "b1", otc_shape_1d(HID), b1);
+    otc_id W2 = otc_param(g, "w2", otc_shape_2d(HID, OUT), w2);
+    otc_id B2 = otc_param(g, "b2", otc_shape_1d(OUT), b2);
+    otc_id h = otc_matmul(g, x, W1);
+    h = otc_activation(g, OTC_OP_TANH, otc_add(g, h, otc_row_broadcast(g, B1, h)), 0);
+    otc_id y = otc_matmul(g, h, W2);
+    y = otc_add(g, y, otc_row_broadcast(g, B2, y));
+    REQUIRE(y >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const int batches[5] = {2, 5, 1, 6, 2};
+    for (int k = 0; k < 5; k++) {
+        int nb = batches[k];
+        REQUIRE(otc_exec_set_input(ex, x, xs, nb) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+        const float *v;
+        otc_shape s;
+        REQUIRE(otc_exec_value(ex, y, &v, &s) == OTC_OK);
+        CHECK(s.ndim == 2 && s.dim[0] == nb && s.dim[1] == OUT);
+        for (int r = 0; r < nb; r++) {
+            double hid[HID];
+            for (int j = 0; j < HID; j++) {
+                double acc = b1[j];
+                for (int i = 0; i < IN; i++) acc += (double)xs[r * IN + i] * w1[i * HID + j];
+                hid[j] = tanh(acc);
+            }
+            for (int o = 0; o < OUT; o++) {
+                double acc = b2[o];
+                for (int j = 0; j < HID; j++) acc += hid[j] * w2[j * OUT + o];
+                CHECK_NEAR(v[r * OUT + o], acc, 1e-5);
+            }
+        }
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* An unbatched input keeps its size whatever the batch of the others. */
+TEST(exec_unbatched_input) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_id off = otc_input(g, "offset", otc_shape_1d(2));
+    otc_id y = otc_add(g, x, otc_row_broadcast(g, off, x));
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float xs[4] = {1, 2, 3, 4}, o[2] = {10, 20};
+    REQUIRE(otc_exec_set_input(ex, x, xs, 2) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, off, o, 7) == OTC_OK); /* batch ignored */
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *v;
+    REQUIRE(otc_exec_value(ex, y, &v, NULL) == OTC_OK);
+    CHECK(v[0] == 11 && v[1] == 22 && v[2] == 13 && v[3] == 24);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* set_input copies: the caller's buffer may change afterwards. */
+TEST(exec_input_is_copied) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    otc_id y = otc_scale(g, x, 2.0f);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    float buf[2] = {1, 2};
+    REQUIRE(otc_exec_set_input(ex, x, buf, 2) == OTC_OK);
+    buf[0] = 100;
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *v;
+    REQUIRE(otc_exec_value(ex, y, &v, NULL) == OTC_OK);
+    CHECK(v[0] == 2 && v[1] == 4);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(exec_value_errors) {
+    otc_graph *g = otc_graph_new();
+    const float p[1] = {1};
+    otc_id a = otc_param(g, "a", otc_shape_1d(1), p);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float *v;
+    CHECK(otc_exec_value(ex, a, &v, NULL) == OTC_ERR_STATE);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    CHECK(otc_exec_value(ex, a, &v, NULL) == OTC_OK);
+    CHECK(otc_exec_value(ex, -1, &v, NULL) == OTC_ERR_ARG);
+    CHECK(otc_exec_value(ex, 5, &v, NULL) == OTC_ERR_ARG);
+    CHECK(otc_exec_value(ex, a, NULL, NULL) == OTC_ERR_ARG);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* Parameters are read from the graph on every forward, so writes through otc_graph_param
+ * show up. */
+TEST(exec_param_write_visible) {
+    otc_graph *g = otc_graph_new();
+    const float p[2] = {1, 2};
+    otc_id a = otc_param(g, "a", otc_shape_1d(2), p);
+    otc_id s = otc_sum(g, a);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float *v;
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    REQUIRE(otc_exec_value(ex, s, &v, NULL) == OTC_OK);
+    CHECK(v[0] == 3);
+    otc_graph_param(g, a)->data[1] = 10;
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    REQUIRE(otc_exec_value(ex, s, &v, NULL) == OTC_OK);
+    CHECK(v[0] == 11);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(exec_graph_changed) {
+    otc_graph *g = otc_graph_new();
+    const float p[1] = {1};
+    otc_id a = otc_param(g, "a", otc_shape_1d(1), p);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_neg(g, a) >= 0);
+    CHECK(otc_exec_forward(ex) == OTC_ERR_STATE);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* One plain SGD step, computed by hand: loss = mean((x w + b - t)^2). */
+TEST(exec_train_step_sgd) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, 1));
+    const float wv[1] = {0.5f}, bv[1] = {0.25f};
+    otc_id w = otc_param(g, "w", otc_shape_2d(1, 1), wv);
+    otc_id b = otc_param(g, "b", otc_shape_1d(1), bv);
+    otc_id y = otc_matmul(g, x, w);
+    y = otc_add(g, y, otc_row_broadcast(g, b, y));
+    otc_id loss = otc_mse(g, y, t);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float xs[2] = {1, 2}, ts[2] = {2, 3};
+    REQUIRE(otc_exec_set_input(ex, x, xs, 2) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, t, ts, 2) == OTC_OK);
+    otc_optim_config cfg = otc_optim_defaults(OTC_OPTIM_SGD);
+    cfg.lr = 0.1f;
+    cfg.momentum = 0;
+    cfg.weight_decay = 0;
+    otc_optimizer *opt = otc_optimizer_new(&cfg);
+    REQUIRE(opt);
+    float lv = -1;
+    REQUIRE(otc_exec_train_step(ex, loss, opt, &lv) == OTC_OK);
+    /* y = (0.75, 1.25), e = y - t = (-1.25, -1.75); loss = (1.5625 + 3.0625) / 2 = 2.3125;
+     * dL/dw = mean(2 e x) = (-2.5 - 7) / 2 = -4.75; dL/db = mean(2 e) = -3. */
+    CHECK_NEAR(lv, 2.3125, 1e-6);
+    CHECK_NEAR(otc_graph_param(g, w)->data[0], 0.5 + 0.475, 1e-6);
+    CHECK_NEAR(otc_graph_param(g, b)->data[0], 0.25 + 0.3, 1e-6);
+    const float *gw;
+    REQUIRE(otc_exec_grad(ex, w, &gw) == OTC_OK);
+    CHECK_NEAR(gw[0], -4.75, 1e-6);
+    /* the next step starts from zeroed gradients */
+    REQUIRE(otc_exec_train_step(ex, loss, opt, &lv) == OTC_OK);
+    REQUIRE(otc_exec_grad(ex, w, &gw) == OTC_OK);
+    double w1 = 0.975, b1 = 0.55;
+    double e0 = w1 * 1 + b1 - 2, e1 = w1 * 2 + b1 - 3;
+    CHECK_NEAR(gw[0], (2 * e0 * 1 + 2 * e1 * 2) / 2, 1e-5);
+    CHECK(otc_exec_train_step(ex, loss, NULL, &lv) == OTC_ERR_ARG);
+    otc_optimizer_free(opt);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* Training fits y = 2x - 1 with Adam; a frozen parameter never moves. */
+TEST(exec_train_step_learns) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, 1));
+    const float zero[1] = {0}, frozen_v[1] = {1};
+    otc_id w = otc_param(g, "w", otc_shape_2d(1, 1), zero);
+    otc_id b = otc_param(g, "b", otc_shape_1d(1), zero);
+    otc_id f = otc_param(g, "frozen", otc_shape_2d(1, 1), frozen_v);
+    REQUIRE(otc_graph_set_trainable(g, f, false) == OTC_OK);
+    otc_id y = otc_matmul(g, otc_matmul(g, x, w), f);
+    y = otc_add(g, y, otc_row_broadcast(g, b, y));
+    otc_id loss = otc_mse(g, y, t);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    float xs[8], ts[8];
+    for (int i = 0; i < 8; i++) {
+        xs[i] = (float)i / 4.0f - 1.0f;
+        ts[i] = 2 * xs[i] - 1;
+    }
+    REQUIRE(otc_exec_set_input(ex, x, xs, 8) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, t, ts, 8) == OTC_OK);
+    otc_optim_config cfg = otc_optim_defaults(OTC_OPTIM_ADAM);
+    cfg.lr = 0.05f;
+    otc_optimizer *opt = otc_optimizer_new(&cfg);
+    REQUIRE(opt);
+    float first = 0, lv = 0;
+    for (int step = 0; step < 500; step++) {
+        REQUIRE(otc_exec_train_step(ex, loss, opt, &lv) == OTC_OK);
+        if (step == 0) first = lv;
+    }
+    CHECK(lv < 1e-3f * first);
+    CHECK_NEAR(otc_graph_param(g, w)->data[0], 2, 0.05);
+    CHECK_NEAR(otc_graph_param(g, b)->data[0], -1, 0.05);
+    CHECK(otc_graph_param(g, f)->data[0] == 1.0f);
+    otc_optimizer_free(opt);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* A NEAT-style net run at batch 1 many times: the result is the same every time. */
+TEST(exec_repeat_batch1) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    const float w[2] = {0.7f, -0.3f};
+    otc_id h =
+        otc_neuron(g, "h", OTC_ACT_SIGMOID, 0.1f, 1.0f, 2, (otc_id[]){x, x}, (int[]){0, 1}, w);
+    otc_id o = otc_neuron(g, "o", OTC_ACT_TANH, -0.2f, 2.0f, 2, (otc_id[]){h, x}, (int[]){0, 1}, w);
+    REQUIRE(o >= 0);
+    otc_executor *ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    const float in[2] = {0.5f, -1.0f};
+    double hv = 1 / (1 + exp(-(0.1 + 0.7 * 0.5 + 0.3))), want = tanh(-0.2 + 2 * (0.7 * hv + 0.3));
+    for (int i = 0; i < 1000; i++) {
+        REQUIRE(otc_exec_set_input(ex, x, in, 1) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    }
+    const float *v;
+    REQUIRE(otc_exec_value(ex, o, &v, NULL) == OTC_OK);
+    CHECK_NEAR(v[0], want, 1e-6);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}

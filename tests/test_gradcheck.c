@@ -1,0 +1,474 @@
+/* Gradient checks, one per op: the analytic gradient from otc_exec_backward against central
+ * finite differences of the float forward, on random inputs. Per-sample values are made
+ * differentiable parameters by multiplying a batched identity input into a parameter. */
+#include <stdint.h>
+
+#include "harness.h"
+#include "otc/otc.h"
+
+#define MAX_CHECK  16
+#define MAX_INPUTS 8
+
+typedef struct {
+    otc_graph *g;
+    otc_rng rng;
+    int batch;  /* rows of the per-sample values (gc_rows) */
+    otc_id eye; /* Input [B, batch]: the identity, set with `batch` rows */
+    float *eye_data;
+    int n_inputs; /* constant inputs (labels) */
+    otc_id inputs[MAX_INPUTS];
+    const float *input_data[MAX_INPUTS];
+    int n_check; /* parameters whose gradient is checked */
+    otc_id check[MAX_CHECK];
+    double h, rtol, atol;
+} gc;
+
+static void gc_init(gc *c, uint64_t seed, int batch) {
+    memset(c, 0, sizeof *c);
+    c->g = otc_graph_new();
+    otc_rng_seed(&c->rng, seed);
+    c->batch = batch;
+    c->eye = -1;
+    c->h = 1e-2;
+    c->rtol = 1e-2;
+    c->atol = 1e-3;
+}
+
+static void gc_free(gc *c) {
+    otc_graph_free(c->g);
+    free(c->eye_data);
+}
+
+static float uniform(gc *c, float lo, float hi) {
+    return lo + (hi - lo) * otc_rng_uniform(&c->rng);
+}
+
+/* Values with |x| in [lo, hi] and a random sign: away from the kinks of relu, abs, ... */
+static void fill_signed(gc *c, float *v, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) {
+        float m = uniform(c, lo, hi);
+        v[i] = otc_rng_uniform(&c->rng) < 0.5f ? -m : m;
+    }
+}
+
+static otc_id param_filled(gc *c, otc_shape shape, float lo, float hi, bool signed_away) {
+    otc_id p = otc_param(c->g, NULL, shape, NULL);
+    if (p < 0) return -1;
+    otc_tensor *t = otc_graph_param(c->g, p);
+    if (signed_away)
+        fill_signed(c, t->data, t->size, lo, hi);
+    else
+        for (size_t i = 0; i < t->size; i++) t->data[i] = uniform(c, lo, hi);
+    return p;
+}
+
+/* A checked parameter of `shape`, uniform in [lo, hi]. */
+static otc_id gc_param(gc *c, otc_shape shape, float lo, float hi) {
+    otc_id p = param_filled(c, shape, lo, hi, false);
+    if (p >= 0 && c->n_check < MAX_CHECK) c->check[c->n_check++] = p;
+    return p;
+}
+
+static otc_id eye_matmul(gc *c, otc_id p) {
+    if (c->eye < 0) {
+        c->eye = otc_input(c->g, "eye", otc_shape_2d(OTC_BATCH, c->batch));
+        c->eye_data = calloc((size_t)c->batch * c->batch, sizeof(float));
+        for (int i = 0; i < c->batch; i++) c->eye_data[i * c->batch + i] = 1.0f;
+    }
+    return otc_matmul(c->g, c->eye, p);
+}
+
+/* A per-sample value [B, n] whose rows are a checked parameter [batch, n]. */
+static otc_id gc_rows_ex(gc *c, int n, float lo, float hi, bool signed_away) {
+    otc_id p = param_filled(c, otc_shape_2d(c->batch, n), lo, hi, signed_away);
+    if (p < 0) return -1;
+    if (c->n_check < MAX_CHECK) c->check[c->n_check++] = p;
+    return eye_matmul(c, p);
+}
+
+static otc_id gc_rows(gc *c, int n, float lo, float hi) {
+    return gc_rows_ex(c, n, lo, hi, false);
+}
+
+static otc_id gc_input(gc *c, const char *name, otc_shape shape, const float *data) {
+    otc_id id = otc_input(c->g, name, shape);
+    if (id >= 0 && c->n_inputs < MAX_INPUTS) {
+        c->inputs[c->n_inputs] = id;
+        c->input_data[c->n_inputs++] = data;
+    }
+    return id;
+}
+
+/* loss = sum(out * R) with R a fixed random tensor of out's shape, so every output element
+ * carries a distinct weight. */
+static otc_id weighted_loss(gc *c, otc_id out) {
+    otc_shape s = otc_graph_node(c->g, out)->shape;
+    otc_id r;
+    if (otc_shape_is_batched(s)) {
+        size_t per = otc_shape_size(s);
+        otc_id rp = param_filled(c, otc_shape_2d(c->batch, (int)per), -1.0f, 1.0f, false);
+        r = eye_matmul(c, rp);
+        if (s.ndim != 2) r = otc_reshape(c->g, r, s);
+    } else {
+        r = param_filled(c, s, -1.0f, 1.0f, false);
+    }
+    return otc_sum(c->g, otc_mul(c->g, out, r));
+}
+
+static bool set_inputs(gc *c, otc_executor *ex) {
+    if (c->eye >= 0 && otc_exec_set_input(ex, c->eye, c->eye_data, c->batch) != OTC_OK)
+        return false;
+    for (int i = 0; i < c->n_inputs; i++)
+        if (otc_exec_set_input(ex, c->inputs[i], c->input_data[i], c->batch) != OTC_OK)
+            return false;
+    return true;
+}
+
+static double loss_at(otc_executor *ex, otc_id loss) {
+    const float *v;
+    if (otc_exec_forward(ex) != OTC_OK || otc_exec_value(ex, loss, &v, NULL) != OTC_OK) {
+        fprintf(stderr, "forward: %s\n", otc_last_error());
+        return NAN;
+    }
+    return v[0];
+}
+
+static double central(gc *c, otc_executor *ex, otc_id loss, float *x, double h) {
+    float orig = *x;
+    *x = (float)(orig + h);
+    double hp = (double)*x - orig; /* the step actually taken in float */
+    double lp = loss_at(ex, loss);
+    *x = (float)(orig - h);
+    double hm = orig - (double)*x;
+    double lm = loss_at(ex, loss);
+    *x = orig;
+    return (lp - lm) / (hp + hm);
+}
+
+static bool close_enough(const gc *c, double a, double n) {
+    return fabs(a - n) <= c->atol + c->rtol * fmax(fabs(a), fabs(n));
+}
+
+/* Checks d(sum(out * R))/dp for every checked parameter p (at most max_elems elements of
+ * each, evenly spread). A mismatch at step h is re-checked at h/2 before it counts, so a
+ * large third derivative does not fail a correct gradient. */
+static void gc_run(gc *c, otc_id out, int max_elems) {
+    REQUIRE(out >= 0);
+    otc_id loss = otc_graph_node(c->g, out)->shape.ndim == 0 &&
+                          otc_op_get(otc_graph_node(c->g, out)->op)->kind == OTC_OPKIND_LOSS
+                      ? out
+                      : weighted_loss(c, out);
+    REQUIRE(loss >= 0);
+    otc_executor *ex = otc_interpreter_new(c->g, NULL);
+    REQUIRE(ex);
+    REQUIRE(set_inputs(c, ex));
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    REQUIRE(otc_exec_backward(ex, loss) == OTC_OK);
+    int checked = 0;
+    for (int k = 0; k < c->n_check; k++) {
+        otc_id p = c->check[k];
+        otc_tensor *t = otc_graph_param(c->g, p);
+        const float *gp;
+        REQUIRE(otc_exec_grad(ex, p, &gp) == OTC_OK);
+        float *analytic = malloc(t->size * sizeof(float));
+        REQUIRE(analytic);
+        memcpy(analytic, gp, t->size * sizeof(float));
+        size_t step = t->size > (size_t)max_elems ? t->size / (size_t)max_elems : 1;
+        for (size_t i = 0; i < t->size; i += step) {
+            double num = central(c, ex, loss, &t->data[i], c->h);
+            if (!close_enough(c, analytic[i], num))
+                num = central(c, ex, loss, &t->data[i], c->h / 2);
+            CHECK_MSG(close_enough(c, analytic[i], num),
+                      "parameter #%d element %zu: analytic %.7g, finite difference %.7g", (int)p, i,
+                      analytic[i], num);
+            checked++;
+        }
+        free(analytic);
+    }
+    CHECK(checked > 0);
+    otc_exec_free(ex);
+}
+
+#define B 3
+
+TEST(gradcheck_add) {
+    gc c;
+    gc_init(&c, 1, B);
+    gc_run(&c, otc_add(c.g, gc_rows(&c, 4, -1, 1), gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_sub) {
+    gc c;
+    gc_init(&c, 2, B);
+    gc_run(&c, otc_sub(c.g, gc_rows(&c, 4, -1, 1), gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_mul) {
+    gc c;
+    gc_init(&c, 3, B);
+    gc_run(&c, otc_mul(c.g, gc_rows(&c, 4, -1, 1), gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+    /* Both operands the same node: the two gradient terms land in one buffer. */
+    gc_init(&c, 4, B);
+    otc_id x = gc_param(&c, otc_shape_2d(2, 3), -1, 1);
+    gc_run(&c, otc_mul(c.g, x, x), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_div) {
+    gc c;
+    gc_init(&c, 5, B);
+    otc_id den = gc_rows_ex(&c, 4, 0.5f, 2.0f, true);
+    gc_run(&c, otc_div(c.g, gc_rows(&c, 4, -1, 1), den), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_neg) {
+    gc c;
+    gc_init(&c, 6, B);
+    gc_run(&c, otc_neg(c.g, gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_scale) {
+    gc c;
+    gc_init(&c, 7, B);
+    gc_run(&c, otc_scale(c.g, gc_rows(&c, 4, -1, 1), -1.7f), 1000);
+    gc_free(&c);
+}
+
+/* Detach passes values but no gradient, so finite differences (which see the value) and the
+ * analytic gradient differ by design: for loss = sum(x * detach(x)) the gradient is x, not
+ * 2x. */
+TEST(gradcheck_detach) {
+    gc c;
+    gc_init(&c, 8, B);
+    otc_id x = gc_param(&c, otc_shape_1d(5), -1, 1);
+    otc_id loss = otc_sum(c.g, otc_mul(c.g, x, otc_detach(c.g, x)));
+    otc_executor *ex = otc_interpreter_new(c.g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    REQUIRE(otc_exec_backward(ex, loss) == OTC_OK);
+    const float *gx;
+    REQUIRE(otc_exec_grad(ex, x, &gx) == OTC_OK);
+    const float *xv = otc_graph_param(c.g, x)->data;
+    for (int i = 0; i < 5; i++) CHECK_NEAR(gx[i], xv[i], 1e-6);
+    otc_exec_free(ex);
+    gc_free(&c);
+}
+
+/* One activation op on per-sample values; kinked ones get inputs away from 0. */
+static void check_activation(otc_op op, float alpha, uint64_t seed, bool kinked) {
+    gc c;
+    gc_init(&c, seed, B);
+    otc_id x = kinked ? gc_rows_ex(&c, 5, 0.1f, 2.0f, true) : gc_rows(&c, 5, -2.0f, 2.0f);
+    gc_run(&c, otc_activation(c.g, op, x, alpha), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_sigmoid) {
+    check_activation(OTC_OP_SIGMOID, 0, 11, false);
+}
+TEST(gradcheck_tanh) {
+    check_activation(OTC_OP_TANH, 0, 12, false);
+}
+TEST(gradcheck_relu) {
+    check_activation(OTC_OP_RELU, 0, 13, true);
+}
+TEST(gradcheck_leaky_relu) {
+    check_activation(OTC_OP_LEAKY_RELU, 0.05f, 14, true);
+}
+TEST(gradcheck_softplus) {
+    check_activation(OTC_OP_SOFTPLUS, 0, 15, false);
+}
+TEST(gradcheck_elu) {
+    check_activation(OTC_OP_ELU, 0.7f, 16, true);
+}
+TEST(gradcheck_gaussian) {
+    check_activation(OTC_OP_GAUSSIAN, 0, 17, false);
+}
+TEST(gradcheck_sin) {
+    check_activation(OTC_OP_SIN, 0, 18, false);
+}
+TEST(gradcheck_abs) {
+    check_activation(OTC_OP_ABS, 0, 19, true);
+}
+TEST(gradcheck_identity) {
+    check_activation(OTC_OP_IDENTITY, 0, 20, false);
+}
+
+/* Below the BLAS cut-off: the loops. */
+TEST(gradcheck_matmul) {
+    gc c;
+    gc_init(&c, 21, B);
+    otc_id a = gc_rows(&c, 4, -1, 1);
+    otc_id w = gc_param(&c, otc_shape_2d(4, 5), -1, 1);
+    gc_run(&c, otc_matmul(c.g, a, w), 1000);
+    gc_free(&c);
+    /* unbatched on both sides */
+    gc_init(&c, 22, B);
+    otc_id p = gc_param(&c, otc_shape_2d(2, 3), -1, 1);
+    otc_id q = gc_param(&c, otc_shape_2d(3, 2), -1, 1);
+    gc_run(&c, otc_matmul(c.g, p, q), 1000);
+    gc_free(&c);
+}
+
+/* [24,32] x [32,16]: forward and both gradient products go through sgemm. */
+TEST(gradcheck_matmul_blas) {
+    gc c;
+    gc_init(&c, 23, 24);
+    otc_id a = gc_rows(&c, 32, -1, 1);
+    otc_id w = gc_param(&c, otc_shape_2d(32, 16), -0.5f, 0.5f);
+    c.rtol = 2e-2;
+    c.atol = 3e-3; /* the loss sums 384 products: float round-off in the differences */
+    gc_run(&c, otc_matmul(c.g, a, w), 300);
+    gc_free(&c);
+}
+
+TEST(gradcheck_row_broadcast) {
+    gc c;
+    gc_init(&c, 24, B);
+    otc_id v = gc_param(&c, otc_shape_1d(4), -1, 1);
+    otc_id like = gc_rows(&c, 4, -1, 1); /* gets no gradient: its values are not used */
+    gc_run(&c, otc_row_broadcast(c.g, v, like), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_sum) {
+    gc c;
+    gc_init(&c, 25, B);
+    gc_run(&c, otc_sum(c.g, gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_mean) {
+    gc c;
+    gc_init(&c, 26, B);
+    gc_run(&c, otc_mean(c.g, gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_reshape) {
+    gc c;
+    gc_init(&c, 27, B);
+    otc_id x = gc_rows(&c, 6, -1, 1);
+    gc_run(&c, otc_reshape(c.g, x, otc_shape_make(3, (int[]){OTC_BATCH, 3, 2})), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_flatten) {
+    gc c;
+    gc_init(&c, 28, B);
+    otc_id x = otc_reshape(c.g, gc_rows(&c, 6, -1, 1), otc_shape_make(3, (int[]){OTC_BATCH, 2, 3}));
+    gc_run(&c, otc_flatten(c.g, x), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_concat) {
+    gc c;
+    gc_init(&c, 29, B);
+    otc_id xs[3] = {gc_rows(&c, 2, -1, 1), gc_rows(&c, 4, -1, 1), gc_rows(&c, 1, -1, 1)};
+    gc_run(&c, otc_concat(c.g, 3, xs, 1), 1000);
+    gc_free(&c);
+    gc_init(&c, 30, B);
+    otc_id ys[2] = {gc_param(&c, otc_shape_2d(2, 3), -1, 1),
+                    gc_param(&c, otc_shape_2d(1, 3), -1, 1)};
+    gc_run(&c, otc_concat(c.g, 2, ys, 0), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_slice) {
+    gc c;
+    gc_init(&c, 31, B);
+    otc_id x =
+        otc_reshape(c.g, gc_rows(&c, 12, -1, 1), otc_shape_make(3, (int[]){OTC_BATCH, 3, 4}));
+    gc_run(&c, otc_slice(c.g, x, 2, 1, 2), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_select) {
+    gc c;
+    gc_init(&c, 32, B);
+    otc_id x =
+        otc_reshape(c.g, gc_rows(&c, 12, -1, 1), otc_shape_make(3, (int[]){OTC_BATCH, 3, 4}));
+    gc_run(&c, otc_select(c.g, x, 1, 2), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_softmax) {
+    gc c;
+    gc_init(&c, 33, B);
+    gc_run(&c, otc_softmax(c.g, gc_rows(&c, 5, -2, 2)), 1000);
+    gc_free(&c);
+    gc_init(&c, 34, B);
+    gc_run(&c, otc_softmax(c.g, gc_param(&c, otc_shape_1d(4), -2, 2)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_log_softmax) {
+    gc c;
+    gc_init(&c, 35, B);
+    gc_run(&c, otc_log_softmax(c.g, gc_rows(&c, 5, -2, 2)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_mse) {
+    gc c;
+    gc_init(&c, 36, B);
+    gc_run(&c, otc_mse(c.g, gc_rows(&c, 4, -1, 1), gc_rows(&c, 4, -1, 1)), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_bce) {
+    gc c;
+    gc_init(&c, 37, B);
+    otc_id p = gc_rows(&c, 4, 0.05f, 0.95f);
+    otc_id t = gc_rows(&c, 4, 0.0f, 1.0f);
+    c.h = 2e-3;
+    gc_run(&c, otc_bce(c.g, p, t), 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_softmax_ce) {
+    static const float labels[4] = {2, 0, 4, 2};
+    gc c;
+    gc_init(&c, 38, 4);
+    otc_id logits = gc_rows(&c, 5, -2, 2);
+    otc_id l = gc_input(&c, "labels", otc_shape_1d(OTC_BATCH), labels);
+    gc_run(&c, otc_softmax_ce(c.g, logits, l), 1000);
+    gc_free(&c);
+}
+
+/* A neuron reading several columns of several sources (one source twice, one column twice)
+ * over more rows than the backward's chunk, so the chunking is exercised. */
+static void check_neuron(otc_act act, float bias, float wmax, int batch, uint64_t seed) {
+    gc c;
+    gc_init(&c, seed, batch);
+    otc_id s0 = gc_rows(&c, 3, -1, 1), s1 = gc_rows(&c, 2, -1, 1);
+    otc_id srcs[5] = {s0, s1, s0, s1, s0};
+    int cols[5] = {2, 0, 0, 1, 2};
+    otc_id n = otc_neuron(c.g, NULL, act, bias, 0.8f, 5, srcs, cols, NULL);
+    REQUIRE(n >= 0);
+    const otc_node *nd = otc_graph_node(c.g, n);
+    otc_tensor *w = otc_graph_param(c.g, nd->inputs[0]);
+    for (size_t i = 0; i < w->size; i++) w->data[i] = uniform(&c, -wmax, wmax);
+    c.check[c.n_check++] = nd->inputs[0];
+    c.check[c.n_check++] = nd->inputs[1];
+    gc_run(&c, n, 1000);
+    gc_free(&c);
+}
+
+TEST(gradcheck_neuron) {
+    check_neuron(OTC_ACT_TANH, 0.2f, 1.0f, 70, 39);
+}
+
+/* Every activation inside a neuron, on both sides of 0: the bias keeps the pre-activation
+ * in (0.7, 2.3) or (-2.3, -0.7), away from the kinks. */
+TEST(gradcheck_neuron_acts) {
+    for (int act = 0; act < OTC_ACT_COUNT; act++) {
+        check_neuron((otc_act)act, 1.5f, 0.2f, 4, 40 + (uint64_t)act);
+        check_neuron((otc_act)act, -1.5f, 0.2f, 4, 60 + (uint64_t)act);
+    }
+}

@@ -1,0 +1,417 @@
+/* NEAT: configuration errors, mutation invariants, innovation tracking, crossover, distance,
+ * speciation and the phenotype, against hand-worked values. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "otc/executor.h"
+#include "otc/neat.h"
+
+static const char *base_ini = "[NEAT]\n"
+                              "fitness_threshold = 15.9\n"
+                              "pop_size = 50\n"
+                              "[DefaultGenome]\n"
+                              "num_inputs = 2\n"
+                              "num_outputs = 1\n"
+                              "[DefaultSpeciesSet]\n"
+                              "compatibility_threshold = 3.0\n";
+
+static otc_neat_config base_config(void) {
+    otc_neat_config c;
+    otc_status s = otc_neat_config_parse(base_ini, "base.ini", &c);
+    if (s != OTC_OK) fprintf(stderr, "%s\n", otc_last_error());
+    return c;
+}
+
+/* Parse text expected to fail; the message must contain every needle. */
+static void expect_config_error(const char *text, const char *n1, const char *n2, const char *n3) {
+    otc_neat_config c;
+    otc_status s = otc_neat_config_parse(text, "t.ini", &c);
+    CHECK(s == OTC_ERR_CONFIG);
+    const char *m = otc_last_error();
+    CHECK_MSG(strstr(m, n1) != NULL, "'%s' not in '%s'", n1, m);
+    if (n2) CHECK_MSG(strstr(m, n2) != NULL, "'%s' not in '%s'", n2, m);
+    if (n3) CHECK_MSG(strstr(m, n3) != NULL, "'%s' not in '%s'", n3, m);
+}
+
+TEST(neat_config_example_loads) {
+    otc_neat_config c;
+    otc_status s = otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/xor.ini", &c);
+    REQUIRE(s == OTC_OK);
+    CHECK(c.pop_size == 150);
+    CHECK(c.num_inputs == 2 && c.num_outputs == 1);
+    CHECK(c.bias_node);
+    CHECK_NEAR(c.compatibility_threshold, 3.0, 0);
+    CHECK_NEAR(c.compatibility_weight_coefficient, 0.4, 0);
+    CHECK_NEAR(c.node_add_prob, 0.03, 0);
+    CHECK_NEAR(c.conn_add_prob, 0.05, 0);
+    CHECK(c.activation_default == OTC_ACT_STEEP_SIGMOID);
+    /* excess coefficient defaults to the disjoint one */
+    CHECK_NEAR(c.compatibility_excess_coefficient, c.compatibility_disjoint_coefficient, 0);
+}
+
+TEST(neat_config_errors_name_key_section_line) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s[DefaultGenome]\nweight_mutat_rate = 0.8\n", base_ini);
+    expect_config_error(buf, "t.ini:10", "[DefaultGenome]", "weight_mutat_rate: unknown key");
+    snprintf(buf, sizeof buf, "[NEAT]\npop_size = lots\n");
+    expect_config_error(buf, "t.ini:2", "[NEAT] pop_size", "lots");
+    snprintf(buf, sizeof buf, "[NEAT]\npop_size = 10\npop_size = 20\n");
+    expect_config_error(buf, "t.ini:3", "pop_size", "repeated");
+    snprintf(buf, sizeof buf, "%s[Genome]\nx = 1\n", base_ini);
+    expect_config_error(buf, "t.ini:10", "unknown section", "[Genome]");
+    snprintf(buf, sizeof buf, "%s[DefaultGenome]\nweight_mutate_rate = 1.5\n", base_ini);
+    expect_config_error(buf, "t.ini:10", "weight_mutate_rate", "out of range");
+    snprintf(buf, sizeof buf, "%s[DefaultGenome]\naggregation_default = product\n", base_ini);
+    expect_config_error(buf, "t.ini:10", "aggregation_default", "product");
+    snprintf(buf, sizeof buf, "%s[DefaultGenome]\nactivation_default = cube\n", base_ini);
+    expect_config_error(buf, "t.ini:10", "activation_default", "cube");
+    /* Missing required keys name the section and key (no line: they are absent). */
+    expect_config_error("[NEAT]\nfitness_threshold = 1\n[DefaultGenome]\nnum_inputs = 2\n"
+                        "num_outputs = 1\n[DefaultSpeciesSet]\ncompatibility_threshold = 3\n",
+                        "[NEAT] pop_size", "missing required key", NULL);
+    expect_config_error("[NEAT]\nfitness_threshold = 1\npop_size = 5\n[DefaultGenome]\n"
+                        "num_outputs = 1\n[DefaultSpeciesSet]\ncompatibility_threshold = 3\n",
+                        "[DefaultGenome] num_inputs", "missing required key", NULL);
+    /* A line that is not key = value. */
+    snprintf(buf, sizeof buf, "%sjust words\n", base_ini);
+    expect_config_error(buf, "t.ini:9", "syntax", NULL);
+    /* A neat-python config's usual keys are accepted. */
+    snprintf(
+        buf, sizeof buf,
+        "%s[DefaultGenome]\nbias_init_type = gaussian\naggregation_options = sum\n"
+        "initial_connection = partial_direct 0.5\nstructural_mutation_surer = default\n"
+        "[DefaultStagnation]\nspecies_fitness_func = max\n[DefaultReproduction]\nelitism = 2\n",
+        base_ini);
+    otc_neat_config c;
+    CHECK(otc_neat_config_parse(buf, "t.ini", &c) == OTC_OK);
+    CHECK(c.initial_connection == OTC_NEAT_CONNECT_PARTIAL_DIRECT);
+    CHECK_NEAR(c.connection_fraction, 0.5, 0);
+    CHECK(c.elitism == 2);
+}
+
+/* Every genome of a heavily mutated set stays valid: sorted unique genes, endpoints present,
+ * no duplicate (in, out), acyclic when feed-forward; equal (in, out) means equal innovation
+ * across genomes. */
+static void mutation_invariants(bool feed_forward) {
+    otc_neat_config c = base_config();
+    c.feed_forward = feed_forward;
+    c.node_add_prob = 0.3;
+    c.conn_add_prob = 0.5;
+    c.node_delete_prob = 0.05;
+    c.conn_delete_prob = 0.05;
+    c.enabled_mutate_rate = 0.05;
+    c.num_hidden = 1;
+    c.bias_node = true;
+    otc_neat_innovations *t = otc_neat_innovations_new(c.num_inputs + 1 + 1 + 1, 0);
+    otc_rng rng;
+    otc_rng_seed(&rng, 7);
+    enum { N = 12 };
+    otc_neat_genome *g[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = otc_neat_genome_new();
+        REQUIRE(otc_neat_genome_init(g[i], &c, t, &rng) == OTC_OK);
+    }
+    for (int gen = 0; gen < 60; gen++) {
+        otc_neat_innovations_new_generation(t);
+        for (int i = 0; i < N; i++) {
+            REQUIRE(otc_neat_mutate(g[i], &c, t, &rng) == OTC_OK);
+            otc_status s = otc_neat_genome_validate(g[i], feed_forward);
+            CHECK_MSG(s == OTC_OK, "gen %d genome %d: %s", gen, i, otc_last_error());
+            if (s != OTC_OK) return;
+        }
+        /* crossover children of valid parents are valid too */
+        for (int i = 0; i + 1 < N; i += 2) {
+            otc_neat_genome *child = NULL;
+            g[i]->fitness = otc_rng_uniform(&rng);
+            g[i + 1]->fitness = otc_rng_uniform(&rng);
+            REQUIRE(otc_neat_crossover(g[i], g[i + 1], &c, &rng, &child) == OTC_OK);
+            CHECK(otc_neat_genome_validate(child, feed_forward) == OTC_OK);
+            otc_neat_genome_free(g[i]);
+            g[i] = child;
+        }
+    }
+    int total_hidden = 0;
+    for (int i = 0; i < N; i++) {
+        total_hidden += otc_neat_genome_hidden_count(g[i]);
+        for (int j = 0; j < N; j++)
+            for (int a = 0; a < g[i]->n_conns; a++) {
+                const otc_neat_conn *x = &g[i]->conns[a];
+                const otc_neat_conn *y = otc_neat_genome_find_pair(g[j], x->in, x->out);
+                if (y) CHECK(y->innov == x->innov);
+            }
+    }
+    CHECK(total_hidden > N); /* the test did grow structure */
+    for (int i = 0; i < N; i++) otc_neat_genome_free(g[i]);
+    otc_neat_innovations_free(t);
+}
+
+TEST(neat_mutation_invariants_feed_forward) {
+    mutation_invariants(true);
+}
+TEST(neat_mutation_invariants_recurrent) {
+    mutation_invariants(false);
+}
+
+TEST(neat_add_node_splits_and_shares_innovations) {
+    otc_neat_config c = base_config();
+    otc_neat_innovations *t = otc_neat_innovations_new(3, 0);
+    otc_rng rng;
+    otc_rng_seed(&rng, 1);
+    otc_neat_genome *a = otc_neat_genome_new(), *b = otc_neat_genome_new(),
+                    *d = otc_neat_genome_new();
+    c.initial_connection = OTC_NEAT_CONNECT_FULL_DIRECT;
+    REQUIRE(otc_neat_genome_init(a, &c, t, &rng) == OTC_OK);
+    REQUIRE(a->n_conns == 2 && a->n_nodes == 3);
+    /* keep only connection 0 -> 2 enabled so the split is determined */
+    a->conns[1].enabled = false;
+    a->conns[0].weight = -1.75f;
+    otc_neat_genome *a2 = otc_neat_genome_copy(a);
+    otc_neat_genome_free(b);
+    b = otc_neat_genome_copy(a);
+    REQUIRE(otc_neat_mutate_add_node(a, &c, t, &rng) == OTC_OK);
+    REQUIRE(a->n_nodes == 4 && a->n_conns == 4);
+    const otc_neat_conn *old = otc_neat_genome_find_pair(a, 0, 2);
+    CHECK(old && !old->enabled);
+    int h = a->nodes[3].id;
+    CHECK(a->nodes[3].type == OTC_NEAT_HIDDEN);
+    const otc_neat_conn *in = otc_neat_genome_find_pair(a, 0, h),
+                        *out = otc_neat_genome_find_pair(a, h, 2);
+    REQUIRE(in && out);
+    CHECK(in->weight == 1.0f && in->enabled);
+    CHECK(out->weight == -1.75f && out->enabled);
+    /* the same split in the same generation: same node id, same innovations */
+    REQUIRE(otc_neat_mutate_add_node(b, &c, t, &rng) == OTC_OK);
+    CHECK(b->nodes[3].id == h);
+    CHECK(otc_neat_genome_find_pair(b, 0, h)->innov == in->innov);
+    CHECK(otc_neat_genome_find_pair(b, h, 2)->innov == out->innov);
+    /* a later generation gets a new node */
+    otc_neat_innovations_new_generation(t);
+    otc_neat_genome_free(d);
+    d = a2;
+    REQUIRE(otc_neat_mutate_add_node(d, &c, t, &rng) == OTC_OK);
+    CHECK(d->nodes[3].id != h);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+    otc_neat_genome_free(d);
+    otc_neat_innovations_free(t);
+}
+
+/* Two hand-made genomes over inputs 0,1, output 2, hidden 3 and 4. */
+static otc_neat_genome *make_genome(const int (*conns)[3], int n, const float *w, bool hidden4) {
+    otc_neat_genome *g = otc_neat_genome_new();
+    for (int i = 0; i < (hidden4 ? 5 : 4); i++) {
+        otc_neat_node node = {i,
+                              i < 2    ? OTC_NEAT_INPUT
+                              : i == 2 ? OTC_NEAT_OUTPUT
+                                       : OTC_NEAT_HIDDEN,
+                              OTC_ACT_STEEP_SIGMOID, 0, 1};
+        otc_neat_genome_add_node(g, &node);
+    }
+    for (int i = 0; i < n; i++) {
+        otc_neat_conn c = {conns[i][0], conns[i][1], conns[i][2], w[i], true};
+        otc_neat_genome_add_conn(g, &c);
+    }
+    return g;
+}
+
+TEST(neat_distance_hand_computed) {
+    /* A: innovations 1 2 3 4 5, B: 1 2 3 6 7 8 9. Matching 1, 2, 3; A's 4 and 5 lie within
+     * B's range (max 9): disjoint; B's 6..9 lie beyond A's max 5: excess. D = 2, E = 4. */
+    const int ca[5][3] = {{1, 0, 2}, {2, 1, 2}, {3, 0, 3}, {4, 3, 2}, {5, 1, 3}};
+    const int cb[7][3] = {{1, 0, 2}, {2, 1, 2}, {3, 0, 3}, {6, 0, 4},
+                          {7, 4, 2}, {8, 1, 4}, {9, 4, 3}};
+    const float wa[5] = {0.5f, -1, 2, 1, 1}, wb[7] = {1.5f, -1, 1, 1, 1, 1, 1};
+    otc_neat_genome *a = make_genome(ca, 5, wa, true), *b = make_genome(cb, 7, wb, true);
+    otc_neat_config c = base_config();
+    c.compatibility_excess_coefficient = 1.0;
+    c.compatibility_disjoint_coefficient = 2.0;
+    c.compatibility_weight_coefficient = 0.4;
+    c.compatibility_normalize_min_genes = 20; /* both small: N = 1 */
+    /* W-bar = (|0.5-1.5| + 0 + |2-1|) / 3 = 2/3 */
+    double want = 1.0 * 4 + 2.0 * 2 + 0.4 * (2.0 / 3.0);
+    CHECK_NEAR(otc_neat_distance(a, b, &c), want, 1e-9);
+    CHECK_NEAR(otc_neat_distance(b, a, &c), want, 1e-9);
+    /* N = 7 (the larger genome) once normalising applies */
+    c.compatibility_normalize_min_genes = 0;
+    CHECK_NEAR(otc_neat_distance(a, b, &c), (4.0 + 4.0) / 7 + 0.4 * (2.0 / 3.0), 1e-9);
+    CHECK_NEAR(otc_neat_distance(a, a, &c), 0.0, 0);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+}
+
+TEST(neat_crossover_inherits_from_fitter_parent) {
+    const int ca[5][3] = {{1, 0, 2}, {2, 1, 2}, {3, 0, 3}, {4, 3, 2}, {5, 1, 3}};
+    const int cb[4][3] = {{1, 0, 2}, {2, 1, 2}, {6, 0, 4}, {7, 4, 2}};
+    const float wa[5] = {1, 1, 1, 1, 1}, wb[4] = {2, 2, 2, 2};
+    otc_neat_genome *a = make_genome(ca, 5, wa, false), *b = make_genome(cb, 4, wb, true);
+    a->fitness = 10;
+    b->fitness = 5;
+    b->conns[1].enabled = false; /* innovation 2 disabled in the weaker parent */
+    otc_neat_config c = base_config();
+    otc_rng rng;
+    otc_rng_seed(&rng, 3);
+    int from_b = 0, disabled = 0, trials = 4000;
+    for (int t = 0; t < trials; t++) {
+        otc_neat_genome *k = NULL;
+        REQUIRE(otc_neat_crossover(b, a, &c, &rng, &k) == OTC_OK);
+        /* exactly the fitter parent's genes, in its structure */
+        REQUIRE(k->n_conns == 5 && k->n_nodes == 4);
+        for (int i = 0; i < 5; i++) CHECK(k->conns[i].innov == ca[i][0]);
+        CHECK(!otc_neat_genome_find_conn(k, 6) && !otc_neat_genome_find_node(k, 4));
+        /* disjoint/excess genes keep the fitter parent's weight */
+        for (int i = 2; i < 5; i++) CHECK(k->conns[i].weight == 1.0f && k->conns[i].enabled);
+        from_b += k->conns[0].weight == 2.0f;
+        disabled += !k->conns[1].enabled;
+        otc_neat_genome_free(k);
+    }
+    /* matching genes from either parent at random; disabled in either -> disabled 75% */
+    CHECK_NEAR((double)from_b / trials, 0.5, 0.03);
+    CHECK_NEAR((double)disabled / trials, 0.75, 0.03);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+}
+
+TEST(neat_speciation_first_fit_within_threshold) {
+    otc_neat_config c = base_config();
+    c.pop_size = 60;
+    c.compatibility_threshold = 1.0;
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(&c, 5, &p) == OTC_OK);
+    /* spread the genomes out, then re-speciate */
+    otc_rng rng;
+    otc_rng_seed(&rng, 9);
+    for (int i = 0; i < otc_neat_population_size(p); i++) {
+        otc_neat_genome *g = otc_neat_population_genome(p, i);
+        for (int k = 0; k < g->n_conns; k++) g->conns[k].weight = (float)(i % 6) * 1.5f;
+    }
+    REQUIRE(otc_neat_speciate(p) == OTC_OK);
+    int n_species = otc_neat_population_species_count(p);
+    CHECK(n_species >= 2);
+    int counted = 0;
+    for (int s = 0; s < n_species; s++) {
+        const otc_neat_species *sp = otc_neat_population_species(p, s);
+        CHECK(sp->n_members > 0);
+        counted += sp->n_members;
+        for (int m = 0; m < sp->n_members; m++) {
+            otc_neat_genome *g = otc_neat_population_genome(p, sp->members[m]);
+            CHECK(g->species == sp->id);
+            CHECK(otc_neat_distance(g, sp->representative, &c) < 1.0);
+            /* not compatible with any earlier species */
+            for (int e = 0; e < s; e++)
+                CHECK(otc_neat_distance(g, otc_neat_population_species(p, e)->representative, &c) >=
+                      1.0);
+        }
+    }
+    CHECK(counted == otc_neat_population_size(p));
+    otc_neat_population_free(p);
+}
+
+static float steep(float x) {
+    return 1.0f / (1.0f + expf(-4.9f * x));
+}
+
+TEST(neat_phenotype_matches_hand_computation) {
+    /* inputs 0,1; bias 2; output 3; hidden 4: h = s(1*x0 - 2*x1 + 0.5*1), o = s(0.7 h + x1 + 0.3)
+     */
+    otc_neat_genome *g = otc_neat_genome_new();
+    otc_neat_node nodes[5] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
+                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
+                              {2, OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1},
+                              {3, OTC_NEAT_OUTPUT, OTC_ACT_STEEP_SIGMOID, 0.3f, 1},
+                              {4, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1}};
+    for (int i = 0; i < 5; i++) otc_neat_genome_add_node(g, &nodes[i]);
+    otc_neat_conn conns[6] = {{0, 0, 3, 9.0f, false}, {1, 0, 4, 1.0f, true}, {2, 1, 4, -2.0f, true},
+                              {3, 2, 4, 0.5f, true},  {4, 4, 3, 0.7f, true}, {5, 1, 3, 1.0f, true}};
+    for (int i = 0; i < 6; i++) otc_neat_genome_add_conn(g, &conns[i]);
+    otc_neat_config c = base_config();
+    c.bias_node = true;
+    otc_neat_phenotype *ph = NULL;
+    REQUIRE(otc_neat_phenotype_build(g, &c, &ph) == OTC_OK);
+    otc_executor *ex = otc_interpreter_new(ph->graph, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    const float x[8] = {0, 0, 0, 1, 1, 0, 1, 1};
+    REQUIRE(otc_exec_set_input(ex, ph->input, x, 4) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *y;
+    REQUIRE(otc_exec_value(ex, otc_graph_output(ph->graph, 0), &y, NULL) == OTC_OK);
+    for (int r = 0; r < 4; r++) {
+        float x0 = x[2 * r], x1 = x[2 * r + 1];
+        float h = steep(x0 - 2 * x1 + 0.5f), o = steep(0.7f * h + x1 + 0.3f);
+        CHECK_NEAR(y[r], o, 1e-5);
+    }
+    otc_exec_free(ex);
+    otc_neat_phenotype_free(ph);
+    otc_neat_genome_free(g);
+}
+
+TEST(neat_recurrent_phenotype_steps_synchronously) {
+    /* input 0, output 1 (identity), hidden 2 (identity): h_t = x_t + 0.5 h_{t-1}
+     * (self loop), o_t = h_{t-1}: every non-input source is read one step late. */
+    otc_neat_genome *g = otc_neat_genome_new();
+    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
+                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1},
+                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1}};
+    for (int i = 0; i < 3; i++) otc_neat_genome_add_node(g, &nodes[i]);
+    otc_neat_conn conns[3] = {{0, 0, 2, 1.0f, true}, {1, 2, 2, 0.5f, true}, {2, 2, 1, 1.0f, true}};
+    for (int i = 0; i < 3; i++) otc_neat_genome_add_conn(g, &conns[i]);
+    otc_neat_config c = base_config();
+    c.num_inputs = 1;
+    c.feed_forward = false;
+    otc_neat_phenotype *ph = NULL;
+    REQUIRE(otc_neat_phenotype_build(g, &c, &ph) == OTC_OK);
+    CHECK(ph->recurrent);
+    otc_executor *ex = otc_interpreter_new(ph->graph, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    const float xs[4] = {1, 2, 0, 4};
+    float h = 0;
+    for (int t = 0; t < 4; t++) {
+        REQUIRE(otc_exec_set_input(ex, ph->input, &xs[t], 1) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+        const float *y;
+        REQUIRE(otc_exec_value(ex, otc_graph_output(ph->graph, 0), &y, NULL) == OTC_OK);
+        CHECK_NEAR(y[0], h, 1e-6); /* the previous step's hidden value */
+        h = xs[t] + 0.5f * h;
+    }
+    otc_exec_free(ex);
+    otc_neat_phenotype_free(ph);
+    otc_neat_genome_free(g);
+}
+
+TEST(neat_genome_json_round_trip) {
+    otc_neat_config c = base_config();
+    c.node_add_prob = 1;
+    c.conn_add_prob = 1;
+    otc_neat_innovations *t = otc_neat_innovations_new(3, 0);
+    otc_rng rng;
+    otc_rng_seed(&rng, 2);
+    otc_neat_genome *g = otc_neat_genome_new();
+    REQUIRE(otc_neat_genome_init(g, &c, t, &rng) == OTC_OK);
+    for (int i = 0; i < 5; i++) REQUIRE(otc_neat_mutate(g, &c, t, &rng) == OTC_OK);
+    g->fitness = 1.0 / 3.0;
+    char *json = otc_neat_genome_to_json(g);
+    REQUIRE(json);
+    otc_neat_genome *back = NULL;
+    REQUIRE(otc_neat_genome_from_json(json, &back) == OTC_OK);
+    CHECK(back->n_nodes == g->n_nodes && back->n_conns == g->n_conns);
+    CHECK(back->fitness == g->fitness);
+    CHECK(memcmp(back->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes) == 0);
+    for (int i = 0; i < g->n_conns; i++) {
+        CHECK(back->conns[i].innov == g->conns[i].innov);
+        CHECK(back->conns[i].weight == g->conns[i].weight);
+        CHECK(back->conns[i].enabled == g->conns[i].enabled);
+    }
+    /* corrupt text is an error, not a crash */
+    otc_neat_genome *bad = NULL;
+    CHECK(otc_neat_genome_from_json("{\"nodes\":[{\"id\":0}],\"connections\":[]}", &bad) ==
+          OTC_ERR_FORMAT);
+    CHECK(otc_neat_genome_from_json("{\"nodes\":[],\"connections\":[{\"innov\":0,\"in\":0,"
+                                    "\"out\":1,\"weight\":1,\"enabled\":true}]}",
+                                    &bad) == OTC_ERR_FORMAT);
+    CHECK(otc_neat_genome_from_json("[1,2", &bad) == OTC_ERR_FORMAT);
+    free(json);
+    otc_neat_genome_free(g);
+    otc_neat_genome_free(back);
+    otc_neat_innovations_free(t);
+}

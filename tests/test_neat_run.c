@@ -1,0 +1,274 @@
+/* NEAT runs end to end: XOR gets solved, results do not depend on the thread count, a
+ * resumed checkpoint continues exactly, the champion graph carries its genome, and the
+ * hybrid trainer writes weights back only when Lamarckian. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "otc/executor.h"
+#include "otc/model.h"
+#include "otc/neat.h"
+
+static otc_neat_config xor_config(void) {
+    otc_neat_config c;
+    otc_status s = otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/xor.ini", &c);
+    if (s != OTC_OK) fprintf(stderr, "%s\n", otc_last_error());
+    return c;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (buf) buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* The population's full state as canonical text, without wall-clock times. */
+static char *state_text(const otc_neat_population *p, const char *path) {
+    if (otc_neat_checkpoint_save(p, path) != OTC_OK) return NULL;
+    char *text = read_text(path);
+    remove(path);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!j) return NULL;
+    cJSON *st, *stats = cJSON_GetObjectItem(j, "stats");
+    cJSON_ArrayForEach(st, stats) cJSON_DeleteItemFromObject(st, "seconds");
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return out;
+}
+
+static otc_neat_population *run_generations(const otc_neat_config *c, otc_neat_task *task,
+                                            uint64_t seed, int gens, int threads) {
+    otc_neat_population *p = NULL;
+    if (otc_neat_population_new(c, seed, &p) != OTC_OK) return NULL;
+    otc_neat_step_options o = {threads};
+    for (int g = 0; g < gens; g++)
+        if (otc_neat_step(p, task, &o, NULL) != OTC_OK) {
+            fprintf(stderr, "%s\n", otc_last_error());
+            break;
+        }
+    return p;
+}
+
+TEST(neat_evolve_xor_solves) {
+    otc_neat_config c = xor_config();
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("xor", &c, &task) == OTC_OK);
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(&c, 3, &p) == OTC_OK); /* solves in 22 generations */
+    bool solved = false;
+    otc_neat_run_options o = {.generations = 300, .threads = 2};
+    REQUIRE(otc_neat_run(p, task, &o, &solved) == OTC_OK);
+    CHECK(solved);
+    const otc_neat_genome *champ = otc_neat_champion(p);
+    REQUIRE(champ);
+    CHECK(otc_neat_genome_hidden_count(champ) >= 1); /* XOR is not linearly separable */
+    /* re-check the solution independently of the task code */
+    otc_neat_phenotype *ph = NULL;
+    REQUIRE(otc_neat_phenotype_build(champ, &c, &ph) == OTC_OK);
+    otc_executor *ex = otc_interpreter_new(ph->graph, &(otc_exec_options){.inference = true});
+    const float x[8] = {0, 0, 0, 1, 1, 0, 1, 1};
+    const float *y;
+    REQUIRE(otc_exec_set_input(ex, ph->input, x, 4) == OTC_OK && otc_exec_forward(ex) == OTC_OK);
+    REQUIRE(otc_exec_value(ex, otc_graph_output(ph->graph, 0), &y, NULL) == OTC_OK);
+    CHECK(y[0] < 0.5f && y[1] > 0.5f && y[2] > 0.5f && y[3] < 0.5f);
+    otc_exec_free(ex);
+    otc_neat_phenotype_free(ph);
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+}
+
+TEST(neat_results_independent_of_thread_count) {
+    otc_neat_config c = xor_config();
+    c.pop_size = 60;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("xor", &c, &task) == OTC_OK);
+    otc_neat_population *a = run_generations(&c, task, 9, 6, 1);
+    otc_neat_population *b = run_generations(&c, task, 9, 6, 2);
+    otc_neat_population *d = run_generations(&c, task, 10, 6, 2);
+    REQUIRE(a && b && d);
+    char *ta = state_text(a, OTC_BINARY_DIR "/neat_threads_a.json");
+    char *tb = state_text(b, OTC_BINARY_DIR "/neat_threads_b.json");
+    char *td = state_text(d, OTC_BINARY_DIR "/neat_threads_d.json");
+    REQUIRE(ta && tb && td);
+    CHECK(strcmp(ta, tb) == 0);
+    CHECK(strcmp(ta, td) != 0); /* and the seed does matter */
+    free(ta);
+    free(tb);
+    free(td);
+    otc_neat_population_free(a);
+    otc_neat_population_free(b);
+    otc_neat_population_free(d);
+    otc_neat_task_free(task);
+}
+
+TEST(neat_checkpoint_resume_equals_uninterrupted) {
+    otc_neat_config c = xor_config();
+    c.pop_size = 60;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("xor", &c, &task) == OTC_OK);
+    const char *ck = OTC_BINARY_DIR "/neat_resume_ck.json";
+    otc_neat_population *whole = run_generations(&c, task, 4, 10, 2);
+    otc_neat_population *half = run_generations(&c, task, 4, 5, 1);
+    REQUIRE(whole && half);
+    REQUIRE(otc_neat_checkpoint_save(half, ck) == OTC_OK);
+    otc_neat_population_free(half);
+    otc_neat_population *resumed = NULL;
+    REQUIRE(otc_neat_checkpoint_load(ck, &c, &resumed) == OTC_OK);
+    CHECK(otc_neat_generation(resumed) == 5);
+    otc_neat_step_options o = {2};
+    for (int g = 0; g < 5; g++) REQUIRE(otc_neat_step(resumed, task, &o, NULL) == OTC_OK);
+    char *tw = state_text(whole, OTC_BINARY_DIR "/neat_resume_w.json");
+    char *tr = state_text(resumed, OTC_BINARY_DIR "/neat_resume_r.json");
+    REQUIRE(tw && tr);
+    CHECK(strcmp(tw, tr) == 0);
+    CHECK(otc_neat_generation(resumed) == 10 && otc_neat_stats_count(resumed) == 10);
+    /* A checkpoint for another population size is refused, naming the mismatch. */
+    otc_neat_config other = c;
+    other.pop_size = 61;
+    otc_neat_population *bad = NULL;
+    CHECK(otc_neat_checkpoint_load(ck, &other, &bad) == OTC_ERR_CONFIG);
+    /* A truncated checkpoint is an error, not a crash. */
+    char *text = read_text(ck);
+    REQUIRE(text);
+    FILE *f = fopen(ck, "wb");
+    fwrite(text, 1, strlen(text) / 2, f);
+    fclose(f);
+    CHECK(otc_neat_checkpoint_load(ck, &c, &bad) == OTC_ERR_FORMAT);
+    remove(ck);
+    free(text);
+    free(tw);
+    free(tr);
+    otc_neat_population_free(whole);
+    otc_neat_population_free(resumed);
+    otc_neat_task_free(task);
+}
+
+TEST(neat_champion_graph_carries_genome) {
+    otc_neat_config c = xor_config();
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("xor", &c, &task) == OTC_OK);
+    otc_neat_population *p = run_generations(&c, task, 3, 3, 2);
+    REQUIRE(p);
+    otc_graph *g = NULL;
+    REQUIRE(otc_neat_champion_graph(p, task, &g) == OTC_OK);
+    const char *path = OTC_BINARY_DIR "/neat_champion.otm";
+    REQUIRE(otc_model_save(g, path) == OTC_OK);
+    otc_graph *back = NULL;
+    REQUIRE(otc_model_load(path, &back) == OTC_OK);
+    remove(path);
+    const char *gj = otc_graph_meta_get(back, "genome"), *facts = otc_graph_meta_get(back, "neat");
+    REQUIRE(gj && facts);
+    otc_neat_genome *genome = NULL;
+    REQUIRE(otc_neat_genome_from_json(gj, &genome) == OTC_OK);
+    const otc_neat_genome *champ = otc_neat_champion(p);
+    CHECK(genome->n_conns == champ->n_conns && genome->fitness == champ->fitness);
+    cJSON *fj = cJSON_Parse(facts);
+    REQUIRE(fj);
+    CHECK(cJSON_GetObjectItem(fj, "hidden_nodes")->valueint == otc_neat_genome_hidden_count(champ));
+    CHECK(cJSON_GetObjectItem(fj, "enabled_connections")->valueint ==
+          otc_neat_genome_enabled_count(champ));
+    CHECK(!strcmp(cJSON_GetObjectItem(fj, "task")->valuestring, "xor"));
+    cJSON_Delete(fj);
+    /* the saved graph computes the champion's fitness */
+    otc_executor *ex = otc_interpreter_new(back, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    const float x[8] = {0, 0, 0, 1, 1, 0, 1, 1}, want[4] = {0, 1, 1, 0};
+    const float *y;
+    REQUIRE(otc_exec_set_input(ex, otc_graph_input(back, 0), x, 4) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    REQUIRE(otc_exec_value(ex, otc_graph_output(back, 0), &y, NULL) == OTC_OK);
+    double err = 0;
+    for (int i = 0; i < 4; i++) err += fabs(y[i] - want[i]);
+    CHECK_NEAR((4 - err) * (4 - err), champ->fitness, 1e-4);
+    otc_exec_free(ex);
+    otc_neat_genome_free(genome);
+    otc_graph_free(g);
+    otc_graph_free(back);
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+}
+
+TEST(neat_task_checks_config_shape) {
+    otc_neat_config c = xor_config();
+    otc_neat_task *t = NULL;
+    c.num_inputs = 3;
+    CHECK(otc_neat_task_create("xor", &c, &t) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "num_inputs") != NULL);
+    CHECK(otc_neat_task_create("dpv", &c, &t) == OTC_ERR_CONFIG);
+    CHECK(otc_neat_task_create("tic-tac-toe", &c, &t) == OTC_ERR_ARG);
+    CHECK(otc_neat_task_create("csv:/nonexistent/file.csv", &c, &t) != OTC_OK);
+}
+
+/* A small two-class circle data set: label 1 inside radius 0.6. */
+static void write_circle_csv(const char *path, int rows) {
+    FILE *f = fopen(path, "w");
+    otc_rng rng;
+    otc_rng_seed(&rng, 42);
+    fprintf(f, "x,y,label\n");
+    for (int r = 0; r < rows; r++) {
+        float x = 2 * otc_rng_uniform(&rng) - 1, y = 2 * otc_rng_uniform(&rng) - 1;
+        fprintf(f, "%.5f,%.5f,%d\n", x, y, x * x + y * y < 0.36f);
+    }
+    fclose(f);
+}
+
+TEST(neat_hybrid_lamarckian_vs_baldwinian) {
+    const char *csv = OTC_BINARY_DIR "/neat_circle_test.csv";
+    write_circle_csv(csv, 200);
+    otc_neat_config c = xor_config();
+    c.bias_node = false;
+    c.bias.init_stdev = 1;
+    c.train_steps = 60;
+    c.batch_size = 32;
+    c.learning_rate = 0.05;
+    otc_neat_task *task = NULL;
+    otc_status s = otc_neat_task_create("csv:" OTC_BINARY_DIR "/neat_circle_test.csv", &c, &task);
+    REQUIRE(s == OTC_OK);
+    otc_neat_innovations *t = otc_neat_innovations_new(10, 0);
+    otc_rng rng;
+    otc_rng_seed(&rng, 1);
+    otc_neat_genome *g = otc_neat_genome_new();
+    c.num_hidden = 3;
+    c.initial_connection = OTC_NEAT_CONNECT_FULL_DIRECT;
+    REQUIRE(otc_neat_genome_init(g, &c, t, &rng) == OTC_OK);
+    otc_neat_genome *lam = otc_neat_genome_copy(g), *bal = otc_neat_genome_copy(g),
+                    *pure = otc_neat_genome_copy(g);
+    otc_neat_eval el, eb, ep;
+    REQUIRE(task->evaluate(task, &c, lam, 77, &el) == OTC_OK);
+    c.lamarckian = false;
+    REQUIRE(task->evaluate(task, &c, bal, 77, &eb) == OTC_OK);
+    c.train_steps = 0;
+    REQUIRE(task->evaluate(task, &c, pure, 77, &ep) == OTC_OK);
+    /* same training, same fitness; only Lamarckian changes the genome */
+    CHECK(el.fitness == eb.fitness);
+    CHECK(el.fitness > ep.fitness); /* 60 Adam steps reduce the training MSE */
+    bool bal_same = true, lam_same = true;
+    for (int i = 0; i < g->n_conns; i++) {
+        bal_same &= bal->conns[i].weight == g->conns[i].weight;
+        lam_same &= lam->conns[i].weight == g->conns[i].weight;
+    }
+    CHECK(bal_same);
+    CHECK(!lam_same);
+    /* evaluating the Lamarckian genome untrained reproduces its trained fitness */
+    otc_neat_eval again;
+    REQUIRE(task->evaluate(task, &c, lam, 5, &again) == OTC_OK);
+    CHECK_NEAR(again.fitness, el.fitness, 1e-6);
+    remove(csv);
+    otc_neat_genome_free(g);
+    otc_neat_genome_free(lam);
+    otc_neat_genome_free(bal);
+    otc_neat_genome_free(pure);
+    otc_neat_innovations_free(t);
+    otc_neat_task_free(task);
+}

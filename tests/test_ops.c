@@ -1,0 +1,467 @@
+/* Forward values of every op through the interpreter, against values computed by hand (or,
+ * for the larger cases, by a direct double-precision loop in the test). */
+#include "harness.h"
+#include "otc/otc.h"
+
+#define TOL 1e-5
+
+/* Runs a forward of g (inputs set by the caller through *exp when given) and returns the
+ * value of `id`; the executor is kept in *exp for the caller to free. */
+static const float *eval(otc_graph *g, otc_id id, otc_executor **exp, otc_shape *shape) {
+    if (!*exp) *exp = otc_interpreter_new(g, NULL);
+    if (!*exp) {
+        fprintf(stderr, "interpreter: %s\n", otc_last_error());
+        return NULL;
+    }
+    const float *v = NULL;
+    if (otc_exec_forward(*exp) != OTC_OK || otc_exec_value(*exp, id, &v, shape) != OTC_OK) {
+        fprintf(stderr, "forward: %s\n", otc_last_error());
+        return NULL;
+    }
+    return v;
+}
+
+static otc_id vec(otc_graph *g, int n, const float *v) {
+    return otc_param(g, NULL, otc_shape_1d(n), v);
+}
+
+static void check_values(const float *got, const float *want, int n, double tol) {
+    for (int i = 0; i < n; i++) CHECK_NEAR(got[i], want[i], tol);
+}
+
+/* The binary and unary arithmetic ops on one pair of vectors. */
+TEST(ops_arithmetic) {
+    otc_graph *g = otc_graph_new();
+    const float x[4] = {1.5f, -2.0f, 3.0f, 0.25f}, y[4] = {2.0f, 4.0f, -1.5f, 0.5f};
+    otc_id a = vec(g, 4, x), b = vec(g, 4, y);
+    otc_id ids[7] = {otc_add(g, a, b), otc_sub(g, a, b),       otc_mul(g, a, b), otc_div(g, a, b),
+                     otc_neg(g, a),    otc_scale(g, a, -3.0f), otc_detach(g, a)};
+    const float want[7][4] = {
+        {3.5f, 2.0f, 1.5f, 0.75f},   {-0.5f, -6.0f, 4.5f, -0.25f}, {3.0f, -8.0f, -4.5f, 0.125f},
+        {0.75f, -0.5f, -2.0f, 0.5f}, {-1.5f, 2.0f, -3.0f, -0.25f}, {-4.5f, 6.0f, -9.0f, -0.75f},
+        {1.5f, -2.0f, 3.0f, 0.25f},
+    };
+    otc_executor *ex = NULL;
+    for (int k = 0; k < 7; k++) {
+        REQUIRE(ids[k] >= 0);
+        const float *v = eval(g, ids[k], &ex, NULL);
+        REQUIRE(v);
+        check_values(v, want[k], 4, TOL);
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* Each activation op at a few points, against textbook values. */
+TEST(ops_activations) {
+    const float x[4] = {-1.0f, 0.0f, 0.5f, 2.0f};
+    const double e1 = exp(-1.0);
+    struct {
+        otc_op op;
+        float alpha;
+        double want[4];
+    } cases[] = {
+        {OTC_OP_SIGMOID, 0, {1 / (1 + exp(1.0)), 0.5, 1 / (1 + exp(-0.5)), 1 / (1 + exp(-2.0))}},
+        {OTC_OP_TANH, 0, {-0.7615941559557649, 0.0, 0.46211715726000974, 0.9640275800758169}},
+        {OTC_OP_RELU, 0, {0.0, 0.0, 0.5, 2.0}},
+        {OTC_OP_LEAKY_RELU, 0.1f, {-0.1, 0.0, 0.5, 2.0}},
+        {OTC_OP_SOFTPLUS, 0, {log(1 + e1), log(2.0), log(1 + exp(0.5)), log(1 + exp(2.0))}},
+        {OTC_OP_ELU, 1.5f, {1.5 * (e1 - 1), 0.0, 0.5, 2.0}},
+        {OTC_OP_GAUSSIAN, 0, {e1, 1.0, exp(-0.25), exp(-4.0)}},
+        {OTC_OP_SIN, 0, {-0.8414709848078965, 0.0, 0.479425538604203, 0.9092974268256817}},
+        {OTC_OP_ABS, 0, {1.0, 0.0, 0.5, 2.0}},
+        {OTC_OP_IDENTITY, 0, {-1.0, 0.0, 0.5, 2.0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        otc_graph *g = otc_graph_new();
+        otc_id y = otc_activation(g, cases[c].op, vec(g, 4, x), cases[c].alpha);
+        REQUIRE(y >= 0);
+        otc_executor *ex = NULL;
+        const float *v = eval(g, y, &ex, NULL);
+        REQUIRE(v);
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(fabs(v[i] - cases[c].want[i]) <= 1e-6, "%s(%g) = %g, want %g",
+                      otc_op_get(cases[c].op)->name, x[i], v[i], cases[c].want[i]);
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
+}
+
+/* The interpreter's inlined activation loops (in the activation ops and in the Neuron)
+ * agree with the activation table the renderers paste from, over a grid of points. */
+TEST(ops_activation_matches_table) {
+    enum { N = 41 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = -4.0f + 0.2f * (float)i;
+    for (int op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++) {
+        int act = otc_op_get((otc_op)op)->act;
+        const otc_act_info *info = otc_act_get((otc_act)act);
+        otc_graph *g = otc_graph_new();
+        otc_id y = otc_activation(g, (otc_op)op, vec(g, N, x), 0.3f);
+        otc_executor *ex = NULL;
+        const float *v = eval(g, y, &ex, NULL);
+        REQUIRE(v);
+        for (int i = 0; i < N; i++)
+            CHECK_MSG(v[i] == info->f(x[i], 0.3f), "%s(%g): %g vs table %g", info->name, x[i], v[i],
+                      info->f(x[i], 0.3f));
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
+    /* Every activation, including NEAT's steep sigmoid, through a one-source Neuron. */
+    for (int act = 0; act < OTC_ACT_COUNT; act++) {
+        const otc_act_info *info = otc_act_get((otc_act)act);
+        otc_graph *g = otc_graph_new();
+        otc_id in = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+        int col = 0;
+        float w = 1.0f;
+        otc_id y = otc_neuron(g, NULL, (otc_act)act, 0.0f, 1.0f, 1, &in, &col, &w);
+        REQUIRE(y >= 0);
+        otc_executor *ex = otc_interpreter_new(g, NULL);
+        REQUIRE(ex);
+        REQUIRE(otc_exec_set_input(ex, in, x, N) == OTC_OK);
+        const float *v = eval(g, y, &ex, NULL);
+        REQUIRE(v);
+        const float a = otc_graph_node(g, y)->alpha;
+        for (int i = 0; i < N; i++)
+            CHECK_MSG(v[i] == info->f(x[i], a), "neuron %s(%g): %g vs table %g", info->name, x[i],
+                      v[i], info->f(x[i], a));
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
+}
+
+TEST(ops_matmul_small) {
+    otc_graph *g = otc_graph_new();
+    const float A[6] = {1, 2, 3, 4, 5, 6};    /* [2,3] */
+    const float B[6] = {7, 8, 9, 10, 11, 12}; /* [3,2] */
+    otc_id a = otc_param(g, "A", otc_shape_2d(2, 3), A);
+    otc_id b = otc_param(g, "B", otc_shape_2d(3, 2), B);
+    otc_id c = otc_matmul(g, a, b);
+    otc_executor *ex = NULL;
+    otc_shape s;
+    const float *v = eval(g, c, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 2);
+    const float want[4] = {58, 64, 139, 154};
+    check_values(v, want, 4, TOL);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* A batched product large enough to go through sgemm, against a double loop. */
+TEST(ops_matmul_blas) {
+    enum { M = 24, K = 40, N = 16 };
+    otc_graph *g = otc_graph_new();
+    static float A[M * K], B[K * N];
+    for (int i = 0; i < M * K; i++) A[i] = (float)((i * 7) % 11) / 11.0f - 0.4f;
+    for (int i = 0; i < K * N; i++) B[i] = (float)((i * 5) % 13) / 13.0f - 0.6f;
+    otc_id a = otc_input(g, "A", otc_shape_2d(OTC_BATCH, K));
+    otc_id b = otc_param(g, "B", otc_shape_2d(K, N), B);
+    otc_id c = otc_matmul(g, a, b);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, a, A, M) == OTC_OK);
+    otc_shape s;
+    const float *v = eval(g, c, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.dim[0] == M && s.dim[1] == N);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double r = 0;
+            for (int k = 0; k < K; k++) r += (double)A[i * K + k] * B[k * N + j];
+            CHECK_NEAR(v[i * N + j], r, 1e-4);
+        }
+    /* The same product at batch 1 goes through the loop. */
+    REQUIRE(otc_exec_set_input(ex, a, A + 5 * K, 1) == OTC_OK);
+    v = eval(g, c, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.dim[0] == 1);
+    for (int j = 0; j < N; j++) {
+        double r = 0;
+        for (int k = 0; k < K; k++) r += (double)A[5 * K + k] * B[k * N + j];
+        CHECK_NEAR(v[j], r, 1e-4);
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_row_broadcast) {
+    otc_graph *g = otc_graph_new();
+    const float bias[3] = {1, -2, 0.5f}, x[6] = {0, 0, 0, 1, 1, 1};
+    otc_id in = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
+    otc_id y = otc_add(g, in, otc_row_broadcast(g, vec(g, 3, bias), in));
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, in, x, 2) == OTC_OK);
+    const float *v = eval(g, y, &ex, NULL);
+    REQUIRE(v);
+    const float want[6] = {1, -2, 0.5f, 2, -1, 1.5f};
+    check_values(v, want, 6, TOL);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_sum_mean) {
+    otc_graph *g = otc_graph_new();
+    const float x[6] = {1, 2, 3, 4, 5, -6};
+    otc_id p = otc_param(g, NULL, otc_shape_2d(2, 3), x);
+    otc_id s = otc_sum(g, p), m = otc_mean(g, p);
+    otc_executor *ex = NULL;
+    otc_shape sh;
+    const float *v = eval(g, s, &ex, &sh);
+    REQUIRE(v);
+    CHECK(sh.ndim == 0);
+    CHECK_NEAR(v[0], 9.0, TOL);
+    v = eval(g, m, &ex, NULL);
+    REQUIRE(v);
+    CHECK_NEAR(v[0], 1.5, TOL);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_reshape_flatten) {
+    otc_graph *g = otc_graph_new();
+    float x[12];
+    for (int i = 0; i < 12; i++) x[i] = (float)i;
+    otc_id in = otc_input(g, "x", otc_shape_make(3, (int[]){OTC_BATCH, 2, 3}));
+    otc_id f = otc_flatten(g, in);
+    otc_id r = otc_reshape(g, in, otc_shape_make(3, (int[]){OTC_BATCH, 3, 2}));
+    REQUIRE(f >= 0 && r >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, in, x, 2) == OTC_OK);
+    otc_shape s;
+    const float *v = eval(g, f, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 6);
+    check_values(v, x, 12, 0);
+    v = eval(g, r, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.ndim == 3 && s.dim[1] == 3 && s.dim[2] == 2);
+    check_values(v, x, 12, 0);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_concat) {
+    otc_graph *g = otc_graph_new();
+    const float a[4] = {1, 2, 3, 4}, b[6] = {5, 6, 7, 8, 9, 10};
+    otc_id pa = otc_param(g, NULL, otc_shape_2d(2, 2), a);
+    otc_id pb = otc_param(g, NULL, otc_shape_2d(2, 3), b);
+    otc_id c1 = otc_concat(g, 2, (otc_id[]){pa, pb}, 1);
+    otc_id pc = otc_param(g, NULL, otc_shape_2d(3, 2), b);
+    otc_id c0 = otc_concat(g, 2, (otc_id[]){pa, pc}, 0);
+    otc_id cm = otc_concat(g, 3, (otc_id[]){pb, pa, pb}, -1);
+    REQUIRE(c1 >= 0 && c0 >= 0 && cm >= 0);
+    otc_executor *ex = NULL;
+    otc_shape s;
+    const float *v = eval(g, c1, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.dim[0] == 2 && s.dim[1] == 5);
+    const float w1[10] = {1, 2, 5, 6, 7, 3, 4, 8, 9, 10};
+    check_values(v, w1, 10, 0);
+    v = eval(g, c0, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.dim[0] == 5 && s.dim[1] == 2);
+    const float w0[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    check_values(v, w0, 10, 0);
+    v = eval(g, cm, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.dim[0] == 2 && s.dim[1] == 8);
+    const float wm[16] = {5, 6, 7, 1, 2, 5, 6, 7, 8, 9, 10, 3, 4, 8, 9, 10};
+    check_values(v, wm, 16, 0);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_slice_select) {
+    otc_graph *g = otc_graph_new();
+    float x[24]; /* [B=2, 3, 4] */
+    for (int i = 0; i < 24; i++) x[i] = (float)i;
+    otc_id in = otc_input(g, "x", otc_shape_make(3, (int[]){OTC_BATCH, 3, 4}));
+    otc_id sl = otc_slice(g, in, 2, 1, 2);   /* [B,3,2]: columns 1..2 */
+    otc_id se = otc_select(g, in, 1, 2);     /* [B,4]: row 2 */
+    otc_id sl1 = otc_slice(g, in, -2, 0, 2); /* [B,2,4] */
+    REQUIRE(sl >= 0 && se >= 0 && sl1 >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, in, x, 2) == OTC_OK);
+    otc_shape s;
+    const float *v = eval(g, sl, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.ndim == 3 && s.dim[2] == 2);
+    const float wsl[12] = {1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22};
+    check_values(v, wsl, 12, 0);
+    v = eval(g, se, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 4);
+    const float wse[8] = {8, 9, 10, 11, 20, 21, 22, 23};
+    check_values(v, wse, 8, 0);
+    v = eval(g, sl1, &ex, &s);
+    REQUIRE(v);
+    const float wsl1[16] = {0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15, 16, 17, 18, 19};
+    check_values(v, wsl1, 16, 0);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_softmax) {
+    otc_graph *g = otc_graph_new();
+    /* The second row is the first shifted by 1000: log-sum-exp keeps it finite and equal. */
+    const float x[6] = {1, 2, 3, 1001, 1002, 1003};
+    otc_id p = otc_param(g, NULL, otc_shape_2d(2, 3), x);
+    otc_id sm = otc_softmax(g, p), ls = otc_log_softmax(g, p);
+    double z = exp(1.0) + exp(2.0) + exp(3.0);
+    otc_executor *ex = NULL;
+    const float *v = eval(g, sm, &ex, NULL);
+    REQUIRE(v);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) CHECK_NEAR(v[r * 3 + c], exp(c + 1.0) / z, 1e-6);
+    v = eval(g, ls, &ex, NULL);
+    REQUIRE(v);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) CHECK_NEAR(v[r * 3 + c], (c + 1.0) - log(z), 1e-5);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_mse_bce) {
+    otc_graph *g = otc_graph_new();
+    const float p[4] = {0.9f, 0.2f, 0.5f, 0.0f}, t[4] = {1.0f, 0.0f, 1.0f, 1.0f};
+    otc_id pp = vec(g, 4, p), pt = vec(g, 4, t);
+    otc_id mse = otc_mse(g, pp, pt), bce = otc_bce(g, pp, pt);
+    otc_executor *ex = NULL;
+    const float *v = eval(g, mse, &ex, NULL);
+    REQUIRE(v);
+    CHECK_NEAR(v[0], (0.01 + 0.04 + 0.25 + 1.0) / 4, 1e-6);
+    v = eval(g, bce, &ex, NULL);
+    REQUIRE(v);
+    /* p = 0 with t = 1 is clamped to 1e-7: -log(1e-7) = 16.118. */
+    double want = -(log(0.9) + log(0.8) + log(0.5) + log(1e-7)) / 4;
+    CHECK_NEAR(v[0], want, 1e-4);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+TEST(ops_softmax_ce) {
+    otc_graph *g = otc_graph_new();
+    const float x[6] = {1, 2, 3, -1, 0, 1};
+    const float labels[2] = {2, 0};
+    otc_id lg = otc_input(g, "logits", otc_shape_2d(OTC_BATCH, 3));
+    otc_id l1 = otc_input(g, "labels", otc_shape_1d(OTC_BATCH));
+    otc_id l2 = otc_input(g, "labels2", otc_shape_2d(OTC_BATCH, 1));
+    otc_id ce1 = otc_softmax_ce(g, lg, l1), ce2 = otc_softmax_ce(g, lg, l2);
+    REQUIRE(ce1 >= 0 && ce2 >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, lg, x, 2) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, l1, labels, 2) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, l2, labels, 2) == OTC_OK);
+    double z = log(exp(1.0) + exp(2.0) + exp(3.0));
+    double want = ((z - 3) + (z - 2 - -1)) / 2; /* row 2 is row 1 shifted by -2 */
+    const float *v = eval(g, ce1, &ex, NULL);
+    REQUIRE(v);
+    CHECK_NEAR(v[0], want, 1e-5);
+    v = eval(g, ce2, &ex, NULL);
+    REQUIRE(v);
+    CHECK_NEAR(v[0], want, 1e-5);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* A label that is not a class index fails the forward, naming the node and the row. */
+TEST(ops_softmax_ce_bad_label) {
+    const float x[6] = {1, 2, 3, -1, 0, 1};
+    const float bad[][2] = {{0, 3}, {0, -1}, {0, 1.5f}, {0, NAN}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        otc_graph *g = otc_graph_new();
+        otc_id lg = otc_input(g, "logits", otc_shape_2d(OTC_BATCH, 3));
+        otc_id l1 = otc_input(g, "labels", otc_shape_1d(OTC_BATCH));
+        otc_id ce = otc_softmax_ce(g, lg, l1);
+        REQUIRE(otc_graph_set_name(g, ce, "the_loss") == OTC_OK);
+        otc_executor *ex = otc_interpreter_new(g, NULL);
+        REQUIRE(ex);
+        REQUIRE(otc_exec_set_input(ex, lg, x, 2) == OTC_OK);
+        REQUIRE(otc_exec_set_input(ex, l1, bad[k], 2) == OTC_OK);
+        CHECK(otc_exec_forward(ex) == OTC_ERR_ARG);
+        const char *msg = otc_last_error();
+        CHECK_MSG(strstr(msg, "the_loss") && strstr(msg, "row 1"), "message: %s", msg);
+        const float *v;
+        CHECK(otc_exec_value(ex, ce, &v, NULL) == OTC_ERR_STATE);
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
+}
+
+/* y = act(b + scale * sum_i w_i * src_i[:, col_i]) over a batch, sources of different
+ * widths, one source read twice. */
+TEST(ops_neuron) {
+    otc_graph *g = otc_graph_new();
+    const float s0[6] = {1, 2, 3, 4, 5, 6}; /* [2,3] */
+    const float s1[4] = {-1, 0.5f, 2, -3};  /* [2,2] */
+    otc_id a = otc_input(g, "a", otc_shape_2d(OTC_BATCH, 3));
+    otc_id b = otc_input(g, "b", otc_shape_2d(OTC_BATCH, 2));
+    const float w[3] = {0.5f, -1.0f, 0.25f};
+    otc_id y =
+        otc_neuron(g, "n", OTC_ACT_TANH, 0.1f, 0.7f, 3, (otc_id[]){a, b, a}, (int[]){2, 1, 0}, w);
+    otc_id lin = otc_neuron(g, "lin", OTC_ACT_IDENTITY, -1.0f, 2.0f, 3, (otc_id[]){a, b, a},
+                            (int[]){2, 1, 0}, w);
+    REQUIRE(y >= 0 && lin >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, a, s0, 2) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, b, s1, 2) == OTC_OK);
+    otc_shape s;
+    const float *v = eval(g, y, &ex, &s);
+    REQUIRE(v);
+    CHECK(s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 1);
+    /* row 0: 0.5*3 - 1*0.5 + 0.25*1 = 1.25; row 1: 0.5*6 - 1*(-3) + 0.25*4 = 7 */
+    CHECK_NEAR(v[0], tanh(0.1 + 0.7 * 1.25), 1e-6);
+    CHECK_NEAR(v[1], tanh(0.1 + 0.7 * 7.0), 1e-6);
+    v = eval(g, lin, &ex, NULL);
+    REQUIRE(v);
+    CHECK_NEAR(v[0], -1.0 + 2.0 * 1.25, 1e-6);
+    CHECK_NEAR(v[1], -1.0 + 2.0 * 7.0, 1e-6);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* A neuron without sources outputs act(bias) for every row. */
+TEST(ops_neuron_no_sources) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    otc_id n = otc_neuron(g, NULL, OTC_ACT_SIGMOID, 0.3f, 1.0f, 0, NULL, NULL, NULL);
+    otc_id y = otc_add(g, x, n);
+    REQUIRE(y >= 0);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float xs[3] = {0, 1, 2};
+    REQUIRE(otc_exec_set_input(ex, x, xs, 3) == OTC_OK);
+    const float *v = eval(g, y, &ex, NULL);
+    REQUIRE(v);
+    for (int i = 0; i < 3; i++) CHECK_NEAR(v[i], i + 1 / (1 + exp(-0.3)), 1e-6);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* Delay outputs its input's value from the previous forward (zeros first). */
+TEST(ops_delay) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_id d = otc_delay(g, "d", otc_shape_2d(OTC_BATCH, 2));
+    otc_id y = otc_scale(g, x, 2.0f);
+    REQUIRE(otc_graph_set_input(g, d, 0, y) == OTC_OK);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    REQUIRE(ex);
+    const float x1[2] = {1, 2}, x2[2] = {3, 4};
+    REQUIRE(otc_exec_set_input(ex, x, x1, 1) == OTC_OK);
+    const float *v = eval(g, d, &ex, NULL);
+    REQUIRE(v);
+    CHECK(v[0] == 0 && v[1] == 0);
+    REQUIRE(otc_exec_set_input(ex, x, x2, 1) == OTC_OK);
+    v = eval(g, d, &ex, NULL);
+    REQUIRE(v);
+    CHECK(v[0] == 2 && v[1] == 4);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
