@@ -251,9 +251,15 @@ int otc_cmd_summary(int argc, char **argv) {
            total * sizeof(float));
     print_network_facts(g);
 
-    static const char *const neat_first[] = {
-        "task",         "generation",          "fitness",  "species",
-        "hidden_nodes", "enabled_connections", "disabled_connections", "solved", NULL};
+    static const char *const neat_first[] = {"task",
+                                             "generation",
+                                             "fitness",
+                                             "species",
+                                             "hidden_nodes",
+                                             "enabled_connections",
+                                             "disabled_connections",
+                                             "solved",
+                                             NULL};
     static const char *const train_first[] = {"data",     "epochs",       "optimizer",
                                               "lr",       "loss",         "train_loss",
                                               "val_loss", "val_accuracy", NULL};

@@ -21,7 +21,9 @@ const char *__lsan_default_suppressions(void) {
            "leak:libcairo.so\nleak:libfreetype.so\nleak:libharfbuzz.so\nleak:libexpat.so\n";
 }
 const char *__lsan_default_options(void);
-const char *__lsan_default_options(void) { return "print_suppressions=0"; }
+const char *__lsan_default_options(void) {
+    return "print_suppressions=0";
+}
 #endif
 
 const char otc_cmd_viz_summary[] = "draw a model as SVG, PNG or DOT (Graphviz)";

@@ -22,7 +22,9 @@ const char *__lsan_default_suppressions(void) {
            "leak:libcairo.so\nleak:libfreetype.so\nleak:libharfbuzz.so\nleak:libexpat.so\n";
 }
 const char *__lsan_default_options(void);
-const char *__lsan_default_options(void) { return "print_suppressions=0"; }
+const char *__lsan_default_options(void) {
+    return "print_suppressions=0";
+}
 #endif
 
 static int count_of(const char *s, const char *needle) {

@@ -152,3 +152,85 @@ TEST(jit_forward_random_neat) {
     }
     CHECK(failures == 0);
 }
+
+/* A loss for a generated graph: MSE of its outputs (concatenated when there are several)
+ * against a new target input "t". Returns the loss node. */
+static otc_id add_mse_loss(otc_graph *g) {
+    int n = otc_graph_output_count(g);
+    otc_id outs[64];
+    int w = 0;
+    for (int i = 0; i < n && i < 64; i++) {
+        outs[i] = otc_graph_output(g, i);
+        w += (int)otc_shape_size(otc_graph_node(g, outs[i])->shape);
+    }
+    otc_id pred = n == 1 ? outs[0] : otc_concat(g, n < 64 ? n : 64, outs, 1);
+    otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, w));
+    return otc_mse(g, pred, t);
+}
+
+/* Gradients of every trainable parameter after one backward through both backends. */
+static bool gradients_agree(otc_graph *g, otc_id loss, int batch, uint64_t seed,
+                            const char *what) {
+    otc_rng rng;
+    otc_rng_seed(&rng, seed);
+    float **rows = random_inputs(g, batch, &rng);
+    otc_executor *in = otc_interpreter_new(g, NULL);
+    otc_executor *jit = otc_jit_executor_new(g, NULL);
+    bool ok = in && jit && set_all(in, g, rows, batch) && set_all(jit, g, rows, batch) &&
+              otc_exec_forward(in) == OTC_OK && otc_exec_forward(jit) == OTC_OK &&
+              otc_exec_backward(in, loss) == OTC_OK && otc_exec_backward(jit, loss) == OTC_OK;
+    if (!ok) fprintf(stderr, "%s: %s\n", what, otc_last_error());
+    const float *la, *lb;
+    if (ok && otc_exec_value(in, loss, &la, NULL) == OTC_OK &&
+        otc_exec_value(jit, loss, &lb, NULL) == OTC_OK && !close_to(lb[0], la[0], 2e-5)) {
+        fprintf(stderr, "%s: loss jit %.9g interpreter %.9g\n", what, (double)lb[0], (double)la[0]);
+        ok = false;
+    }
+    for (otc_id id = 0; ok && id < otc_graph_size(g); id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        if (nd->op != OTC_OP_PARAMETER || !nd->trainable) continue;
+        const float *ga, *gb;
+        if (otc_exec_grad(in, id, &ga) != OTC_OK) continue;
+        if (otc_exec_grad(jit, id, &gb) != OTC_OK) {
+            /* The plan leaves out parameters the loss cannot reach: their gradient is 0. */
+            for (size_t i = 0; i < nd->value->size; i++)
+                if (ga[i] != 0.0f) {
+                    fprintf(stderr, "%s: no jit gradient for #%d: %s\n", what, (int)id, otc_last_error());
+                    ok = false;
+                    break;
+                }
+            continue;
+        }
+        for (size_t i = 0; ok && i < nd->value->size; i++) {
+            if (!close_to(gb[i], ga[i], 1e-3)) {
+                char lab[64];
+                fprintf(stderr, "%s batch %d: grad %s[%zu]: jit %.9g interpreter %.9g\n", what,
+                        batch, otc_graph_node_label(g, id, lab, sizeof lab), i, (double)gb[i],
+                        (double)ga[i]);
+                ok = false;
+            }
+        }
+    }
+    otc_exec_free(in);
+    otc_exec_free(jit);
+    free_rows(g, rows);
+    return ok;
+}
+
+TEST(jit_gradients_random_neat) {
+    int n = scaled(60);
+    int failures = 0;
+    for (int i = 0; i < n && failures < 3; i++) {
+        int neurons = 1 + (i * 29) % 60;
+        otc_graph *g = neat_graph(5000 + (uint64_t)i, neurons, i % 2 == 0, i % 3 == 1);
+        NEED(g);
+        otc_id loss = add_mse_loss(g);
+        NEED(loss >= 0);
+        char what[64];
+        snprintf(what, sizeof what, "neat graph %d (%d neurons)", i, neurons);
+        int batch = i % 3 == 0 ? 1 : (i % 3 == 1 ? 9 : 40);
+        if (!gradients_agree(g, loss, batch, (uint64_t)i, what)) failures++;
+        otc_graph_free(g);
+    }
+    CHECK(failures == 0);
+}

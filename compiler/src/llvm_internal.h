@@ -108,5 +108,10 @@ LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_act(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x);
 LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
                                LLVMValueRef y);
+/* The same through one out-of-line copy per module for the costly activations (inline for
+ * the cheap ones), which keeps the IR of a many-neuron graph small. */
+LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x);
+LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
+                                    LLVMValueRef y);
 
 #endif

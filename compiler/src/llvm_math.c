@@ -1,6 +1,7 @@
 /* Math for the LLVM renderer as plain scalar IR (polynomials after Cephes' single-precision
  * routines, selects instead of branches) so whole batch loops vectorise; and the
  * activations of ops.h's table spelled in IR. */
+#include <stdio.h>
 #include <string.h>
 
 #include "llvm_internal.h"
@@ -278,4 +279,70 @@ LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueR
     default:
         return NULL;
     }
+}
+
+/* ---- out-of-line activations: one copy per module, so a graph of many neurons compiles
+ * a call per neuron instead of a polynomial per neuron ---- */
+
+static bool cheap(int act) {
+    return act == OTC_ACT_IDENTITY || act == OTC_ACT_RELU || act == OTC_ACT_LEAKY_RELU ||
+           act == OTC_ACT_ABS;
+}
+
+/* The module's function computing the activation (grad: its derivative from x and y) on
+ * values of x's type, created on first use. */
+static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t,
+                                 bool grad) {
+    const otc_act_info *info = otc_act_get((otc_act)act);
+    unsigned lanes = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+    union {
+        float f;
+        unsigned u;
+    } bits = {alpha};
+    char name[96];
+    snprintf(name, sizeof name, "otc.%s%s.%08x.x%u", info ? info->name : "act",
+             grad ? ".grad" : "", bits.u, lanes);
+    LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, name);
+    if (fn) return fn;
+    LLVMTypeRef params[2] = {t, t};
+    LLVMTypeRef ft = LLVMFunctionType(t, params, grad ? 2 : 1, 0);
+    fn = LLVMAddFunction(ir->mod, name, ft);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    const char *attrs[] = {"noinline", "nounwind", "willreturn", "nofree", "nosync"};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+    }
+    /* No memory access: calls can move and vanish like arithmetic. */
+    unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(ir->ctx, mem, 0));
+    LLVMBasicBlockRef saved = LLVMGetInsertBlock(ir->b);
+    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
+    LLVMValueRef x = LLVMGetParam(fn, 0);
+    LLVMValueRef y = grad ? otc_llvm_act_grad(ir, act, alpha, x, LLVMGetParam(fn, 1))
+                          : otc_llvm_act(ir, act, alpha, x);
+    LLVMBuildRet(ir->b, y ? y : x);
+    LLVMPositionBuilderAtEnd(ir->b, saved);
+    return fn;
+}
+
+LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x) {
+    if (cheap(act) || !otc_act_get((otc_act)act)) return otc_llvm_act(ir, act, alpha, x);
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef fn = act_function(ir, act, alpha, t, false);
+    return LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
+}
+
+LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
+                                    LLVMValueRef y) {
+    if (cheap(act) || act == OTC_ACT_SIGMOID || act == OTC_ACT_TANH ||
+        act == OTC_ACT_STEEP_SIGMOID || act == OTC_ACT_ELU || act == OTC_ACT_GAUSSIAN ||
+        !otc_act_get((otc_act)act))
+        return otc_llvm_act_grad(ir, act, alpha, x, y); /* a few multiplies from y */
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef fn = act_function(ir, act, alpha, t, true);
+    LLVMValueRef args[2] = {x, y};
+    return LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
 }

@@ -73,7 +73,7 @@ static LLVMValueRef neuron_value(otc_llvm_r *r, otc_id id) {
     LLVMValueRef pre =
         otc_llvm_fma(&r->ir, konst(r, true, nd->scale), acc, weight(r, nd->inputs[1], 0, true));
     if (r->plan->values[id].has_pre) otc_lv_store(r, pre, pre_ptr(r, id));
-    return otc_llvm_act(&r->ir, nd->act, nd->alpha, pre);
+    return otc_llvm_act_call(&r->ir, nd->act, nd->alpha, pre);
 }
 
 static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb) {
@@ -100,7 +100,7 @@ static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool 
     case OTC_OP_DETACH: return a;
     default: {
         int act = act_of(nd);
-        LLVMValueRef y = act >= 0 ? otc_llvm_act(&r->ir, act, nd->alpha, a) : NULL;
+        LLVMValueRef y = act >= 0 ? otc_llvm_act_call(&r->ir, act, nd->alpha, a) : NULL;
         if (!y) {
             char lab[64];
             otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) in a map kernel",
@@ -276,7 +276,7 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
         LLVMValueRef zero = konst(r, true, 0.0);
         LLVMValueRef x = r->plan->values[id].has_pre ? otc_lv_load(r, r->vec, pre_ptr(r, id)) : zero;
         LLVMValueRef y = act_reads(nd, "y") ? stored(r, id, e, true) : zero;
-        LLVMValueRef d = LLVMBuildFMul(B, g, otc_llvm_act_grad(&r->ir, nd->act, nd->alpha, x, y), "");
+        LLVMValueRef d = LLVMBuildFMul(B, g, otc_llvm_act_grad_call(&r->ir, nd->act, nd->alpha, x, y), "");
         LLVMValueRef dm = otc_lv_masked(r, d);
         if (needs_grad(r, in[1])) {
             reduction *rd = &red[(*n_red)++];
@@ -308,7 +308,7 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
         LLVMValueRef zero = konst(r, kb, 0.0);
         LLVMValueRef x = act_reads(nd, "x") ? stored(r, in[0], e, kb) : zero;
         LLVMValueRef y = act_reads(nd, "y") ? stored(r, id, e, kb) : zero;
-        LLVMValueRef d = otc_llvm_act_grad(&r->ir, act, nd->alpha, x, y);
+        LLVMValueRef d = otc_llvm_act_grad_call(&r->ir, act, nd->alpha, x, y);
         add_grad(r, in[0], e, LLVMBuildFMul(B, g, d, ""), kb);
         return;
     }

@@ -35,7 +35,7 @@ static LLVMValueRef count_of(otc_llvm_r *r, otc_id id) {
 /* The loop over every element of a value of `size` per sample: e outside, chunks inside
  * when batched. */
 typedef struct {
-    otc_llvm_loop le = {0}, lc = {0};
+    otc_llvm_loop le, lc;
     bool batched;
 } walk;
 

@@ -95,10 +95,11 @@ otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
     }
     for (otc_id id = 0; id < p->n_values; id++) {
         otc_plan_value *v = &p->values[id];
+        /* A kept pre-activation needs space even when its neuron's output stays a local. */
+        if (v->has_pre) slots[n_slots++] = (slot){1, v->first_step, end, 0, &v->pre, true};
         if (v->storage != OTC_STORE_WORK) continue;
         if (v->kept || (p->options.train && c->external[id])) v->last_step = end;
         slots[n_slots++] = (slot){v->size, v->first_step, v->last_step, 0, &v->offset, v->batched};
-        if (v->has_pre) slots[n_slots++] = (slot){1, v->first_step, end, 0, &v->pre, true};
     }
     int nf = 0, nb = 0;
     for (int i = 0; i < n_slots; i++) {

@@ -1,6 +1,7 @@
 /* The C renderer's entry points: plans for forward (and training), the documented header,
  * the source skeleton (weights, argument checks, locals) and writing the two files. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,14 @@ static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
     for (int i = 0; i < p->n_params; i++) {
         const otc_node *nd = otc_graph_node(p->graph, p->params[i]);
         for (size_t j = 0; j < nd->value->size; j++, k++) {
+            if (!isfinite(nd->value->data[j]) && !c->st) {
+                char lab[64];
+                c->st = otc_fail(OTC_ERR_UNSUPPORTED,
+                                 "emit-c: parameter %s element %zu is %g; the generated code "
+                                 "needs finite weights",
+                                 otc_graph_node_label(p->graph, p->params[i], lab, sizeof lab), j,
+                                 (double)nd->value->data[j]);
+            }
             otc_sb_puts(sb, k % 6 == 0 ? "\n    " : " ");
             otc_sb_printf(sb, "%s,", otc_cr_float(c, lit, nd->value->data[j]));
         }

@@ -127,7 +127,7 @@ static otc_status int_array_field(const cJSON *obj, const char *key, int max, lo
     cJSON_ArrayForEach(x, arr) {
         char what[96];
         snprintf(what, sizeof what, "field \"%s\" entry %d", key, i);
-        long long val;
+        long long val = 0;
         st = json_int(x, what, lo, hi, &val);
         if (st != OTC_OK) {
             free(v);

@@ -144,7 +144,7 @@ static otc_status check_axis_range(const otc_graph *g, const otc_node_spec *s, i
 }
 
 otc_status otc_shape_slice(const otc_graph *g, const otc_node_spec *s, otc_shape *out) {
-    int axis;
+    int axis = 0;
     otc_status st = check_axis_range(g, s, s->len, &axis);
     if (st) return st;
     *out = IN(0);
@@ -153,7 +153,7 @@ otc_status otc_shape_slice(const otc_graph *g, const otc_node_spec *s, otc_shape
 }
 
 otc_status otc_shape_select(const otc_graph *g, const otc_node_spec *s, otc_shape *out) {
-    int axis;
+    int axis = 0;
     otc_status st = check_axis_range(g, s, 1, &axis);
     if (st) return st;
     otc_shape x = IN(0), r = {0};

@@ -1,6 +1,7 @@
 /* Writes the small models the CLI tests run on into a directory: a NEAT-style network of
  * neurons with genome metadata, one with unreadable metadata, and models each wrong for
- * `train` and `run` in one way (two inputs, no outputs, no Input, no batch, nothing to train). Usage: make_test_models OUTDIR */
+ * `train` and `run` in one way (two inputs, no outputs, no Input, no batch, nothing to train).
+ * Usage: make_test_models OUTDIR */
 #include <stdio.h>
 #include <string.h>
 

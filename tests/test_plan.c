@@ -1,0 +1,407 @@
+/* Tests of the compiler's plan: its invariants on random graphs (every value written before
+ * it is read, no two live values overlapping, registers never leaving their kernel), fusion,
+ * byte sizes against hand-computed figures, errors, the DOT drawing. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emitc_support.h"
+#include "harness.h"
+#include "random_graph.h"
+
+/* ---- an independent check of the plan's invariants ---- */
+
+typedef struct {
+    int64_t lo, hi; /* floats, at one stride */
+    int first, last;
+    otc_id id;
+} span;
+
+/* Reads a plan the way a renderer does and checks, with its own bookkeeping:
+ * - every value a step reads was written by an earlier step (or inside the same kernel by an
+ *   earlier member), parameters excepted;
+ * - a register is read only inside its own kernel;
+ * - two stored values whose lifetimes (first write .. last read, or the end of the forward
+ *   pass for values the backward pass keeps) overlap never share a float, at several batch
+ *   strides, and all lie inside the buffer;
+ * - gradient slots are disjoint and inside the gradient buffer. */
+static bool check_invariants(const otc_plan *p, const char *what) {
+    const otc_graph *g = p->graph;
+    int n = p->n_values;
+    int *written = malloc(sizeof(int) * (size_t)n), *last = malloc(sizeof(int) * (size_t)n);
+    bool ok = written && last;
+    for (int i = 0; ok && i < n; i++) written[i] = last[i] = -1;
+    for (int s = 0; ok && s < p->n_forward_steps; s++) {
+        const otc_plan_step *st = &p->steps[s];
+        if (st->kind == OTC_STEP_LOAD) {
+            written[st->node] = s;
+            continue;
+        }
+        if (st->kind == OTC_STEP_STORE) {
+            otc_id o = otc_plan_owner(p, st->node);
+            if (written[o] < 0 || p->values[o].storage != OTC_STORE_WORK) {
+                fprintf(stderr, "%s: output %d stored before it is written\n", what, (int)o);
+                ok = false;
+            }
+            last[o] = s;
+            continue;
+        }
+        const otc_plan_kernel *K = &p->kernels[st->kernel];
+        for (int m = 0; m < K->count; m++) {
+            otc_id id = p->members[K->first + m];
+            const otc_node *nd = otc_graph_node(g, id);
+            for (int k = 0; k < nd->n_inputs; k++) {
+                if (!otc_plan_reads_input(g, id, k)) continue;
+                otc_id o = otc_plan_owner(p, nd->inputs[k]);
+                const otc_plan_value *v = &p->values[o];
+                if (v->storage == OTC_STORE_PARAM) continue;
+                bool same = v->kernel == st->kernel;
+                bool earlier_member = false;
+                for (int j = 0; j < m; j++) earlier_member |= p->members[K->first + j] == o;
+                if (same ? !earlier_member : written[o] < 0) {
+                    fprintf(stderr, "%s: kernel %d reads %d before it is written\n", what,
+                            st->kernel, (int)o);
+                    ok = false;
+                }
+                if (v->storage == OTC_STORE_REGISTER && !same) {
+                    fprintf(stderr, "%s: register %d read outside its kernel\n", what, (int)o);
+                    ok = false;
+                }
+                if (!same && last[o] < s) last[o] = s;
+            }
+        }
+        for (int m = 0; m < K->count; m++) written[p->members[K->first + m]] = s;
+    }
+    /* Lifetimes and overlap. */
+    int end = p->n_forward_steps;
+    span *sp = calloc(2 * (size_t)n + 1, sizeof *sp);
+    int64_t strides[3] = {1, 2, 7};
+    for (int si = 0; ok && sp && si < 3; si++) {
+        int64_t S = strides[si];
+        int ns = 0;
+        for (otc_id id = 0; id < n; id++) {
+            const otc_plan_value *v = &p->values[id];
+            if (v->storage != OTC_STORE_WORK) continue;
+            int64_t size = v->batched ? v->size * S : v->size;
+            int64_t lo = otc_extent_at(v->offset, S);
+            int lst = last[id] < written[id] ? written[id] : last[id];
+            if (v->kept || (p->options.train && id == otc_plan_owner(p, p->options.loss)))
+                lst = end;
+            sp[ns++] = (span){lo, lo + size, written[id], lst, id};
+            if (v->has_pre) {
+                int64_t plo = otc_extent_at(v->pre, S);
+                sp[ns++] = (span){plo, plo + S, written[id], end, id};
+            }
+        }
+        int64_t total = otc_extent_at(p->work, S);
+        for (int i = 0; i < ns; i++) {
+            if (sp[i].lo < 0 || sp[i].hi > total) {
+                fprintf(stderr, "%s: value %d outside the buffer\n", what, (int)sp[i].id);
+                ok = false;
+            }
+            for (int j = i + 1; j < ns; j++) {
+                bool live = sp[i].first <= sp[j].last && sp[j].first <= sp[i].last;
+                bool mem = sp[i].lo < sp[j].hi && sp[j].lo < sp[i].hi;
+                if (live && mem) {
+                    fprintf(stderr, "%s: values %d and %d are live together and overlap\n",
+                            what, (int)sp[i].id, (int)sp[j].id);
+                    ok = false;
+                }
+            }
+        }
+        /* Gradient slots: disjoint owners, inside the buffer. */
+        if (!p->options.train) continue;
+        int ng = 0;
+        for (otc_id id = 0; id < n; id++) {
+            const otc_plan_value *v = &p->values[id];
+            if (!v->needs_grad || v->storage == OTC_STORE_ALIAS) continue;
+            int64_t lo = otc_extent_at(v->grad, S);
+            sp[ng++] = (span){lo, lo + (v->batched ? v->size * S : v->size), 0, 0, id};
+        }
+        for (int i = 0; i < ng; i++) {
+            if (sp[i].hi > otc_extent_at(p->grads, S)) ok = false;
+            for (int j = i + 1; j < ng; j++)
+                if (sp[i].lo < sp[j].hi && sp[j].lo < sp[i].hi) {
+                    fprintf(stderr, "%s: gradients of %d and %d overlap\n", what,
+                            (int)sp[i].id, (int)sp[j].id);
+                    ok = false;
+                }
+        }
+    }
+    free(sp);
+    free(written);
+    free(last);
+    return ok;
+}
+
+static void invariants_on(otc_graph *g, bool train, const char *what) {
+    otc_plan_options po = {0};
+    po.loss = -1;
+    for (int fuse = OTC_FUSE_NONE; fuse <= OTC_FUSE_LOOPS; fuse++) {
+        po.fuse = (otc_fuse_level)fuse;
+        otc_plan *p = NULL;
+        CHECK(otc_plan_build(g, &po, &p) == OTC_OK);
+        if (p) CHECK(check_invariants(p, what));
+        otc_plan_free(p);
+        if (!train) continue;
+        otc_plan_options pt = po;
+        pt.train = true;
+        pt.optim = otc_optim_defaults(OTC_OPTIM_ADAM);
+        REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &pt.loss, NULL) == OTC_OK);
+        CHECK(otc_plan_build(g, &pt, &p) == OTC_OK);
+        if (p) CHECK(check_invariants(p, what));
+        otc_plan_free(p);
+        /* The loss nodes stay; later fusion levels reuse the same graph with the same loss. */
+        train = false;
+    }
+}
+
+TEST(plan_invariants_random_graphs) {
+    otc_rng rng;
+    otc_rng_seed(&rng, 99);
+    for (int i = 0; i < 150; i++) {
+        otc_testgen_neat_options o = otc_testgen_neat_defaults(1 + (int)otc_rng_below(&rng, 120));
+        o.mixed_ops = i % 2 == 0;
+        o.two_inputs = i % 5 == 0;
+        o.n_outputs = 1 + (int)otc_rng_below(&rng, o.n_neurons < 3 ? (uint32_t)o.n_neurons : 3);
+        otc_graph *g = otc_testgen_neat((uint64_t)i, &o);
+        REQUIRE(g);
+        invariants_on(g, i % 3 == 0, "neat");
+        otc_graph_free(g);
+    }
+    int sizes[5] = {8, 32, 16, 8, 2};
+    otc_graph *g = otc_testgen_mlp(1, 5, sizes, OTC_OP_TANH, OTC_OP_SIGMOID);
+    invariants_on(g, true, "mlp");
+    otc_graph_free(g);
+    g = emitc_all_ops_graph(2);
+    invariants_on(g, true, "all-ops");
+    otc_graph_free(g);
+}
+
+/* ---- fusion ---- */
+
+TEST(plan_fuses_matmul_bias_relu) {
+    /* x [B,2] -> matmul -> + row_broadcast(b) -> relu: one MATMUL kernel whose bias and sum
+     * never touch memory. */
+    int sizes[2] = {2, 3};
+    otc_graph *g = otc_testgen_mlp(1, 2, sizes, OTC_OP_RELU, OTC_OP_RELU);
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
+    CHECK(p->n_kernels == 1);
+    CHECK(p->kernels[0].kind == OTC_KERNEL_MATMUL && p->kernels[0].count == 4);
+    CHECK(p->kernels[0].n == 3 && p->kernels[0].batched);
+    CHECK(p->n_registers == 2); /* the broadcast bias and the sum */
+    otc_id relu = otc_graph_output(g, 0);
+    CHECK(p->values[relu].storage == OTC_STORE_WORK);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
+TEST(plan_fuses_single_consumer_chains) {
+    /* x -> n1 -> n2 -> n3, n3 read by n4 and n5: with chain fusion n1..n3 are one kernel and
+     * n3, having two readers, ends it; n1 and n2 stay in registers. */
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    int c0 = 0, c1 = 1;
+    float w = 0.5f;
+    otc_id n1 = otc_neuron(g, "n1", OTC_ACT_TANH, 0.1f, 1.0f, 1, &x, &c0, &w);
+    otc_id n2 = otc_neuron(g, "n2", OTC_ACT_TANH, 0.1f, 1.0f, 1, &n1, &c0, &w);
+    otc_id n3 = otc_neuron(g, "n3", OTC_ACT_TANH, 0.1f, 1.0f, 1, &n2, &c0, &w);
+    otc_id s4[2] = {n3, x}, s5[2] = {n3, x};
+    int cols[2] = {0, 1};
+    float w2[2] = {1.0f, -1.0f};
+    otc_id n4 = otc_neuron(g, "n4", OTC_ACT_SIGMOID, 0.0f, 1.0f, 2, s4, cols, w2);
+    otc_id n5 = otc_neuron(g, "n5", OTC_ACT_RELU, 0.0f, 1.0f, 2, s5, (int[]){0, c1}, w2);
+    otc_graph_mark_output(g, n4);
+    otc_graph_mark_output(g, n5);
+    otc_plan_options po = {0};
+    po.loss = -1;
+    po.fuse = OTC_FUSE_CHAINS;
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    CHECK(p->n_kernels == 3);
+    CHECK(p->values[n1].kernel == p->values[n3].kernel);
+    CHECK(p->values[n4].kernel != p->values[n3].kernel);
+    CHECK(p->values[n1].storage == OTC_STORE_REGISTER);
+    CHECK(p->values[n2].storage == OTC_STORE_REGISTER);
+    CHECK(p->values[n3].storage == OTC_STORE_WORK);
+    otc_plan_free(p);
+    /* Loop fusion: the whole graph is one loop over the batch; n3 still has no reader
+     * outside it, so it is a register too. */
+    po.fuse = OTC_FUSE_LOOPS;
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    CHECK(p->n_kernels == 1);
+    CHECK(p->values[n3].storage == OTC_STORE_REGISTER);
+    otc_plan_free(p);
+    /* No fusion: a kernel per node. */
+    po.fuse = OTC_FUSE_NONE;
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    CHECK(p->n_kernels == 5 && p->n_registers == 0);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
+/* ---- sizes, against figures worked out by hand ---- */
+
+TEST(plan_sizes_by_hand) {
+    /* x [B,2] -> W1 [2,3] + b1 -> relu -> W2 [3,1] + b2. Stored per sample: x 2, the first
+     * sum 3 (the matmul's accumulator), relu 3, the second sum 1, the output 1: 10 floats
+     * without sharing. x, the first sum and relu are live together in the first kernel (8);
+     * the second kernel reuses x's and the sum's space: 8 floats per sample. Weights
+     * 6 + 3 + 3 + 1 = 13 floats. */
+    int sizes[3] = {2, 3, 1};
+    otc_graph *g = otc_testgen_mlp(1, 3, sizes, OTC_OP_RELU, -1);
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
+    otc_plan_bytes b = otc_plan_sizes(p, 4);
+    CHECK(b.weights == 13 * 4);
+    CHECK(b.activations_unshared == 10 * 4 * 4);
+    CHECK(b.activations == 8 * 4 * 4);
+    CHECK(p->work.base == 0 && p->work.per_batch == 8);
+    otc_plan_free(p);
+
+    /* Training with MSE: gradients for the 13 weights and the scalar loss (fixed), and per
+     * sample for sum 1, bias 1, add 1, relu (3 each) and sum 2, bias 2, add 2 (1 each):
+     * 12 + 3 = 15. Adam keeps 2 floats per weight. */
+    otc_plan_options po = {0};
+    po.train = true;
+    po.optim = otc_optim_defaults(OTC_OPTIM_ADAM);
+    REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &po.loss, NULL) == OTC_OK);
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    CHECK(p->grads.base == 14 && p->grads.per_batch == 15);
+    b = otc_plan_sizes(p, 4);
+    CHECK(b.optimizer_state == 2 * 13 * 4);
+    CHECK(b.gradients == (14 + 15 * 4) * 4);
+    CHECK(b.workspace == b.activations + b.gradients);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
+TEST(plan_keeps_what_backward_reads) {
+    /* tanh's derivative reads only its output, relu's only its input: a tanh neuron keeps no
+     * pre-activation, a relu neuron does. */
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    int c0 = 0;
+    float w = 0.5f;
+    otc_id a = otc_neuron(g, "a", OTC_ACT_TANH, 0.1f, 1.0f, 1, &x, &c0, &w);
+    otc_id r = otc_neuron(g, "r", OTC_ACT_RELU, 0.1f, 1.0f, 1, &a, &c0, &w);
+    otc_graph_mark_output(g, r);
+    otc_plan_options po = {0};
+    po.train = true;
+    po.optim = otc_optim_defaults(OTC_OPTIM_SGD);
+    REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &po.loss, NULL) == OTC_OK);
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    CHECK(!p->values[a].has_pre && p->values[a].kept);
+    CHECK(p->values[r].has_pre && p->values[r].kept);
+    CHECK(p->values[x].kept); /* a's weight gradient reads x */
+    CHECK(check_invariants(p, "keeps"));
+    /* Backward visits r before a, then one update over all weights. */
+    int ir = -1, ia = -1, updates = 0;
+    for (int i = p->n_forward_steps; i < p->n_steps; i++) {
+        if (p->steps[i].kind == OTC_STEP_BACKWARD && p->steps[i].node == r) ir = i;
+        if (p->steps[i].kind == OTC_STEP_BACKWARD && p->steps[i].node == a) ia = i;
+        if (p->steps[i].kind == OTC_STEP_UPDATE) {
+            updates++;
+            CHECK(p->steps[i].offset == 0 && p->steps[i].count == 4);
+        }
+    }
+    CHECK(ir >= 0 && ia > ir && updates == 1);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
+TEST(plan_io_layout) {
+    /* Two inputs: in rows hold x then x2 (input order); an input no output reads is left out. */
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_input(g, "unused", otc_shape_2d(OTC_BATCH, 4));
+    otc_id x2 = otc_input(g, "x2", otc_shape_2d(OTC_BATCH, 3));
+    otc_id srcs[2] = {x2, x};
+    int cols[2] = {2, 1};
+    float w[2] = {1.0f, 2.0f};
+    otc_id n = otc_neuron(g, "n", OTC_ACT_IDENTITY, 0.0f, 1.0f, 2, srcs, cols, w);
+    otc_graph_mark_output(g, n);
+    otc_graph_mark_output(g, x2);
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
+    CHECK(p->in_width == 5 && p->out_width == 4);
+    int seen = 0;
+    for (int i = 0; i < p->n_io; i++) {
+        const otc_plan_io *io = &p->io[i];
+        if (io->node == x) CHECK(io->stream == OTC_IO_IN && io->offset == 0 && io->width == 2);
+        if (io->node == x2 && io->stream == OTC_IO_IN) CHECK(io->offset == 2 && io->width == 3);
+        if (io->node == n) CHECK(io->stream == OTC_IO_OUT && io->offset == 0 && io->width == 1);
+        if (io->node == x2 && io->stream == OTC_IO_OUT) CHECK(io->offset == 1 && io->width == 3);
+        seen++;
+    }
+    CHECK(seen == 4);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
+/* ---- errors ---- */
+
+TEST(plan_errors) {
+    otc_plan *p = NULL;
+    otc_graph *g = otc_graph_new();
+    CHECK(otc_plan_build(g, NULL, &p) == OTC_ERR_ARG && p == NULL);
+    CHECK(strstr(otc_last_error(), "empty") != NULL);
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    CHECK(otc_plan_build(g, NULL, &p) == OTC_ERR_ARG);
+    CHECK(strstr(otc_last_error(), "no outputs") != NULL);
+
+    /* A cycle n1 -> n2 -> n1 (built, then rewired) is named. */
+    int c0 = 0;
+    float w = 1.0f;
+    otc_id n1 = otc_neuron(g, "n1", OTC_ACT_TANH, 0.0f, 1.0f, 1, &x, &c0, &w);
+    otc_id n2 = otc_neuron(g, "n2", OTC_ACT_TANH, 0.0f, 1.0f, 1, &n1, &c0, &w);
+    otc_graph_mark_output(g, n2);
+    REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
+    otc_plan_free(p);
+    REQUIRE(otc_graph_set_input(g, n1, 2, n2) == OTC_OK);
+    CHECK(otc_plan_build(g, NULL, &p) == OTC_ERR_CYCLE);
+    CHECK(strstr(otc_last_error(), "'n1' -> 'n2' -> 'n1'") != NULL ||
+          strstr(otc_last_error(), "'n2' -> 'n1' -> 'n2'") != NULL);
+    otc_graph_free(g);
+
+    /* A non-scalar loss; an unbatched output. */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_graph_mark_output(g, x);
+    otc_plan_options po = {0};
+    po.train = true;
+    po.loss = x;
+    CHECK(otc_plan_build(g, &po, &p) == OTC_ERR_SHAPE);
+    otc_id param = otc_param(g, "k", otc_shape_1d(3), NULL);
+    otc_graph_mark_output(g, param);
+    CHECK(otc_plan_build(g, NULL, &p) == OTC_ERR_UNSUPPORTED);
+    CHECK(strstr(otc_last_error(), "'k'") != NULL);
+    otc_graph_free(g);
+}
+
+/* ---- drawing ---- */
+
+TEST(plan_dot_draws_kernels_and_offsets) {
+    int sizes[3] = {2, 3, 1};
+    otc_graph *g = otc_testgen_mlp(1, 3, sizes, OTC_OP_RELU, -1);
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
+    char *dot = otc_plan_to_dot(p);
+    REQUIRE(dot);
+    CHECK(strstr(dot, "subgraph cluster_k0") && strstr(dot, "subgraph cluster_k1"));
+    CHECK(strstr(dot, "work @") && strstr(dot, "register") && strstr(dot, "weights @0"));
+    /* Graphviz accepts it. */
+    FILE *f = popen("dot -Tsvg -o /dev/null 2>&1", "w");
+    if (f) {
+        fputs(dot, f);
+        CHECK(pclose(f) == 0);
+    }
+    char *text = otc_plan_describe(p);
+    CHECK(text && strstr(text, "kernel 0 (matmul"));
+    free(text);
+    free(dot);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
