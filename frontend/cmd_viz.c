@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "otc/dot.h"
 #include "otc/otc.h"
+#include "otc/plan.h" /* --plan: the compiler's plan (compiler/) */
 
 #ifdef OTC_HAVE_GVC
 #include <graphviz/gvc.h>
@@ -89,7 +90,7 @@ static const char *format_of(const char *path) {
 
 int otc_cmd_viz(int argc, char **argv) {
     const char *out = NULL, *format = NULL, *title = NULL;
-    bool weights = false, group = false, params = false, top_down = false;
+    bool weights = false, group = false, params = false, top_down = false, plan = false;
     const otc_opt opts[] = {
         {"--output,-o", OTC_OPT_STRING, &out,
          "FILE: where to write (.svg, .png or .dot; '-' is standard output)"},
@@ -100,6 +101,8 @@ int otc_cmd_viz(int argc, char **argv) {
         {"--params", OTC_OPT_FLAG, &params, "draw Parameter nodes (default: folded into users)"},
         {"--top-down", OTC_OPT_FLAG, &top_down, "lay out top to bottom (default: left to right)"},
         {"--title", OTC_OPT_STRING, &title, "TEXT: caption (default: the model's file name)"},
+        {"--plan", OTC_OPT_FLAG, &plan,
+         "draw the compiler's plan instead: fused kernels, buffer offsets and sizes"},
     };
     const char *pos[1];
     int rc = otc_cli_parse("viz", "MODEL.otm -o FILE.{svg,png,dot} [options]", opts,
@@ -133,7 +136,14 @@ int otc_cmd_viz(int argc, char **argv) {
                          .title = title};
     char *dot = NULL;
     size_t dot_len = 0;
-    if (otc_dot_render(g, &o, &dot, &dot_len) != OTC_OK) {
+    /* --plan (compiler): the plan's drawing replaces the graph's. */
+    if (plan) {
+        otc_plan *p = NULL;
+        if (otc_plan_build(g, NULL, &p) == OTC_OK) dot = otc_plan_to_dot(p);
+        otc_plan_free(p);
+        if (dot) dot_len = strlen(dot);
+    }
+    if (plan ? !dot : otc_dot_render(g, &o, &dot, &dot_len) != OTC_OK) {
         rc = otc_cli_error_file("viz", pos[0]);
         otc_graph_free(g);
         return rc;

@@ -273,6 +273,101 @@ TEST(neat_crossover_inherits_from_fitter_parent) {
     otc_neat_genome_free(b);
 }
 
+/* Stanley's mate_multipoint_avg: with crossover_average_rate r, a share r of the children
+ * carry the mean (1 + 2) / 2 = 1.5 on every matching gene, the rest one parent's weight. */
+TEST(neat_crossover_average_rate) {
+    const int ca[3][3] = {{1, 0, 2}, {2, 1, 2}, {3, 0, 3}}, cb[2][3] = {{1, 0, 2}, {2, 1, 2}};
+    const float wa[3] = {1, 1, 1}, wb[2] = {2, 2};
+    otc_neat_genome *a = make_genome(ca, 3, wa, false), *b = make_genome(cb, 2, wb, false);
+    a->fitness = 2;
+    b->fitness = 1;
+    otc_neat_config c = base_config();
+    c.crossover_average_rate = 0.4;
+    otc_rng rng;
+    otc_rng_seed(&rng, 11);
+    int averaged = 0, trials = 4000;
+    for (int t = 0; t < trials; t++) {
+        otc_neat_genome *k = NULL;
+        REQUIRE(otc_neat_crossover(a, b, &c, &rng, &k) == OTC_OK);
+        bool avg0 = k->conns[0].weight == 1.5f, avg1 = k->conns[1].weight == 1.5f;
+        CHECK(avg0 == avg1);               /* the whole child averages, or none of it */
+        CHECK(k->conns[2].weight == 1.0f); /* a disjoint gene keeps the fitter parent's */
+        averaged += avg0;
+        otc_neat_genome_free(k);
+    }
+    CHECK_NEAR((double)averaged / trials, 0.4, 0.03);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+}
+
+/* conn_add_recurrent_prob 1: every new connection closes a loop; 0: none does, so a
+ * recurrent-enabled genome stays acyclic. */
+TEST(neat_add_conn_recurrent_prob) {
+    for (int want = 0; want <= 1; want++) {
+        otc_neat_config c = base_config();
+        c.feed_forward = false;
+        c.num_hidden = 2;
+        c.conn_add_recurrent_prob = want;
+        otc_neat_innovations *t = otc_neat_innovations_new(5, 0);
+        otc_rng rng;
+        otc_rng_seed(&rng, 5 + (uint64_t)want);
+        otc_neat_genome *g = otc_neat_genome_new();
+        c.initial_connection = OTC_NEAT_CONNECT_FULL_NODIRECT;
+        REQUIRE(otc_neat_genome_init(g, &c, t, &rng) == OTC_OK);
+        REQUIRE(otc_neat_genome_validate(g, true) == OTC_OK);
+        int added = 0;
+        for (int i = 0; i < 20; i++) {
+            otc_neat_genome *before = otc_neat_genome_copy(g);
+            REQUIRE(otc_neat_mutate_add_conn(g, &c, t, &rng) == OTC_OK);
+            if (g->n_conns > before->n_conns) {
+                added++;
+                const otc_neat_conn *n = NULL;
+                for (int k = 0; k < g->n_conns && !n; k++)
+                    if (!otc_neat_genome_find_conn(before, g->conns[k].innov)) n = &g->conns[k];
+                REQUIRE(n != NULL);
+                CHECK(otc_neat_creates_cycle(before, n->in, n->out) == (want == 1));
+            }
+            otc_neat_genome_free(before);
+        }
+        CHECK(added > 0);
+        if (!want) CHECK(otc_neat_genome_validate(g, true) == OTC_OK);
+        CHECK(otc_neat_genome_validate(g, false) == OTC_OK);
+        otc_neat_genome_free(g);
+        otc_neat_innovations_free(t);
+    }
+}
+
+/* Stanley's weight mutation on a genome of fewer than 10 genes: half the children are
+ * "severe" (each weight perturbed 70%, replaced 20%, kept 10%), the others have every weight
+ * perturbed, so P(kept) = 0.5 * 0.1 = 0.05; steps and new values lie within +-power, and the
+ * result is clamped to the weight range. */
+TEST(neat_stanley_weight_mutation) {
+    const int cs[4][3] = {{1, 0, 2}, {2, 1, 2}, {3, 0, 3}, {4, 3, 2}};
+    const float w0[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+    otc_neat_config c = base_config();
+    c.weight_mutate_stanley = true;
+    c.weight_mutate_genome_rate = 1.0;
+    c.weight.mutate_power = 1.0;
+    c.weight.min_value = -1.0;
+    c.weight.max_value = 1.0;
+    c.enabled_mutate_rate = 0;
+    otc_rng rng;
+    otc_rng_seed(&rng, 17);
+    int kept = 0, total = 0;
+    for (int t = 0; t < 5000; t++) {
+        otc_neat_genome *g = make_genome(cs, 4, w0, false);
+        otc_neat_mutate_attributes(g, &c, &rng);
+        for (int i = 0; i < 4; i++) {
+            float w = g->conns[i].weight;
+            CHECK(w >= -1.0f && w <= 1.0f);
+            kept += w == 0.25f;
+            total++;
+        }
+        otc_neat_genome_free(g);
+    }
+    CHECK_NEAR((double)kept / total, 0.05, 0.01);
+}
+
 TEST(neat_speciation_first_fit_within_threshold) {
     otc_neat_config c = base_config();
     c.pop_size = 60;

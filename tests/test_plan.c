@@ -81,6 +81,10 @@ static bool check_invariants(const otc_plan *p, const char *what) {
         int ns = 0;
         for (otc_id id = 0; id < n; id++) {
             const otc_plan_value *v = &p->values[id];
+            if (v->has_pre) { /* even for a neuron whose output stays in a register */
+                int64_t plo = otc_extent_at(v->pre, S);
+                sp[ns++] = (span){plo, plo + S, written[id], end, id};
+            }
             if (v->storage != OTC_STORE_WORK) continue;
             int64_t size = v->batched ? v->size * S : v->size;
             int64_t lo = otc_extent_at(v->offset, S);
@@ -88,10 +92,6 @@ static bool check_invariants(const otc_plan *p, const char *what) {
             if (v->kept || (p->options.train && id == otc_plan_owner(p, p->options.loss)))
                 lst = end;
             sp[ns++] = (span){lo, lo + size, written[id], lst, id};
-            if (v->has_pre) {
-                int64_t plo = otc_extent_at(v->pre, S);
-                sp[ns++] = (span){plo, plo + S, written[id], end, id};
-            }
         }
         int64_t total = otc_extent_at(p->work, S);
         for (int i = 0; i < ns; i++) {

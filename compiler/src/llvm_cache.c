@@ -11,7 +11,7 @@
 
 static otc_jit_module *lru_head, *lru_tail; /* all cached entries, most recent first */
 static int n_cached, n_in_use, capacity = 64;
-static long hits, misses;
+static long n_hits, n_misses;
 
 /* ---- the key: everything the code depends on, in a byte string ---- */
 
@@ -100,8 +100,15 @@ static void push_front(otc_jit_module *m) {
     if (!lru_tail) lru_tail = m;
 }
 
+static void shared_release(otc_jit_shared *c) {
+    if (c && --c->refs == 0) {
+        otc_llvm_code_free(c->code);
+        free(c);
+    }
+}
+
 static void destroy(otc_jit_module *m) {
-    otc_llvm_code_free(m->code);
+    shared_release(m->code);
     free(m->key);
     free(m);
 }
@@ -127,99 +134,181 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static otc_status compile(const otc_plan *plan, const otc_llvm_render_options *o,
-                          otc_jit_module *m) {
+static void release_locked(otc_jit_module *m);
+
+static const char *const fn_names[OTC_JIT_FN_COUNT] = {"forward", "backward", "train_step"};
+
+/* Render plans[idx[0..k)] into one module, optimise it once, add it to the JIT and fill the
+ * modules' function pointers. */
+static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_render_options *o,
+                                const int *idx, int k, otc_jit_module **mods) {
     LLVMTargetMachineRef tm = NULL;
     otc_status st = otc_llvm_jit_target_machine(&tm);
     if (st) return st;
-    char prefix[32];
-    otc_llvm_render_options ro = *o;
-    ro.prefix = otc_llvm_jit_unique_prefix(prefix, sizeof prefix);
+    char (*prefix)[32] = calloc((size_t)k, sizeof *prefix);
+    const char **names = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *names);
+    char (*name_buf)[64] = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *name_buf);
+    void **addrs = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *addrs);
+    otc_jit_shared *shared = calloc(1, sizeof *shared);
+    if (!prefix || !names || !name_buf || !addrs || !shared) {
+        free(prefix);
+        free(names);
+        free(name_buf);
+        free(addrs);
+        free(shared);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT compile");
+    }
     LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
-    LLVMModuleRef mod = NULL;
-    st = otc_llvm_render(plan, &ro, LLVMOrcThreadSafeContextGetContext(tsctx), &mod);
+    LLVMModuleRef mod =
+        LLVMModuleCreateWithNameInContext("otc", LLVMOrcThreadSafeContextGetContext(tsctx));
+    int n_names = 0;
+    for (int i = 0; i < k && !st; i++) {
+        otc_llvm_render_options ro = o[idx[i]];
+        ro.prefix = otc_llvm_jit_unique_prefix(prefix[i], sizeof prefix[i]);
+        st = otc_llvm_render_into(plans[idx[i]], &ro, mod);
+        int nf = ro.train ? OTC_JIT_FN_COUNT : 1;
+        for (int f = 0; f < nf; f++) {
+            snprintf(name_buf[n_names], sizeof name_buf[n_names], "%s%s", prefix[i], fn_names[f]);
+            names[n_names] = name_buf[n_names];
+            n_names++;
+        }
+    }
     if (!st) st = otc_llvm_finish_module(mod, tm, true);
     if (st) {
-        if (mod) LLVMDisposeModule(mod);
+        LLVMDisposeModule(mod);
         LLVMOrcDisposeThreadSafeContext(tsctx);
-        return st;
+    } else {
+        st = otc_llvm_jit_add(tsctx, mod, n_names, names, addrs, &shared->code);
     }
-    static const char *const what[OTC_JIT_FN_COUNT] = {"forward", "backward", "train_step"};
-    char names[OTC_JIT_FN_COUNT][64];
-    const char *np[OTC_JIT_FN_COUNT];
-    int n = o->train ? OTC_JIT_FN_COUNT : 1;
-    for (int i = 0; i < n; i++) {
-        snprintf(names[i], sizeof names[i], "%s%s", prefix, what[i]);
-        np[i] = names[i];
+    if (!st) {
+        int a = 0;
+        for (int i = 0; i < k; i++) {
+            int nf = o[idx[i]].train ? OTC_JIT_FN_COUNT : 1;
+            for (int f = 0; f < nf; f++) mods[i]->fn[f] = (otc_llvm_fn)addrs[a++];
+            mods[i]->code = shared;
+            shared->refs++;
+        }
+    } else {
+        free(shared);
     }
-    void *addrs[OTC_JIT_FN_COUNT] = {0};
-    st = otc_llvm_jit_add(tsctx, mod, n, np, addrs, &m->code);
-    if (st) return st;
-    for (int i = 0; i < n; i++) m->fn[i] = (otc_llvm_fn)addrs[i];
-    return OTC_OK;
+    free(prefix);
+    free(names);
+    free(name_buf);
+    free(addrs);
+    return st;
+}
+
+static otc_jit_module *lookup(uint64_t h, const keybuf *k) {
+    for (otc_jit_module *m = lru_head; m; m = m->next)
+        if (m->hash == h && m->key_len == k->len && !memcmp(m->key, k->p, k->len)) return m;
+    return NULL;
+}
+
+static void take(otc_jit_module *m) {
+    if (m->refs++ == 0 && m->cached) n_in_use++;
+    if (m->cached) {
+        unlink_entry(m);
+        push_front(m);
+    }
+}
+
+otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_render_options *o,
+                                int n, bool use_cache, otc_jit_module **out, bool *hits) {
+    keybuf *keys = calloc((size_t)n + 1, sizeof *keys);
+    uint64_t *hash = calloc((size_t)n + 1, sizeof *hash);
+    int *miss = calloc((size_t)n + 1, sizeof *miss);
+    int *same = calloc((size_t)n + 1, sizeof *same); /* a duplicate of an earlier miss */
+    otc_jit_module **fresh = calloc((size_t)n + 1, sizeof *fresh);
+    otc_status st = OTC_OK;
+    if (!keys || !hash || !miss || !same || !fresh)
+        st = otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT compile");
+    for (int i = 0; i < n && !st; i++) {
+        out[i] = NULL;
+        hits[i] = false;
+        st = make_key(plans[i], &o[i], &keys[i]);
+        if (!st) hash[i] = fnv1a(keys[i].p, keys[i].len);
+    }
+    int n_miss = 0;
+    if (!st) {
+        otc_llvm_jit_lock();
+        for (int i = 0; i < n; i++) {
+            same[i] = -1;
+            otc_jit_module *m = use_cache ? lookup(hash[i], &keys[i]) : NULL;
+            if (m) {
+                take(m);
+                out[i] = m;
+                hits[i] = true;
+                n_hits++;
+                continue;
+            }
+            for (int j = 0; j < n_miss && use_cache; j++) {
+                int mi = miss[j];
+                if (hash[mi] == hash[i] && keys[mi].len == keys[i].len &&
+                    !memcmp(keys[mi].p, keys[i].p, keys[i].len)) {
+                    same[i] = mi;
+                    break;
+                }
+            }
+            if (same[i] >= 0) continue;
+            fresh[n_miss] = calloc(1, sizeof **fresh);
+            if (!fresh[n_miss]) {
+                st = otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT module");
+                break;
+            }
+            miss[n_miss++] = i;
+        }
+        double t0 = now_ms();
+        if (!st && n_miss > 0) st = compile_batch(plans, o, miss, n_miss, fresh);
+        double ms = (now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
+        if (st) {
+            for (int i = 0; i < n; i++)
+                if (hits[i]) release_locked(out[i]);
+            for (int j = 0; j < n_miss; j++) free(fresh[j]);
+        } else {
+            for (int j = 0; j < n_miss; j++) {
+                otc_jit_module *m = fresh[j];
+                int i = miss[j];
+                n_misses++;
+                m->compile_ms = ms;
+                m->refs = 1;
+                m->hash = hash[i];
+                m->key = keys[i].p;
+                m->key_len = keys[i].len;
+                keys[i].p = NULL;
+                m->cached = use_cache;
+                if (use_cache) {
+                    push_front(m);
+                    n_cached++;
+                    n_in_use++;
+                }
+                out[i] = m;
+            }
+            for (int i = 0; i < n; i++) {
+                if (same[i] < 0) continue;
+                out[i] = out[same[i]];
+                take(out[i]);
+                hits[i] = true;
+                n_hits++;
+            }
+            trim(capacity);
+        }
+        otc_llvm_jit_unlock();
+    }
+    for (int i = 0; i < n && keys; i++) free(keys[i].p);
+    free(keys);
+    free(hash);
+    free(miss);
+    free(same);
+    free(fresh);
+    return st;
 }
 
 otc_status otc_llvm_module_get(const otc_plan *plan, const otc_llvm_render_options *o,
                                bool use_cache, otc_jit_module **out, bool *hit) {
-    *out = NULL;
-    *hit = false;
-    keybuf k = {0};
-    otc_status st = make_key(plan, o, &k);
-    if (st) {
-        free(k.p);
-        return st;
-    }
-    uint64_t h = fnv1a(k.p, k.len);
-    otc_llvm_jit_lock();
-    if (use_cache) {
-        for (otc_jit_module *m = lru_head; m; m = m->next) {
-            if (m->hash != h || m->key_len != k.len || memcmp(m->key, k.p, k.len)) continue;
-            if (m->refs++ == 0) n_in_use++;
-            unlink_entry(m);
-            push_front(m);
-            hits++;
-            otc_llvm_jit_unlock();
-            free(k.p);
-            *out = m;
-            *hit = true;
-            return OTC_OK;
-        }
-    }
-    otc_jit_module *m = calloc(1, sizeof *m);
-    if (!m) {
-        otc_llvm_jit_unlock();
-        free(k.p);
-        return otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT module");
-    }
-    double t0 = now_ms();
-    st = compile(plan, o, m);
-    m->compile_ms = now_ms() - t0;
-    if (st) {
-        otc_llvm_jit_unlock();
-        free(k.p);
-        free(m);
-        return st;
-    }
-    misses++;
-    m->refs = 1;
-    m->hash = h;
-    m->key = k.p;
-    m->key_len = k.len;
-    m->cached = use_cache;
-    if (use_cache) {
-        push_front(m);
-        n_cached++;
-        n_in_use++;
-        trim(capacity);
-    }
-    otc_llvm_jit_unlock();
-    *out = m;
-    return OTC_OK;
+    return otc_llvm_modules_get(&plan, o, 1, use_cache, out, hit);
 }
 
-void otc_llvm_module_release(otc_jit_module *m) {
-    if (!m) return;
-    otc_llvm_jit_lock();
+static void release_locked(otc_jit_module *m) {
     if (--m->refs == 0) {
         if (m->cached) {
             n_in_use--;
@@ -228,12 +317,18 @@ void otc_llvm_module_release(otc_jit_module *m) {
             destroy(m);
         }
     }
+}
+
+void otc_llvm_module_release(otc_jit_module *m) {
+    if (!m) return;
+    otc_llvm_jit_lock();
+    release_locked(m);
     otc_llvm_jit_unlock();
 }
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     otc_llvm_jit_lock();
-    otc_jit_cache_stats s = {n_cached, n_in_use, hits, misses};
+    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses};
     otc_llvm_jit_unlock();
     return s;
 }

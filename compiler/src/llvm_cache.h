@@ -6,11 +6,18 @@
 
 enum { OTC_JIT_FORWARD, OTC_JIT_BACKWARD, OTC_JIT_TRAIN_STEP, OTC_JIT_FN_COUNT };
 
+/* Code compiled in one LLVM module (one ResourceTracker), shared by the plans compiled
+ * together and freed with the last of them. */
+typedef struct {
+    otc_llvm_code *code;
+    int refs;
+} otc_jit_shared;
+
 typedef struct otc_jit_module {
     otc_llvm_fn fn[OTC_JIT_FN_COUNT]; /* NULL where the module has no such function */
-    double compile_ms;
+    double compile_ms;                /* its share of the compile that produced it */
     /* Owned by the cache. */
-    otc_llvm_code *code;
+    otc_jit_shared *code;
     unsigned char *key;
     size_t key_len;
     uint64_t hash;
@@ -23,6 +30,10 @@ typedef struct otc_jit_module {
  * structure was compiled before (*hit set), else compiled now. Release it when done. */
 otc_status otc_llvm_module_get(const otc_plan *plan, const otc_llvm_render_options *o,
                                bool use_cache, otc_jit_module **out, bool *hit);
+/* The same for n plans: cached ones reused, the others compiled together in one LLVM
+ * module (one optimiser and code generator run for all). On failure nothing is returned. */
+otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_render_options *o,
+                                int n, bool use_cache, otc_jit_module **out, bool *hits);
 void otc_llvm_module_release(otc_jit_module *m);
 
 #endif

@@ -41,6 +41,15 @@ typedef struct {
     float *state;       /* optimiser moments, 2 x param_floats */
     const otc_optimizer *opt;
     long t;
+    /* Trainable parameters no plan reads (dead neurons): the interpreter still steps them
+     * (weight decay moves them with a zero gradient), so they get the same update here,
+     * from the same optimiser code, on the graph's own values. */
+    otc_optimizer *orphan_opt;
+    int n_orphans;
+    float **orphan_p;
+    const float **orphan_g;
+    size_t *orphan_n;
+    float *zeros;
     int n_inputs;
     jit_input *inputs;
     jit_plan *last; /* the plan whose forward ran last, NULL when values are stale */
@@ -88,6 +97,11 @@ static void destroy(otc_executor *ex) {
     free(j->scratch_cap);
     free(j->grads);
     free(j->state);
+    otc_optimizer_free(j->orphan_opt);
+    free(j->orphan_p);
+    free(j->orphan_g);
+    free(j->orphan_n);
+    free(j->zeros);
     free(j);
 }
 
@@ -114,22 +128,23 @@ static void refresh_weights(jit_exec *j, jit_plan *p) {
     p->wver = j->wver;
 }
 
-/* Plan and compile; the weights come from the graph (or are shared with the other plan). */
-static otc_status plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train) {
-    otc_status st = otc_plan_build(j->base.graph, po, &p->plan);
-    if (st) return st;
+static otc_llvm_render_options render_options(const jit_exec *j, bool train) {
     otc_llvm_render_options ro = {0};
     ro.lanes = j->lanes;
     ro.train = train;
     ro.blas = !j->o.no_blas;
-    bool hit = false;
-    st = otc_llvm_module_get(p->plan, &ro, !j->o.no_cache, &p->mod, &hit);
-    if (st) return st;
+    return ro;
+}
+
+/* A compiled module arrived for p: count it and give the plan its weights (from the graph,
+ * or shared with the other plan, or copied from whichever holds newer ones). */
+static otc_status plan_attach(jit_exec *j, jit_plan *p, otc_jit_module *mod, bool hit) {
+    p->mod = mod;
     if (hit) {
         j->stats.cache_hits++;
     } else {
         j->stats.compiles++;
-        j->stats.compile_ms += p->mod->compile_ms;
+        j->stats.compile_ms += mod->compile_ms;
     }
     jit_plan *other = p == &j->fwd ? &j->train : &j->fwd;
     bool other_ok = (p == &j->fwd ? j->has_train : j->has_fwd);
@@ -155,6 +170,35 @@ static otc_status plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po
     else
         p->wver = j->wver;
     return OTC_OK;
+}
+
+/* Plan and compile one plan now. */
+static otc_status plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train) {
+    otc_status st = otc_plan_build(j->base.graph, po, &p->plan);
+    if (st) return st;
+    otc_llvm_render_options ro = render_options(j, train);
+    bool hit = false;
+    otc_jit_module *mod = NULL;
+    const otc_plan *pl = p->plan;
+    st = otc_llvm_modules_get(&pl, &ro, 1, !j->o.no_cache, &mod, &hit);
+    if (st) return st;
+    return plan_attach(j, p, mod, hit);
+}
+
+static otc_plan_options fwd_options(const jit_exec *j) {
+    otc_plan_options po = {0};
+    po.loss = -1;
+    po.fuse = j->o.fuse;
+    return po;
+}
+
+static otc_plan_options train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c) {
+    otc_plan_options po = {0};
+    po.train = true;
+    po.loss = loss;
+    po.fuse = j->o.fuse;
+    po.optim = c ? *c : otc_optim_defaults(OTC_OPTIM_ADAM);
+    return po;
 }
 
 static int input_index(const jit_exec *j, otc_id id) {
@@ -295,9 +339,18 @@ static otc_status forward(otc_executor *ex) {
                         otc_graph_size(ex->graph), j->n);
     if (j->has_train && covers_outputs(j, j->train.plan) && inputs_set(j, j->train.plan))
         return run_forward(j, &j->train);
-    if (!j->has_fwd)
-        return otc_fail(OTC_ERR_STATE, "forward: the graph has no outputs to compute (mark one, "
-                                       "or train a loss first)");
+    if (!j->has_fwd) {
+        if (otc_graph_output_count(ex->graph) == 0)
+            return otc_fail(OTC_ERR_STATE, "forward: the graph has no outputs to compute (mark "
+                                           "one, or train a loss first)");
+        otc_plan_options po = fwd_options(j);
+        otc_status st = plan_make(j, &j->fwd, &po, false);
+        if (st) {
+            plan_free(&j->fwd);
+            return st;
+        }
+        j->has_fwd = true;
+    }
     return run_forward(j, &j->fwd);
 }
 
@@ -343,6 +396,15 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
                         label(j, id, lab),
                         v->storage == OTC_STORE_REGISTER ? "it lives in a register"
                                                          : "the plan does not compute it");
+    /* Storage shared with a later value no longer holds this one. */
+    int last_kernel = -1;
+    for (int i = 0; i < pl->n_forward_steps; i++)
+        if (pl->steps[i].kind == OTC_STEP_KERNEL) last_kernel = i;
+    if (v->last_step < last_kernel)
+        return otc_fail(OTC_ERR_UNSUPPORTED,
+                        "value: node %s is not kept by the compiled plan (its space is reused "
+                        "by later values); mark it as an output to read it",
+                        label(j, id, lab));
     const float *base = p->work + otc_extent_at(v->offset, j->stride);
     if (!v->batched) {
         *data = base;
@@ -366,6 +428,16 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
         for (int64_t b = 0; b < j->batch; b++)
             dst[b * v->size + e] = base[e * j->stride + b];
     *data = dst;
+    return OTC_OK;
+}
+
+/* The gradient buffer's fixed part (parameter gradients first) for a new training plan. */
+static otc_status train_ready(jit_exec *j) {
+    size_t fixed = (size_t)j->train.plan->grads.base;
+    free(j->grads);
+    j->grads = calloc(fixed + 1, sizeof(float));
+    j->grads_cap = fixed;
+    if (!j->grads) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
     return OTC_OK;
 }
 
@@ -404,11 +476,7 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
         j->state = NULL;
         j->opt = NULL;
     }
-    otc_plan_options po = {0};
-    po.train = true;
-    po.loss = loss;
-    po.fuse = j->o.fuse;
-    po.optim = optim ? *optim : otc_optim_defaults(OTC_OPTIM_ADAM);
+    otc_plan_options po = train_options(j, loss, optim);
     otc_status st = plan_make(j, &j->train, &po, true);
     if (st) {
         plan_free(&j->train);
@@ -416,12 +484,7 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
                                 label(j, loss, lab));
     }
     j->has_train = true;
-    size_t fixed = (size_t)j->train.plan->grads.base;
-    free(j->grads);
-    j->grads = calloc(fixed + 1, sizeof(float));
-    j->grads_cap = fixed;
-    if (!j->grads) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
-    return OTC_OK;
+    return train_ready(j);
 }
 
 /* The gradient buffer at the current stride, keeping the parameter gradients (first). */
@@ -490,6 +553,45 @@ static void zero_grad(otc_executor *ex) {
         memset(j->grads, 0, (size_t)j->train.plan->param_floats * sizeof(float));
 }
 
+/* The trainable parameters the training plan leaves out, with an optimiser of their own. */
+static otc_status orphans_ready(jit_exec *j, const otc_optim_config *c) {
+    otc_optimizer_free(j->orphan_opt);
+    j->orphan_opt = NULL;
+    j->n_orphans = 0;
+    const otc_plan *pl = j->train.plan;
+    size_t most = 0;
+    int n = 0;
+    for (otc_id id = 0; id < j->n; id++) {
+        const otc_node *nd = otc_graph_node(j->base.graph, id);
+        if (nd->op != OTC_OP_PARAMETER || !nd->trainable) continue;
+        if (pl->values[id].storage == OTC_STORE_PARAM) continue;
+        n++;
+        if (nd->value->size > most) most = nd->value->size;
+    }
+    if (n == 0) return OTC_OK;
+    free(j->orphan_p);
+    free(j->orphan_g);
+    free(j->orphan_n);
+    free(j->zeros);
+    j->orphan_p = calloc((size_t)n, sizeof *j->orphan_p);
+    j->orphan_g = calloc((size_t)n, sizeof *j->orphan_g);
+    j->orphan_n = calloc((size_t)n, sizeof *j->orphan_n);
+    j->zeros = calloc(most + 1, sizeof(float));
+    j->orphan_opt = otc_optimizer_new(c);
+    if (!j->orphan_p || !j->orphan_g || !j->orphan_n || !j->zeros || !j->orphan_opt)
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
+    for (otc_id id = 0; id < j->n; id++) {
+        otc_node const *nd = otc_graph_node(j->base.graph, id);
+        if (nd->op != OTC_OP_PARAMETER || !nd->trainable) continue;
+        if (pl->values[id].storage == OTC_STORE_PARAM) continue;
+        otc_tensor *t = otc_graph_param(j->base.graph, id);
+        j->orphan_p[j->n_orphans] = t->data;
+        j->orphan_g[j->n_orphans] = j->zeros;
+        j->orphan_n[j->n_orphans++] = t->size;
+    }
+    return OTC_OK;
+}
+
 static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
     jit_exec *j = as_jit(ex);
     if (j->o.inference)
@@ -506,6 +608,8 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
         if (!j->state) return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
         j->opt = opt;
         j->t = 0;
+        st = orphans_ready(j, c);
+        if (st) return st;
     }
     otc_llvm_args a;
     st = prepare(j, &j->train, &a);
@@ -536,6 +640,12 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     st = run_status(j, j->train.mod->fn[OTC_JIT_TRAIN_STEP](&a));
     if (st) return st;
     j->t = t;
+    if (j->n_orphans > 0) {
+        otc_optimizer_set_lr(j->orphan_opt, c->lr);
+        st = otc_optimizer_step(j->orphan_opt, j->n_orphans, j->orphan_p, j->orphan_g,
+                                j->orphan_n);
+        if (st) return st;
+    }
     /* These weights are now the newest. */
     j->wver++;
     j->train.wver = j->wver;
@@ -594,12 +704,12 @@ static int host_lanes(void) {
     return 4;
 }
 
-otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options) {
+/* An executor without compiled code yet. NULL on error. */
+static jit_exec *shell_new(otc_graph *g, const otc_jit_options *options) {
     if (!g) {
         otc_fail(OTC_ERR_ARG, "jit: no graph");
         return NULL;
     }
-    if (otc_llvm_init()) return NULL;
     jit_exec *j = calloc(1, sizeof *j);
     if (!j) {
         otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT executor");
@@ -611,8 +721,7 @@ otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options)
     j->lanes = j->o.lanes > 0 ? j->o.lanes : host_lanes();
     j->n = otc_graph_size(g);
     j->stats.lanes = j->lanes;
-    otc_status st = OTC_OK;
-    for (int i = 0; i < otc_graph_input_count(g); i++) j->n_inputs++;
+    j->n_inputs = otc_graph_input_count(g);
     j->inputs = calloc((size_t)j->n_inputs + 1, sizeof *j->inputs);
     j->scratch = calloc((size_t)j->n + 1, sizeof *j->scratch);
     j->scratch_cap = calloc((size_t)j->n + 1, sizeof *j->scratch_cap);
@@ -634,16 +743,89 @@ otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options)
             return NULL;
         }
     }
-    if (otc_graph_output_count(g) > 0) {
-        otc_plan_options po = {0};
-        po.loss = -1;
-        po.fuse = j->o.fuse;
-        st = plan_make(j, &j->fwd, &po, false);
-        if (st) {
-            destroy(&j->base);
-            return NULL;
+    return j;
+}
+
+otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses, int n,
+                                 const otc_jit_options *options, otc_executor **out) {
+    if (n < 0 || (n > 0 && (!graphs || !out)))
+        return otc_fail(OTC_ERR_ARG, "otc_jit_executors_new: bad arguments");
+    otc_status st = otc_llvm_init();
+    if (st) return st;
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    /* Per graph: its forward plan (outputs) unless a loss was given, then the training plan
+     * stands for it until a forward without targets needs the plain one. */
+    const otc_plan **plans = calloc(2 * (size_t)n + 1, sizeof *plans);
+    otc_llvm_render_options *ro = calloc(2 * (size_t)n + 1, sizeof *ro);
+    jit_plan **dest = calloc(2 * (size_t)n + 1, sizeof *dest);
+    int *owner = calloc(2 * (size_t)n + 1, sizeof *owner);
+    otc_jit_module **mods = calloc(2 * (size_t)n + 1, sizeof *mods);
+    bool *hits = calloc(2 * (size_t)n + 1, sizeof *hits);
+    if (!plans || !ro || !dest || !owner || !mods || !hits)
+        st = otc_fail(OTC_ERR_NOMEM, "out of memory for JIT executors");
+    int k = 0;
+    for (int i = 0; i < n && !st; i++) {
+        jit_exec *j = shell_new(graphs[i], options);
+        if (!j) {
+            st = otc_fail_context(OTC_ERR_ARG, "graph %d", i);
+            break;
         }
-        j->has_fwd = true;
+        out[i] = &j->base;
+        otc_id loss = losses ? losses[i] : -1;
+        if (loss >= 0 && j->o.inference)
+            st = otc_fail(OTC_ERR_ARG, "jit: a loss for an inference executor");
+        if (!st && loss >= 0) {
+            otc_plan_options po = train_options(j, loss, NULL);
+            st = otc_plan_build(graphs[i], &po, &j->train.plan);
+            if (!st) {
+                plans[k] = j->train.plan;
+                ro[k] = render_options(j, true);
+                dest[k] = &j->train;
+                owner[k++] = i;
+            }
+        } else if (!st && otc_graph_output_count(graphs[i]) > 0) {
+            otc_plan_options po = fwd_options(j);
+            st = otc_plan_build(graphs[i], &po, &j->fwd.plan);
+            if (!st) {
+                plans[k] = j->fwd.plan;
+                ro[k] = render_options(j, false);
+                dest[k] = &j->fwd;
+                owner[k++] = i;
+            }
+        }
+        if (st) st = otc_fail_context(st, "graph %d", i);
     }
-    return &j->base;
+    bool use_cache = !(options && options->no_cache);
+    if (!st) st = otc_llvm_modules_get(plans, ro, k, use_cache, mods, hits);
+    for (int m = 0; m < k && !st; m++) {
+        jit_exec *j = (jit_exec *)out[owner[m]];
+        st = plan_attach(j, dest[m], mods[m], hits[m]);
+        if (dest[m] == &j->train) {
+            j->has_train = true;
+            if (!st) st = train_ready(j);
+        } else {
+            j->has_fwd = true;
+        }
+        mods[m] = NULL;
+    }
+    if (st) {
+        for (int m = 0; m < k; m++) otc_llvm_module_release(mods[m]);
+        for (int i = 0; i < n; i++) {
+            otc_exec_free(out[i]);
+            out[i] = NULL;
+        }
+    }
+    free(plans);
+    free(ro);
+    free(dest);
+    free(owner);
+    free(mods);
+    free(hits);
+    return st;
+}
+
+otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options) {
+    otc_executor *ex = NULL;
+    if (otc_jit_executors_new(&g, NULL, 1, options, &ex)) return NULL;
+    return ex;
 }

@@ -332,7 +332,8 @@ LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueR
     if (cheap(act) || !otc_act_get((otc_act)act)) return otc_llvm_act(ir, act, alpha, x);
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef fn = act_function(ir, act, alpha, t, false);
-    return LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
+    LLVMValueRef call = LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
+    return call;
 }
 
 LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
@@ -344,5 +345,6 @@ LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMV
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef fn = act_function(ir, act, alpha, t, true);
     LLVMValueRef args[2] = {x, y};
-    return LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
+    LLVMValueRef call = LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, args, 2, "");
+    return call;
 }

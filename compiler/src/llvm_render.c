@@ -3,6 +3,7 @@
  * kernels, gradient seeding, backward groups, the fused optimiser update) and the helpers
  * the kernel files share. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +41,11 @@ LLVMValueRef otc_lv_slot(otc_llvm_r *r, LLVMTypeRef t) {
 }
 
 LLVMValueRef otc_lv_splat(otc_llvm_r *r, LLVMValueRef scalar) {
-    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetUndef(r->vec), scalar,
+    /* The canonical splat (poison, not undef, so the optimiser has nothing to rewrite). */
+    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(r->vec), scalar,
                                             LLVMConstInt(r->ir.i32, 0, 0), "");
     LLVMValueRef zero = LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes));
-    return LLVMBuildShuffleVector(B, v, LLVMGetUndef(r->vec), zero, "");
+    return LLVMBuildShuffleVector(B, v, LLVMGetPoison(r->vec), zero, "");
 }
 
 LLVMValueRef otc_lv_extent(otc_llvm_r *r, otc_extent e) {
@@ -59,36 +61,99 @@ LLVMValueRef otc_lv_gep(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef index) {
     return LLVMBuildInBoundsGEP2(B, r->ir.f32, base, &index, 1, "");
 }
 
+/* The builder r->eb adds instructions at the end of the function's entry block (before its
+ * branch): addresses computed there once serve every loop of the function. */
+static LLVMBuilderRef entry_builder(otc_llvm_r *r) {
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(r->entry);
+    if (term)
+        LLVMPositionBuilderBefore(r->eb, term);
+    else
+        LLVMPositionBuilderAtEnd(r->eb, r->entry);
+    return r->eb;
+}
+
+static bool in_entry(otc_llvm_r *r, LLVMValueRef v) {
+    return !LLVMIsAInstruction(v) || LLVMGetInstructionParent(v) == r->entry;
+}
+
+/* base + off (float elements) computed in the entry block. */
+static LLVMValueRef entry_offset(otc_llvm_r *r, LLVMValueRef base, otc_extent off) {
+    LLVMBuilderRef eb = entry_builder(r);
+    LLVMValueRef idx = otc_lv_i64(r, off.base);
+    if (off.per_batch)
+        idx = LLVMBuildAdd(eb, idx,
+                           LLVMBuildMul(eb, otc_lv_i64(r, off.per_batch), r->a[OTC_LA_STRIDE], ""),
+                           "");
+    return LLVMBuildInBoundsGEP2(eb, r->ir.f32, base, &idx, 1, "");
+}
+
 LLVMValueRef otc_lv_value_base(otc_llvm_r *r, otc_id id) {
     otc_id o = otc_plan_owner(r->plan, id);
+    if (r->vb_cache[o]) return r->vb_cache[o];
     const otc_plan_value *v = &r->plan->values[o];
-    if (v->storage == OTC_STORE_PARAM)
-        return otc_lv_gep(r, r->a[OTC_LA_WEIGHTS], otc_lv_i64(r, v->param_offset));
+    if (v->storage == OTC_STORE_PARAM) {
+        otc_extent e = {v->param_offset, 0};
+        return r->vb_cache[o] = entry_offset(r, r->a[OTC_LA_WEIGHTS], e);
+    }
     if (v->storage != OTC_STORE_WORK) {
         char lab[64];
         otc_lv_fail(r, OTC_ERR_STATE, "value %s is not stored by the plan",
                     otc_graph_node_label(r->g, o, lab, sizeof lab));
         return r->a[OTC_LA_WORK];
     }
-    return otc_lv_gep(r, r->a[OTC_LA_WORK], otc_lv_extent(r, v->offset));
+    return r->vb_cache[o] = entry_offset(r, r->a[OTC_LA_WORK], v->offset);
 }
 
 LLVMValueRef otc_lv_grad_base(otc_llvm_r *r, otc_id id) {
     otc_id o = otc_plan_owner(r->plan, id);
-    return otc_lv_gep(r, r->a[OTC_LA_GRADS], otc_lv_extent(r, r->plan->values[o].grad));
+    if (r->gb_cache[o]) return r->gb_cache[o];
+    return r->gb_cache[o] = entry_offset(r, r->a[OTC_LA_GRADS], r->plan->values[o].grad);
+}
+
+LLVMValueRef otc_lv_work_at(otc_llvm_r *r, otc_extent off) {
+    return entry_offset(r, r->a[OTC_LA_WORK], off);
+}
+
+/* Row e of a batched value that starts at base (an entry-block pointer): cached. */
+static LLVMValueRef row_of(otc_llvm_r *r, LLVMValueRef base, int64_t e) {
+    size_t cap = r->row_cap, h = ((size_t)(uintptr_t)base * 31u + (size_t)e * 7919u) % cap;
+    for (size_t k = 0; k < cap; k++, h = (h + 1) % cap) {
+        if (!r->rows[h].base) {
+            LLVMBuilderRef eb = entry_builder(r);
+            LLVMValueRef idx = LLVMBuildMul(eb, otc_lv_i64(r, e), r->a[OTC_LA_STRIDE], "");
+            r->rows[h].base = base;
+            r->rows[h].e = e;
+            r->rows[h].row = LLVMBuildInBoundsGEP2(eb, r->ir.f32, base, &idx, 1, "");
+            return r->rows[h].row;
+        }
+        if (r->rows[h].base == base && r->rows[h].e == e) return r->rows[h].row;
+    }
+    /* Full (not expected): compute it where we are. */
+    LLVMValueRef idx = LLVMBuildMul(B, otc_lv_i64(r, e), r->a[OTC_LA_STRIDE], "");
+    return otc_lv_gep(r, base, idx);
 }
 
 LLVMValueRef otc_lv_at(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, bool batched) {
     if (!batched) return otc_lv_gep(r, base, e);
-    LLVMValueRef idx = LLVMBuildMul(B, e, r->a[OTC_LA_STRIDE], "");
-    LLVMValueRef c = LLVMBuildMul(B, r->chunk, otc_lv_i64(r, r->o.lanes), "");
-    return otc_lv_gep(r, base, LLVMBuildAdd(B, idx, c, ""));
+    LLVMValueRef row;
+    if (LLVMIsAConstantInt(e) && in_entry(r, base) && r->rows)
+        row = row_of(r, base, LLVMConstIntGetSExtValue(e));
+    else
+        row = otc_lv_gep(r, base, LLVMBuildMul(B, e, r->a[OTC_LA_STRIDE], ""));
+    return otc_lv_gep(r, row, r->chunk_off);
 }
 
 LLVMValueRef otc_lv_load(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr) {
     LLVMValueRef v = LLVMBuildLoad2(B, t, ptr, "");
     LLVMSetAlignment(v, 4);
     return v;
+}
+
+LLVMValueRef otc_lv_load_weight(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr) {
+    /* Marking these !invariant.load was measured to cost compile time (the optimiser then
+     * hoists every weight out of the batch loop and the register allocator spills them all);
+     * a broadcast from memory per use is as cheap at run time. */
+    return otc_lv_load(r, t, ptr);
 }
 
 void otc_lv_store(otc_llvm_r *r, LLVMValueRef v, LLVMValueRef ptr) {
@@ -171,24 +236,26 @@ void otc_lv_loop_end(otc_llvm_r *r, otc_llvm_loop *l) {
 void otc_lv_chunks_begin(otc_llvm_r *r, otc_llvm_loop *l) {
     otc_lv_loop_begin(r, l, r->nchunks);
     r->chunk = l->i;
+    r->chunk_off = LLVMBuildMul(B, l->i, otc_lv_i64(r, r->o.lanes), "");
     /* Lane j of chunk c is sample c*W + j; it is real when below the batch. */
     LLVMValueRef lanes[64];
     for (int j = 0; j < r->o.lanes; j++) lanes[j] = otc_lv_i64(r, j);
     LLVMTypeRef vi = LLVMVectorType(r->ir.i64, (unsigned)r->o.lanes);
     LLVMValueRef first = LLVMBuildMul(B, l->i, otc_lv_i64(r, r->o.lanes), "");
-    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetUndef(vi), first,
+    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(vi), first,
                                             LLVMConstInt(r->ir.i32, 0, 0), "");
-    v = LLVMBuildShuffleVector(B, v, LLVMGetUndef(vi), LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes)), "");
+    v = LLVMBuildShuffleVector(B, v, LLVMGetPoison(vi), LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes)), "");
     v = LLVMBuildAdd(B, v, LLVMConstVector(lanes, (unsigned)r->o.lanes), "");
-    LLVMValueRef bv = LLVMBuildInsertElement(B, LLVMGetUndef(vi), r->a[OTC_LA_BATCH],
+    LLVMValueRef bv = LLVMBuildInsertElement(B, LLVMGetPoison(vi), r->a[OTC_LA_BATCH],
                                              LLVMConstInt(r->ir.i32, 0, 0), "");
-    bv = LLVMBuildShuffleVector(B, bv, LLVMGetUndef(vi), LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes)), "");
+    bv = LLVMBuildShuffleVector(B, bv, LLVMGetPoison(vi), LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes)), "");
     r->mask = LLVMBuildICmp(B, LLVMIntSLT, v, bv, "real");
 }
 
 void otc_lv_chunks_end(otc_llvm_r *r, otc_llvm_loop *l) {
     otc_lv_loop_end(r, l);
     r->chunk = NULL;
+    r->chunk_off = NULL;
     r->mask = NULL;
 }
 
@@ -228,6 +295,10 @@ static LLVMValueRef begin_function(otc_llvm_r *r, const char *name, bool exporte
     r->fn = fn;
     r->entry = LLVMAppendBasicBlockInContext(r->ir.ctx, fn, "entry");
     LLVMPositionBuilderAtEnd(B, r->entry);
+    /* Cached addresses belong to one function. */
+    memset(r->vb_cache, 0, (size_t)r->plan->n_values * sizeof *r->vb_cache);
+    memset(r->gb_cache, 0, (size_t)r->plan->n_values * sizeof *r->gb_cache);
+    memset(r->rows, 0, r->row_cap * sizeof *r->rows);
     LLVMTypeRef at = args_type(r);
     LLVMValueRef args = LLVMGetParam(fn, 0);
     static const char *names[OTC_LA_COUNT] = {"in",    "target", "out",   "weights",
@@ -519,9 +590,9 @@ static void aot_wrapper(otc_llvm_r *r) {
 }
 
 
-otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *o,
-                           LLVMContextRef ctx, LLVMModuleRef *out) {
-    *out = NULL;
+otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_options *o,
+                                LLVMModuleRef mod) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
     if (o->lanes < 1 || o->lanes > 64 || (o->lanes & (o->lanes - 1)))
         return otc_fail(OTC_ERR_ARG, "LLVM renderer: %d lanes (a power of two up to 64)",
                         o->lanes);
@@ -534,11 +605,18 @@ otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *
     r->kernel = -1;
     r->ir.ctx = ctx;
     otc_llvm_ir_types(&r->ir);
-    r->ir.mod = LLVMModuleCreateWithNameInContext("otc", ctx);
+    r->ir.mod = mod;
     r->ir.b = LLVMCreateBuilderInContext(ctx);
     r->vec = LLVMVectorType(r->ir.f32, (unsigned)o->lanes);
-    r->local = calloc((size_t)plan->n_values + 1, sizeof *r->local);
-    if (!r->local) r->st = otc_fail(OTC_ERR_NOMEM, "out of memory for the LLVM renderer");
+    r->eb = LLVMCreateBuilderInContext(ctx);
+    size_t nv = (size_t)plan->n_values + 1;
+    r->local = calloc(nv, sizeof *r->local);
+    r->vb_cache = calloc(nv, sizeof *r->vb_cache);
+    r->gb_cache = calloc(nv, sizeof *r->gb_cache);
+    r->row_cap = 8 * nv + 64;
+    r->rows = calloc(r->row_cap, sizeof *r->rows);
+    if (!r->local || !r->vb_cache || !r->gb_cache || !r->rows)
+        r->st = otc_fail(OTC_ERR_NOMEM, "out of memory for the LLVM renderer");
     char name[160];
     if (!r->st && !plan->options.train) {
         name_of(name, sizeof name, o, "forward");
@@ -546,13 +624,16 @@ otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *
         forward_steps(r);
         LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
     } else if (!r->st) {
-        LLVMValueRef fwd = begin_function(r, "fwd_body", false, 0);
+        name_of(name, sizeof name, o, "fwd_body");
+        LLVMValueRef fwd = begin_function(r, name, false, 0);
         forward_steps(r);
         LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
-        LLVMValueRef bwd = begin_function(r, "bwd_body", false, 1);
+        name_of(name, sizeof name, o, "bwd_body");
+        LLVMValueRef bwd = begin_function(r, name, false, 1);
         backward_steps(r, LLVMGetParam(r->fn, 1));
         LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
-        LLVMValueRef upd = begin_function(r, "update_body", false, 0);
+        name_of(name, sizeof name, o, "update_body");
+        LLVMValueRef upd = begin_function(r, name, false, 0);
         update_steps(r);
         LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
 
@@ -573,11 +654,21 @@ otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *
     }
     if (!r->st && o->aot) aot_wrapper(r);
     LLVMDisposeBuilder(r->ir.b);
+    LLVMDisposeBuilder(r->eb);
     free(r->local);
-    if (r->st) {
-        LLVMDisposeModule(r->ir.mod);
-        return r->st;
+    free(r->vb_cache);
+    free(r->gb_cache);
+    free(r->rows);
+    return r->st;
+}
+
+otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *o,
+                           LLVMContextRef ctx, LLVMModuleRef *out) {
+    *out = LLVMModuleCreateWithNameInContext("otc", ctx);
+    otc_status st = otc_llvm_render_into(plan, o, *out);
+    if (st) {
+        LLVMDisposeModule(*out);
+        *out = NULL;
     }
-    *out = r->ir.mod;
-    return OTC_OK;
+    return st;
 }

@@ -78,6 +78,15 @@ typedef struct {
     int kernel;           /* the kernel being rendered */
     LLVMValueRef mask;    /* lanes of the current chunk that are real samples, or NULL */
     LLVMValueRef chunk;   /* the current chunk index (i64), NULL outside chunk loops */
+    LLVMValueRef chunk_off; /* chunk * W */
+    /* Addresses computed once in the entry block (per function). */
+    LLVMBuilderRef eb;
+    LLVMValueRef *vb_cache, *gb_cache; /* per node: value / gradient base */
+    struct otc_lv_row {
+        LLVMValueRef base, row;
+        int64_t e;
+    } *rows; /* (base, e) -> base + e * S */
+    size_t row_cap;
     otc_status st;        /* the first error while rendering */
 } otc_llvm_r;
 
@@ -103,10 +112,14 @@ LLVMValueRef otc_lv_gep(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef index);
 /* Start of id's storage (its owner's): activation buffer or weights. */
 LLVMValueRef otc_lv_value_base(otc_llvm_r *r, otc_id id);
 LLVMValueRef otc_lv_grad_base(otc_llvm_r *r, otc_id id);
+/* work + extent, computed once in the entry block. */
+LLVMValueRef otc_lv_work_at(otc_llvm_r *r, otc_extent off);
 /* Element `e` (i64) of a stored batched value at the current chunk, or of an unbatched one. */
 LLVMValueRef otc_lv_at(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, bool batched);
 LLVMValueRef otc_lv_load(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr);
 void otc_lv_store(otc_llvm_r *r, LLVMValueRef v, LLVMValueRef ptr);
+/* A load from the weights (marked invariant: never for the optimiser update). */
+LLVMValueRef otc_lv_load_weight(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr);
 /* *ptr += v (vector or scalar). */
 void otc_lv_accumulate(otc_llvm_r *r, LLVMValueRef ptr, LLVMValueRef v);
 /* The sum of a vector's lanes. */
@@ -146,5 +159,9 @@ void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id);
  * PREFIXbackward and PREFIXtrain_step. */
 otc_status otc_llvm_render(const otc_plan *plan, const otc_llvm_render_options *o,
                            LLVMContextRef ctx, LLVMModuleRef *out);
+/* The same added to an existing module (several plans share one compile; the prefixes keep
+ * their symbols apart, the activation helpers are shared). */
+otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_options *o,
+                                LLVMModuleRef mod);
 
 #endif

@@ -19,7 +19,9 @@ static LLVMValueRef stored(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb) {
     const otc_plan_value *v = PV(id);
     LLVMValueRef base = otc_lv_value_base(r, id);
     if (v->batched) return otc_lv_load(r, r->vec, otc_lv_at(r, base, e, true));
-    LLVMValueRef s = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, base, e));
+    LLVMValueRef p = otc_lv_gep(r, base, e);
+    LLVMValueRef s = v->storage == OTC_STORE_PARAM ? otc_lv_load_weight(r, r->ir.f32, p)
+                                                   : otc_lv_load(r, r->ir.f32, p);
     return kb ? otc_lv_splat(r, s) : s;
 }
 
@@ -38,8 +40,8 @@ static LLVMValueRef operand(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb) {
 }
 
 static LLVMValueRef weight(otc_llvm_r *r, otc_id param, int64_t i, bool kb) {
-    LLVMValueRef s =
-        otc_lv_load(r, r->ir.f32, otc_lv_gep(r, otc_lv_value_base(r, param), otc_lv_i64(r, i)));
+    LLVMValueRef s = otc_lv_load_weight(
+        r, r->ir.f32, otc_lv_gep(r, otc_lv_value_base(r, param), otc_lv_i64(r, i)));
     return kb ? otc_lv_splat(r, s) : s;
 }
 
@@ -51,7 +53,7 @@ static LLVMValueRef safe_divisor(otc_llvm_r *r, LLVMValueRef y, bool kb) {
 }
 
 static LLVMValueRef pre_ptr(otc_llvm_r *r, otc_id id) {
-    LLVMValueRef base = otc_lv_gep(r, r->a[OTC_LA_WORK], otc_lv_extent(r, r->plan->values[id].pre));
+    LLVMValueRef base = otc_lv_work_at(r, r->plan->values[id].pre);
     return otc_lv_at(r, base, otc_lv_i64(r, 0), true);
 }
 
@@ -177,7 +179,10 @@ void otc_lv_matmul_kernel(otc_llvm_r *r, int k) {
         LLVMValueRef wrow = otc_lv_gep(r, wbase, LLVMBuildMul(B, lk.i, otc_lv_i64(r, n), ""));
         for (int j = 0; j < cols; j++) {
             LLVMValueRef col = LLVMBuildAdd(B, e0, otc_lv_i64(r, j), "");
-            LLVMValueRef w = otc_lv_splat(r, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, wrow, col)));
+            LLVMValueRef wp = otc_lv_gep(r, wrow, col);
+            LLVMValueRef w = otc_lv_splat(r, p->values[W].storage == OTC_STORE_PARAM
+                                                 ? otc_lv_load_weight(r, r->ir.f32, wp)
+                                                 : otc_lv_load(r, r->ir.f32, wp));
             LLVMValueRef acc = otc_lv_load(r, r->vec, slots[j]);
             otc_lv_store(r, otc_llvm_fma(&r->ir, x, w, acc), slots[j]);
         }

@@ -144,6 +144,11 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool
     LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+    /* LICM asks MemorySSA whether each invariant load (a weight) is clobbered by any of the
+     * loop's stores: quadratic in a fused kernel of a hundred neurons, and hoisting the
+     * weights only trades a broadcast from memory for a spill. Bound the search. */
+    LLVMPassBuilderOptionsSetLicmMssaOptCap(opts, 8);
+    LLVMPassBuilderOptionsSetLicmMssaNoAccForPromotionCap(opts, 8);
     st = otc_llvm_check(LLVMRunPasses(m, "default<O3>", tm, opts), OTC_ERR_STATE,
                         "LLVM optimisation pipeline");
     LLVMDisposePassBuilderOptions(opts);

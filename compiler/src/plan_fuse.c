@@ -1,6 +1,8 @@
 /* Fusion: nodes in evaluation order grouped into kernels (one loop nest each), the forward
  * steps, and which values never leave their kernel's loop body. */
+#include <ctype.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan_internal.h"
 
@@ -19,6 +21,35 @@ static otc_kernel_kind kind_for(const otc_plan *p, otc_id id) {
     return OTC_KERNEL_OP;
 }
 
+/* Does the node's scalar code call a function the C compiler cannot vectorise across the
+ * batch (expf, tanhf, sinf, ...; fabsf, fmaxf and fminf are single instructions)? One such
+ * call keeps a whole loop scalar. */
+static bool calls_libm(const otc_graph *g, otc_id id) {
+    const otc_node *nd = otc_graph_node(g, id);
+    const otc_op_info *info = otc_op_get(nd->op);
+    int act = nd->op == OTC_OP_NEURON ? nd->act : info->act;
+    if (act < 0) return false;
+    const char *f = otc_act_get((otc_act)act)->c_f;
+    for (const char *s = f; (s = strchr(s, '(')) != NULL; s++) {
+        const char *e = s;
+        while (e > f && (isalnum((unsigned char)e[-1]) || e[-1] == '_')) e--;
+        size_t n = (size_t)(s - e);
+        if (n == 0) continue; /* a parenthesis, not a call */
+        if ((n == 5 && (!strncmp(e, "fabsf", 5) || !strncmp(e, "fmaxf", 5) ||
+                        !strncmp(e, "fminf", 5))))
+            continue;
+        return true;
+    }
+    return false;
+}
+
+static bool kernel_calls_libm(const otc_plan *p, int k) {
+    const otc_plan_kernel *K = &p->kernels[k];
+    for (int m = 0; m < K->count; m++)
+        if (calls_libm(p->graph, p->members[K->first + m])) return true;
+    return false;
+}
+
 /* May `id` run inside the open kernel k, in the same loop body after its members? */
 static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
     const otc_plan *p = c->p;
@@ -30,14 +61,16 @@ static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
     bool batched;
     loop_of(p, id, &n, &batched);
     if (n != K->n || batched != K->batched) return false;
-    if (p->options.fuse == OTC_FUSE_LOOPS) return true;
-    /* Chains: it must read a member that nothing else reads. */
+    /* Chains: it reads a member that nothing else reads. */
     for (int s = 0; s < nd->n_inputs; s++) {
         if (!otc_plan_reads_input(p->graph, id, s)) continue;
         otc_id o = otc_plan_owner(p, nd->inputs[s]);
         if (p->values[o].kernel == k && c->readers[o] == 1 && !c->external[o]) return true;
     }
-    return false;
+    if (p->options.fuse != OTC_FUSE_LOOPS) return false;
+    /* Loops: any neighbour over the same loop, except that code the compiler can vectorise
+     * stays apart from libm calls, which would keep the whole loop scalar. */
+    return !getenv("OTC_LOOPS_ALL") ? calls_libm(p->graph, id) == kernel_calls_libm(p, k) : true;
 }
 
 static otc_status close_kernel(otc_plan_ctx *c, int *open) {

@@ -29,6 +29,46 @@ static void va(otc_cr *c, char *buf, otc_id id, const char *elem) {
     otc_cr_at(c, buf, 96, V(id), elem);
 }
 
+/* Replace each '@' in term with idx. */
+static void subst(char *out, size_t len, const char *term, const char *idx) {
+    size_t n = 0;
+    for (const char *t = term; *t && n + 1 < len; t++) {
+        if (*t == '@') {
+            for (const char *i = idx; *i && n + 1 < len; i++) out[n++] = *i;
+        } else {
+            out[n++] = *t;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* A block leaving `float acc` = the sum over the batch of term ('@' is the sample index), in
+ * eight interleaved partial sums: an exact left-to-right sum cannot be vectorised, this one
+ * can (the compiler packs the eight into one vector). */
+static void batch_sum(otc_cr *c, const char *term) {
+    char t[512], idx[32];
+    otc_cr_line(c, "float acc;");
+    otc_cr_line(c, "{");
+    c->indent++;
+    otc_cr_line(c, "float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, "
+                   "s6 = 0.0f, s7 = 0.0f;");
+    otc_cr_line(c, "size_t b = 0;");
+    otc_cr_line(c, "for (; b + 8 <= B; b += 8) {");
+    c->indent++;
+    for (int j = 0; j < 8; j++) {
+        snprintf(idx, sizeof idx, j ? "b + %d" : "b", j);
+        subst(t, sizeof t, term, idx);
+        otc_cr_line(c, "s%d += %s;", j, t);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    subst(t, sizeof t, term, "b");
+    otc_cr_line(c, "for (; b < B; b++) s0 += %s;", t);
+    otc_cr_line(c, "acc = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));");
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
 /* Elementwise rules: a loop over the node's value with dN = its gradient. */
 static void bw_elementwise(otc_cr *c, otc_id id) {
     const otc_plan *p = c->plan;
@@ -56,8 +96,23 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
             snprintf(e2, sizeof e2, "%s", elem);
         char gv[96];
         otc_cr_grad_at(c, gv, sizeof gv, V(nd->inputs[0]), e2);
-        int open = otc_cr_loops(c, v->size, v->batched, true);
-        otc_cr_line(c, "%s += %s;", gv, gN);
+        if (!v->batched) {
+            int open = otc_cr_loops(c, v->size, false, false);
+            otc_cr_line(c, "%s += %s;", gv, gN);
+            otc_cr_close(c, open);
+            return;
+        }
+        /* Batched: each element's sum over the batch, then one add. */
+        char gvs[96], term[96];
+        snprintf(gvs, sizeof gvs, "g%d[%s]", (int)V(nd->inputs[0]), e2);
+        snprintf(term, sizeof term, v->size > 1 ? "g%d[e * S + @]" : "g%d[@]", (int)id);
+        int open = otc_cr_loops(c, v->size, false, false);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        otc_cr_line(c, "%s += acc;", gvs);
+        c->indent--;
+        otc_cr_line(c, "}");
         otc_cr_close(c, open);
         return;
     }
@@ -135,10 +190,13 @@ static void bw_neuron(otc_cr *c, otc_id id) {
     snprintf(sc, sizeof sc, "%s", scale);
     if (NEEDS(Bi)) {
         otc_cr_grad_pointer(c, Bi);
+        char term[64];
+        snprintf(term, sizeof term, "g%d[@]", (int)id);
         otc_cr_line(c, "{");
-        otc_cr_line(c, "    float acc = 0.0f;");
-        otc_cr_line(c, "    for (size_t b = 0; b < B; b++) acc += g%d[b];", (int)id);
-        otc_cr_line(c, "    g%d[0] += acc;", (int)V(Bi));
+        c->indent++;
+        batch_sum(c, term);
+        otc_cr_line(c, "g%d[0] += acc;", (int)V(Bi));
+        c->indent--;
         otc_cr_line(c, "}");
     }
     if (NEEDS(W)) otc_cr_grad_pointer(c, W);
@@ -149,11 +207,17 @@ static void bw_neuron(otc_cr *c, otc_id id) {
         snprintf(cs, sizeof cs, "%d", col);
         if (NEEDS(W)) {
             need_value(c, src);
-            otc_cr_at(c, sv, sizeof sv, V(src), cs);
+            (void)sv;
+            char term[128];
+            if (col == 0)
+                snprintf(term, sizeof term, "g%d[@] * v%d[@]", (int)id, (int)V(src));
+            else
+                snprintf(term, sizeof term, "g%d[@] * v%d[%d * S + @]", (int)id, (int)V(src), col);
             otc_cr_line(c, "{");
-            otc_cr_line(c, "    float acc = 0.0f;");
-            otc_cr_line(c, "    for (size_t b = 0; b < B; b++) acc += g%d[b] * %s;", (int)id, sv);
-            otc_cr_line(c, "    g%d[%d] += %s * acc;", (int)V(W), i - 2, sc);
+            c->indent++;
+            batch_sum(c, term);
+            otc_cr_line(c, "g%d[%d] += %s * acc;", (int)V(W), i - 2, sc);
+            c->indent--;
             otc_cr_line(c, "}");
         }
         if (NEEDS(src)) {
@@ -192,10 +256,12 @@ static void bw_matmul(otc_cr *c, otc_id id) {
             otc_cr_grad_pointer(c, W);
             otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
             otc_cr_line(c, "    for (size_t n = 0; n < %" PRId64 "; n++) {", N);
-            otc_cr_line(c, "        float acc = 0.0f;");
-            otc_cr_line(c, "        for (size_t b = 0; b < B; b++) acc += v%d[k * S + b] * g%d[n * S + b];",
-                        (int)A, (int)id);
-            otc_cr_line(c, "        g%d[k * %" PRId64 " + n] += acc;", (int)W, N);
+            c->indent += 2;
+            char term[128];
+            snprintf(term, sizeof term, "v%d[k * S + @] * g%d[n * S + @]", (int)A, (int)id);
+            batch_sum(c, term);
+            otc_cr_line(c, "g%d[k * %" PRId64 " + n] += acc;", (int)W, N);
+            c->indent -= 2;
             otc_cr_line(c, "    }");
             otc_cr_line(c, "}");
         }

@@ -153,42 +153,101 @@ static void map_kernel(otc_cr *c, int k) {
     otc_cr_close(c, open);
 }
 
-/* MatMul [B,K] x [K,N]: per output column, the batch's sums accumulate in the result's own
- * storage (contiguous over the batch, so the inner loop vectorises), then the epilogue. */
+/* The epilogue of a MatMul kernel for output columns [from, to): its members per (e, b). */
+static void matmul_epilogue(otc_cr *c, int k, otc_id mm, const char *from, const char *to) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[k];
+    if (K->count == 1) return;
+    bool many = K->n > 1;
+    if (many) {
+        otc_cr_line(c, "for (size_t e = %s; e < %s; e++) {", from, to);
+        c->indent++;
+    }
+    otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+    c->indent++;
+    otc_cr_line(c, "const float r%d = v%d[%s];", (int)mm, (int)mm, many ? "e * S + b" : "b");
+    for (int m = 1; m < K->count; m++)
+        map_member(c, k, p->members[K->first + m], many ? "e" : "0", many ? "e * S + b" : "b");
+    c->indent--;
+    otc_cr_line(c, "}");
+    if (many) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+/* MatMul [B,K] x [K,N] and its elementwise epilogue. The sums accumulate in the result's
+ * own storage, k by k from 0 as the interpreter adds them.
+ * - One sample: x times W row by row, contiguous along W's rows and the outputs.
+ * - More: four output columns at a time share each load of x's row k; the inner loop runs
+ *   along the batch (contiguous, vectorised), then the epilogue runs on those columns while
+ *   they are in cache. */
 static void matmul_kernel(otc_cr *c, int k) {
     const otc_plan *p = c->plan;
     const otc_plan_kernel *K = &p->kernels[k];
     otc_id mm = p->members[K->first];
     const otc_node *nd = otc_graph_node(c->g, mm);
-    otc_id A = V(nd->inputs[0]), W = V(nd->inputs[1]);
-    int64_t kk = p->values[A].size, n = K->n;
-    char wk[96];
-    otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) {", n);
+    int A = (int)V(nd->inputs[0]), W = (int)V(nd->inputs[1]), M = (int)mm;
+    int64_t kk = p->values[A].size, n = K->n, n4 = n / 4 * 4;
+    char lim[32], n4s[32];
+    snprintf(lim, sizeof lim, "%" PRId64, n);
+    snprintf(n4s, sizeof n4s, "%" PRId64, n4);
+
+    otc_cr_line(c, "if (B == 1) {");
     c->indent++;
-    otc_cr_line(c, "float *restrict acc = v%d + e * S;", (int)mm);
-    otc_cr_line(c, "for (size_t b = 0; b < B; b++) acc[b] = 0.0f;");
+    otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) v%d[e * S] = 0.0f;", n, M);
     otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
-    c->indent++;
-    if (n > 1)
-        snprintf(wk, sizeof wk, "v%d[k * %" PRId64 " + e]", (int)W, n);
-    else
-        snprintf(wk, sizeof wk, "v%d[k]", (int)W);
-    otc_cr_line(c, "const float wk = %s;", wk);
-    otc_cr_line(c, "const float *restrict xk = v%d + k * S;", (int)A);
-    otc_cr_line(c, "for (size_t b = 0; b < B; b++) acc[b] += xk[b] * wk;");
-    c->indent--;
+    otc_cr_line(c, "    const float xk = v%d[k * S];", A);
+    otc_cr_line(c, "    const float *restrict wr = v%d + k * %" PRId64 ";", W, n);
+    otc_cr_line(c, "    for (size_t e = 0; e < %" PRId64 "; e++) v%d[e * S] += xk * wr[e];", n, M);
     otc_cr_line(c, "}");
-    if (K->count > 1) {
-        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+    matmul_epilogue(c, k, mm, "0", lim);
+    c->indent--;
+    otc_cr_line(c, "} else {");
+    c->indent++;
+    if (n4 > 0) {
+        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += 4) {", n4);
         c->indent++;
-        otc_cr_line(c, "const float r%d = acc[b];", (int)mm);
-        for (int m = 1; m < K->count; m++)
-            map_member(c, k, p->members[K->first + m], n > 1 ? "e" : "0", n > 1 ? "e * S + b" : "b");
+        for (int j = 0; j < 4; j++)
+            otc_cr_line(c, "float *restrict a%d = v%d + (e0 + %d) * S;", j, M, j);
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) a0[b] = a1[b] = a2[b] = a3[b] = 0.0f;");
+        otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
+        c->indent++;
+        otc_cr_line(c, "const float *restrict wr = v%d + k * %" PRId64 " + e0;", W, n);
+        otc_cr_line(c, "const float w0 = wr[0], w1 = wr[1], w2 = wr[2], w3 = wr[3];");
+        otc_cr_line(c, "const float *restrict xk = v%d + k * S;", A);
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        otc_cr_line(c, "    const float x = xk[b];");
+        otc_cr_line(c, "    a0[b] += x * w0;");
+        otc_cr_line(c, "    a1[b] += x * w1;");
+        otc_cr_line(c, "    a2[b] += x * w2;");
+        otc_cr_line(c, "    a3[b] += x * w3;");
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+        matmul_epilogue(c, k, mm, "e0", "e0 + 4");
         c->indent--;
         otc_cr_line(c, "}");
     }
+    if (n4 < n) {
+        otc_cr_line(c, "for (size_t e = %" PRId64 "; e < %" PRId64 "; e++) {", n4, n);
+        c->indent++;
+        otc_cr_line(c, "float *restrict acc = v%d + e * S;", M);
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) acc[b] = 0.0f;");
+        otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
+        otc_cr_line(c, "    const float wk = v%d[k * %" PRId64 " + e];", W, n);
+        otc_cr_line(c, "    const float *restrict xk = v%d + k * S;", A);
+        otc_cr_line(c, "    for (size_t b = 0; b < B; b++) acc[b] += xk[b] * wk;");
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+        char from[32];
+        snprintf(from, sizeof from, "%" PRId64, n4);
+        matmul_epilogue(c, k, mm, from, lim);
+    }
     c->indent--;
     otc_cr_line(c, "}");
+    (void)n4s;
 }
 
 static void op_matmul(otc_cr *c, otc_id id) {

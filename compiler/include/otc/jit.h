@@ -30,6 +30,15 @@ otc_jit_options otc_jit_defaults(void);
  * OTC_ERR_UNSUPPORTED error (mark them as outputs). NULL with otc_last_error on failure. */
 otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options);
 
+/* Executors for n graphs compiled together: the plans of all of them in one LLVM module, so
+ * the optimiser and code generator run once (a generation of genomes, a batch of test
+ * graphs). losses (NULL, or one per graph, -1 for none) asks for the training step to be
+ * compiled now; that executor's forward then runs the training plan's forward, and a plain
+ * forward plan is compiled only if a forward without the loss's targets needs it. Identical
+ * structures are compiled once. On failure no executor is returned. */
+otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses, int n,
+                                 const otc_jit_options *options, otc_executor **out);
+
 /* Is ex a JIT executor? */
 bool otc_is_jit_executor(const otc_executor *ex);
 

@@ -57,6 +57,17 @@ typedef struct {
     int conn_add_attempts;              /* otc: tries to find a new connection (paper code: 20) */
     otc_neat_float_attr bias, response, weight;
     double weight_mutate_genome_rate; /* otc: chance a child's weights are considered at all */
+    /* otc: false = neat-python's per-weight Gaussian perturb/replace; true = Stanley's
+     * mutate_link_weights: half the time "severe" (each weight perturbed 70%, replaced 20%),
+     * else every weight perturbed (the newest 20% of a genome of 10+ genes: 50% / 20%);
+     * perturbations and new values uniform in ±weight_mutate_power. */
+    bool weight_mutate_stanley;
+    /* otc (Stanley's recur_only_prob): with recurrence on, the chance that a new connection
+     * must close a loop; otherwise it must not. < 0: any pair (neat-python). */
+    double conn_add_recurrent_prob;
+    /* otc: split older connections more often in small genomes, as Stanley's add-node (walks
+     * the genes oldest first, taking each with probability 0.3, for genomes of < 15 genes) */
+    bool node_add_prefer_old;
     otc_act activation_default;
     double activation_mutate_rate;
     int n_activation_options;
@@ -79,10 +90,16 @@ typedef struct {
     int elitism;
     double survival_threshold;
     int min_species_size;
-    int elitism_min_species_size;       /* otc: elitism only in species at least this big */
-    double crossover_rate;              /* otc: share of children made by crossover */
+    int elitism_min_species_size; /* otc: elitism only in species at least this big */
+    int elitism_min_offspring;    /* otc: ...and with at least this many offspring (Stanley: 6) */
+    double crossover_rate;        /* otc: share of children made by crossover */
     double interspecies_crossover_rate; /* otc: of those, with a parent from another species */
     double mutate_after_crossover_rate; /* otc: crossover children that are also mutated */
+    double crossover_average_rate; /* otc (mate_multipoint_avg_prob): average matching weights */
+    /* otc (Stanley's delta coding, dropoff_age + 5): when the best fitness has not improved
+     * for this many generations, only the two best species reproduce, half the population
+     * each (0: off). */
+    int population_stagnation;
 
     /* [Hybrid] (otc): gradient training of each genome before its fitness is taken */
     int train_steps; /* 0: pure NEAT */

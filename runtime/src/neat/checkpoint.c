@@ -20,7 +20,11 @@ static bool add_num(cJSON *o, const char *k, double v) {
 
 /* JSON has no NaN or infinity: those travel as strings. */
 static bool add_real(cJSON *o, const char *k, double v) {
-    if (isfinite(v)) return add_num(o, k, v);
+    if (isfinite(v)) { /* 17 digits: cJSON's own printing may drop the last bits */
+        char text[40];
+        snprintf(text, sizeof text, "%.17g", v);
+        return cJSON_AddRawToObject(o, k, text) != NULL;
+    }
     return cJSON_AddStringToObject(o, k, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") != NULL;
 }
 
@@ -97,6 +101,8 @@ static cJSON *population_json(const otc_neat_population *p) {
               add_num(root, "evaluations", (double)p->evaluations) &&
               add_real(root, "threshold", p->threshold) &&
               add_num(root, "next_species_id", p->next_species_id) &&
+              add_real(root, "population_best", p->pop_best) &&
+              add_num(root, "population_best_generation", p->pop_best_generation) &&
               add_num(root, "stop", p->stop) && add_num(root, "pop_size", p->config.pop_size) &&
               add_num(root, "num_inputs", p->config.num_inputs) &&
               add_num(root, "num_outputs", p->config.num_outputs) &&
@@ -196,6 +202,14 @@ static otc_status load_tree(const cJSON *root, const char *path, const otc_neat_
     p->generation = (int)gen;
     p->evaluations = evals;
     p->next_species_id = (int)nsid;
+    /* Delta-coding state (absent in older checkpoints: nothing recorded yet). */
+    long pbg = 0;
+    p->pop_best = -INFINITY;
+    if (cJSON_GetObjectItemCaseSensitive(root, "population_best") &&
+        (!get_real(root, "population_best", &p->pop_best) ||
+         !get_int(root, "population_best_generation", 0, 1L << 30, &pbg)))
+        return bad(path, "population_best / population_best_generation");
+    p->pop_best_generation = (int)pbg;
     p->stop = (int)stop;
     p->innov = otc_neat_innovations_new((int)next_node, (int)next_innov);
     if (!p->innov) return OTC_ERR_NOMEM;

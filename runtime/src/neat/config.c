@@ -92,6 +92,10 @@ static const key_def keys[] = {
     FLOAT_ATTR("weight", weight),
     {"DefaultGenome", "weight_mutate_genome_rate", K_DOUBLE, OFF(weight_mutate_genome_rate), false,
      0, 1},
+    {"DefaultGenome", "weight_mutate_stanley", K_BOOL, OFF(weight_mutate_stanley), false, 0, 0},
+    {"DefaultGenome", "conn_add_recurrent_prob", K_DOUBLE, OFF(conn_add_recurrent_prob), false, -1,
+     1},
+    {"DefaultGenome", "node_add_prefer_old", K_BOOL, OFF(node_add_prefer_old), false, 0, 0},
     {"DefaultGenome", "activation_default", K_ACT, OFF(activation_default), false, 0, 0},
     {"DefaultGenome", "activation_mutate_rate", K_DOUBLE, OFF(activation_mutate_rate), false, 0, 1},
     {"DefaultGenome", "activation_options", K_ACTS, OFF(n_activation_options), false, 0, 0},
@@ -120,11 +124,17 @@ static const key_def keys[] = {
     {"DefaultReproduction", "min_species_size", K_INT, OFF(min_species_size), false, 0, 1000000},
     {"DefaultReproduction", "elitism_min_species_size", K_INT, OFF(elitism_min_species_size), false,
      0, 1000000},
+    {"DefaultReproduction", "elitism_min_offspring", K_INT, OFF(elitism_min_offspring), false, 0,
+     1000000},
     {"DefaultReproduction", "crossover_rate", K_DOUBLE, OFF(crossover_rate), false, 0, 1},
     {"DefaultReproduction", "interspecies_crossover_rate", K_DOUBLE,
      OFF(interspecies_crossover_rate), false, 0, 1},
     {"DefaultReproduction", "mutate_after_crossover_rate", K_DOUBLE,
      OFF(mutate_after_crossover_rate), false, 0, 1},
+    {"DefaultReproduction", "crossover_average_rate", K_DOUBLE, OFF(crossover_average_rate), false,
+     0, 1},
+    {"DefaultReproduction", "population_stagnation", K_INT, OFF(population_stagnation), false, 0,
+     1000000},
 
     {"Hybrid", "train_steps", K_INT, OFF(train_steps), false, 0, 100000000},
     {"Hybrid", "batch_size", K_INT, OFF(batch_size), false, 1, 1000000},
@@ -196,6 +206,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->response = (otc_neat_float_attr){1, 0, false, 0, 0, 0, -30, 30};
     c->weight = (otc_neat_float_attr){0, 1, false, 0.1, 0.8, 0.5, -30, 30};
     c->weight_mutate_genome_rate = 1.0;
+    c->conn_add_recurrent_prob = -1;
     c->activation_default = OTC_ACT_STEEP_SIGMOID;
     c->n_activation_options = 1;
     c->activation_options[0] = OTC_ACT_STEEP_SIGMOID;

@@ -13,7 +13,6 @@ static bool a_is_fitter(const otc_neat_genome *a, const otc_neat_genome *b) {
 
 otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b,
                               const otc_neat_config *c, otc_rng *rng, otc_neat_genome **child) {
-    (void)c;
     if (!a_is_fitter(a, b)) {
         const otc_neat_genome *tmp = a;
         a = b;
@@ -22,11 +21,17 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
     otc_neat_genome *k = otc_neat_genome_new();
     if (!k) return OTC_ERR_NOMEM;
     otc_status s = OTC_OK;
+    /* Stanley's mate_multipoint_avg: the whole child averages its matching weights. */
+    bool average =
+        c->crossover_average_rate > 0 && otc_rng_uniform(rng) < c->crossover_average_rate;
     for (int i = 0; i < a->n_conns && s == OTC_OK; i++) {
         otc_neat_conn gene = a->conns[i];
         const otc_neat_conn *other = otc_neat_genome_find_conn(b, gene.innov);
         if (other) {
-            if (otc_rng_uniform(rng) < 0.5f) gene.weight = other->weight;
+            if (average)
+                gene.weight = 0.5f * (gene.weight + other->weight);
+            else if (otc_rng_uniform(rng) < 0.5f)
+                gene.weight = other->weight;
             if (!gene.enabled || !other->enabled) gene.enabled = otc_rng_uniform(rng) >= 0.75f;
         }
         /* A disabled gene from the fitter parent alone keeps its state, as in NEAT. */

@@ -2,6 +2,7 @@
  * doubles with enough digits, and every float is widened to double first. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,11 @@ cJSON *otc_neat_genome_to_cjson(const otc_neat_genome *g) {
             !cJSON_AddBoolToObject(o, "enabled", c->enabled))
             goto fail;
     }
-    if (!cJSON_AddNumberToObject(j, "fitness", isfinite(g->fitness) ? g->fitness : 0) ||
+    /* cJSON prints 15 significant digits when they compare equal within an epsilon, which
+     * changes the last bits; 17 digits make the fitness (and a resumed run) exact. */
+    char fit[40];
+    snprintf(fit, sizeof fit, "%.17g", isfinite(g->fitness) ? g->fitness : 0.0);
+    if (!cJSON_AddRawToObject(j, "fitness", fit) ||
         !cJSON_AddBoolToObject(j, "evaluated", g->evaluated) ||
         !cJSON_AddNumberToObject(j, "species", g->species))
         goto fail;

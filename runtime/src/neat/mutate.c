@@ -9,20 +9,29 @@ static bool is_source(const otc_neat_node *n) {
     return n->type == OTC_NEAT_INPUT || n->type == OTC_NEAT_BIAS;
 }
 
+static bool splittable(const otc_neat_genome *g, int i) {
+    const otc_neat_node *src = otc_neat_genome_find_node(g, g->conns[i].in);
+    return g->conns[i].enabled && src && src->type != OTC_NEAT_BIAS;
+}
+
 otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c,
                                     otc_neat_innovations *t, otc_rng *rng) {
     /* Split an enabled connection, never one from the bias node (as Stanley's code): a node
      * fed only by a constant is a constant. */
     int n_cand = 0;
-    for (int i = 0; i < g->n_conns; i++) {
-        const otc_neat_node *src = otc_neat_genome_find_node(g, g->conns[i].in);
-        n_cand += g->conns[i].enabled && src && src->type != OTC_NEAT_BIAS;
-    }
+    for (int i = 0; i < g->n_conns; i++) n_cand += splittable(g, i);
     if (!n_cand) return OTC_OK;
-    int pick = (int)otc_rng_below(rng, (uint32_t)n_cand), ci = -1;
-    for (int i = 0; i < g->n_conns && ci < 0; i++) {
-        const otc_neat_node *src = otc_neat_genome_find_node(g, g->conns[i].in);
-        if (g->conns[i].enabled && src && src->type != OTC_NEAT_BIAS && pick-- == 0) ci = i;
+    int ci = -1;
+    if (c->node_add_prefer_old && g->n_conns < 15) {
+        /* Stanley's walk: oldest candidate first, move on with probability 0.7, so splits
+         * spread over the structure instead of piling onto the newest genes. */
+        for (int i = 0; i < g->n_conns && ci < 0; i++)
+            if (splittable(g, i) && otc_rng_uniform(rng) < 0.3) ci = i;
+        if (ci < 0) return OTC_OK; /* walked off the end: no split, as in the reference */
+    } else {
+        int pick = (int)otc_rng_below(rng, (uint32_t)n_cand);
+        for (int i = 0; i < g->n_conns && ci < 0; i++)
+            if (splittable(g, i) && pick-- == 0) ci = i;
     }
     otc_neat_conn old = g->conns[ci];
     int id = otc_neat_innovation_split(t, old.innov, false);
@@ -48,16 +57,23 @@ otc_status otc_neat_mutate_add_conn(otc_neat_genome *g, const otc_neat_config *c
     int n = g->n_nodes, n_dst = 0;
     for (int i = 0; i < n; i++) n_dst += !is_source(&g->nodes[i]);
     if (!n_dst) return OTC_OK;
+    /* Stanley's recur_only_prob: decide up front whether this new link is a loop or not. */
+    int want_loop = -1;
+    if (!c->feed_forward && c->conn_add_recurrent_prob >= 0)
+        want_loop = otc_rng_uniform(rng) < c->conn_add_recurrent_prob;
     for (int attempt = 0; attempt < c->conn_add_attempts; attempt++) {
         const otc_neat_node *a = &g->nodes[otc_rng_below(rng, (uint32_t)n)];
         int k = (int)otc_rng_below(rng, (uint32_t)n_dst);
         const otc_neat_node *b = NULL;
         for (int i = 0; i < n && !b; i++)
             if (!is_source(&g->nodes[i]) && k-- == 0) b = &g->nodes[i];
+        if (want_loop == 1 && otc_rng_uniform(rng) < 0.5) a = b; /* the reference's self-loops */
         if (c->feed_forward) {
             /* Outputs feed nothing in a feed-forward net; anything else must stay acyclic. */
             if (a->type == OTC_NEAT_OUTPUT) continue;
             if (otc_neat_creates_cycle(g, a->id, b->id)) continue;
+        } else if (want_loop >= 0 && otc_neat_creates_cycle(g, a->id, b->id) != (want_loop == 1)) {
+            continue;
         }
         if (otc_neat_genome_find_pair(g, a->id, b->id)) continue;
         int innov = otc_neat_innovation_conn(t, a->id, b->id);
@@ -90,6 +106,27 @@ void otc_neat_mutate_delete_conn(otc_neat_genome *g, otc_rng *rng) {
     if (g->n_conns) remove_conn_at(g, (int)otc_rng_below(rng, (uint32_t)g->n_conns));
 }
 
+/* One weight under Stanley's mutate_link_weights (rate 1.0, GAUSSIAN mode, which despite its
+ * name draws uniformly): a severe pass perturbs 70% and replaces 20% of the weights; otherwise
+ * the newest 20% of a genome of 10+ genes are perturbed 50% / replaced 20%, the rest always
+ * perturbed. */
+static float stanley_weight(const otc_neat_config *c, float w, bool severe, int index, int n_genes,
+                            otc_rng *rng) {
+    double perturb_above = 0, replace_above = 0; /* r > perturb_above: perturb, etc. */
+    if (severe) {
+        perturb_above = 0.3;
+        replace_above = 0.1;
+    } else if (n_genes >= 10 && index > 0.8 * n_genes) {
+        perturb_above = 0.5;
+        replace_above = 0.3;
+    }
+    double step = (2.0 * otc_rng_uniform(rng) - 1.0) * c->weight.mutate_power;
+    double r = otc_rng_uniform(rng);
+    if (r > perturb_above) return otc_neat_attr_clamp(&c->weight, w + step);
+    if (r > replace_above) return otc_neat_attr_clamp(&c->weight, step);
+    return w;
+}
+
 void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, otc_rng *rng) {
     for (int i = 0; i < g->n_nodes; i++) {
         otc_neat_node *n = &g->nodes[i];
@@ -102,9 +139,13 @@ void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, ot
     /* The NEAT paper's gate: a child's weights are mutated at all with this probability. */
     bool weights =
         c->weight_mutate_genome_rate >= 1.0 || otc_rng_uniform(rng) < c->weight_mutate_genome_rate;
+    bool severe = weights && c->weight_mutate_stanley && otc_rng_uniform(rng) < 0.5;
     for (int i = 0; i < g->n_conns; i++) {
         otc_neat_conn *cn = &g->conns[i];
-        if (weights) cn->weight = otc_neat_attr_mutate(&c->weight, cn->weight, rng);
+        if (weights && c->weight_mutate_stanley)
+            cn->weight = stanley_weight(c, cn->weight, severe, i, g->n_conns, rng);
+        else if (weights)
+            cn->weight = otc_neat_attr_mutate(&c->weight, cn->weight, rng);
         double rate = c->enabled_mutate_rate +
                       (cn->enabled ? c->enabled_rate_to_false_add : c->enabled_rate_to_true_add);
         /* neat-python's BoolAttribute: with probability rate, a fresh coin flip. */

@@ -24,6 +24,8 @@ struct otc_neat_population {
     long evaluations;
     double threshold;
     int next_species_id;
+    double pop_best;         /* best fitness so far, for population_stagnation */
+    int pop_best_generation; /* when it last improved (or delta coding last ran) */
     otc_neat_innovations *innov;
     int n_genomes;
     otc_neat_genome **genomes;

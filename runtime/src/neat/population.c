@@ -29,6 +29,7 @@ otc_status otc_neat_population_new(const otc_neat_config *c, uint64_t seed,
     p->seed = seed;
     p->threshold = c->compatibility_threshold;
     p->next_species_id = 1;
+    p->pop_best = -INFINITY;
     int first_free = c->num_inputs + (c->bias_node ? 1 : 0) + c->num_outputs + c->num_hidden;
     p->innov = otc_neat_innovations_new(first_free, 0);
     p->genomes = calloc((size_t)c->pop_size, sizeof *p->genomes);

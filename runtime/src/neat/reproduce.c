@@ -154,9 +154,31 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
                 break;
             }
         }
+    /* Stanley's delta coding: a population whose best has not improved for
+     * population_stagnation generations restarts from its two best species' champions. */
+    bool delta = false;
+    if (c->population_stagnation > 0) {
+        double best = -INFINITY;
+        for (int i = 0; i < p->n_genomes; i++)
+            if (p->genomes[i]->fitness > best) best = p->genomes[i]->fitness;
+        if (best > p->pop_best) {
+            p->pop_best = best;
+            p->pop_best_generation = p->generation;
+        } else if (p->generation - p->pop_best_generation >= c->population_stagnation) {
+            p->pop_best_generation = p->generation;
+            delta = true;
+        }
+    }
     int n_alive = 0;
     for (int k = 0; k < ns; k++) {
-        const otc_neat_species *sp = &p->species[rank[k]];
+        otc_neat_species *sp = &p->species[rank[k]];
+        if (delta) {
+            if (k < 2) {
+                sp->last_improved = p->generation; /* a fresh start, not stagnant */
+                alive[n_alive++] = rank[k];
+            }
+            continue;
+        }
         bool stagnant = p->generation - sp->last_improved >= c->max_stagnation;
         if (k < c->species_elitism || !stagnant) alive[n_alive++] = rank[k];
     }
@@ -184,7 +206,12 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         af[k] = sum / sp->n_members;
         rank[k] = k; /* alive is already best first */
     }
-    compute_spawn(c, n_alive, af, rank, spawn);
+    if (delta) {
+        spawn[0] = n_alive > 1 ? c->pop_size / 2 : c->pop_size;
+        if (n_alive > 1) spawn[1] = c->pop_size - spawn[0];
+    } else {
+        compute_spawn(c, n_alive, af, rank, spawn);
+    }
 
     sort_genomes = (const otc_neat_genome *const *)p->genomes;
     for (int k = 0; k < n_alive; k++) {
@@ -207,7 +234,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         otc_neat_species *sp = &p->species[alive[k]];
         const int *order = rs[k].order;
         int n_elite = 0;
-        if (sp->n_members >= c->elitism_min_species_size) {
+        if (sp->n_members >= c->elitism_min_species_size && spawn[k] >= c->elitism_min_offspring) {
             n_elite = c->elitism < spawn[k] ? c->elitism : spawn[k];
             if (n_elite > sp->n_members) n_elite = sp->n_members;
         }
@@ -222,7 +249,18 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
             const otc_neat_genome *pa =
                 p->genomes[order[otc_rng_below(&rng, (uint32_t)rs[k].n_parents)]];
             otc_neat_genome *child = NULL;
-            if (otc_rng_uniform(&rng) < c->crossover_rate) {
+            if (delta) {
+                /* Stanley's super-champion offspring: the champion with its weights mutated
+                 * (80%) or a new connection. */
+                child = otc_neat_genome_copy(p->genomes[order[0]]);
+                if (!child)
+                    st = OTC_ERR_NOMEM;
+                else if (otc_rng_uniform(&rng) < 0.8 || c->conn_add_prob <= 0)
+                    otc_neat_mutate_attributes(child, c, &rng);
+                else
+                    st = otc_neat_mutate_add_conn(child, c, p->innov, &rng);
+                if (child) child->evaluated = false;
+            } else if (otc_rng_uniform(&rng) < c->crossover_rate) {
                 const otc_neat_genome *pb;
                 if (n_alive > 1 && otc_rng_uniform(&rng) < c->interspecies_crossover_rate) {
                     /* the champion of another species */
@@ -233,7 +271,10 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
                     pb = p->genomes[order[otc_rng_below(&rng, (uint32_t)rs[k].n_parents)]];
                 }
                 st = otc_neat_crossover(pa, pb, c, &rng, &child);
-                if (st == OTC_OK && otc_rng_uniform(&rng) < c->mutate_after_crossover_rate)
+                /* A child of one parent with itself is a clone: it is always mutated, as in
+                 * the reference code. */
+                if (st == OTC_OK &&
+                    (pa == pb || otc_rng_uniform(&rng) < c->mutate_after_crossover_rate))
                     st = otc_neat_mutate(child, c, p->innov, &rng);
             } else {
                 child = otc_neat_genome_copy(pa);

@@ -1,0 +1,186 @@
+/* `otc compile MODEL.otm --emit-c DIR`: a frozen model as standalone C (DIR/NAME.h and
+ * DIR/NAME.c), optionally with an on-device training step; --plan-dot draws the plan. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "otc/compiler.h"
+#include "otc/otc.h"
+
+const char otc_cmd_compile_summary[] = "compile a model to standalone C (--emit-c DIR)";
+
+/* The model's file name as a C identifier: "models/xor-v2.otm" -> "xor_v2". */
+static void name_from_path(const char *path, char *buf, size_t len) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = 0;
+    if (!isalpha((unsigned char)*base) && len > 3) {
+        memcpy(buf, "m_", 2);
+        n = 2;
+    }
+    for (const char *s = base; *s && *s != '.' && n + 1 < len && n < 64; s++)
+        buf[n++] = isalnum((unsigned char)*s) ? *s : '_';
+    buf[n] = '\0';
+    if (!otc_emit_c_valid_name(buf)) snprintf(buf, len, "model");
+}
+
+static const char *fuse_names[] = {"default", "none", "chains", "loops"};
+
+static void print_summary(const char *dir, const otc_emit_c_options *o, const otc_plan *fwd,
+                          const otc_plan *train) {
+    int64_t at = o->batch > 0 ? o->batch : 1;
+    otc_plan_bytes b = otc_plan_sizes(fwd, at);
+    printf("wrote %s/%s.h and %s/%s.c\n", dir, o->name, dir, o->name);
+    printf("  inputs %" PRId64 " floats per sample, outputs %" PRId64 "\n", fwd->in_width,
+           fwd->out_width);
+    printf("  plan: %d kernels, %d values kept in registers\n", fwd->n_kernels,
+           fwd->n_registers);
+    printf("  weights %" PRId64 " bytes (static const)\n", b.weights);
+    printf("  workspace at batch %" PRId64 ": %" PRId64 " bytes (%" PRId64
+           " without lifetime sharing)%s\n",
+           at, b.workspace, b.activations_unshared,
+           o->batch > 0 ? "" : "; it grows with the batch");
+    if (train) {
+        otc_plan_bytes t = otc_plan_sizes(train, at);
+        printf("  training: workspace %" PRId64 " bytes at batch %" PRId64 " (%" PRId64
+               " of gradients), optimiser state %" PRId64 " bytes\n",
+               t.workspace, at, t.gradients, t.optimizer_state);
+    }
+}
+
+static int parse_fuse(const char *s, otc_fuse_level *out) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, fuse_names[i])) {
+            *out = (otc_fuse_level)i;
+            return 0;
+        }
+    return otc_cli_error("compile", "unknown --fuse '%s' (none, chains or loops)", s);
+}
+
+int otc_cmd_compile(int argc, char **argv) {
+    const char *emit_c = NULL, *name = NULL, *loss = "mse", *optim = "adam", *fuse = NULL,
+               *plan_dot = NULL;
+    int batch = 0;
+    bool dynamic = false, train = false, nesterov = false, verbose = false;
+    double lr = -1.0, momentum = 0.0, weight_decay = -1.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    const otc_opt opts[] = {
+        {"--emit-c", OTC_OPT_STRING, &emit_c, "DIR: write DIR/NAME.h and DIR/NAME.c"},
+        {"--name", OTC_OPT_STRING, &name,
+         "NAME: C prefix of every symbol (default: the model's file name)"},
+        {"--batch", OTC_OPT_INT, &batch,
+         "N: fix the layout for at most N samples (a constant workspace size)"},
+        {"--dynamic-batch", OTC_OPT_FLAG, &dynamic,
+         "any batch; the workspace size is a function of it (the default)"},
+        {"--train", OTC_OPT_FLAG, &train,
+         "also emit NAME_train_step: forward, backward and the optimiser update in place"},
+        {"--loss", OTC_OPT_STRING, &loss,
+         "mse|bce|softmax_ce: the training loss over the outputs (default mse)"},
+        {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: the optimiser (default adam)"},
+        {"--lr", OTC_OPT_FLOAT, &lr, "X: default learning rate (NAME_LR; train_step takes lr)"},
+        {"--momentum", OTC_OPT_FLOAT, &momentum, "X: SGD momentum (default 0)"},
+        {"--nesterov", OTC_OPT_FLAG, &nesterov, "SGD with Nesterov momentum"},
+        {"--weight-decay", OTC_OPT_FLOAT, &weight_decay, "X: L2 (SGD, Adam) or decoupled (AdamW)"},
+        {"--beta1", OTC_OPT_FLOAT, &beta1, "X: Adam beta1 (default 0.9)"},
+        {"--beta2", OTC_OPT_FLOAT, &beta2, "X: Adam beta2 (default 0.999)"},
+        {"--eps", OTC_OPT_FLOAT, &eps, "X: Adam epsilon (default 1e-8)"},
+        {"--fuse", OTC_OPT_STRING, &fuse,
+         "none|chains|loops: kernel fusion (default loops: chains, and neighbours over the "
+         "same loop)"},
+        {"--plan-dot", OTC_OPT_STRING, &plan_dot,
+         "FILE: also write the plan as Graphviz DOT (kernels, buffer offsets)"},
+        {"--verbose,-v", OTC_OPT_FLAG, &verbose, "print the plan, one step per line"},
+    };
+    const char *pos[1];
+    int rc = otc_cli_parse("compile", "MODEL.otm --emit-c DIR [--name NAME] [--batch N | "
+                                      "--dynamic-batch] [--train] [options]",
+                           opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
+    if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
+    if (!emit_c) return otc_cli_error("compile", "missing --emit-c DIR (try 'otc compile --help')");
+    if (batch && dynamic) return otc_cli_error("compile", "--batch and --dynamic-batch conflict");
+    if (batch < 0 || batch > (1 << 24))
+        return otc_cli_error("compile", "--batch must be 1 .. 16777216, not %d", batch);
+    char auto_name[80];
+    if (!name) {
+        name_from_path(pos[0], auto_name, sizeof auto_name);
+        name = auto_name;
+    }
+    if (!otc_emit_c_valid_name(name))
+        return otc_cli_error("compile",
+                             "--name '%s' is not a C identifier (a letter, then letters, digits "
+                             "and _)",
+                             name);
+    otc_emit_c_options o = otc_emit_c_defaults();
+    o.name = name;
+    o.batch = batch;
+    o.train = train;
+    o.source_name = pos[0];
+    if (fuse && (rc = parse_fuse(fuse, &o.fuse))) return rc;
+    otc_op loss_op = OTC_OP_MSE;
+    if (train) {
+        int k = otc_optim_kind_from_name(optim);
+        if (k < 0) return otc_cli_error("compile", "unknown --optim '%s' (sgd, adam or adamw)", optim);
+        o.optim = otc_optim_defaults((otc_optim_kind)k);
+        if (lr >= 0.0) o.optim.lr = (float)lr;
+        if (weight_decay >= 0.0) o.optim.weight_decay = (float)weight_decay;
+        o.optim.momentum = (float)momentum;
+        o.optim.nesterov = nesterov;
+        o.optim.beta1 = (float)beta1;
+        o.optim.beta2 = (float)beta2;
+        o.optim.eps = (float)eps;
+        /* The runtime's own checks of the hyper-parameters, with its messages. */
+        otc_optimizer *check = otc_optimizer_new(&o.optim);
+        if (!check) return otc_cli_error("compile", "%s", otc_last_error());
+        otc_optimizer_free(check);
+        if (!strcmp(loss, "mse"))
+            loss_op = OTC_OP_MSE;
+        else if (!strcmp(loss, "bce"))
+            loss_op = OTC_OP_BCE;
+        else if (!strcmp(loss, "softmax_ce"))
+            loss_op = OTC_OP_SOFTMAX_CE;
+        else
+            return otc_cli_error("compile", "unknown --loss '%s' (mse, bce or softmax_ce)", loss);
+    }
+
+    otc_graph *g = NULL;
+    if ((rc = otc_cli_load_model("compile", pos[0], &g))) return rc;
+    otc_plan *fwd = NULL, *tr = NULL;
+    otc_status st = OTC_OK;
+    if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
+    otc_plan_options po = {.loss = train ? o.loss : -1, .fuse = o.fuse, .optim = o.optim};
+    if (!st) st = otc_plan_build(g, &po, &fwd);
+    if (!st && train) {
+        po.train = true;
+        st = otc_plan_build(g, &po, &tr);
+    }
+    if (!st && mkdir(emit_c, 0777) != 0 && errno != EEXIST)
+        st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory", emit_c);
+    if (!st) st = otc_emit_c_files(g, &o, emit_c);
+    if (!st && plan_dot) {
+        char *dot = otc_plan_to_dot(train ? tr : fwd);
+        if (!dot) {
+            st = OTC_ERR_NOMEM;
+        } else {
+            rc = otc_cli_write_output("compile", plan_dot, dot, strlen(dot));
+            free(dot);
+        }
+    }
+    if (st) {
+        rc = otc_cli_error_file("compile", pos[0]);
+    } else if (!rc) {
+        print_summary(emit_c, &o, fwd, tr);
+        if (verbose) {
+            char *text = otc_plan_describe(train ? tr : fwd);
+            if (text) printf("%s plan:\n%s", train ? "training" : "inference", text);
+            free(text);
+        }
+    }
+    otc_plan_free(fwd);
+    otc_plan_free(tr);
+    otc_graph_free(g);
+    return rc;
+}
