@@ -147,15 +147,16 @@ static int count_connections(const otc_graph *g) {
 
 /* One row per batch: interpreter and emitted C forward, in microseconds per sample. */
 static void forward_rows(const char *dir, const char *label, otc_graph *g, otc_fuse_level fuse,
-                         const char *flags) {
+                         bool split, const char *flags) {
     otc_emit_c_options o = otc_emit_c_defaults();
     o.name = "fwd";
     o.fuse = fuse;
+    o.split_libm = split;
     int vec = 0;
     void *h = build(dir, g, &o, flags, &vec);
     if (!h) return;
     otc_plan *p = NULL;
-    otc_plan_options po = {.loss = -1, .fuse = fuse};
+    otc_plan_options po = {.loss = -1, .fuse = fuse, .split_libm = split};
     otc_plan_build(g, &po, &p);
     int batches[2] = {1, 256};
     for (int k = 0; k < 2; k++) {
@@ -169,8 +170,8 @@ static void forward_rows(const char *dir, const char *label, otc_graph *g, otc_f
         float *in = inputs_for(j.ex, p, batch, &rng);
         j.in = in;
         j.out = malloc(sizeof(float) * (size_t)(batch * p->out_width + 1));
-        otc_plan_bytes bytes = otc_plan_sizes(p, batch);
-        j.ws = aligned_alloc(64, ((size_t)bytes.workspace + 64) / 64 * 64);
+        size_t bytes = ((size_t(*)(int))sym(h, o.name, "workspace_bytes"))(batch);
+        j.ws = aligned_alloc(64, (bytes + 64) / 64 * 64);
         j.fwd = (int (*)(const float *, float *, int, void *))sym(h, o.name, "forward");
         double ti = median_seconds(run_interp, &j) / batch * 1e6;
         double tc = median_seconds(run_c, &j) / batch * 1e6;
@@ -217,8 +218,8 @@ static void train_row(const char *dir, const char *label, otc_graph *g, int batc
     }
     j.in = in;
     j.target = target;
-    otc_plan_bytes bytes = otc_plan_sizes(p, batch);
-    j.ws = aligned_alloc(64, ((size_t)bytes.workspace + 64) / 64 * 64);
+    size_t bytes = ((size_t(*)(int))sym(h, o.name, "train_workspace_bytes"))(batch);
+    j.ws = aligned_alloc(64, (bytes + 64) / 64 * 64);
     j.params = aligned_alloc(64, ((3 * (size_t)p->param_floats + 16) * 4 + 63) / 64 * 64);
     ((void (*)(void *))sym(h, o.name, "params_init"))(j.params);
     j.step = (int (*)(void *, const float *, const float *, int, float, float *, void *))sym(
@@ -273,7 +274,9 @@ int main(int argc, char **argv) {
     if (!mkdtemp(dir)) return 1;
     openblas_set_num_threads(1);
     const char *flags = "-O3 -march=native";
-    printf("interpreter vs emitted C (cc %s), microseconds per sample\n(one thread, thread CPU time, median of 7)\n\n", flags);
+    printf("interpreter vs emitted C (cc %s), microseconds per sample\n(one thread, thread CPU "
+           "time, median of 7)\n\n",
+           flags);
     printf("| %-34s | %5s | %12s | %12s | %9s | %3s | %2s |\n", "graph", "batch", "interp us",
            "C us", "speedup", "krn", "vec");
     printf("|%s|-------|--------------|--------------|-----------|-----|----|\n",
@@ -285,18 +288,22 @@ int main(int argc, char **argv) {
     otc_graph *neat = otc_testgen_neat(2024, &no);
     char label[64];
     snprintf(label, sizeof label, "evolved 100 neurons, %d conn", count_connections(neat));
-    forward_rows(dir, label, neat, OTC_FUSE_LOOPS, flags);
-    forward_rows(dir, "  same, fusion=chains", neat, OTC_FUSE_CHAINS, flags);
-    forward_rows(dir, "  same, fusion=none", neat, OTC_FUSE_NONE, flags);
+    forward_rows(dir, label, neat, OTC_FUSE_DEFAULT, false, flags);
+    forward_rows(dir, "  same, fusion=loops (one loop)", neat, OTC_FUSE_LOOPS, false, flags);
+    forward_rows(dir, "  same, fusion=loops+split", neat, OTC_FUSE_LOOPS, true, flags);
+    forward_rows(dir, "  same, fusion=chains", neat, OTC_FUSE_CHAINS, false, flags);
+    forward_rows(dir, "  same, fusion=chains+split", neat, OTC_FUSE_CHAINS, true, flags);
+    forward_rows(dir, "  same, fusion=none", neat, OTC_FUSE_NONE, false, flags);
     int sizes[5] = {8, 128, 64, 32, 1};
     otc_graph *mlp = otc_testgen_mlp(7, 5, sizes, OTC_OP_RELU, -1);
-    forward_rows(dir, "MLP 8-128-64-32-1 relu", mlp, OTC_FUSE_LOOPS, flags);
+    forward_rows(dir, "MLP 8-128-64-32-1 relu", mlp, OTC_FUSE_DEFAULT, false, flags);
     train_row(dir, "train step (Adam), evolved 100", neat, 256, flags);
     train_row(dir, "train step (Adam), MLP", mlp, 256, flags);
-    printf("\nkrn: kernels in the plan; vec: loops gcc reports vectorised "
-           "(-fopt-info-vec-optimized)\n");
+    printf("\nDefault fusion: below 16 samples one loop (loops), from 16 on chains with libm "
+           "calls kept apart\n(chains+split); krn: kernels in the (first) plan; vec: loops gcc "
+           "reports vectorised\n(-fopt-info-vec-optimized) in the whole file\n");
 
-    otc_graph *xor = NULL;
+    otc_graph * xor = NULL;
     if (argc > 1 && otc_model_load(argv[1], &xor)) {
         fprintf(stderr, "%s: %s\n", argv[1], otc_last_error());
         return 1;
@@ -311,7 +318,9 @@ int main(int argc, char **argv) {
         neurons += otc_graph_node(xor, id)->op == OTC_OP_NEURON;
     printf("\nXOR %s (%d neurons, %d connections, fixed batch 1): .text bytes\n",
            argc > 1 ? argv[1] : "hand-made 2-1-1", neurons, count_connections(xor));
-    const char *sets[4][2] = {{"cc", "-O2"}, {"cc", "-Os"}, {"aarch64-linux-gnu-gcc", "-O2"},
+    const char *sets[4][2] = {{"cc", "-O2"},
+                              {"cc", "-Os"},
+                              {"aarch64-linux-gnu-gcc", "-O2"},
                               {"aarch64-linux-gnu-gcc", "-Os"}};
     for (int i = 0; i < 4; i++) {
         long t = text_size(sets[i][0], sets[i][1], dir, "xor");

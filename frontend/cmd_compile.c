@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_llvm.h"
 #include "otc/compiler.h"
 #include "otc/otc.h"
 
@@ -31,26 +32,26 @@ static void name_from_path(const char *path, char *buf, size_t len) {
 
 static const char *fuse_names[] = {"default", "none", "chains", "loops"};
 
-static void print_summary(const char *dir, const otc_emit_c_options *o, const otc_plan *fwd,
-                          const otc_plan *train) {
+static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_options *o,
+                          const otc_plan *fwd, const otc_plan *big) {
     int64_t at = o->batch > 0 ? o->batch : 1;
-    otc_plan_bytes b = otc_plan_sizes(fwd, at);
+    otc_plan_bytes b, t;
+    if (otc_emit_c_sizes(g, o, at, &b, &t)) return;
     printf("wrote %s/%s.h and %s/%s.c\n", dir, o->name, dir, o->name);
     printf("  inputs %" PRId64 " floats per sample, outputs %" PRId64 "\n", fwd->in_width,
            fwd->out_width);
-    printf("  plan: %d kernels, %d values kept in registers\n", fwd->n_kernels,
+    printf("  plan: %d kernel(s), %d value(s) kept in registers", fwd->n_kernels,
            fwd->n_registers);
-    printf("  weights %" PRId64 " bytes (static const)\n", b.weights);
+    if (big) printf("; from 16 samples on %d kernel(s) that vectorise", big->n_kernels);
+    printf("\n  weights %" PRId64 " bytes (static const)\n", b.weights);
     printf("  workspace at batch %" PRId64 ": %" PRId64 " bytes (%" PRId64
            " without lifetime sharing)%s\n",
            at, b.workspace, b.activations_unshared,
            o->batch > 0 ? "" : "; it grows with the batch");
-    if (train) {
-        otc_plan_bytes t = otc_plan_sizes(train, at);
+    if (o->train)
         printf("  training: workspace %" PRId64 " bytes at batch %" PRId64 " (%" PRId64
                " of gradients), optimiser state %" PRId64 " bytes\n",
                t.workspace, at, t.gradients, t.optimizer_state);
-    }
 }
 
 static int parse_fuse(const char *s, otc_fuse_level *out) {
@@ -65,6 +66,7 @@ static int parse_fuse(const char *s, otc_fuse_level *out) {
 int otc_cmd_compile(int argc, char **argv) {
     const char *emit_c = NULL, *name = NULL, *loss = "mse", *optim = "adam", *fuse = NULL,
                *plan_dot = NULL;
+    const char *emit_ll = NULL, *emit_s = NULL, *emit_obj = NULL, *target = NULL; /* LLVM */
     int batch = 0;
     bool dynamic = false, train = false, nesterov = false, verbose = false;
     double lr = -1.0, momentum = 0.0, weight_decay = -1.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -94,13 +96,24 @@ int otc_cmd_compile(int argc, char **argv) {
         {"--plan-dot", OTC_OPT_STRING, &plan_dot,
          "FILE: also write the plan as Graphviz DOT (kernels, buffer offsets)"},
         {"--verbose,-v", OTC_OPT_FLAG, &verbose, "print the plan, one step per line"},
+        /* LLVM outputs (frontend/cli_llvm.c) */
+        {"--emit-llvm", OTC_OPT_STRING, &emit_ll, "FILE: the forward pass as LLVM IR (after O3)"},
+        {"--emit-asm", OTC_OPT_STRING, &emit_s, "FILE: the forward pass as assembly"},
+        {"--emit-obj", OTC_OPT_STRING, &emit_obj,
+         "FILE: an object file with the weights inside, and FILE's .h to link it"},
+        {"--target", OTC_OPT_STRING, &target,
+         "TRIPLE: for --emit-asm/--emit-obj, e.g. aarch64-linux-gnu (default: this machine)"},
     };
     const char *pos[1];
-    int rc = otc_cli_parse("compile", "MODEL.otm --emit-c DIR [--name NAME] [--batch N | "
-                                      "--dynamic-batch] [--train] [options]",
+    int rc = otc_cli_parse("compile",
+                           "MODEL.otm --emit-c DIR [--name NAME] [--batch N | "
+                           "--dynamic-batch] [--train] [options]",
                            opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
-    if (!emit_c) return otc_cli_error("compile", "missing --emit-c DIR (try 'otc compile --help')");
+    bool llvm = emit_ll || emit_s || emit_obj;
+    if (!emit_c && !llvm)
+        return otc_cli_error("compile", "missing --emit-c DIR or --emit-llvm/--emit-asm/--emit-obj "
+                                        "FILE (try 'otc compile --help')");
     if (batch && dynamic) return otc_cli_error("compile", "--batch and --dynamic-batch conflict");
     if (batch < 0 || batch > (1 << 24))
         return otc_cli_error("compile", "--batch must be 1 .. 16777216, not %d", batch);
@@ -114,6 +127,11 @@ int otc_cmd_compile(int argc, char **argv) {
                              "--name '%s' is not a C identifier (a letter, then letters, digits "
                              "and _)",
                              name);
+    if (llvm) {
+        /* The LLVM backend's outputs (cli_llvm.c); --emit-c, if given too, follows. */
+        if ((rc = otc_cli_emit_llvm(pos[0], name, emit_ll, emit_s, emit_obj, target)) || !emit_c)
+            return rc;
+    }
     otc_emit_c_options o = otc_emit_c_defaults();
     o.name = name;
     o.batch = batch;
@@ -123,7 +141,8 @@ int otc_cmd_compile(int argc, char **argv) {
     otc_op loss_op = OTC_OP_MSE;
     if (train) {
         int k = otc_optim_kind_from_name(optim);
-        if (k < 0) return otc_cli_error("compile", "unknown --optim '%s' (sgd, adam or adamw)", optim);
+        if (k < 0)
+            return otc_cli_error("compile", "unknown --optim '%s' (sgd, adam or adamw)", optim);
         o.optim = otc_optim_defaults((otc_optim_kind)k);
         if (lr >= 0.0) o.optim.lr = (float)lr;
         if (weight_decay >= 0.0) o.optim.weight_decay = (float)weight_decay;
@@ -148,15 +167,10 @@ int otc_cmd_compile(int argc, char **argv) {
 
     otc_graph *g = NULL;
     if ((rc = otc_cli_load_model("compile", pos[0], &g))) return rc;
-    otc_plan *fwd = NULL, *tr = NULL;
+    otc_plan *fwd = NULL, *big = NULL, *tr = NULL;
     otc_status st = OTC_OK;
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
-    otc_plan_options po = {.loss = train ? o.loss : -1, .fuse = o.fuse, .optim = o.optim};
-    if (!st) st = otc_plan_build(g, &po, &fwd);
-    if (!st && train) {
-        po.train = true;
-        st = otc_plan_build(g, &po, &tr);
-    }
+    if (!st) st = otc_emit_c_plans(g, &o, &fwd, &big, &tr);
     if (!st && mkdir(emit_c, 0777) != 0 && errno != EEXIST)
         st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory", emit_c);
     if (!st) st = otc_emit_c_files(g, &o, emit_c);
@@ -172,7 +186,7 @@ int otc_cmd_compile(int argc, char **argv) {
     if (st) {
         rc = otc_cli_error_file("compile", pos[0]);
     } else if (!rc) {
-        print_summary(emit_c, &o, fwd, tr);
+        print_summary(emit_c, g, &o, fwd, big);
         if (verbose) {
             char *text = otc_plan_describe(train ? tr : fwd);
             if (text) printf("%s plan:\n%s", train ? "training" : "inference", text);
@@ -180,6 +194,7 @@ int otc_cmd_compile(int argc, char **argv) {
         }
     }
     otc_plan_free(fwd);
+    otc_plan_free(big);
     otc_plan_free(tr);
     otc_graph_free(g);
     return rc;

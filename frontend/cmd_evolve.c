@@ -10,6 +10,9 @@
 #include "cli.h"
 #include "otc/model.h"
 #include "otc/neat.h"
+#ifdef OTC_HAVE_JIT
+#include "otc/jit.h"
+#endif
 
 const char otc_cmd_evolve_summary[] =
     "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE)";
@@ -33,7 +36,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *prefix = "neat-checkpoint-";
     uint64_t seed = 1;
     int generations = 300, threads = 0, every = 0;
-    bool seed_given = false;
+    bool seed_given = false, jit = false;
     const char *seed_text = NULL;
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
@@ -48,6 +51,8 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--stats", OTC_OPT_STRING, &stats, "FILE.csv: per-generation statistics"},
         {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: best and mean fitness per generation"},
         {"--out,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
+        {"--jit", OTC_OPT_FLAG, &jit,
+         "compile genomes with LLVM when their evaluation or training work makes it pay"},
     };
     const char *pos[1];
     int rc = otc_cli_parse("evolve", "CONFIG.ini --task TASK [options] --out best.otm", opts,
@@ -95,6 +100,20 @@ int otc_cmd_evolve(int argc, char **argv) {
         otc_neat_task_free(task);
         return otc_cli_error("evolve", "%s", otc_last_error());
     }
+    if (jit) {
+#ifdef OTC_HAVE_JIT
+        /* The policy (compiler/src/llvm_policy.c) decides per genome; hybrid training's size
+         * is known from the config. */
+        otc_jit_policy jp = otc_jit_policy_defaults();
+        jp.train_samples = (double)config.train_steps * config.batch_size;
+        otc_jit_policy_set(&jp);
+        task->make_executor = otc_jit_policy_executor;
+#else
+        otc_neat_population_free(pop);
+        otc_neat_task_free(task);
+        return otc_cli_error("evolve", "--jit: this otc was built without LLVM");
+#endif
+    }
     otc_neat_run_options ro = {.generations = generations,
                                .threads = threads,
                                .checkpoint_every = every,
@@ -134,6 +153,13 @@ int otc_cmd_evolve(int argc, char **argv) {
             otc_graph_free(g);
         }
     }
+#ifdef OTC_HAVE_JIT
+    if (jit) {
+        otc_jit_policy_stats js = otc_jit_policy_info();
+        printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
+               js.executors, js.failed);
+    }
+#endif
     otc_neat_population_free(pop);
     otc_neat_task_free(task);
     return exit_code;

@@ -1,13 +1,45 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build otc in Release, then run the examples.
+# The main job: install what is missing, build otc (Release), then evolve, train, compile
+# and compare — the whole path from a NEAT run to C that ships. Outputs go to build/demo/.
+# Usage: scripts/demo.sh   (as root on a fresh Debian 12 machine, so packages can install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh "$@"
+root=$PWD
+scripts/install-deps.sh --bench
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/release -j "$(nproc)" >/dev/null
-bin=build/release
+otc=$root/build/release/otc
+out=$root/build/demo
+rm -rf "$out" && mkdir -p "$out" && cd "$out"
+ex=$root/examples
+step() { printf '\n== %s\n' "$*"; }
+show() { printf '$ %s\n' "$*" | sed "s|$root/||g; s|$out/||g"; "$@"; }
 
-echo "== examples (interpreter)"
-for ex in xor sine iris; do
-  "$bin/examples/example_$ex"
-done
+step "1. examples: the runtime trains networks interpretively"
+for name in xor sine iris; do "$root/build/release/examples/example_$name"; done
+
+step "2. evolve: NEAT solves XOR (the paper's parameters)"
+show "$otc" evolve "$ex/neat/xor.ini" --task xor --seed 3 --out xor.otm
+show "$otc" summary xor.otm | sed -n '1,12p'
+
+step "3. evolve with gradient training in the loop (hybrid NEAT) on a circle data set"
+show "$otc" evolve "$ex/neat/circle_hybrid.ini" --task "csv:$ex/data/circle.csv" --seed 1 \
+  --out circle.otm --plot circle_fitness.svg
+show "$otc" viz circle.otm -o circle.svg --weights
+
+step "4. train: an MLP on iris, with a loss plot"
+show "$otc" train "$ex/models/iris_mlp.otm" --data "$ex/data/iris.csv" --target species \
+  --epochs 40 --batch 16 --out iris.otm --plot iris_loss.svg | tail -3
+
+step "5. compile: standalone C (no malloc, no dependencies), built and checked against otc run"
+show "$otc" compile iris.otm --emit-c iris_c --name iris
+cc -std=c99 -O3 -Wall -Wextra -Werror -pedantic -DOTC_MODEL=iris -DOTC_MODEL_UPPER=IRIS \
+  -I iris_c "$ex/deploy/csv_main.c" iris_c/iris.c -lm -o iris_native
+cut -d, -f1-4 "$ex/data/iris.csv" | tail -n +2 > features.csv
+./iris_native < features.csv > native.csv
+"$otc" run iris.otm --input features.csv --no-header | tail -n +2 > interpreted.csv
+paste -d, native.csv interpreted.csv | awk -F, '{ for (i = 1; i <= 3; i++) { d = $i - $(i+3);
+  if (d < 0) d = -d; s = ($(i+3) < 0 ? -$(i+3) : $(i+3)); r = d / (s > 1 ? s : 1);
+  if (r > m) m = r } } END { printf "emitted C vs interpreter on %d rows: max relative difference %.2g\n", NR, m }'
+
+printf '\nwrote %s: xor.otm circle.otm iris.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/\n' "$out"

@@ -12,3 +12,11 @@ foreach(t emitc_cross_aarch64_qemu emitc_cross_armhf)
     set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
   endif()
 endforeach()
+
+# `otc compile` end to end (tests/emitc_cli.sh).
+if(TARGET otc_cli)
+  add_test(NAME emitc_cli_compile
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/emitc_cli.sh $<TARGET_FILE:otc_cli>
+                   ${PROJECT_SOURCE_DIR}/examples/models/iris_mlp.otm)
+  set_tests_properties(emitc_cli_compile PROPERTIES TIMEOUT 120)
+endif()

@@ -10,10 +10,10 @@
 #include "otc/otc.h"
 
 typedef struct {
-    otc_graph *g;           /* owned */
-    char name[32];          /* C prefix, "g<index>" */
-    otc_emit_c_options eo;  /* name set by the support code */
-    otc_plan *fwd, *train;  /* the plans the renderer builds, for sizes and io layout */
+    otc_graph *g;          /* owned */
+    char name[32];         /* C prefix, "g<index>" */
+    otc_emit_c_options eo; /* name set by the support code */
+    otc_plan *fwd, *train; /* the plans the renderer builds, for sizes and io layout */
 } emitc_case;
 
 typedef struct {
@@ -47,8 +47,8 @@ bool emitc_set_inputs(otc_executor *ex, const otc_plan *p, const float *in, cons
 /* |got - want| <= tol * max(1, |want|), with a message naming what and where. */
 bool emitc_close(float got, float want, double tol, const char *what, const char *name, int i);
 
-/* Workspace bytes for any of the case's functions at batch. */
-size_t emitc_workspace_bytes(const emitc_case *c, int batch);
+/* Workspace bytes for any of the case's functions at batch (asked of the built code). */
+size_t emitc_workspace_bytes(const emitc_case *c, const emitc_build *b, int batch);
 
 /* Forward at batch through interpreter and emitted code; false (after printing) on a
  * mismatch beyond tol. */

@@ -3,3 +3,16 @@
 if(TARGET test_jit AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
   target_link_libraries(test_jit PRIVATE otc_testgen)
 endif()
+# `otc bench --random N` draws its graph from the same generator as the differential tests.
+if(TARGET otc_cli AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
+  target_link_libraries(otc_cli PRIVATE otc_testgen)
+  target_compile_definitions(otc_cli PRIVATE OTC_HAVE_TESTGEN=1)
+endif()
+# The command-line side: otc compile --emit-llvm/-asm/-obj, otc bench, otc evolve --jit.
+find_program(OTC_JIT_BASH bash)
+if(TARGET otc_cli AND OTC_JIT_BASH AND TARGET otc_compiler AND OTC_LLVM_LIB)
+  add_test(NAME jit_cli
+           COMMAND ${OTC_JIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/jit_cli.sh $<TARGET_FILE:otc_cli>
+                   ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models)
+  set_tests_properties(jit_cli PROPERTIES FIXTURES_REQUIRED otc_cli_models TIMEOUT 300)
+endif()

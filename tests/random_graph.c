@@ -23,7 +23,9 @@ void otc_testgen_fill(otc_rng *rng, float *x, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * otc_rng_uniform(rng);
 }
 
-static float uniform(otc_rng *rng, float s) { return (2.0f * otc_rng_uniform(rng) - 1.0f) * s; }
+static float uniform(otc_rng *rng, float s) {
+    return (2.0f * otc_rng_uniform(rng) - 1.0f) * s;
+}
 
 /* A value neurons may read: node and its per-sample width. */
 typedef struct {
@@ -94,7 +96,8 @@ static otc_id add_neuron(gen *s, const char *name, int fanin) {
     }
     otc_act act = random_act(s);
     float bias = uniform(&s->rng, s->o->weight_scale);
-    float response = otc_rng_uniform(&s->rng) < 0.8f ? 1.0f : 0.5f + 1.5f * otc_rng_uniform(&s->rng);
+    float response =
+        otc_rng_uniform(&s->rng) < 0.8f ? 1.0f : 0.5f + 1.5f * otc_rng_uniform(&s->rng);
     char wn[64], bn[64];
     snprintf(wn, sizeof wn, "%s.w", name);
     snprintf(bn, sizeof bn, "%s.b", name);
@@ -123,15 +126,25 @@ static void add_mixed_op(gen *s) {
     pool_entry a = pick_width1(s), b = pick_width1(s);
     if (a.id < 0 || b.id < 0) return;
     switch (kind) {
-    case 0: push(s, otc_add(g, a.id, b.id), 1); break;
-    case 1: push(s, otc_sub(g, a.id, b.id), 1); break;
-    case 2: push(s, otc_mul(g, a.id, b.id), 1); break;
-    case 3: push(s, otc_scale(g, a.id, uniform(&s->rng, 2.0f)), 1); break;
-    case 4: push(s, otc_neg(g, a.id), 1); break;
+    case 0:
+        push(s, otc_add(g, a.id, b.id), 1);
+        break;
+    case 1:
+        push(s, otc_sub(g, a.id, b.id), 1);
+        break;
+    case 2:
+        push(s, otc_mul(g, a.id, b.id), 1);
+        break;
+    case 3:
+        push(s, otc_scale(g, a.id, uniform(&s->rng, 2.0f)), 1);
+        break;
+    case 4:
+        push(s, otc_neg(g, a.id), 1);
+        break;
     case 5: {
-        static const otc_op acts[] = {OTC_OP_TANH, OTC_OP_SIGMOID, OTC_OP_RELU, OTC_OP_LEAKY_RELU,
-                                      OTC_OP_ELU, OTC_OP_SOFTPLUS, OTC_OP_SIN, OTC_OP_GAUSSIAN,
-                                      OTC_OP_ABS, OTC_OP_IDENTITY};
+        static const otc_op acts[] = {OTC_OP_TANH, OTC_OP_SIGMOID,  OTC_OP_RELU, OTC_OP_LEAKY_RELU,
+                                      OTC_OP_ELU,  OTC_OP_SOFTPLUS, OTC_OP_SIN,  OTC_OP_GAUSSIAN,
+                                      OTC_OP_ABS,  OTC_OP_IDENTITY};
         otc_op op = acts[otc_rng_below(&s->rng, sizeof acts / sizeof acts[0])];
         float alpha = otc_act_get((otc_act)otc_op_get(op)->act)->default_a;
         push(s, otc_activation(g, op, a.id, alpha), 1);
@@ -198,7 +211,8 @@ otc_graph *otc_testgen_neat(uint64_t seed, const otc_testgen_neat_options *o) {
             add_mixed_op(&s);
         bool out = i >= o->n_neurons - o->n_outputs;
         char name[32];
-        snprintf(name, sizeof name, "%s%d", out ? "o" : "h", out ? i - (o->n_neurons - o->n_outputs) : i);
+        snprintf(name, sizeof name, "%s%d", out ? "o" : "h",
+                 out ? i - (o->n_neurons - o->n_outputs) : i);
         int fanin = 1 + (int)otc_rng_below(&s.rng, (uint32_t)o->max_fanin);
         neurons[i] = add_neuron(&s, name, fanin);
         push(&s, neurons[i], 1);
@@ -216,8 +230,7 @@ otc_graph *otc_testgen_neat(uint64_t seed, const otc_testgen_neat_options *o) {
     return s.g;
 }
 
-otc_graph *otc_testgen_mlp(uint64_t seed, int n, const int *sizes, otc_op hidden_act,
-                           int out_act) {
+otc_graph *otc_testgen_mlp(uint64_t seed, int n, const int *sizes, otc_op hidden_act, int out_act) {
     if (n < 2 || !sizes) {
         otc_fail(OTC_ERR_ARG, "testgen: an MLP needs an input size and at least one layer");
         return NULL;

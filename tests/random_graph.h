@@ -30,8 +30,7 @@ otc_graph *otc_testgen_neat(uint64_t seed, const otc_testgen_neat_options *o);
 
 /* Input "x" [B, sizes[0]], then Linear layers to sizes[1..n-1] with hidden_act between them
  * and out_act (an activation op, or -1) after the last; the output is marked. */
-otc_graph *otc_testgen_mlp(uint64_t seed, int n, const int *sizes, otc_op hidden_act,
-                           int out_act);
+otc_graph *otc_testgen_mlp(uint64_t seed, int n, const int *sizes, otc_op hidden_act, int out_act);
 
 /* Uniform values in [lo, hi). */
 void otc_testgen_fill(otc_rng *rng, float *x, size_t n, float lo, float hi);

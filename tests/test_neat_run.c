@@ -274,3 +274,61 @@ TEST(neat_hybrid_lamarckian_vs_baldwinian) {
     otc_neat_innovations_free(t);
     otc_neat_task_free(task);
 }
+
+/* ---- confirm rotation (dpnv's champion test, after Stanley's pole2_epoch) ------------------ */
+
+static int rotation_tested_species;
+
+static otc_status constant_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                    otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    (void)task, (void)c, (void)g, (void)seed;
+    out->fitness = 1.0; /* no species ever improves after its first generation */
+    out->solved = false;
+    return OTC_OK;
+}
+
+static otc_status recording_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                                    const otc_neat_genome *g, bool *solved, double *score) {
+    (void)task, (void)c;
+    rotation_tested_species = g->species;
+    *solved = false;
+    *score = 0;
+    return OTC_OK;
+}
+
+TEST(neat_confirm_rotates_through_untested_species) {
+    /* With every fitness equal, a species is untested only until its champion is tested, so
+     * each generation must test the first species (in species order, as ties go to the
+     * earlier one) not tested before, and the first species once all have been. */
+    otc_neat_config c = xor_config();
+    otc_neat_task task = {.name = "rotation",
+                          .n_inputs = 2,
+                          .n_outputs = 1,
+                          .evaluate = constant_evaluate,
+                          .confirm = recording_confirm,
+                          .confirm_rotates_species = true};
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(&c, 7, &p) == OTC_OK);
+    int tested[64], n_tested = 0, rotations = 0;
+    otc_neat_step_options o = {1};
+    for (int gen = 0; gen < 10; gen++) {
+        int expected = -1, ns = otc_neat_population_species_count(p);
+        for (int k = 0; k < ns && expected < 0; k++) {
+            int id = otc_neat_population_species(p, k)->id;
+            bool seen = false;
+            for (int t = 0; t < n_tested; t++) seen |= tested[t] == id;
+            if (!seen) expected = id;
+        }
+        int first = otc_neat_population_species(p, 0)->id;
+        if (expected < 0) expected = first;
+        rotation_tested_species = -1;
+        REQUIRE(otc_neat_step(p, &task, &o, NULL) == OTC_OK);
+        CHECK(rotation_tested_species == expected);
+        if (expected != first) rotations++;
+        bool seen = false;
+        for (int t = 0; t < n_tested; t++) seen |= tested[t] == expected;
+        if (!seen && n_tested < 64) tested[n_tested++] = expected;
+    }
+    CHECK(rotations > 0); /* the run did leave the first species at least once */
+    otc_neat_population_free(p);
+}

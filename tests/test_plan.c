@@ -103,8 +103,8 @@ static bool check_invariants(const otc_plan *p, const char *what) {
                 bool live = sp[i].first <= sp[j].last && sp[j].first <= sp[i].last;
                 bool mem = sp[i].lo < sp[j].hi && sp[j].lo < sp[i].hi;
                 if (live && mem) {
-                    fprintf(stderr, "%s: values %d and %d are live together and overlap\n",
-                            what, (int)sp[i].id, (int)sp[j].id);
+                    fprintf(stderr, "%s: values %d and %d are live together and overlap\n", what,
+                            (int)sp[i].id, (int)sp[j].id);
                     ok = false;
                 }
             }
@@ -122,8 +122,8 @@ static bool check_invariants(const otc_plan *p, const char *what) {
             if (sp[i].hi > otc_extent_at(p->grads, S)) ok = false;
             for (int j = i + 1; j < ng; j++)
                 if (sp[i].lo < sp[j].hi && sp[j].lo < sp[i].hi) {
-                    fprintf(stderr, "%s: gradients of %d and %d overlap\n", what,
-                            (int)sp[i].id, (int)sp[j].id);
+                    fprintf(stderr, "%s: gradients of %d and %d overlap\n", what, (int)sp[i].id,
+                            (int)sp[j].id);
                     ok = false;
                 }
         }
@@ -193,6 +193,11 @@ TEST(plan_fuses_matmul_bias_relu) {
     CHECK(p->n_registers == 2); /* the broadcast bias and the sum */
     otc_id relu = otc_graph_output(g, 0);
     CHECK(p->values[relu].storage == OTC_STORE_WORK);
+    otc_plan_free(p);
+    /* The same with chain fusion alone. */
+    otc_plan_options po = {.loss = -1, .fuse = OTC_FUSE_CHAINS};
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    CHECK(p->n_kernels == 1 && p->kernels[0].count == 4 && p->n_registers == 2);
     otc_plan_free(p);
     otc_graph_free(g);
 }

@@ -118,8 +118,9 @@ otc_status otc_emit_llvm_header(const otc_graph *g, const otc_emit_llvm_options 
     OUT("/* %s: a network compiled by otc (LLVM, %s) for ahead-of-time linking.\n", n,
         options->triple ? options->triple : "host");
     OUT(" *\n * Link %s.o into your program (no other dependency: the weights are inside).\n", n);
-    OUT(" * Rows are sample-major: sample b's %" PRId64 " inputs at in[b * %" PRId64 "], its %" PRId64
-        " outputs\n * at out[b * %" PRId64 "]. The workspace is caller memory of %s_workspace_bytes(batch)\n"
+    OUT(" * Rows are sample-major: sample b's %" PRId64 " inputs at in[b * %" PRId64
+        "], its %" PRId64 " outputs\n * at out[b * %" PRId64
+        "]. The workspace is caller memory of %s_workspace_bytes(batch)\n"
         " * bytes (any alignment); calls are re-entrant when each thread has its own. */\n",
         p->in_width, p->in_width, p->out_width, p->out_width, n);
     OUT("#ifndef %s_OTC_H\n#define %s_OTC_H\n\n#include <stddef.h>\n\n", n, n);
@@ -137,7 +138,8 @@ otc_status otc_emit_llvm_header(const otc_graph *g, const otc_emit_llvm_options 
             p->io[i].offset + p->io[i].width - 1);
     }
     OUT("\nstatic inline size_t %s_workspace_bytes(int batch) {\n", n);
-    OUT("    size_t s = ((size_t)(batch > 0 ? batch : 1) + %d) / %d * %d;\n", lanes - 1, lanes, lanes);
+    OUT("    size_t s = ((size_t)(batch > 0 ? batch : 1) + %d) / %d * %d;\n", lanes - 1, lanes,
+        lanes);
     OUT("    return (%" PRId64 " + %" PRId64 " * s) * sizeof(float);\n}\n\n", p->work.base,
         p->work.per_batch);
     OUT("/* Returns 0, or -1 when batch < 1. */\n");

@@ -38,8 +38,12 @@ static void put(keybuf *k, const void *data, size_t n) {
     k->len += n;
 }
 
-static void put_i(keybuf *k, int64_t v) { put(k, &v, sizeof v); }
-static void put_f(keybuf *k, float v) { put(k, &v, sizeof v); }
+static void put_i(keybuf *k, int64_t v) {
+    put(k, &v, sizeof v);
+}
+static void put_f(keybuf *k, float v) {
+    put(k, &v, sizeof v);
+}
 
 static otc_status make_key(const otc_plan *plan, const otc_llvm_render_options *o, keybuf *k) {
     const otc_graph *g = plan->graph;
@@ -85,10 +89,14 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
 /* ---- the list ---- */
 
 static void unlink_entry(otc_jit_module *m) {
-    if (m->prev) m->prev->next = m->next;
-    else lru_head = m->next;
-    if (m->next) m->next->prev = m->prev;
-    else lru_tail = m->prev;
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        lru_head = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    else
+        lru_tail = m->prev;
     m->prev = m->next = NULL;
 }
 
@@ -145,9 +153,9 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
     LLVMTargetMachineRef tm = NULL;
     otc_status st = otc_llvm_jit_target_machine(&tm);
     if (st) return st;
-    char (*prefix)[32] = calloc((size_t)k, sizeof *prefix);
+    char(*prefix)[32] = calloc((size_t)k, sizeof *prefix);
     const char **names = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *names);
-    char (*name_buf)[64] = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *name_buf);
+    char(*name_buf)[64] = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *name_buf);
     void **addrs = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *addrs);
     otc_jit_shared *shared = calloc(1, sizeof *shared);
     if (!prefix || !names || !name_buf || !addrs || !shared) {

@@ -15,9 +15,15 @@ typedef struct {
     size_t work_cap;
     float *weights; /* this plan's layout; may be the other plan's array (same layout) */
     bool own_weights;
-    long wver;      /* version of the weights it holds */
+    long wver; /* version of the weights it holds */
     float *in_rows, *target_rows, *out_rows;
     size_t in_cap, target_cap, out_cap;
+    /* Worked out once per plan for the per-call path: */
+    int *io_input;    /* per io entry: its index in jit_exec.inputs (-1 for outputs) */
+    int single[2];    /* IN / TARGET: the io entry that fills the whole row, -1 if none */
+    int n_stream[2];  /* io entries per stream */
+    int last_kernel;  /* forward step of the last kernel: values alive after it are intact */
+    otc_id out_owner; /* the single output filling the output row, or -1 */
 } jit_plan;
 
 typedef struct {
@@ -34,11 +40,11 @@ typedef struct {
     int n; /* graph size at creation */
     jit_plan fwd, train;
     bool has_fwd, has_train;
-    long wver;          /* latest weights version, held by `wsrc` */
+    long wver; /* latest weights version, held by `wsrc` */
     jit_plan *wsrc;
-    float *grads;       /* training plan layout */
+    float *grads; /* training plan layout */
     size_t grads_cap;
-    float *state;       /* optimiser moments, 2 x param_floats */
+    float *state; /* optimiser moments, 2 x param_floats */
     const otc_optimizer *opt;
     long t;
     /* Trainable parameters no plan reads (dead neurons): the interpreter still steps them
@@ -59,7 +65,9 @@ typedef struct {
     otc_jit_stats stats;
 } jit_exec;
 
-static jit_exec *as_jit(otc_executor *ex) { return (jit_exec *)ex; }
+static jit_exec *as_jit(otc_executor *ex) {
+    return (jit_exec *)ex;
+}
 
 static const char *label(const jit_exec *j, otc_id id, char *buf) {
     return otc_graph_node_label(j->base.graph, id, buf, 64);
@@ -82,6 +90,7 @@ static void plan_free(jit_plan *p) {
     free(p->in_rows);
     free(p->target_rows);
     free(p->out_rows);
+    free(p->io_input);
     memset(p, 0, sizeof *p);
 }
 
@@ -138,8 +147,39 @@ static otc_llvm_render_options render_options(const jit_exec *j, bool train) {
 
 /* A compiled module arrived for p: count it and give the plan its weights (from the graph,
  * or shared with the other plan, or copied from whichever holds newer ones). */
+static int input_index(const jit_exec *j, otc_id id);
+
+/* The plan's io mapped onto the executor's inputs, for the per-call path. */
+static otc_status plan_index(jit_exec *j, jit_plan *p) {
+    const otc_plan *pl = p->plan;
+    p->io_input = calloc((size_t)pl->n_io + 1, sizeof *p->io_input);
+    if (!p->io_input) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    p->single[0] = p->single[1] = -1;
+    p->n_stream[0] = p->n_stream[1] = 0;
+    p->out_owner = -1;
+    for (int i = 0; i < pl->n_io; i++) {
+        const otc_plan_io *io = &pl->io[i];
+        if (io->stream == OTC_IO_OUT) {
+            p->io_input[i] = -1;
+            if (io->width == pl->out_width) p->out_owner = otc_plan_owner(pl, io->node);
+            continue;
+        }
+        int s = io->stream == OTC_IO_IN ? 0 : 1;
+        p->io_input[i] = input_index(j, io->node);
+        p->n_stream[s]++;
+        int64_t width = s == 0 ? pl->in_width : pl->target_width;
+        if (io->width == width) p->single[s] = i;
+    }
+    p->last_kernel = -1;
+    for (int i = 0; i < pl->n_forward_steps; i++)
+        if (pl->steps[i].kind == OTC_STEP_KERNEL) p->last_kernel = i;
+    return OTC_OK;
+}
+
 static otc_status plan_attach(jit_exec *j, jit_plan *p, otc_jit_module *mod, bool hit) {
     p->mod = mod;
+    otc_status st = plan_index(j, p);
+    if (st) return st;
     if (hit) {
         j->stats.cache_hits++;
     } else {
@@ -237,38 +277,35 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
     int64_t batch = -1;
     otc_id from = -1;
     for (int i = 0; i < pl->n_io; i++) {
-        const otc_plan_io *io = &pl->io[i];
-        if (io->stream == OTC_IO_OUT) continue;
-        const jit_input *in = &j->inputs[input_index(j, io->node)];
+        if (p->io_input[i] < 0) continue;
+        const jit_input *in = &j->inputs[p->io_input[i]];
         if (in->batch < 0)
-            return otc_fail(OTC_ERR_STATE, "forward: input %s was not set", label(j, io->node, lab));
-        if (batch < 0) {
-            batch = in->batch;
-            from = io->node;
-        } else if (in->batch != batch) {
+            return otc_fail(OTC_ERR_STATE, "forward: input %s was not set",
+                            label(j, pl->io[i].node, lab));
+        if (in->batch == batch) continue;
+        if (batch >= 0)
             return otc_fail(OTC_ERR_SHAPE, "forward: input %s has batch %d but input %s has %d",
-                            label(j, io->node, lab), in->batch, label(j, from, lab2), (int)batch);
-        }
+                            label(j, pl->io[i].node, lab), in->batch, label(j, from, lab2),
+                            (int)batch);
+        batch = in->batch;
+        from = pl->io[i].node;
     }
     if (batch < 0) batch = 1;
     int64_t S = (batch + j->lanes - 1) / j->lanes * j->lanes;
-    memset(a, 0, sizeof *a);
     size_t wneed = (size_t)otc_extent_at(pl->work, S);
     if (!grow(&p->work, &p->work_cap, wneed) ||
         !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)batch);
+    const float *rows_of[2] = {NULL, NULL};
     for (int s = 0; s < 2; s++) {
-        otc_io_stream stream = s == 0 ? OTC_IO_IN : OTC_IO_TARGET;
-        int64_t width = s == 0 ? pl->in_width : pl->target_width;
-        const float **dst = s == 0 ? &a->in : &a->target;
-        int n_io = 0, last = -1;
-        for (int i = 0; i < pl->n_io; i++)
-            if (pl->io[i].stream == stream) n_io++, last = i;
-        if (n_io == 1) {
+        if (p->n_stream[s] == 0) continue;
+        if (p->n_stream[s] == 1 && p->single[s] >= 0) {
             /* One input fills the whole row: hand its staged data over as is. */
-            *dst = j->inputs[input_index(j, pl->io[last].node)].data;
+            rows_of[s] = j->inputs[p->io_input[p->single[s]]].data;
             continue;
         }
+        otc_io_stream stream = s == 0 ? OTC_IO_IN : OTC_IO_TARGET;
+        int64_t width = s == 0 ? pl->in_width : pl->target_width;
         float **rows = s == 0 ? &p->in_rows : &p->target_rows;
         size_t *cap = s == 0 ? &p->in_cap : &p->target_cap;
         if (!grow(rows, cap, (size_t)(width * batch)))
@@ -276,19 +313,16 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         for (int i = 0; i < pl->n_io; i++) {
             const otc_plan_io *io = &pl->io[i];
             if (io->stream != stream) continue;
-            const float *src = j->inputs[input_index(j, io->node)].data;
+            const float *src = j->inputs[p->io_input[i]].data;
             for (int64_t b = 0; b < batch; b++)
                 memcpy(*rows + b * width + io->offset, src + b * io->width,
                        (size_t)io->width * sizeof(float));
         }
-        *dst = *rows;
+        rows_of[s] = *rows;
     }
-    refresh_weights(j, p);
-    a->out = p->out_rows;
-    a->weights = p->weights;
-    a->work = p->work;
-    a->batch = batch;
-    a->stride = S;
+    if (p->wver != j->wver) refresh_weights(j, p);
+    *a = (otc_llvm_args){rows_of[0], rows_of[1], p->out_rows, p->weights, p->work, NULL,
+                         NULL,       NULL,       batch,       S,          NULL};
     j->batch = batch;
     j->stride = S;
     return OTC_OK;
@@ -314,10 +348,16 @@ static bool covers_outputs(const jit_exec *j, const otc_plan *p) {
     return true;
 }
 
-static bool inputs_set(const jit_exec *j, const otc_plan *p) {
-    for (int i = 0; i < p->n_io; i++)
-        if (p->io[i].stream != OTC_IO_OUT && j->inputs[input_index(j, p->io[i].node)].batch < 0)
-            return false;
+/* Every input the plan reads is set, all with one batch (targets left from training at
+ * another batch mean the plain forward plan should run instead). */
+static bool inputs_set(const jit_exec *j, const jit_plan *p) {
+    int batch = -1;
+    for (int i = 0; i < p->plan->n_io; i++) {
+        if (p->io_input[i] < 0) continue;
+        int b = j->inputs[p->io_input[i]].batch;
+        if (b < 0 || (batch >= 0 && b != batch)) return false;
+        batch = b;
+    }
     return true;
 }
 
@@ -337,7 +377,7 @@ static otc_status forward(otc_executor *ex) {
         return otc_fail(OTC_ERR_STATE,
                         "forward: the graph changed (%d nodes, the executor was built for %d)",
                         otc_graph_size(ex->graph), j->n);
-    if (j->has_train && covers_outputs(j, j->train.plan) && inputs_set(j, j->train.plan))
+    if (j->has_train && covers_outputs(j, j->train.plan) && inputs_set(j, &j->train))
         return run_forward(j, &j->train);
     if (!j->has_fwd) {
         if (otc_graph_output_count(ex->graph) == 0)
@@ -397,10 +437,7 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
                         v->storage == OTC_STORE_REGISTER ? "it lives in a register"
                                                          : "the plan does not compute it");
     /* Storage shared with a later value no longer holds this one. */
-    int last_kernel = -1;
-    for (int i = 0; i < pl->n_forward_steps; i++)
-        if (pl->steps[i].kind == OTC_STEP_KERNEL) last_kernel = i;
-    if (v->last_step < last_kernel)
+    if (v->last_step < p->last_kernel)
         return otc_fail(OTC_ERR_UNSUPPORTED,
                         "value: node %s is not kept by the compiled plan (its space is reused "
                         "by later values); mark it as an output to read it",
@@ -411,22 +448,15 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
         return OTC_OK;
     }
     /* A single output is already sample-major in the output rows. */
-    if (pl->n_io > 0) {
-        for (int i = 0; i < pl->n_io; i++) {
-            const otc_plan_io *io = &pl->io[i];
-            if (io->stream == OTC_IO_OUT && otc_plan_owner(pl, io->node) == o &&
-                io->width == pl->out_width) {
-                *data = p->out_rows;
-                return OTC_OK;
-            }
-        }
+    if (p->out_owner == o) {
+        *data = p->out_rows;
+        return OTC_OK;
     }
     size_t n = (size_t)v->size * (size_t)j->batch;
     float *dst = scratch_for(j, id, n);
     if (!dst) return otc_fail(OTC_ERR_NOMEM, "value: out of memory");
     for (int64_t e = 0; e < v->size; e++)
-        for (int64_t b = 0; b < j->batch; b++)
-            dst[b * v->size + e] = base[e * j->stride + b];
+        for (int64_t b = 0; b < j->batch; b++) dst[b * v->size + e] = base[e * j->stride + b];
     *data = dst;
     return OTC_OK;
 }
@@ -480,8 +510,7 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
     otc_status st = plan_make(j, &j->train, &po, true);
     if (st) {
         plan_free(&j->train);
-        return otc_fail_context(st, "compiling the training step for loss %s",
-                                label(j, loss, lab));
+        return otc_fail_context(st, "compiling the training step for loss %s", label(j, loss, lab));
     }
     j->has_train = true;
     return train_ready(j);
@@ -531,7 +560,8 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     jit_exec *j = as_jit(ex);
     char lab[64];
-    if (j->o.inference) return otc_fail(OTC_ERR_STATE, "grad: this executor was built for inference");
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "grad: this executor was built for inference");
     if (id < 0 || id >= j->n || otc_graph_node(ex->graph, id)->op != OTC_OP_PARAMETER)
         return otc_fail(OTC_ERR_ARG, "grad: node #%d is not a parameter", (int)id);
     if (!data) return otc_fail(OTC_ERR_ARG, "grad: data is NULL");
@@ -642,8 +672,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     j->t = t;
     if (j->n_orphans > 0) {
         otc_optimizer_set_lr(j->orphan_opt, c->lr);
-        st = otc_optimizer_step(j->orphan_opt, j->n_orphans, j->orphan_p, j->orphan_g,
-                                j->orphan_n);
+        st = otc_optimizer_step(j->orphan_opt, j->n_orphans, j->orphan_p, j->orphan_g, j->orphan_n);
         if (st) return st;
     }
     /* These weights are now the newest. */
@@ -656,7 +685,9 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     return OTC_OK;
 }
 
-static void reset_state(otc_executor *ex) { (void)ex; }
+static void reset_state(otc_executor *ex) {
+    (void)ex;
+}
 
 static otc_status sync_params(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
@@ -672,8 +703,8 @@ static otc_status sync_params(otc_executor *ex) {
 }
 
 static const otc_executor_vtable jit_vtable = {
-    "jit", destroy, set_input, forward, value, backward, grad, zero_grad, train_step,
-    reset_state, sync_params,
+    "jit", destroy,   set_input,  forward,     value,       backward,
+    grad,  zero_grad, train_step, reset_state, sync_params,
 };
 
 otc_jit_options otc_jit_defaults(void) {
@@ -682,7 +713,9 @@ otc_jit_options otc_jit_defaults(void) {
     return o;
 }
 
-bool otc_is_jit_executor(const otc_executor *ex) { return ex && ex->vt == &jit_vtable; }
+bool otc_is_jit_executor(const otc_executor *ex) {
+    return ex && ex->vt == &jit_vtable;
+}
 
 otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
     if (!otc_is_jit_executor(ex) || !out)
@@ -693,7 +726,9 @@ otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
     return OTC_OK;
 }
 
-const char *otc_jit_host_cpu(void) { return otc_llvm_host_cpu(); }
+const char *otc_jit_host_cpu(void) {
+    return otc_llvm_host_cpu();
+}
 
 /* Lanes of the host's widest float vector LLVM will use. */
 static int host_lanes(void) {
@@ -783,7 +818,7 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
                 dest[k] = &j->train;
                 owner[k++] = i;
             }
-        } else if (!st && otc_graph_output_count(graphs[i]) > 0) {
+        } else if (!st && otc_graph_output_count(graphs[i]) > 0 && !j->o.defer_forward) {
             otc_plan_options po = fwd_options(j);
             st = otc_plan_build(graphs[i], &po, &j->fwd.plan);
             if (!st) {

@@ -39,7 +39,9 @@ void otc_llvm_jit_lock(void) {
     pthread_mutex_lock(&jit_mutex);
 }
 
-void otc_llvm_jit_unlock(void) { pthread_mutex_unlock(&jit_mutex); }
+void otc_llvm_jit_unlock(void) {
+    pthread_mutex_unlock(&jit_mutex);
+}
 
 static void report_session_error(void *ctx, LLVMErrorRef err) {
     (void)ctx;

@@ -16,7 +16,9 @@ void otc_llvm_ir_types(otc_llvm_ir *ir) {
     ir->void_t = LLVMVoidTypeInContext(ir->ctx);
 }
 
-LLVMValueRef otc_llvm_f32(otc_llvm_ir *ir, double v) { return LLVMConstReal(ir->f32, v); }
+LLVMValueRef otc_llvm_f32(otc_llvm_ir *ir, double v) {
+    return LLVMConstReal(ir->f32, v);
+}
 
 LLVMValueRef otc_llvm_const(LLVMTypeRef t, double v) {
     if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstReal(t, v);
@@ -29,7 +31,8 @@ LLVMValueRef otc_llvm_const(LLVMTypeRef t, double v) {
 
 /* An integer constant shaped like t (i32 or <W x i32>). */
 static LLVMValueRef const_i32(otc_llvm_ir *ir, LLVMTypeRef t, long long v) {
-    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstInt(ir->i32, (unsigned long long)v, 1);
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind)
+        return LLVMConstInt(ir->i32, (unsigned long long)v, 1);
     LLVMValueRef lanes[64];
     unsigned n = LLVMGetVectorSize(t);
     LLVMValueRef c = LLVMConstInt(ir->i32, (unsigned long long)v, 1);
@@ -57,17 +60,17 @@ LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMV
 }
 
 /* Short spellings for the formulas below. */
-#define B ir->b
-#define K(v) otc_llvm_const(T, (v))
-#define KI(v) const_i32(ir, T, (v))
-#define ADD(a, c) LLVMBuildFAdd(B, (a), (c), "")
-#define SUB(a, c) LLVMBuildFSub(B, (a), (c), "")
-#define MUL(a, c) LLVMBuildFMul(B, (a), (c), "")
-#define DIV(a, c) LLVMBuildFDiv(B, (a), (c), "")
+#define B            ir->b
+#define K(v)         otc_llvm_const(T, (v))
+#define KI(v)        const_i32(ir, T, (v))
+#define ADD(a, c)    LLVMBuildFAdd(B, (a), (c), "")
+#define SUB(a, c)    LLVMBuildFSub(B, (a), (c), "")
+#define MUL(a, c)    LLVMBuildFMul(B, (a), (c), "")
+#define DIV(a, c)    LLVMBuildFDiv(B, (a), (c), "")
 #define FMA(a, c, d) otc_llvm_fma(ir, (a), (c), (d))
 #define SEL(c, a, d) LLVMBuildSelect(B, (c), (a), (d), "")
-#define LT(a, c) LLVMBuildFCmp(B, LLVMRealOLT, (a), (c), "")
-#define GT(a, c) LLVMBuildFCmp(B, LLVMRealOGT, (a), (c), "")
+#define LT(a, c)     LLVMBuildFCmp(B, LLVMRealOLT, (a), (c), "")
+#define GT(a, c)     LLVMBuildFCmp(B, LLVMRealOGT, (a), (c), "")
 
 static LLVMValueRef fabs_ir(otc_llvm_ir *ir, LLVMValueRef x) {
     return otc_llvm_intrinsic(ir, "llvm.fabs", &x, 1);
@@ -98,8 +101,7 @@ LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x) {
     LLVMValueRef y = FMA(poly(ir, r, p, 6), z, ADD(r, K(1.0)));
     /* 2^n assembled in the exponent bits. */
     LLVMValueRef n = LLVMBuildFPToSI(B, fx, int_like(ir, T), "");
-    n = LLVMBuildShl(B, LLVMBuildAdd(B, n, KI(127), ""),
-                     KI(23), "");
+    n = LLVMBuildShl(B, LLVMBuildAdd(B, n, KI(127), ""), KI(23), "");
     return MUL(y, LLVMBuildBitCast(B, n, T, ""));
 }
 
@@ -119,12 +121,9 @@ LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef w) {
                                -1.2420140846E-1, 1.4249322787E-1,  -1.6668057665E-1,
                                2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
     LLVMValueRef bits = LLVMBuildBitCast(B, w, int_like(ir, T), "");
-    LLVMValueRef e = LLVMBuildSub(
-        B, LLVMBuildLShr(B, bits, KI(23), ""),
-        KI(126), "");
-    LLVMValueRef mbits = LLVMBuildOr(
-        B, LLVMBuildAnd(B, bits, KI(0x807fffff), ""),
-        KI(0x3f000000), "");
+    LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLShr(B, bits, KI(23), ""), KI(126), "");
+    LLVMValueRef mbits =
+        LLVMBuildOr(B, LLVMBuildAnd(B, bits, KI(0x807fffff), ""), KI(0x3f000000), "");
     LLVMValueRef m = LLVMBuildBitCast(B, mbits, T, ""); /* [0.5, 1) */
     LLVMValueRef lowm = LT(m, K(0.707106781186547524));
     LLVMValueRef fe = LLVMBuildSIToFP(B, e, T, "");
@@ -171,11 +170,9 @@ static void sincos_reduce(otc_llvm_ir *ir, LLVMValueRef ax, LLVMValueRef *j, LLV
                           LLVMValueRef *c) {
     LLVMTypeRef T = LLVMTypeOf(ax);
     static const double sp[] = {-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1};
-    static const double cp[] = {2.443315711809948E-5, -1.388731625493765E-3,
-                                4.166664568298827E-2};
+    static const double cp[] = {2.443315711809948E-5, -1.388731625493765E-3, 4.166664568298827E-2};
     LLVMValueRef ji = LLVMBuildFPToSI(B, MUL(ax, K(1.27323954473516)), int_like(ir, T), "");
-    ji = LLVMBuildAnd(B, LLVMBuildAdd(B, ji, KI(1), ""),
-                      KI(-2), "");
+    ji = LLVMBuildAnd(B, LLVMBuildAdd(B, ji, KI(1), ""), KI(-2), "");
     LLVMValueRef y = LLVMBuildSIToFP(B, ji, T, "");
     LLVMValueRef r = SUB(ax, MUL(y, K(0.78515625)));
     r = SUB(r, MUL(y, K(2.4187564849853515625e-4)));
@@ -291,8 +288,7 @@ static bool cheap(int act) {
 
 /* The module's function computing the activation (grad: its derivative from x and y) on
  * values of x's type, created on first use. */
-static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t,
-                                 bool grad) {
+static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad) {
     const otc_act_info *info = otc_act_get((otc_act)act);
     unsigned lanes = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
     union {
@@ -300,8 +296,8 @@ static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMType
         unsigned u;
     } bits = {alpha};
     char name[96];
-    snprintf(name, sizeof name, "otc.%s%s.%08x.x%u", info ? info->name : "act",
-             grad ? ".grad" : "", bits.u, lanes);
+    snprintf(name, sizeof name, "otc.%s%s.%08x.x%u", info ? info->name : "act", grad ? ".grad" : "",
+             bits.u, lanes);
     LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, name);
     if (fn) return fn;
     LLVMTypeRef params[2] = {t, t};

@@ -42,8 +42,8 @@ LLVMValueRef otc_lv_slot(otc_llvm_r *r, LLVMTypeRef t) {
 
 LLVMValueRef otc_lv_splat(otc_llvm_r *r, LLVMValueRef scalar) {
     /* The canonical splat (poison, not undef, so the optimiser has nothing to rewrite). */
-    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(r->vec), scalar,
-                                            LLVMConstInt(r->ir.i32, 0, 0), "");
+    LLVMValueRef v =
+        LLVMBuildInsertElement(B, LLVMGetPoison(r->vec), scalar, LLVMConstInt(r->ir.i32, 0, 0), "");
     LLVMValueRef zero = LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes));
     return LLVMBuildShuffleVector(B, v, LLVMGetPoison(r->vec), zero, "");
 }
@@ -51,8 +51,7 @@ LLVMValueRef otc_lv_splat(otc_llvm_r *r, LLVMValueRef scalar) {
 LLVMValueRef otc_lv_extent(otc_llvm_r *r, otc_extent e) {
     LLVMValueRef v = otc_lv_i64(r, e.base);
     if (e.per_batch)
-        v = LLVMBuildAdd(B, v,
-                         LLVMBuildMul(B, otc_lv_i64(r, e.per_batch), r->a[OTC_LA_STRIDE], ""),
+        v = LLVMBuildAdd(B, v, LLVMBuildMul(B, otc_lv_i64(r, e.per_batch), r->a[OTC_LA_STRIDE], ""),
                          "");
     return v;
 }
@@ -81,9 +80,8 @@ static LLVMValueRef entry_offset(otc_llvm_r *r, LLVMValueRef base, otc_extent of
     LLVMBuilderRef eb = entry_builder(r);
     LLVMValueRef idx = otc_lv_i64(r, off.base);
     if (off.per_batch)
-        idx = LLVMBuildAdd(eb, idx,
-                           LLVMBuildMul(eb, otc_lv_i64(r, off.per_batch), r->a[OTC_LA_STRIDE], ""),
-                           "");
+        idx = LLVMBuildAdd(
+            eb, idx, LLVMBuildMul(eb, otc_lv_i64(r, off.per_batch), r->a[OTC_LA_STRIDE], ""), "");
     return LLVMBuildInBoundsGEP2(eb, r->ir.f32, base, &idx, 1, "");
 }
 
@@ -184,7 +182,9 @@ LLVMValueRef otc_lv_hsum(otc_llvm_r *r, LLVMValueRef v) {
     return LLVMBuildExtractElement(B, v, LLVMConstInt(r->ir.i32, 0, 0), "");
 }
 
-LLVMValueRef otc_lv_lane_mask(otc_llvm_r *r) { return r->mask; }
+LLVMValueRef otc_lv_lane_mask(otc_llvm_r *r) {
+    return r->mask;
+}
 
 LLVMValueRef otc_lv_masked(otc_llvm_r *r, LLVMValueRef v) {
     if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind || !r->mask) return v;
@@ -233,23 +233,27 @@ void otc_lv_loop_end(otc_llvm_r *r, otc_llvm_loop *l) {
     LLVMPositionBuilderAtEnd(B, l->exit);
 }
 
-void otc_lv_chunks_begin(otc_llvm_r *r, otc_llvm_loop *l) {
-    otc_lv_loop_begin(r, l, r->nchunks);
-    r->chunk = l->i;
-    r->chunk_off = LLVMBuildMul(B, l->i, otc_lv_i64(r, r->o.lanes), "");
+void otc_lv_set_chunk(otc_llvm_r *r, LLVMValueRef chunk) {
+    r->chunk = chunk;
+    r->chunk_off = LLVMBuildMul(B, chunk, otc_lv_i64(r, r->o.lanes), "");
     /* Lane j of chunk c is sample c*W + j; it is real when below the batch. */
     LLVMValueRef lanes[64];
     for (int j = 0; j < r->o.lanes; j++) lanes[j] = otc_lv_i64(r, j);
     LLVMTypeRef vi = LLVMVectorType(r->ir.i64, (unsigned)r->o.lanes);
-    LLVMValueRef first = LLVMBuildMul(B, l->i, otc_lv_i64(r, r->o.lanes), "");
-    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(vi), first,
+    LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes));
+    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetPoison(vi), r->chunk_off,
                                             LLVMConstInt(r->ir.i32, 0, 0), "");
-    v = LLVMBuildShuffleVector(B, v, LLVMGetPoison(vi), LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes)), "");
+    v = LLVMBuildShuffleVector(B, v, LLVMGetPoison(vi), zeros, "");
     v = LLVMBuildAdd(B, v, LLVMConstVector(lanes, (unsigned)r->o.lanes), "");
     LLVMValueRef bv = LLVMBuildInsertElement(B, LLVMGetPoison(vi), r->a[OTC_LA_BATCH],
                                              LLVMConstInt(r->ir.i32, 0, 0), "");
-    bv = LLVMBuildShuffleVector(B, bv, LLVMGetPoison(vi), LLVMConstNull(LLVMVectorType(r->ir.i32, (unsigned)r->o.lanes)), "");
+    bv = LLVMBuildShuffleVector(B, bv, LLVMGetPoison(vi), zeros, "");
     r->mask = LLVMBuildICmp(B, LLVMIntSLT, v, bv, "real");
+}
+
+void otc_lv_chunks_begin(otc_llvm_r *r, otc_llvm_loop *l) {
+    otc_lv_loop_begin(r, l, r->nchunks);
+    otc_lv_set_chunk(r, l->i);
 }
 
 void otc_lv_chunks_end(otc_llvm_r *r, otc_llvm_loop *l) {
@@ -265,6 +269,43 @@ LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMT
     LLVMValueRef f = LLVMGetNamedFunction(r->ir.mod, name);
     if (!f) f = LLVMAddFunction(r->ir.mod, name, ft);
     return LLVMBuildCall2(B, ft, f, args, (unsigned)n, "");
+}
+
+/* Products of at least this many multiply-adds go to OpenBLAS (when the module may call
+ * it): below, its per-call cost outweighs what it gains over the generated loops. */
+#define OTC_LV_BLAS_MIN_MACS (1 << 17)
+
+int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n) {
+    if (!r->o.blas || k < 16 || n < 8) return -1;
+    int64_t s = (OTC_LV_BLAS_MIN_MACS + k * n - 1) / (k * n);
+    s = (s + r->o.lanes - 1) / r->o.lanes * r->o.lanes;
+    return s < 16 ? 16 : s;
+}
+
+void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k,
+                  LLVMValueRef a, LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, float beta,
+                  LLVMValueRef c, LLVMValueRef ldc) {
+    /* cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) with
+     * CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 (cblas.h). */
+    LLVMTypeRef i32 = r->ir.i32, f32 = r->ir.f32, ptr = r->ir.ptr;
+    LLVMTypeRef params[14] = {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32};
+#define I32(v) LLVMBuildTrunc(B, (v), i32, "")
+    LLVMValueRef args[14] = {LLVMConstInt(i32, 101, 0),
+                             LLVMConstInt(i32, ta ? 112 : 111, 0),
+                             LLVMConstInt(i32, tb ? 112 : 111, 0),
+                             I32(m),
+                             I32(n),
+                             I32(k),
+                             LLVMConstReal(f32, 1.0),
+                             a,
+                             I32(lda),
+                             b,
+                             I32(ldb),
+                             LLVMConstReal(f32, beta),
+                             c,
+                             I32(ldc)};
+#undef I32
+    otc_lv_call(r, "cblas_sgemm", r->ir.void_t, params, 14, args);
 }
 
 /* ---- the frame: argument block, steps, update, exported functions ---- */
@@ -313,47 +354,81 @@ static LLVMValueRef begin_function(otc_llvm_r *r, const char *name, bool exporte
     return fn;
 }
 
-/* Input copy: the caller's sample-major rows into node-major storage; padding rows zero. */
+/* The row copies between the caller's sample-major rows and node-major storage are one
+ * function per module (their loops compiled once, however many graphs and inputs):
+ *   otc.load_rows(dst, src, S, B, row, off, width): dst[e*S + b] = src[b*row + off + e],
+ *     zeros in the padding samples B..S;
+ *   otc.store_rows(dst, src, S, B, row, off, width): dst[b*row + off + e] = src[e*S + b]. */
+static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
+    const char *name = load ? "otc.load_rows" : "otc.store_rows";
+    LLVMValueRef fn = LLVMGetNamedFunction(r->ir.mod, name);
+    if (fn) return fn;
+    LLVMTypeRef params[7] = {r->ir.ptr, r->ir.ptr, r->ir.i64, r->ir.i64,
+                             r->ir.i64, r->ir.i64, r->ir.i64};
+    fn = LLVMAddFunction(r->ir.mod, name, LLVMFunctionType(r->ir.void_t, params, 7, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_fn_attr(r, fn, "nounwind");
+    add_fn_attr(r, fn, "noinline");
+    /* Build it aside, then come back to the function being rendered. */
+    LLVMValueRef saved_fn = r->fn;
+    LLVMBasicBlockRef saved_entry = r->entry, saved_block = LLVMGetInsertBlock(B);
+    r->fn = fn;
+    r->entry = LLVMAppendBasicBlockInContext(r->ir.ctx, fn, "entry");
+    LLVMPositionBuilderAtEnd(B, r->entry);
+    LLVMValueRef dst = LLVMGetParam(fn, 0), src = LLVMGetParam(fn, 1), S = LLVMGetParam(fn, 2),
+                 Bn = LLVMGetParam(fn, 3), row = LLVMGetParam(fn, 4), off = LLVMGetParam(fn, 5),
+                 width = LLVMGetParam(fn, 6);
+    otc_llvm_loop le = {0}, lb = {0}, lz = {0};
+    otc_lv_loop_begin(r, &le, width);
+    LLVMValueRef nm = LLVMBuildMul(B, le.i, S, ""), rm = LLVMBuildAdd(B, le.i, off, "");
+    LLVMValueRef node = otc_lv_gep(r, load ? dst : src, nm);
+    LLVMValueRef rows = otc_lv_gep(r, load ? src : dst, rm);
+    otc_lv_loop_begin(r, &lb, Bn);
+    LLVMValueRef rp = otc_lv_gep(r, rows, LLVMBuildMul(B, lb.i, row, ""));
+    LLVMValueRef np = otc_lv_gep(r, node, lb.i);
+    otc_lv_store(r, otc_lv_load(r, r->ir.f32, load ? rp : np), load ? np : rp);
+    otc_lv_loop_end(r, &lb);
+    if (load) {
+        otc_lv_loop_begin(r, &lz, LLVMBuildSub(B, S, Bn, ""));
+        otc_lv_store(r, LLVMConstReal(r->ir.f32, 0.0),
+                     otc_lv_gep(r, node, LLVMBuildAdd(B, Bn, lz.i, "")));
+        otc_lv_loop_end(r, &lz);
+    }
+    otc_lv_loop_end(r, &le);
+    LLVMBuildRetVoid(B);
+    r->fn = saved_fn;
+    r->entry = saved_entry;
+    LLVMPositionBuilderAtEnd(B, saved_block);
+    return fn;
+}
+
+static void rows_call(otc_llvm_r *r, bool load, LLVMValueRef dst, LLVMValueRef src, int64_t row,
+                      const otc_plan_io *io) {
+    LLVMValueRef fn = rows_helper(r, load);
+    LLVMValueRef args[7] = {dst,
+                            src,
+                            r->a[OTC_LA_STRIDE],
+                            r->a[OTC_LA_BATCH],
+                            otc_lv_i64(r, row),
+                            otc_lv_i64(r, io->offset),
+                            otc_lv_i64(r, io->width)};
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, args, 7, "");
+}
+
+/* Input copy: the caller's rows into node-major storage (padding samples zero). */
 static void load_step(otc_llvm_r *r, const otc_plan_step *s) {
     const otc_plan *p = r->plan;
     const otc_plan_io *io = &p->io[s->io];
     bool target = io->stream == OTC_IO_TARGET;
-    LLVMValueRef src = r->a[target ? OTC_LA_TARGET : OTC_LA_IN];
-    int64_t row = target ? p->target_width : p->in_width;
-    LLVMValueRef dst = otc_lv_value_base(r, io->node);
-    LLVMValueRef S = r->a[OTC_LA_STRIDE], Bn = r->a[OTC_LA_BATCH];
-    otc_llvm_loop le = {0}, lb = {0}, lz = {0};
-    otc_lv_loop_begin(r, &le, otc_lv_i64(r, io->width));
-    LLVMValueRef drow = otc_lv_gep(r, dst, LLVMBuildMul(B, le.i, S, ""));
-    LLVMValueRef scol = otc_lv_gep(r, src, LLVMBuildAdd(B, le.i, otc_lv_i64(r, io->offset), ""));
-    otc_lv_loop_begin(r, &lb, Bn);
-    LLVMValueRef v = otc_lv_load(
-        r, r->ir.f32, otc_lv_gep(r, scol, LLVMBuildMul(B, lb.i, otc_lv_i64(r, row), "")));
-    otc_lv_store(r, v, otc_lv_gep(r, drow, lb.i));
-    otc_lv_loop_end(r, &lb);
-    otc_lv_loop_begin(r, &lz, LLVMBuildSub(B, S, Bn, ""));
-    otc_lv_store(r, LLVMConstReal(r->ir.f32, 0.0),
-                 otc_lv_gep(r, drow, LLVMBuildAdd(B, Bn, lz.i, "")));
-    otc_lv_loop_end(r, &lz);
-    otc_lv_loop_end(r, &le);
+    rows_call(r, true, otc_lv_value_base(r, io->node), r->a[target ? OTC_LA_TARGET : OTC_LA_IN],
+              target ? p->target_width : p->in_width, io);
 }
 
-/* Output copy: node-major storage into the caller's sample-major rows. */
+/* Output copy: node-major storage into the caller's rows. */
 static void store_step(otc_llvm_r *r, const otc_plan_step *s) {
     const otc_plan *p = r->plan;
     const otc_plan_io *io = &p->io[s->io];
-    LLVMValueRef src = otc_lv_value_base(r, io->node);
-    LLVMValueRef S = r->a[OTC_LA_STRIDE];
-    otc_llvm_loop le = {0}, lb = {0};
-    otc_lv_loop_begin(r, &le, otc_lv_i64(r, io->width));
-    LLVMValueRef srow = otc_lv_gep(r, src, LLVMBuildMul(B, le.i, S, ""));
-    LLVMValueRef dcol =
-        otc_lv_gep(r, r->a[OTC_LA_OUT], LLVMBuildAdd(B, le.i, otc_lv_i64(r, io->offset), ""));
-    otc_lv_loop_begin(r, &lb, r->a[OTC_LA_BATCH]);
-    LLVMValueRef v = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, srow, lb.i));
-    otc_lv_store(r, v, otc_lv_gep(r, dcol, LLVMBuildMul(B, lb.i, otc_lv_i64(r, p->out_width), "")));
-    otc_lv_loop_end(r, &lb);
-    otc_lv_loop_end(r, &le);
+    rows_call(r, false, r->a[OTC_LA_OUT], otc_lv_value_base(r, io->node), p->out_width, io);
 }
 
 static void forward_steps(otc_llvm_r *r) {
@@ -367,9 +442,15 @@ static void forward_steps(otc_llvm_r *r) {
         } else if (s->kind == OTC_STEP_KERNEL) {
             r->kernel = s->kernel;
             switch (p->kernels[s->kernel].kind) {
-            case OTC_KERNEL_MAP: otc_lv_map_kernel(r, s->kernel); break;
-            case OTC_KERNEL_MATMUL: otc_lv_matmul_kernel(r, s->kernel); break;
-            case OTC_KERNEL_OP: otc_lv_op_kernel(r, s->kernel); break;
+            case OTC_KERNEL_MAP:
+                otc_lv_map_kernel(r, s->kernel);
+                break;
+            case OTC_KERNEL_MATMUL:
+                otc_lv_matmul_kernel(r, s->kernel);
+                break;
+            case OTC_KERNEL_OP:
+                otc_lv_op_kernel(r, s->kernel);
+                break;
             }
             r->kernel = -1;
         }
@@ -384,8 +465,8 @@ static void backward_steps(otc_llvm_r *r, LLVMValueRef zero_params) {
         const otc_plan_step *s = &p->steps[i];
         switch (s->kind) {
         case OTC_STEP_ZERO_GRADS: {
-            LLVMValueRef from =
-                LLVMBuildSelect(B, zero_params, otc_lv_i64(r, 0), otc_lv_i64(r, p->param_floats), "");
+            LLVMValueRef from = LLVMBuildSelect(B, zero_params, otc_lv_i64(r, 0),
+                                                otc_lv_i64(r, p->param_floats), "");
             LLVMValueRef total = otc_lv_extent(r, p->grads);
             LLVMValueRef bytes =
                 LLVMBuildMul(B, LLVMBuildSub(B, total, from, ""), otc_lv_i64(r, 4), "");
@@ -416,7 +497,8 @@ static void backward_steps(otc_llvm_r *r, LLVMValueRef zero_params) {
             }
             break;
         }
-        default: break;
+        default:
+            break;
         }
     }
 }
@@ -462,14 +544,14 @@ static void update_range(otc_llvm_r *r, int64_t from, int64_t n, int kind) {
         LLVMValueRef v = otc_lv_load(r, r->ir.f32, vp);
         m = LLVMBuildFAdd(B, LLVMBuildFMul(B, b1, m, ""),
                           LLVMBuildFMul(B, LLVMBuildFSub(B, one, b1, ""), g, ""), "");
-        LLVMValueRef g2 = LLVMBuildFMul(B, LLVMBuildFMul(B, LLVMBuildFSub(B, one, b2, ""), g, ""),
-                                        g, "");
+        LLVMValueRef g2 =
+            LLVMBuildFMul(B, LLVMBuildFMul(B, LLVMBuildFSub(B, one, b2, ""), g, ""), g, "");
         v = LLVMBuildFAdd(B, LLVMBuildFMul(B, b2, v, ""), g2, "");
         otc_lv_store(r, m, mp);
         otc_lv_store(r, v, vp);
         LLVMValueRef sq = otc_llvm_intrinsic(&r->ir, "llvm.sqrt", &v, 1);
-        LLVMValueRef denom = LLVMBuildFAdd(
-            B, LLVMBuildFDiv(B, sq, hyper(r, OTC_LH_BC2_SQRT), ""), hyper(r, OTC_LH_EPS), "");
+        LLVMValueRef denom = LLVMBuildFAdd(B, LLVMBuildFDiv(B, sq, hyper(r, OTC_LH_BC2_SQRT), ""),
+                                           hyper(r, OTC_LH_EPS), "");
         LLVMValueRef stepv =
             LLVMBuildFDiv(B, LLVMBuildFMul(B, hyper(r, OTC_LH_STEP_SIZE), m, ""), denom, "");
         w = LLVMBuildFSub(B, w, stepv, "");
@@ -482,7 +564,8 @@ static void update_steps(otc_llvm_r *r) {
     const otc_plan *p = r->plan;
     LLVMValueRef kind = LLVMBuildFPToSI(B, hyper(r, OTC_LH_KIND), r->ir.i32, "kind");
     LLVMBasicBlockRef blocks[3], done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "updated");
-    for (int k = 0; k < 3; k++) blocks[k] = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "update");
+    for (int k = 0; k < 3; k++)
+        blocks[k] = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "update");
     LLVMValueRef sw = LLVMBuildSwitch(B, kind, blocks[0], 2);
     LLVMAddCase(sw, LLVMConstInt(r->ir.i32, 1, 0), blocks[1]);
     LLVMAddCase(sw, LLVMConstInt(r->ir.i32, 2, 0), blocks[2]);
@@ -508,8 +591,8 @@ static LLVMValueRef call_body(otc_llvm_r *r, LLVMValueRef body, int extra, LLVMV
 static void return_if_failed(otc_llvm_r *r, LLVMValueRef status) {
     LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "failed");
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "ok");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, status, LLVMConstInt(r->ir.i32, 0, 0), ""),
-                    bad, ok);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, status, LLVMConstInt(r->ir.i32, 0, 0), ""), bad,
+                    ok);
     LLVMPositionBuilderAtEnd(B, bad);
     LLVMBuildRet(B, status);
     LLVMPositionBuilderAtEnd(B, ok);
@@ -562,8 +645,8 @@ static void aot_wrapper(otc_llvm_r *r) {
     LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(r->ir.ctx, fn, "bad_batch");
     LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(r->ir.ctx, fn, "run");
     LLVMValueRef batch32 = LLVMGetParam(fn, 2);
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, batch32, LLVMConstInt(r->ir.i32, 0, 0), ""),
-                    ok, bad);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, batch32, LLVMConstInt(r->ir.i32, 0, 0), ""), ok,
+                    bad);
     LLVMPositionBuilderAtEnd(B, bad);
     LLVMBuildRet(B, LLVMConstInt(r->ir.i32, (unsigned long long)-1, 1));
     LLVMPositionBuilderAtEnd(B, ok);
@@ -589,13 +672,11 @@ static void aot_wrapper(otc_llvm_r *r) {
     LLVMBuildRet(B, LLVMBuildCall2(B, ift, impl, &args, 1, ""));
 }
 
-
 otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_options *o,
                                 LLVMModuleRef mod) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     if (o->lanes < 1 || o->lanes > 64 || (o->lanes & (o->lanes - 1)))
-        return otc_fail(OTC_ERR_ARG, "LLVM renderer: %d lanes (a power of two up to 64)",
-                        o->lanes);
+        return otc_fail(OTC_ERR_ARG, "LLVM renderer: %d lanes (a power of two up to 64)", o->lanes);
     if (o->train && !plan->options.train)
         return otc_fail(OTC_ERR_ARG, "LLVM renderer: training code needs a training plan");
     otc_llvm_r rr = {0}, *r = &rr;

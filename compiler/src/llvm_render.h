@@ -12,17 +12,17 @@
 /* Slots of the argument block every generated function takes (all 8 bytes wide); the
  * executor fills an otc_llvm_args with the same order. */
 enum {
-    OTC_LA_IN,       /* caller rows, in_width floats per sample */
-    OTC_LA_TARGET,   /* target rows */
-    OTC_LA_OUT,      /* output rows */
-    OTC_LA_WEIGHTS,  /* flat weight array (the plan's layout) */
-    OTC_LA_WORK,     /* activation buffer */
-    OTC_LA_GRADS,    /* gradient buffer */
-    OTC_LA_STATE,    /* optimiser state: 2 x param_floats */
-    OTC_LA_HYPER,    /* optimiser scalars (OTC_LH_*) */
-    OTC_LA_BATCH,    /* i64 samples B */
-    OTC_LA_STRIDE,   /* i64 stride S: a multiple of the lane count, >= B */
-    OTC_LA_LOSS,     /* float *: the loss after train_step */
+    OTC_LA_IN,      /* caller rows, in_width floats per sample */
+    OTC_LA_TARGET,  /* target rows */
+    OTC_LA_OUT,     /* output rows */
+    OTC_LA_WEIGHTS, /* flat weight array (the plan's layout) */
+    OTC_LA_WORK,    /* activation buffer */
+    OTC_LA_GRADS,   /* gradient buffer */
+    OTC_LA_STATE,   /* optimiser state: 2 x param_floats */
+    OTC_LA_HYPER,   /* optimiser scalars (OTC_LH_*) */
+    OTC_LA_BATCH,   /* i64 samples B */
+    OTC_LA_STRIDE,  /* i64 stride S: a multiple of the lane count, >= B */
+    OTC_LA_LOSS,    /* float *: the loss after train_step */
     OTC_LA_COUNT
 };
 
@@ -37,12 +37,12 @@ typedef struct {
 /* The optimiser scalars the update reads (computed by the executor per step, exactly as
  * runtime/src/optim.c does, so the compiled update matches the interpreter's). */
 enum {
-    OTC_LH_KIND,      /* 0 plain SGD, 1 SGD with momentum, 2 Adam/AdamW */
+    OTC_LH_KIND, /* 0 plain SGD, 1 SGD with momentum, 2 Adam/AdamW */
     OTC_LH_LR,
     OTC_LH_MOMENTUM,
-    OTC_LH_NESTEROV,  /* 0 or 1 */
-    OTC_LH_L2,        /* weight decay added to the gradient (SGD, Adam) */
-    OTC_LH_DECAY,     /* p *= decay first (AdamW: 1 - lr * wd; else 1) */
+    OTC_LH_NESTEROV, /* 0 or 1 */
+    OTC_LH_L2,       /* weight decay added to the gradient (SGD, Adam) */
+    OTC_LH_DECAY,    /* p *= decay first (AdamW: 1 - lr * wd; else 1) */
     OTC_LH_BETA1,
     OTC_LH_BETA2,
     OTC_LH_EPS,
@@ -73,11 +73,11 @@ typedef struct {
     LLVMValueRef fn;
     LLVMBasicBlockRef entry; /* allocas go here */
     LLVMValueRef a[OTC_LA_COUNT];
-    LLVMValueRef nchunks; /* S / W */
-    LLVMValueRef *local;  /* per node: its value inside the current loop body, or NULL */
-    int kernel;           /* the kernel being rendered */
-    LLVMValueRef mask;    /* lanes of the current chunk that are real samples, or NULL */
-    LLVMValueRef chunk;   /* the current chunk index (i64), NULL outside chunk loops */
+    LLVMValueRef nchunks;   /* S / W */
+    LLVMValueRef *local;    /* per node: its value inside the current loop body, or NULL */
+    int kernel;             /* the kernel being rendered */
+    LLVMValueRef mask;      /* lanes of the current chunk that are real samples, or NULL */
+    LLVMValueRef chunk;     /* the current chunk index (i64), NULL outside chunk loops */
     LLVMValueRef chunk_off; /* chunk * W */
     /* Addresses computed once in the entry block (per function). */
     LLVMBuilderRef eb;
@@ -85,9 +85,14 @@ typedef struct {
     struct otc_lv_row {
         LLVMValueRef base, row;
         int64_t e;
-    } *rows; /* (base, e) -> base + e * S */
+    } * rows; /* (base, e) -> base + e * S */
     size_t row_cap;
-    otc_status st;        /* the first error while rendering */
+    otc_status st; /* the first error while rendering */
+    /* Column mode (small batches through a matmul kernel): lanes run along output columns
+     * e .. e + col_valid - 1 of one sample col_b, instead of along samples. */
+    bool colmode;
+    LLVMValueRef col_b;
+    int col_valid;
 } otc_llvm_r;
 
 /* Loops: begin positions the builder in the body with i counting 0 .. count-1 (nothing runs
@@ -128,6 +133,8 @@ LLVMValueRef otc_lv_hsum(otc_llvm_r *r, LLVMValueRef v);
 LLVMValueRef otc_lv_lane_mask(otc_llvm_r *r);
 /* v where the lane is a real sample, 0 in the padding. */
 LLVMValueRef otc_lv_masked(otc_llvm_r *r, LLVMValueRef v);
+/* Makes chunk (an i64 index) the current one: its offset and lane mask. */
+void otc_lv_set_chunk(otc_llvm_r *r, LLVMValueRef chunk);
 /* Opens the chunk loop of a batched kernel body (c = chunk index). */
 void otc_lv_chunks_begin(otc_llvm_r *r, otc_llvm_loop *l);
 void otc_lv_chunks_end(otc_llvm_r *r, otc_llvm_loop *l);
@@ -139,6 +146,14 @@ void otc_lv_fail(otc_llvm_r *r, otc_status st, const char *fmt, ...)
 /* Calls a plain C function by name (declared on first use). */
 LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
                          int n, LLVMValueRef *args);
+
+/* OpenBLAS for large products: the smallest stride S from which a [S,k] x [k,n] product is
+ * worth a cblas_sgemm call, or -1 when it never is (or the module may not call BLAS). */
+int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n);
+/* C = A' B' + beta C, row-major (A' = A or A^T per ta; B' likewise). */
+void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k,
+                  LLVMValueRef a, LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, float beta,
+                  LLVMValueRef c, LLVMValueRef ldc);
 
 /* llvm_render_map.c: fused map and matmul kernels, and the backward of their members. */
 void otc_lv_map_kernel(otc_llvm_r *r, int k);

@@ -7,8 +7,8 @@
 
 #include "llvm_render.h"
 
-#define B (r->ir.b)
-#define PV(id) (&r->plan->values[otc_plan_owner(r->plan, (id))])
+#define B       (r->ir.b)
+#define PV(id)  (&r->plan->values[otc_plan_owner(r->plan, (id))])
 #define BCE_EPS 1e-7 /* as runtime/src/kernels_loss.c */
 
 static LLVMValueRef konst(otc_llvm_r *r, bool vec, double v) {
@@ -196,7 +196,8 @@ static void log_softmax_row_back(otc_llvm_r *r, otc_id id, const row *x, const r
     otc_lv_loop_begin(r, &l, otc_lv_i64(r, C));
     LLVMValueRef g = otc_lv_load(r, T, row_at(r, y, l.i, true));
     LLVMValueRef ey = otc_llvm_exp(&r->ir, row_load(r, y, l.i));
-    otc_lv_accumulate(r, row_at(r, x, l.i, true), LLVMBuildFSub(B, g, LLVMBuildFMul(B, ey, sv, ""), ""));
+    otc_lv_accumulate(r, row_at(r, x, l.i, true),
+                      LLVMBuildFSub(B, g, LLVMBuildFMul(B, ey, sv, ""), ""));
     otc_lv_loop_end(r, &l);
 }
 
@@ -294,7 +295,8 @@ static void softmax_ce(otc_llvm_r *r, otc_id id, bool backward) {
         LLVMValueRef d = LLVMBuildFMul(B, LLVMBuildFMul(B, k, ex, ""), inv, "");
         LLVMValueRef c = LLVMBuildSIToFP(B, l.i, r->ir.f32, "");
         if (kb) c = otc_lv_splat(r, c);
-        d = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, lbl, c, ""), LLVMBuildFSub(B, d, k, ""), d, "");
+        d = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, lbl, c, ""),
+                            LLVMBuildFSub(B, d, k, ""), d, "");
         otc_lv_accumulate(r, row_at(r, &x, l.i, true), otc_lv_masked(r, d));
         otc_lv_loop_end(r, &l);
     }
@@ -357,8 +359,8 @@ static void concat(otc_llvm_r *r, otc_id id, bool backward) {
         split(nd, xn->shape, &ax, &o2, &m2, &i2);
         int64_t chunk = m2 * i2;
         if (!backward || PV(nd->inputs[i])->needs_grad) {
-            LLVMValueRef x = backward ? otc_lv_grad_base(r, nd->inputs[i])
-                                      : otc_lv_value_base(r, nd->inputs[i]);
+            LLVMValueRef x =
+                backward ? otc_lv_grad_base(r, nd->inputs[i]) : otc_lv_value_base(r, nd->inputs[i]);
             otc_llvm_loop l = {0};
             otc_lv_loop_begin(r, &l, otc_lv_i64(r, outer));
             LLVMValueRef oe = LLVMBuildAdd(B, LLVMBuildMul(B, l.i, otc_lv_i64(r, out_row), ""),
@@ -384,7 +386,8 @@ static void take(otc_llvm_r *r, otc_id id, bool backward) {
     int64_t chunk = len * inner, skip = (int64_t)nd->start * inner;
     bool kb = PV(id)->batched;
     if (backward && !PV(nd->inputs[0])->needs_grad) return;
-    LLVMValueRef x = backward ? otc_lv_grad_base(r, nd->inputs[0]) : otc_lv_value_base(r, nd->inputs[0]);
+    LLVMValueRef x =
+        backward ? otc_lv_grad_base(r, nd->inputs[0]) : otc_lv_value_base(r, nd->inputs[0]);
     LLVMValueRef y = backward ? otc_lv_grad_base(r, id) : otc_lv_value_base(r, id);
     otc_llvm_loop l = {0};
     otc_lv_loop_begin(r, &l, otc_lv_i64(r, outer));
@@ -414,11 +417,20 @@ static void matmul_plain(otc_llvm_r *r, otc_id id, bool backward) {
         otc_lv_loop_begin(r, &lj, otc_lv_i64(r, N));
         otc_lv_store(r, LLVMConstReal(r->ir.f32, 0.0), acc);
         otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
-        LLVMValueRef av = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, a, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, K), ""), lk.i, "")));
-        LLVMValueRef wv = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, w, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), lj.i, "")));
+        LLVMValueRef av = otc_lv_load(
+            r, r->ir.f32,
+            otc_lv_gep(r, a,
+                       LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, K), ""), lk.i, "")));
+        LLVMValueRef wv = otc_lv_load(
+            r, r->ir.f32,
+            otc_lv_gep(r, w,
+                       LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), lj.i, "")));
         otc_lv_store(r, otc_llvm_fma(&r->ir, av, wv, otc_lv_load(r, r->ir.f32, acc)), acc);
         otc_lv_loop_end(r, &lk);
-        otc_lv_store(r, otc_lv_load(r, r->ir.f32, acc), otc_lv_gep(r, c, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, N), ""), lj.i, "")));
+        otc_lv_store(
+            r, otc_lv_load(r, r->ir.f32, acc),
+            otc_lv_gep(r, c,
+                       LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, N), ""), lj.i, "")));
         otc_lv_loop_end(r, &lj);
         otc_lv_loop_end(r, &li);
         return;
@@ -436,15 +448,26 @@ static void matmul_plain(otc_llvm_r *r, otc_id id, bool backward) {
         otc_lv_loop_begin(r, &lk, otc_lv_i64(r, dn));
         LLVMValueRef u, v;
         if (side == 0) {
-            u = otc_lv_gep(r, g, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, N), ""), lk.i, ""));
-            v = otc_lv_gep(r, w, LLVMBuildAdd(B, LLVMBuildMul(B, lj.i, otc_lv_i64(r, N), ""), lk.i, ""));
+            u = otc_lv_gep(r, g,
+                           LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, N), ""), lk.i, ""));
+            v = otc_lv_gep(r, w,
+                           LLVMBuildAdd(B, LLVMBuildMul(B, lj.i, otc_lv_i64(r, N), ""), lk.i, ""));
         } else {
-            u = otc_lv_gep(r, a, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, K), ""), li.i, ""));
-            v = otc_lv_gep(r, g, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), lj.i, ""));
+            u = otc_lv_gep(r, a,
+                           LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, K), ""), li.i, ""));
+            v = otc_lv_gep(r, g,
+                           LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), lj.i, ""));
         }
-        otc_lv_store(r, otc_llvm_fma(&r->ir, otc_lv_load(r, r->ir.f32, u), otc_lv_load(r, r->ir.f32, v), otc_lv_load(r, r->ir.f32, acc)), acc);
+        otc_lv_store(r,
+                     otc_llvm_fma(&r->ir, otc_lv_load(r, r->ir.f32, u),
+                                  otc_lv_load(r, r->ir.f32, v), otc_lv_load(r, r->ir.f32, acc)),
+                     acc);
         otc_lv_loop_end(r, &lk);
-        otc_lv_accumulate(r, otc_lv_gep(r, gt, LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, d1), ""), lj.i, "")), otc_lv_load(r, r->ir.f32, acc));
+        otc_lv_accumulate(
+            r,
+            otc_lv_gep(r, gt,
+                       LLVMBuildAdd(B, LLVMBuildMul(B, li.i, otc_lv_i64(r, d1), ""), lj.i, "")),
+            otc_lv_load(r, r->ir.f32, acc));
         otc_lv_loop_end(r, &lj);
         otc_lv_loop_end(r, &li);
     }
@@ -455,9 +478,12 @@ void otc_lv_op_kernel(otc_llvm_r *r, int k) {
     const otc_node *nd = otc_graph_node(r->g, id);
     LLVMValueRef out = NULL;
     switch (nd->op) {
-    case OTC_OP_SUM: out = total(r, TERM_SUM, nd->inputs[0], -1); break;
+    case OTC_OP_SUM:
+        out = total(r, TERM_SUM, nd->inputs[0], -1);
+        break;
     case OTC_OP_MEAN:
-        out = LLVMBuildFDiv(B, total(r, TERM_SUM, nd->inputs[0], -1), count_of(r, nd->inputs[0]), "");
+        out =
+            LLVMBuildFDiv(B, total(r, TERM_SUM, nd->inputs[0], -1), count_of(r, nd->inputs[0]), "");
         break;
     case OTC_OP_MSE:
         out = LLVMBuildFDiv(B, total(r, TERM_SQDIFF, nd->inputs[0], nd->inputs[1]),
@@ -467,13 +493,25 @@ void otc_lv_op_kernel(otc_llvm_r *r, int k) {
         out = LLVMBuildFDiv(B, total(r, TERM_BCE, nd->inputs[0], nd->inputs[1]),
                             count_of(r, nd->inputs[0]), "");
         break;
-    case OTC_OP_SOFTMAX_CE: softmax_ce(r, id, false); return;
-    case OTC_OP_SOFTMAX: for_rows(r, id, nd->inputs[0], softmax_row); return;
-    case OTC_OP_LOG_SOFTMAX: for_rows(r, id, nd->inputs[0], log_softmax_row); return;
-    case OTC_OP_CONCAT: concat(r, id, false); return;
+    case OTC_OP_SOFTMAX_CE:
+        softmax_ce(r, id, false);
+        return;
+    case OTC_OP_SOFTMAX:
+        for_rows(r, id, nd->inputs[0], softmax_row);
+        return;
+    case OTC_OP_LOG_SOFTMAX:
+        for_rows(r, id, nd->inputs[0], log_softmax_row);
+        return;
+    case OTC_OP_CONCAT:
+        concat(r, id, false);
+        return;
     case OTC_OP_SLICE:
-    case OTC_OP_SELECT: take(r, id, false); return;
-    case OTC_OP_MATMUL: matmul_plain(r, id, false); return;
+    case OTC_OP_SELECT:
+        take(r, id, false);
+        return;
+    case OTC_OP_MATMUL:
+        matmul_plain(r, id, false);
+        return;
     default: {
         char lab[64];
         otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) has no LLVM kernel",
@@ -524,18 +562,28 @@ void otc_lv_op_backward(otc_llvm_r *r, otc_id id) {
     case OTC_OP_SUM:
     case OTC_OP_MEAN:
     case OTC_OP_MSE:
-    case OTC_OP_BCE: loss_backward(r, id); return;
-    case OTC_OP_SOFTMAX_CE: softmax_ce(r, id, true); return;
+    case OTC_OP_BCE:
+        loss_backward(r, id);
+        return;
+    case OTC_OP_SOFTMAX_CE:
+        softmax_ce(r, id, true);
+        return;
     case OTC_OP_SOFTMAX:
         if (PV(nd->inputs[0])->needs_grad) for_rows(r, id, nd->inputs[0], softmax_row_back);
         return;
     case OTC_OP_LOG_SOFTMAX:
         if (PV(nd->inputs[0])->needs_grad) for_rows(r, id, nd->inputs[0], log_softmax_row_back);
         return;
-    case OTC_OP_CONCAT: concat(r, id, true); return;
+    case OTC_OP_CONCAT:
+        concat(r, id, true);
+        return;
     case OTC_OP_SLICE:
-    case OTC_OP_SELECT: take(r, id, true); return;
-    case OTC_OP_MATMUL: matmul_plain(r, id, true); return;
+    case OTC_OP_SELECT:
+        take(r, id, true);
+        return;
+    case OTC_OP_MATMUL:
+        matmul_plain(r, id, true);
+        return;
     default: {
         char lab[64];
         otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) has no LLVM backward",
@@ -552,8 +600,29 @@ void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
     int64_t K = p->values[A].size, N = p->values[id].size;
-    LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, A), w = otc_lv_value_base(r, W);
+    LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, A),
+                 w = otc_lv_value_base(r, W);
     otc_llvm_loop lk = {0}, ln = {0}, lc = {0};
+    /* Large products through OpenBLAS: gA[K,S] += W[K,N] G[N,S]; gW[K,N] += A[K,S] G^T. The
+     * padding columns of G are zero, so they add nothing. */
+    int64_t s_min = otc_lv_blas_min_stride(r, K, N);
+    LLVMBasicBlockRef done = NULL;
+    if (s_min >= 0) {
+        LLVMValueRef S = r->a[OTC_LA_STRIDE];
+        LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas_back");
+        LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline_back");
+        done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_back_done");
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, S, otc_lv_i64(r, s_min), ""), big, small);
+        LLVMPositionBuilderAtEnd(B, big);
+        if (p->values[A].needs_grad)
+            otc_lv_sgemm(r, false, false, otc_lv_i64(r, K), S, otc_lv_i64(r, N), w,
+                         otc_lv_i64(r, N), G, S, 1.0f, otc_lv_grad_base(r, A), S);
+        if (p->values[W].needs_grad)
+            otc_lv_sgemm(r, false, true, otc_lv_i64(r, K), otc_lv_i64(r, N), S, a, S, G, S, 1.0f,
+                         otc_lv_grad_base(r, W), otc_lv_i64(r, N));
+        LLVMBuildBr(B, done);
+        LLVMPositionBuilderAtEnd(B, small);
+    }
     if (p->values[A].needs_grad) {
         LLVMValueRef ga = otc_lv_grad_base(r, A);
         LLVMValueRef acc = otc_lv_slot(r, r->vec);
@@ -585,5 +654,10 @@ void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
         otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));
         otc_lv_loop_end(r, &ln);
         otc_lv_loop_end(r, &lk);
+    }
+    if (done) {
+        LLVMBuildBr(B, done);
+        LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+        LLVMPositionBuilderAtEnd(B, done);
     }
 }

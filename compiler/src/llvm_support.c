@@ -26,12 +26,12 @@ static void init_targets(void) {
     init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
     char *cpu = LLVMGetHostCPUName();
     char *features = LLVMGetHostCPUFeatures();
-    const char *width = strstr(features, "+avx512f")  ? "512-bit vectors"
-                        : strstr(features, "+avx2")   ? "256-bit vectors"
-                        : strstr(features, "+avx")    ? "256-bit vectors (no AVX2)"
-                        : strstr(features, "+neon")   ? "128-bit vectors"
-                        : strstr(features, "+sse2")   ? "128-bit vectors"
-                                                      : "scalar";
+    const char *width = strstr(features, "+avx512f") ? "512-bit vectors"
+                        : strstr(features, "+avx2")  ? "256-bit vectors"
+                        : strstr(features, "+avx")   ? "256-bit vectors (no AVX2)"
+                        : strstr(features, "+neon")  ? "128-bit vectors"
+                        : strstr(features, "+sse2")  ? "128-bit vectors"
+                                                     : "scalar";
     const char *fma = strstr(features, "+fma") ? ", FMA" : "";
     snprintf(host_cpu, sizeof host_cpu, "%s (%s%s)", cpu, width, fma);
     LLVMDisposeMessage(cpu);
@@ -82,9 +82,9 @@ otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const ch
         st = otc_fail(OTC_ERR_UNSUPPORTED, "no LLVM target for triple '%s': %s",
                       triple ? triple : use_triple, err ? err : "unknown");
     } else {
-        *out = LLVMCreateTargetMachine(target, use_triple, cpu, features,
-                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                       LLVMCodeModelDefault);
+        *out =
+            LLVMCreateTargetMachine(target, use_triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                    LLVMRelocPIC, LLVMCodeModelDefault);
         if (!*out)
             st = otc_fail(OTC_ERR_UNSUPPORTED, "LLVM could not create a target machine for '%s'",
                           use_triple);
@@ -125,8 +125,8 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool
     LLVMContextRef ctx = LLVMGetModuleContext(m);
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
         if (LLVMIsDeclaration(f)) continue;
-        LLVMAttributeRef a = LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu,
-                                                       (unsigned)strlen(cpu));
+        LLVMAttributeRef a =
+            LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu));
         LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
         if (*features) {
             a = LLVMCreateStringAttribute(ctx, "target-features", 15, features,
@@ -163,8 +163,8 @@ otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, assembly ? LLVMAssemblyFile : LLVMObjectFile,
                                             &err, &buf)) {
-        otc_status st = otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s",
-                                 err ? err : "unknown error");
+        otc_status st =
+            otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s", err ? err : "unknown error");
         LLVMDisposeMessage(err);
         return st;
     }

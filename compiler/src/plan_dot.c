@@ -9,9 +9,12 @@
 
 static const char *kernel_kind_name(otc_kernel_kind k) {
     switch (k) {
-    case OTC_KERNEL_MAP: return "map";
-    case OTC_KERNEL_MATMUL: return "matmul";
-    default: return "op";
+    case OTC_KERNEL_MAP:
+        return "map";
+    case OTC_KERNEL_MATMUL:
+        return "matmul";
+    default:
+        return "op";
     }
 }
 
@@ -44,7 +47,9 @@ static void value_label(otc_strbuf *sb, const otc_plan *p, otc_id id) {
     if (nd->op == OTC_OP_NEURON) otc_sb_printf(sb, " %s", otc_act_get((otc_act)nd->act)->name);
     otc_sb_printf(sb, " %s\\n", otc_shape_str(nd->shape, shp, sizeof shp));
     switch (v->storage) {
-    case OTC_STORE_REGISTER: otc_sb_puts(sb, "register"); break;
+    case OTC_STORE_REGISTER:
+        otc_sb_puts(sb, "register");
+        break;
     case OTC_STORE_PARAM:
         otc_sb_printf(sb, "weights @%" PRId64 ", %" PRId64 " floats", v->param_offset, v->size);
         break;
@@ -59,7 +64,8 @@ static void value_label(otc_strbuf *sb, const otc_plan *p, otc_id id) {
         otc_sb_printf(sb, "\\nlive steps %d..%d%s", v->first_step, v->last_step,
                       v->kept ? " (kept)" : "");
         break;
-    default: break;
+    default:
+        break;
     }
     if (v->needs_grad && p->options.train)
         otc_sb_printf(sb, "\\ngrad @%s", extent_str(v->grad, ex, sizeof ex));
@@ -125,8 +131,7 @@ char *otc_plan_to_dot(const otc_plan *p) {
         const char *stream = io->stream == OTC_IO_IN       ? "in"
                              : io->stream == OTC_IO_TARGET ? "target"
                                                            : "out";
-        otc_sb_printf(&sb,
-                      "  io%d [label=\"%s[%" PRId64 "..%" PRId64 ")\", shape=plaintext];\n", i,
+        otc_sb_printf(&sb, "  io%d [label=\"%s[%" PRId64 "..%" PRId64 ")\", shape=plaintext];\n", i,
                       stream, io->offset, io->offset + io->width);
         if (io->stream == OTC_IO_OUT)
             otc_sb_printf(&sb, "  n%d -> io%d [style=dashed];\n", (int)io->node, i);
@@ -173,7 +178,9 @@ char *otc_plan_describe(const otc_plan *p) {
             otc_sb_puts(&sb, "\n");
             break;
         }
-        case OTC_STEP_ZERO_GRADS: otc_sb_puts(&sb, "zero gradients\n"); break;
+        case OTC_STEP_ZERO_GRADS:
+            otc_sb_puts(&sb, "zero gradients\n");
+            break;
         case OTC_STEP_SEED:
             otc_sb_printf(&sb, "seed d%s = 1\n", otc_plan_label(g, s->node, lab));
             break;

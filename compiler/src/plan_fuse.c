@@ -35,8 +35,8 @@ static bool calls_libm(const otc_graph *g, otc_id id) {
         while (e > f && (isalnum((unsigned char)e[-1]) || e[-1] == '_')) e--;
         size_t n = (size_t)(s - e);
         if (n == 0) continue; /* a parenthesis, not a call */
-        if ((n == 5 && (!strncmp(e, "fabsf", 5) || !strncmp(e, "fmaxf", 5) ||
-                        !strncmp(e, "fminf", 5))))
+        if ((n == 5 &&
+             (!strncmp(e, "fabsf", 5) || !strncmp(e, "fmaxf", 5) || !strncmp(e, "fminf", 5))))
             continue;
         return true;
     }
@@ -61,16 +61,20 @@ static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
     bool batched;
     loop_of(p, id, &n, &batched);
     if (n != K->n || batched != K->batched) return false;
+    /* Split: code the C compiler can vectorise across the batch stays apart from libm calls,
+     * one of which keeps a whole loop scalar. */
+    if (p->options.split_libm && calls_libm(p->graph, id) != kernel_calls_libm(p, k)) return false;
+    if (p->options.fuse == OTC_FUSE_LOOPS) return true;
+    /* A broadcast bias reads no computed value: it rides along with whatever it will be
+     * added to (MatMul -> + bias -> ReLU is one kernel). */
+    if (nd->op == OTC_OP_ROW_BROADCAST) return true;
     /* Chains: it reads a member that nothing else reads. */
     for (int s = 0; s < nd->n_inputs; s++) {
         if (!otc_plan_reads_input(p->graph, id, s)) continue;
         otc_id o = otc_plan_owner(p, nd->inputs[s]);
         if (p->values[o].kernel == k && c->readers[o] == 1 && !c->external[o]) return true;
     }
-    if (p->options.fuse != OTC_FUSE_LOOPS) return false;
-    /* Loops: any neighbour over the same loop, except that code the compiler can vectorise
-     * stays apart from libm calls, which would keep the whole loop scalar. */
-    return !getenv("OTC_LOOPS_ALL") ? calls_libm(p->graph, id) == kernel_calls_libm(p, k) : true;
+    return false;
 }
 
 static otc_status close_kernel(otc_plan_ctx *c, int *open) {

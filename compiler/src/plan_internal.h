@@ -7,8 +7,8 @@
 typedef struct {
     otc_plan *p;
     const otc_graph *g;
-    int n;           /* graph size */
-    otc_id *order;   /* included nodes (sources, aliases, computed), a topological order */
+    int n;         /* graph size */
+    otc_id *order; /* included nodes (sources, aliases, computed), a topological order */
     int n_order;
     bool *included;
     int *readers;    /* per storage owner: data reads by computed nodes (aliases resolved) */

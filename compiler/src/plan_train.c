@@ -55,7 +55,9 @@ static void mark_reads(otc_plan_ctx *c, otc_id id) {
         if (NEEDS(1)) keep(c, id);
         break;
     case OTC_OP_SOFTMAX:
-    case OTC_OP_LOG_SOFTMAX: keep(c, id); break;
+    case OTC_OP_LOG_SOFTMAX:
+        keep(c, id);
+        break;
     case OTC_OP_MSE:
     case OTC_OP_BCE:
     case OTC_OP_SOFTMAX_CE:
@@ -95,7 +97,8 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
             v->needs_grad = false;
         } else {
             for (int s = 0; s < nd->n_inputs && !v->needs_grad; s++)
-                if (otc_plan_reads_input(g, id, s)) v->needs_grad = p->values[nd->inputs[s]].needs_grad;
+                if (otc_plan_reads_input(g, id, s))
+                    v->needs_grad = p->values[nd->inputs[s]].needs_grad;
         }
         c->needs_bwd[id] = v->needs_grad && v->storage == OTC_STORE_WORK &&
                            nd->op != OTC_OP_PARAMETER && nd->op != OTC_OP_INPUT;
@@ -116,8 +119,8 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     for (int pass = 0; pass < 2; pass++) {
         for (otc_id id = 0; id < p->n_values; id++) {
             otc_plan_value *v = &p->values[id];
-            if (!v->needs_grad || v->storage == OTC_STORE_PARAM ||
-                v->storage == OTC_STORE_ALIAS || v->batched != (pass == 1))
+            if (!v->needs_grad || v->storage == OTC_STORE_PARAM || v->storage == OTC_STORE_ALIAS ||
+                v->batched != (pass == 1))
                 continue;
             if (pass == 0) {
                 v->grad = (otc_extent){fixed, 0};
@@ -161,8 +164,8 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
         int j = i;
         for (; j < p->n_params && p->values[p->params[j]].needs_grad; j++)
             count += p->values[p->params[j]].size;
-        st = otc_plan_add_step(
-            c, (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count});
+        st = otc_plan_add_step(c,
+                               (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count});
         i = j;
     }
     return st;

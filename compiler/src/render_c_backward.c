@@ -7,7 +7,7 @@
 
 #include "render_c_internal.h"
 
-#define V(id) (otc_plan_owner(c->plan, (id)))
+#define V(id)     (otc_plan_owner(c->plan, (id)))
 #define NEEDS(id) (c->plan->values[V(id)].needs_grad)
 
 /* A value a gradient rule reads: it must have been kept in memory by the plan. */
@@ -15,8 +15,9 @@ static void need_value(otc_cr *c, otc_id id) {
     const otc_plan_value *v = &c->plan->values[V(id)];
     if (v->storage == OTC_STORE_REGISTER && !c->st) {
         char lab[64];
-        c->st = otc_fail(OTC_ERR_STATE, "emit-c: internal: value %s is read by backward but "
-                                        "was not kept",
+        c->st = otc_fail(OTC_ERR_STATE,
+                         "emit-c: internal: value %s is read by backward but "
+                         "was not kept",
                          otc_graph_node_label(c->g, id, lab, 64));
     }
     otc_cr_pointer(c, id, false);
@@ -125,7 +126,8 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
         need_value(c, nd->inputs[1]);
         if (n1) need_value(c, id);
         break;
-    default: break;
+    default:
+        break;
     }
     if (nd->n_inputs > 0) va(c, v0, nd->inputs[0], elem);
     if (nd->n_inputs > 1) va(c, v1, nd->inputs[1], elem);
@@ -153,7 +155,9 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
         if (n0) otc_cr_line(c, "%s += %s / %s;", g0, gN, v1);
         if (n1) otc_cr_line(c, "%s -= %s * %s / %s;", g1, gN, vN, v1);
         break;
-    case OTC_OP_NEG: otc_cr_line(c, "%s -= %s;", g0, gN); break;
+    case OTC_OP_NEG:
+        otc_cr_line(c, "%s -= %s;", g0, gN);
+        break;
     case OTC_OP_SCALE:
         otc_cr_line(c, "%s += %s * %s;", g0, gN, otc_cr_float(c, lit, nd->scale));
         break;
@@ -179,7 +183,8 @@ static void bw_neuron(otc_cr *c, otc_id id) {
     char lit[48], off[64];
     otc_cr_grad_pointer(c, id);
     if (use_y) need_value(c, id);
-    if (v->has_pre) otc_cr_line(c, "const float *restrict q%d = ws + %s;", (int)id, otc_cr_offset(off, v->pre));
+    if (v->has_pre)
+        otc_cr_line(c, "const float *restrict q%d = ws + %s;", (int)id, otc_cr_offset(off, v->pre));
     char q[32], y[32], call[512];
     snprintf(q, sizeof q, "q%d[b]", (int)id);
     snprintf(y, sizeof y, "v%d[b]", (int)id);
@@ -203,11 +208,10 @@ static void bw_neuron(otc_cr *c, otc_id id) {
     for (int i = 2; i < nd->n_inputs; i++) {
         otc_id src = nd->inputs[i];
         int col = nd->cols[i - 2];
-        char sv[96], gs[96], cs[24];
+        char gs[96], cs[24];
         snprintf(cs, sizeof cs, "%d", col);
         if (NEEDS(W)) {
             need_value(c, src);
-            (void)sv;
             char term[128];
             if (col == 0)
                 snprintf(term, sizeof term, "g%d[@] * v%d[@]", (int)id, (int)V(src));
@@ -243,12 +247,31 @@ static void bw_matmul(otc_cr *c, otc_id id) {
         if (NEEDS(A)) {
             need_value(c, W);
             otc_cr_grad_pointer(c, A);
+            /* dA[k] += sum_n dY[n] W[k,n], four n at a time: one pass over dA's row per four
+             * rows of dY, all contiguous along the batch. */
+            int64_t n4 = N / 4 * 4;
             otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-            otc_cr_line(c, "    for (size_t n = 0; n < %" PRId64 "; n++) {", N);
-            otc_cr_line(c, "        const float wkn = v%d[k * %" PRId64 " + n];", (int)W, N);
-            otc_cr_line(c, "        for (size_t b = 0; b < B; b++) g%d[k * S + b] += g%d[n * S + b] * wkn;",
-                        (int)A, (int)id);
-            otc_cr_line(c, "    }");
+            c->indent++;
+            otc_cr_line(c, "float *restrict ga = g%d + k * S;", (int)A);
+            otc_cr_line(c, "const float *restrict wk = v%d + k * %" PRId64 ";", (int)W, N);
+            if (n4 > 0) {
+                otc_cr_line(c, "for (size_t n = 0; n < %" PRId64 "; n += 4) {", n4);
+                otc_cr_line(c, "    const float *restrict d0 = g%d + n * S, *restrict d1 = d0 + S;",
+                            (int)id);
+                otc_cr_line(c, "    const float *restrict d2 = d1 + S, *restrict d3 = d2 + S;");
+                otc_cr_line(c, "    const float w0 = wk[n], w1 = wk[n + 1], w2 = wk[n + 2], w3 = "
+                               "wk[n + 3];");
+                otc_cr_line(c, "    for (size_t b = 0; b < B; b++)");
+                otc_cr_line(c, "        ga[b] += (d0[b] * w0 + d1[b] * w1) + (d2[b] * w2 + d3[b] * "
+                               "w3);");
+                otc_cr_line(c, "}");
+            }
+            if (n4 < N)
+                otc_cr_line(c,
+                            "for (size_t n = %" PRId64 "; n < %" PRId64 "; n++) for (size_t b = 0; "
+                            "b < B; b++) ga[b] += g%d[n * S + b] * wk[n];",
+                            n4, N, (int)id);
+            c->indent--;
             otc_cr_line(c, "}");
         }
         if (NEEDS(W)) {
@@ -274,7 +297,9 @@ static void bw_matmul(otc_cr *c, otc_id id) {
         otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
         otc_cr_line(c, "    for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
         otc_cr_line(c, "        float acc = 0.0f;");
-        otc_cr_line(c, "        for (size_t j = 0; j < %" PRId64 "; j++) acc += g%d[i * %" PRId64 " + j] * v%d[k * %" PRId64 " + j];",
+        otc_cr_line(c,
+                    "        for (size_t j = 0; j < %" PRId64 "; j++) acc += g%d[i * %" PRId64
+                    " + j] * v%d[k * %" PRId64 " + j];",
                     N, (int)id, N, (int)W, N);
         otc_cr_line(c, "        g%d[i * %" PRId64 " + k] += acc;", (int)A, Kd);
         otc_cr_line(c, "    }");
@@ -286,7 +311,9 @@ static void bw_matmul(otc_cr *c, otc_id id) {
         otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
         otc_cr_line(c, "    for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
         otc_cr_line(c, "        const float aik = v%d[i * %" PRId64 " + k];", (int)A, Kd);
-        otc_cr_line(c, "        for (size_t j = 0; j < %" PRId64 "; j++) g%d[k * %" PRId64 " + j] += aik * g%d[i * %" PRId64 " + j];",
+        otc_cr_line(c,
+                    "        for (size_t j = 0; j < %" PRId64 "; j++) g%d[k * %" PRId64
+                    " + j] += aik * g%d[i * %" PRId64 " + j];",
                     N, (int)W, N, (int)id, N);
         otc_cr_line(c, "    }");
         otc_cr_line(c, "}");
@@ -329,10 +356,12 @@ static void bw_softmax(otc_cr *c, otc_id id, bool log) {
     otc_cr_line(c, "    float s = 0.0f;");
     if (!log) {
         otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s * %s;", C, g, y);
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s * (%s - s);", C, d, y, g);
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s * (%s - s);", C, d, y,
+                    g);
     } else {
         otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s;", C, g);
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s - expf(%s) * s;", C, d, g, y);
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s - expf(%s) * s;", C,
+                    d, g, y);
     }
     otc_cr_line(c, "}");
     otc_cr_close(c, open);
@@ -362,7 +391,8 @@ static void bw_loss(otc_cr *c, otc_id id) {
         if (NEEDS(T)) otc_cr_line(c, "%s -= d;", gt);
     } else {
         otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
-        otc_cr_line(c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
+        otc_cr_line(
+            c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
         if (NEEDS(P)) otc_cr_line(c, "%s += k * (q - t) / (q * (1.0f - q));", gp);
         if (NEEDS(T)) otc_cr_line(c, "%s += k * (logf(1.0f - q) - logf(q));", gt);
         if (!NEEDS(P) || !NEEDS(T)) otc_cr_line(c, "(void)t;");
@@ -407,7 +437,8 @@ static void bw_softmax_ce(otc_cr *c, otc_id id) {
     otc_cr_line(c, "    for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
     otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
     otc_cr_line(c, "    inv = 1.0f / s;");
-    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += k * expf(%s - m) * inv;", C, dc, xc);
+    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += k * expf(%s - m) * inv;", C,
+                dc, xc);
     otc_cr_line(c, "    %s -= k;", dl);
     otc_cr_line(c, "}");
 }
@@ -461,19 +492,39 @@ static void bw_structural(otc_cr *c, otc_id id) {
 static void backward_step(otc_cr *c, otc_id id) {
     const otc_node *nd = otc_graph_node(c->g, id);
     switch (nd->op) {
-    case OTC_OP_NEURON: bw_neuron(c, id); break;
-    case OTC_OP_MATMUL: bw_matmul(c, id); break;
-    case OTC_OP_SUM: bw_reduce(c, id, false); break;
-    case OTC_OP_MEAN: bw_reduce(c, id, true); break;
-    case OTC_OP_SOFTMAX: bw_softmax(c, id, false); break;
-    case OTC_OP_LOG_SOFTMAX: bw_softmax(c, id, true); break;
+    case OTC_OP_NEURON:
+        bw_neuron(c, id);
+        break;
+    case OTC_OP_MATMUL:
+        bw_matmul(c, id);
+        break;
+    case OTC_OP_SUM:
+        bw_reduce(c, id, false);
+        break;
+    case OTC_OP_MEAN:
+        bw_reduce(c, id, true);
+        break;
+    case OTC_OP_SOFTMAX:
+        bw_softmax(c, id, false);
+        break;
+    case OTC_OP_LOG_SOFTMAX:
+        bw_softmax(c, id, true);
+        break;
     case OTC_OP_MSE:
-    case OTC_OP_BCE: bw_loss(c, id); break;
-    case OTC_OP_SOFTMAX_CE: bw_softmax_ce(c, id); break;
+    case OTC_OP_BCE:
+        bw_loss(c, id);
+        break;
+    case OTC_OP_SOFTMAX_CE:
+        bw_softmax_ce(c, id);
+        break;
     case OTC_OP_CONCAT:
     case OTC_OP_SLICE:
-    case OTC_OP_SELECT: bw_structural(c, id); break;
-    default: bw_elementwise(c, id); break;
+    case OTC_OP_SELECT:
+        bw_structural(c, id);
+        break;
+    default:
+        bw_elementwise(c, id);
+        break;
     }
 }
 
@@ -533,7 +584,8 @@ void otc_cr_backward_steps(otc_cr *c) {
             break;
         case OTC_STEP_BACKWARD:
             otc_graph_node_label(c->g, s->node, lab, sizeof lab);
-            otc_cr_line(c, "{ /* backward %s %s */", otc_op_get(otc_graph_node(c->g, s->node)->op)->name,
+            otc_cr_line(c, "{ /* backward %s %s */",
+                        otc_op_get(otc_graph_node(c->g, s->node)->op)->name,
                         strstr(lab, "*/") ? "?" : lab);
             c->indent++;
             backward_step(c, s->node);
@@ -556,7 +608,8 @@ void otc_cr_backward_steps(otc_cr *c) {
             }
             update_step(c, s);
             break;
-        default: break;
+        default:
+            break;
         }
     }
 }

@@ -93,18 +93,32 @@ static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char
     const otc_node *nd = otc_graph_node(c->g, id);
     const otc_plan_kernel *K = &p->kernels[k];
     char a[96], b[96], lit[48];
-    if (nd->n_inputs > 0 && nd->op != OTC_OP_NEURON) operand(c, k, nd->inputs[0], elem, a, sizeof a);
-    if (nd->n_inputs > 1 && nd->op != OTC_OP_NEURON) operand(c, k, nd->inputs[1], elem, b, sizeof b);
+    if (nd->n_inputs > 0 && nd->op != OTC_OP_NEURON)
+        operand(c, k, nd->inputs[0], elem, a, sizeof a);
+    if (nd->n_inputs > 1 && nd->op != OTC_OP_NEURON)
+        operand(c, k, nd->inputs[1], elem, b, sizeof b);
     switch (nd->op) {
-    case OTC_OP_ADD: otc_cr_line(c, "const float r%d = %s + %s;", (int)id, a, b); break;
-    case OTC_OP_SUB: otc_cr_line(c, "const float r%d = %s - %s;", (int)id, a, b); break;
-    case OTC_OP_MUL: otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, b); break;
-    case OTC_OP_DIV: otc_cr_line(c, "const float r%d = %s / %s;", (int)id, a, b); break;
-    case OTC_OP_NEG: otc_cr_line(c, "const float r%d = -%s;", (int)id, a); break;
+    case OTC_OP_ADD:
+        otc_cr_line(c, "const float r%d = %s + %s;", (int)id, a, b);
+        break;
+    case OTC_OP_SUB:
+        otc_cr_line(c, "const float r%d = %s - %s;", (int)id, a, b);
+        break;
+    case OTC_OP_MUL:
+        otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, b);
+        break;
+    case OTC_OP_DIV:
+        otc_cr_line(c, "const float r%d = %s / %s;", (int)id, a, b);
+        break;
+    case OTC_OP_NEG:
+        otc_cr_line(c, "const float r%d = -%s;", (int)id, a);
+        break;
     case OTC_OP_SCALE:
         otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, otc_cr_float(c, lit, nd->scale));
         break;
-    case OTC_OP_DETACH: otc_cr_line(c, "const float r%d = %s;", (int)id, a); break;
+    case OTC_OP_DETACH:
+        otc_cr_line(c, "const float r%d = %s;", (int)id, a);
+        break;
     case OTC_OP_ROW_BROADCAST: {
         /* v repeats along the rows: element e of the result is v[e mod |v|]. */
         int64_t vn = p->values[V(nd->inputs[0])].size;
@@ -117,12 +131,15 @@ static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char
         otc_cr_line(c, "const float r%d = %s;", (int)id, a);
         break;
     }
-    case OTC_OP_NEURON: neuron_member(c, k, id, idx); break;
+    case OTC_OP_NEURON:
+        neuron_member(c, k, id, idx);
+        break;
     default: /* an activation op */
         act_value(c, id, a, idx);
         break;
     }
-    if (p->values[id].storage == OTC_STORE_WORK) otc_cr_line(c, "v%d[%s] = r%d;", (int)id, idx, (int)id);
+    if (p->values[id].storage == OTC_STORE_WORK)
+        otc_cr_line(c, "v%d[%s] = r%d;", (int)id, idx, (int)id);
 }
 
 static void describe_kernel(otc_cr *c, int k) {
@@ -189,9 +206,8 @@ static void matmul_kernel(otc_cr *c, int k) {
     const otc_node *nd = otc_graph_node(c->g, mm);
     int A = (int)V(nd->inputs[0]), W = (int)V(nd->inputs[1]), M = (int)mm;
     int64_t kk = p->values[A].size, n = K->n, n4 = n / 4 * 4;
-    char lim[32], n4s[32];
+    char lim[32];
     snprintf(lim, sizeof lim, "%" PRId64, n);
-    snprintf(n4s, sizeof n4s, "%" PRId64, n4);
 
     otc_cr_line(c, "if (B == 1) {");
     c->indent++;
@@ -247,7 +263,6 @@ static void matmul_kernel(otc_cr *c, int k) {
     }
     c->indent--;
     otc_cr_line(c, "}");
-    (void)n4s;
 }
 
 static void op_matmul(otc_cr *c, otc_id id) {
@@ -340,7 +355,8 @@ static void op_loss(otc_cr *c, otc_id id) {
     } else {
         /* Probabilities clamped to [1e-7, 1 - 1e-7] as the interpreter's BCE does. */
         otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
-        otc_cr_line(c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
+        otc_cr_line(
+            c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
         otc_cr_line(c, "acc -= (double)(t * logf(q) + (1.0f - t) * logf(1.0f - q));");
     }
     otc_cr_close(c, open);
@@ -435,17 +451,37 @@ static void op_kernel(otc_cr *c, int k) {
     otc_id id = c->plan->members[c->plan->kernels[k].first];
     const otc_node *nd = otc_graph_node(c->g, id);
     switch (nd->op) {
-    case OTC_OP_MATMUL: op_matmul(c, id); break;
-    case OTC_OP_SUM: op_reduce(c, id, false); break;
-    case OTC_OP_MEAN: op_reduce(c, id, true); break;
-    case OTC_OP_SOFTMAX: op_softmax(c, id, false); break;
-    case OTC_OP_LOG_SOFTMAX: op_softmax(c, id, true); break;
+    case OTC_OP_MATMUL:
+        op_matmul(c, id);
+        break;
+    case OTC_OP_SUM:
+        op_reduce(c, id, false);
+        break;
+    case OTC_OP_MEAN:
+        op_reduce(c, id, true);
+        break;
+    case OTC_OP_SOFTMAX:
+        op_softmax(c, id, false);
+        break;
+    case OTC_OP_LOG_SOFTMAX:
+        op_softmax(c, id, true);
+        break;
     case OTC_OP_MSE:
-    case OTC_OP_BCE: op_loss(c, id); break;
-    case OTC_OP_SOFTMAX_CE: op_softmax_ce(c, id); break;
-    case OTC_OP_CONCAT: op_concat(c, id); break;
-    case OTC_OP_SLICE: op_take(c, id, nd->len); break;
-    case OTC_OP_SELECT: op_take(c, id, 1); break;
+    case OTC_OP_BCE:
+        op_loss(c, id);
+        break;
+    case OTC_OP_SOFTMAX_CE:
+        op_softmax_ce(c, id);
+        break;
+    case OTC_OP_CONCAT:
+        op_concat(c, id);
+        break;
+    case OTC_OP_SLICE:
+        op_take(c, id, nd->len);
+        break;
+    case OTC_OP_SELECT:
+        op_take(c, id, 1);
+        break;
     default: {
         char lab[64];
         if (!c->st)
@@ -457,7 +493,9 @@ static void op_kernel(otc_cr *c, int k) {
 
 static void io_step(otc_cr *c, const otc_plan_step *s) {
     const otc_plan_io *io = &c->plan->io[s->io];
-    const char *row = io->stream == OTC_IO_IN ? "in" : io->stream == OTC_IO_TARGET ? "target" : "out";
+    const char *row = io->stream == OTC_IO_IN       ? "in"
+                      : io->stream == OTC_IO_TARGET ? "target"
+                                                    : "out";
     int64_t width = io->stream == OTC_IO_IN       ? c->plan->in_width
                     : io->stream == OTC_IO_TARGET ? c->plan->target_width
                                                   : c->plan->out_width;
@@ -495,9 +533,15 @@ void otc_cr_forward_steps(otc_cr *c) {
         c->indent++;
         kernel_pointers(c, k);
         switch (p->kernels[k].kind) {
-        case OTC_KERNEL_MAP: map_kernel(c, k); break;
-        case OTC_KERNEL_MATMUL: matmul_kernel(c, k); break;
-        case OTC_KERNEL_OP: op_kernel(c, k); break;
+        case OTC_KERNEL_MAP:
+            map_kernel(c, k);
+            break;
+        case OTC_KERNEL_MATMUL:
+            matmul_kernel(c, k);
+            break;
+        case OTC_KERNEL_OP:
+            op_kernel(c, k);
+            break;
         }
         c->indent--;
         otc_cr_line(c, "}");

@@ -14,7 +14,7 @@ typedef struct {
     int *mark;    /* per node: the kernel that last declared its pointer (+1) */
     int mark_gen; /* bumped per kernel/step */
     int indent;
-    bool f_used[OTC_ACT_COUNT];  /* activation helpers the bodies call */
+    bool f_used[OTC_ACT_COUNT]; /* activation helpers the bodies call */
     bool df_used[OTC_ACT_COUNT];
     otc_status st;
 } otc_cr;
@@ -45,8 +45,8 @@ void otc_cr_grad_at(otc_cr *c, char *buf, size_t len, otc_id id, const char *ele
 int otc_cr_loops(otc_cr *c, int64_t n, bool batched, bool sample_outer);
 void otc_cr_close(otc_cr *c, int n);
 /* Per-sample dims of a node's shape around axis: outer blocks, the axis, inner elements. */
-void otc_cr_split(const otc_node *nd, const otc_shape *s, int axis, int64_t *outer,
-                  int64_t *mid, int64_t *inner);
+void otc_cr_split(const otc_node *nd, const otc_shape *s, int axis, int64_t *outer, int64_t *mid,
+                  int64_t *inner);
 /* The activation of an activation op or Neuron. */
 const otc_act_info *otc_cr_act(const otc_node *nd);
 /* "NAME_f_tanh(x, a)" / "NAME_df_tanh(x, y, a)": calls to the file's activation helpers

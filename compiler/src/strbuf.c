@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void otc_sb_init(otc_strbuf *sb) { memset(sb, 0, sizeof *sb); }
+void otc_sb_init(otc_strbuf *sb) {
+    memset(sb, 0, sizeof *sb);
+}
 
 void otc_sb_free(otc_strbuf *sb) {
     free(sb->text);

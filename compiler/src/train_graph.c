@@ -24,8 +24,9 @@ otc_status otc_compile_add_loss(otc_graph *g, otc_op loss, otc_id *loss_out, otc
     otc_id pred = -1, target = -1;
     if (loss == OTC_OP_SOFTMAX_CE) {
         if (n_out != 1)
-            return otc_fail(OTC_ERR_ARG, "add_loss: softmax_ce needs one output (the logits), "
-                                         "not %d",
+            return otc_fail(OTC_ERR_ARG,
+                            "add_loss: softmax_ce needs one output (the logits), "
+                            "not %d",
                             n_out);
         pred = last;
         const otc_node *nd = otc_graph_node(g, pred);

@@ -16,6 +16,8 @@ typedef struct {
     int lanes;           /* floats per vector; 0: the host's (8 with AVX2, 16 with AVX-512) */
     otc_fuse_level fuse; /* plan fusion (default: loops) */
     bool no_blas;        /* never call OpenBLAS for dense products */
+    bool defer_forward;  /* compile the forward plan on its first use, not at creation (for
+                            executors that mostly train: train_step compiles its own plan) */
 } otc_jit_options;
 
 /* Defaults: training allowed, cache on, host vector width, default fusion, BLAS on. */
@@ -43,11 +45,11 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
 bool otc_is_jit_executor(const otc_executor *ex);
 
 typedef struct {
-    double compile_ms;  /* total time spent compiling for this executor (0 on cache hits) */
-    int compiles;       /* modules compiled for it */
-    int cache_hits;     /* modules reused from the structure cache */
-    int lanes;          /* vector width used */
-    size_t code_bytes;  /* not tracked by ORC's C API: 0 */
+    double compile_ms; /* total time spent compiling for this executor (0 on cache hits) */
+    int compiles;      /* modules compiled for it */
+    int cache_hits;    /* modules reused from the structure cache */
+    int lanes;         /* vector width used */
+    size_t code_bytes; /* not tracked by ORC's C API: 0 */
 } otc_jit_stats;
 
 otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out);
@@ -64,6 +66,42 @@ void otc_jit_cache_clear(void);
 /* Cached modules kept while unused (least recently used dropped first); default 64. */
 void otc_jit_cache_set_capacity(int entries);
 
+/* ---- when to compile: the executor `otc evolve --jit` hands NEAT ---- */
+
+/* A genome is evaluated by an executor that interprets and compiles only when the work makes
+ * compiling pay. Costs are counted in node-samples (graph nodes x samples), not timed, so the
+ * decisions and therefore the evolution are the same run to run:
+ *  - inference (fitness evaluation): interpreted until the interpreted work reaches the
+ *    estimated compile cost (ski rental: at most twice the better choice's cost), then
+ *    compiled; inputs set so far are replayed;
+ *  - training (hybrid evolve/train): decided at creation from train_samples, the expected
+ *    steps x batch of one genome's training.
+ * Graphs the compiler cannot lower (recurrent Delay nodes) stay interpreted. */
+typedef struct {
+    double interp_ns;           /* interpreter: ns per node-sample of forward (batch 1) */
+    double jit_ns;              /* JIT: the same */
+    double compile_ms;          /* compile cost: fixed part ... */
+    double compile_ms_per_node; /* ... plus this per node */
+    double train_factor;        /* a training step costs this many forwards, both backends;
+                                   compiling training code costs this many forward compiles */
+    double train_samples;       /* expected training samples per training executor (0: unknown,
+                                   then training executors are interpreted) */
+} otc_jit_policy;
+
+/* The break-even measured on the build machine (see the JIT note). */
+otc_jit_policy otc_jit_policy_defaults(void);
+/* Set before evolution starts (not while executors are being made). */
+void otc_jit_policy_set(const otc_jit_policy *p);
+/* An otc_neat_executor_fn: the policy's executor for g. */
+otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options);
+
+typedef struct {
+    long executors; /* made by the policy */
+    long compiled;  /* of them, switched to (or started with) compiled code */
+    long failed;    /* could not be compiled (e.g. recurrent): stayed interpreted */
+} otc_jit_policy_stats;
+otc_jit_policy_stats otc_jit_policy_info(void);
+
 /* Host CPU as LLVM sees it, e.g. "znver3 (256-bit vectors, FMA)". */
 const char *otc_jit_host_cpu(void);
 
@@ -77,8 +115,8 @@ typedef struct {
     const char *cpu;    /* NULL: the host's CPU for the host triple, "generic" otherwise */
     bool train;         /* also NAME_backward/NAME_train_step (needs loss) */
     otc_id loss;
-    int lanes;          /* 0: from the target (host features; 4 for other triples) */
-    bool optimize;      /* run the O3 pipeline (for --emit-llvm the IR is shown after it) */
+    int lanes;     /* 0: from the target (host features; 4 for other triples) */
+    bool optimize; /* run the O3 pipeline (for --emit-llvm the IR is shown after it) */
 } otc_emit_llvm_options;
 
 otc_emit_llvm_options otc_emit_llvm_defaults(void);

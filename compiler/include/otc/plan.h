@@ -50,15 +50,15 @@ typedef struct {
     otc_id alias_of;      /* ALIAS: the node that owns the storage (never an alias itself) */
     int64_t size;         /* elements per sample (batched) or in total */
     bool batched;
-    int kernel;           /* the kernel computing it; -1 for sources and aliases */
-    int first_step;       /* WORK owners: lifetime in forward steps, inclusive */
+    int kernel;     /* the kernel computing it; -1 for sources and aliases */
+    int first_step; /* WORK owners: lifetime in forward steps, inclusive */
     int last_step;
     /* Training plans. */
-    bool kept;            /* read by a backward step: stored and never shared */
-    bool needs_grad;      /* has a slot in the gradient buffer */
-    otc_extent grad;      /* floats into the gradient buffer (an alias: its owner's) */
-    bool has_pre;         /* a Neuron whose activation derivative reads the pre-activation */
-    otc_extent pre;       /* where that pre-activation is kept (activation buffer) */
+    bool kept;       /* read by a backward step: stored and never shared */
+    bool needs_grad; /* has a slot in the gradient buffer */
+    otc_extent grad; /* floats into the gradient buffer (an alias: its owner's) */
+    bool has_pre;    /* a Neuron whose activation derivative reads the pre-activation */
+    otc_extent pre;  /* where that pre-activation is kept (activation buffer) */
 } otc_plan_value;
 
 typedef enum {
@@ -79,7 +79,7 @@ typedef struct {
     int first, count; /* members: plan->members[first .. first + count) in evaluation order */
     int64_t n;        /* loop space: elements per sample (or in total when not batched) */
     bool batched;
-    int step;         /* its forward step */
+    int step; /* its forward step */
 } otc_plan_kernel;
 
 typedef enum {
@@ -120,11 +120,15 @@ typedef enum {
 } otc_fuse_level;
 
 typedef struct {
-    bool train; /* plan a training step: forward to the loss, backward, update */
-    otc_id loss;  /* the scalar loss node, or -1. A training plan computes it; an inference
-                     plan given one lays out the loss's parameters too, so the forward and
-                     the training plan of one model share a weight layout */
+    bool train;  /* plan a training step: forward to the loss, backward, update */
+    otc_id loss; /* the scalar loss node, or -1. A training plan computes it; an inference
+                    plan given one lays out the loss's parameters too, so the forward and
+                    the training plan of one model share a weight layout */
     otc_fuse_level fuse;
+    /* Keep nodes whose scalar code calls libm (expf, tanhf, ...) in kernels apart from the
+     * rest: a call keeps a whole loop scalar, the rest vectorises across the batch. What
+     * large batches want; a single sample wants everything in one loop. */
+    bool split_libm;
     bool no_sharing;        /* every value its own space (to measure what sharing saves) */
     otc_optim_config optim; /* train */
 } otc_plan_options;
@@ -149,9 +153,9 @@ typedef struct {
     otc_plan_io *io;
     int64_t in_width, target_width, out_width; /* floats per sample row of each stream */
 
-    int n_params;    /* Parameters in weight-array order (every parameter the outputs or the
-                        loss reach, in id order, whatever the mode, so two plans of one graph
-                        share one weight layout) */
+    int n_params; /* Parameters in weight-array order (every parameter the outputs or the
+                     loss reach, in id order, whatever the mode, so two plans of one graph
+                     share one weight layout) */
     otc_id *params;
     int64_t param_floats;
     int64_t trainable_floats;

@@ -7,14 +7,15 @@
 #include "otc/plan.h"
 
 typedef struct {
-    const char *name; /* C identifier prefixing every symbol ("model" when NULL) */
-    int batch;        /* 0: any batch (workspace sized per call); N > 0: the layout is fixed
-                         for at most N samples and NAME_WORKSPACE_BYTES is a constant */
-    bool train;       /* also NAME_params (weights + optimiser state, caller-owned),
-                         NAME_params_init and NAME_train_step (forward, backward, update) */
-    otc_id loss;      /* train: the scalar loss node (see otc_compile_add_loss) */
+    const char *name;       /* C identifier prefixing every symbol ("model" when NULL) */
+    int batch;              /* 0: any batch (workspace sized per call); N > 0: the layout is fixed
+                               for at most N samples and NAME_WORKSPACE_BYTES is a constant */
+    bool train;             /* also NAME_params (weights + optimiser state, caller-owned),
+                               NAME_params_init and NAME_train_step (forward, backward, update) */
+    otc_id loss;            /* train: the scalar loss node (see otc_compile_add_loss) */
     otc_optim_config optim; /* train: the optimiser; lr is a train_step argument */
     otc_fuse_level fuse;
+    bool split_libm;         /* see otc_plan_options */
     const char *source_name; /* for the generated files' comment (e.g. "model.otm"), or NULL */
 } otc_emit_c_options;
 
@@ -28,8 +29,19 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
                       char **source);
 
 /* The same written to DIR/NAME.h and DIR/NAME.c (each to a temporary name, then renamed). */
-otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options,
-                            const char *dir);
+otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options, const char *dir);
+
+/* The plans the generated code is spelled from: the forward plan (small batches, or the
+ * only one), the large-batch forward plan (NULL when there is one code path) and the
+ * training plan (NULL without train). The caller frees each with otc_plan_free. */
+otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options,
+                            otc_plan **fwd, otc_plan **fwd_big, otc_plan **train);
+
+/* The sizes the generated code works with at `batch` (what NAME_WORKSPACE_BYTES and
+ * NAME_TRAIN_WORKSPACE_BYTES give): fwd.workspace covers both forward code paths; train
+ * (with options->train) is the training plan's. Either pointer may be NULL. */
+otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *options, int64_t batch,
+                            otc_plan_bytes *fwd, otc_plan_bytes *train);
 
 /* Is s a valid C identifier that the renderer may use as a prefix? */
 bool otc_emit_c_valid_name(const char *s);

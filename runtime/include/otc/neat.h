@@ -35,6 +35,11 @@ struct otc_neat_task {
     otc_status (*confirm)(const otc_neat_task *task, const otc_neat_config *c,
                           const otc_neat_genome *g, bool *solved, double *score);
     const char *score_name; /* what confirm's score is ("generalisation", "val_accuracy") */
+    /* When true, confirm is not run on the generation's best genome but, as in Stanley's
+     * pole2_epoch, on the champion of the fittest species not yet tested since its best last
+     * improved (the fittest species when all have been): a champion that failed is not
+     * retested every generation while other species' champions wait (dpnv). */
+    bool confirm_rotates_species;
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };
@@ -49,8 +54,10 @@ void otc_neat_task_free(otc_neat_task *t);
 typedef struct {
     int id;
     int created, last_improved;
-    double fitness;      /* species_fitness_func of the members, last generation */
-    double best_fitness; /* best species fitness so far (for stagnation) */
+    double fitness;       /* species_fitness_func of the members, last generation */
+    double best_fitness;  /* best species fitness so far (for stagnation) */
+    double confirm_best;  /* best member fitness in earlier generations (for confirm rotation) */
+    bool confirm_checked; /* its champion was confirm-tested since confirm_best last rose */
     otc_neat_genome *representative;
     int n_members;
     int *members; /* indices into the population */

@@ -136,6 +136,8 @@ static cJSON *population_json(const otc_neat_population *p) {
         ok = add_num(o, "id", sp->id) && add_num(o, "created", sp->created) &&
              add_num(o, "last_improved", sp->last_improved) &&
              add_real(o, "fitness", sp->fitness) && add_real(o, "best_fitness", sp->best_fitness) &&
+             add_real(o, "confirm_best", sp->confirm_best) &&
+             cJSON_AddBoolToObject(o, "confirm_checked", sp->confirm_checked) &&
              cJSON_AddItemToObject(o, "representative", rep) &&
              cJSON_AddItemToObject(o, "members", members);
     }
@@ -261,6 +263,11 @@ static otc_status load_tree(const cJSON *root, const char *path, const otc_neat_
         sp->last_improved = (int)improved;
         sp->fitness = fit;
         sp->best_fitness = best;
+        /* Absent in checkpoints written before confirm rotation: a fresh species' values. */
+        double confirm_best;
+        if (get_real(it, "confirm_best", &confirm_best)) sp->confirm_best = confirm_best;
+        sp->confirm_checked =
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "confirm_checked")) != 0;
         const cJSON *m;
         cJSON_ArrayForEach(m, members) {
             if (!cJSON_IsNumber(m) || m->valuedouble < 0 || m->valuedouble >= p->n_genomes ||

@@ -129,6 +129,36 @@ static otc_status set_champion(otc_neat_population *p, const otc_neat_genome *g)
     return OTC_OK;
 }
 
+/* Stanley's pole2_epoch choice of the genome to confirm: species whose best member beats every
+ * earlier generation's become untested; the champion of the fittest untested species is tested
+ * (of the fittest species when all were), and that species is marked tested. A champion that
+ * failed is thus not retested each generation while other species' champions never are. */
+static int confirm_candidate(otc_neat_population *p, int best) {
+    int pick = -1, pick_member = best, first = -1, first_member = best;
+    double pick_fit = -INFINITY, first_fit = -INFINITY;
+    for (int k = 0; k < p->n_species; k++) {
+        otc_neat_species *sp = &p->species[k];
+        if (sp->n_members <= 0) continue;
+        int champ = sp->members[0];
+        for (int m = 1; m < sp->n_members; m++)
+            if (p->genomes[sp->members[m]]->fitness > p->genomes[champ]->fitness)
+                champ = sp->members[m];
+        double f = p->genomes[champ]->fitness;
+        if (f > sp->confirm_best) {
+            sp->confirm_best = f;
+            sp->confirm_checked = false;
+        }
+        /* Strictly greater: ties go to the earlier species, a total order on every platform. */
+        if (first < 0 || f > first_fit) first = k, first_fit = f, first_member = champ;
+        if (!sp->confirm_checked && (pick < 0 || f > pick_fit))
+            pick = k, pick_fit = f, pick_member = champ;
+    }
+    if (pick < 0) pick = first, pick_member = first_member;
+    if (pick < 0) return best;
+    p->species[pick].confirm_checked = true;
+    return pick_member;
+}
+
 otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
                          const otc_neat_step_options *o, bool *solved) {
     if (!p || !task) return otc_fail(OTC_ERR_ARG, "otc_neat_step: NULL argument");
@@ -177,10 +207,11 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     } else if (task->confirm) {
         bool ok = false;
         double score = NAN;
-        if ((s = task->confirm(task, c, p->genomes[best], &ok, &score)) != OTC_OK) goto done;
+        int tested = task->confirm_rotates_species ? confirm_candidate(p, best) : best;
+        if ((s = task->confirm(task, c, p->genomes[tested], &ok, &score)) != OTC_OK) goto done;
         st.confirm_score = score;
         if (ok) {
-            if ((s = set_champion(p, p->genomes[best])) != OTC_OK) goto done;
+            if ((s = set_champion(p, p->genomes[tested])) != OTC_OK) goto done;
             p->stop = OTC_NEAT_STOP_SOLVED;
         }
     }

@@ -30,6 +30,8 @@ int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *
     s->created = s->last_improved = created;
     s->fitness = 0;
     s->best_fitness = -INFINITY;
+    s->confirm_best = -INFINITY;
+    s->confirm_checked = false;
     s->representative = otc_neat_genome_copy(rep);
     s->members = malloc(sizeof *s->members * (size_t)(p->n_genomes > 0 ? p->n_genomes : 1));
     if (!s->representative || !s->members) {

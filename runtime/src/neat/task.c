@@ -183,6 +183,7 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         s = check_io(c, spec, OTC_DPNV_N_OBS, 1, 1);
         t->evaluate = pole_evaluate;
         t->confirm = dpnv_confirm;
+        t->confirm_rotates_species = true;
         t->score_name = "generalisation";
         t->ctx = (void *)(intptr_t)DPNV;
     } else {

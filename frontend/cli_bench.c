@@ -1,0 +1,201 @@
+/* `otc bench` helpers: the emitted C built with the system compiler (-O3 -march=native) and
+ * loaded with dlopen, and the graph exported as JSON for bench/torch_compare.py. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli_bench.h"
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void *sym(otc_bench_c *c, const char *suffix) {
+    char name[96];
+    snprintf(name, sizeof name, "%s_%s", c->name, suffix);
+    return dlsym(c->so, name);
+}
+
+static void remove_files(otc_bench_c *c) {
+    const char *ext[] = {".c", ".h", ".so"};
+    for (int i = 0; i < 3; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/%s%s", c->dir, c->name, ext[i]);
+        unlink(path);
+    }
+    rmdir(c->dir);
+}
+
+bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, bool train, otc_id loss,
+                       const otc_optim_config *optim, char *err, size_t err_len) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->dir, sizeof c->dir, "/tmp/otc-bench-XXXXXX");
+    snprintf(c->name, sizeof c->name, "otcbench");
+    if (!mkdtemp(c->dir)) {
+        snprintf(err, err_len, "cannot create a temporary directory");
+        return false;
+    }
+    double t0 = now_ms();
+    otc_emit_c_options o = otc_emit_c_defaults();
+    o.name = c->name;
+    o.train = train;
+    o.loss = loss;
+    if (optim) o.optim = *optim;
+    if (otc_emit_c_files(g, &o, c->dir) != OTC_OK) {
+        snprintf(err, err_len, "emitting C: %s", otc_last_error());
+        remove_files(c);
+        return false;
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cc -O3 -march=native -std=c99 -fPIC -shared -o %s/%s.so %s/%s.c -lm",
+             c->dir, c->name, c->dir, c->name);
+    if (system(cmd) != 0) {
+        snprintf(err, err_len, "the C compiler failed: %s", cmd);
+        remove_files(c);
+        return false;
+    }
+    c->build_ms = now_ms() - t0;
+    char so[160];
+    snprintf(so, sizeof so, "%s/%s.so", c->dir, c->name);
+    c->so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!c->so) {
+        snprintf(err, err_len, "dlopen: %s", dlerror());
+        remove_files(c);
+        return false;
+    }
+    /* dlsym hands back data pointers; POSIX guarantees they convert to function pointers. */
+    *(void **)&c->workspace_bytes = sym(c, "workspace_bytes");
+    if (train) {
+        *(void **)&c->params_init = sym(c, "params_init");
+        *(void **)&c->train_step = sym(c, "train_step");
+        *(void **)&c->train_workspace_bytes = sym(c, "train_workspace_bytes");
+        /* The params struct: weights, up to two moment arrays and a step count; its exact
+         * size is in the header, an upper bound is enough here. */
+        otc_plan_options po = {0};
+        po.train = true;
+        po.loss = loss;
+        po.optim = o.optim;
+        otc_plan *p = NULL;
+        size_t floats = 1024;
+        if (otc_plan_build(g, &po, &p) == OTC_OK) floats = (size_t)p->param_floats + 64;
+        otc_plan_free(p);
+        c->params_bytes = 3 * floats * sizeof(float) + 64;
+        if (!c->params_init || !c->train_step || !c->train_workspace_bytes) {
+            snprintf(err, err_len, "the emitted library lacks its training functions");
+            otc_bench_c_free(c);
+            return false;
+        }
+    } else {
+        *(void **)&c->forward = sym(c, "forward");
+        if (!c->forward || !c->workspace_bytes) {
+            snprintf(err, err_len, "the emitted library lacks %s_forward", c->name);
+            otc_bench_c_free(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+void otc_bench_c_free(otc_bench_c *c) {
+    if (c->so) dlclose(c->so);
+    c->so = NULL;
+    if (c->dir[0]) remove_files(c);
+    c->dir[0] = '\0';
+}
+
+static cJSON *shape_json(otc_shape s) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < s.ndim; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(s.dim[i]));
+    return a;
+}
+
+char *otc_bench_export(const otc_graph *g, otc_id loss, int batch, bool train,
+                       const otc_optim_config *optim, const char *figures_json) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "otc-bench-graph-1");
+    cJSON_AddNumberToObject(root, "batch", batch);
+    cJSON_AddStringToObject(root, "mode", train ? "train" : "forward");
+    if (optim) {
+        cJSON *o = cJSON_AddObjectToObject(root, "optimizer");
+        const char *k = optim->kind == OTC_OPTIM_SGD    ? "sgd"
+                        : optim->kind == OTC_OPTIM_ADAM ? "adam"
+                                                        : "adamw";
+        cJSON_AddStringToObject(o, "kind", k);
+        cJSON_AddNumberToObject(o, "lr", optim->lr);
+        cJSON_AddNumberToObject(o, "momentum", optim->momentum);
+        cJSON_AddBoolToObject(o, "nesterov", optim->nesterov);
+        cJSON_AddNumberToObject(o, "beta1", optim->beta1);
+        cJSON_AddNumberToObject(o, "beta2", optim->beta2);
+        cJSON_AddNumberToObject(o, "eps", optim->eps);
+        cJSON_AddNumberToObject(o, "weight_decay", optim->weight_decay);
+    }
+    cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+    for (otc_id id = 0; id < otc_graph_size(g); id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        cJSON *n = cJSON_CreateObject();
+        cJSON_AddNumberToObject(n, "id", id);
+        cJSON_AddStringToObject(n, "op", otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?");
+        if (nd->name) cJSON_AddStringToObject(n, "name", nd->name);
+        cJSON_AddItemToObject(n, "shape", shape_json(nd->shape));
+        cJSON *in = cJSON_AddArrayToObject(n, "inputs");
+        for (int i = 0; i < nd->n_inputs; i++)
+            cJSON_AddItemToArray(in, cJSON_CreateNumber(nd->inputs[i]));
+        switch (nd->op) {
+        case OTC_OP_PARAMETER: {
+            cJSON_AddBoolToObject(n, "trainable", nd->trainable);
+            cJSON *v = cJSON_AddArrayToObject(n, "value");
+            for (size_t i = 0; nd->value && i < nd->value->size; i++)
+                cJSON_AddItemToArray(v, cJSON_CreateNumber(nd->value->data[i]));
+            break;
+        }
+        case OTC_OP_NEURON: {
+            cJSON *cols = cJSON_AddArrayToObject(n, "cols");
+            for (int i = 0; i < nd->n_inputs - 2; i++)
+                cJSON_AddItemToArray(cols, cJSON_CreateNumber(nd->cols[i]));
+            cJSON_AddStringToObject(n, "act", otc_act_get((otc_act)nd->act)->name);
+            cJSON_AddNumberToObject(n, "scale", nd->scale);
+            cJSON_AddNumberToObject(n, "alpha", nd->alpha);
+            break;
+        }
+        case OTC_OP_SCALE:
+            cJSON_AddNumberToObject(n, "scale", nd->scale);
+            break;
+        case OTC_OP_CONCAT:
+        case OTC_OP_SLICE:
+        case OTC_OP_SELECT:
+            cJSON_AddNumberToObject(n, "axis", nd->axis);
+            cJSON_AddNumberToObject(n, "start", nd->start);
+            cJSON_AddNumberToObject(n, "len", nd->len);
+            break;
+        default:
+            if (otc_op_get(nd->op) && otc_op_get(nd->op)->act >= 0)
+                cJSON_AddNumberToObject(n, "alpha", nd->alpha);
+            break;
+        }
+        cJSON_AddItemToArray(nodes, n);
+    }
+    cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
+    for (int i = 0; i < otc_graph_input_count(g); i++)
+        cJSON_AddItemToArray(ins, cJSON_CreateNumber(otc_graph_input(g, i)));
+    cJSON *outs = cJSON_AddArrayToObject(root, "outputs");
+    for (int i = 0; i < otc_graph_output_count(g); i++)
+        cJSON_AddItemToArray(outs, cJSON_CreateNumber(otc_graph_output(g, i)));
+    if (loss >= 0)
+        cJSON_AddNumberToObject(root, "loss", loss);
+    else
+        cJSON_AddNullToObject(root, "loss");
+    if (figures_json) {
+        cJSON *f = cJSON_Parse(figures_json);
+        if (f) cJSON_AddItemToObject(root, "otc", f);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}

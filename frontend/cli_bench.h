@@ -1,0 +1,41 @@
+/* `otc bench` helpers: the emitted-C backend built with the system compiler and loaded, and
+ * the graph description bench/torch_compare.py reads. */
+#ifndef OTC_CLI_BENCH_H
+#define OTC_CLI_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "otc/compiler.h"
+#include "otc/otc.h"
+
+/* Emitted C, compiled with `cc -O3 -march=native` into a shared object and loaded. */
+typedef struct {
+    char dir[64];
+    char name[32];
+    void *so;
+    double build_ms; /* rendering + the C compiler */
+    int (*forward)(const float *in, float *out, int batch, void *ws);
+    size_t (*workspace_bytes)(int batch);
+    /* with train */
+    void (*params_init)(void *params);
+    int (*train_step)(void *params, const float *in, const float *target, int batch, float lr,
+                      float *loss, void *ws);
+    size_t (*train_workspace_bytes)(int batch);
+    size_t params_bytes;
+} otc_bench_c;
+
+/* Render g (a training step for loss when train) and build it. The C compiler's messages
+ * go to stderr; false with a message on failure. */
+bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, bool train, otc_id loss,
+                       const otc_optim_config *optim, char *err, size_t err_len);
+void otc_bench_c_free(otc_bench_c *c);
+
+/* The graph as JSON for bench/torch_compare.py: nodes in id order (op, inputs, shape,
+ * parameters' values, neuron columns and activation...), inputs, outputs, the loss, and the
+ * benchmark's batch/mode/optimiser and otc's own figures (cJSON text in figures, may be
+ * NULL). malloc'd text, NULL on failure. */
+char *otc_bench_export(const otc_graph *g, otc_id loss, int batch, bool train,
+                       const otc_optim_config *optim, const char *figures_json);
+
+#endif

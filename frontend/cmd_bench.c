@@ -1,0 +1,333 @@
+/* `otc bench MODEL.otm | --random N`: one table, measured in one run: per-sample time and
+ * throughput of the interpreter, the LLVM JIT and the emitted C (cc -O3 -march=native), for
+ * forward or a full training step, with ratios and the JIT's compile time. --json prints
+ * the figures, --export writes the graph for bench/torch_compare.py. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "otc/compiler.h"
+#include "otc/otc.h"
+
+const char otc_cmd_bench_summary[] =
+    "time interpreter vs JIT vs emitted C on a model or random graph";
+
+#if defined(OTC_HAVE_JIT)
+#include "cli_bench.h"
+#include "otc/jit.h"
+#ifdef OTC_HAVE_TESTGEN
+#include "random_graph.h"
+#endif
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* What one timed call does. */
+typedef struct {
+    otc_graph *g;
+    otc_executor *ex;
+    otc_optimizer *opt;
+    otc_id loss, out;
+    int batch;
+    float **data; /* per Input node, sample-major */
+    otc_bench_c *c;
+    const float *in_rows, *target_rows;
+    float *out_rows, *loss_out;
+    void *ws, *params;
+    float lr;
+    bool train;
+    int failed;
+} job;
+
+static void run(job *j) {
+    if (j->c) {
+        int rc = j->train ? j->c->train_step(j->params, j->in_rows, j->target_rows, j->batch, j->lr,
+                                             j->loss_out, j->ws)
+                          : j->c->forward(j->in_rows, j->out_rows, j->batch, j->ws);
+        if (rc) j->failed++;
+        return;
+    }
+    for (int i = 0; i < otc_graph_input_count(j->g); i++)
+        if (otc_exec_set_input(j->ex, otc_graph_input(j->g, i), j->data[i], j->batch)) j->failed++;
+    if (j->train) {
+        float lv;
+        if (otc_exec_train_step(j->ex, j->loss, j->opt, &lv)) j->failed++;
+    } else {
+        const float *v;
+        if (otc_exec_forward(j->ex) || otc_exec_value(j->ex, j->out, &v, NULL)) j->failed++;
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median over 7 blocks of the time per call, in microseconds; each block runs long enough
+ * (block_ms) that the clock's resolution does not matter. */
+static double median_us(job *j, double block_ms) {
+    run(j); /* warm: buffers, first-touch, compile of a lazily built plan */
+    int k = 1;
+    for (;;) {
+        double t0 = now_us();
+        for (int i = 0; i < k; i++) run(j);
+        double dt = now_us() - t0;
+        if (dt >= block_ms * 1e3 || k >= (1 << 24)) break;
+        k = dt > 0 ? (int)fmin((double)k * 2.0, ceil(k * block_ms * 1e3 / dt * 1.2)) : k * 2;
+    }
+    double t[7];
+    for (int b = 0; b < 7; b++) {
+        double t0 = now_us();
+        for (int i = 0; i < k; i++) run(j);
+        t[b] = (now_us() - t0) / k;
+    }
+    qsort(t, 7, sizeof t[0], cmp_double);
+    return t[3];
+}
+
+/* The plan's rows of one stream, assembled from the per-Input data. */
+static float *rows_for(const otc_plan *p, otc_io_stream stream, otc_graph *g, float **data,
+                       int batch) {
+    int64_t width = stream == OTC_IO_IN ? p->in_width : p->target_width;
+    float *rows = calloc((size_t)(width * batch) + 1, sizeof(float));
+    if (!rows) return NULL;
+    for (int i = 0; i < p->n_io; i++) {
+        const otc_plan_io *io = &p->io[i];
+        if (io->stream != stream) continue;
+        int k = 0;
+        while (otc_graph_input(g, k) != io->node) k++;
+        for (int b = 0; b < batch; b++)
+            memcpy(rows + b * width + io->offset, data[k] + b * io->width,
+                   (size_t)io->width * sizeof(float));
+    }
+    return rows;
+}
+
+typedef struct {
+    const char *name;
+    double us;
+    bool ran;
+} result;
+
+int otc_cmd_bench(int argc, char **argv) {
+    int batch = 1, random_n = 0, connections = 0, seed = 1;
+    bool train = false, json = false, no_c = false, no_blas = false;
+    const char *export_path = NULL, *optim = "adam";
+    double lr = 0.001, block_ms = 20.0;
+    const otc_opt opts[] = {
+        {"--batch", OTC_OPT_INT, &batch, "B: samples per call (default 1)"},
+        {"--train", OTC_OPT_FLAG, &train,
+         "time a training step (forward, backward, optimiser) instead of forward"},
+        {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: with --train (default adam)"},
+        {"--lr", OTC_OPT_FLOAT, &lr, "X: with --train (default 0.001)"},
+        {"--random", OTC_OPT_INT, &random_n,
+         "N: an evolved-style random graph of N neurons instead of a model file"},
+        {"--connections", OTC_OPT_INT, &connections,
+         "C: connections of the random graph (about; default 3 per neuron)"},
+        {"--seed", OTC_OPT_INT, &seed, "S: the random graph's seed (default 1)"},
+        {"--no-c", OTC_OPT_FLAG, &no_c, "skip the emitted-C backend"},
+        {"--no-blas", OTC_OPT_FLAG, &no_blas,
+         "the JIT generates every dense product itself (no OpenBLAS calls)"},
+        {"--block-ms", OTC_OPT_FLOAT, &block_ms, "MS: length of one timed block (default 20)"},
+        {"--json", OTC_OPT_FLAG, &json, "print the figures as one JSON object"},
+        {"--export", OTC_OPT_STRING, &export_path,
+         "FILE.json: the graph, weights and figures for bench/torch_compare.py"},
+    };
+    const char *pos[1] = {NULL};
+    int rc = otc_cli_parse("bench", "MODEL.otm | --random N [--batch B] [--train] [--json]", opts,
+                           (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 0, 1);
+    if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
+    if (batch < 1 || batch > (1 << 20)) return otc_cli_error("bench", "--batch must be >= 1");
+    if (!pos[0] && random_n <= 0)
+        return otc_cli_error("bench", "give a MODEL.otm or --random N (try 'otc bench --help')");
+    if (pos[0] && random_n > 0) return otc_cli_error("bench", "a model file or --random, not both");
+    int okind = otc_optim_kind_from_name(optim);
+    if (okind < 0) return otc_cli_error("bench", "unknown --optim '%s'", optim);
+
+    otc_graph *g = NULL;
+    char what[600];
+    if (pos[0]) {
+        if ((rc = otc_cli_load_model("bench", pos[0], &g))) return rc;
+        char p[512];
+        snprintf(what, sizeof what, "%s", otc_cli_printable(pos[0], p, sizeof p));
+    } else {
+#ifdef OTC_HAVE_TESTGEN
+        otc_testgen_neat_options o = otc_testgen_neat_defaults(random_n);
+        if (connections <= 0) connections = 3 * random_n;
+        /* Fan-in is drawn from 1 .. max: its mean (1 + max) / 2 per neuron. */
+        int fanin = (int)lround(2.0 * connections / random_n - 1.0);
+        o.max_fanin = fanin < 1 ? 1 : (fanin > 64 ? 64 : fanin);
+        g = otc_testgen_neat((uint64_t)seed, &o);
+        if (!g) return otc_cli_error("bench", "random graph: %s", otc_last_error());
+        snprintf(what, sizeof what, "random evolved-style graph (seed %d)", seed);
+#else
+        return otc_cli_error("bench", "--random needs the test generator (tests/random_graph.c)");
+#endif
+    }
+    int neurons = 0, links = 0;
+    for (otc_id id = 0; id < otc_graph_size(g); id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        if (nd->op == OTC_OP_NEURON) neurons++, links += nd->n_inputs - 2;
+    }
+    otc_id loss = -1, target = -1;
+    otc_optim_config oc = otc_optim_defaults((otc_optim_kind)okind);
+    oc.lr = (float)lr;
+    otc_status st = OTC_OK;
+    if (train) st = otc_compile_add_loss(g, OTC_OP_MSE, &loss, &target);
+    if (!st && otc_graph_output_count(g) == 0)
+        st = otc_fail(OTC_ERR_ARG, "the model has no outputs");
+    if (st) {
+        otc_graph_free(g);
+        return otc_cli_error("bench", "%s", otc_last_error());
+    }
+    otc_id out = otc_graph_output(g, 0);
+
+    /* Inputs: uniform in [-1, 1), per Input node. */
+    otc_rng rng;
+    otc_rng_seed(&rng, 12345);
+    int n_in = otc_graph_input_count(g);
+    float **data = calloc((size_t)n_in + 1, sizeof *data);
+    for (int i = 0; data && i < n_in; i++) {
+        size_t n = otc_shape_size(otc_graph_node(g, otc_graph_input(g, i))->shape) * (size_t)batch;
+        data[i] = malloc(n * sizeof(float) + 4);
+        for (size_t k = 0; data[i] && k < n; k++) data[i][k] = 2.0f * otc_rng_uniform(&rng) - 1.0f;
+    }
+
+    result res[3] = {{"interpreter", 0, false}, {"jit", 0, false}, {"emitted C", 0, false}};
+    otc_jit_stats js = {0};
+    otc_bench_c cb = {0};
+    bool have_c = false;
+    char cerr[700] = "";
+    otc_optimizer *opt_i = otc_optimizer_new(&oc), *opt_j = otc_optimizer_new(&oc);
+    otc_executor *ie = otc_interpreter_new(g, NULL), *je = NULL;
+    otc_id losses[1] = {loss};
+    otc_jit_options jo = otc_jit_defaults();
+    jo.no_blas = no_blas;
+    if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &jo, &je) != OTC_OK) je = NULL;
+    if (!ie || !je || !opt_i || !opt_j || !data) {
+        rc = otc_cli_error("bench", "%s", otc_last_error());
+        goto done;
+    }
+    otc_jit_executor_stats(je, &js);
+    if (!no_c) have_c = otc_bench_c_build(&cb, g, train, loss, &oc, cerr, sizeof cerr);
+
+    job jb = {g,    ie,   opt_i, loss, out,  batch,     data,  NULL, NULL,
+              NULL, NULL, NULL,  NULL, NULL, (float)lr, train, 0};
+    res[0].us = median_us(&jb, block_ms);
+    res[0].ran = jb.failed == 0;
+    jb.ex = je;
+    jb.opt = opt_j;
+    jb.failed = 0;
+    res[1].us = median_us(&jb, block_ms);
+    res[1].ran = jb.failed == 0;
+    if (!res[0].ran || !res[1].ran) {
+        rc = otc_cli_error("bench", "%s", otc_last_error());
+        goto done;
+    }
+    if (have_c) {
+        otc_plan *p = NULL;
+        otc_plan_options po = {0};
+        po.train = train;
+        po.loss = loss;
+        po.optim = oc;
+        float *in_rows = NULL, *t_rows = NULL, *o_rows = NULL, *lv = NULL;
+        void *ws = NULL, *params = NULL;
+        if (otc_plan_build(g, train ? &po : NULL, &p) == OTC_OK) {
+            in_rows = rows_for(p, OTC_IO_IN, g, data, batch);
+            t_rows = rows_for(p, OTC_IO_TARGET, g, data, batch);
+            o_rows = calloc((size_t)(p->out_width * batch) + 1, sizeof(float));
+            lv = calloc(1, sizeof(float));
+            size_t wb = train ? cb.train_workspace_bytes(batch) : cb.workspace_bytes(batch);
+            ws = aligned_alloc(64, (wb + 63) / 64 * 64 + 64);
+            if (train) {
+                params = aligned_alloc(64, (cb.params_bytes + 63) / 64 * 64);
+                if (params) cb.params_init(params);
+            }
+        }
+        if (in_rows && t_rows && o_rows && lv && ws && (!train || params)) {
+            job jc = {g,      NULL,   NULL, loss, out,    batch,     data,  &cb, in_rows,
+                      t_rows, o_rows, lv,   ws,   params, (float)lr, train, 0};
+            res[2].us = median_us(&jc, block_ms);
+            res[2].ran = jc.failed == 0;
+        }
+        free(in_rows);
+        free(t_rows);
+        free(o_rows);
+        free(lv);
+        free(ws);
+        free(params);
+        otc_plan_free(p);
+    }
+
+    char figures[1600], c_us[32] = "null", c_ms[32] = "null", c_ratio[32] = "null";
+    double per[3];
+    for (int i = 0; i < 3; i++) per[i] = res[i].us / batch;
+    if (res[2].ran) {
+        snprintf(c_us, sizeof c_us, "%.6g", per[2]);
+        snprintf(c_ms, sizeof c_ms, "%.4g", cb.build_ms);
+        snprintf(c_ratio, sizeof c_ratio, "%.4g", per[2] / per[1]);
+    }
+    snprintf(figures, sizeof figures,
+             "{\"model\": \"%s\", \"nodes\": %d, \"neurons\": %d, \"connections\": %d, "
+             "\"batch\": %d, \"mode\": \"%s\", \"host_cpu\": \"%s\", \"lanes\": %d, "
+             "\"interpreter_us_per_sample\": %.6g, \"jit_us_per_sample\": %.6g, "
+             "\"c_us_per_sample\": %s, \"jit_compile_ms\": %.4g, \"c_build_ms\": %s, "
+             "\"jit_vs_interpreter\": %.4g, \"jit_vs_c\": %s}",
+             pos[0] ? "file" : "random", otc_graph_size(g), neurons, links, batch,
+             train ? "train" : "forward", otc_jit_host_cpu(), js.lanes, per[0], per[1], c_us,
+             js.compile_ms, c_ms, per[0] / per[1], c_ratio);
+    if (json) {
+        printf("%s\n", figures);
+    } else {
+        printf("otc bench: %s\n  %d nodes, %d neurons, %d connections; batch %d; %s; %s, %d "
+               "lanes\n\n",
+               what, otc_graph_size(g), neurons, links, batch,
+               train ? "training step (forward, backward, update)" : "forward", otc_jit_host_cpu(),
+               js.lanes);
+        printf("  %-12s %14s %16s %16s\n", "backend", "us/sample", "samples/s", "vs interpreter");
+        for (int i = 0; i < 3; i++) {
+            if (!res[i].ran) continue;
+            printf("  %-12s %14.4f %16.0f %15.1fx", res[i].name, per[i], 1e6 / per[i],
+                   per[0] / per[i]);
+            if (i == 1) printf("   compile %.1f ms", js.compile_ms);
+            if (i == 2) printf("   cc -O3 -march=native %.0f ms", cb.build_ms);
+            printf("\n");
+        }
+        if (res[2].ran)
+            printf("\n  JIT vs emitted C: %.2fx (above 1: the JIT is faster)\n", per[2] / per[1]);
+        else if (!no_c)
+            printf("\n  emitted C: not measured (%s)\n", cerr[0] ? cerr : "build failed");
+    }
+    if (export_path) {
+        char *text = otc_bench_export(g, loss, batch, train, &oc, figures);
+        if (!text) {
+            rc = otc_cli_error("bench", "out of memory");
+        } else {
+            rc = otc_cli_write_output("bench", export_path, text, strlen(text));
+            free(text);
+        }
+    }
+done:
+    if (have_c) otc_bench_c_free(&cb);
+    otc_exec_free(ie);
+    otc_exec_free(je);
+    otc_optimizer_free(opt_i);
+    otc_optimizer_free(opt_j);
+    for (int i = 0; data && i < n_in; i++) free(data[i]);
+    free(data);
+    otc_graph_free(g);
+    return rc;
+}
+
+#else
+int otc_cmd_bench(int argc, char **argv) {
+    (void)argc, (void)argv;
+    return otc_cli_error("bench", "this otc was built without LLVM, which the benchmark needs");
+}
+#endif
