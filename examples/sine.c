@@ -5,7 +5,7 @@
 
 #include "otc/otc.h"
 
-#define N 256
+#define N  256
 #define PI 3.14159265358979f
 
 int main(void) {

@@ -6,14 +6,14 @@
 #include <stdint.h>
 
 enum {
-    OTC_EXIT_OK = 0,    /* success */
-    OTC_EXIT_GOAL = 1,  /* the job ran but did not reach its goal */
-    OTC_EXIT_USAGE = 2  /* bad usage or bad input */
+    OTC_EXIT_OK = 0,   /* success */
+    OTC_EXIT_GOAL = 1, /* the job ran but did not reach its goal */
+    OTC_EXIT_USAGE = 2 /* bad usage or bad input */
 };
 
 /* Each subcommand is a file cmd_<name>.c defining these two (the table is generated). */
-#define OTC_COMMAND_DECL(name)                                                              \
-    int otc_cmd_##name(int argc, char **argv);                                              \
+#define OTC_COMMAND_DECL(name)                                                                     \
+    int otc_cmd_##name(int argc, char **argv);                                                     \
     extern const char otc_cmd_##name##_summary[];
 
 typedef enum {
@@ -34,8 +34,8 @@ typedef struct {
 /* Parses argv[1..] (argv[0] is the subcommand name). Options may come in any order; the rest
  * are positionals, at most max_pos of them (exactly min_pos required). Returns -1 when --help
  * was printed (exit 0), OTC_EXIT_USAGE after printing an error with a usage hint, or 0. */
-int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts,
-                  int argc, char **argv, const char **pos, int min_pos, int max_pos);
+int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts, int argc,
+                  char **argv, const char **pos, int min_pos, int max_pos);
 
 /* "otc CMD: message" on stderr; returns OTC_EXIT_USAGE for `return otc_cli_error(...)`. */
 int otc_cli_error(const char *cmd, const char *fmt, ...)

@@ -20,7 +20,9 @@ int otc_cli_error(const char *cmd, const char *fmt, ...) {
     return OTC_EXIT_USAGE;
 }
 
-bool otc_cli_interactive(void) { return isatty(STDERR_FILENO) != 0; }
+bool otc_cli_interactive(void) {
+    return isatty(STDERR_FILENO) != 0;
+}
 
 /* Does argument `arg` name option `opt` (its long name or its alias after a comma)? */
 static bool names_option(const char *spec, const char *arg) {
@@ -52,7 +54,9 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
     char *end = NULL;
     errno = 0;
     switch (o->kind) {
-    case OTC_OPT_STRING: *(const char **)o->dest = v; return 0;
+    case OTC_OPT_STRING:
+        *(const char **)o->dest = v;
+        return 0;
     case OTC_OPT_INT: {
         long x = strtol(v, &end, 10);
         if (errno || end == v || *end || x < INT_MIN || x > INT_MAX) break;
@@ -72,14 +76,15 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
         *(double *)o->dest = x;
         return 0;
     }
-    case OTC_OPT_FLAG: return 0;
+    case OTC_OPT_FLAG:
+        return 0;
     }
     otc_cli_error(cmd, "bad value '%s' for %s (try 'otc %s --help')", v, o->name, cmd);
     return OTC_EXIT_USAGE;
 }
 
-int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts,
-                  int argc, char **argv, const char **pos, int min_pos, int max_pos) {
+int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts, int argc,
+                  char **argv, const char **pos, int min_pos, int max_pos) {
     int n_pos = 0;
     bool only_positionals = false;
     for (int i = 1; i < argc; i++) {
@@ -114,8 +119,7 @@ int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, in
             }
             if (!value) {
                 if (i + 1 >= argc)
-                    return otc_cli_error(cmd, "%s needs a value (try 'otc %s --help')", name,
-                                         cmd);
+                    return otc_cli_error(cmd, "%s needs a value (try 'otc %s --help')", name, cmd);
                 value = argv[++i];
             }
             if (parse_value(cmd, o, value)) return OTC_EXIT_USAGE;

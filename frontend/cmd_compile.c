@@ -40,8 +40,7 @@ static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_
     printf("wrote %s/%s.h and %s/%s.c\n", dir, o->name, dir, o->name);
     printf("  inputs %" PRId64 " floats per sample, outputs %" PRId64 "\n", fwd->in_width,
            fwd->out_width);
-    printf("  plan: %d kernel(s), %d value(s) kept in registers", fwd->n_kernels,
-           fwd->n_registers);
+    printf("  plan: %d kernel(s), %d value(s) kept in registers", fwd->n_kernels, fwd->n_registers);
     if (big) printf("; from 16 samples on %d kernel(s) that vectorise", big->n_kernels);
     printf("\n  weights %" PRId64 " bytes (static const)\n", b.weights);
     printf("  workspace at batch %" PRId64 ": %" PRId64 " bytes (%" PRId64

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake make gcc pkg-config
+  cmake make gcc pkg-config clang-format
   libopenblas-dev libcjson-dev libinih-dev libgraphviz-dev
   llvm-19-dev clang-19 libclang-rt-19-dev
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross

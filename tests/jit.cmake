@@ -1,8 +1,12 @@
-# The LLVM JIT tests use the random-graph generator (tests/testgen.cmake defines otc_testgen;
-# it is read after this file, and a target named before it exists is resolved at the end).
-if(TARGET test_jit AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
-  target_link_libraries(test_jit PRIVATE otc_testgen)
-endif()
+# The LLVM JIT tests share tests/jit_support.c and use the random-graph generator
+# (tests/testgen.cmake defines otc_testgen; it is read after this file, and a target named
+# before it exists is resolved at the end).
+foreach(t test_jit test_jit_api)
+  if(TARGET ${t} AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
+    target_sources(${t} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/jit_support.c)
+    target_link_libraries(${t} PRIVATE otc_testgen)
+  endif()
+endforeach()
 # `otc bench --random N` draws its graph from the same generator as the differential tests.
 if(TARGET otc_cli AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
   target_link_libraries(otc_cli PRIVATE otc_testgen)

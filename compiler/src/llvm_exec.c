@@ -6,70 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llvm_cache.h"
-
-typedef struct {
-    otc_plan *plan;
-    otc_jit_module *mod;
-    float *work;
-    size_t work_cap;
-    float *weights; /* this plan's layout; may be the other plan's array (same layout) */
-    bool own_weights;
-    long wver; /* version of the weights it holds */
-    float *in_rows, *target_rows, *out_rows;
-    size_t in_cap, target_cap, out_cap;
-    /* Worked out once per plan for the per-call path: */
-    int *io_input;    /* per io entry: its index in jit_exec.inputs (-1 for outputs) */
-    int single[2];    /* IN / TARGET: the io entry that fills the whole row, -1 if none */
-    int n_stream[2];  /* io entries per stream */
-    int last_kernel;  /* forward step of the last kernel: values alive after it are intact */
-    otc_id out_owner; /* the single output filling the output row, or -1 */
-} jit_plan;
-
-typedef struct {
-    otc_id id;
-    float *data;
-    size_t cap;
-    int batch; /* -1 until set */
-} jit_input;
-
-typedef struct {
-    otc_executor base;
-    otc_jit_options o;
-    int lanes;
-    int n; /* graph size at creation */
-    jit_plan fwd, train;
-    bool has_fwd, has_train;
-    long wver; /* latest weights version, held by `wsrc` */
-    jit_plan *wsrc;
-    float *grads; /* training plan layout */
-    size_t grads_cap;
-    float *state; /* optimiser moments, 2 x param_floats */
-    const otc_optimizer *opt;
-    long t;
-    /* Trainable parameters no plan reads (dead neurons): the interpreter still steps them
-     * (weight decay moves them with a zero gradient), so they get the same update here,
-     * from the same optimiser code, on the graph's own values. */
-    otc_optimizer *orphan_opt;
-    int n_orphans;
-    float **orphan_p;
-    const float **orphan_g;
-    size_t *orphan_n;
-    float *zeros;
-    int n_inputs;
-    jit_input *inputs;
-    jit_plan *last; /* the plan whose forward ran last, NULL when values are stale */
-    int64_t batch, stride;
-    float **scratch; /* per node: a sample-major copy for value() */
-    size_t *scratch_cap;
-    otc_jit_stats stats;
-} jit_exec;
+#include "llvm_exec.h"
 
 static jit_exec *as_jit(otc_executor *ex) {
     return (jit_exec *)ex;
 }
 
-static const char *label(const jit_exec *j, otc_id id, char *buf) {
+const char *otc_lvx_label(const jit_exec *j, otc_id id, char *buf) {
     return otc_graph_node_label(j->base.graph, id, buf, 64);
 }
 
@@ -82,7 +25,7 @@ static bool grow(float **buf, size_t *cap, size_t need) {
     return true;
 }
 
-static void plan_free(jit_plan *p) {
+void otc_lvx_plan_free(jit_plan *p) {
     otc_llvm_module_release(p->mod);
     otc_plan_free(p->plan);
     free(p->work);
@@ -94,10 +37,10 @@ static void plan_free(jit_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-static void destroy(otc_executor *ex) {
+void otc_lvx_destroy(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
-    plan_free(&j->fwd);
-    plan_free(&j->train);
+    otc_lvx_plan_free(&j->fwd);
+    otc_lvx_plan_free(&j->train);
     for (int i = 0; i < j->n_inputs; i++) free(j->inputs[i].data);
     free(j->inputs);
     if (j->scratch)
@@ -114,15 +57,8 @@ static void destroy(otc_executor *ex) {
     free(j);
 }
 
-static bool same_layout(const otc_plan *a, const otc_plan *b) {
-    if (a->n_params != b->n_params) return false;
-    for (int i = 0; i < a->n_params; i++)
-        if (a->params[i] != b->params[i]) return false;
-    return true;
-}
-
 /* Copy the latest weights into p (by parameter id; layouts may differ). */
-static void refresh_weights(jit_exec *j, jit_plan *p) {
+void otc_lvx_refresh_weights(jit_exec *j, jit_plan *p) {
     if (p->wver == j->wver || !j->wsrc) return;
     jit_plan *src = j->wsrc;
     if (src->weights != p->weights) {
@@ -137,111 +73,10 @@ static void refresh_weights(jit_exec *j, jit_plan *p) {
     p->wver = j->wver;
 }
 
-static otc_llvm_render_options render_options(const jit_exec *j, bool train) {
-    otc_llvm_render_options ro = {0};
-    ro.lanes = j->lanes;
-    ro.train = train;
-    ro.blas = !j->o.no_blas;
-    return ro;
-}
-
 /* A compiled module arrived for p: count it and give the plan its weights (from the graph,
  * or shared with the other plan, or copied from whichever holds newer ones). */
-static int input_index(const jit_exec *j, otc_id id);
 
-/* The plan's io mapped onto the executor's inputs, for the per-call path. */
-static otc_status plan_index(jit_exec *j, jit_plan *p) {
-    const otc_plan *pl = p->plan;
-    p->io_input = calloc((size_t)pl->n_io + 1, sizeof *p->io_input);
-    if (!p->io_input) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    p->single[0] = p->single[1] = -1;
-    p->n_stream[0] = p->n_stream[1] = 0;
-    p->out_owner = -1;
-    for (int i = 0; i < pl->n_io; i++) {
-        const otc_plan_io *io = &pl->io[i];
-        if (io->stream == OTC_IO_OUT) {
-            p->io_input[i] = -1;
-            if (io->width == pl->out_width) p->out_owner = otc_plan_owner(pl, io->node);
-            continue;
-        }
-        int s = io->stream == OTC_IO_IN ? 0 : 1;
-        p->io_input[i] = input_index(j, io->node);
-        p->n_stream[s]++;
-        int64_t width = s == 0 ? pl->in_width : pl->target_width;
-        if (io->width == width) p->single[s] = i;
-    }
-    p->last_kernel = -1;
-    for (int i = 0; i < pl->n_forward_steps; i++)
-        if (pl->steps[i].kind == OTC_STEP_KERNEL) p->last_kernel = i;
-    return OTC_OK;
-}
-
-static otc_status plan_attach(jit_exec *j, jit_plan *p, otc_jit_module *mod, bool hit) {
-    p->mod = mod;
-    otc_status st = plan_index(j, p);
-    if (st) return st;
-    if (hit) {
-        j->stats.cache_hits++;
-    } else {
-        j->stats.compiles++;
-        j->stats.compile_ms += mod->compile_ms;
-    }
-    jit_plan *other = p == &j->fwd ? &j->train : &j->fwd;
-    bool other_ok = (p == &j->fwd ? j->has_train : j->has_fwd);
-    if (other_ok && same_layout(other->plan, p->plan)) {
-        p->weights = other->weights;
-        p->own_weights = false;
-        p->wver = other->wver;
-        return OTC_OK;
-    }
-    p->weights = calloc((size_t)p->plan->param_floats + 1, sizeof(float));
-    if (!p->weights) return otc_fail(OTC_ERR_NOMEM, "out of memory for JIT weights");
-    p->own_weights = true;
-    for (int i = 0; i < p->plan->n_params; i++) {
-        otc_id id = p->plan->params[i];
-        const otc_node *nd = otc_graph_node(j->base.graph, id);
-        memcpy(p->weights + p->plan->values[id].param_offset, nd->value->data,
-               nd->value->size * sizeof(float));
-    }
-    /* Trained weights, where another plan holds newer ones than the graph. */
-    p->wver = j->wver - 1;
-    if (j->wsrc)
-        refresh_weights(j, p);
-    else
-        p->wver = j->wver;
-    return OTC_OK;
-}
-
-/* Plan and compile one plan now. */
-static otc_status plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train) {
-    otc_status st = otc_plan_build(j->base.graph, po, &p->plan);
-    if (st) return st;
-    otc_llvm_render_options ro = render_options(j, train);
-    bool hit = false;
-    otc_jit_module *mod = NULL;
-    const otc_plan *pl = p->plan;
-    st = otc_llvm_modules_get(&pl, &ro, 1, !j->o.no_cache, &mod, &hit);
-    if (st) return st;
-    return plan_attach(j, p, mod, hit);
-}
-
-static otc_plan_options fwd_options(const jit_exec *j) {
-    otc_plan_options po = {0};
-    po.loss = -1;
-    po.fuse = j->o.fuse;
-    return po;
-}
-
-static otc_plan_options train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c) {
-    otc_plan_options po = {0};
-    po.train = true;
-    po.loss = loss;
-    po.fuse = j->o.fuse;
-    po.optim = c ? *c : otc_optim_defaults(OTC_OPTIM_ADAM);
-    return po;
-}
-
-static int input_index(const jit_exec *j, otc_id id) {
+int otc_lvx_input_index(const jit_exec *j, otc_id id) {
     for (int i = 0; i < j->n_inputs; i++)
         if (j->inputs[i].id == id) return i;
     return -1;
@@ -250,20 +85,21 @@ static int input_index(const jit_exec *j, otc_id id) {
 static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int batch) {
     jit_exec *j = as_jit(ex);
     char lab[64];
-    int k = input_index(j, id);
+    int k = otc_lvx_input_index(j, id);
     if (k < 0) return otc_fail(OTC_ERR_ARG, "set_input: node #%d is not an input", (int)id);
-    if (!data) return otc_fail(OTC_ERR_ARG, "set_input: no data for %s", label(j, id, lab));
+    if (!data) return otc_fail(OTC_ERR_ARG, "set_input: no data for %s", otc_lvx_label(j, id, lab));
     const otc_node *nd = otc_graph_node(ex->graph, id);
     if (!otc_shape_is_batched(nd->shape))
         return otc_fail(OTC_ERR_UNSUPPORTED,
                         "set_input: input %s is not batched (compiled inputs are per-sample)",
-                        label(j, id, lab));
+                        otc_lvx_label(j, id, lab));
     if (batch < 1)
         return otc_fail(OTC_ERR_ARG, "set_input: batch %d for %s (must be >= 1)", batch,
-                        label(j, id, lab));
+                        otc_lvx_label(j, id, lab));
     size_t n = otc_shape_size(nd->shape) * (size_t)batch;
     if (!grow(&j->inputs[k].data, &j->inputs[k].cap, n))
-        return otc_fail(OTC_ERR_NOMEM, "set_input: out of memory for %s", label(j, id, lab));
+        return otc_fail(OTC_ERR_NOMEM, "set_input: out of memory for %s",
+                        otc_lvx_label(j, id, lab));
     memcpy(j->inputs[k].data, data, n * sizeof(float));
     j->inputs[k].batch = batch;
     j->last = NULL;
@@ -281,12 +117,12 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         const jit_input *in = &j->inputs[p->io_input[i]];
         if (in->batch < 0)
             return otc_fail(OTC_ERR_STATE, "forward: input %s was not set",
-                            label(j, pl->io[i].node, lab));
+                            otc_lvx_label(j, pl->io[i].node, lab));
         if (in->batch == batch) continue;
         if (batch >= 0)
             return otc_fail(OTC_ERR_SHAPE, "forward: input %s has batch %d but input %s has %d",
-                            label(j, pl->io[i].node, lab), in->batch, label(j, from, lab2),
-                            (int)batch);
+                            otc_lvx_label(j, pl->io[i].node, lab), in->batch,
+                            otc_lvx_label(j, from, lab2), (int)batch);
         batch = in->batch;
         from = pl->io[i].node;
     }
@@ -320,7 +156,7 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         }
         rows_of[s] = *rows;
     }
-    if (p->wver != j->wver) refresh_weights(j, p);
+    if (p->wver != j->wver) otc_lvx_refresh_weights(j, p);
     *a = (otc_llvm_args){rows_of[0], rows_of[1], p->out_rows, p->weights, p->work, NULL,
                          NULL,       NULL,       batch,       S,          NULL};
     j->batch = batch;
@@ -334,8 +170,8 @@ static otc_status run_status(jit_exec *j, int32_t rc) {
     otc_id id = rc - 1;
     const otc_node *nd = otc_graph_node(j->base.graph, id);
     int C = nd && nd->n_inputs > 0 ? otc_graph_node(j->base.graph, nd->inputs[0])->shape.dim[1] : 0;
-    return otc_fail(OTC_ERR_ARG, "softmax_ce %s: a label is not a class index in [0,%d)",
-                    label(j, id, lab), C);
+    return otc_fail(OTC_ERR_ARG, "softmax_ce %s: a otc_lvx_label is not a class index in [0,%d)",
+                    otc_lvx_label(j, id, lab), C);
 }
 
 /* Every output is stored by the training plan, so its forward can stand for the plain one. */
@@ -383,10 +219,10 @@ static otc_status forward(otc_executor *ex) {
         if (otc_graph_output_count(ex->graph) == 0)
             return otc_fail(OTC_ERR_STATE, "forward: the graph has no outputs to compute (mark "
                                            "one, or train a loss first)");
-        otc_plan_options po = fwd_options(j);
-        otc_status st = plan_make(j, &j->fwd, &po, false);
+        otc_plan_options po = otc_lvx_fwd_options(j);
+        otc_status st = otc_lvx_plan_make(j, &j->fwd, &po, false);
         if (st) {
-            plan_free(&j->fwd);
+            otc_lvx_plan_free(&j->fwd);
             return st;
         }
         j->has_fwd = true;
@@ -408,7 +244,7 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
     if (nd->op == OTC_OP_PARAMETER) {
         jit_plan *p = j->wsrc ? j->wsrc : (j->has_fwd ? &j->fwd : &j->train);
         if (p->plan && p->plan->values[id].storage == OTC_STORE_PARAM) {
-            refresh_weights(j, p);
+            otc_lvx_refresh_weights(j, p);
             *data = p->weights + p->plan->values[id].param_offset;
         } else {
             *data = nd->value->data; /* no plan reads it: the graph's value is current */
@@ -420,9 +256,10 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
     if (!p) return otc_fail(OTC_ERR_STATE, "value: run forward first (after setting the inputs)");
     if (shape) *shape = otc_shape_resolve(nd->shape, (int)j->batch);
     if (nd->op == OTC_OP_INPUT) {
-        int k = input_index(j, id);
+        int k = otc_lvx_input_index(j, id);
         if (j->inputs[k].batch < 0)
-            return otc_fail(OTC_ERR_STATE, "value: input %s was not set", label(j, id, lab));
+            return otc_fail(OTC_ERR_STATE, "value: input %s was not set",
+                            otc_lvx_label(j, id, lab));
         *data = j->inputs[k].data;
         return OTC_OK;
     }
@@ -433,7 +270,7 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
         return otc_fail(OTC_ERR_UNSUPPORTED,
                         "value: node %s is not kept by the compiled plan (%s); mark it as an "
                         "output to read it",
-                        label(j, id, lab),
+                        otc_lvx_label(j, id, lab),
                         v->storage == OTC_STORE_REGISTER ? "it lives in a register"
                                                          : "the plan does not compute it");
     /* Storage shared with a later value no longer holds this one. */
@@ -441,7 +278,7 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
         return otc_fail(OTC_ERR_UNSUPPORTED,
                         "value: node %s is not kept by the compiled plan (its space is reused "
                         "by later values); mark it as an output to read it",
-                        label(j, id, lab));
+                        otc_lvx_label(j, id, lab));
     const float *base = p->work + otc_extent_at(v->offset, j->stride);
     if (!v->batched) {
         *data = base;
@@ -461,16 +298,6 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
     return OTC_OK;
 }
 
-/* The gradient buffer's fixed part (parameter gradients first) for a new training plan. */
-static otc_status train_ready(jit_exec *j) {
-    size_t fixed = (size_t)j->train.plan->grads.base;
-    free(j->grads);
-    j->grads = calloc(fixed + 1, sizeof(float));
-    j->grads_cap = fixed;
-    if (!j->grads) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
-    return OTC_OK;
-}
-
 /* The training plan for loss, compiled on first use (a new loss replaces the old plan). */
 static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config *optim) {
     char lab[64];
@@ -482,7 +309,7 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
         /* Keep the trained weights: make another plan (or the graph) their holder. */
         if (j->wsrc == &j->train) {
             if (j->has_fwd) {
-                refresh_weights(j, &j->fwd);
+                otc_lvx_refresh_weights(j, &j->fwd);
                 j->wsrc = &j->fwd;
             } else {
                 otc_status st = otc_exec_sync_params(&j->base);
@@ -500,20 +327,21 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
             j->fwd.own_weights = true;
         }
         if (j->last == &j->train) j->last = NULL;
-        plan_free(&j->train);
+        otc_lvx_plan_free(&j->train);
         j->has_train = false;
         free(j->state);
         j->state = NULL;
         j->opt = NULL;
     }
-    otc_plan_options po = train_options(j, loss, optim);
-    otc_status st = plan_make(j, &j->train, &po, true);
+    otc_plan_options po = otc_lvx_train_options(j, loss, optim);
+    otc_status st = otc_lvx_plan_make(j, &j->train, &po, true);
     if (st) {
-        plan_free(&j->train);
-        return otc_fail_context(st, "compiling the training step for loss %s", label(j, loss, lab));
+        otc_lvx_plan_free(&j->train);
+        return otc_fail_context(st, "compiling the training step for loss %s",
+                                otc_lvx_label(j, loss, lab));
     }
     j->has_train = true;
-    return train_ready(j);
+    return otc_lvx_train_ready(j);
 }
 
 /* The gradient buffer at the current stride, keeping the parameter gradients (first). */
@@ -541,7 +369,7 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
     const otc_node *ln = otc_graph_node(ex->graph, loss);
     if (otc_shape_is_batched(ln->shape) || otc_shape_size(ln->shape) != 1)
         return otc_fail(OTC_ERR_SHAPE, "backward: loss %s has shape %s, not a single value",
-                        label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
+                        otc_lvx_label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
     otc_status st = ensure_train(j, loss, NULL);
     if (st) return st;
     /* The training plan keeps what backward reads; recompute its forward when another plan
@@ -572,7 +400,7 @@ static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
         return otc_fail(OTC_ERR_UNSUPPORTED,
                         "grad: parameter %s has no gradient in the compiled plan (frozen, or the "
                         "loss does not reach it)",
-                        label(j, id, lab));
+                        otc_lvx_label(j, id, lab));
     *data = j->grads + v->grad.base;
     return OTC_OK;
 }
@@ -702,165 +530,7 @@ static otc_status sync_params(otc_executor *ex) {
     return OTC_OK;
 }
 
-static const otc_executor_vtable jit_vtable = {
-    "jit", destroy,   set_input,  forward,     value,       backward,
-    grad,  zero_grad, train_step, reset_state, sync_params,
+const otc_executor_vtable otc_lvx_vtable = {
+    "jit", otc_lvx_destroy, set_input,  forward,     value,       backward,
+    grad,  zero_grad,       train_step, reset_state, sync_params,
 };
-
-otc_jit_options otc_jit_defaults(void) {
-    otc_jit_options o = {0};
-    o.fuse = OTC_FUSE_DEFAULT;
-    return o;
-}
-
-bool otc_is_jit_executor(const otc_executor *ex) {
-    return ex && ex->vt == &jit_vtable;
-}
-
-otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
-    if (!otc_is_jit_executor(ex) || !out)
-        return otc_fail(OTC_ERR_ARG, "otc_jit_executor_stats: not a JIT executor");
-    const jit_exec *j = (const jit_exec *)ex;
-    *out = j->stats;
-    out->lanes = j->lanes;
-    return OTC_OK;
-}
-
-const char *otc_jit_host_cpu(void) {
-    return otc_llvm_host_cpu();
-}
-
-/* Lanes of the host's widest float vector LLVM will use. */
-static int host_lanes(void) {
-    const char *cpu = otc_llvm_host_cpu();
-    if (strstr(cpu, "512-bit")) return 16;
-    if (strstr(cpu, "256-bit")) return 8;
-    if (strstr(cpu, "128-bit")) return 4;
-    return 4;
-}
-
-/* An executor without compiled code yet. NULL on error. */
-static jit_exec *shell_new(otc_graph *g, const otc_jit_options *options) {
-    if (!g) {
-        otc_fail(OTC_ERR_ARG, "jit: no graph");
-        return NULL;
-    }
-    jit_exec *j = calloc(1, sizeof *j);
-    if (!j) {
-        otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT executor");
-        return NULL;
-    }
-    j->base.vt = &jit_vtable;
-    j->base.graph = g;
-    j->o = options ? *options : otc_jit_defaults();
-    j->lanes = j->o.lanes > 0 ? j->o.lanes : host_lanes();
-    j->n = otc_graph_size(g);
-    j->stats.lanes = j->lanes;
-    j->n_inputs = otc_graph_input_count(g);
-    j->inputs = calloc((size_t)j->n_inputs + 1, sizeof *j->inputs);
-    j->scratch = calloc((size_t)j->n + 1, sizeof *j->scratch);
-    j->scratch_cap = calloc((size_t)j->n + 1, sizeof *j->scratch_cap);
-    if (!j->inputs || !j->scratch || !j->scratch_cap) {
-        otc_fail(OTC_ERR_NOMEM, "out of memory for a JIT executor");
-        destroy(&j->base);
-        return NULL;
-    }
-    for (int i = 0; i < j->n_inputs; i++) {
-        j->inputs[i].id = otc_graph_input(g, i);
-        j->inputs[i].batch = -1;
-    }
-    for (int id = 0; id < j->n; id++) {
-        const otc_node *nd = otc_graph_node(g, id);
-        if (nd->op == OTC_OP_PARAMETER && !nd->value) {
-            char lab[64];
-            otc_fail(OTC_ERR_STATE, "jit: parameter %s has no value", label(j, id, lab));
-            destroy(&j->base);
-            return NULL;
-        }
-    }
-    return j;
-}
-
-otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses, int n,
-                                 const otc_jit_options *options, otc_executor **out) {
-    if (n < 0 || (n > 0 && (!graphs || !out)))
-        return otc_fail(OTC_ERR_ARG, "otc_jit_executors_new: bad arguments");
-    otc_status st = otc_llvm_init();
-    if (st) return st;
-    for (int i = 0; i < n; i++) out[i] = NULL;
-    /* Per graph: its forward plan (outputs) unless a loss was given, then the training plan
-     * stands for it until a forward without targets needs the plain one. */
-    const otc_plan **plans = calloc(2 * (size_t)n + 1, sizeof *plans);
-    otc_llvm_render_options *ro = calloc(2 * (size_t)n + 1, sizeof *ro);
-    jit_plan **dest = calloc(2 * (size_t)n + 1, sizeof *dest);
-    int *owner = calloc(2 * (size_t)n + 1, sizeof *owner);
-    otc_jit_module **mods = calloc(2 * (size_t)n + 1, sizeof *mods);
-    bool *hits = calloc(2 * (size_t)n + 1, sizeof *hits);
-    if (!plans || !ro || !dest || !owner || !mods || !hits)
-        st = otc_fail(OTC_ERR_NOMEM, "out of memory for JIT executors");
-    int k = 0;
-    for (int i = 0; i < n && !st; i++) {
-        jit_exec *j = shell_new(graphs[i], options);
-        if (!j) {
-            st = otc_fail_context(OTC_ERR_ARG, "graph %d", i);
-            break;
-        }
-        out[i] = &j->base;
-        otc_id loss = losses ? losses[i] : -1;
-        if (loss >= 0 && j->o.inference)
-            st = otc_fail(OTC_ERR_ARG, "jit: a loss for an inference executor");
-        if (!st && loss >= 0) {
-            otc_plan_options po = train_options(j, loss, NULL);
-            st = otc_plan_build(graphs[i], &po, &j->train.plan);
-            if (!st) {
-                plans[k] = j->train.plan;
-                ro[k] = render_options(j, true);
-                dest[k] = &j->train;
-                owner[k++] = i;
-            }
-        } else if (!st && otc_graph_output_count(graphs[i]) > 0 && !j->o.defer_forward) {
-            otc_plan_options po = fwd_options(j);
-            st = otc_plan_build(graphs[i], &po, &j->fwd.plan);
-            if (!st) {
-                plans[k] = j->fwd.plan;
-                ro[k] = render_options(j, false);
-                dest[k] = &j->fwd;
-                owner[k++] = i;
-            }
-        }
-        if (st) st = otc_fail_context(st, "graph %d", i);
-    }
-    bool use_cache = !(options && options->no_cache);
-    if (!st) st = otc_llvm_modules_get(plans, ro, k, use_cache, mods, hits);
-    for (int m = 0; m < k && !st; m++) {
-        jit_exec *j = (jit_exec *)out[owner[m]];
-        st = plan_attach(j, dest[m], mods[m], hits[m]);
-        if (dest[m] == &j->train) {
-            j->has_train = true;
-            if (!st) st = train_ready(j);
-        } else {
-            j->has_fwd = true;
-        }
-        mods[m] = NULL;
-    }
-    if (st) {
-        for (int m = 0; m < k; m++) otc_llvm_module_release(mods[m]);
-        for (int i = 0; i < n; i++) {
-            otc_exec_free(out[i]);
-            out[i] = NULL;
-        }
-    }
-    free(plans);
-    free(ro);
-    free(dest);
-    free(owner);
-    free(mods);
-    free(hits);
-    return st;
-}
-
-otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options) {
-    otc_executor *ex = NULL;
-    if (otc_jit_executors_new(&g, NULL, 1, options, &ex)) return NULL;
-    return ex;
-}

@@ -149,13 +149,25 @@ LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMT
 
 /* OpenBLAS for large products: the smallest stride S from which a [S,k] x [k,n] product is
  * worth a cblas_sgemm call, or -1 when it never is (or the module may not call BLAS). */
-int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n);
+int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, bool backward);
 /* C = A' B' + beta C, row-major (A' = A or A^T per ta; B' likewise). */
 void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k,
                   LLVMValueRef a, LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, float beta,
                   LLVMValueRef c, LLVMValueRef ldc);
 
-/* llvm_render_map.c: fused map and matmul kernels, and the backward of their members. */
+/* llvm_render_map.c: fused map and matmul kernels; what their backward (llvm_render_map_back.c)
+ * shares with them. */
+/* A stored value of id at element e (memory, never a local; column mode aware); kb: splat
+ * unbatched values to vectors. */
+LLVMValueRef otc_lv_stored(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb);
+/* Element i of parameter param (a broadcast vector when kb). */
+LLVMValueRef otc_lv_weight(otc_llvm_r *r, otc_id param, int64_t i, bool kb);
+/* y with the padding samples' lanes replaced by 1 (divisors). */
+LLVMValueRef otc_lv_safe_divisor(otc_llvm_r *r, LLVMValueRef y, bool kb);
+/* Where a Neuron's kept pre-activation is, at the current chunk. */
+LLVMValueRef otc_lv_pre_ptr(otc_llvm_r *r, otc_id id);
+/* The activation (otc_act) of an activation op or Neuron, or -1. */
+int otc_lv_act_of(const otc_node *nd);
 void otc_lv_map_kernel(otc_llvm_r *r, int k);
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k);
 /* Backward steps [from, to) of one map/matmul-epilogue kernel's members, fused into one loop
@@ -164,10 +176,14 @@ void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
 /* May this backward step join a fused group? */
 bool otc_lv_map_backward_fusable(const otc_llvm_r *r, otc_id id);
 
-/* llvm_render_op.c: OP kernels (reductions, softmaxes, losses, concat/slice/select,
- * unbatched matmul) and the matmul's own backward. */
+/* llvm_render_op.c: OP kernels (reductions, softmaxes, losses; the rest dispatched to
+ * llvm_render_struct.c) and their backward. */
 void otc_lv_op_kernel(otc_llvm_r *r, int k);
 void otc_lv_op_backward(otc_llvm_r *r, otc_id id);
+/* llvm_render_struct.c (forward, or backward accumulating into the inputs' gradients). */
+void otc_lv_concat(otc_llvm_r *r, otc_id id, bool backward);
+void otc_lv_take(otc_llvm_r *r, otc_id id, bool backward); /* slice, select */
+void otc_lv_matmul_plain(otc_llvm_r *r, otc_id id, bool backward);
 void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id);
 
 /* llvm_render.c: the whole plan as a module. Functions PREFIXforward, and with o->train

@@ -1,11 +1,7 @@
-/* The LLVM renderer's fused kernels: map kernels (elementwise ops, row broadcasts, Neurons)
- * and matmul kernels with their elementwise epilogue, forward; and the backward of their
- * members, a run of them fused into one loop nest with the parameter-gradient sums over the
- * batch kept in vector accumulators. */
-#include <stdlib.h>
-
+/* The LLVM renderer's fused kernels, forward: map kernels (elementwise ops, row broadcasts,
+ * Neurons) and matmul kernels with their elementwise epilogue (register-blocked products,
+ * column mode for small batches, OpenBLAS for large ones). */
 #include "llvm_render.h"
-#include "plan_internal.h"
 
 #define B      (r->ir.b)
 #define PV(id) (&r->plan->values[otc_plan_owner(r->plan, (id))])
@@ -55,7 +51,7 @@ static void scatter_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, LLVMV
 }
 
 /* A stored value at element e (memory only, never a local). */
-static LLVMValueRef stored(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb) {
+LLVMValueRef otc_lv_stored(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb) {
     const otc_plan_value *v = PV(id);
     LLVMValueRef base = otc_lv_value_base(r, id);
     if (r->colmode)
@@ -79,10 +75,10 @@ static LLVMValueRef operand(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb) {
                     otc_graph_node_label(r->g, o, lab, sizeof lab));
         return konst(r, kb, 0.0);
     }
-    return stored(r, id, e, kb);
+    return otc_lv_stored(r, id, e, kb);
 }
 
-static LLVMValueRef weight(otc_llvm_r *r, otc_id param, int64_t i, bool kb) {
+LLVMValueRef otc_lv_weight(otc_llvm_r *r, otc_id param, int64_t i, bool kb) {
     LLVMValueRef s = otc_lv_load_weight(
         r, r->ir.f32, otc_lv_gep(r, otc_lv_value_base(r, param), otc_lv_i64(r, i)));
     return kb ? otc_lv_splat(r, s) : s;
@@ -90,17 +86,17 @@ static LLVMValueRef weight(otc_llvm_r *r, otc_id param, int64_t i, bool kb) {
 
 /* Denominators in the padding rows become 1, so padding never holds inf or NaN (whose
  * products with the padding's zero gradients would poison the sums over the batch). */
-static LLVMValueRef safe_divisor(otc_llvm_r *r, LLVMValueRef y, bool kb) {
+LLVMValueRef otc_lv_safe_divisor(otc_llvm_r *r, LLVMValueRef y, bool kb) {
     if (!kb || !r->mask) return y;
     return LLVMBuildSelect(B, r->mask, y, konst(r, true, 1.0), "");
 }
 
-static LLVMValueRef pre_ptr(otc_llvm_r *r, otc_id id) {
+LLVMValueRef otc_lv_pre_ptr(otc_llvm_r *r, otc_id id) {
     LLVMValueRef base = otc_lv_work_at(r, r->plan->values[id].pre);
     return otc_lv_at(r, base, otc_lv_i64(r, 0), true);
 }
 
-static int act_of(const otc_node *nd) {
+int otc_lv_act_of(const otc_node *nd) {
     if (nd->op == OTC_OP_NEURON) return nd->act;
     const otc_op_info *info = otc_op_get(nd->op);
     return info ? info->act : -1;
@@ -111,13 +107,13 @@ static LLVMValueRef neuron_value(otc_llvm_r *r, otc_id id) {
     /* The interpreter's order: sum from 0 source by source, then bias + scale * sum. */
     LLVMValueRef acc = konst(r, true, 0.0);
     for (int i = 2; i < nd->n_inputs; i++) {
-        LLVMValueRef w = weight(r, nd->inputs[0], i - 2, true);
+        LLVMValueRef w = otc_lv_weight(r, nd->inputs[0], i - 2, true);
         LLVMValueRef x = operand(r, nd->inputs[i], otc_lv_i64(r, nd->cols[i - 2]), true);
         acc = otc_llvm_fma(&r->ir, w, x, acc);
     }
-    LLVMValueRef pre =
-        otc_llvm_fma(&r->ir, konst(r, true, nd->scale), acc, weight(r, nd->inputs[1], 0, true));
-    if (r->plan->values[id].has_pre) otc_lv_store(r, pre, pre_ptr(r, id));
+    LLVMValueRef pre = otc_llvm_fma(&r->ir, konst(r, true, nd->scale), acc,
+                                    otc_lv_weight(r, nd->inputs[1], 0, true));
+    if (r->plan->values[id].has_pre) otc_lv_store(r, pre, otc_lv_pre_ptr(r, id));
     return otc_llvm_act_call(&r->ir, nd->act, nd->alpha, pre);
 }
 
@@ -131,7 +127,7 @@ static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool 
         LLVMValueRef idx = n <= vn ? e : LLVMBuildURem(B, e, otc_lv_i64(r, vn), "");
         otc_id o = otc_plan_owner(r->plan, nd->inputs[0]);
         if (r->plan->values[o].kernel == r->kernel && r->local[o] && n <= vn) return r->local[o];
-        return stored(r, nd->inputs[0], idx, kb);
+        return otc_lv_stored(r, nd->inputs[0], idx, kb);
     }
     if (nd->n_inputs > 0) a = operand(r, nd->inputs[0], e, kb);
     if (nd->n_inputs > 1) b = operand(r, nd->inputs[1], e, kb);
@@ -143,7 +139,7 @@ static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool 
     case OTC_OP_MUL:
         return LLVMBuildFMul(B, a, b, "");
     case OTC_OP_DIV:
-        return LLVMBuildFDiv(B, a, safe_divisor(r, b, kb), "");
+        return LLVMBuildFDiv(B, a, otc_lv_safe_divisor(r, b, kb), "");
     case OTC_OP_NEG:
         return LLVMBuildFNeg(B, a, "");
     case OTC_OP_SCALE:
@@ -151,7 +147,7 @@ static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool 
     case OTC_OP_DETACH:
         return a;
     default: {
-        int act = act_of(nd);
+        int act = otc_lv_act_of(nd);
         LLVMValueRef y = act >= 0 ? otc_llvm_act_call(&r->ir, act, nd->alpha, a) : NULL;
         if (!y) {
             char lab[64];
@@ -200,7 +196,7 @@ void otc_lv_map_kernel(otc_llvm_r *r, int k) {
 
 /* Output columns computed together: a block of accumulators reuses each loaded input chunk
  * across columns (register blocking), so the loop is bound by multiply-adds, not loads. */
-#define MM_COLS 4
+#define MM_COLS   4
 #define MM_CHUNKS 2
 
 /* A register block of the product: `cols` output columns from e0 times `nch` chunks of
@@ -407,7 +403,7 @@ static void matmul_batched(otc_llvm_r *r, int k) {
     otc_id mm = p->members[K->first];
     const otc_node *nd = otc_graph_node(r->g, mm);
     int64_t kd = p->values[otc_plan_owner(p, nd->inputs[0])].size, n = K->n;
-    int64_t s_min = otc_lv_blas_min_stride(r, kd, n);
+    int64_t s_min = otc_lv_blas_min_stride(r, kd, n, false);
     if (s_min < 0) {
         matmul_inline(r, k);
         return;
@@ -450,192 +446,4 @@ void otc_lv_matmul_kernel(otc_llvm_r *r, int k) {
     LLVMBuildBr(B, done);
     LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
     LLVMPositionBuilderAtEnd(B, done);
-}
-
-/* ---- backward of map members ---- */
-
-bool otc_lv_map_backward_fusable(const otc_llvm_r *r, otc_id id) {
-    const otc_plan_value *v = &r->plan->values[id];
-    if (v->kernel < 0) return false;
-    const otc_plan_kernel *K = &r->plan->kernels[v->kernel];
-    if (K->kind == OTC_KERNEL_MAP) return true;
-    return K->kind == OTC_KERNEL_MATMUL && r->plan->members[K->first] != id;
-}
-
-static bool needs_grad(otc_llvm_r *r, otc_id id) {
-    return PV(id)->needs_grad;
-}
-
-/* grad(x)[e] += v (x's own element e at the current chunk). */
-static void add_grad(otc_llvm_r *r, otc_id x, LLVMValueRef e, LLVMValueRef v, bool kb) {
-    if (!needs_grad(r, x)) return;
-    otc_lv_accumulate(r, otc_lv_at(r, otc_lv_grad_base(r, x), e, kb && PV(x)->batched), v);
-}
-
-/* Accumulators of one fused group: sums over the batch, finished after the chunk loop. */
-typedef struct {
-    LLVMValueRef slot; /* <W x float> */
-    otc_id param;      /* whose gradient receives it */
-    int64_t index;     /* element of that parameter, or -1: element e */
-    float scale;       /* multiplied after the sum (a Neuron's response) */
-} reduction;
-
-static bool act_reads(const otc_node *nd, const char *var) {
-    const otc_act_info *a = otc_act_get((otc_act)act_of(nd));
-    return a && otc_plan_expr_uses(a->c_df, var);
-}
-
-static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, reduction *red,
-                            int *n_red) {
-    const otc_node *nd = otc_graph_node(r->g, id);
-    LLVMTypeRef T = kb ? r->vec : r->ir.f32;
-    LLVMValueRef g = otc_lv_load(r, T, otc_lv_at(r, otc_lv_grad_base(r, id), e, kb));
-    const otc_id *in = nd->inputs;
-    switch (nd->op) {
-    case OTC_OP_ADD:
-        add_grad(r, in[0], e, g, kb);
-        add_grad(r, in[1], e, g, kb);
-        return;
-    case OTC_OP_SUB:
-        add_grad(r, in[0], e, g, kb);
-        add_grad(r, in[1], e, LLVMBuildFNeg(B, g, ""), kb);
-        return;
-    case OTC_OP_MUL:
-        if (needs_grad(r, in[0]))
-            add_grad(r, in[0], e, LLVMBuildFMul(B, g, stored(r, in[1], e, kb), ""), kb);
-        if (needs_grad(r, in[1]))
-            add_grad(r, in[1], e, LLVMBuildFMul(B, g, stored(r, in[0], e, kb), ""), kb);
-        return;
-    case OTC_OP_DIV: {
-        LLVMValueRef y = safe_divisor(r, stored(r, in[1], e, kb), kb);
-        if (needs_grad(r, in[0])) add_grad(r, in[0], e, LLVMBuildFDiv(B, g, y, ""), kb);
-        if (needs_grad(r, in[1])) {
-            LLVMValueRef t = LLVMBuildFDiv(B, LLVMBuildFMul(B, g, stored(r, id, e, kb), ""), y, "");
-            add_grad(r, in[1], e, LLVMBuildFNeg(B, t, ""), kb);
-        }
-        return;
-    }
-    case OTC_OP_NEG:
-        add_grad(r, in[0], e, LLVMBuildFNeg(B, g, ""), kb);
-        return;
-    case OTC_OP_SCALE:
-        add_grad(r, in[0], e, LLVMBuildFMul(B, g, konst(r, kb, nd->scale), ""), kb);
-        return;
-    case OTC_OP_ROW_BROADCAST: {
-        if (!needs_grad(r, in[0])) return;
-        if (kb) {
-            reduction *rd = &red[(*n_red)++];
-            otc_lv_accumulate(r, rd->slot, otc_lv_masked(r, g));
-            rd->param = in[0];
-            rd->index = -1;
-            rd->scale = 1.0f;
-        } else {
-            int64_t vn = PV(in[0])->size, n = r->plan->kernels[r->kernel].n;
-            LLVMValueRef idx = n <= vn ? e : LLVMBuildURem(B, e, otc_lv_i64(r, vn), "");
-            otc_lv_accumulate(r, otc_lv_gep(r, otc_lv_grad_base(r, in[0]), idx), g);
-        }
-        return;
-    }
-    case OTC_OP_NEURON: {
-        LLVMValueRef zero = konst(r, true, 0.0);
-        LLVMValueRef x =
-            r->plan->values[id].has_pre ? otc_lv_load(r, r->vec, pre_ptr(r, id)) : zero;
-        LLVMValueRef y = act_reads(nd, "y") ? stored(r, id, e, true) : zero;
-        LLVMValueRef d =
-            LLVMBuildFMul(B, g, otc_llvm_act_grad_call(&r->ir, nd->act, nd->alpha, x, y), "");
-        LLVMValueRef dm = otc_lv_masked(r, d);
-        if (needs_grad(r, in[1])) {
-            reduction *rd = &red[(*n_red)++];
-            otc_lv_accumulate(r, rd->slot, dm);
-            rd->param = in[1];
-            rd->index = 0;
-            rd->scale = 1.0f;
-        }
-        bool gw = needs_grad(r, in[0]);
-        for (int i = 2; i < nd->n_inputs; i++) {
-            LLVMValueRef col = otc_lv_i64(r, nd->cols[i - 2]);
-            if (gw) {
-                reduction *rd = &red[(*n_red)++];
-                otc_lv_accumulate(r, rd->slot,
-                                  LLVMBuildFMul(B, dm, stored(r, in[i], col, true), ""));
-                rd->param = in[0];
-                rd->index = i - 2;
-                rd->scale = nd->scale;
-            }
-            if (needs_grad(r, in[i])) {
-                LLVMValueRef f =
-                    LLVMBuildFMul(B, konst(r, true, nd->scale), weight(r, in[0], i - 2, true), "");
-                add_grad(r, in[i], col, LLVMBuildFMul(B, d, f, ""), true);
-            }
-        }
-        return;
-    }
-    default: {
-        int act = act_of(nd);
-        if (act < 0) break;
-        LLVMValueRef zero = konst(r, kb, 0.0);
-        LLVMValueRef x = act_reads(nd, "x") ? stored(r, in[0], e, kb) : zero;
-        LLVMValueRef y = act_reads(nd, "y") ? stored(r, id, e, kb) : zero;
-        LLVMValueRef d = otc_llvm_act_grad_call(&r->ir, act, nd->alpha, x, y);
-        add_grad(r, in[0], e, LLVMBuildFMul(B, g, d, ""), kb);
-        return;
-    }
-    }
-    char lab[64];
-    otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "no backward for op '%s' (node %s)",
-                otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?",
-                otc_graph_node_label(r->g, id, lab, sizeof lab));
-}
-
-/* How many sums over the batch a member's backward needs. */
-static int reductions_of(otc_llvm_r *r, otc_id id) {
-    const otc_node *nd = otc_graph_node(r->g, id);
-    if (nd->op == OTC_OP_ROW_BROADCAST) return needs_grad(r, nd->inputs[0]) ? 1 : 0;
-    if (nd->op != OTC_OP_NEURON) return 0;
-    return (needs_grad(r, nd->inputs[1]) ? 1 : 0) +
-           (needs_grad(r, nd->inputs[0]) ? nd->n_inputs - 2 : 0);
-}
-
-void otc_lv_map_backward(otc_llvm_r *r, int from, int to) {
-    const otc_plan *p = r->plan;
-    const otc_plan_kernel *K = &p->kernels[r->kernel];
-    bool kb = K->batched;
-    int cap = 0;
-    for (int s = from; s < to; s++) cap += reductions_of(r, p->steps[s].node);
-    reduction *red = calloc((size_t)cap + 1, sizeof *red);
-    if (!red) {
-        otc_lv_fail(r, OTC_ERR_NOMEM, "out of memory");
-        return;
-    }
-    otc_llvm_loop le = {0}, lc = {0};
-    LLVMValueRef e = otc_lv_i64(r, 0);
-    if (K->n > 1) {
-        otc_lv_loop_begin(r, &le, otc_lv_i64(r, K->n));
-        e = le.i;
-    }
-    if (kb) {
-        /* Vector accumulators (promoted to registers). Measured: keeping them in a scratch
-         * buffer instead costs more compile time (the optimiser tries to promote them), not
-         * less. */
-        for (int i = 0; i < cap; i++) {
-            red[i].slot = otc_lv_slot(r, r->vec);
-            otc_lv_store(r, konst(r, true, 0.0), red[i].slot);
-        }
-        otc_lv_chunks_begin(r, &lc);
-    }
-    int n_red = 0;
-    for (int s = from; s < to && !r->st; s++)
-        member_backward(r, p->steps[s].node, e, kb, red, &n_red);
-    if (kb) {
-        otc_lv_chunks_end(r, &lc);
-        for (int i = 0; i < n_red; i++) {
-            LLVMValueRef sum = otc_lv_hsum(r, otc_lv_load(r, r->vec, red[i].slot));
-            if (red[i].scale != 1.0f)
-                sum = LLVMBuildFMul(B, LLVMConstReal(r->ir.f32, red[i].scale), sum, "");
-            LLVMValueRef idx = red[i].index < 0 ? e : otc_lv_i64(r, red[i].index);
-            otc_lv_accumulate(r, otc_lv_gep(r, otc_lv_grad_base(r, red[i].param), idx), sum);
-        }
-    }
-    if (K->n > 1) otc_lv_loop_end(r, &le);
-    free(red);
 }

@@ -493,8 +493,8 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
     return st;
 }
 
-otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options,
-                            otc_plan **fwd, otc_plan **fwd_big, otc_plan **train) {
+otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options, otc_plan **fwd,
+                            otc_plan **fwd_big, otc_plan **train) {
     if (!g || !fwd || !fwd_big || !train) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
     *fwd = *fwd_big = *train = NULL;
     otc_emit_c_options o = options ? *options : otc_emit_c_defaults();

@@ -8,10 +8,10 @@
 #ifndef OTC_MODEL
 #error "define OTC_MODEL as the --name given to otc compile"
 #endif
-#define STR2(x) #x
-#define STR(x) STR2(x)
+#define STR2(x)    #x
+#define STR(x)     STR2(x)
 #define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
+#define CAT(a, b)  CAT2(a, b)
 #include STR(OTC_MODEL.h)
 
 int main(void) {

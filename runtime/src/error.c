@@ -7,7 +7,9 @@
 
 static _Thread_local char last_error[1024];
 
-const char *otc_last_error(void) { return last_error; }
+const char *otc_last_error(void) {
+    return last_error;
+}
 
 otc_status otc_fail(otc_status status, const char *fmt, ...) {
     va_list ap;
@@ -36,16 +38,26 @@ otc_status otc_fail_context(otc_status status, const char *fmt, ...) {
 
 const char *otc_status_name(otc_status status) {
     switch (status) {
-    case OTC_OK: return "ok";
-    case OTC_ERR_ARG: return "bad argument";
-    case OTC_ERR_SHAPE: return "shape error";
-    case OTC_ERR_CYCLE: return "cycle";
-    case OTC_ERR_IO: return "i/o error";
-    case OTC_ERR_FORMAT: return "format error";
-    case OTC_ERR_NOMEM: return "out of memory";
-    case OTC_ERR_UNSUPPORTED: return "unsupported";
-    case OTC_ERR_CONFIG: return "configuration error";
-    case OTC_ERR_STATE: return "wrong state";
+    case OTC_OK:
+        return "ok";
+    case OTC_ERR_ARG:
+        return "bad argument";
+    case OTC_ERR_SHAPE:
+        return "shape error";
+    case OTC_ERR_CYCLE:
+        return "cycle";
+    case OTC_ERR_IO:
+        return "i/o error";
+    case OTC_ERR_FORMAT:
+        return "format error";
+    case OTC_ERR_NOMEM:
+        return "out of memory";
+    case OTC_ERR_UNSUPPORTED:
+        return "unsupported";
+    case OTC_ERR_CONFIG:
+        return "configuration error";
+    case OTC_ERR_STATE:
+        return "wrong state";
     }
     return "unknown error";
 }

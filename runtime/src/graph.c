@@ -50,9 +50,13 @@ void otc_graph_free(otc_graph *g) {
     free(g);
 }
 
-int otc_graph_size(const otc_graph *g) { return g ? g->n : 0; }
+int otc_graph_size(const otc_graph *g) {
+    return g ? g->n : 0;
+}
 
-static bool valid_id(const otc_graph *g, otc_id id) { return g && id >= 0 && id < g->n; }
+static bool valid_id(const otc_graph *g, otc_id id) {
+    return g && id >= 0 && id < g->n;
+}
 
 const otc_node *otc_graph_node(const otc_graph *g, otc_id id) {
     return valid_id(g, id) ? &g->nodes[id] : NULL;
@@ -113,7 +117,9 @@ otc_status otc_graph_mark_output(otc_graph *g, otc_id id) {
     return OTC_OK;
 }
 
-int otc_graph_output_count(const otc_graph *g) { return g ? g->n_outputs : 0; }
+int otc_graph_output_count(const otc_graph *g) {
+    return g ? g->n_outputs : 0;
+}
 otc_id otc_graph_output(const otc_graph *g, int i) {
     return g && i >= 0 && i < g->n_outputs ? g->outputs[i] : -1;
 }
@@ -135,8 +141,8 @@ otc_status otc_graph_truncate(otc_graph *g, int n) {
     for (int i = 0; i < n; i++)
         for (int k = 0; k < g->nodes[i].n_inputs; k++)
             if (g->nodes[i].inputs[k] >= n)
-                return otc_fail(OTC_ERR_ARG, "truncate: node #%d reads node #%d, which would go",
-                                i, (int)g->nodes[i].inputs[k]);
+                return otc_fail(OTC_ERR_ARG, "truncate: node #%d reads node #%d, which would go", i,
+                                (int)g->nodes[i].inputs[k]);
     for (int i = n; i < g->n; i++) free_node(&g->nodes[i]);
     g->n = n;
     int k = 0;
@@ -178,7 +184,9 @@ const char *otc_graph_meta_get(const otc_graph *g, const char *key) {
     return NULL;
 }
 
-int otc_graph_meta_count(const otc_graph *g) { return g ? g->n_meta : 0; }
+int otc_graph_meta_count(const otc_graph *g) {
+    return g ? g->n_meta : 0;
+}
 const char *otc_graph_meta_key(const otc_graph *g, int i) {
     return g && i >= 0 && i < g->n_meta ? g->meta_keys[i] : NULL;
 }
@@ -307,14 +315,13 @@ otc_status otc_graph_set_input(otc_graph *g, otc_id node, int slot, otc_id src) 
                           otc_shape_str(n->shape, a, 64), (int)src,
                           otc_shape_str(g->nodes[src].shape, b, 64));
     } else {
-        otc_node_spec s = {n->op,   n->name,  n->n_inputs, n->inputs, n->cols, n->shape,
+        otc_node_spec s = {n->op,    n->name,  n->n_inputs, n->inputs, n->cols,  n->shape,
                            n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
         st = otc_op_def_get(n->op)->shape(g, &s, &shape);
         if (!st && !otc_shape_equal(shape, n->shape)) {
             char a[64], b[64];
             st = otc_fail(OTC_ERR_SHAPE, "set_input: node #%d would change shape %s -> %s",
-                          (int)node, otc_shape_str(n->shape, a, 64),
-                          otc_shape_str(shape, b, 64));
+                          (int)node, otc_shape_str(n->shape, a, 64), otc_shape_str(shape, b, 64));
         }
     }
     if (st) n->inputs[slot] = old;
@@ -326,7 +333,7 @@ otc_graph *otc_graph_clone(const otc_graph *g) {
     if (!c) return NULL;
     for (int i = 0; i < g->n; i++) {
         const otc_node *n = &g->nodes[i];
-        otc_node_spec s = {n->op,   n->name,  n->n_inputs, n->inputs, n->cols, n->shape,
+        otc_node_spec s = {n->op,    n->name,  n->n_inputs, n->inputs, n->cols,  n->shape,
                            n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
         otc_id delay_src = -1;
         otc_id self_input = i;

@@ -25,25 +25,51 @@ otc_id otc_param(otc_graph *g, const char *name, otc_shape shape, const float *i
     return id;
 }
 
-otc_id otc_add(otc_graph *g, otc_id a, otc_id b) { return add(g, OTC_OP_ADD, 2, (otc_id[]){a, b}); }
-otc_id otc_sub(otc_graph *g, otc_id a, otc_id b) { return add(g, OTC_OP_SUB, 2, (otc_id[]){a, b}); }
-otc_id otc_mul(otc_graph *g, otc_id a, otc_id b) { return add(g, OTC_OP_MUL, 2, (otc_id[]){a, b}); }
-otc_id otc_div(otc_graph *g, otc_id a, otc_id b) { return add(g, OTC_OP_DIV, 2, (otc_id[]){a, b}); }
-otc_id otc_neg(otc_graph *g, otc_id x) { return add(g, OTC_OP_NEG, 1, &x); }
-otc_id otc_detach(otc_graph *g, otc_id x) { return add(g, OTC_OP_DETACH, 1, &x); }
-otc_id otc_sum(otc_graph *g, otc_id x) { return add(g, OTC_OP_SUM, 1, &x); }
-otc_id otc_mean(otc_graph *g, otc_id x) { return add(g, OTC_OP_MEAN, 1, &x); }
-otc_id otc_flatten(otc_graph *g, otc_id x) { return add(g, OTC_OP_FLATTEN, 1, &x); }
-otc_id otc_softmax(otc_graph *g, otc_id x) { return add(g, OTC_OP_SOFTMAX, 1, &x); }
-otc_id otc_log_softmax(otc_graph *g, otc_id x) { return add(g, OTC_OP_LOG_SOFTMAX, 1, &x); }
+otc_id otc_add(otc_graph *g, otc_id a, otc_id b) {
+    return add(g, OTC_OP_ADD, 2, (otc_id[]){a, b});
+}
+otc_id otc_sub(otc_graph *g, otc_id a, otc_id b) {
+    return add(g, OTC_OP_SUB, 2, (otc_id[]){a, b});
+}
+otc_id otc_mul(otc_graph *g, otc_id a, otc_id b) {
+    return add(g, OTC_OP_MUL, 2, (otc_id[]){a, b});
+}
+otc_id otc_div(otc_graph *g, otc_id a, otc_id b) {
+    return add(g, OTC_OP_DIV, 2, (otc_id[]){a, b});
+}
+otc_id otc_neg(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_NEG, 1, &x);
+}
+otc_id otc_detach(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_DETACH, 1, &x);
+}
+otc_id otc_sum(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_SUM, 1, &x);
+}
+otc_id otc_mean(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_MEAN, 1, &x);
+}
+otc_id otc_flatten(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_FLATTEN, 1, &x);
+}
+otc_id otc_softmax(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_SOFTMAX, 1, &x);
+}
+otc_id otc_log_softmax(otc_graph *g, otc_id x) {
+    return add(g, OTC_OP_LOG_SOFTMAX, 1, &x);
+}
 otc_id otc_matmul(otc_graph *g, otc_id a, otc_id b) {
     return add(g, OTC_OP_MATMUL, 2, (otc_id[]){a, b});
 }
 otc_id otc_row_broadcast(otc_graph *g, otc_id v, otc_id like) {
     return add(g, OTC_OP_ROW_BROADCAST, 2, (otc_id[]){v, like});
 }
-otc_id otc_mse(otc_graph *g, otc_id p, otc_id t) { return add(g, OTC_OP_MSE, 2, (otc_id[]){p, t}); }
-otc_id otc_bce(otc_graph *g, otc_id p, otc_id t) { return add(g, OTC_OP_BCE, 2, (otc_id[]){p, t}); }
+otc_id otc_mse(otc_graph *g, otc_id p, otc_id t) {
+    return add(g, OTC_OP_MSE, 2, (otc_id[]){p, t});
+}
+otc_id otc_bce(otc_graph *g, otc_id p, otc_id t) {
+    return add(g, OTC_OP_BCE, 2, (otc_id[]){p, t});
+}
 otc_id otc_softmax_ce(otc_graph *g, otc_id logits, otc_id labels) {
     return add(g, OTC_OP_SOFTMAX_CE, 2, (otc_id[]){logits, labels});
 }
@@ -135,7 +161,7 @@ otc_id otc_neuron(otc_graph *g, const char *name, otc_act act, float bias, float
 
 otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape) {
     otc_id self = -1;
-    otc_node_spec s = {.op = OTC_OP_DELAY, .name = name, .n_inputs = 1, .inputs = &self,
-                       .shape = shape};
+    otc_node_spec s = {
+        .op = OTC_OP_DELAY, .name = name, .n_inputs = 1, .inputs = &self, .shape = shape};
     return otc_graph_add(g, &s);
 }

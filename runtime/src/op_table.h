@@ -6,8 +6,7 @@
 #include "otc/graph.h"
 
 /* Shape of the node `spec` would create, given its (existing) inputs in g. */
-typedef otc_status (*otc_shape_rule)(const otc_graph *g, const otc_node_spec *spec,
-                                     otc_shape *out);
+typedef otc_status (*otc_shape_rule)(const otc_graph *g, const otc_node_spec *spec, otc_shape *out);
 
 /* What a kernel sees. Shapes are resolved (the batch substituted). */
 typedef struct {
@@ -18,9 +17,9 @@ typedef struct {
     const otc_shape *in_shape; /* resolved input shapes */
     float *out;                /* forward: written; backward: the forward's output */
     otc_shape out_shape;
-    const float *out_grad;     /* backward: dLoss/dOut */
-    float *const *in_grad;     /* backward: dLoss/dIn, ACCUMULATED (+=); an entry is NULL
-                                  when that input needs no gradient */
+    const float *out_grad; /* backward: dLoss/dOut */
+    float *const *in_grad; /* backward: dLoss/dIn, ACCUMULATED (+=); an entry is NULL
+                              when that input needs no gradient */
 } otc_kernel_args;
 
 typedef otc_status (*otc_forward_kernel)(const otc_kernel_args *a);

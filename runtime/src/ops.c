@@ -5,10 +5,10 @@
 #include "kernels.h"
 #include "shape_rules.h"
 
-#define ROW(op, name, lo, hi, kind, act, shape, fwd, bwd)                                  \
+#define ROW(op, name, lo, hi, kind, act, shape, fwd, bwd)                                          \
     [op] = {{name, lo, hi, kind, act}, shape, fwd, bwd}
-#define ACT_ROW(op, name, act)                                                              \
-    ROW(op, name, 1, 1, OTC_OPKIND_ELEMENTWISE, act, otc_shape_same, otc_fwd_activation,    \
+#define ACT_ROW(op, name, act)                                                                     \
+    ROW(op, name, 1, 1, OTC_OPKIND_ELEMENTWISE, act, otc_shape_same, otc_fwd_activation,           \
         otc_bwd_activation)
 
 static const otc_op_def defs[OTC_OP_COUNT] = {
@@ -38,8 +38,8 @@ static const otc_op_def defs[OTC_OP_COUNT] = {
     ACT_ROW(OTC_OP_SIN, "sin", OTC_ACT_SIN),
     ACT_ROW(OTC_OP_ABS, "abs", OTC_ACT_ABS),
     ACT_ROW(OTC_OP_IDENTITY, "identity", OTC_ACT_IDENTITY),
-    ROW(OTC_OP_MATMUL, "matmul", 2, 2, OTC_OPKIND_STRUCTURAL, -1, otc_shape_matmul,
-        otc_fwd_matmul, otc_bwd_matmul),
+    ROW(OTC_OP_MATMUL, "matmul", 2, 2, OTC_OPKIND_STRUCTURAL, -1, otc_shape_matmul, otc_fwd_matmul,
+        otc_bwd_matmul),
     ROW(OTC_OP_ROW_BROADCAST, "row_broadcast", 2, 2, OTC_OPKIND_STRUCTURAL, -1,
         otc_shape_row_broadcast, otc_fwd_row_broadcast, otc_bwd_row_broadcast),
     ROW(OTC_OP_SUM, "sum", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_reduce, otc_fwd_sum,
@@ -50,12 +50,12 @@ static const otc_op_def defs[OTC_OP_COUNT] = {
         otc_fwd_reshape, otc_bwd_reshape),
     ROW(OTC_OP_FLATTEN, "flatten", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_flatten,
         otc_fwd_flatten, otc_bwd_flatten),
-    ROW(OTC_OP_CONCAT, "concat", 1, -1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_concat,
-        otc_fwd_concat, otc_bwd_concat),
+    ROW(OTC_OP_CONCAT, "concat", 1, -1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_concat, otc_fwd_concat,
+        otc_bwd_concat),
     ROW(OTC_OP_SLICE, "slice", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_slice, otc_fwd_slice,
         otc_bwd_slice),
-    ROW(OTC_OP_SELECT, "select", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_select,
-        otc_fwd_select, otc_bwd_select),
+    ROW(OTC_OP_SELECT, "select", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_select, otc_fwd_select,
+        otc_bwd_select),
     ROW(OTC_OP_SOFTMAX, "softmax", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_softmax,
         otc_fwd_softmax, otc_bwd_softmax),
     ROW(OTC_OP_LOG_SOFTMAX, "log_softmax", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_softmax,

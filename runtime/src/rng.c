@@ -19,7 +19,9 @@ void otc_rng_seed(otc_rng *rng, uint64_t seed) {
     if (!(rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3])) rng->s[0] = 1;
 }
 
-static uint32_t rotl(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+static uint32_t rotl(uint32_t x, int k) {
+    return (x << k) | (x >> (32 - k));
+}
 
 uint32_t otc_rng_u32(otc_rng *rng) {
     uint32_t *s = rng->s;
@@ -34,7 +36,9 @@ uint32_t otc_rng_u32(otc_rng *rng) {
     return result;
 }
 
-float otc_rng_uniform(otc_rng *rng) { return (float)(otc_rng_u32(rng) >> 8) * 0x1.0p-24f; }
+float otc_rng_uniform(otc_rng *rng) {
+    return (float)(otc_rng_u32(rng) >> 8) * 0x1.0p-24f;
+}
 
 uint32_t otc_rng_below(otc_rng *rng, uint32_t n) {
     /* Lemire's multiply-shift with rejection: unbiased and cheap. */

@@ -3,11 +3,13 @@
 #include "shape_rules.h"
 
 /* Shape and label of input i of the node being built. */
-#define IN(i) (otc_graph_node(g, s->inputs[i])->shape)
-#define LABEL(i) otc_graph_node_label(g, s->inputs[(i)], lab[(i) % 2], sizeof lab[0])
+#define IN(i)        (otc_graph_node(g, s->inputs[i])->shape)
+#define LABEL(i)     otc_graph_node_label(g, s->inputs[(i)], lab[(i) % 2], sizeof lab[0])
 #define SHAPE(sh, k) otc_shape_str((sh), shp[k], sizeof shp[0])
 
-static const char *opname(const otc_node_spec *s) { return otc_op_get(s->op)->name; }
+static const char *opname(const otc_node_spec *s) {
+    return otc_op_get(s->op)->name;
+}
 
 static bool dims_valid(otc_shape sh, bool allow_batch) {
     if (sh.ndim < 0 || sh.ndim > OTC_MAX_DIMS) return false;
@@ -22,12 +24,12 @@ otc_status otc_shape_source(const otc_graph *g, const otc_node_spec *s, otc_shap
     char shp[1][64];
     bool input = s->op == OTC_OP_INPUT;
     if (!dims_valid(s->shape, input))
-        return otc_fail(OTC_ERR_SHAPE, "%s%s%s: invalid shape %s%s", opname(s),
-                        s->name ? " " : "", s->name ? s->name : "", SHAPE(s->shape, 0),
+        return otc_fail(OTC_ERR_SHAPE, "%s%s%s: invalid shape %s%s", opname(s), s->name ? " " : "",
+                        s->name ? s->name : "", SHAPE(s->shape, 0),
                         input ? "" : " (parameters have no batch dimension)");
     if (!input && s->shape.ndim > 0 && otc_shape_size(s->shape) > (1u << 28))
-        return otc_fail(OTC_ERR_SHAPE, "parameter %s: %s is too large",
-                        s->name ? s->name : "", SHAPE(s->shape, 0));
+        return otc_fail(OTC_ERR_SHAPE, "parameter %s: %s is too large", s->name ? s->name : "",
+                        SHAPE(s->shape, 0));
     *out = s->shape;
     return OTC_OK;
 }
@@ -67,8 +69,8 @@ otc_status otc_shape_row_broadcast(const otc_graph *g, const otc_node_spec *s, o
     for (int i = 0; ok && i < v.ndim; i++) ok = v.dim[i] == like.dim[i + 1];
     if (!ok)
         return otc_fail(OTC_ERR_SHAPE,
-                        "row_broadcast: %s %s cannot be repeated over the rows of %s %s",
-                        LABEL(0), SHAPE(v, 0), LABEL(1), SHAPE(like, 1));
+                        "row_broadcast: %s %s cannot be repeated over the rows of %s %s", LABEL(0),
+                        SHAPE(v, 0), LABEL(1), SHAPE(like, 1));
     *out = like;
     return OTC_OK;
 }
@@ -114,8 +116,8 @@ otc_status otc_shape_concat(const otc_graph *g, const otc_node_spec *s, otc_shap
     otc_shape first = IN(0);
     int axis = norm_axis(s->axis, first.ndim);
     if (axis < 0 || (axis == 0 && otc_shape_is_batched(first)))
-        return otc_fail(OTC_ERR_SHAPE, "concat: axis %d is not a non-batch axis of %s %s",
-                        s->axis, LABEL(0), SHAPE(first, 0));
+        return otc_fail(OTC_ERR_SHAPE, "concat: axis %d is not a non-batch axis of %s %s", s->axis,
+                        LABEL(0), SHAPE(first, 0));
     otc_shape r = first;
     for (int i = 1; i < s->n_inputs; i++) {
         otc_shape x = IN(i);
@@ -176,8 +178,8 @@ otc_status otc_shape_softmax(const otc_graph *g, const otc_node_spec *s, otc_sha
 otc_status otc_shape_loss(const otc_graph *g, const otc_node_spec *s, otc_shape *out) {
     char lab[2][64], shp[2][64];
     if (!otc_shape_equal(IN(0), IN(1)))
-        return otc_fail(OTC_ERR_SHAPE, "%s: prediction %s %s and target %s %s differ",
-                        opname(s), LABEL(0), SHAPE(IN(0), 0), LABEL(1), SHAPE(IN(1), 1));
+        return otc_fail(OTC_ERR_SHAPE, "%s: prediction %s %s and target %s %s differ", opname(s),
+                        LABEL(0), SHAPE(IN(0), 0), LABEL(1), SHAPE(IN(1), 1));
     *out = otc_shape_scalar();
     return OTC_OK;
 }
@@ -185,8 +187,8 @@ otc_status otc_shape_loss(const otc_graph *g, const otc_node_spec *s, otc_shape 
 otc_status otc_shape_softmax_ce(const otc_graph *g, const otc_node_spec *s, otc_shape *out) {
     char lab[2][64], shp[2][64];
     otc_shape x = IN(0), y = IN(1);
-    bool ok = x.ndim == 2 && (y.ndim == 1 || (y.ndim == 2 && y.dim[1] == 1)) &&
-              y.dim[0] == x.dim[0];
+    bool ok =
+        x.ndim == 2 && (y.ndim == 1 || (y.ndim == 2 && y.dim[1] == 1)) && y.dim[0] == x.dim[0];
     if (!ok)
         return otc_fail(OTC_ERR_SHAPE,
                         "softmax_ce: logits %s %s and labels %s %s do not fit ([M,C] and [M] "

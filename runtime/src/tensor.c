@@ -13,9 +13,15 @@ otc_shape otc_shape_make(int ndim, const int *dims) {
     return s;
 }
 
-otc_shape otc_shape_scalar(void) { return (otc_shape){0}; }
-otc_shape otc_shape_1d(int n) { return (otc_shape){1, {n}}; }
-otc_shape otc_shape_2d(int rows, int cols) { return (otc_shape){2, {rows, cols}}; }
+otc_shape otc_shape_scalar(void) {
+    return (otc_shape){0};
+}
+otc_shape otc_shape_1d(int n) {
+    return (otc_shape){1, {n}};
+}
+otc_shape otc_shape_2d(int rows, int cols) {
+    return (otc_shape){2, {rows, cols}};
+}
 
 bool otc_shape_equal(otc_shape a, otc_shape b) {
     if (a.ndim != b.ndim) return false;
@@ -24,7 +30,9 @@ bool otc_shape_equal(otc_shape a, otc_shape b) {
     return true;
 }
 
-bool otc_shape_is_batched(otc_shape s) { return s.ndim > 0 && s.dim[0] == OTC_BATCH; }
+bool otc_shape_is_batched(otc_shape s) {
+    return s.ndim > 0 && s.dim[0] == OTC_BATCH;
+}
 
 size_t otc_shape_size(otc_shape s) {
     size_t n = 1;
@@ -84,7 +92,9 @@ otc_tensor *otc_tensor_from(otc_shape shape, const float *values) {
     return t;
 }
 
-otc_tensor *otc_tensor_copy(const otc_tensor *t) { return otc_tensor_from(t->shape, t->data); }
+otc_tensor *otc_tensor_copy(const otc_tensor *t) {
+    return otc_tensor_from(t->shape, t->data);
+}
 
 void otc_tensor_free(otc_tensor *t) {
     if (!t) return;
@@ -113,12 +123,12 @@ static otc_status same_shapes(const otc_tensor *a, const otc_tensor *b, const ot
     return OTC_OK;
 }
 
-#define ELEMENTWISE(fname, expr)                                                           \
-    otc_status fname(const otc_tensor *a, const otc_tensor *b, otc_tensor *out) {          \
-        otc_status st = same_shapes(a, b, out);                                            \
-        if (st) return st;                                                                 \
-        for (size_t i = 0; i < a->size; i++) out->data[i] = expr;                          \
-        return OTC_OK;                                                                     \
+#define ELEMENTWISE(fname, expr)                                                                   \
+    otc_status fname(const otc_tensor *a, const otc_tensor *b, otc_tensor *out) {                  \
+        otc_status st = same_shapes(a, b, out);                                                    \
+        if (st) return st;                                                                         \
+        for (size_t i = 0; i < a->size; i++) out->data[i] = expr;                                  \
+        return OTC_OK;                                                                             \
     }
 ELEMENTWISE(otc_tensor_add, a->data[i] + b->data[i])
 ELEMENTWISE(otc_tensor_sub, a->data[i] - b->data[i])

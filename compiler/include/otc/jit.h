@@ -49,7 +49,6 @@ typedef struct {
     int compiles;      /* modules compiled for it */
     int cache_hits;    /* modules reused from the structure cache */
     int lanes;         /* vector width used */
-    size_t code_bytes; /* not tracked by ORC's C API: 0 */
 } otc_jit_stats;
 
 otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out);

@@ -34,8 +34,8 @@ otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *option
 /* The plans the generated code is spelled from: the forward plan (small batches, or the
  * only one), the large-batch forward plan (NULL when there is one code path) and the
  * training plan (NULL without train). The caller frees each with otc_plan_free. */
-otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options,
-                            otc_plan **fwd, otc_plan **fwd_big, otc_plan **train);
+otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options, otc_plan **fwd,
+                            otc_plan **fwd_big, otc_plan **train);
 
 /* The sizes the generated code works with at `batch` (what NAME_WORKSPACE_BYTES and
  * NAME_TRAIN_WORKSPACE_BYTES give): fwd.workspace covers both forward code paths; train

@@ -23,8 +23,8 @@ void otc_dataset_free(otc_dataset *d);
 otc_dataset *otc_dataset_subset(const otc_dataset *d, const int *rows, int n);
 
 typedef struct {
-    bool header;      /* first line names the columns */
-    char delimiter;   /* ',' by default when 0 */
+    bool header;    /* first line names the columns */
+    char delimiter; /* ',' by default when 0 */
     /* Column lists: comma-separated names (with a header) or 0-based indices, or NULL.
      * Targets NULL: no targets. Features NULL: every column that is not a target. */
     const char *targets;
@@ -35,8 +35,8 @@ typedef struct {
 /* Class labels: a target whose first cell is not a number gets labels 0,1,2.. as first seen. */
 otc_status otc_csv_load(const char *path, const otc_csv_options *opt, otc_dataset **out);
 /* The same from memory (name is used in messages). */
-otc_status otc_csv_parse(const char *text, size_t len, const char *name,
-                         const otc_csv_options *opt, otc_dataset **out);
+otc_status otc_csv_parse(const char *text, size_t len, const char *name, const otc_csv_options *opt,
+                         otc_dataset **out);
 
 /* Seeded shuffled split; test gets round(rows * test_fraction) rows. */
 otc_status otc_dataset_split(const otc_dataset *d, float test_fraction, uint64_t seed,
@@ -56,8 +56,8 @@ void otc_standardizer_free(otc_standardizer *s);
 /* Mini-batches over a dataset, reshuffled (seeded) at each epoch. */
 typedef struct otc_dataloader otc_dataloader;
 
-otc_dataloader *otc_dataloader_new(const otc_dataset *d, int batch, bool shuffle,
-                                   bool drop_last, uint64_t seed);
+otc_dataloader *otc_dataloader_new(const otc_dataset *d, int batch, bool shuffle, bool drop_last,
+                                   uint64_t seed);
 void otc_dataloader_free(otc_dataloader *dl);
 /* Next batch of the epoch: returns its row count (0 at the end of the epoch, after which the
  * next call starts a new, reshuffled epoch). x/y point into the loader's own buffers. */

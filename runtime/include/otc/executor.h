@@ -50,8 +50,7 @@ typedef struct {
     otc_status (*backward)(otc_executor *ex, otc_id loss);
     otc_status (*grad)(otc_executor *ex, otc_id param, const float **data);
     void (*zero_grad)(otc_executor *ex);
-    otc_status (*train_step)(otc_executor *ex, otc_id loss, otc_optimizer *opt,
-                             float *loss_value);
+    otc_status (*train_step)(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value);
     void (*reset_state)(otc_executor *ex);
     otc_status (*sync_params)(otc_executor *ex);
 } otc_executor_vtable;

@@ -13,14 +13,14 @@ typedef int32_t otc_id; /* -1 is "no node" and what builders return on error */
 /* A read-only view of a node; change a graph only through the functions below. */
 typedef struct {
     otc_op op;
-    char *name;       /* NULL or unique within the graph */
+    char *name; /* NULL or unique within the graph */
     int n_inputs;
-    otc_id *inputs;   /* Neuron: W, b, then the sources */
-    int *cols;        /* Neuron: column read from each source (n_inputs - 2 of them) */
-    otc_shape shape;  /* a leading OTC_BATCH marks a per-sample value */
-    float alpha;      /* activation parameter (LeakyReLU slope, ELU alpha) */
-    float scale;      /* ScalarMultiply factor; Neuron response */
-    int act;          /* Neuron activation (otc_act) */
+    otc_id *inputs;       /* Neuron: W, b, then the sources */
+    int *cols;            /* Neuron: column read from each source (n_inputs - 2 of them) */
+    otc_shape shape;      /* a leading OTC_BATCH marks a per-sample value */
+    float alpha;          /* activation parameter (LeakyReLU slope, ELU alpha) */
+    float scale;          /* ScalarMultiply factor; Neuron response */
+    int act;              /* Neuron activation (otc_act) */
     int axis, start, len; /* Concat/Slice/Select */
     otc_tensor *value;    /* Parameter: its values (owned by the graph) */
     bool trainable;       /* Parameter: updated by optimisers */
@@ -109,8 +109,8 @@ otc_id otc_bce(otc_graph *g, otc_id prob, otc_id target);
 otc_id otc_softmax_ce(otc_graph *g, otc_id logits, otc_id labels);
 /* A NEAT neuron: creates its weight [n] and bias [1] parameters ("<name>.w", "<name>.b"
  * when named). weights may be NULL (zeros). Sources are [B,n] values; cols pick a column. */
-otc_id otc_neuron(otc_graph *g, const char *name, otc_act act, float bias, float response,
-                  int n, const otc_id *srcs, const int *cols, const float *weights);
+otc_id otc_neuron(otc_graph *g, const char *name, otc_act act, float bias, float response, int n,
+                  const otc_id *srcs, const int *cols, const float *weights);
 /* A delay of a value of `shape`; connect its source later with otc_graph_set_input(.., 0, src).
  * Until connected its input is itself (it then holds zeros). */
 otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape);

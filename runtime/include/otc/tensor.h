@@ -14,7 +14,7 @@
 #define OTC_BATCH (-1)
 
 typedef struct {
-    int ndim;               /* 0 (a scalar) .. OTC_MAX_DIMS */
+    int ndim; /* 0 (a scalar) .. OTC_MAX_DIMS */
     int dim[OTC_MAX_DIMS];
 } otc_shape;
 

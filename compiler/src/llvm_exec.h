@@ -1,0 +1,82 @@
+/* Private to the JIT executor (llvm_exec.c: the executor's operations; llvm_exec_make.c: making
+ * executors and their compiled plans). */
+#ifndef OTC_LLVM_EXEC_H
+#define OTC_LLVM_EXEC_H
+
+#include "llvm_cache.h"
+
+typedef struct {
+    otc_plan *plan;
+    otc_jit_module *mod;
+    float *work;
+    size_t work_cap;
+    float *weights; /* this plan's layout; may be the other plan's array (same layout) */
+    bool own_weights;
+    long wver; /* version of the weights it holds */
+    float *in_rows, *target_rows, *out_rows;
+    size_t in_cap, target_cap, out_cap;
+    /* Worked out once per plan for the per-call path: */
+    int *io_input;    /* per io entry: its index in jit_exec.inputs (-1 for outputs) */
+    int single[2];    /* IN / TARGET: the io entry that fills the whole row, -1 if none */
+    int n_stream[2];  /* io entries per stream */
+    int last_kernel;  /* forward step of the last kernel: values alive after it are intact */
+    otc_id out_owner; /* the single output filling the output row, or -1 */
+} jit_plan;
+
+typedef struct {
+    otc_id id;
+    float *data;
+    size_t cap;
+    int batch; /* -1 until set */
+} jit_input;
+
+typedef struct {
+    otc_executor base;
+    otc_jit_options o;
+    int lanes;
+    int n; /* graph size at creation */
+    jit_plan fwd, train;
+    bool has_fwd, has_train;
+    long wver; /* latest weights version, held by `wsrc` */
+    jit_plan *wsrc;
+    float *grads; /* training plan layout */
+    size_t grads_cap;
+    float *state; /* optimiser moments, 2 x param_floats */
+    const otc_optimizer *opt;
+    long t;
+    /* Trainable parameters no plan reads (dead neurons): the interpreter still steps them
+     * (weight decay moves them with a zero gradient), so they get the same update here,
+     * from the same optimiser code, on the graph's own values. */
+    otc_optimizer *orphan_opt;
+    int n_orphans;
+    float **orphan_p;
+    const float **orphan_g;
+    size_t *orphan_n;
+    float *zeros;
+    int n_inputs;
+    jit_input *inputs;
+    jit_plan *last; /* the plan whose forward ran last, NULL when values are stale */
+    int64_t batch, stride;
+    float **scratch; /* per node: a sample-major copy for value() */
+    size_t *scratch_cap;
+    otc_jit_stats stats;
+} jit_exec;
+
+extern const otc_executor_vtable otc_lvx_vtable;
+
+/* "name" or "#id" for messages; buf >= 64 bytes. */
+const char *otc_lvx_label(const jit_exec *j, otc_id id, char *buf);
+void otc_lvx_destroy(otc_executor *ex);
+void otc_lvx_plan_free(jit_plan *p);
+/* Copy the newest weights into p (layouts may differ; by parameter id). */
+void otc_lvx_refresh_weights(jit_exec *j, jit_plan *p);
+/* Index of an Input in j->inputs, or -1. */
+int otc_lvx_input_index(const jit_exec *j, otc_id id);
+/* Plan po for j's graph, compile it (or take it from the cache) and give it weights. */
+otc_status otc_lvx_plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train);
+otc_plan_options otc_lvx_fwd_options(const jit_exec *j);
+otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c);
+/* The gradient buffer's parameter part for a new training plan. */
+otc_status otc_lvx_train_ready(jit_exec *j);
+
+#endif
