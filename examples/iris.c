@@ -48,8 +48,10 @@ int main(int argc, char **argv) {
             sum += l;
             batches++;
         }
-        if (tty && epoch % 10 == 0) fprintf(stderr, "epoch %3d  loss %.4f\n", epoch, sum / batches);
+        if (tty) /* one line, rewritten each epoch */
+            fprintf(stderr, "\repoch %3d/%d  loss %.4f", epoch, 150, sum / batches);
     }
+    if (tty) fputc('\n', stderr);
     otc_exec_set_input(ex, in, test->x, test->rows);
     otc_exec_set_input(ex, labels, test->y, test->rows);
     otc_exec_forward(ex);

@@ -51,8 +51,10 @@ int main(void) {
             sum += l;
             batches++;
         }
-        if (tty && epoch % 50 == 0) fprintf(stderr, "epoch %3d  loss %.6f\n", epoch, sum / batches);
+        if (tty) /* one line, rewritten each epoch */
+            fprintf(stderr, "\repoch %3d/%d  loss %.6f", epoch, epochs, sum / batches);
     }
+    if (tty) fputc('\n', stderr);
     /* Max error on a finer grid than the training points. */
     float grid[1001], truth[1001];
     for (int i = 0; i <= 1000; i++) {

@@ -33,8 +33,10 @@ int main(void) {
             fprintf(stderr, "xor: %s\n", otc_last_error());
             return 2;
         }
-        if (tty && epoch % 50 == 0) fprintf(stderr, "epoch %3d  loss %.5f\n", epoch, l);
+        if (tty) /* one line, rewritten each epoch */
+            fprintf(stderr, "\repoch %3d/%d  loss %.5f", epoch, 500, l);
     }
+    if (tty) fputc('\n', stderr);
     otc_exec_forward(ex);
     const float *p;
     otc_exec_value(ex, out, &p, NULL);
