@@ -4,6 +4,7 @@ pkg_check_modules(OTC_TEST_GVC QUIET IMPORTED_TARGET libgvc)
 if(TARGET test_dot AND OTC_TEST_GVC_FOUND)
   target_link_libraries(test_dot PRIVATE PkgConfig::OTC_TEST_GVC)
   target_compile_definitions(test_dot PRIVATE OTC_HAVE_GVC=1)
+  target_sources(test_dot PRIVATE ${PROJECT_SOURCE_DIR}/frontend/cli_lsan_graphviz.c)
 endif()
 
 # The shipped example model's generator, and the extra models only the tests use.
