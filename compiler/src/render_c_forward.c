@@ -69,17 +69,17 @@ static void neuron_member(otc_cr *c, int k, otc_id id, const char *idx) {
     char lit[48], src[96];
     int64_t w0 = p->values[nd->inputs[0]].param_offset;
     int64_t b0 = p->values[nd->inputs[1]].param_offset;
-    otc_strbuf x;
-    otc_sb_init(&x);
-    otc_sb_printf(&x, "w[%" PRId64 "] + %s * (0.0f", b0, otc_cr_float(c, lit, nd->scale));
+    otc_text x;
+    otc_text_init(&x);
+    otc_text_printf(&x, "w[%" PRId64 "] + %s * (0.0f", b0, otc_cr_float(c, lit, nd->scale));
     for (int i = 2; i < nd->n_inputs; i++) {
         char col[32];
         snprintf(col, sizeof col, "%d", nd->cols[i - 2]);
         operand(c, k, nd->inputs[i], col, src, sizeof src);
-        otc_sb_printf(&x, " + w[%" PRId64 "] * %s", w0 + (i - 2), src);
+        otc_text_printf(&x, " + w[%" PRId64 "] * %s", w0 + (i - 2), src);
     }
-    otc_sb_puts(&x, ")");
-    char *text = otc_sb_take(&x);
+    otc_text_puts(&x, ")");
+    char *text = otc_text_take(&x);
     if (!text) {
         c->sb->failed = true;
         return;
@@ -391,7 +391,7 @@ static void op_softmax_ce(otc_cr *c, otc_id id) {
     otc_cr_line(c, "const float l = %s;", l);
     otc_cr_line(c, "float m = %s, s = 0.0f;", x0);
     otc_cr_line(c, "if (!(l >= 0.0f && l < %s && l == floorf(l))) return 2;",
-                otc_sb_float(cf, sizeof cf, (float)C));
+                otc_cr_float_literal(cf, sizeof cf, (float)C));
     otc_cr_line(c, "for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
     otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
     otc_cr_line(c, "total += (double)(m + logf(s) - %s);", xl);

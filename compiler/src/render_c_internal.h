@@ -4,10 +4,10 @@
 
 #include "otc/render_c.h"
 #include "plan_internal.h"
-#include "strbuf.h"
+#include "otc/text.h"
 
 typedef struct {
-    otc_strbuf *sb;
+    otc_text *sb;
     const otc_plan *plan;
     const otc_graph *g;
     const char *name;
@@ -30,6 +30,10 @@ void otc_cr_line(otc_cr *c, const char *fmt, ...)
  * signature, the locals ws/w/g/B/S/in/out/target and the argument checks). */
 void otc_cr_forward_steps(otc_cr *c);
 void otc_cr_backward_steps(otc_cr *c);
+
+/* A C float literal that reads back to exactly f ("0.5f", "1.0f", "-3.25e-08f"); f finite,
+ * buf >= 32 bytes. */
+const char *otc_cr_float_literal(char *buf, size_t len, float f);
 
 /* Helpers shared by the two. */
 const char *otc_cr_float(otc_cr *c, char *buf, float f); /* literal, fails on non-finite */
@@ -55,6 +59,6 @@ void otc_cr_act_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const
 void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x,
                       const char *y);
 /* The helpers marked used, as static functions. */
-void otc_cr_act_helpers(otc_cr *c, otc_strbuf *out);
+void otc_cr_act_helpers(otc_cr *c, otc_text *out);
 
 #endif

@@ -16,7 +16,7 @@ void otc_cr_line(otc_cr *c, const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    for (int i = 0; i < c->indent; i++) otc_sb_puts(c->sb, "    ");
+    for (int i = 0; i < c->indent; i++) otc_text_puts(c->sb, "    ");
     if (n >= (int)sizeof buf) {
         /* Rare long lines (a neuron with many sources is written term by term instead). */
         char *big = malloc((size_t)n + 1);
@@ -27,12 +27,22 @@ void otc_cr_line(otc_cr *c, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(big, (size_t)n + 1, fmt, ap);
         va_end(ap);
-        otc_sb_puts(c->sb, big);
+        otc_text_puts(c->sb, big);
         free(big);
     } else {
-        otc_sb_puts(c->sb, buf);
+        otc_text_puts(c->sb, buf);
     }
-    otc_sb_puts(c->sb, "\n");
+    otc_text_puts(c->sb, "\n");
+}
+
+const char *otc_cr_float_literal(char *buf, size_t len, float f) {
+    /* Nine significant digits read back to the same float; a literal needs a '.' or an
+     * exponent before the 'f' suffix to be a floating constant. */
+    char tmp[24]; /* "%.9g" of a float is at most 15 characters */
+    snprintf(tmp, sizeof tmp, "%.9g", (double)f);
+    bool has_point = strpbrk(tmp, ".e") != NULL;
+    snprintf(buf, len, "%s%sf", tmp, has_point ? "" : ".0");
+    return buf;
 }
 
 const char *otc_cr_float(otc_cr *c, char *buf, float f) {
@@ -44,7 +54,7 @@ const char *otc_cr_float(otc_cr *c, char *buf, float f) {
                              (double)f);
         f = 0.0f;
     }
-    return otc_sb_float(buf, 40, f);
+    return otc_cr_float_literal(buf, 40, f);
 }
 
 const char *otc_cr_offset(char *buf, otc_extent e) {
@@ -183,18 +193,18 @@ void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, cons
              otc_cr_float(c, lit, nd->alpha));
 }
 
-void otc_cr_act_helpers(otc_cr *c, otc_strbuf *out) {
+void otc_cr_act_helpers(otc_cr *c, otc_text *out) {
     for (int a = 0; a < OTC_ACT_COUNT; a++) {
         const otc_act_info *info = otc_act_get((otc_act)a);
         if (c->f_used[a])
-            otc_sb_printf(out,
-                          "static float %s_f_%s(float x, float a) {\n    (void)a;\n    return "
-                          "%s;\n}\n\n",
-                          c->name, info->name, info->c_f);
+            otc_text_printf(out,
+                            "static float %s_f_%s(float x, float a) {\n    (void)a;\n    return "
+                            "%s;\n}\n\n",
+                            c->name, info->name, info->c_f);
         if (c->df_used[a])
-            otc_sb_printf(out,
-                          "static float %s_df_%s(float x, float y, float a) {\n    (void)x;\n"
-                          "    (void)y;\n    (void)a;\n    return %s;\n}\n\n",
-                          c->name, info->name, info->c_df);
+            otc_text_printf(out,
+                            "static float %s_df_%s(float x, float y, float a) {\n    (void)x;\n"
+                            "    (void)y;\n    (void)a;\n    return %s;\n}\n\n",
+                            c->name, info->name, info->c_df);
     }
 }

@@ -7,7 +7,7 @@
 
 #include "otc/dot.h"
 #include "otc/file.h"
-#include "text_buf.h"
+#include "otc/text.h"
 
 /* More labelled edges than this and the numbers drown the picture; tooltips still carry
  * every weight. */
@@ -78,7 +78,7 @@ const char *otc_dot_weight_style(float w, float max_abs, char *buf, size_t len) 
 typedef struct {
     const otc_graph *g;
     const otc_dot_options *opt;
-    otc_text_buf b;
+    otc_text b;
     int n;
     bool *is_output;
     bool *ports;      /* Input drawn with one port per column */
@@ -109,14 +109,14 @@ static const char *fill_for(const otc_node *nd, bool output) {
 static void put_name(dot_ctx *c, otc_id id) {
     const otc_node *nd = otc_graph_node(c->g, id);
     if (nd->name && *nd->name)
-        otc_tb_xml(&c->b, nd->name);
+        otc_text_xml(&c->b, nd->name);
     else
-        otc_tb_printf(&c->b, "#%d", (int)id);
+        otc_text_printf(&c->b, "#%d", (int)id);
 }
 
 static void put_shape(dot_ctx *c, otc_shape s) {
     char buf[64];
-    otc_tb_xml(&c->b, otc_shape_str(s, buf, sizeof buf));
+    otc_text_xml(&c->b, otc_shape_str(s, buf, sizeof buf));
 }
 
 static float rms_of(const otc_tensor *t) {
@@ -177,18 +177,18 @@ static void scan_weights(dot_ctx *c) {
 
 static void emit_input_with_ports(dot_ctx *c, otc_id id, const otc_node *nd) {
     int cols = nd->shape.dim[nd->shape.ndim - 1];
-    otc_tb_printf(&c->b,
-                  "  n%d [shape=plain label=<<TABLE BORDER=\"0\" CELLBORDER=\"1\" "
-                  "CELLSPACING=\"0\" CELLPADDING=\"3\" BGCOLOR=\"#d9f2d9\">"
-                  "<TR><TD><B>",
-                  (int)id);
+    otc_text_printf(&c->b,
+                    "  n%d [shape=plain label=<<TABLE BORDER=\"0\" CELLBORDER=\"1\" "
+                    "CELLSPACING=\"0\" CELLPADDING=\"3\" BGCOLOR=\"#d9f2d9\">"
+                    "<TR><TD><B>",
+                    (int)id);
     put_name(c, id);
-    otc_tb_printf(&c->b, "</B><BR/><FONT POINT-SIZE=\"8\">input ");
+    otc_text_printf(&c->b, "</B><BR/><FONT POINT-SIZE=\"8\">input ");
     put_shape(c, nd->shape);
-    otc_tb_printf(&c->b, "</FONT></TD></TR>");
+    otc_text_printf(&c->b, "</FONT></TD></TR>");
     for (int k = 0; k < cols; k++)
-        otc_tb_printf(&c->b, "<TR><TD PORT=\"c%d\" BGCOLOR=\"#f2fbf2\">%d</TD></TR>", k, k);
-    otc_tb_printf(&c->b, "</TABLE>>];\n");
+        otc_text_printf(&c->b, "<TR><TD PORT=\"c%d\" BGCOLOR=\"#f2fbf2\">%d</TD></TR>", k, k);
+    otc_text_printf(&c->b, "</TABLE>>];\n");
 }
 
 static void emit_node(dot_ctx *c, otc_id id) {
@@ -204,42 +204,42 @@ static void emit_node(dot_ctx *c, otc_id id) {
                         : nd->op == OTC_OP_DELAY                      ? "diamond"
                         : otc_op_get(nd->op)->kind == OTC_OPKIND_LOSS ? "octagon"
                                                                       : "box";
-    otc_tb_printf(&c->b, "  n%d [shape=%s style=\"%s\" fillcolor=\"%s\"%s label=<<B>", (int)id,
-                  shape, nd->op == OTC_OP_DELAY ? "filled,dashed" : "rounded,filled",
-                  fill_for(nd, out), out ? " peripheries=2" : "");
+    otc_text_printf(&c->b, "  n%d [shape=%s style=\"%s\" fillcolor=\"%s\"%s label=<<B>", (int)id,
+                    shape, nd->op == OTC_OP_DELAY ? "filled,dashed" : "rounded,filled",
+                    fill_for(nd, out), out ? " peripheries=2" : "");
     put_name(c, id);
-    otc_tb_printf(&c->b, "</B><BR/><FONT POINT-SIZE=\"8\">");
+    otc_text_printf(&c->b, "</B><BR/><FONT POINT-SIZE=\"8\">");
     if (nd->op == OTC_OP_NEURON) {
         const otc_act_info *act = otc_act_get((otc_act)nd->act);
-        otc_tb_printf(&c->b, "%s b=%+.3g", act ? act->name : "?", (double)neuron_bias(c->g, nd));
-        if (nd->scale != 1.0f) otc_tb_printf(&c->b, " r=%.3g", (double)nd->scale);
+        otc_text_printf(&c->b, "%s b=%+.3g", act ? act->name : "?", (double)neuron_bias(c->g, nd));
+        if (nd->scale != 1.0f) otc_text_printf(&c->b, " r=%.3g", (double)nd->scale);
     } else {
-        otc_tb_printf(&c->b, "%s ", info ? info->name : "?");
+        otc_text_printf(&c->b, "%s ", info ? info->name : "?");
         put_shape(c, nd->shape);
-        if (nd->op == OTC_OP_SCALE) otc_tb_printf(&c->b, " &#215;%.4g", (double)nd->scale);
+        if (nd->op == OTC_OP_SCALE) otc_text_printf(&c->b, " &#215;%.4g", (double)nd->scale);
         if (nd->op == OTC_OP_LEAKY_RELU || nd->op == OTC_OP_ELU)
-            otc_tb_printf(&c->b, " a=%.3g", (double)nd->alpha);
+            otc_text_printf(&c->b, " a=%.3g", (double)nd->alpha);
     }
-    otc_tb_printf(&c->b, "</FONT>");
+    otc_text_printf(&c->b, "</FONT>");
     /* Folded parameters: one small line each, so an MLP reads as its layers. */
     if (!c->opt->show_params && nd->op != OTC_OP_NEURON)
         for (int j = 0; j < nd->n_inputs; j++) {
             otc_id p = nd->inputs[j];
             if (!is_param(c->g, p)) continue;
-            otc_tb_printf(&c->b, "<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#555555\">");
+            otc_text_printf(&c->b, "<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#555555\">");
             put_name(c, p);
-            otc_tb_printf(&c->b, " ");
+            otc_text_printf(&c->b, " ");
             put_shape(c, otc_graph_node(c->g, p)->shape);
-            otc_tb_printf(&c->b, "</FONT>");
+            otc_text_printf(&c->b, "</FONT>");
         }
-    otc_tb_printf(&c->b, ">];\n");
+    otc_text_printf(&c->b, ">];\n");
 }
 
 static void emit_edge_head(dot_ctx *c, otc_id src, otc_id dst, int col) {
-    otc_tb_printf(&c->b, "  n%d", (int)src);
+    otc_text_printf(&c->b, "  n%d", (int)src);
     if (col >= 0 && c->ports[src])
-        otc_tb_printf(&c->b, ":c%d:%s", col, c->opt->top_down ? "s" : "e");
-    otc_tb_printf(&c->b, " -> n%d [", (int)dst);
+        otc_text_printf(&c->b, ":c%d:%s", col, c->opt->top_down ? "s" : "e");
+    otc_text_printf(&c->b, " -> n%d [", (int)dst);
 }
 
 static void emit_edges(dot_ctx *c, otc_id id) {
@@ -252,15 +252,15 @@ static void emit_edges(dot_ctx *c, otc_id id) {
         if (is_param(c->g, src)) {
             if (!c->opt->show_params) continue;
             emit_edge_head(c, src, id, -1);
-            otc_tb_printf(&c->b, "style=dashed color=\"#999999\" arrowsize=0.5];\n");
+            otc_text_printf(&c->b, "style=dashed color=\"#999999\" arrowsize=0.5];\n");
             continue;
         }
         if (nd->op == OTC_OP_DELAY) {
             if (src == id) continue; /* not yet connected */
             /* The recurrent edge must not pull the layout: it points backwards in time. */
             emit_edge_head(c, src, id, -1);
-            otc_tb_printf(&c->b, "style=dashed color=\"#b08800\" constraint=false "
-                                 "tooltip=\"previous step\"];\n");
+            otc_text_printf(&c->b, "style=dashed color=\"#b08800\" constraint=false "
+                                   "tooltip=\"previous step\"];\n");
             continue;
         }
         char style[96] = "";
@@ -299,10 +299,10 @@ static void emit_edges(dot_ctx *c, otc_id id) {
             }
         }
         emit_edge_head(c, src, id, col);
-        otc_tb_printf(&c->b, "%s", style);
-        if (*label) otc_tb_printf(&c->b, " label=\"%s\"", label);
-        if (*tip) otc_tb_printf(&c->b, " tooltip=\"%s\"", tip);
-        otc_tb_printf(&c->b, "];\n");
+        otc_text_printf(&c->b, "%s", style);
+        if (*label) otc_text_printf(&c->b, " label=\"%s\"", label);
+        if (*tip) otc_text_printf(&c->b, " tooltip=\"%s\"", tip);
+        otc_text_printf(&c->b, "];\n");
     }
 }
 
@@ -314,17 +314,17 @@ static void emit_rank_groups(dot_ctx *c, const int *depth) {
     if (!c->opt->group_depth) {
         /* Inputs, and constant sources such as NEAT's bias neuron (a neuron without
          * sources), start the drawing. */
-        otc_tb_printf(&c->b, "  { rank=source;");
+        otc_text_printf(&c->b, "  { rank=source;");
         for (otc_id id = 0; id < c->n; id++) {
             const otc_node *nd = otc_graph_node(c->g, id);
             bool source = nd->op == OTC_OP_INPUT || (nd->op == OTC_OP_NEURON && nd->n_inputs == 2);
-            if (source && !c->is_output[id]) otc_tb_printf(&c->b, " n%d;", (int)id);
+            if (source && !c->is_output[id]) otc_text_printf(&c->b, " n%d;", (int)id);
         }
-        otc_tb_printf(&c->b, " }\n  { rank=sink;");
+        otc_text_printf(&c->b, " }\n  { rank=sink;");
         for (otc_id id = 0; id < c->n; id++)
             if (c->is_output[id] && otc_graph_node(c->g, id)->op != OTC_OP_INPUT)
-                otc_tb_printf(&c->b, " n%d;", (int)id);
-        otc_tb_printf(&c->b, " }\n");
+                otc_text_printf(&c->b, " n%d;", (int)id);
+        otc_text_printf(&c->b, " }\n");
         return;
     }
     /* Groups: inputs (depth 0 Inputs), each depth, then every output in the last column. */
@@ -339,19 +339,19 @@ static void emit_rank_groups(dot_ctx *c, const int *depth) {
             if (!in_group) continue;
             if (!any) {
                 const char *what = d == max_d + 1 ? "outputs" : d == 0 ? "inputs" : NULL;
-                otc_tb_printf(&c->b,
-                              "  subgraph cluster_%d {\n    rank=same; style=\"rounded,dashed\"; "
-                              "color=\"#bbbbbb\"; fontcolor=\"#777777\"; ",
-                              d);
+                otc_text_printf(&c->b,
+                                "  subgraph cluster_%d {\n    rank=same; style=\"rounded,dashed\"; "
+                                "color=\"#bbbbbb\"; fontcolor=\"#777777\"; ",
+                                d);
                 if (what)
-                    otc_tb_printf(&c->b, "label=\"%s\";\n   ", what);
+                    otc_text_printf(&c->b, "label=\"%s\";\n   ", what);
                 else
-                    otc_tb_printf(&c->b, "label=\"depth %d\";\n   ", d);
+                    otc_text_printf(&c->b, "label=\"depth %d\";\n   ", d);
                 any = true;
             }
-            otc_tb_printf(&c->b, " n%d;", (int)id);
+            otc_text_printf(&c->b, " n%d;", (int)id);
         }
-        if (any) otc_tb_printf(&c->b, "\n  }\n");
+        if (any) otc_text_printf(&c->b, "\n  }\n");
     }
 }
 
@@ -388,35 +388,35 @@ otc_status otc_dot_render(const otc_graph *g, const otc_dot_options *options, ch
     }
     scan_weights(&c);
 
-    otc_tb_printf(&c.b, "digraph otc {\n  rankdir=%s;\n", c.opt->top_down ? "TB" : "LR");
-    if (c.opt->group_depth) otc_tb_printf(&c.b, "  newrank=true;\n");
-    otc_tb_printf(&c.b, "  bgcolor=\"white\"; nodesep=0.25; ranksep=0.6;\n"
-                        "  node [fontname=\"Helvetica\" fontsize=10 margin=\"0.08,0.04\"];\n"
-                        "  edge [fontname=\"Helvetica\" fontsize=8 color=\"#555555\" "
-                        "arrowsize=0.6];\n");
+    otc_text_printf(&c.b, "digraph otc {\n  rankdir=%s;\n", c.opt->top_down ? "TB" : "LR");
+    if (c.opt->group_depth) otc_text_printf(&c.b, "  newrank=true;\n");
+    otc_text_printf(&c.b, "  bgcolor=\"white\"; nodesep=0.25; ranksep=0.6;\n"
+                          "  node [fontname=\"Helvetica\" fontsize=10 margin=\"0.08,0.04\"];\n"
+                          "  edge [fontname=\"Helvetica\" fontsize=8 color=\"#555555\" "
+                          "arrowsize=0.6];\n");
     if (c.opt->title) {
-        otc_tb_printf(&c.b, "  labelloc=t; fontname=\"Helvetica\"; fontsize=14; label=<<B>");
-        otc_tb_xml(&c.b, c.opt->title);
-        otc_tb_printf(&c.b, "</B>>;\n");
+        otc_text_printf(&c.b, "  labelloc=t; fontname=\"Helvetica\"; fontsize=14; label=<<B>");
+        otc_text_xml(&c.b, c.opt->title);
+        otc_text_printf(&c.b, "</B>>;\n");
     }
     for (otc_id id = 0; id < c.n; id++)
         if (drawn(&c, id)) emit_node(&c, id);
     emit_rank_groups(&c, depth);
     for (otc_id id = 0; id < c.n; id++)
         if (drawn(&c, id)) emit_edges(&c, id);
-    otc_tb_printf(&c.b, "}\n");
+    otc_text_printf(&c.b, "}\n");
     if (c.b.failed) {
         st = otc_fail(OTC_ERR_NOMEM, "dot: out of memory");
-        otc_tb_free(&c.b);
+        otc_text_free(&c.b);
         goto done;
     }
-    *dot = c.b.s;
+    *dot = c.b.text;
     if (len) *len = c.b.len;
 done:
     free(depth);
     free(c.is_output);
     free(c.ports);
-    if (st != OTC_OK) otc_tb_free(&c.b);
+    if (st != OTC_OK) otc_text_free(&c.b);
     return st;
 }
 

@@ -6,7 +6,7 @@
 
 #include "otc/file.h"
 #include "otc/plot.h"
-#include "text_buf.h"
+#include "otc/text.h"
 
 typedef struct {
     char *name;
@@ -193,33 +193,34 @@ static void tick_label(char *buf, size_t n, double v, double step) {
     snprintf(buf, n, "%.*f", dec, v);
 }
 
-static void draw_x_axis(otc_text_buf *b, const axis *ax, double ybottom, double ytop) {
+static void draw_x_axis(otc_text *b, const axis *ax, double ybottom, double ytop) {
     double ticks[32], step;
     int n = otc_plot_nice_ticks(ax->lo, ax->hi, 6, ticks, 32, &step);
     for (int i = 0; i < n; i++) {
         double px = ax_map(ax, ticks[i]);
         char label[64];
         tick_label(label, sizeof label, ticks[i], step);
-        otc_tb_printf(b,
-                      "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e5e5e5\"/>\n"
-                      "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n"
-                      "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n",
-                      px, ytop, px, ybottom, px, ybottom, px, ybottom + 5, px, ybottom + 19, label);
+        otc_text_printf(
+            b,
+            "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#e5e5e5\"/>\n"
+            "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n"
+            "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n",
+            px, ytop, px, ybottom, px, ybottom, px, ybottom + 5, px, ybottom + 19, label);
     }
 }
 
-static void y_tick(otc_text_buf *b, double py, double xleft, double xright, const char *label,
+static void y_tick(otc_text *b, double py, double xleft, double xright, const char *label,
                    bool major) {
-    otc_tb_printf(b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n",
-                  xleft, py, xright, py, major ? "#e5e5e5" : "#f3f3f3");
+    otc_text_printf(b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n",
+                    xleft, py, xright, py, major ? "#e5e5e5" : "#f3f3f3");
     if (!label) return;
-    otc_tb_printf(b,
-                  "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n"
-                  "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\">%s</text>\n",
-                  xleft - 5, py, xleft, py, xleft - 8, py + 4, label);
+    otc_text_printf(b,
+                    "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n"
+                    "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\">%s</text>\n",
+                    xleft - 5, py, xleft, py, xleft - 8, py + 4, label);
 }
 
-static void draw_y_axis(otc_text_buf *b, const otc_plot *p, const axis *ax, double xleft,
+static void draw_y_axis(otc_text *b, const otc_plot *p, const axis *ax, double xleft,
                         double xright) {
     if (!p->log_y) {
         double ticks[32], step;
@@ -253,15 +254,16 @@ static void draw_y_axis(otc_text_buf *b, const otc_plot *p, const axis *ax, doub
     }
 }
 
-static void draw_series(otc_text_buf *b, const otc_plot *p, const series *s, const char *colour,
+static void draw_series(otc_text *b, const otc_plot *p, const series *s, const char *colour,
                         const axis *ax, const axis *ay) {
     int finite = 0;
     for (int i = 0; i < s->n; i++) finite += point_ok(p, s->x[i], s->y[i]);
     bool markers = finite <= 40; /* few points: show where they are */
-    otc_tb_printf(b,
-                  "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\" "
-                  "d=\"",
-                  colour);
+    otc_text_printf(
+        b,
+        "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\" "
+        "d=\"",
+        colour);
     int run = 0; /* points in the current unbroken segment */
     for (int i = 0; i < s->n; i++) {
         if (!point_ok(p, s->x[i], s->y[i])) {
@@ -269,10 +271,10 @@ static void draw_series(otc_text_buf *b, const otc_plot *p, const series *s, con
             continue;
         }
         double y = p->log_y ? log10(s->y[i]) : s->y[i];
-        otc_tb_printf(b, "%s%.2f %.2f ", run ? "L" : "M", ax_map(ax, s->x[i]), ax_map(ay, y));
+        otc_text_printf(b, "%s%.2f %.2f ", run ? "L" : "M", ax_map(ax, s->x[i]), ax_map(ay, y));
         run++;
     }
-    otc_tb_printf(b, "\"/>\n");
+    otc_text_printf(b, "\"/>\n");
     /* Markers, and always a dot for a point with no neighbour (a line would not show it). */
     for (int i = 0; i < s->n; i++) {
         if (!point_ok(p, s->x[i], s->y[i])) continue;
@@ -280,8 +282,8 @@ static void draw_series(otc_text_buf *b, const otc_plot *p, const series *s, con
         bool next = i + 1 < s->n && point_ok(p, s->x[i + 1], s->y[i + 1]);
         if (!markers && (prev || next)) continue;
         double y = p->log_y ? log10(s->y[i]) : s->y[i];
-        otc_tb_printf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n",
-                      ax_map(ax, s->x[i]), ax_map(ay, y), colour);
+        otc_text_printf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n",
+                        ax_map(ax, s->x[i]), ax_map(ay, y), colour);
     }
 }
 
@@ -314,7 +316,7 @@ static int covered(const otc_plot *p, const axis *ax, const axis *ay, double x0,
 
 /* The legend goes in the corner of the plot area where it hides the least data (top right
  * when that is a tie, where a falling loss curve leaves room). */
-static void draw_legend(otc_text_buf *b, const otc_plot *p, const axis *ax, const axis *ay) {
+static void draw_legend(otc_text *b, const otc_plot *p, const axis *ax, const axis *ay) {
     int named = 0;
     size_t longest = 0;
     for (int i = 0; i < p->n_series; i++)
@@ -335,7 +337,7 @@ static void draw_legend(otc_text_buf *b, const otc_plot *p, const axis *ax, cons
         if (best_hits < 0 || hits < best_hits) best = k, best_hits = hits;
     }
     double x = cx[best], y = cy[best];
-    otc_tb_printf(
+    otc_text_printf(
         b,
         "<g class=\"legend\">\n<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
         "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
@@ -344,15 +346,15 @@ static void draw_legend(otc_text_buf *b, const otc_plot *p, const axis *ax, cons
     for (int i = 0; i < p->n_series; i++) {
         if (!p->s[i].name) continue;
         double ly = y + 4 + 18.0 * row + 9;
-        otc_tb_printf(b,
-                      "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" "
-                      "stroke-width=\"2\"/>\n<text x=\"%.2f\" y=\"%.2f\">",
-                      x + 6, ly, x + 26, ly, palette[i % N_PALETTE], x + 30, ly + 4);
-        otc_tb_xml(b, p->s[i].name);
-        otc_tb_printf(b, "</text>\n");
+        otc_text_printf(b,
+                        "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" "
+                        "stroke-width=\"2\"/>\n<text x=\"%.2f\" y=\"%.2f\">",
+                        x + 6, ly, x + 26, ly, palette[i % N_PALETTE], x + 30, ly + 4);
+        otc_text_xml(b, p->s[i].name);
+        otc_text_printf(b, "</text>\n");
         row++;
     }
-    otc_tb_printf(b, "</g>\n");
+    otc_text_printf(b, "</g>\n");
 }
 
 /* Data range over the drawable points; false when there are none. */
@@ -411,61 +413,62 @@ otc_status otc_plot_svg(const otc_plot *p, char **svg, size_t *len) {
     double left = 72, right = W - 20, top = p->title ? 44 : 20, bottom = H - (p->x_label ? 52 : 34);
     axis ax = {x0, x1, left, right}, ay = {y0, y1, bottom, top};
 
-    otc_text_buf b = {0};
-    otc_tb_printf(&b,
-                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                  "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
-                  "font-size=\"12\">\n"
-                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-                  "<defs><clipPath id=\"plot-area\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-                  "height=\"%.2f\"/></clipPath></defs>\n",
-                  p->width, p->height, p->width, p->height, left, top, right - left, bottom - top);
+    otc_text b = {0};
+    otc_text_printf(
+        &b,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+        "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+        "font-size=\"12\">\n"
+        "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+        "<defs><clipPath id=\"plot-area\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+        "height=\"%.2f\"/></clipPath></defs>\n",
+        p->width, p->height, p->width, p->height, left, top, right - left, bottom - top);
     if (p->title) {
-        otc_tb_printf(&b,
-                      "<text x=\"%.2f\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" "
-                      "font-weight=\"bold\">",
-                      W / 2);
-        otc_tb_xml(&b, p->title);
-        otc_tb_printf(&b, "</text>\n");
+        otc_text_printf(&b,
+                        "<text x=\"%.2f\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" "
+                        "font-weight=\"bold\">",
+                        W / 2);
+        otc_text_xml(&b, p->title);
+        otc_text_printf(&b, "</text>\n");
     }
     draw_x_axis(&b, &ax, bottom, top);
     draw_y_axis(&b, p, &ay, left, right);
-    otc_tb_printf(&b,
-                  "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
-                  "stroke=\"#333\"/>\n",
-                  left, top, right - left, bottom - top);
+    otc_text_printf(&b,
+                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" "
+                    "stroke=\"#333\"/>\n",
+                    left, top, right - left, bottom - top);
     if (p->x_label) {
-        otc_tb_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">", (left + right) / 2,
-                      H - 14);
-        otc_tb_xml(&b, p->x_label);
-        otc_tb_printf(&b, "</text>\n");
+        otc_text_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">",
+                        (left + right) / 2, H - 14);
+        otc_text_xml(&b, p->x_label);
+        otc_text_printf(&b, "</text>\n");
     }
     if (p->y_label) {
         double cy = (top + bottom) / 2;
-        otc_tb_printf(&b,
-                      "<text x=\"18\" y=\"%.2f\" text-anchor=\"middle\" "
-                      "transform=\"rotate(-90 18 %.2f)\">",
-                      cy, cy);
-        otc_tb_xml(&b, p->y_label);
-        otc_tb_printf(&b, "</text>\n");
+        otc_text_printf(&b,
+                        "<text x=\"18\" y=\"%.2f\" text-anchor=\"middle\" "
+                        "transform=\"rotate(-90 18 %.2f)\">",
+                        cy, cy);
+        otc_text_xml(&b, p->y_label);
+        otc_text_printf(&b, "</text>\n");
     }
-    otc_tb_printf(&b, "<g clip-path=\"url(#plot-area)\">\n");
+    otc_text_printf(&b, "<g clip-path=\"url(#plot-area)\">\n");
     for (int i = 0; i < p->n_series; i++)
         draw_series(&b, p, &p->s[i], palette[i % N_PALETTE], &ax, &ay);
-    otc_tb_printf(&b, "</g>\n");
+    otc_text_printf(&b, "</g>\n");
     if (!any)
-        otc_tb_printf(&b,
-                      "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" fill=\"#888\">no "
-                      "data</text>\n",
-                      (left + right) / 2, (top + bottom) / 2);
+        otc_text_printf(&b,
+                        "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" fill=\"#888\">no "
+                        "data</text>\n",
+                        (left + right) / 2, (top + bottom) / 2);
     draw_legend(&b, p, &ax, &ay);
-    otc_tb_printf(&b, "</svg>\n");
+    otc_text_printf(&b, "</svg>\n");
     if (b.failed) {
-        free(b.s);
+        free(b.text);
         return otc_fail(OTC_ERR_NOMEM, "plot: out of memory rendering SVG");
     }
-    *svg = b.s;
+    *svg = b.text;
     if (len) *len = b.len;
     return OTC_OK;
 }

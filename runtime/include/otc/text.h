@@ -1,0 +1,36 @@
+/* A growable text buffer for whatever otc builds as a whole document before writing it
+ * (emitted C, DOT graphs, SVG plots), with XML escaping for the picture writers. */
+#ifndef OTC_TEXT_H
+#define OTC_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Zero-initialise (or otc_text_init). After an allocation failure it only records `failed`,
+ * so writers append freely and check once at the end. */
+typedef struct {
+    char *text; /* NUL-terminated once anything was appended */
+    size_t len, cap;
+    bool failed;
+} otc_text;
+
+void otc_text_init(otc_text *t);
+void otc_text_free(otc_text *t);
+void otc_text_printf(otc_text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void otc_text_puts(otc_text *t, const char *s);
+/* The text, handed to the caller (who frees it); NULL if any append failed. The buffer is
+ * left empty either way. */
+char *otc_text_take(otc_text *t);
+
+/* Length of a valid UTF-8 sequence at s (1..4), or 0 when it is not one (overlong forms and
+ * surrogates included). s must be NUL-terminated. */
+int otc_utf8_len(const unsigned char *s);
+/* Append text escaped for XML (and so for Graphviz HTML labels): & < > " ' as entities,
+ * control bytes and invalid UTF-8 as '?', so hostile names still yield a valid document. */
+void otc_text_xml(otc_text *t, const char *text);
+
+#endif
