@@ -124,10 +124,7 @@ char *otc_bench_export(const otc_graph *g, otc_id loss, int batch, bool train,
     cJSON_AddStringToObject(root, "mode", train ? "train" : "forward");
     if (optim) {
         cJSON *o = cJSON_AddObjectToObject(root, "optimizer");
-        const char *k = optim->kind == OTC_OPTIM_SGD    ? "sgd"
-                        : optim->kind == OTC_OPTIM_ADAM ? "adam"
-                                                        : "adamw";
-        cJSON_AddStringToObject(o, "kind", k);
+        cJSON_AddStringToObject(o, "kind", otc_optim_kind_name(optim->kind));
         cJSON_AddNumberToObject(o, "lr", optim->lr);
         cJSON_AddNumberToObject(o, "momentum", optim->momentum);
         cJSON_AddBoolToObject(o, "nesterov", optim->nesterov);

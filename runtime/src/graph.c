@@ -193,6 +193,22 @@ const char *otc_graph_meta_key(const otc_graph *g, int i) {
 
 /* ---- building ---- */
 
+/* The spec a node was built from (for rechecking its shape or rebuilding it elsewhere). */
+static otc_node_spec spec_of(const otc_node *n) {
+    return (otc_node_spec){n->op,    n->name,  n->n_inputs, n->inputs, n->cols,  n->shape,
+                           n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
+}
+
+/* A delay holds the previous value of its source, so the two shapes must be the same. */
+static otc_status check_delay_source(const otc_graph *g, otc_id delay, otc_shape shape,
+                                     otc_id src) {
+    char a[64], b[64];
+    if (otc_shape_equal(g->nodes[src].shape, shape)) return OTC_OK;
+    return otc_fail(OTC_ERR_SHAPE, "delay #%d %s: source #%d is %s", (int)delay,
+                    otc_shape_str(shape, a, 64), (int)src,
+                    otc_shape_str(g->nodes[src].shape, b, 64));
+}
+
 static otc_status grow(otc_graph *g) {
     if (g->n < g->cap) return OTC_OK;
     if (g->n >= (1 << 24)) return otc_fail(OTC_ERR_ARG, "graph: too many nodes");
@@ -253,12 +269,8 @@ otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
     otc_shape shape;
     if (def->shape(g, &s, &shape) != OTC_OK) return -1;
     if (spec->op == OTC_OP_DELAY && delay_self != self &&
-        !otc_shape_equal(g->nodes[delay_self].shape, shape)) {
-        char a[64], b[64];
-        otc_fail(OTC_ERR_SHAPE, "delay %s: source #%d is %s", otc_shape_str(shape, a, 64),
-                 (int)delay_self, otc_shape_str(g->nodes[delay_self].shape, b, 64));
+        check_delay_source(g, self, shape, delay_self) != OTC_OK)
         return -1;
-    }
     if (grow(g) != OTC_OK) return -1;
 
     otc_node n = {0};
@@ -309,14 +321,9 @@ otc_status otc_graph_set_input(otc_graph *g, otc_id node, int slot, otc_id src) 
     otc_shape shape = n->shape;
     otc_status st = OTC_OK;
     if (n->op == OTC_OP_DELAY) {
-        char a[64], b[64];
-        if (!otc_shape_equal(g->nodes[src].shape, n->shape))
-            st = otc_fail(OTC_ERR_SHAPE, "delay #%d %s: source #%d is %s", (int)node,
-                          otc_shape_str(n->shape, a, 64), (int)src,
-                          otc_shape_str(g->nodes[src].shape, b, 64));
+        st = check_delay_source(g, node, n->shape, src);
     } else {
-        otc_node_spec s = {n->op,    n->name,  n->n_inputs, n->inputs, n->cols,  n->shape,
-                           n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
+        otc_node_spec s = spec_of(n);
         st = otc_op_def_get(n->op)->shape(g, &s, &shape);
         if (!st && !otc_shape_equal(shape, n->shape)) {
             char a[64], b[64];
@@ -333,20 +340,14 @@ otc_graph *otc_graph_clone(const otc_graph *g) {
     if (!c) return NULL;
     for (int i = 0; i < g->n; i++) {
         const otc_node *n = &g->nodes[i];
-        otc_node_spec s = {n->op,    n->name,  n->n_inputs, n->inputs, n->cols,  n->shape,
-                           n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
-        otc_id delay_src = -1;
-        otc_id self_input = i;
-        if (n->op == OTC_OP_DELAY) {
-            delay_src = n->inputs[0];
-            s.inputs = &self_input;
-        }
+        otc_node_spec s = spec_of(n);
+        otc_id self_input = i; /* delays are connected once every node exists */
+        if (n->op == OTC_OP_DELAY) s.inputs = &self_input;
         if (otc_graph_add(c, &s) != i) goto fail;
         if (n->op == OTC_OP_PARAMETER) {
             memcpy(c->nodes[i].value->data, n->value->data, n->value->size * sizeof(float));
             c->nodes[i].trainable = n->trainable;
         }
-        (void)delay_src;
     }
     for (int i = 0; i < g->n; i++)
         if (g->nodes[i].op == OTC_OP_DELAY) c->nodes[i].inputs[0] = g->nodes[i].inputs[0];

@@ -33,12 +33,19 @@ static bool name_is(const char *a, const char *b) {
     return *a == *b;
 }
 
+static const char *const kind_names[] = {
+    [OTC_OPTIM_SGD] = "sgd", [OTC_OPTIM_ADAM] = "adam", [OTC_OPTIM_ADAMW] = "adamw"};
+
 int otc_optim_kind_from_name(const char *name) {
     if (!name) return -1;
-    if (name_is(name, "sgd")) return OTC_OPTIM_SGD;
-    if (name_is(name, "adam")) return OTC_OPTIM_ADAM;
-    if (name_is(name, "adamw")) return OTC_OPTIM_ADAMW;
+    for (int k = 0; k < (int)(sizeof kind_names / sizeof kind_names[0]); k++)
+        if (name_is(name, kind_names[k])) return k;
     return -1;
+}
+
+const char *otc_optim_kind_name(otc_optim_kind kind) {
+    int k = (int)kind;
+    return k >= 0 && k < (int)(sizeof kind_names / sizeof kind_names[0]) ? kind_names[k] : "?";
 }
 
 static otc_status check_config(const otc_optim_config *c) {

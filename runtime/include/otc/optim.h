@@ -24,6 +24,8 @@ typedef struct {
 otc_optim_config otc_optim_defaults(otc_optim_kind kind);
 /* "sgd", "adam", "adamw"; -1 if unknown. */
 int otc_optim_kind_from_name(const char *name);
+/* The kind's name, as otc_optim_kind_from_name reads it. */
+const char *otc_optim_kind_name(otc_optim_kind kind);
 
 typedef struct otc_optimizer otc_optimizer;
 
