@@ -1,5 +1,6 @@
 /* The LLVM JIT against the interpreter: forward values, gradients and 100 training steps on
- * 360 random evolved-style graphs and MLPs (the API tests are in test_jit_api.c).
+ * 360 random evolved-style graphs and MLPs, and 160 more through the fast tier (the API
+ * tests are in test_jit_api.c).
  *
  * Tolerances: the JIT evaluates exp/tanh/log/sin with its own polynomials (a few ulp from
  * libm) and fuses multiply-adds, so values agree to rounding, not bit for bit: forward within
@@ -58,17 +59,22 @@ static otc_graph *random_graph_for(int i, uint64_t seed_base, int max_neurons) {
     return jit_neat_graph(seed_base + (uint64_t)i, neurons, i % 2 == 1, i % 3 == 2);
 }
 
-TEST(jit_forward_random_graphs) {
-    int n = jit_scaled(240), failures = 0;
+/* n random graphs compiled with options o agree with the interpreter's forward. */
+static int forward_disagreements(int n, const otc_jit_options *o, uint64_t seed_base) {
+    int failures = 0;
     for (int g0 = 0; g0 < n && failures < 3; g0 += GROUP) {
         int k = n - g0 < GROUP ? n - g0 : GROUP;
         otc_graph *gs[GROUP];
         otc_executor *ex[GROUP];
         for (int i = 0; i < k; i++) {
-            gs[i] = random_graph_for(g0 + i, 1000, 120);
-            NEED(gs[i]);
+            gs[i] = random_graph_for(g0 + i, seed_base, 120);
+            if (!gs[i]) return failures + 1;
         }
-        NEED(otc_jit_executors_new(gs, NULL, k, NULL, ex) == OTC_OK);
+        if (otc_jit_executors_new(gs, NULL, k, o, ex) != OTC_OK) {
+            fprintf(stderr, "compiling graphs %d..: %s\n", g0, otc_last_error());
+            for (int i = 0; i < k; i++) otc_graph_free(gs[i]);
+            return failures + 1;
+        }
         for (int i = 0; i < k; i++) {
             int idx = g0 + i;
             char what[64];
@@ -79,7 +85,19 @@ TEST(jit_forward_random_graphs) {
             otc_graph_free(gs[i]);
         }
     }
-    CHECK(failures == 0);
+    return failures;
+}
+
+TEST(jit_forward_random_graphs) {
+    CHECK(forward_disagreements(jit_scaled(240), NULL, 1000) == 0);
+}
+
+/* The fast tier (quick pipeline, fast code generator) computes the same values; its graphs
+ * and the optimised tier's share the math library's functions. */
+TEST(jit_fast_tier_forward_random_graphs) {
+    otc_jit_options o = otc_jit_defaults();
+    o.tier = OTC_JIT_TIER_FAST;
+    CHECK(forward_disagreements(jit_scaled(120), &o, 3000) == 0);
 }
 
 /* Gradients of every trainable parameter after one backward through both backends. */
@@ -130,20 +148,23 @@ static bool gradients_agree_with(otc_graph *g, otc_executor *jit, otc_id loss, i
     return ok;
 }
 
-TEST(jit_gradients_random_graphs) {
-    int n = jit_scaled(80), failures = 0;
+static int gradient_disagreements(int n, const otc_jit_options *o, uint64_t seed_base) {
+    int failures = 0;
     for (int g0 = 0; g0 < n && failures < 3; g0 += GROUP) {
         int k = n - g0 < GROUP ? n - g0 : GROUP;
         otc_graph *gs[GROUP];
         otc_id loss[GROUP];
         otc_executor *ex[GROUP];
         for (int i = 0; i < k; i++) {
-            gs[i] = random_graph_for(g0 + i, 5000, 48);
-            NEED(gs[i]);
-            loss[i] = jit_add_mse_loss(gs[i]);
-            NEED(loss[i] >= 0);
+            gs[i] = random_graph_for(g0 + i, seed_base, 48);
+            loss[i] = gs[i] ? jit_add_mse_loss(gs[i]) : -1;
+            if (loss[i] < 0) return failures + 1;
         }
-        NEED(otc_jit_executors_new(gs, loss, k, NULL, ex) == OTC_OK);
+        if (otc_jit_executors_new(gs, loss, k, o, ex) != OTC_OK) {
+            fprintf(stderr, "compiling graphs %d..: %s\n", g0, otc_last_error());
+            for (int i = 0; i < k; i++) otc_graph_free(gs[i]);
+            return failures + 1;
+        }
         for (int i = 0; i < k; i++) {
             int idx = g0 + i;
             char what[64];
@@ -155,7 +176,17 @@ TEST(jit_gradients_random_graphs) {
             otc_graph_free(gs[i]);
         }
     }
-    CHECK(failures == 0);
+    return failures;
+}
+
+TEST(jit_gradients_random_graphs) {
+    CHECK(gradient_disagreements(jit_scaled(80), NULL, 5000) == 0);
+}
+
+TEST(jit_fast_tier_gradients_random_graphs) {
+    otc_jit_options o = otc_jit_defaults();
+    o.tier = OTC_JIT_TIER_FAST;
+    CHECK(gradient_disagreements(jit_scaled(40), &o, 7000) == 0);
 }
 
 /* A training case: a graph, its loss, and how to fill the target input. */

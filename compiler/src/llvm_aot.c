@@ -60,7 +60,8 @@ otc_status otc_emit_llvm(const otc_graph *g, const otc_emit_llvm_options *option
     st = otc_plan_build(g, NULL, &plan);
     if (st) return st;
     LLVMTargetMachineRef tm = NULL;
-    st = otc_llvm_target_machine(options->triple, options->cpu, NULL, &tm);
+    st = otc_llvm_target_machine(options->triple, options->cpu, NULL, LLVMCodeGenLevelAggressive,
+                                 &tm);
     if (st) {
         otc_plan_free(plan);
         return st;
@@ -75,7 +76,9 @@ otc_status otc_emit_llvm(const otc_graph *g, const otc_emit_llvm_options *option
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
     st = otc_llvm_render(plan, &ro, ctx, &mod);
-    if (!st) st = otc_llvm_finish_module(mod, tm, options->optimize);
+    if (!st)
+        st = otc_llvm_finish_module(mod, tm,
+                                    options->optimize ? OTC_LLVM_PIPE_O3 : OTC_LLVM_PIPE_NONE);
     if (!st) {
         if (kind == OTC_EMIT_LLVM_IR) {
             char *text = LLVMPrintModuleToString(mod);
@@ -204,8 +207,8 @@ otc_status otc_jit_check_ir(const char *ir_text) {
     }
     LLVMTargetMachineRef tm = NULL;
     otc_llvm_jit_lock();
-    st = otc_llvm_jit_target_machine(&tm);
-    if (!st) st = otc_llvm_finish_module(mod, tm, true);
+    st = otc_llvm_jit_target_machine(false, &tm);
+    if (!st) st = otc_llvm_finish_module(mod, tm, OTC_LLVM_PIPE_O3);
     otc_llvm_jit_unlock();
     if (st) {
         LLVMDisposeModule(mod);
@@ -239,7 +242,7 @@ otc_status otc_jit_check_ir(const char *ir_text) {
     }
     void *addrs[64];
     otc_llvm_code *code = NULL;
-    st = otc_llvm_jit_add(tsctx, mod, n, names, addrs, &code);
+    st = otc_llvm_jit_add(tsctx, mod, false, n, names, addrs, &code);
     otc_llvm_code_free(code);
     return st;
 }

@@ -51,6 +51,7 @@ static otc_status make_key(const otc_plan *plan, const otc_llvm_render_options *
     put_i(k, o->lanes);
     put_i(k, o->train);
     put_i(k, o->blas);
+    put_i(k, o->fast);
     put_i(k, plan->options.train);
     put_i(k, plan->options.loss);
     put_i(k, plan->options.fuse);
@@ -150,8 +151,10 @@ static const char *const fn_names[OTC_JIT_FN_COUNT] = {"forward", "backward", "t
  * modules' function pointers. */
 static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_render_options *o,
                                 const int *idx, int k, otc_jit_module **mods) {
+    /* The plans of one batch share their options' tier (the caller groups them). */
+    bool fast = o[idx[0]].fast;
     LLVMTargetMachineRef tm = NULL;
-    otc_status st = otc_llvm_jit_target_machine(&tm);
+    otc_status st = otc_llvm_jit_target_machine(fast, &tm);
     if (st) return st;
     char(*prefix)[32] = calloc((size_t)k, sizeof *prefix);
     const char **names = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *names);
@@ -181,12 +184,13 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
             n_names++;
         }
     }
-    if (!st) st = otc_llvm_finish_module(mod, tm, true);
+    if (!st) st = otc_llvm_finish_module(mod, tm, fast ? OTC_LLVM_PIPE_QUICK : OTC_LLVM_PIPE_O3);
+    if (!st) st = otc_llvm_library_provide(mod);
     if (st) {
         LLVMDisposeModule(mod);
         LLVMOrcDisposeThreadSafeContext(tsctx);
     } else {
-        st = otc_llvm_jit_add(tsctx, mod, n_names, names, addrs, &shared->code);
+        st = otc_llvm_jit_add(tsctx, mod, fast, n_names, names, addrs, &shared->code);
     }
     if (!st) {
         int a = 0;
@@ -266,7 +270,23 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
             miss[n_miss++] = i;
         }
         double t0 = now_ms();
-        if (!st && n_miss > 0) st = compile_batch(plans, o, miss, n_miss, fresh);
+        /* One module per tier: the optimised plans first, then the fast ones. */
+        int *order = calloc((size_t)n_miss + 1, sizeof *order);
+        otc_jit_module **fresh_in_order = calloc((size_t)n_miss + 1, sizeof *fresh_in_order);
+        int n_opt = 0;
+        if (!order || !fresh_in_order) st = otc_fail(OTC_ERR_NOMEM, "out of memory");
+        for (int pass = 0, k = 0; !st && pass < 2; pass++)
+            for (int j = 0; j < n_miss; j++)
+                if (o[miss[j]].fast == (pass == 1)) {
+                    order[k] = miss[j];
+                    fresh_in_order[k++] = fresh[j];
+                    if (pass == 0) n_opt++;
+                }
+        if (!st && n_opt > 0) st = compile_batch(plans, o, order, n_opt, fresh_in_order);
+        if (!st && n_miss > n_opt)
+            st = compile_batch(plans, o, order + n_opt, n_miss - n_opt, fresh_in_order + n_opt);
+        free(order);
+        free(fresh_in_order);
         double ms = (now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
         if (st) {
             for (int i = 0; i < n; i++)

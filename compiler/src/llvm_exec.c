@@ -127,7 +127,8 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         from = pl->io[i].node;
     }
     if (batch < 0) batch = 1;
-    int64_t S = (batch + j->lanes - 1) / j->lanes * j->lanes;
+    /* Rounded up to whole vectors (lanes is a power of two: no division on this path). */
+    int64_t S = (batch + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
     size_t wneed = (size_t)otc_extent_at(pl->work, S);
     if (!grow(&p->work, &p->work_cap, wneed) ||
         !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))

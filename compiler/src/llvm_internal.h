@@ -26,14 +26,23 @@ otc_status otc_llvm_check(LLVMErrorRef err, otc_status status, const char *what)
 
 /* A target machine for `triple` (NULL: the host, with the host CPU name and features).
  * cpu/features NULL mean the host's for the host triple, "generic"/"" otherwise.
- * PIC relocations so objects link into shared libraries and PIE executables. */
+ * PIC relocations so objects link into shared libraries and PIE executables. `level` is
+ * the code generator's: LLVMCodeGenLevelAggressive normally, LLVMCodeGenLevelNone for the
+ * fast tier (fast instruction selection and register allocation). */
 otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const char *features,
-                                   LLVMTargetMachineRef *out);
+                                   LLVMCodeGenOptLevel level, LLVMTargetMachineRef *out);
+
+/* The IR optimisation a module gets before code generation. */
+typedef enum {
+    OTC_LLVM_PIPE_NONE,  /* verification only */
+    OTC_LLVM_PIPE_QUICK, /* the fast tier: promote slots, fold, merge blocks (the renderer's IR
+                            is vector code already, so this is most of what O3 gains) */
+    OTC_LLVM_PIPE_O3     /* default<O3> with loop and SLP vectorisation */
+} otc_llvm_pipeline;
 
 /* Sets the module's triple and data layout from tm, verifies it (returning an otc error
- * with LLVM's message, never aborting) and runs the O3 pipeline with loop and SLP
- * vectorisation on. */
-otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool optimize);
+ * with LLVM's message, never aborting) and runs the pipeline. */
+otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_llvm_pipeline pipe);
 
 /* Verification alone: OTC_ERR_STATE with LLVM's description of what is malformed. */
 otc_status otc_llvm_verify(LLVMModuleRef m);
@@ -52,17 +61,19 @@ const char *otc_llvm_host_cpu(void);
 /* One module compiled into the process-wide LLJIT, in its own ResourceTracker. */
 typedef struct otc_llvm_code otc_llvm_code;
 
-/* Adds module m (created in tsctx's context; ownership of both is taken, even on failure)
- * to the JIT and resolves n function names into addrs. The caller has already finished
- * the module with the JIT's target machine (otc_llvm_jit_target_machine). */
-otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, int n,
+/* Compiles module m (created in tsctx's context; ownership of both is taken, even on
+ * failure) with the tier's target machine, adds the object to the JIT and resolves n
+ * function names into addrs. The caller has already finished the module with the same
+ * tier's machine (otc_llvm_jit_target_machine). */
+otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast, int n,
                             const char *const *names, void **addrs, otc_llvm_code **out);
 /* Removes the code from the JIT (its memory is returned) and frees the handle. */
 void otc_llvm_code_free(otc_llvm_code *code);
 
-/* The JIT's host target machine, for optimising modules before otc_llvm_jit_add. Callers
- * hold otc_llvm_jit_lock() while using it. */
-otc_status otc_llvm_jit_target_machine(LLVMTargetMachineRef *tm);
+/* The JIT's host target machine of a tier (fast: code generation at LLVMCodeGenLevelNone),
+ * for finishing modules before otc_llvm_jit_add. Callers hold otc_llvm_jit_lock() while
+ * using it. */
+otc_status otc_llvm_jit_target_machine(bool fast, LLVMTargetMachineRef *tm);
 
 /* One lock serialises compilation (target machine, JIT, cache); code runs without it. */
 void otc_llvm_jit_lock(void);
@@ -81,6 +92,9 @@ typedef struct {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTypeRef f32, i1, i32, i64, ptr, void_t;
+    /* Costly activations are calls to functions compiled once per process (llvm_library.c)
+     * instead of a copy in every module: for JIT modules, never for object files. */
+    bool shared_math;
 } otc_llvm_ir;
 
 /* Fills the types of ir from ir->ctx (mod and b are the caller's). */
@@ -113,5 +127,17 @@ LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueR
 LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x);
 LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
                                     LLVMValueRef y);
+/* The out-of-line function's declaration in ir->mod, named "otc.ACT[.grad].ALPHABITS.xLANES"
+ * (ALPHABITS: the float's bits in hex), and its body; the name parsed back. */
+LLVMValueRef otc_llvm_act_declare(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad);
+void otc_llvm_act_define(otc_llvm_ir *ir, LLVMValueRef fn, int act, float alpha, bool grad);
+bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned *lanes, bool *grad);
+
+/* ---- llvm_library.c ---- */
+
+/* Defines in the JIT, once per process, every shared activation function module m declares
+ * (see otc_llvm_ir.shared_math), compiled at O3. Called with the JIT lock held, before m is
+ * added. */
+otc_status otc_llvm_library_provide(LLVMModuleRef m);
 
 #endif

@@ -1,5 +1,7 @@
 /* The process-wide ORC LLJIT: created on first use, one ResourceTracker per compiled module
- * so freeing a graph's code returns its memory (evolution compiles thousands of graphs). */
+ * so freeing a graph's code returns its memory (evolution compiles thousands of graphs).
+ * Modules are compiled to objects here, by one of two host target machines (the tiers),
+ * and the JIT links the objects. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -19,7 +21,9 @@ struct otc_llvm_code {
 static pthread_mutex_t jit_mutex;
 static pthread_once_t mutex_once = PTHREAD_ONCE_INIT;
 static LLVMOrcLLJITRef jit;
-static LLVMTargetMachineRef opt_tm; /* the same host machine, for the IR optimiser */
+/* The host machine of each tier: [0] optimised (LLVMCodeGenLevelAggressive), [1] fast
+ * (LLVMCodeGenLevelNone: fast instruction selection and register allocation). */
+static LLVMTargetMachineRef tier_tm[2];
 static unsigned long long module_serial;
 /* ORC reports some failures (e.g. an unresolved symbol) through the session's reporter
  * rather than the caller; keep the last one to put into the caller's message. */
@@ -94,42 +98,39 @@ static otc_status define_helpers(LLVMOrcJITDylibRef jd) {
 /* Creates the LLJIT on first use; called with the lock held. */
 static otc_status ensure_jit(void) {
     if (jit) return OTC_OK;
-    LLVMTargetMachineRef tm = NULL, tm2 = NULL;
-    otc_status st = otc_llvm_target_machine(NULL, NULL, NULL, &tm);
-    if (!st) st = otc_llvm_target_machine(NULL, NULL, NULL, &tm2);
-    if (st) {
-        if (tm) LLVMDisposeTargetMachine(tm);
-        return st;
-    }
-    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
-    /* Takes ownership of tm: code generation at -O3 for the host CPU and its features. */
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
-        builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMTargetMachineRef tm[2] = {NULL, NULL};
+    otc_status st = otc_llvm_target_machine(NULL, NULL, NULL, LLVMCodeGenLevelAggressive, &tm[0]);
+    if (!st) st = otc_llvm_target_machine(NULL, NULL, NULL, LLVMCodeGenLevelNone, &tm[1]);
     LLVMOrcLLJITRef j = NULL;
-    st = otc_llvm_check(LLVMOrcCreateLLJIT(&j, builder), OTC_ERR_STATE, "creating the LLVM JIT");
+    /* The JIT only links: the objects come from tier_tm. */
+    if (!st)
+        st = otc_llvm_check(LLVMOrcCreateLLJIT(&j, LLVMOrcCreateLLJITBuilder()), OTC_ERR_STATE,
+                            "creating the LLVM JIT");
+    if (!st) {
+        jit = j;
+        LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
+                                                report_session_error, NULL);
+        st = define_helpers(LLVMOrcLLJITGetMainJITDylib(jit));
+        if (st) {
+            LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
+            jit = NULL;
+        }
+    }
     if (st) {
-        LLVMDisposeTargetMachine(tm2);
+        for (int i = 0; i < 2; i++)
+            if (tm[i]) LLVMDisposeTargetMachine(tm[i]);
         return st;
     }
-    jit = j;
-    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
-                                            report_session_error, NULL);
-    st = define_helpers(LLVMOrcLLJITGetMainJITDylib(jit));
-    if (st) {
-        LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
-        jit = NULL;
-        LLVMDisposeTargetMachine(tm2);
-        return st;
-    }
-    opt_tm = tm2;
+    tier_tm[0] = tm[0];
+    tier_tm[1] = tm[1];
     return OTC_OK;
 }
 
-otc_status otc_llvm_jit_target_machine(LLVMTargetMachineRef *tm) {
+otc_status otc_llvm_jit_target_machine(bool fast, LLVMTargetMachineRef *tm) {
     *tm = NULL;
     otc_llvm_jit_lock();
     otc_status st = ensure_jit();
-    if (!st) *tm = opt_tm;
+    if (!st) *tm = tier_tm[fast ? 1 : 0];
     otc_llvm_jit_unlock();
     return st;
 }
@@ -142,38 +143,45 @@ const char *otc_llvm_jit_unique_prefix(char *buf, size_t len) {
     return buf;
 }
 
-otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, int n,
+otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast, int n,
                             const char *const *names, void **addrs, otc_llvm_code **out) {
     *out = NULL;
     otc_llvm_jit_lock();
     otc_status st = ensure_jit();
     otc_llvm_code *code = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    if (!st) {
+        char *err = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tier_tm[fast ? 1 : 0], m, LLVMObjectFile, &err,
+                                                &obj))
+            st = otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s",
+                          err ? err : "unknown error");
+        LLVMDisposeMessage(err);
+    }
+    LLVMDisposeModule(m);
+    LLVMOrcDisposeThreadSafeContext(tsctx);
     if (!st) {
         code = calloc(1, sizeof *code);
         if (!code) st = otc_fail(OTC_ERR_NOMEM, "out of memory for JIT code");
     }
     if (st) {
-        LLVMDisposeModule(m);
-        LLVMOrcDisposeThreadSafeContext(tsctx);
+        if (obj) LLVMDisposeMemoryBuffer(obj);
         otc_llvm_jit_unlock();
         return st;
     }
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
     code->rt = LLVMOrcJITDylibCreateResourceTracker(jd);
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsctx);
-    /* The module holds its own reference to the context from here on. */
-    LLVMOrcDisposeThreadSafeContext(tsctx);
-    LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit, code->rt, tsm);
-    if (err) LLVMOrcDisposeThreadSafeModule(tsm);
-    st = otc_llvm_check(err, OTC_ERR_STATE, "adding a module to the LLVM JIT");
-    /* Code generation happens here, on the first lookup. */
+    /* Takes the buffer, also on failure. */
+    st = otc_llvm_check(LLVMOrcLLJITAddObjectFileWithRT(jit, code->rt, obj), OTC_ERR_STATE,
+                        "adding an object to the LLVM JIT");
+    /* Linking happens here, on the first lookup. */
     for (int i = 0; !st && i < n; i++) {
         LLVMOrcExecutorAddress addr = 0;
         session_error[0] = '\0';
-        err = LLVMOrcLLJITLookup(jit, &addr, names[i]);
+        LLVMErrorRef err = LLVMOrcLLJITLookup(jit, &addr, names[i]);
         if (err) {
             char what[1024];
-            snprintf(what, sizeof what, "JIT compiling '%.200s'%s%s%s", names[i],
+            snprintf(what, sizeof what, "JIT linking '%.200s'%s%s%s", names[i],
                      session_error[0] ? " (" : "", session_error, session_error[0] ? ")" : "");
             st = otc_llvm_check(err, OTC_ERR_STATE, what);
         } else {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llvm_internal.h"
+#include "math_poly.h"
 #include "otc/ops.h"
 
 void otc_llvm_ir_types(otc_llvm_ir *ir) {
@@ -86,19 +87,18 @@ static LLVMValueRef poly(otc_llvm_ir *ir, LLVMValueRef x, const double *c, int n
 
 LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x) {
     LLVMTypeRef T = LLVMTypeOf(x);
-    static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
-                               4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+    static const double p[] = OTC_MP_EXP_P;
     /* Clamp so 2^n stays a normal float; a NaN fails both compares and stays NaN. */
-    const double hi = 88.3762626647949, lo = -88.3762626647949;
+    const double hi = OTC_MP_EXP_HI, lo = OTC_MP_EXP_LO;
     x = SEL(GT(x, K(hi)), K(hi), x);
     x = SEL(LT(x, K(lo)), K(lo), x);
     /* x = n ln2 + r with |r| <= ln2/2, ln2 split in two so n*C1 is exact. */
-    LLVMValueRef fx = FMA(x, K(1.44269504088896341), K(0.5));
+    LLVMValueRef fx = FMA(x, K(OTC_MP_LOG2E), K(0.5));
     fx = otc_llvm_intrinsic(ir, "llvm.floor", &fx, 1);
-    LLVMValueRef r = SUB(x, MUL(fx, K(0.693359375)));
-    r = SUB(r, MUL(fx, K(-2.12194440e-4)));
+    LLVMValueRef r = SUB(x, MUL(fx, K(OTC_MP_LN2_C1)));
+    r = SUB(r, MUL(fx, K(OTC_MP_LN2_C2)));
     LLVMValueRef z = MUL(r, r);
-    LLVMValueRef y = FMA(poly(ir, r, p, 6), z, ADD(r, K(1.0)));
+    LLVMValueRef y = FMA(poly(ir, r, p, OTC_MP_EXP_N), z, ADD(r, K(1.0)));
     /* 2^n assembled in the exponent bits. */
     LLVMValueRef n = LLVMBuildFPToSI(B, fx, int_like(ir, T), "");
     n = LLVMBuildShl(B, LLVMBuildAdd(B, n, KI(127), ""), KI(23), "");
@@ -108,33 +108,31 @@ LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x) {
 LLVMValueRef otc_llvm_expm1(otc_llvm_ir *ir, LLVMValueRef x) {
     LLVMTypeRef T = LLVMTypeOf(x);
     /* exp(x) - 1 cancels near 0; there the Taylor series to x^6 is exact to float. */
-    static const double t[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 0.0};
-    LLVMValueRef small = poly(ir, x, t, 7);
+    static const double t[] = OTC_MP_EXPM1_P;
+    LLVMValueRef small = poly(ir, x, t, OTC_MP_EXPM1_N);
     LLVMValueRef big = SUB(otc_llvm_exp(ir, x), K(1.0));
-    return SEL(LT(fabs_ir(ir, x), K(0.125)), small, big);
+    return SEL(LT(fabs_ir(ir, x), K(OTC_MP_EXPM1_SMALL)), small, big);
 }
 
 /* log(w) for normal w > 0 (Cephes logf): w = m 2^e with m in [sqrt(1/2), sqrt(2)). */
 LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef w) {
     LLVMTypeRef T = LLVMTypeOf(w);
-    static const double p[] = {7.0376836292E-2,  -1.1514610310E-1, 1.1676998740E-1,
-                               -1.2420140846E-1, 1.4249322787E-1,  -1.6668057665E-1,
-                               2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
+    static const double p[] = OTC_MP_LOG_P;
     LLVMValueRef bits = LLVMBuildBitCast(B, w, int_like(ir, T), "");
     LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLShr(B, bits, KI(23), ""), KI(126), "");
     LLVMValueRef mbits =
         LLVMBuildOr(B, LLVMBuildAnd(B, bits, KI(0x807fffff), ""), KI(0x3f000000), "");
     LLVMValueRef m = LLVMBuildBitCast(B, mbits, T, ""); /* [0.5, 1) */
-    LLVMValueRef lowm = LT(m, K(0.707106781186547524));
+    LLVMValueRef lowm = LT(m, K(OTC_MP_SQRTH));
     LLVMValueRef fe = LLVMBuildSIToFP(B, e, T, "");
     fe = SEL(lowm, SUB(fe, K(1.0)), fe);
     LLVMValueRef xm = SEL(lowm, SUB(ADD(m, m), K(1.0)), SUB(m, K(1.0)));
     LLVMValueRef z = MUL(xm, xm);
-    LLVMValueRef y = MUL(MUL(xm, z), poly(ir, xm, p, 9));
-    y = FMA(fe, K(-2.12194440e-4), y);
+    LLVMValueRef y = MUL(MUL(xm, z), poly(ir, xm, p, OTC_MP_LOG_N));
+    y = FMA(fe, K(OTC_MP_LN2_C2), y);
     y = FMA(z, K(-0.5), y);
     LLVMValueRef r = ADD(xm, y);
-    return FMA(fe, K(0.693359375), r);
+    return FMA(fe, K(OTC_MP_LN2_C1), r);
 }
 
 LLVMValueRef otc_llvm_log1p(otc_llvm_ir *ir, LLVMValueRef x) {
@@ -151,17 +149,16 @@ LLVMValueRef otc_llvm_log1p(otc_llvm_ir *ir, LLVMValueRef x) {
 
 LLVMValueRef otc_llvm_tanh(otc_llvm_ir *ir, LLVMValueRef x) {
     LLVMTypeRef T = LLVMTypeOf(x);
-    static const double p[] = {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2,
-                               1.33314422036E-1, -3.33332819422E-1};
+    static const double p[] = OTC_MP_TANH_P;
     LLVMValueRef ax = fabs_ir(ir, x);
     /* Small |x|: odd polynomial. Large: 1 - 2 / (e^{2|x|} + 1), sign restored. */
     LLVMValueRef z = MUL(x, x);
-    LLVMValueRef small = FMA(MUL(poly(ir, z, p, 5), z), x, x);
+    LLVMValueRef small = FMA(MUL(poly(ir, z, p, OTC_MP_TANH_N), z), x, x);
     LLVMValueRef e = otc_llvm_exp(ir, ADD(ax, ax));
     LLVMValueRef big = SUB(K(1.0), DIV(K(2.0), ADD(e, K(1.0))));
     LLVMValueRef args[2] = {big, x};
     big = otc_llvm_intrinsic(ir, "llvm.copysign", args, 2);
-    return SEL(LT(ax, K(0.625)), small, big);
+    return SEL(LT(ax, K(OTC_MP_TANH_SMALL)), small, big);
 }
 
 /* Shared by sin and cos: reduce |x| by multiples of pi/4 (Cephes' three-part pi/4) and
@@ -169,17 +166,17 @@ LLVMValueRef otc_llvm_tanh(otc_llvm_ir *ir, LLVMValueRef x) {
 static void sincos_reduce(otc_llvm_ir *ir, LLVMValueRef ax, LLVMValueRef *j, LLVMValueRef *s,
                           LLVMValueRef *c) {
     LLVMTypeRef T = LLVMTypeOf(ax);
-    static const double sp[] = {-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1};
-    static const double cp[] = {2.443315711809948E-5, -1.388731625493765E-3, 4.166664568298827E-2};
-    LLVMValueRef ji = LLVMBuildFPToSI(B, MUL(ax, K(1.27323954473516)), int_like(ir, T), "");
+    static const double sp[] = OTC_MP_SIN_P;
+    static const double cp[] = OTC_MP_COS_P;
+    LLVMValueRef ji = LLVMBuildFPToSI(B, MUL(ax, K(OTC_MP_FOPI)), int_like(ir, T), "");
     ji = LLVMBuildAnd(B, LLVMBuildAdd(B, ji, KI(1), ""), KI(-2), "");
     LLVMValueRef y = LLVMBuildSIToFP(B, ji, T, "");
-    LLVMValueRef r = SUB(ax, MUL(y, K(0.78515625)));
-    r = SUB(r, MUL(y, K(2.4187564849853515625e-4)));
-    r = SUB(r, MUL(y, K(3.77489497744594108e-8)));
+    LLVMValueRef r = SUB(ax, MUL(y, K(OTC_MP_DP1)));
+    r = SUB(r, MUL(y, K(OTC_MP_DP2)));
+    r = SUB(r, MUL(y, K(OTC_MP_DP3)));
     LLVMValueRef z = MUL(r, r);
-    *s = FMA(MUL(poly(ir, z, sp, 3), z), r, r);
-    *c = ADD(FMA(MUL(poly(ir, z, cp, 3), z), z, MUL(z, K(-0.5))), K(1.0));
+    *s = FMA(MUL(poly(ir, z, sp, OTC_MP_SIN_N), z), r, r);
+    *c = ADD(FMA(MUL(poly(ir, z, cp, OTC_MP_COS_N), z), z, MUL(z, K(-0.5))), K(1.0));
     *j = LLVMBuildAnd(B, ji, KI(7), "");
 }
 
@@ -286,9 +283,48 @@ static bool cheap(int act) {
            act == OTC_ACT_ABS;
 }
 
-/* The module's function computing the activation (grad: its derivative from x and y) on
- * values of x's type, created on first use. */
-static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad) {
+static void add_attr(otc_llvm_ir *ir, LLVMValueRef fn, const char *attr) {
+    unsigned kind = LLVMGetEnumAttributeKindForName(attr, strlen(attr));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+}
+
+bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned *lanes,
+                             bool *grad) {
+    if (strncmp(name, "otc.", 4)) return false;
+    name += 4;
+    for (int a = 0; a < OTC_ACT_COUNT; a++) {
+        const otc_act_info *info = otc_act_get((otc_act)a);
+        size_t n = info ? strlen(info->name) : 0;
+        if (!n || strncmp(name, info->name, n) || name[n] != '.') continue;
+        const char *rest = name + n;
+        *grad = !strncmp(rest, ".grad.", 6);
+        if (*grad) rest += 5;
+        union {
+            unsigned u;
+            float f;
+        } bits;
+        char tail;
+        if (sscanf(rest, ".%8x.x%u%c", &bits.u, lanes, &tail) != 2 || *lanes < 1 || *lanes > 64)
+            return false;
+        *act = a;
+        *alpha = bits.f;
+        return true;
+    }
+    return false;
+}
+
+void otc_llvm_act_define(otc_llvm_ir *ir, LLVMValueRef fn, int act, float alpha, bool grad) {
+    LLVMBasicBlockRef saved = LLVMGetInsertBlock(ir->b);
+    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
+    LLVMValueRef x = LLVMGetParam(fn, 0);
+    LLVMValueRef y = grad ? otc_llvm_act_grad(ir, act, alpha, x, LLVMGetParam(fn, 1))
+                          : otc_llvm_act(ir, act, alpha, x);
+    LLVMBuildRet(ir->b, y ? y : x);
+    if (saved) LLVMPositionBuilderAtEnd(ir->b, saved);
+}
+
+LLVMValueRef otc_llvm_act_declare(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad) {
     const otc_act_info *info = otc_act_get((otc_act)act);
     unsigned lanes = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
     union {
@@ -303,24 +339,24 @@ static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMType
     LLVMTypeRef params[2] = {t, t};
     LLVMTypeRef ft = LLVMFunctionType(t, params, grad ? 2 : 1, 0);
     fn = LLVMAddFunction(ir->mod, name, ft);
-    LLVMSetLinkage(fn, LLVMInternalLinkage);
-    const char *attrs[] = {"noinline", "nounwind", "willreturn", "nofree", "nosync"};
-    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
-        unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(ir->ctx, kind, 0));
-    }
+    const char *attrs[] = {"nounwind", "willreturn", "nofree", "nosync"};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) add_attr(ir, fn, attrs[i]);
     /* No memory access: calls can move and vanish like arithmetic. */
     unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(ir->ctx, mem, 0));
-    LLVMBasicBlockRef saved = LLVMGetInsertBlock(ir->b);
-    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
-    LLVMValueRef x = LLVMGetParam(fn, 0);
-    LLVMValueRef y = grad ? otc_llvm_act_grad(ir, act, alpha, x, LLVMGetParam(fn, 1))
-                          : otc_llvm_act(ir, act, alpha, x);
-    LLVMBuildRet(ir->b, y ? y : x);
-    LLVMPositionBuilderAtEnd(ir->b, saved);
+    return fn;
+}
+
+/* The function computing the activation (grad: its derivative from x and y) on values of x's
+ * type: with shared_math an external declaration (llvm_library.c defines it once per
+ * process), else the module's own copy, created on first use. */
+static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad) {
+    LLVMValueRef fn = otc_llvm_act_declare(ir, act, alpha, t, grad);
+    if (ir->shared_math || LLVMCountBasicBlocks(fn) > 0) return fn;
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_attr(ir, fn, "noinline");
+    otc_llvm_act_define(ir, fn, act, alpha, grad);
     return fn;
 }
 

@@ -109,6 +109,7 @@ static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int 
 static void switch_to_jit(pol_exec *p) {
     otc_jit_options jo = otc_jit_defaults();
     jo.inference = p->o.inference;
+    jo.tier = OTC_JIT_TIER_FAST;
     otc_executor *jit = otc_jit_executor_new(p->base.graph, &jo);
     bool ok = jit != NULL;
     for (int i = 0; ok && i < p->n_inputs; i++)
@@ -179,6 +180,7 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         if (samples > 0 && jit < interp) {
             otc_jit_options jo = otc_jit_defaults();
             jo.defer_forward = true;
+            jo.tier = OTC_JIT_TIER_FAST;
             otc_executor *ex = otc_jit_executor_new(g, &jo);
             if (ex) {
                 count(&stats.compiled);

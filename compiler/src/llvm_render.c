@@ -80,22 +80,21 @@ static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
     LLVMValueRef dst = LLVMGetParam(fn, 0), src = LLVMGetParam(fn, 1), S = LLVMGetParam(fn, 2),
                  Bn = LLVMGetParam(fn, 3), row = LLVMGetParam(fn, 4), off = LLVMGetParam(fn, 5),
                  width = LLVMGetParam(fn, 6);
-    otc_llvm_loop le = {0}, lb = {0}, lz = {0};
+    otc_llvm_loop le = {0}, lb = {0};
     otc_lv_loop_begin(r, &le, width);
     LLVMValueRef nm = LLVMBuildMul(B, le.i, S, ""), rm = LLVMBuildAdd(B, le.i, off, "");
     LLVMValueRef node = otc_lv_gep(r, load ? dst : src, nm);
     LLVMValueRef rows = otc_lv_gep(r, load ? src : dst, rm);
+    /* The padding samples B..S lie in the last chunk: one vector of zeros there first, then
+     * the samples over it (a memset call per row cost more than the copy at batch 1). */
+    if (load)
+        otc_lv_store(r, LLVMConstNull(r->vec),
+                     otc_lv_gep(r, node, LLVMBuildSub(B, S, otc_lv_i64(r, r->o.lanes), "")));
     otc_lv_loop_begin(r, &lb, Bn);
     LLVMValueRef rp = otc_lv_gep(r, rows, LLVMBuildMul(B, lb.i, row, ""));
     LLVMValueRef np = otc_lv_gep(r, node, lb.i);
     otc_lv_store(r, otc_lv_load(r, r->ir.f32, load ? rp : np), load ? np : rp);
     otc_lv_loop_end(r, &lb);
-    if (load) {
-        otc_lv_loop_begin(r, &lz, LLVMBuildSub(B, S, Bn, ""));
-        otc_lv_store(r, LLVMConstReal(r->ir.f32, 0.0),
-                     otc_lv_gep(r, node, LLVMBuildAdd(B, Bn, lz.i, "")));
-        otc_lv_loop_end(r, &lz);
-    }
     otc_lv_loop_end(r, &le);
     LLVMBuildRetVoid(B);
     r->fn = saved_fn;
@@ -389,6 +388,7 @@ otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_opti
     r->ir.ctx = ctx;
     otc_llvm_ir_types(&r->ir);
     r->ir.mod = mod;
+    r->ir.shared_math = !o->aot;
     r->ir.b = LLVMCreateBuilderInContext(ctx);
     r->vec = LLVMVectorType(r->ir.f32, (unsigned)o->lanes);
     r->eb = LLVMCreateBuilderInContext(ctx);

@@ -60,6 +60,7 @@ typedef struct {
     bool aot;           /* weights are a constant global (baked) */
     const char *prefix; /* of every exported symbol */
     bool blas;          /* large dense products call cblas_sgemm */
+    bool fast;          /* the fast tier (OTC_JIT_TIER_FAST): quick pipeline and code generator */
 } otc_llvm_render_options;
 
 typedef struct {

@@ -59,7 +59,7 @@ otc_status otc_llvm_check(LLVMErrorRef err, otc_status status, const char *what)
 }
 
 otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const char *features,
-                                   LLVMTargetMachineRef *out) {
+                                   LLVMCodeGenOptLevel level, LLVMTargetMachineRef *out) {
     *out = NULL;
     otc_status st = otc_llvm_init();
     if (st) return st;
@@ -82,9 +82,8 @@ otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const ch
         st = otc_fail(OTC_ERR_UNSUPPORTED, "no LLVM target for triple '%s': %s",
                       triple ? triple : use_triple, err ? err : "unknown");
     } else {
-        *out =
-            LLVMCreateTargetMachine(target, use_triple, cpu, features, LLVMCodeGenLevelAggressive,
-                                    LLVMRelocPIC, LLVMCodeModelDefault);
+        *out = LLVMCreateTargetMachine(target, use_triple, cpu, features, level, LLVMRelocPIC,
+                                       LLVMCodeModelDefault);
         if (!*out)
             st = otc_fail(OTC_ERR_UNSUPPORTED, "LLVM could not create a target machine for '%s'",
                           use_triple);
@@ -111,7 +110,8 @@ otc_status otc_llvm_verify(LLVMModuleRef m) {
     return st;
 }
 
-otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool optimize) {
+otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
+                                  otc_llvm_pipeline pipe) {
     char *triple = LLVMGetTargetMachineTriple(tm);
     LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
     LLVMSetTarget(m, triple);
@@ -138,18 +138,22 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, bool
     LLVMDisposeMessage(features);
 
     otc_status st = otc_llvm_verify(m);
-    if (st || !optimize) return st;
+    if (st || pipe == OTC_LLVM_PIPE_NONE) return st;
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
-    LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
-    LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
-    /* LICM asks MemorySSA whether each invariant load (a weight) is clobbered by any of the
-     * loop's stores: quadratic in a fused kernel of a hundred neurons, and hoisting the
-     * weights only trades a broadcast from memory for a spill. Bound the search. */
-    LLVMPassBuilderOptionsSetLicmMssaOptCap(opts, 8);
-    LLVMPassBuilderOptionsSetLicmMssaNoAccForPromotionCap(opts, 8);
-    st = otc_llvm_check(LLVMRunPasses(m, "default<O3>", tm, opts), OTC_ERR_STATE,
+    const char *passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
+    if (pipe == OTC_LLVM_PIPE_O3) {
+        passes = "default<O3>";
+        LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+        LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+        LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+        LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+        /* LICM asks MemorySSA whether each invariant load (a weight) is clobbered by any of
+         * the loop's stores: quadratic in a fused kernel of a hundred neurons, and hoisting
+         * the weights only trades a broadcast from memory for a spill. Bound the search. */
+        LLVMPassBuilderOptionsSetLicmMssaOptCap(opts, 8);
+        LLVMPassBuilderOptionsSetLicmMssaNoAccForPromotionCap(opts, 8);
+    }
+    st = otc_llvm_check(LLVMRunPasses(m, passes, tm, opts), OTC_ERR_STATE,
                         "LLVM optimisation pipeline");
     LLVMDisposePassBuilderOptions(opts);
     return st;

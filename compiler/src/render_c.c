@@ -344,7 +344,9 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
         c->indent++;
     }
     c->plan = ps->fwd;
+    c->outline = ps->big != NULL; /* a scalar loop: one copy of each activation's math */
     otc_cr_forward_steps(c);
+    c->outline = false;
     if (ps->big) {
         c->indent--;
         otc_cr_line(c, "} else { /* kernels the compiler vectorises across the batch */");
@@ -471,7 +473,17 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         c.sb = &body;
         write_forward(&c, &o, &ps, train != NULL);
         if (train) write_training(&c, &o, train);
-        otc_cr_act_helpers(&c, &cs);
+        /* The activation helpers mark the math they call: render them apart, then the
+         * math, the helpers and the bodies in that order. */
+        otc_text acts;
+        otc_text_init(&acts);
+        otc_cr_act_helpers(&c, &acts);
+        otc_cr_math_helpers(&c, &cs);
+        if (acts.failed)
+            cs.failed = true;
+        else if (acts.text)
+            otc_text_puts(&cs, acts.text);
+        otc_text_free(&acts);
         if (body.failed)
             cs.failed = true;
         else if (body.text)

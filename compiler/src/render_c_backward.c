@@ -360,8 +360,10 @@ static void bw_softmax(otc_cr *c, otc_id id, bool log) {
                     g);
     } else {
         otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s;", C, g);
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s - expf(%s) * s;", C,
-                    d, g, y);
+        char fexp[96];
+        otc_cr_math(c, OTC_CRM_EXP, fexp, sizeof fexp);
+        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s - %s(%s) * s;", C, d,
+                    g, fexp, y);
     }
     otc_cr_line(c, "}");
     otc_cr_close(c, open);
@@ -394,7 +396,11 @@ static void bw_loss(otc_cr *c, otc_id id) {
         otc_cr_line(
             c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
         if (NEEDS(P)) otc_cr_line(c, "%s += k * (q - t) / (q * (1.0f - q));", gp);
-        if (NEEDS(T)) otc_cr_line(c, "%s += k * (logf(1.0f - q) - logf(q));", gt);
+        if (NEEDS(T)) {
+            char flog[96];
+            otc_cr_math(c, OTC_CRM_LOG, flog, sizeof flog);
+            otc_cr_line(c, "%s += k * (%s(1.0f - q) - %s(q));", gt, flog, flog);
+        }
         if (!NEEDS(P) || !NEEDS(T)) otc_cr_line(c, "(void)t;");
     }
     otc_cr_close(c, open);
@@ -435,10 +441,12 @@ static void bw_softmax_ce(otc_cr *c, otc_id id) {
     otc_cr_line(c, "    const float l = %s;", l);
     otc_cr_line(c, "    float m = %s, s = 0.0f, inv;", x0);
     otc_cr_line(c, "    for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
-    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
+    char fexp[96];
+    otc_cr_math(c, OTC_CRM_EXP, fexp, sizeof fexp);
+    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s(%s - m);", C, fexp, xc);
     otc_cr_line(c, "    inv = 1.0f / s;");
-    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += k * expf(%s - m) * inv;", C,
-                dc, xc);
+    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += k * %s(%s - m) * inv;", C,
+                dc, fexp, xc);
     otc_cr_line(c, "    %s -= k;", dl);
     otc_cr_line(c, "}");
 }

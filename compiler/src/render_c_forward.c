@@ -306,7 +306,9 @@ static void op_softmax(otc_cr *c, otc_id id, bool log) {
     otc_id X = V(nd->inputs[0]);
     const otc_plan_value *v = &c->plan->values[id];
     int64_t C = nd->shape.dim[nd->shape.ndim - 1], R = v->size / C;
-    char x0[96], xc[96], yc[96];
+    char x0[96], xc[96], yc[96], fexp[96], flog[96];
+    otc_cr_math(c, OTC_CRM_EXP, fexp, sizeof fexp);
+    if (log) otc_cr_math(c, OTC_CRM_LOG, flog, sizeof flog);
     int open = otc_cr_loops(c, 1, v->batched, true);
     otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", R);
     c->indent++;
@@ -320,7 +322,7 @@ static void op_softmax(otc_cr *c, otc_id id, bool log) {
     otc_cr_line(c, "for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
     if (!log) {
         otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) {", C);
-        otc_cr_line(c, "    %s = expf(%s - m);", yc, xc);
+        otc_cr_line(c, "    %s = %s(%s - m);", yc, fexp, xc);
         otc_cr_line(c, "    s += %s;", yc);
         otc_cr_line(c, "}");
         otc_cr_line(c, "{");
@@ -328,9 +330,9 @@ static void op_softmax(otc_cr *c, otc_id id, bool log) {
         otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s *= inv;", C, yc);
         otc_cr_line(c, "}");
     } else {
-        otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
+        otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += %s(%s - m);", C, fexp, xc);
         otc_cr_line(c, "{");
-        otc_cr_line(c, "    const float lse = m + logf(s);");
+        otc_cr_line(c, "    const float lse = m + %s(s);", flog);
         otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s = %s - lse;", C, yc, xc);
         otc_cr_line(c, "}");
     }
@@ -357,7 +359,9 @@ static void op_loss(otc_cr *c, otc_id id) {
         otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
         otc_cr_line(
             c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
-        otc_cr_line(c, "acc -= (double)(t * logf(q) + (1.0f - t) * logf(1.0f - q));");
+        char flog[96];
+        otc_cr_math(c, OTC_CRM_LOG, flog, sizeof flog);
+        otc_cr_line(c, "acc -= (double)(t * %s(q) + (1.0f - t) * %s(1.0f - q));", flog, flog);
     }
     otc_cr_close(c, open);
     otc_cr_line(c, "v%d[0] = (float)(acc / (double)(%" PRId64 " * %s));", (int)id, pv->size,
@@ -393,8 +397,11 @@ static void op_softmax_ce(otc_cr *c, otc_id id) {
     otc_cr_line(c, "if (!(l >= 0.0f && l < %s && l == floorf(l))) return 2;",
                 otc_cr_float_literal(cf, sizeof cf, (float)C));
     otc_cr_line(c, "for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
-    otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += expf(%s - m);", C, xc);
-    otc_cr_line(c, "total += (double)(m + logf(s) - %s);", xl);
+    char fexp[96], flog[96];
+    otc_cr_math(c, OTC_CRM_EXP, fexp, sizeof fexp);
+    otc_cr_math(c, OTC_CRM_LOG, flog, sizeof flog);
+    otc_cr_line(c, "for (size_t c = 0; c < %" PRId64 "; c++) s += %s(%s - m);", C, fexp, xc);
+    otc_cr_line(c, "total += (double)(m + %s(s) - %s);", flog, xl);
     c->indent--;
     otc_cr_line(c, "}");
     if (batched)

@@ -6,6 +6,20 @@
 #include "plan_internal.h"
 #include "otc/text.h"
 
+/* The emitted file's own float math (render_c_math.c), NAME_<suffix>. */
+typedef enum {
+    OTC_CRM_BASICS, /* NAME_fma, NAME_from_bits, NAME_to_bits, NAME_sel */
+    OTC_CRM_EXP,
+    OTC_CRM_EXPM1,
+    OTC_CRM_LOG,
+    OTC_CRM_LOG1P,
+    OTC_CRM_TANH,
+    OTC_CRM_SIN,
+    OTC_CRM_COS,
+    OTC_CRM_FMAX,
+    OTC_CRM_COUNT
+} otc_cr_mathfn;
+
 typedef struct {
     otc_text *sb;
     const otc_plan *plan;
@@ -16,6 +30,13 @@ typedef struct {
     int indent;
     bool f_used[OTC_ACT_COUNT]; /* activation helpers the bodies call */
     bool df_used[OTC_ACT_COUNT];
+    bool fo_used[OTC_ACT_COUNT]; /* out-of-line forward helpers (NAME_fo_tanh) */
+    /* Spelling the small-batch path: activations that call math as calls, and the scalar
+     * variant of the math (NAME_exp_s). */
+    bool outline;
+    bool math_used[2][OTC_CRM_COUNT]; /* math the code calls: [0] vector loops, [1] scalar */
+    char inline_macro[80];            /* "NAME_INLINE" (otc_cr_inline) */
+    char outline_macro[80];           /* "NAME_OUTLINE" */
     otc_status st;
 } otc_cr;
 
@@ -58,7 +79,25 @@ const otc_act_info *otc_cr_act(const otc_node *nd);
 void otc_cr_act_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x);
 void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x,
                       const char *y);
-/* The helpers marked used, as static functions. */
+/* With c->outline, an activation that calls math is spelled "NAME_fo_tanh(x, a)": one
+ * out-of-line copy (as the JIT's), where a scalar loop of a hundred neurons would otherwise
+ * inline a hundred copies of the polynomials and outgrow the instruction cache. */
+bool otc_cr_act_calls_math(int act);
+/* The helpers marked used, as static functions (marking the math they call). */
 void otc_cr_act_helpers(otc_cr *c, otc_text *out);
+
+/* render_c_math.c: "NAME_INLINE", the helpers' storage class (static inline, forced where
+ * the compiler allows); otc_cr_math_helpers defines it. */
+const char *otc_cr_inline(otc_cr *c);
+/* "NAME_OUTLINE": static, never inlined where the compiler allows. */
+const char *otc_cr_outline(otc_cr *c);
+/* "NAME_exp" (in buf; "NAME_exp_s" with c->outline), marked used; the kernels call it
+ * instead of libm. */
+const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len);
+/* Append a C expression of the activation table with its libm calls (expf, tanhf, ...)
+ * replaced by the file's math helpers, marked used. */
+void otc_cr_math_expr(otc_cr *c, otc_text *out, const char *expr);
+/* The math helpers marked used (and those they call), as static inline functions. */
+void otc_cr_math_helpers(otc_cr *c, otc_text *out);
 
 #endif

@@ -179,9 +179,13 @@ static int act_index(const otc_node *nd) {
 void otc_cr_act_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x) {
     int a = act_index(nd);
     char lit[48];
-    c->f_used[a] = true;
-    snprintf(buf, len, "%s_f_%s(%s, %s)", c->name, otc_act_get((otc_act)a)->name, x,
-             otc_cr_float(c, lit, nd->alpha));
+    bool out = c->outline && otc_cr_act_calls_math(a);
+    if (out)
+        c->fo_used[a] = true;
+    else
+        c->f_used[a] = true;
+    snprintf(buf, len, "%s_f%s_%s(%s, %s)", c->name, out ? "o" : "", otc_act_get((otc_act)a)->name,
+             x, otc_cr_float(c, lit, nd->alpha));
 }
 
 void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x,
@@ -194,17 +198,34 @@ void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, cons
 }
 
 void otc_cr_act_helpers(otc_cr *c, otc_text *out) {
+    /* NAME_INLINE: a helper left out of line keeps the batch loop calling it scalar. */
     for (int a = 0; a < OTC_ACT_COUNT; a++) {
         const otc_act_info *info = otc_act_get((otc_act)a);
-        if (c->f_used[a])
+        if (c->f_used[a]) {
             otc_text_printf(out,
-                            "static float %s_f_%s(float x, float a) {\n    (void)a;\n    return "
-                            "%s;\n}\n\n",
-                            c->name, info->name, info->c_f);
-        if (c->df_used[a])
+                            "%s float %s_f_%s(float x, float a) {\n    (void)a;\n"
+                            "    return ",
+                            otc_cr_inline(c), c->name, info->name);
+            otc_cr_math_expr(c, out, info->c_f);
+            otc_text_puts(out, ";\n}\n\n");
+        }
+        if (c->fo_used[a]) {
+            /* Out of line, with the scalar variant of the math. */
+            otc_text_printf(out, "%s float %s_fo_%s(float x, float a) {\n    (void)a;\n    return ",
+                            otc_cr_outline(c), c->name, info->name);
+            bool saved = c->outline;
+            c->outline = true;
+            otc_cr_math_expr(c, out, info->c_f);
+            c->outline = saved;
+            otc_text_puts(out, ";\n}\n\n");
+        }
+        if (c->df_used[a]) {
             otc_text_printf(out,
-                            "static float %s_df_%s(float x, float y, float a) {\n    (void)x;\n"
-                            "    (void)y;\n    (void)a;\n    return %s;\n}\n\n",
-                            c->name, info->name, info->c_df);
+                            "%s float %s_df_%s(float x, float y, float a) {\n"
+                            "    (void)x;\n    (void)y;\n    (void)a;\n    return ",
+                            otc_cr_inline(c), c->name, info->name);
+            otc_cr_math_expr(c, out, info->c_df);
+            otc_text_puts(out, ";\n}\n\n");
+        }
     }
 }

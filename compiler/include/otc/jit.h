@@ -10,6 +10,13 @@
 #include "otc/executor.h"
 #include "otc/plan.h"
 
+/* How hard the code generator works. Optimised: LLVM's O3 pipeline with loop and SLP
+ * vectorisation and its most aggressive code generator, for code that runs long (training,
+ * inference, benchmarks). Fast: a short IR pipeline and the fast instruction selector and
+ * register allocator, several times quicker to compile for code a little slower, for code
+ * that runs briefly (the genomes of an evolution run). */
+typedef enum { OTC_JIT_TIER_OPTIMIZED, OTC_JIT_TIER_FAST } otc_jit_tier;
+
 typedef struct {
     bool inference;      /* forward only: backward and train_step fail */
     bool no_cache;       /* compile even when an identical topology is cached */
@@ -18,6 +25,7 @@ typedef struct {
     bool no_blas;        /* never call OpenBLAS for dense products */
     bool defer_forward;  /* compile the forward plan on its first use, not at creation (for
                             executors that mostly train: train_step compiles its own plan) */
+    otc_jit_tier tier;   /* default: optimised */
 } otc_jit_options;
 
 /* Defaults: training allowed, cache on, host vector width, default fusion, BLAS on. */

@@ -46,4 +46,10 @@ otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *option
 /* Is s a valid C identifier that the renderer may use as a prefix? */
 bool otc_emit_c_valid_name(const char *s);
 
+/* The generated code's float math, all of it, as the static inline C99 functions NAME_exp,
+ * NAME_expm1, NAME_log, NAME_log1p, NAME_tanh, NAME_sin, NAME_cos (and the NAME_fma,
+ * NAME_from_bits, NAME_to_bits, NAME_sel and NAME_fmax they use), for tests; needs <math.h>. The
+ * JIT's formulas: branch-free, so loops calling them vectorise. *source is malloc'd. */
+otc_status otc_emit_c_math(const char *name, char **source);
+
 #endif
