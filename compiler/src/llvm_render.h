@@ -61,6 +61,7 @@ typedef struct {
     const char *prefix; /* of every exported symbol */
     bool blas;          /* large dense products call cblas_sgemm */
     bool fast;          /* the fast tier (OTC_JIT_TIER_FAST): quick pipeline and code generator */
+    bool chunk_pairs;   /* map kernels run two chunks per iteration (more code, more ILP) */
 } otc_llvm_render_options;
 
 typedef struct {

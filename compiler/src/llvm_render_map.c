@@ -179,6 +179,37 @@ static void clear_locals(otc_llvm_r *r, const otc_plan_kernel *K) {
     for (int m = 0; m < K->count; m++) r->local[r->plan->members[K->first + m]] = NULL;
 }
 
+/* The batched members over every chunk, two chunks per iteration as one <2W x float> value
+ * (each instruction becomes two independent vector instructions side by side, twice the
+ * parallelism for a kernel whose chain of neurons is longer than the out-of-order window),
+ * then an odd last chunk at W lanes. */
+static void chunk_pairs(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e) {
+    int w = r->o.lanes;
+    LLVMTypeRef vec = r->vec;
+    r->o.lanes = 2 * w;
+    r->vec = LLVMVectorType(r->ir.f32, (unsigned)(2 * w));
+    otc_llvm_loop lp = {0};
+    otc_lv_loop_begin(r, &lp, LLVMBuildLShr(B, r->nchunks, otc_lv_i64(r, 1), "pairs"));
+    otc_lv_set_chunk(r, lp.i);
+    members(r, K, 0, e);
+    clear_locals(r, K);
+    otc_lv_loop_end(r, &lp);
+    r->o.lanes = w;
+    r->vec = vec;
+    LLVMValueRef odd = LLVMBuildAnd(B, r->nchunks, otc_lv_i64(r, 1), "");
+    LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "odd_chunk");
+    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "chunks_done");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, odd, otc_lv_i64(r, 0), ""), one, after);
+    LLVMPositionBuilderAtEnd(B, one);
+    otc_lv_set_chunk(r, LLVMBuildSub(B, r->nchunks, otc_lv_i64(r, 1), ""));
+    members(r, K, 0, e);
+    clear_locals(r, K);
+    LLVMBuildBr(B, after);
+    LLVMMoveBasicBlockAfter(after, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, after);
+    r->chunk = r->chunk_off = r->mask = NULL;
+}
+
 void otc_lv_map_kernel(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
     otc_llvm_loop le = {0}, lc = {0};
@@ -187,10 +218,14 @@ void otc_lv_map_kernel(otc_llvm_r *r, int k) {
         otc_lv_loop_begin(r, &le, otc_lv_i64(r, K->n));
         e = le.i;
     }
-    if (K->batched) otc_lv_chunks_begin(r, &lc);
-    members(r, K, 0, e);
-    clear_locals(r, K);
-    if (K->batched) otc_lv_chunks_end(r, &lc);
+    if (K->batched && r->o.chunk_pairs && 2 * r->o.lanes <= 64) {
+        chunk_pairs(r, K, e);
+    } else {
+        if (K->batched) otc_lv_chunks_begin(r, &lc);
+        members(r, K, 0, e);
+        clear_locals(r, K);
+        if (K->batched) otc_lv_chunks_end(r, &lc);
+    }
     if (K->n > 1) otc_lv_loop_end(r, &le);
 }
 
