@@ -72,8 +72,8 @@ otc_status otc_emit_llvm(const otc_graph *g, const otc_emit_llvm_options *option
     ro.lanes = lanes_for(options);
     ro.aot = true;
     ro.prefix = prefix;
-    ro.blas = false;       /* objects depend on nothing */
-    ro.chunk_pairs = true; /* the optimised tier's code */
+    ro.blas = false;    /* objects depend on nothing */
+    ro.chunk_group = 2; /* the optimised tier's code */
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
     st = otc_llvm_render(plan, &ro, ctx, &mod);

@@ -128,7 +128,8 @@ LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueR
 LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
                                     LLVMValueRef y);
 /* The out-of-line function's declaration in ir->mod, named "otc.ACT[.grad].ALPHABITS.xLANES"
- * (ALPHABITS: the float's bits in hex), and its body; the name parsed back. */
+ * (ALPHABITS: the float's bits in hex; LANES: of a <LANES x float>, 0 for a plain float), and
+ * its body; the name parsed back. */
 LLVMValueRef otc_llvm_act_declare(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad);
 void otc_llvm_act_define(otc_llvm_ir *ir, LLVMValueRef fn, int act, float alpha, bool grad);
 bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned *lanes, bool *grad);

@@ -42,7 +42,7 @@ static otc_status define(const char *name, int act, float alpha, unsigned lanes,
     otc_llvm_ir_types(&ir);
     ir.mod = LLVMModuleCreateWithNameInContext("otc.library", ir.ctx);
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
-    LLVMTypeRef t = lanes > 1 ? LLVMVectorType(ir.f32, lanes) : ir.f32;
+    LLVMTypeRef t = lanes > 0 ? LLVMVectorType(ir.f32, lanes) : ir.f32;
     LLVMValueRef fn = otc_llvm_act_declare(&ir, act, alpha, t, grad);
     otc_llvm_act_define(&ir, fn, act, alpha, grad);
     LLVMDisposeBuilder(ir.b);

@@ -305,8 +305,7 @@ bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned 
             float f;
         } bits;
         char tail;
-        if (sscanf(rest, ".%8x.x%u%c", &bits.u, lanes, &tail) != 2 || *lanes < 1 || *lanes > 64)
-            return false;
+        if (sscanf(rest, ".%8x.x%u%c", &bits.u, lanes, &tail) != 2 || *lanes > 64) return false;
         *act = a;
         *alpha = bits.f;
         return true;
@@ -326,7 +325,8 @@ void otc_llvm_act_define(otc_llvm_ir *ir, LLVMValueRef fn, int act, float alpha,
 
 LLVMValueRef otc_llvm_act_declare(otc_llvm_ir *ir, int act, float alpha, LLVMTypeRef t, bool grad) {
     const otc_act_info *info = otc_act_get((otc_act)act);
-    unsigned lanes = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+    /* xN: <N x float>; x0: a plain float. */
+    unsigned lanes = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 0;
     union {
         float f;
         unsigned u;

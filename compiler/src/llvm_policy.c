@@ -14,16 +14,17 @@ static pthread_mutex_t stats_mutex = PTHREAD_MUTEX_INITIALIZER;
 static otc_jit_policy_stats stats;
 
 otc_jit_policy otc_jit_policy_defaults(void) {
-    /* Measured on the 2-core build machine (znver3, AVX2) with `otc bench --random N`: the
-     * interpreter runs a forward at batch 1 in about 22 ns per graph node, the JIT's code in
-     * about 8; compiling costs about 15 ms plus 0.5 ms per node at O3 (a 100-neuron genome,
-     * 301 nodes: ~165 ms); a training step costs about three forwards and its code about
-     * three forward compiles. */
+    /* Measured on the 2-core build machine (znver3, AVX2) with `otc bench --random N` and
+     * the fast tier the policy compiles with: the interpreter runs a forward at batch 1 in
+     * about 15 ns per graph node, the fast tier's code in about 5; compiling costs about 4 ms
+     * plus 0.05 ms per node (a 100-neuron genome, 301 nodes: ~10-20 ms; the math library's
+     * one-off cost is not counted); a training step costs about three forwards and its code
+     * about three forward compiles. */
     otc_jit_policy p = {0};
-    p.interp_ns = 22.0;
-    p.jit_ns = 8.0;
-    p.compile_ms = 15.0;
-    p.compile_ms_per_node = 0.5;
+    p.interp_ns = 15.0;
+    p.jit_ns = 5.0;
+    p.compile_ms = 4.0;
+    p.compile_ms_per_node = 0.05;
     p.train_factor = 3.0;
     p.train_samples = 0.0;
     return p;

@@ -61,7 +61,8 @@ typedef struct {
     const char *prefix; /* of every exported symbol */
     bool blas;          /* large dense products call cblas_sgemm */
     bool fast;          /* the fast tier (OTC_JIT_TIER_FAST): quick pipeline and code generator */
-    bool chunk_pairs;   /* map kernels run two chunks per iteration (more code, more ILP) */
+    int chunk_group;    /* > 1: map kernels run this many chunks per iteration (more code, more
+                           independent work per iteration) */
 } otc_llvm_render_options;
 
 typedef struct {

@@ -179,34 +179,30 @@ static void clear_locals(otc_llvm_r *r, const otc_plan_kernel *K) {
     for (int m = 0; m < K->count; m++) r->local[r->plan->members[K->first + m]] = NULL;
 }
 
-/* The batched members over every chunk, two chunks per iteration as one <2W x float> value
- * (each instruction becomes two independent vector instructions side by side, twice the
+/* The batched members over every chunk, G chunks per iteration as one <G*W x float> value
+ * (each instruction becomes G independent vector instructions side by side: G times the
  * parallelism for a kernel whose chain of neurons is longer than the out-of-order window),
- * then an odd last chunk at W lanes. */
-static void chunk_pairs(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e) {
+ * then the last nchunks mod G chunks at W lanes. */
+static void chunk_groups(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e, int g) {
     int w = r->o.lanes;
     LLVMTypeRef vec = r->vec;
-    r->o.lanes = 2 * w;
-    r->vec = LLVMVectorType(r->ir.f32, (unsigned)(2 * w));
-    otc_llvm_loop lp = {0};
-    otc_lv_loop_begin(r, &lp, LLVMBuildLShr(B, r->nchunks, otc_lv_i64(r, 1), "pairs"));
-    otc_lv_set_chunk(r, lp.i);
+    r->o.lanes = g * w;
+    r->vec = LLVMVectorType(r->ir.f32, (unsigned)(g * w));
+    otc_llvm_loop lg = {0}, lc = {0};
+    LLVMValueRef groups = LLVMBuildUDiv(B, r->nchunks, otc_lv_i64(r, g), "groups");
+    otc_lv_loop_begin(r, &lg, groups);
+    otc_lv_set_chunk(r, lg.i);
     members(r, K, 0, e);
     clear_locals(r, K);
-    otc_lv_loop_end(r, &lp);
+    otc_lv_loop_end(r, &lg);
     r->o.lanes = w;
     r->vec = vec;
-    LLVMValueRef odd = LLVMBuildAnd(B, r->nchunks, otc_lv_i64(r, 1), "");
-    LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "odd_chunk");
-    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "chunks_done");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, odd, otc_lv_i64(r, 0), ""), one, after);
-    LLVMPositionBuilderAtEnd(B, one);
-    otc_lv_set_chunk(r, LLVMBuildSub(B, r->nchunks, otc_lv_i64(r, 1), ""));
+    LLVMValueRef done = LLVMBuildMul(B, groups, otc_lv_i64(r, g), "");
+    otc_lv_loop_begin(r, &lc, LLVMBuildSub(B, r->nchunks, done, ""));
+    otc_lv_set_chunk(r, LLVMBuildAdd(B, done, lc.i, ""));
     members(r, K, 0, e);
     clear_locals(r, K);
-    LLVMBuildBr(B, after);
-    LLVMMoveBasicBlockAfter(after, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, after);
+    otc_lv_loop_end(r, &lc);
     r->chunk = r->chunk_off = r->mask = NULL;
 }
 
@@ -218,8 +214,8 @@ void otc_lv_map_kernel(otc_llvm_r *r, int k) {
         otc_lv_loop_begin(r, &le, otc_lv_i64(r, K->n));
         e = le.i;
     }
-    if (K->batched && r->o.chunk_pairs && 2 * r->o.lanes <= 64) {
-        chunk_pairs(r, K, e);
+    if (K->batched && r->o.chunk_group > 1 && r->o.chunk_group * r->o.lanes <= 64) {
+        chunk_groups(r, K, e, r->o.chunk_group);
     } else {
         if (K->batched) otc_lv_chunks_begin(r, &lc);
         members(r, K, 0, e);
