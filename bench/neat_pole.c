@@ -1,9 +1,11 @@
 /* Double pole balancing as in the NEAT paper: DPV (population 150) and DPNV (population
  * 1,000) over seeded runs within a time budget; evaluations to solution, failures and the
  * champions' generalisation scores (of 625 starts), beside the paper's figures.
- * Usage: neat_pole [SECONDS_PER_TASK [THREADS]] */
+ * Usage: neat_pole [SECONDS_PER_TASK [THREADS [TASK [CONFIG [FIRST_SEED]]]]] where TASK is dpv,
+ * dpnv or both (default) and CONFIG replaces the shipped config of a single TASK. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "otc/executor.h"
@@ -51,8 +53,8 @@ static int generalisation(const otc_neat_genome *g, const otc_neat_config *c, in
     return count;
 }
 
-static void bench(const char *name, const char *ini, double budget, int threads,
-                  const char *paper) {
+static void bench(const char *name, const char *ini, double budget, int threads, const char *paper,
+                  int first_seed) {
     otc_neat_config c;
     otc_neat_task *task = NULL;
     if (otc_neat_config_load(ini, &c) != OTC_OK ||
@@ -67,7 +69,7 @@ static void bench(const char *name, const char *ini, double budget, int threads,
         otc_neat_population *p = NULL;
         bool solved = false;
         otc_neat_run_options o = {.generations = 200, .threads = threads};
-        if (otc_neat_population_new(&c, (uint64_t)runs + 1, &p) != OTC_OK ||
+        if (otc_neat_population_new(&c, (uint64_t)(runs + first_seed), &p) != OTC_OK ||
             otc_neat_run(p, task, &o, &solved) != OTC_OK) {
             fprintf(stderr, "neat_pole: %s\n", otc_last_error());
             exit(2);
@@ -79,11 +81,11 @@ static void bench(const char *name, const char *ini, double budget, int threads,
             if (otc_neat_evaluations(p) > worst) worst = otc_neat_evaluations(p);
             int gsc = generalisation(otc_neat_champion(p), &c, name[2] == 'v');
             gen_sum += gsc;
-            printf("  %s seed %d: solved, %ld evaluations, generalisation %d/625\n", name, runs,
-                   otc_neat_evaluations(p), gsc);
+            printf("  %s seed %d: solved, %ld evaluations, generalisation %d/625\n", name,
+                   runs - 1 + first_seed, otc_neat_evaluations(p), gsc);
         } else {
             failures++;
-            printf("  %s seed %d: not solved in 200 generations\n", name, runs);
+            printf("  %s seed %d: not solved in 200 generations\n", name, runs - 1 + first_seed);
         }
         otc_neat_population_free(p);
     }
@@ -97,7 +99,20 @@ static void bench(const char *name, const char *ini, double budget, int threads,
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 60;
     int threads = argc > 2 ? atoi(argv[2]) : 2;
-    bench("dpv", OTC_SOURCE_DIR "/examples/neat/dpv.ini", budget, threads, "3,600");
-    bench("dpnv", OTC_SOURCE_DIR "/examples/neat/dpnv.ini", budget, threads, "33,184");
+    const char *which = argc > 3 ? argv[3] : "both";
+    const char *config = argc > 4 ? argv[4] : NULL;
+    int first_seed = argc > 5 ? atoi(argv[5]) : 1;
+    bool dpv = !strcmp(which, "dpv"), dpnv = !strcmp(which, "dpnv"), both = !strcmp(which, "both");
+    if (!(dpv || dpnv || both) || (both && config) || first_seed < 1) {
+        fprintf(stderr, "usage: neat_pole [SECONDS_PER_TASK [THREADS [dpv|dpnv|both [CONFIG "
+                        "[FIRST_SEED]]]]]\n");
+        return 2;
+    }
+    if (dpv || both)
+        bench("dpv", config ? config : OTC_SOURCE_DIR "/examples/neat/dpv.ini", budget, threads,
+              "3,600", first_seed);
+    if (dpnv || both)
+        bench("dpnv", config ? config : OTC_SOURCE_DIR "/examples/neat/dpnv.ini", budget, threads,
+              "33,184", first_seed);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* XOR with the NEAT paper's parameters, many seeded runs: evaluations to solution (mean,
  * median, worst), failures, and the solutions' hidden nodes and enabled connections, beside
  * the paper's figures. Usage: neat_xor [RUNS [THREADS [CONFIG]]] */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -100,12 +101,16 @@ int main(int argc, char **argv) {
         conns += j.results[r].conns;
     }
     qsort(evals, (size_t)n, sizeof *evals, cmp_long);
+    double var = 0;
+    for (int r = 0; r < n; r++) var += ((double)evals[r] - sum / n) * ((double)evals[r] - sum / n);
     printf("XOR, %d runs (seeds 1..%d), config %s, at most %d generations\n\n", runs, runs, path,
            MAX_GENERATIONS);
     printf("%-34s %12s %12s\n", "", "otc", "NEAT paper");
     printf("%-34s %12.0f %12s\n", "mean evaluations to solution", n ? sum / n : 0.0, "4,755");
+    printf("%-34s %12.0f %12s\n", "standard deviation", n > 1 ? sqrt(var / (n - 1)) : 0.0, "2,553");
     printf("%-34s %12ld %12s\n", "median evaluations", n ? evals[n / 2] : 0L, "-");
-    printf("%-34s %12ld %12s\n", "worst evaluations (solved runs)", n ? evals[n - 1] : 0L, "-");
+    printf("%-34s %12ld %12s\n", "worst evaluations (solved runs)", n ? evals[n - 1] : 0L,
+           "13,459");
     printf("%-34s %12d %12s\n", "failures", failures, "0");
     printf("%-34s %12.2f %12s\n", "mean hidden nodes of solutions", n ? hidden / n : 0.0, "2.35");
     printf("%-34s %12.2f %12s\n", "mean enabled connections", n ? conns / n : 0.0, "7.48");

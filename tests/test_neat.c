@@ -1,5 +1,5 @@
 /* NEAT: configuration errors, mutation invariants, innovation tracking, crossover, distance,
- * speciation and the phenotype, against hand-worked values. */
+ * speciation, Stanley's offspring counting and the phenotype, against hand-worked values. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "otc/executor.h"
 #include "otc/neat.h"
+/* otc_neat_stanley_offspring is private to the NEAT sources: tested directly here. */
 
 static const char *base_ini = "[NEAT]\n"
                               "fitness_threshold = 15.9\n"
@@ -509,4 +510,187 @@ TEST(neat_genome_json_round_trip) {
     otc_neat_genome_free(g);
     otc_neat_genome_free(back);
     otc_neat_innovations_free(t);
+}
+
+/* Inputs 0 and 1, bias node 2, output 3; connections in the order given (innovations 1..n). */
+static otc_neat_genome *make_bias_genome(const int (*io)[2], const bool *enabled, int n) {
+    otc_neat_genome *g = otc_neat_genome_new();
+    const otc_neat_node_type types[4] = {OTC_NEAT_INPUT, OTC_NEAT_INPUT, OTC_NEAT_BIAS,
+                                         OTC_NEAT_OUTPUT};
+    for (int i = 0; i < 4; i++) {
+        otc_neat_node node = {i, types[i], i < 3 ? OTC_ACT_IDENTITY : OTC_ACT_STEEP_SIGMOID, 0, 1};
+        otc_neat_genome_add_node(g, &node);
+    }
+    for (int i = 0; i < n; i++) {
+        otc_neat_conn c = {i + 1, io[i][0], io[i][1], 0.5f, enabled[i]};
+        otc_neat_genome_add_conn(g, &c);
+    }
+    return g;
+}
+
+/* Which connection (by innovation) an add-node split, 0 when none was. */
+static int split_innovation(const otc_neat_genome *before, const otc_neat_genome *after) {
+    for (int i = 0; i < before->n_conns; i++)
+        if (before->conns[i].enabled &&
+            !otc_neat_genome_find_conn(after, before->conns[i].innov)->enabled)
+            return before->conns[i].innov;
+    return 0;
+}
+
+/* Stanley's add-node in small genomes: from the oldest splittable connection, move on with
+ * probability 0.3, always past bias connections; stopping on a disabled one or running off
+ * the end splits nothing. Genes bias->3, 0->3, 1->3: 0->3 with 0.7, 1->3 with 0.3 * 0.7 =
+ * 0.21, nothing 0.09, bias->3 never. */
+TEST(neat_add_node_prefer_old_walk) {
+    const int io[3][2] = {{2, 3}, {0, 3}, {1, 3}};
+    const bool on[3] = {true, true, true};
+    otc_neat_config c = base_config();
+    c.bias_node = true;
+    c.node_add_prefer_old = true;
+    otc_neat_innovations *t = otc_neat_innovations_new(4, 4);
+    otc_rng rng;
+    otc_rng_seed(&rng, 23);
+    int count[4] = {0}, trials = 6000;
+    for (int k = 0; k < trials; k++) {
+        otc_neat_genome *g = make_bias_genome(io, on, 3), *before = otc_neat_genome_copy(g);
+        REQUIRE(otc_neat_mutate_add_node(g, &c, t, &rng) == OTC_OK);
+        int s = split_innovation(before, g);
+        count[s]++;
+        CHECK(g->n_nodes == (s ? 5 : 4));
+        otc_neat_genome_free(g);
+        otc_neat_genome_free(before);
+    }
+    CHECK(count[1] == 0); /* the bias connection */
+    CHECK_NEAR((double)count[2] / trials, 0.7, 0.02);
+    CHECK_NEAR((double)count[3] / trials, 0.21, 0.02);
+    CHECK_NEAR((double)count[0] / trials, 0.09, 0.015);
+    /* 0->3, disabled 1->3, bias->3: the walk leaves 0->3 with 0.3 and then either stops on
+     * the disabled 1->3 or walks past the bias gene off the end, splitting nothing: 0->3 is
+     * split with probability 0.7, nothing else ever. */
+    const int io2[3][2] = {{0, 3}, {1, 3}, {2, 3}};
+    const bool on2[3] = {true, false, true};
+    int split = 0;
+    for (int k = 0; k < trials; k++) {
+        otc_neat_genome *g = make_bias_genome(io2, on2, 3), *before = otc_neat_genome_copy(g);
+        REQUIRE(otc_neat_mutate_add_node(g, &c, t, &rng) == OTC_OK);
+        int s = split_innovation(before, g);
+        CHECK(s == 0 || s == 1);
+        split += s == 1;
+        otc_neat_genome_free(g);
+        otc_neat_genome_free(before);
+    }
+    CHECK_NEAR((double)split / trials, 0.7, 0.02);
+    otc_neat_innovations_free(t);
+}
+
+/* Uniform choice (node_add_prefer_old off) never splits a bias connection either: with only
+ * bias->3 enabled nothing is split, with 0->3 beside it 0->3 always is. */
+TEST(neat_add_node_never_splits_bias) {
+    const int io[2][2] = {{2, 3}, {0, 3}};
+    otc_neat_config c = base_config();
+    c.bias_node = true;
+    c.node_add_prefer_old = false;
+    otc_neat_innovations *t = otc_neat_innovations_new(4, 4);
+    otc_rng rng;
+    otc_rng_seed(&rng, 29);
+    for (int k = 0; k < 200; k++) {
+        const bool only_bias[2] = {true, false}, both[2] = {true, true};
+        otc_neat_genome *g = make_bias_genome(io, only_bias, 2);
+        REQUIRE(otc_neat_mutate_add_node(g, &c, t, &rng) == OTC_OK);
+        CHECK(g->n_nodes == 4 && g->n_conns == 2 && g->conns[0].enabled);
+        otc_neat_genome_free(g);
+        g = make_bias_genome(io, both, 2);
+        otc_neat_genome *before = otc_neat_genome_copy(g);
+        REQUIRE(otc_neat_mutate_add_node(g, &c, t, &rng) == OTC_OK);
+        CHECK(split_innovation(before, g) == 2);
+        otc_neat_genome_free(g);
+        otc_neat_genome_free(before);
+    }
+    otc_neat_innovations_free(t);
+}
+
+/* crossover_disable_stanley: a matching gene disabled in the weaker parent only is disabled
+ * with 0.75 and otherwise takes the state of the parent it came from (half the time the
+ * disabled one): enabled with 0.25 * 0.5 = 0.125, and then always with the fitter parent's
+ * weight. Disabled in both parents: never enabled, unless averaged (then 0.25). */
+TEST(neat_crossover_disable_stanley) {
+    const int ca[2][3] = {{1, 0, 2}, {2, 1, 2}};
+    const float wa[2] = {1, 1}, wb[2] = {2, 2};
+    otc_neat_genome *a = make_genome(ca, 2, wa, false), *b = make_genome(ca, 2, wb, false);
+    a->fitness = 2;
+    b->fitness = 1;
+    b->conns[1].enabled = false;
+    otc_neat_config c = base_config();
+    c.crossover_disable_stanley = true;
+    otc_rng rng;
+    otc_rng_seed(&rng, 31);
+    int enabled = 0, trials = 8000;
+    for (int t = 0; t < trials; t++) {
+        otc_neat_genome *k = NULL;
+        REQUIRE(otc_neat_crossover(a, b, &c, &rng, &k) == OTC_OK);
+        if (k->conns[1].enabled) {
+            enabled++;
+            CHECK(k->conns[1].weight == 1.0f);
+        }
+        CHECK(k->conns[0].enabled);
+        otc_neat_genome_free(k);
+    }
+    CHECK_NEAR((double)enabled / trials, 0.125, 0.015);
+    a->conns[1].enabled = false;
+    int multipoint = 0, averaged = 0;
+    for (int t = 0; t < trials; t++) {
+        otc_neat_genome *k = NULL;
+        c.crossover_average_rate = 0;
+        REQUIRE(otc_neat_crossover(a, b, &c, &rng, &k) == OTC_OK);
+        multipoint += k->conns[1].enabled;
+        otc_neat_genome_free(k);
+        c.crossover_average_rate = 1;
+        REQUIRE(otc_neat_crossover(a, b, &c, &rng, &k) == OTC_OK);
+        averaged += k->conns[1].enabled;
+        otc_neat_genome_free(k);
+    }
+    CHECK(multipoint == 0);
+    CHECK_NEAR((double)averaged / trials, 0.25, 0.015);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+}
+
+/* Stanley's count_offspring by hand. Sizes 2, 2, 1 with shared fitness 1.5, 0.5 | 1, 1 | 1
+ * and 5 children: species 0 gets floor 1.5 + floor 0.5 = 1 (its fractions sum to exactly 1,
+ * which is not paid: the reference pays above 1), species 1 gets 2, species 2 gets 1, and
+ * the child left over goes to the species expecting most (1): 1, 3, 1. Largest remainder
+ * would give 2, 2, 1. */
+TEST(neat_stanley_offspring_counts) {
+    const int size[3] = {2, 2, 1};
+    const double shared[5] = {1.5, 0.5, 1.0, 1.0, 1.0};
+    int spawn[3];
+    otc_neat_stanley_offspring(3, size, shared, 5, spawn);
+    CHECK(spawn[0] == 1 && spawn[1] == 3 && spawn[2] == 1);
+    /* 0.6, 0.6, 1.8 over 3 children: species 1 is paid the fractions 0.6 + 0.6 > 1, species
+     * 2 its whole 1 and the remaining child as the last of the two species expecting most. */
+    const int size1[3] = {1, 1, 1};
+    const double shared1[3] = {0.6, 0.6, 1.8};
+    otc_neat_stanley_offspring(3, size1, shared1, 3, spawn);
+    CHECK(spawn[0] == 0 && spawn[1] == 1 && spawn[2] == 2);
+    /* scaled to the population: shares 1:3 of 8 children are 2 and 6 */
+    const int size2[2] = {1, 1};
+    const double shared2[2] = {0.25, 0.75};
+    otc_neat_stanley_offspring(2, size2, shared2, 8, spawn);
+    CHECK(spawn[0] == 2 && spawn[1] == 6);
+}
+
+TEST(neat_config_reference_keys) {
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "%s[DefaultStagnation]\nstagnation_penalty = 0.01\n[DefaultReproduction]\n"
+             "offspring_stanley = true\ncrossover_disable_stanley = true\n",
+             base_ini);
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_parse(buf, "ref.ini", &c) == OTC_OK);
+    CHECK_NEAR(c.stagnation_penalty, 0.01, 0);
+    CHECK(c.offspring_stanley && c.crossover_disable_stanley);
+    otc_neat_config d = base_config();
+    CHECK(d.stagnation_penalty == 0 && !d.offspring_stanley && !d.crossover_disable_stanley);
+    snprintf(buf, sizeof buf, "%s[DefaultStagnation]\nstagnation_penalty = 2\n", base_ini);
+    expect_config_error(buf, "stagnation_penalty", "DefaultStagnation", NULL);
 }

@@ -1,6 +1,7 @@
 /* NEAT runs end to end: XOR gets solved, results do not depend on the thread count, a
  * resumed checkpoint continues exactly, the champion graph carries its genome, and the
- * hybrid trainer writes weights back only when Lamarckian. */
+ * hybrid trainer writes weights back only when Lamarckian, and stagnant species are removed
+ * or, with stagnation_penalty, kept. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,7 +66,7 @@ TEST(neat_evolve_xor_solves) {
     otc_neat_task *task = NULL;
     REQUIRE(otc_neat_task_create("xor", &c, &task) == OTC_OK);
     otc_neat_population *p = NULL;
-    REQUIRE(otc_neat_population_new(&c, 3, &p) == OTC_OK); /* solves in 22 generations */
+    REQUIRE(otc_neat_population_new(&c, 3, &p) == OTC_OK); /* solves in 21 generations */
     bool solved = false;
     otc_neat_run_options o = {.generations = 300, .threads = 2};
     REQUIRE(otc_neat_run(p, task, &o, &solved) == OTC_OK);
@@ -331,4 +332,37 @@ TEST(neat_confirm_rotates_through_untested_species) {
     }
     CHECK(rotations > 0); /* the run did leave the first species at least once */
     otc_neat_population_free(p);
+}
+
+/* One species (threshold 1,000) that never improves is stagnant after max_stagnation
+ * generations: without a penalty it is removed and the run is extinct; with
+ * stagnation_penalty it stays (penalised, but nothing is better) and the run goes on. */
+TEST(neat_stagnation_penalty_keeps_species) {
+    for (int penalised = 0; penalised < 2; penalised++) {
+        otc_neat_config c = xor_config();
+        c.pop_size = 20;
+        c.compatibility_threshold = 1000;
+        c.target_species = 0;
+        c.species_elitism = 0;
+        c.max_stagnation = 3;
+        c.stagnation_penalty = penalised ? 0.01 : 0;
+        otc_neat_task task = {
+            .name = "constant", .n_inputs = 2, .n_outputs = 1, .evaluate = constant_evaluate};
+        otc_neat_population *p = NULL;
+        REQUIRE(otc_neat_population_new(&c, 5, &p) == OTC_OK);
+        otc_neat_step_options o = {1};
+        for (int gen = 0; gen < 8 && !otc_neat_extinct(p); gen++)
+            REQUIRE(otc_neat_step(p, &task, &o, NULL) == OTC_OK);
+        if (penalised) {
+            CHECK(!otc_neat_extinct(p));
+            CHECK(otc_neat_generation(p) == 8);
+            CHECK(otc_neat_population_species_count(p) == 1);
+            CHECK(otc_neat_population_size(p) == 20);
+        } else {
+            CHECK(otc_neat_extinct(p));
+            /* generations 0-3 ran; the reproduction after generation 3 found it stagnant */
+            CHECK(otc_neat_generation(p) == 4);
+        }
+        otc_neat_population_free(p);
+    }
 }

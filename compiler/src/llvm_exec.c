@@ -27,7 +27,6 @@ static bool grow(float **buf, size_t *cap, size_t need) {
 
 void otc_lvx_plan_free(jit_plan *p) {
     otc_llvm_module_release(p->mod);
-    otc_llvm_module_release(p->mod1);
     otc_plan_free(p->plan);
     free(p->work);
     if (p->own_weights) free(p->weights);
@@ -108,7 +107,7 @@ static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int 
 }
 
 /* Fills the argument block for plan p at the inputs' batch (assembling multi-input rows). */
-static otc_status prepare(jit_exec *j, jit_plan *p, int lanes, otc_llvm_args *a) {
+static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
     const otc_plan *pl = p->plan;
     char lab[64], lab2[64];
     int64_t batch = -1;
@@ -129,7 +128,7 @@ static otc_status prepare(jit_exec *j, jit_plan *p, int lanes, otc_llvm_args *a)
     }
     if (batch < 0) batch = 1;
     /* Rounded up to whole vectors (lanes is a power of two: no division on this path). */
-    int64_t S = (batch + lanes - 1) & ~(int64_t)(lanes - 1);
+    int64_t S = (batch + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
     size_t wneed = (size_t)otc_extent_at(pl->work, S);
     if (!grow(&p->work, &p->work_cap, wneed) ||
         !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))
@@ -199,28 +198,12 @@ static bool inputs_set(const jit_exec *j, const jit_plan *p) {
     return true;
 }
 
-/* One sample on every input the plan reads. */
-static bool single_sample(const jit_exec *j, const jit_plan *p) {
-    for (int i = 0; i < p->plan->n_io; i++)
-        if (p->io_input[i] >= 0 && j->inputs[p->io_input[i]].batch != 1) return false;
-    return true;
-}
-
 static otc_status run_forward(jit_exec *j, jit_plan *p) {
     otc_llvm_args a;
-    otc_jit_module *mod = p->mod;
-    int lanes = j->lanes;
-    otc_status st = OTC_OK;
-    if (p == &j->fwd && j->o.tier == OTC_JIT_TIER_OPTIMIZED && lanes > 1 && single_sample(j, p)) {
-        st = otc_lvx_plan_scalar(j, p);
-        if (st) return st;
-        mod = p->mod1;
-        lanes = 1;
-    }
-    st = prepare(j, p, lanes, &a);
+    otc_status st = prepare(j, p, &a);
     if (st) return st;
     j->last = NULL;
-    st = run_status(j, mod->fn[OTC_JIT_FORWARD](&a));
+    st = run_status(j, p->mod->fn[OTC_JIT_FORWARD](&a));
     if (!st) j->last = p;
     return st;
 }
@@ -397,7 +380,7 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
         if (st) return st;
     }
     otc_llvm_args a;
-    st = prepare(j, &j->train, j->lanes, &a);
+    st = prepare(j, &j->train, &a);
     if (!st) st = grads_for(j, &a);
     if (st) return st;
     return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
@@ -488,7 +471,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
         if (st) return st;
     }
     otc_llvm_args a;
-    st = prepare(j, &j->train, j->lanes, &a);
+    st = prepare(j, &j->train, &a);
     if (!st) st = grads_for(j, &a);
     if (st) return st;
     /* The scalars of runtime/src/optim.c, computed the same way. */

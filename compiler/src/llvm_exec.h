@@ -8,10 +8,6 @@
 typedef struct {
     otc_plan *plan;
     otc_jit_module *mod;
-    /* Scalar code (one lane) for single samples: at batch 1 a vector lane is all that is
-     * used, and scalar code is ~10-15% quicker (no 8-wide spills around the activation
-     * calls). Forward plans of the optimised tier; compiled on the first single sample. */
-    otc_jit_module *mod1;
     float *work;
     size_t work_cap;
     float *weights; /* this plan's layout; may be the other plan's array (same layout) */
@@ -78,8 +74,6 @@ void otc_lvx_refresh_weights(jit_exec *j, jit_plan *p);
 int otc_lvx_input_index(const jit_exec *j, otc_id id);
 /* Plan po for j's graph, compile it (or take it from the cache) and give it weights. */
 otc_status otc_lvx_plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train);
-/* p->mod1 compiled (or taken from the cache) unless it is already there. */
-otc_status otc_lvx_plan_scalar(jit_exec *j, jit_plan *p);
 otc_plan_options otc_lvx_fwd_options(const jit_exec *j);
 otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c);
 /* The gradient buffer's parameter part for a new training plan. */

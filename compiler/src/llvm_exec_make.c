@@ -111,24 +111,6 @@ otc_status otc_lvx_plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *p
     return plan_attach(j, p, mod, hit);
 }
 
-otc_status otc_lvx_plan_scalar(jit_exec *j, jit_plan *p) {
-    if (p->mod1) return OTC_OK;
-    otc_llvm_render_options ro = render_options(j, p->plan, false);
-    ro.lanes = 1;
-    ro.chunk_group = 1;
-    bool hit = false;
-    const otc_plan *pl = p->plan;
-    otc_status st = otc_llvm_modules_get(&pl, &ro, 1, !j->o.no_cache, &p->mod1, &hit);
-    if (st) return st;
-    if (hit) {
-        j->stats.cache_hits++;
-    } else {
-        j->stats.compiles++;
-        j->stats.compile_ms += p->mod1->compile_ms;
-    }
-    return OTC_OK;
-}
-
 otc_plan_options otc_lvx_fwd_options(const jit_exec *j) {
     otc_plan_options po = {0};
     po.loss = -1;

@@ -7,35 +7,43 @@
 
 #include "llvm_internal.h"
 
-/* Names already defined in the JIT (a few dozen at most: activations x alphas x widths). */
-static char **provided;
+/* Functions already defined in the JIT (a few dozen at most: activations x alphas x widths)
+ * and their code, kept for the life of the process like the JIT itself. */
+typedef struct {
+    char *name;
+    otc_llvm_code *code;
+} entry;
+static entry *provided;
 static int n_provided, cap_provided;
 
 static bool is_provided(const char *name) {
     for (int i = 0; i < n_provided; i++)
-        if (!strcmp(provided[i], name)) return true;
+        if (!strcmp(provided[i].name, name)) return true;
     return false;
 }
 
-static otc_status remember(const char *name) {
-    if (n_provided == cap_provided) {
-        int cap = cap_provided ? 2 * cap_provided : 32;
-        char **p = realloc(provided, (size_t)cap * sizeof *p);
-        if (!p) return otc_fail(OTC_ERR_NOMEM, "out of memory for the JIT math library");
-        provided = p;
-        cap_provided = cap;
-    }
-    provided[n_provided] = strdup(name);
-    if (!provided[n_provided]) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    n_provided++;
+/* Room for one more entry, before compiling (so a compiled function is never lost). */
+static otc_status reserve(void) {
+    if (n_provided < cap_provided) return OTC_OK;
+    int cap = cap_provided ? 2 * cap_provided : 32;
+    entry *p = realloc(provided, (size_t)cap * sizeof *p);
+    if (!p) return otc_fail(OTC_ERR_NOMEM, "out of memory for the JIT math library");
+    provided = p;
+    cap_provided = cap;
     return OTC_OK;
 }
 
 /* One module defining `name`, compiled into the JIT for good. */
 static otc_status define(const char *name, int act, float alpha, unsigned lanes, bool grad) {
+    char *copy = strdup(name);
+    if (!copy) return otc_fail(OTC_ERR_NOMEM, "out of memory");
     LLVMTargetMachineRef tm = NULL;
-    otc_status st = otc_llvm_jit_target_machine(false, &tm);
-    if (st) return st;
+    otc_status st = reserve();
+    if (!st) st = otc_llvm_jit_target_machine(false, &tm);
+    if (st) {
+        free(copy);
+        return st;
+    }
     LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
     otc_llvm_ir ir = {0};
     ir.ctx = LLVMOrcThreadSafeContextGetContext(tsctx);
@@ -50,6 +58,7 @@ static otc_status define(const char *name, int act, float alpha, unsigned lanes,
     if (st) {
         LLVMDisposeModule(ir.mod);
         LLVMOrcDisposeThreadSafeContext(tsctx);
+        free(copy);
         return st;
     }
     /* Resolving the name links the object now, so a failure surfaces here. The code stays
@@ -57,7 +66,12 @@ static otc_status define(const char *name, int act, float alpha, unsigned lanes,
     void *addr = NULL;
     otc_llvm_code *code = NULL;
     st = otc_llvm_jit_add(tsctx, ir.mod, false, 1, &name, &addr, &code);
-    return st ? st : remember(name);
+    if (st) {
+        free(copy);
+        return st;
+    }
+    provided[n_provided++] = (entry){copy, code};
+    return OTC_OK;
 }
 
 otc_status otc_llvm_library_provide(LLVMModuleRef m) {

@@ -130,6 +130,14 @@ typedef struct {
 otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_neat_run_options *o,
                         bool *solved);
 
+/* The offspring allocation `offspring_stanley` selects (public for tools and tests). */
+/* Stanley's count_offspring: n species (in the order the reference walks them, i.e. creation
+ * order) with size[k] members whose shared fitness values follow one another in shared[]; a
+ * member expects shared / sum(shared) * pop children, whole parts go to its species, fractions
+ * accumulate across members and species and are paid out as they pass 1, and a child lost to
+ * rounding goes to the species expecting most (the last of equals). spawn[k] gets the counts. */
+void otc_neat_stanley_offspring(int n, const int *size, const double *shared, int pop, int *spawn);
+
 /* ---- files ------------------------------------------------------------------------------------
  */
 

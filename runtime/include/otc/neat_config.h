@@ -85,6 +85,9 @@ typedef struct {
     otc_neat_agg species_fitness_func;
     int max_stagnation;
     int species_elitism;
+    /* otc (Stanley's dropoff): > 0 keeps stagnant species but multiplies their members'
+     * fitness by this for the offspring shares (the reference: 0.01); 0 removes them. */
+    double stagnation_penalty;
 
     /* [DefaultReproduction] */
     int elitism;
@@ -96,6 +99,15 @@ typedef struct {
     double interspecies_crossover_rate; /* otc: of those, with a parent from another species */
     double mutate_after_crossover_rate; /* otc: crossover children that are also mutated */
     double crossover_average_rate; /* otc (mate_multipoint_avg_prob): average matching weights */
+    /* otc: Stanley's rule for a matching gene disabled in either parent: disabled with
+     * probability 0.75, else the state of the parent gene inherited (enabled when averaged);
+     * false: enabled with probability 0.25 whatever the parents. */
+    bool crossover_disable_stanley;
+    /* otc: Stanley's offspring counting: each member expects (shared fitness / mean shared
+     * fitness) children; whole parts go to its species, fractional parts carry over from species
+     * to species (in creation order) and a child lost to rounding goes to the species expecting
+     * most. Species may get none (min_species_size is ignored). false: largest remainder. */
+    bool offspring_stanley;
     /* otc (Stanley's delta coding, dropoff_age + 5): when the best fitness has not improved
      * for this many generations, only the two best species reproduce, half the population
      * each (0: off). */

@@ -118,6 +118,7 @@ static const key_def keys[] = {
     {"DefaultStagnation", "species_fitness_func", K_AGG, OFF(species_fitness_func), false, 0, 0},
     {"DefaultStagnation", "max_stagnation", K_INT, OFF(max_stagnation), false, 1, 1000000},
     {"DefaultStagnation", "species_elitism", K_INT, OFF(species_elitism), false, 0, 1000000},
+    {"DefaultStagnation", "stagnation_penalty", K_DOUBLE, OFF(stagnation_penalty), false, 0, 1},
 
     {"DefaultReproduction", "elitism", K_INT, OFF(elitism), false, 0, 1000000},
     {"DefaultReproduction", "survival_threshold", K_DOUBLE, OFF(survival_threshold), false, 0, 1},
@@ -133,6 +134,9 @@ static const key_def keys[] = {
      OFF(mutate_after_crossover_rate), false, 0, 1},
     {"DefaultReproduction", "crossover_average_rate", K_DOUBLE, OFF(crossover_average_rate), false,
      0, 1},
+    {"DefaultReproduction", "crossover_disable_stanley", K_BOOL, OFF(crossover_disable_stanley),
+     false, 0, 0},
+    {"DefaultReproduction", "offspring_stanley", K_BOOL, OFF(offspring_stanley), false, 0, 0},
     {"DefaultReproduction", "population_stagnation", K_INT, OFF(population_stagnation), false, 0,
      1000000},
 

@@ -28,11 +28,20 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
         otc_neat_conn gene = a->conns[i];
         const otc_neat_conn *other = otc_neat_genome_find_conn(b, gene.innov);
         if (other) {
+            bool from_other = false;
             if (average)
                 gene.weight = 0.5f * (gene.weight + other->weight);
-            else if (otc_rng_uniform(rng) < 0.5f)
+            else if ((from_other = otc_rng_uniform(rng) < 0.5f))
                 gene.weight = other->weight;
-            if (!gene.enabled || !other->enabled) gene.enabled = otc_rng_uniform(rng) >= 0.75f;
+            if (!gene.enabled || !other->enabled) {
+                bool keep = otc_rng_uniform(rng) >= 0.75f;
+                if (!c->crossover_disable_stanley)
+                    gene.enabled = keep;
+                else if (!keep)
+                    gene.enabled = false;
+                else /* Stanley's: the inherited gene's own state; an averaged gene is enabled */
+                    gene.enabled = average || (from_other ? other->enabled : gene.enabled);
+            }
         }
         /* A disabled gene from the fitter parent alone keeps its state, as in NEAT. */
         s = otc_neat_genome_add_conn(k, &gene);

@@ -9,9 +9,13 @@ static bool is_source(const otc_neat_node *n) {
     return n->type == OTC_NEAT_INPUT || n->type == OTC_NEAT_BIAS;
 }
 
-static bool splittable(const otc_neat_genome *g, int i) {
+static bool from_bias(const otc_neat_genome *g, int i) {
     const otc_neat_node *src = otc_neat_genome_find_node(g, g->conns[i].in);
-    return g->conns[i].enabled && src && src->type != OTC_NEAT_BIAS;
+    return !src || src->type == OTC_NEAT_BIAS;
+}
+
+static bool splittable(const otc_neat_genome *g, int i) {
+    return g->conns[i].enabled && !from_bias(g, i);
 }
 
 otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c,
@@ -23,11 +27,15 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
     if (!n_cand) return OTC_OK;
     int ci = -1;
     if (c->node_add_prefer_old && g->n_conns < 15) {
-        /* Stanley's walk: oldest candidate first, move on with probability 0.7, so splits
-         * spread over the structure instead of piling onto the newest genes. */
-        for (int i = 0; i < g->n_conns && ci < 0; i++)
-            if (splittable(g, i) && otc_rng_uniform(rng) < 0.3) ci = i;
-        if (ci < 0) return OTC_OK; /* walked off the end: no split, as in the reference */
+        /* Stanley's walk (NEAT's mutate_add_node for genomes of < 15 genes): start at the
+         * oldest splittable gene and move on with probability 0.3 (always past bias genes),
+         * so the oldest connections are split most and splits do not chain onto the newest
+         * genes. Stopping on a disabled gene or running off the end splits nothing. */
+        int i = 0;
+        while (i < g->n_conns && !splittable(g, i)) i++;
+        while (i < g->n_conns && (from_bias(g, i) || otc_rng_uniform(rng) < 0.3)) i++;
+        if (i >= g->n_conns || !g->conns[i].enabled) return OTC_OK;
+        ci = i;
     } else {
         int pick = (int)otc_rng_below(rng, (uint32_t)n_cand);
         for (int i = 0; i < g->n_conns && ci < 0; i++)

@@ -91,6 +91,94 @@ static void compute_spawn(const otc_neat_config *c, int n, const double *af, con
     free(rem);
 }
 
+void otc_neat_stanley_offspring(int n, const int *size, const double *shared, int pop, int *spawn) {
+    double total = 0;
+    int members = 0;
+    for (int k = 0; k < n; k++) members += size[k];
+    for (int i = 0; i < members; i++) total += shared[i];
+    double skim = 0;
+    int given = 0;
+    for (int k = 0, i = 0; k < n; k++) {
+        spawn[k] = 0;
+        for (int m = 0; m < size[k]; m++, i++) {
+            double each = total > 0 ? shared[i] / total * pop : (double)pop / members;
+            double whole = floor(each);
+            spawn[k] += (int)whole;
+            skim += each - whole;
+            if (skim > 1.0) {
+                double w = floor(skim);
+                spawn[k] += (int)w;
+                skim -= w;
+            }
+        }
+        given += spawn[k];
+    }
+    if (n <= 0) return;
+    int best = 0; /* the species expecting most; the last of equals, as the reference's >= */
+    for (int k = 1; k < n; k++)
+        if (spawn[k] >= spawn[best]) best = k;
+    if (given < pop) {
+        spawn[best]++;
+        given++;
+    }
+    if (given < pop) { /* the reference's "population died": the best species takes all */
+        for (int k = 0; k < n; k++) spawn[k] = 0;
+        spawn[best] = pop;
+        given = pop;
+    }
+    while (given > pop) { /* floating-point excess: taken back from the largest */
+        int big = 0;
+        for (int k = 1; k < n; k++)
+            if (spawn[k] > spawn[big]) big = k;
+        spawn[big]--;
+        given--;
+    }
+}
+
+/* Stanley's offspring counting over the surviving species: their members' shared fitness
+ * (shifted and penalised as in the caller), species in creation order as the reference's list. */
+static otc_status stanley_spawn(const otc_neat_population *p, int n, const int *alive,
+                                const bool *penal, double shift, int *spawn) {
+    const otc_neat_config *c = &p->config;
+    int members = 0;
+    for (int k = 0; k < n; k++) members += p->species[alive[k]].n_members;
+    int *order = malloc(sizeof *order * (size_t)(n + 1)),
+        *size = malloc(sizeof *size * (size_t)(n + 1)),
+        *counts = malloc(sizeof *counts * (size_t)(n + 1));
+    double *shared = malloc(sizeof *shared * (size_t)(members + 1));
+    if (!order || !size || !counts || !shared) {
+        free(order);
+        free(size);
+        free(counts);
+        free(shared);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
+    }
+    /* alive is best first; the species array is in creation order */
+    for (int k = 0; k < n; k++) order[k] = k;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && alive[order[j - 1]] > alive[order[j]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int at = 0;
+    for (int j = 0; j < n; j++) {
+        int k = order[j];
+        const otc_neat_species *sp = &p->species[alive[k]];
+        size[j] = sp->n_members;
+        for (int m = 0; m < sp->n_members; m++)
+            shared[at++] = (p->genomes[sp->members[m]]->fitness + shift) *
+                           (penal[k] ? c->stagnation_penalty : 1.0) / sp->n_members;
+    }
+    otc_neat_stanley_offspring(n, size, shared, c->pop_size, counts);
+    for (int j = 0; j < n; j++) spawn[order[j]] = counts[j];
+    free(order);
+    free(size);
+    free(counts);
+    free(shared);
+    return OTC_OK;
+}
+
 static otc_status reset_population(otc_neat_population *p, otc_rng *rng) {
     for (int s = 0; s < p->n_species; s++) otc_neat_species_clear(&p->species[s]);
     p->n_species = 0;
@@ -125,9 +213,10 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     int *rank = malloc(sizeof *rank * (size_t)(ns + 1));
     int *alive = malloc(sizeof *alive * (size_t)(ns + 1));
     int *spawn = malloc(sizeof *spawn * (size_t)(ns + 1));
+    bool *penal = malloc(sizeof *penal * (size_t)(ns + 1));
     ranked_species *rs = calloc((size_t)ns + 1, sizeof *rs);
     otc_neat_genome **next = calloc((size_t)c->pop_size, sizeof *next);
-    if (!vals || !af || !rank || !alive || !spawn || !rs || !next) {
+    if (!vals || !af || !rank || !alive || !spawn || !penal || !rs || !next) {
         st = otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
         goto done;
     }
@@ -175,12 +264,20 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         if (delta) {
             if (k < 2) {
                 sp->last_improved = p->generation; /* a fresh start, not stagnant */
+                penal[n_alive] = false;
                 alive[n_alive++] = rank[k];
             }
             continue;
         }
         bool stagnant = p->generation - sp->last_improved >= c->max_stagnation;
-        if (k < c->species_elitism || !stagnant) alive[n_alive++] = rank[k];
+        if (k < c->species_elitism || !stagnant) {
+            penal[n_alive] = false;
+            alive[n_alive++] = rank[k];
+        } else if (c->stagnation_penalty > 0) {
+            /* Stanley's dropoff: the species stays but its fitness counts for little */
+            penal[n_alive] = true;
+            alive[n_alive++] = rank[k];
+        }
     }
     if (n_alive == 0) {
         if (c->reset_on_extinction)
@@ -203,12 +300,14 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         const otc_neat_species *sp = &p->species[alive[k]];
         double sum = 0;
         for (int m = 0; m < sp->n_members; m++) sum += p->genomes[sp->members[m]]->fitness + shift;
-        af[k] = sum / sp->n_members;
+        af[k] = sum / sp->n_members * (penal[k] ? c->stagnation_penalty : 1.0);
         rank[k] = k; /* alive is already best first */
     }
     if (delta) {
         spawn[0] = n_alive > 1 ? c->pop_size / 2 : c->pop_size;
         if (n_alive > 1) spawn[1] = c->pop_size - spawn[0];
+    } else if (c->offspring_stanley) {
+        if ((st = stanley_spawn(p, n_alive, alive, penal, shift, spawn)) != OTC_OK) goto done;
     } else {
         compute_spawn(c, n_alive, af, rank, spawn);
     }
@@ -271,10 +370,11 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
                     pb = p->genomes[order[otc_rng_below(&rng, (uint32_t)rs[k].n_parents)]];
                 }
                 st = otc_neat_crossover(pa, pb, c, &rng, &child);
-                /* A child of one parent with itself is a clone: it is always mutated, as in
-                 * the reference code. */
+                /* A child of one parent with itself, or of two identical parents, is a clone:
+                 * it is always mutated, as in the reference code. */
                 if (st == OTC_OK &&
-                    (pa == pb || otc_rng_uniform(&rng) < c->mutate_after_crossover_rate))
+                    (pa == pb || otc_rng_uniform(&rng) < c->mutate_after_crossover_rate ||
+                     otc_neat_distance(pa, pb, c) == 0.0))
                     st = otc_neat_mutate(child, c, p->innov, &rng);
             } else {
                 child = otc_neat_genome_copy(pa);
@@ -331,5 +431,6 @@ done:
     free(rank);
     free(alive);
     free(spawn);
+    free(penal);
     return st;
 }
