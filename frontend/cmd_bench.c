@@ -35,7 +35,9 @@ typedef struct {
     otc_optimizer *opt;
     otc_id loss, out;
     int batch;
-    float **data; /* per Input node, sample-major */
+    int n_in;
+    const otc_id *in_ids; /* the Input nodes (looked up once: a lookup scans the graph) */
+    float **data;         /* per Input node, sample-major */
     otc_bench_c *c;
     const float *in_rows, *target_rows;
     float *out_rows, *loss_out;
@@ -53,8 +55,8 @@ static void run(job *j) {
         if (rc) j->failed++;
         return;
     }
-    for (int i = 0; i < otc_graph_input_count(j->g); i++)
-        if (otc_exec_set_input(j->ex, otc_graph_input(j->g, i), j->data[i], j->batch)) j->failed++;
+    for (int i = 0; i < j->n_in; i++)
+        if (otc_exec_set_input(j->ex, j->in_ids[i], j->data[i], j->batch)) j->failed++;
     if (j->train) {
         float lv;
         if (otc_exec_train_step(j->ex, j->loss, j->opt, &lv)) j->failed++;
@@ -193,6 +195,8 @@ int otc_cmd_bench(int argc, char **argv) {
     otc_rng_seed(&rng, 12345);
     int n_in = otc_graph_input_count(g);
     float **data = calloc((size_t)n_in + 1, sizeof *data);
+    otc_id *in_ids = calloc((size_t)n_in + 1, sizeof *in_ids);
+    for (int i = 0; in_ids && i < n_in; i++) in_ids[i] = otc_graph_input(g, i);
     for (int i = 0; data && i < n_in; i++) {
         size_t n = otc_shape_size(otc_graph_node(g, otc_graph_input(g, i))->shape) * (size_t)batch;
         data[i] = malloc(n * sizeof(float) + 4);
@@ -228,7 +232,7 @@ int otc_cmd_bench(int argc, char **argv) {
     }
     if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &fo, &jf) != OTC_OK) jf = NULL;
     if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &jo, &je) != OTC_OK) je = NULL;
-    if (!ie || !je || !jf || !opt_i || !opt_j || !opt_f || !data) {
+    if (!ie || !je || !jf || !opt_i || !opt_j || !opt_f || !data || !in_ids) {
         rc = otc_cli_error("bench", "%s", otc_last_error());
         goto done;
     }
@@ -236,8 +240,8 @@ int otc_cmd_bench(int argc, char **argv) {
     library_ms = library_ms > jfs.compile_ms ? library_ms - jfs.compile_ms : 0;
     if (!no_c) have_c = otc_bench_c_build(&cb, g, train, loss, &oc, cerr, sizeof cerr);
 
-    job jb = {g,    ie,   opt_i, loss, out,  batch,     data,  NULL, NULL,
-              NULL, NULL, NULL,  NULL, NULL, (float)lr, train, 0};
+    job jb = {g,    ie,   opt_i, loss, out,  batch, n_in,      in_ids, data, NULL,
+              NULL, NULL, NULL,  NULL, NULL, NULL,  (float)lr, train,  0};
     otc_executor *timed[3] = {ie, je, jf};
     otc_optimizer *timed_opt[3] = {opt_i, opt_j, opt_f};
     for (int i = INTERP; i <= JIT_FAST; i++) {
@@ -274,8 +278,8 @@ int otc_cmd_bench(int argc, char **argv) {
             }
         }
         if (in_rows && t_rows && o_rows && lv && ws && (!train || params)) {
-            job jc = {g,      NULL,   NULL, loss, out,    batch,     data,  &cb, in_rows,
-                      t_rows, o_rows, lv,   ws,   params, (float)lr, train, 0};
+            job jc = {g,       NULL,   NULL,   loss, out, batch,  n_in,      in_ids, data, &cb,
+                      in_rows, t_rows, o_rows, lv,   ws,  params, (float)lr, train,  0};
             res[EMITTED_C].us = median_us(&jc, block_ms);
             res[EMITTED_C].ran = jc.failed == 0;
         }
@@ -351,6 +355,7 @@ done:
     otc_optimizer_free(opt_f);
     for (int i = 0; data && i < n_in; i++) free(data[i]);
     free(data);
+    free(in_ids);
     otc_graph_free(g);
     return rc;
 }

@@ -145,7 +145,8 @@ static otc_status stanley_spawn(const otc_neat_population *p, int n, const int *
     int *order = malloc(sizeof *order * (size_t)(n + 1)),
         *size = malloc(sizeof *size * (size_t)(n + 1)),
         *counts = malloc(sizeof *counts * (size_t)(n + 1));
-    double *shared = malloc(sizeof *shared * (size_t)(members + 1));
+    /* Zeroed: with no members nothing is written, and the callee still gets defined values. */
+    double *shared = calloc((size_t)(members + 1), sizeof *shared);
     if (!order || !size || !counts || !shared) {
         free(order);
         free(size);
