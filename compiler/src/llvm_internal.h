@@ -47,8 +47,10 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_
 /* Verification alone: OTC_ERR_STATE with LLVM's description of what is malformed. */
 otc_status otc_llvm_verify(LLVMModuleRef m);
 
-/* Assembly or object code for the module (after otc_llvm_finish_module) in a malloc'd
- * buffer owned by the caller. */
+/* Assembly or object code for the module (after otc_llvm_finish_module) in LLVM's buffer
+ * (the caller disposes of it or hands it on), or in a malloc'd copy owned by the caller. */
+otc_status otc_llvm_emit_buffer(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly,
+                                LLVMMemoryBufferRef *out);
 otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly, char **data,
                          size_t *len);
 

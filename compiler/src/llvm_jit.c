@@ -150,14 +150,7 @@ otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, 
     otc_status st = ensure_jit();
     otc_llvm_code *code = NULL;
     LLVMMemoryBufferRef obj = NULL;
-    if (!st) {
-        char *err = NULL;
-        if (LLVMTargetMachineEmitToMemoryBuffer(tier_tm[fast ? 1 : 0], m, LLVMObjectFile, &err,
-                                                &obj))
-            st = otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s",
-                          err ? err : "unknown error");
-        LLVMDisposeMessage(err);
-    }
+    if (!st) st = otc_llvm_emit_buffer(m, tier_tm[fast ? 1 : 0], false, &obj);
     LLVMDisposeModule(m);
     LLVMOrcDisposeThreadSafeContext(tsctx);
     if (!st) {

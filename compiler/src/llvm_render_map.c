@@ -230,18 +230,35 @@ void otc_lv_map_kernel(otc_llvm_r *r, int k) {
 #define MM_COLS   4
 #define MM_CHUNKS 2
 
+/* What both register-blocked forms of the product (matmul_block, matmul_cols) read. */
+typedef struct {
+    otc_id mm;                    /* the MatMul: the kernel's first member */
+    bool w_param;                 /* W is a parameter (its loads are marked invariant) */
+    int64_t kd, n;                /* inner size, output columns */
+    LLVMValueRef abase, wbase, S; /* A's and W's storage, the batch stride */
+} mm_operands;
+
+static mm_operands mm_operands_of(otc_llvm_r *r, const otc_plan_kernel *K) {
+    const otc_plan *p = r->plan;
+    mm_operands o;
+    o.mm = p->members[K->first];
+    const otc_node *nd = otc_graph_node(r->g, o.mm);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    o.w_param = p->values[W].storage == OTC_STORE_PARAM;
+    o.kd = p->values[A].size;
+    o.n = K->n;
+    o.abase = otc_lv_value_base(r, A);
+    o.wbase = otc_lv_value_base(r, W);
+    o.S = r->a[OTC_LA_STRIDE];
+    return o;
+}
+
 /* A register block of the product: `cols` output columns from e0 times `nch` chunks of
  * samples from chunk0, each input vector and weight loaded once for the whole block; then the
  * epilogue per column and chunk. */
 static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e0, int cols,
                          LLVMValueRef chunk0, int nch) {
-    const otc_plan *p = r->plan;
-    otc_id mm = p->members[K->first];
-    const otc_node *nd = otc_graph_node(r->g, mm);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t kd = p->values[A].size, n = K->n;
-    LLVMValueRef abase = otc_lv_value_base(r, A), wbase = otc_lv_value_base(r, W);
-    LLVMValueRef S = r->a[OTC_LA_STRIDE];
+    mm_operands mo = mm_operands_of(r, K);
     LLVMValueRef off[MM_CHUNKS], slots[MM_CHUNKS][MM_COLS];
     for (int c = 0; c < nch; c++) {
         LLVMValueRef ch = LLVMBuildAdd(B, chunk0, otc_lv_i64(r, c), "");
@@ -252,16 +269,15 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
         }
     }
     otc_llvm_loop lk = {0};
-    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, kd));
-    LLVMValueRef arow = otc_lv_gep(r, abase, LLVMBuildMul(B, lk.i, S, ""));
-    LLVMValueRef wrow = otc_lv_gep(r, wbase, LLVMBuildMul(B, lk.i, otc_lv_i64(r, n), ""));
+    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, mo.kd));
+    LLVMValueRef arow = otc_lv_gep(r, mo.abase, LLVMBuildMul(B, lk.i, mo.S, ""));
+    LLVMValueRef wrow = otc_lv_gep(r, mo.wbase, LLVMBuildMul(B, lk.i, otc_lv_i64(r, mo.n), ""));
     LLVMValueRef x[MM_CHUNKS];
     for (int c = 0; c < nch; c++) x[c] = otc_lv_load(r, r->vec, otc_lv_gep(r, arow, off[c]));
     for (int j = 0; j < cols; j++) {
         LLVMValueRef wp = otc_lv_gep(r, wrow, LLVMBuildAdd(B, e0, otc_lv_i64(r, j), ""));
-        LLVMValueRef w = otc_lv_splat(r, p->values[W].storage == OTC_STORE_PARAM
-                                             ? otc_lv_load_weight(r, r->ir.f32, wp)
-                                             : otc_lv_load(r, r->ir.f32, wp));
+        LLVMValueRef w = otc_lv_splat(r, mo.w_param ? otc_lv_load_weight(r, r->ir.f32, wp)
+                                                    : otc_lv_load(r, r->ir.f32, wp));
         for (int c = 0; c < nch; c++) {
             LLVMValueRef acc = otc_lv_load(r, r->vec, slots[c][j]);
             otc_lv_store(r, otc_llvm_fma(&r->ir, x[c], w, acc), slots[c][j]);
@@ -273,8 +289,8 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
         for (int j = 0; j < cols && !r->st; j++) {
             LLVMValueRef e = LLVMBuildAdd(B, e0, otc_lv_i64(r, j), "");
             LLVMValueRef acc = otc_lv_load(r, r->vec, slots[c][j]);
-            r->local[mm] = acc;
-            otc_lv_store(r, acc, otc_lv_at(r, otc_lv_value_base(r, mm), e, true));
+            r->local[mo.mm] = acc;
+            otc_lv_store(r, acc, otc_lv_at(r, otc_lv_value_base(r, mo.mm), e, true));
             members(r, K, 1, e);
             clear_locals(r, K);
         }
@@ -344,24 +360,18 @@ static void matmul_blas(otc_llvm_r *r, int k) {
 #define COL_BLOCKS 4
 
 static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e, int nb, int last) {
-    const otc_plan *p = r->plan;
-    otc_id mm = p->members[K->first];
-    const otc_node *nd = otc_graph_node(r->g, mm);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t kd = p->values[A].size, n = K->n;
-    LLVMValueRef abase = otc_lv_value_base(r, A), wbase = otc_lv_value_base(r, W);
-    LLVMValueRef S = r->a[OTC_LA_STRIDE];
+    mm_operands mo = mm_operands_of(r, K);
     LLVMValueRef acc[COL_BLOCKS];
     for (int j = 0; j < nb; j++) {
         acc[j] = otc_lv_slot(r, r->vec);
         otc_lv_store(r, konst(r, true, 0.0), acc[j]);
     }
     otc_llvm_loop lk = {0};
-    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, kd));
-    LLVMValueRef ai = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, S, ""), r->col_b, "");
-    LLVMValueRef a = otc_lv_splat(r, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, abase, ai)));
-    LLVMValueRef wrow =
-        otc_lv_gep(r, wbase, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, n), ""), e, ""));
+    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, mo.kd));
+    LLVMValueRef ai = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, mo.S, ""), r->col_b, "");
+    LLVMValueRef a = otc_lv_splat(r, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, mo.abase, ai)));
+    LLVMValueRef wrow = otc_lv_gep(
+        r, mo.wbase, LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, mo.n), ""), e, ""));
     for (int j = 0; j < nb; j++) {
         LLVMValueRef wp = otc_lv_gep(r, wrow, otc_lv_i64(r, (int64_t)j * r->o.lanes));
         LLVMValueRef w = load_lanes(r, wp, j == nb - 1 ? last : r->o.lanes);
@@ -371,8 +381,8 @@ static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e,
     for (int j = 0; j < nb && !r->st; j++) {
         LLVMValueRef ej = LLVMBuildAdd(B, e, otc_lv_i64(r, (int64_t)j * r->o.lanes), "");
         r->col_valid = j == nb - 1 ? last : r->o.lanes;
-        r->local[mm] = otc_lv_load(r, r->vec, acc[j]);
-        scatter_cols(r, otc_lv_value_base(r, mm), ej, r->local[mm]);
+        r->local[mo.mm] = otc_lv_load(r, r->vec, acc[j]);
+        scatter_cols(r, otc_lv_value_base(r, mo.mm), ej, r->local[mo.mm]);
         members(r, K, 1, ej);
         clear_locals(r, K);
     }

@@ -159,20 +159,26 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
     return st;
 }
 
+otc_status otc_llvm_emit_buffer(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly,
+                                LLVMMemoryBufferRef *out) {
+    *out = NULL;
+    char *err = NULL;
+    otc_status st = OTC_OK;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, assembly ? LLVMAssemblyFile : LLVMObjectFile,
+                                            &err, out))
+        st =
+            otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s", err ? err : "unknown error");
+    LLVMDisposeMessage(err);
+    return st;
+}
+
 otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly, char **data,
                          size_t *len) {
     *data = NULL;
     *len = 0;
-    char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, assembly ? LLVMAssemblyFile : LLVMObjectFile,
-                                            &err, &buf)) {
-        otc_status st =
-            otc_fail(OTC_ERR_STATE, "LLVM code generation failed: %s", err ? err : "unknown error");
-        LLVMDisposeMessage(err);
-        return st;
-    }
-    LLVMDisposeMessage(err);
+    otc_status st = otc_llvm_emit_buffer(m, tm, assembly, &buf);
+    if (st) return st;
     size_t n = LLVMGetBufferSize(buf);
     char *copy = malloc(n + 1);
     if (!copy) {
