@@ -2,7 +2,6 @@
  * target triple (the host, or e.g. aarch64-linux-gnu for phones), with a C header for
  * linking the object; and a checker that compiles LLVM IR text through the JIT, so errors
  * from LLVM can be seen surfacing as otc errors. */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "llvm_render.h"
 #include "otc/file.h"
+#include "render_c_internal.h"
 
 otc_emit_llvm_options otc_emit_llvm_defaults(void) {
     otc_emit_llvm_options o = {0};
@@ -19,13 +19,6 @@ otc_emit_llvm_options otc_emit_llvm_defaults(void) {
     o.loss = -1;
     o.optimize = true;
     return o;
-}
-
-static bool valid_name(const char *s) {
-    if (!s || !*s || (!isalpha((unsigned char)*s) && *s != '_')) return false;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_') return false;
-    return true;
 }
 
 static int lanes_for(const otc_emit_llvm_options *o) {
@@ -37,8 +30,11 @@ static int lanes_for(const otc_emit_llvm_options *o) {
 
 static otc_status check_options(const otc_graph *g, const otc_emit_llvm_options *o) {
     if (!g || !o) return otc_fail(OTC_ERR_ARG, "emit llvm: no graph or options");
-    if (!valid_name(o->name))
-        return otc_fail(OTC_ERR_ARG, "emit llvm: '%s' is not a C identifier",
+    /* The same names as the C renderer's: every symbol is NAME_something. */
+    if (!otc_emit_c_valid_name(o->name))
+        return otc_fail(OTC_ERR_ARG,
+                        "emit llvm: name '%.80s' is not a C identifier (letters, digits and _, "
+                        "starting with a letter, at most 64)",
                         o->name ? o->name : "(null)");
     if (o->train)
         return otc_fail(OTC_ERR_UNSUPPORTED,
@@ -118,9 +114,10 @@ otc_status otc_emit_llvm_header(const otc_graph *g, const otc_emit_llvm_options 
         return otc_fail(OTC_ERR_NOMEM, "out of memory");
     }
     size_t u = 0;
+    char triple[OTC_CR_LABEL_LEN];
 #define OUT(...) u += (size_t)snprintf(s + u, cap > u ? cap - u : 0, __VA_ARGS__)
     OUT("/* %s: a network compiled by otc (LLVM, %s) for ahead-of-time linking.\n", n,
-        options->triple ? options->triple : "host");
+        options->triple ? otc_cr_comment(triple, sizeof triple, options->triple) : "host");
     OUT(" *\n * Link %s.o into your program (no other dependency: the weights are inside).\n", n);
     OUT(" * Rows are sample-major: sample b's %" PRId64 " inputs at in[b * %" PRId64
         "], its %" PRId64 " outputs\n * at out[b * %" PRId64
@@ -135,10 +132,10 @@ otc_status otc_emit_llvm_header(const otc_graph *g, const otc_emit_llvm_options 
         lanes);
     OUT("/* Inputs and outputs within a row: */\n");
     for (int i = 0; i < p->n_io; i++) {
-        char lab[64];
+        char lab[OTC_CR_LABEL_LEN];
         OUT("/*   %-6s %-24s floats %" PRId64 "..%" PRId64 " */\n",
             p->io[i].stream == OTC_IO_OUT ? "output" : "input",
-            otc_graph_node_label(g, p->io[i].node, lab, sizeof lab), p->io[i].offset,
+            otc_cr_label(g, p->io[i].node, lab, sizeof lab), p->io[i].offset,
             p->io[i].offset + p->io[i].width - 1);
     }
     OUT("\nstatic inline size_t %s_workspace_bytes(int batch) {\n", n);

@@ -29,20 +29,12 @@ static const char *extent_str(otc_extent e, char *buf, size_t len) {
     return buf;
 }
 
-static void put_escaped(otc_text *sb, const char *s) {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') otc_text_puts(sb, "\\");
-        char ch[2] = {*s, 0};
-        otc_text_puts(sb, ch);
-    }
-}
-
 static void value_label(otc_text *sb, const otc_plan *p, otc_id id) {
     const otc_graph *g = p->graph;
     const otc_node *nd = otc_graph_node(g, id);
     const otc_plan_value *v = &p->values[id];
     char lab[64], shp[64], ex[64];
-    put_escaped(sb, otc_plan_label(g, id, lab));
+    otc_text_dot_string(sb, otc_plan_label(g, id, lab));
     otc_text_printf(sb, "\\n%s", otc_op_get(nd->op)->name);
     if (nd->op == OTC_OP_NEURON) otc_text_printf(sb, " %s", otc_act_get((otc_act)nd->act)->name);
     otc_text_printf(sb, " %s\\n", otc_shape_str(nd->shape, shp, sizeof shp));
@@ -54,7 +46,8 @@ static void value_label(otc_text *sb, const otc_plan *p, otc_id id) {
         otc_text_printf(sb, "weights @%" PRId64 ", %" PRId64 " floats", v->param_offset, v->size);
         break;
     case OTC_STORE_ALIAS:
-        otc_text_printf(sb, "alias of %s", otc_plan_label(g, v->alias_of, lab));
+        otc_text_puts(sb, "alias of ");
+        otc_text_dot_string(sb, otc_plan_label(g, v->alias_of, lab));
         break;
     case OTC_STORE_WORK:
         otc_text_printf(sb, "work @%s, ", extent_str(v->offset, ex, sizeof ex));

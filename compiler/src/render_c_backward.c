@@ -580,7 +580,7 @@ void otc_cr_backward_steps(otc_cr *c) {
     for (int i = p->n_forward_steps; i < p->n_steps && !c->st; i++) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
-        char lab[64];
+        char lab[OTC_CR_LABEL_LEN];
         switch (s->kind) {
         case OTC_STEP_ZERO_GRADS:
             otc_cr_line(c, "for (size_t i = 0; i < (size_t)(%s); i++) g[i] = 0.0f;",
@@ -591,10 +591,9 @@ void otc_cr_backward_steps(otc_cr *c) {
                         otc_cr_offset(off, p->values[V(s->node)].grad));
             break;
         case OTC_STEP_BACKWARD:
-            otc_graph_node_label(c->g, s->node, lab, sizeof lab);
             otc_cr_line(c, "{ /* backward %s %s */",
                         otc_op_get(otc_graph_node(c->g, s->node)->op)->name,
-                        strstr(lab, "*/") ? "?" : lab);
+                        otc_cr_label(c->g, s->node, lab, sizeof lab));
             c->indent++;
             backward_step(c, s->node);
             c->indent--;

@@ -145,14 +145,12 @@ static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char
 static void describe_kernel(otc_cr *c, int k) {
     const otc_plan *p = c->plan;
     const otc_plan_kernel *K = &p->kernels[k];
-    char line[160], lab[64];
+    char line[160], lab[OTC_CR_LABEL_LEN];
     size_t used = (size_t)snprintf(line, sizeof line, "/* kernel %d:", k);
-    for (int m = 0; m < K->count && used < sizeof line - 80; m++) {
+    for (int m = 0; m < K->count && used < sizeof line - sizeof lab - 8; m++) {
         otc_id id = p->members[K->first + m];
-        const char *name = otc_graph_node_label(c->g, id, lab, sizeof lab);
-        /* Names go into a comment: keep them from closing it. */
         used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", m ? "-> " : "",
-                                 strstr(name, "*/") ? "?" : name);
+                                 otc_cr_label(c->g, id, lab, sizeof lab));
     }
     if (K->count > 8) used += (size_t)snprintf(line + used, sizeof line - used, " ...");
     snprintf(line + used, sizeof line - used, " */");
@@ -506,9 +504,9 @@ static void io_step(otc_cr *c, const otc_plan_step *s) {
     int64_t width = io->stream == OTC_IO_IN       ? c->plan->in_width
                     : io->stream == OTC_IO_TARGET ? c->plan->target_width
                                                   : c->plan->out_width;
-    char lab[64], v[96];
+    char lab[OTC_CR_LABEL_LEN], v[96];
     otc_cr_line(c, "{ /* %s %s */", s->kind == OTC_STEP_LOAD ? "load" : "store",
-                strstr(otc_graph_node_label(c->g, io->node, lab, 64), "*/") ? "?" : lab);
+                otc_cr_label(c->g, io->node, lab, sizeof lab));
     c->indent++;
     otc_cr_pointer(c, io->node, s->kind == OTC_STEP_LOAD);
     otc_cr_at(c, v, sizeof v, io->node, io->width > 1 ? "e" : "0");

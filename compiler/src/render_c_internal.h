@@ -56,6 +56,13 @@ void otc_cr_backward_steps(otc_cr *c);
  * buf >= 32 bytes. */
 const char *otc_cr_float_literal(char *buf, size_t len, float f);
 
+/* Text from the model file as it may stand in a comment of the generated C (and of the LLVM
+ * header): through otc_text_c_comment, the only way a node's or file's name gets there. */
+#define OTC_CR_LABEL_LEN (OTC_TEXT_COMMENT_MAX + 16)
+const char *otc_cr_comment(char *buf, size_t len, const char *text);
+/* A node as such comments name it: 'name' (through otc_cr_comment) or #id. */
+const char *otc_cr_label(const otc_graph *g, otc_id id, char *buf, size_t len);
+
 /* Helpers shared by the two. */
 const char *otc_cr_float(otc_cr *c, char *buf, float f); /* literal, fails on non-finite */
 const char *otc_cr_offset(char *buf, otc_extent e);      /* "12 + 3 * S" */

@@ -10,6 +10,26 @@
 
 #include "render_c_internal.h"
 
+const char *otc_cr_comment(char *buf, size_t len, const char *text) {
+    otc_text t;
+    otc_text_init(&t);
+    otc_text_c_comment(&t, text);
+    snprintf(buf, len, "%s", t.failed || !t.text ? "?" : t.text);
+    otc_text_free(&t);
+    return buf;
+}
+
+const char *otc_cr_label(const otc_graph *g, otc_id id, char *buf, size_t len) {
+    const otc_node *nd = otc_graph_node(g, id);
+    if (!nd || !nd->name) {
+        snprintf(buf, len, "#%d", (int)id);
+        return buf;
+    }
+    char safe[OTC_CR_LABEL_LEN];
+    snprintf(buf, len, "'%s'", otc_cr_comment(safe, sizeof safe, nd->name));
+    return buf;
+}
+
 void otc_cr_line(otc_cr *c, const char *fmt, ...) {
     char buf[1024];
     va_list ap;

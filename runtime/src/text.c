@@ -83,41 +83,99 @@ int otc_utf8_len(const unsigned char *s) {
     return n;
 }
 
-void otc_text_xml(otc_text *t, const char *text) {
-    const unsigned char *s = (const unsigned char *)text;
+static void put_bytes(otc_text *t, const char *s, size_t n) {
+    if (!reserve(t, n)) return;
+    memcpy(t->text + t->len, s, n);
+    t->len += n;
+    t->text[t->len] = '\0';
+}
+
+/* Length of the character at s when it may stand as text in XML or DOT: valid UTF-8, not a
+ * control byte, not the non-characters U+FFFE/U+FFFF; 0 otherwise. */
+static int text_char_len(const unsigned char *s) {
+    if (*s < 0x20 || *s == 0x7f) return 0;
+    int n = otc_utf8_len(s);
+    if (n == 3 && s[0] == 0xEF && s[1] == 0xBF && s[2] >= 0xBE) return 0;
+    return n;
+}
+
+/* text with each character passed through escape (NULL: copied as is), and everything
+ * text_char_len refuses written as '?'. */
+static void put_clean(otc_text *t, const char *text, const char *(*escape)(unsigned char)) {
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
     while (*s) {
-        const char *ent = NULL;
-        switch (*s) {
-        case '&':
-            ent = "&amp;";
-            break;
-        case '<':
-            ent = "&lt;";
-            break;
-        case '>':
-            ent = "&gt;";
-            break;
-        case '"':
-            ent = "&quot;";
-            break;
-        case '\'':
-            ent = "&#39;";
-            break;
-        default:
-            break;
-        }
-        if (ent) {
-            otc_text_puts(t, ent);
-            s++;
-            continue;
-        }
-        int n = *s < 0x20 ? 0 : otc_utf8_len(s);
-        if (n == 0) {
-            otc_text_puts(t, "?");
-            s++;
-        } else {
-            otc_text_printf(t, "%.*s", n, (const char *)s);
-            s += n;
-        }
+        const char *esc = escape(*s);
+        int n = esc ? 1 : text_char_len(s);
+        if (esc)
+            otc_text_puts(t, esc);
+        else if (n == 0)
+            put_bytes(t, "?", 1);
+        else
+            put_bytes(t, (const char *)s, (size_t)n);
+        s += n ? n : 1;
     }
+}
+
+static const char *xml_entity(unsigned char c) {
+    switch (c) {
+    case '&':
+        return "&amp;";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    case '"':
+        return "&quot;";
+    case '\'':
+        return "&#39;";
+    default:
+        return NULL;
+    }
+}
+
+void otc_text_xml(otc_text *t, const char *text) {
+    put_clean(t, text, xml_entity);
+}
+
+static const char *dot_escape(unsigned char c) {
+    return c == '"' ? "\\\"" : c == '\\' ? "\\\\" : NULL;
+}
+
+void otc_text_dot_string(otc_text *t, const char *text) {
+    put_clean(t, text, dot_escape);
+}
+
+/* The bytes otc_text_c_comment keeps ('/' apart: it is kept only inside the text). */
+static bool comment_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr(" _.-:[](),=", c));
+}
+
+void otc_text_c_comment(otc_text *t, const char *text) {
+    char out[OTC_TEXT_COMMENT_MAX + 1];
+    size_t n = 0;
+    bool cut = false;
+    for (const unsigned char *s = (const unsigned char *)(text ? text : ""); *s; s++) {
+        /* A '/' first could meet a '*' the caller wrote before: "*" "/" closes a comment. */
+        char ch = comment_char(*s) || (*s == '/' && n > 0) ? (char)*s : '?';
+        /* One '?' per run, so no "??" starts a trigraph. */
+        if (ch == '?' && n > 0 && out[n - 1] == '?') continue;
+        if (n == OTC_TEXT_COMMENT_MAX) {
+            cut = true;
+            break;
+        }
+        out[n++] = ch;
+    }
+    if (cut) {
+        n = OTC_TEXT_COMMENT_MAX - 3;
+        memcpy(out + n, "...", 3);
+        n += 3;
+    } else if (n > 0 && out[n - 1] == '/') {
+        /* Last: it could meet a '*' the caller writes next. */
+        if (n > 1 && out[n - 2] == '?')
+            n--;
+        else
+            out[n - 1] = '?';
+    }
+    put_bytes(t, out, n);
 }

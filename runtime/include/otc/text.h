@@ -1,5 +1,5 @@
 /* A growable text buffer for whatever otc builds as a whole document before writing it
- * (emitted C, DOT graphs, SVG plots), with XML escaping for the picture writers. */
+ * (emitted C, DOT graphs, SVG plots), with the escaping each of those languages needs. */
 #ifndef OTC_TEXT_H
 #define OTC_TEXT_H
 
@@ -29,8 +29,21 @@ char *otc_text_take(otc_text *t);
 /* Length of a valid UTF-8 sequence at s (1..4), or 0 when it is not one (overlong forms and
  * surrogates included). s must be NUL-terminated. */
 int otc_utf8_len(const unsigned char *s);
-/* Append text escaped for XML (and so for Graphviz HTML labels): & < > " ' as entities,
- * control bytes and invalid UTF-8 as '?', so hostile names still yield a valid document. */
+
+/* The one way text from outside (node names, file names, titles) enters each language otc
+ * writes, so a hostile name can neither break the document nor become code:
+ *
+ * XML (SVG, and Graphviz HTML labels): & < > " ' as entities; control bytes, invalid UTF-8
+ * and the non-characters U+FFFE/U+FFFF (not allowed in XML) as '?'. */
 void otc_text_xml(otc_text *t, const char *text);
+/* Inside a Graphviz "quoted string" (the caller writes the quotes): " and \ escaped with a
+ * backslash; control bytes and invalid UTF-8 as '?' (Graphviz wants UTF-8). */
+void otc_text_dot_string(otc_text *t, const char *text);
+/* Inside a C block comment: only letters, digits, space and _ . - : [ ] ( ) , = are kept,
+ * and / when neither first nor last; each run of other bytes becomes one '?'. So no '*' to
+ * close the comment, no backslash or ??/ trigraph to splice a line into it, no byte a
+ * compiler could warn about. Text longer than OTC_TEXT_COMMENT_MAX is cut and ends in "...". */
+#define OTC_TEXT_COMMENT_MAX 64
+void otc_text_c_comment(otc_text *t, const char *text);
 
 #endif
