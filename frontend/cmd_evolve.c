@@ -86,7 +86,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_population *pop = NULL;
     otc_status s;
     if (resume) {
-        s = otc_neat_checkpoint_load(resume, &config, &pop);
+        s = otc_neat_checkpoint_load(resume, &config, task->name, &pop);
         if (s == OTC_OK && seed_given && otc_neat_seed(pop) != seed) {
             otc_neat_population_free(pop);
             otc_neat_task_free(task);

@@ -165,6 +165,7 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     if (p->stop != OTC_NEAT_RUNNING)
         return otc_fail(OTC_ERR_STATE, "otc_neat_step: the run has already stopped");
     double t0 = now_seconds();
+    snprintf(p->task, sizeof p->task, "%s", task->name);
     const otc_neat_config *c = &p->config;
     int n = p->n_genomes;
     bool *flags = calloc((size_t)n + 1, sizeof *flags);
