@@ -627,10 +627,13 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         snprintf(buf, size, "%d", *(const int *)src);
         return true;
     case K_DOUBLE:
-    case K_POSITIVE:
+    case K_POSITIVE: {
         if (!k->offset) return false;
-        snprintf(buf, size, "%.17g", *(const double *)src);
+        double x = *(const double *)src; /* the shortest of 15 or 17 digits that reads back */
+        snprintf(buf, size, "%.15g", x);
+        if (strtod(buf, NULL) != x) snprintf(buf, size, "%.17g", x);
         return true;
+    }
     case K_BOOL:
         snprintf(buf, size, "%s", *(const bool *)src ? "true" : "false");
         return true;
