@@ -250,8 +250,12 @@ otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_n
         if (p->stop == OTC_NEAT_RUNNING && o->checkpoint_every > 0 && o->checkpoint_prefix &&
             p->generation % o->checkpoint_every == 0) {
             char path[4096];
-            snprintf(path, sizeof path, "%s%d.json", o->checkpoint_prefix, p->generation);
-            s = otc_neat_checkpoint_save(p, path);
+            if (snprintf(path, sizeof path, "%s%d.json", o->checkpoint_prefix, p->generation) >=
+                (int)sizeof path) /* a cut path could name another file */
+                s = otc_fail(OTC_ERR_ARG, "checkpoint prefix longer than %d bytes",
+                             (int)sizeof path - 16);
+            else
+                s = otc_neat_checkpoint_save(p, path);
         }
     }
     if (solved) *solved = p->stop == OTC_NEAT_STOP_SOLVED;
