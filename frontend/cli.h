@@ -37,6 +37,11 @@ typedef struct {
 int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts, int argc,
                   char **argv, const char **pos, int min_pos, int max_pos);
 
+/* Strict decimal integers (digits only, an optional sign for int; no spaces, no trailing
+ * text, nothing out of range): what OTC_OPT_INT and OTC_OPT_U64 accept. */
+bool otc_cli_parse_int(const char *text, int *out);
+bool otc_cli_parse_u64(const char *text, uint64_t *out);
+
 /* "otc CMD: message" on stderr; returns OTC_EXIT_USAGE for `return otc_cli_error(...)`. */
 int otc_cli_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -50,6 +50,28 @@ static void print_help(const char *cmd, const char *synopsis, const otc_opt *opt
     printf("  %-28s %s\n", "--help,-h", "show this help");
 }
 
+/* Decimal digits only (strtoull alone would take leading spaces and wrap "-1" around). */
+bool otc_cli_parse_u64(const char *v, uint64_t *out) {
+    if (!v || *v < '0' || *v > '9') return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end) return false;
+    *out = (uint64_t)x;
+    return true;
+}
+
+bool otc_cli_parse_int(const char *v, int *out) {
+    const char *digits = v && (*v == '-' || *v == '+') ? v + 1 : v;
+    if (!digits || *digits < '0' || *digits > '9') return false;
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || x < INT_MIN || x > INT_MAX) return false;
+    *out = (int)x;
+    return true;
+}
+
 static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
     char *end = NULL;
     errno = 0;
@@ -57,19 +79,16 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
     case OTC_OPT_STRING:
         *(const char **)o->dest = v;
         return 0;
-    case OTC_OPT_INT: {
-        long x = strtol(v, &end, 10);
-        if (errno || end == v || *end || x < INT_MIN || x > INT_MAX) break;
-        *(int *)o->dest = (int)x;
-        return 0;
-    }
-    case OTC_OPT_U64: {
-        if (*v == '-') break;
-        unsigned long long x = strtoull(v, &end, 10);
-        if (errno || end == v || *end) break;
-        *(uint64_t *)o->dest = (uint64_t)x;
-        return 0;
-    }
+    case OTC_OPT_INT:
+        if (otc_cli_parse_int(v, (int *)o->dest)) return 0;
+        otc_cli_error(cmd, "bad value '%s' for %s (expected an integer from %d to %d)", v, o->name,
+                      INT_MIN, INT_MAX);
+        return OTC_EXIT_USAGE;
+    case OTC_OPT_U64:
+        if (otc_cli_parse_u64(v, (uint64_t *)o->dest)) return 0;
+        otc_cli_error(cmd, "bad value '%s' for %s (expected an integer from 0 to %" PRIu64 ")", v,
+                      o->name, UINT64_MAX);
+        return OTC_EXIT_USAGE;
     case OTC_OPT_FLOAT: {
         double x = strtod(v, &end);
         if (errno || end == v || *end) break;

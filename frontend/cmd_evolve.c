@@ -17,6 +17,10 @@
 const char otc_cmd_evolve_summary[] =
     "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE)";
 
+/* More threads than this only cost memory and start-up time (genomes are the unit of work). */
+#define MAX_THREADS      1024
+#define MAX_THREADS_TEXT "1024"
+
 static void progress(void *ctx, const otc_neat_population *p, const otc_neat_gen_stats *s) {
     const char *score_name = ctx;
     char score[64] = "";
@@ -43,7 +47,8 @@ int otc_cmd_evolve(int argc, char **argv) {
          "TASK: xor, pole1, dpv, dpnv or csv:FILE (required)"},
         {"--seed", OTC_OPT_STRING, &seed_text, "N: random seed (default 1)"},
         {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
-        {"--threads", OTC_OPT_INT, &threads, "T: evaluation threads (default: all cores)"},
+        {"--threads", OTC_OPT_INT, &threads,
+         "T: evaluation threads, 1 to " MAX_THREADS_TEXT " (default 0: one per core)"},
         {"--checkpoint-every", OTC_OPT_INT, &every, "K: write a checkpoint every K generations"},
         {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
          "P: checkpoints go to P<generation>.json (default neat-checkpoint-)"},
@@ -60,17 +65,22 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (rc < 0) return OTC_EXIT_OK;
     if (rc) return rc;
     if (!task_spec) return otc_cli_error("evolve", "--task is required (try 'otc evolve --help')");
+    if (!strncmp(task_spec, "csv:", 4) && !task_spec[4])
+        return otc_cli_error("evolve", "--task csv: needs the CSV file's path (csv:FILE)");
     if (seed_text) {
-        char *end = NULL;
-        unsigned long long v = strtoull(seed_text, &end, 10);
-        if (!*seed_text || *seed_text == '-' || *end)
-            return otc_cli_error("evolve", "bad value '%s' for --seed", seed_text);
-        seed = v;
+        if (!otc_cli_parse_u64(seed_text, &seed))
+            return otc_cli_error("evolve",
+                                 "bad value '%s' for --seed (expected an integer from 0 to "
+                                 "%" PRIu64 ")",
+                                 seed_text, UINT64_MAX);
         seed_given = true;
     }
     if (generations < 1) return otc_cli_error("evolve", "--generations must be at least 1");
     if (every < 0) return otc_cli_error("evolve", "--checkpoint-every must not be negative");
-    if (threads <= 0) {
+    if (threads < 0 || threads > MAX_THREADS)
+        return otc_cli_error("evolve", "--threads must be from 1 to " MAX_THREADS_TEXT
+                                       ", or 0 for one per core");
+    if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
@@ -86,7 +96,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_population *pop = NULL;
     otc_status s;
     if (resume) {
-        s = otc_neat_checkpoint_load(resume, &config, &pop);
+        s = otc_neat_checkpoint_load(resume, &config, task->name, &pop);
         if (s == OTC_OK && seed_given && otc_neat_seed(pop) != seed) {
             otc_neat_population_free(pop);
             otc_neat_task_free(task);

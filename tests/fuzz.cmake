@@ -1,4 +1,5 @@
-# libFuzzer targets for the .otm loader (fuzz_model.c) and the CSV reader (fuzz_csv.c), built
+# libFuzzer targets for the .otm loader (fuzz_model.c), the CSV reader (fuzz_csv.c), the NEAT
+# config reader (fuzz_neat_config.c) and NEAT checkpoints (fuzz_neat_checkpoint.c), built
 # with clang-19 as a separate project (tests/fuzz/) and run for a bounded time as ctest tests.
 # Without clang-19, or with -DOTC_FUZZ=OFF, nothing here is built or registered.
 if(NOT OTC_FUZZ)
@@ -19,7 +20,8 @@ ExternalProject_Add(otc_fuzzers
              -DCMAKE_BUILD_TYPE=RelWithDebInfo
   BUILD_ALWAYS ON
   INSTALL_COMMAND ""
-  BUILD_BYPRODUCTS ${fuzz_dir}/fuzz_csv ${fuzz_dir}/fuzz_model)
+  BUILD_BYPRODUCTS ${fuzz_dir}/fuzz_csv ${fuzz_dir}/fuzz_model ${fuzz_dir}/fuzz_neat_config
+                   ${fuzz_dir}/fuzz_neat_checkpoint)
 
 # Seed corpora, written at configure time; libFuzzer adds what it finds to the first
 # directory it is given, so these grow from run to run within the build directory.
@@ -59,3 +61,25 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_model.c)
   set_tests_properties(fuzz_model_bounded PROPERTIES FIXTURES_REQUIRED otc_cli_models
                                                      TIMEOUT 300)
 endif()
+
+# NEAT configs: seeds are the example configs (read only, as a second corpus directory).
+set(neat_config_corpus ${fuzz_dir}/neat_config_corpus)
+file(MAKE_DIRECTORY ${neat_config_corpus})
+add_test(NAME fuzz_neat_config_bounded
+         COMMAND ${fuzz_dir}/fuzz_neat_config ${common} -max_len=8192 ${neat_config_corpus}
+                 ${PROJECT_SOURCE_DIR}/examples/neat)
+set_tests_properties(fuzz_neat_config_bounded PROPERTIES TIMEOUT 300)
+
+# NEAT checkpoints: seeds are checkpoints of a short run with the config the target resumes
+# with, made by the otc binary (a fixture, as the model corpus).
+set(neat_ck_corpus ${fuzz_dir}/neat_checkpoint_corpus)
+set(neat_ck_seeds ${fuzz_dir}/neat_checkpoint_seeds)
+file(MAKE_DIRECTORY ${neat_ck_corpus} ${neat_ck_seeds})
+add_test(NAME fuzz_neat_checkpoint_seeds
+         COMMAND sh -c "'${PROJECT_BINARY_DIR}/otc' evolve '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/neat_fuzz.ini' --task xor --seed 3 --generations 4 --threads 1 --checkpoint-every 1 --checkpoint-prefix '${neat_ck_seeds}/ck-' >/dev/null; test -s '${neat_ck_seeds}/ck-1.json'")
+set_tests_properties(fuzz_neat_checkpoint_seeds PROPERTIES FIXTURES_SETUP otc_neat_ck_seeds)
+add_test(NAME fuzz_neat_checkpoint_bounded
+         COMMAND ${fuzz_dir}/fuzz_neat_checkpoint ${common} -max_len=65536 ${neat_ck_corpus}
+                 ${neat_ck_seeds})
+set_tests_properties(fuzz_neat_checkpoint_bounded PROPERTIES FIXTURES_REQUIRED otc_neat_ck_seeds
+                                                             TIMEOUT 300)

@@ -1,6 +1,6 @@
 # `otc evolve` exit codes, end to end through the built binary: 0 solved, 1 not solved, 2 bad
-# input (unknown task, missing config, unknown key named with its section and line), and --out
-# writing a model `otc summary` can read. Each case is one ctest test named neat_cli_*.
+# input (unknown task, missing config, unknown key named with its section and line, hostile
+# options, config lines and checkpoints), and --out writing a model `otc summary` can read. Each case is one ctest test named neat_cli_*.
 find_program(OTC_NEAT_CLI_BASH bash)
 if(TARGET otc_cli AND OTC_NEAT_CLI_BASH)
   set(otc ${PROJECT_BINARY_DIR}/otc)
@@ -24,7 +24,26 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       unknown_key_exits_2
       "cp '${examples}/xor.ini' \"$W/bad.ini\" && echo 'bogus_key = 1' >> \"$W/bad.ini\" && n=$(wc -l < \"$W/bad.ini\") && expect 2 '${otc}' evolve \"$W/bad.ini\" --task xor && has err \"bad.ini:$n:\" && has err '[DefaultReproduction]' && has err 'bogus_key: unknown key'"
       out_writes_loadable_model
-      "expect 0 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 2 --threads 1 --out \"$W/best.otm\" && test -s \"$W/best.otm\" && expect 0 '${otc}' summary \"$W/best.otm\" && has out 'genome (NEAT)'")
+      "expect 0 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 2 --threads 1 --out \"$W/best.otm\" && test -s \"$W/best.otm\" && expect 0 '${otc}' summary \"$W/best.otm\" && has out 'genome (NEAT)'"
+      # Hostile options and files: refused with exit 2 and a message naming what is wrong.
+      seed_overflow_exits_2
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 99999999999999999999999 && has err \"bad value '99999999999999999999999' for --seed\""
+      threads_negative_exits_2
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --threads -1 && has err '--threads must be from 1 to'"
+      task_csv_without_path_exits_2
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task csv: && has err 'csv:FILE'"
+      generations_overflow_exits_2
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --generations 99999999999 && has err \"bad value '99999999999' for --generations\""
+      long_comment_and_cr_lines_change_nothing
+      "expect 0 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 1 --threads 1 && cp \"$W/out\" \"$W/ref\" && cp '${examples}/xor.ini' \"$W/long.ini\" && printf '#%0280dconn_add_attempts = 0\\n' 0 >> \"$W/long.ini\" && expect 0 '${otc}' evolve \"$W/long.ini\" --task xor --seed 1 --threads 1 && cmp \"$W/out\" \"$W/ref\" && tr '\\n' '\\r' < '${examples}/xor.ini' > \"$W/cr.ini\" && expect 0 '${otc}' evolve \"$W/cr.ini\" --task xor --seed 1 --threads 1 && cmp \"$W/out\" \"$W/ref\""
+      long_value_line_exits_2
+      "cp '${examples}/xor.ini' \"$W/long.ini\" && printf 'activation_options = sigmoid%0280d\\n' 0 >> \"$W/long.ini\" && n=$(wc -l < \"$W/long.ini\") && expect 2 '${otc}' evolve \"$W/long.ini\" --task xor && has err \"long.ini:$n: line longer than\""
+      pop_size_too_large_exits_2
+      "sed 's/^pop_size .*/pop_size = 1000000/' '${examples}/xor.ini' > \"$W/big.ini\" && expect 2 '${otc}' evolve \"$W/big.ini\" --task xor && has err '[NEAT] pop_size: value' && has err 'out of range [2, 100000]'"
+      resume_empty_species_exits_2
+      "expect 1 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 5 --generations 3 --threads 1 --checkpoint-every 1 --checkpoint-prefix \"$W/ck-\" && sed 's/\"members\":\\[[0-9,]*\\]/\"members\":[]/' \"$W/ck-3.json\" > \"$W/bad.json\" && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --resume \"$W/bad.json\" && has err 'bad.json: species 0: members'"
+      resume_other_config_exits_2
+      "expect 1 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 5 --generations 2 --threads 1 --checkpoint-every 2 --checkpoint-prefix \"$W/ck-\" && sed 's/^conn_add_prob .*/conn_add_prob = 0.2/' '${examples}/xor.ini' > \"$W/other.ini\" && expect 2 '${otc}' evolve \"$W/other.ini\" --task xor --resume \"$W/ck-2.json\" && has err \"ck-2.json: config: [DefaultGenome] conn_add_prob: the checkpoint was made with '0.05', this config has '0.2'\" && expect 1 '${otc}' evolve '${examples}/xor.ini' --task xor --generations 3 --threads 1 --resume \"$W/ck-2.json\"")
   list(LENGTH neat_cli_cases n)
   math(EXPR last "${n} - 1")
   foreach(i RANGE 0 ${last} 2)

@@ -125,7 +125,7 @@ TEST(neat_checkpoint_resume_equals_uninterrupted) {
     REQUIRE(otc_neat_checkpoint_save(half, ck) == OTC_OK);
     otc_neat_population_free(half);
     otc_neat_population *resumed = NULL;
-    REQUIRE(otc_neat_checkpoint_load(ck, &c, &resumed) == OTC_OK);
+    REQUIRE(otc_neat_checkpoint_load(ck, &c, "xor", &resumed) == OTC_OK);
     CHECK(otc_neat_generation(resumed) == 5);
     otc_neat_step_options o = {2};
     for (int g = 0; g < 5; g++) REQUIRE(otc_neat_step(resumed, task, &o, NULL) == OTC_OK);
@@ -138,14 +138,14 @@ TEST(neat_checkpoint_resume_equals_uninterrupted) {
     otc_neat_config other = c;
     other.pop_size = 61;
     otc_neat_population *bad = NULL;
-    CHECK(otc_neat_checkpoint_load(ck, &other, &bad) == OTC_ERR_CONFIG);
+    CHECK(otc_neat_checkpoint_load(ck, &other, "xor", &bad) == OTC_ERR_CONFIG);
     /* A truncated checkpoint is an error, not a crash. */
     char *text = read_text(ck);
     REQUIRE(text);
     FILE *f = fopen(ck, "wb");
     fwrite(text, 1, strlen(text) / 2, f);
     fclose(f);
-    CHECK(otc_neat_checkpoint_load(ck, &c, &bad) == OTC_ERR_FORMAT);
+    CHECK(otc_neat_checkpoint_load(ck, &c, "xor", &bad) == OTC_ERR_FORMAT);
     remove(ck);
     free(text);
     free(tw);

@@ -4,6 +4,7 @@
 #define OTC_NEAT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "executor.h"
@@ -144,9 +145,18 @@ void otc_neat_stanley_offspring(int n, const int *size, const double *shared, in
 /* Everything the run needs to continue exactly as if never stopped (JSON, written atomically).
  * Call between generations. */
 otc_status otc_neat_checkpoint_save(const otc_neat_population *p, const char *path);
-/* The config must be the one the run was started with (checked where it can be). */
-otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c,
+/* Continue a run: c must be the config the run started with and task its task's name (NULL:
+ * not checked); checkpoints record both and a difference is OTC_ERR_CONFIG naming the key.
+ * Everything in the file is checked (genomes laid out as the config says, ids below the
+ * counters, every genome in exactly one non-empty species, finite numbers...): a bad file is
+ * OTC_ERR_FORMAT with a message "FILE: field, genome or species: what is wrong". Checkpoints
+ * of format version 1 (before the task and config were recorded) are refused. */
+otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c, const char *task,
                                     otc_neat_population **out);
+/* The same from text in memory (name is used in messages). */
+otc_status otc_neat_checkpoint_parse(const char *text, size_t len, const char *name,
+                                     const otc_neat_config *c, const char *task,
+                                     otc_neat_population **out);
 uint64_t otc_neat_seed(const otc_neat_population *p);
 
 /* Statistics as CSV (one row per generation) and best/mean fitness per generation as SVG. */

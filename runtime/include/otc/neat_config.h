@@ -8,6 +8,19 @@
 #include "error.h"
 #include "ops.h"
 
+/* What a config may ask for (larger values are refused, naming the key and line): a run of
+ * this size takes seconds to minutes per generation. */
+#define OTC_NEAT_MAX_POP_SIZE 100000
+#define OTC_NEAT_MAX_INPUTS   100000
+#define OTC_NEAT_MAX_OUTPUTS  10000
+#define OTC_NEAT_MAX_HIDDEN   10000
+/* pop_size x the genes (nodes + connections) of an initial genome: a gene takes about 20
+ * bytes and reproduction holds two generations, so this is about 0.4 GB at the start. */
+#define OTC_NEAT_MAX_INITIAL_GENES 10000000
+/* Largest magnitude of gene attribute settings (init mean/stdev, mutate power, min/max
+ * value), compatibility coefficients and thresholds: genes are floats. */
+#define OTC_NEAT_MAX_MAGNITUDE 1e6
+
 typedef enum {
     OTC_NEAT_AGG_MAX,
     OTC_NEAT_AGG_MIN,
@@ -139,6 +152,13 @@ void otc_neat_config_defaults(otc_neat_config *c);
  * file, line, section and key. */
 otc_status otc_neat_config_load(const char *path, otc_neat_config *out);
 otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_config *out);
+
+/* Every key that shapes a run with its effective value (defaults filled in) as canonical
+ * text, in a fixed order: checkpoints record this listing, so a resumed run can be refused
+ * when its config differs. Keys that change nothing (aggregation, optimizer) are left out. */
+typedef void (*otc_neat_config_visitor)(void *ctx, const char *section, const char *key,
+                                        const char *value);
+void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, void *ctx);
 
 /* The NEAT name of an activation ("sigmoid" is the NEAT paper's steep sigmoid); -1 if not
  * supported. */

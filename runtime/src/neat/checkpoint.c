@@ -3,6 +3,7 @@
  * exactly as one that never stopped. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include "otc/file.h"
 
 #define CHECKPOINT_FORMAT "otc-neat-checkpoint"
+/* 2: records the task and the config (version 1 did not, and is refused) */
+#define CHECKPOINT_VERSION 2
 
 static bool add_num(cJSON *o, const char *k, double v) {
     return cJSON_AddNumberToObject(o, k, v) != NULL;
@@ -90,13 +93,40 @@ static bool stats_from_json(const cJSON *o, otc_neat_gen_stats *s) {
     return ok;
 }
 
+/* The config's effective values, {"Section": {"key": "value"}}. */
+typedef struct {
+    cJSON *root;
+    bool ok;
+} config_listing;
+
+static void list_key(void *ctx, const char *section, const char *key, const char *value) {
+    config_listing *l = ctx;
+    cJSON *sec = cJSON_GetObjectItemCaseSensitive(l->root, section);
+    if (!sec) sec = cJSON_AddObjectToObject(l->root, section);
+    if (!sec || !cJSON_AddStringToObject(sec, key, value)) l->ok = false;
+}
+
+static cJSON *config_json(const otc_neat_config *c) {
+    config_listing l = {cJSON_CreateObject(), true};
+    if (l.root) otc_neat_config_list(c, list_key, &l);
+    if (!l.ok) {
+        cJSON_Delete(l.root);
+        return NULL;
+    }
+    return l.root;
+}
+
 static cJSON *population_json(const otc_neat_population *p) {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
     char seed[32];
     snprintf(seed, sizeof seed, "%" PRIu64, p->seed);
-    bool ok = cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT) &&
-              add_num(root, "version", 1) && cJSON_AddStringToObject(root, "seed", seed) &&
+    cJSON *config = config_json(&p->config);
+    bool ok = config && cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT) &&
+              add_num(root, "version", CHECKPOINT_VERSION) &&
+              cJSON_AddStringToObject(root, "task", p->task) &&
+              cJSON_AddItemToObject(root, "config", config) &&
+              cJSON_AddStringToObject(root, "seed", seed) &&
               add_num(root, "generation", p->generation) &&
               add_num(root, "evaluations", (double)p->evaluations) &&
               add_real(root, "threshold", p->threshold) &&
@@ -169,138 +199,402 @@ otc_status otc_neat_checkpoint_save(const otc_neat_population *p, const char *pa
     return s;
 }
 
-static otc_status bad(const char *path, const char *what) {
-    return otc_fail(OTC_ERR_FORMAT, "%s: checkpoint: bad or missing %s", path, what);
+/* Every refusal reads "FILE: where: what", where naming the field, genome or species. */
+static otc_status bad(const char *path, otc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static otc_status bad(const char *path, otc_status status, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return otc_fail(status, "%s: %s", path, msg);
+}
+
+/* The config listing against the one recorded: the first key that differs is named. */
+typedef struct {
+    const cJSON *recorded;
+    int n;
+    char section[64], key[96], was[256], now[256];
+    bool differs;
+} config_compare;
+
+static void compare_key(void *ctx, const char *section, const char *key, const char *value) {
+    config_compare *cc = ctx;
+    cc->n++;
+    if (cc->differs) return;
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(cc->recorded, section);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sec, key);
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, value)) return;
+    cc->differs = true;
+    snprintf(cc->section, sizeof cc->section, "%s", section);
+    snprintf(cc->key, sizeof cc->key, "%s", key);
+    snprintf(cc->was, sizeof cc->was, "%s", cJSON_IsString(v) ? v->valuestring : "(not recorded)");
+    snprintf(cc->now, sizeof cc->now, "%s", value);
+}
+
+static otc_status check_origin(const cJSON *root, const char *path, const otc_neat_config *c,
+                               const char *task, otc_neat_population *p) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "task");
+    if (!cJSON_IsString(t) || strlen(t->valuestring) >= sizeof p->task)
+        return bad(path, OTC_ERR_FORMAT, "task: missing or not a task name");
+    if (task && strcmp(task, t->valuestring))
+        return bad(path, OTC_ERR_CONFIG, "task: the checkpoint is from task '%s', not '%s'",
+                   t->valuestring, task);
+    snprintf(p->task, sizeof p->task, "%s", t->valuestring);
+    config_compare cc = {.recorded = cJSON_GetObjectItemCaseSensitive(root, "config")};
+    if (!cJSON_IsObject(cc.recorded))
+        return bad(path, OTC_ERR_FORMAT, "config: missing or not an object");
+    otc_neat_config_list(c, compare_key, &cc);
+    if (cc.differs)
+        return bad(path, OTC_ERR_CONFIG,
+                   "config: [%s] %s: the checkpoint was made with '%s', this config has '%s' "
+                   "(resume with the config the run started with)",
+                   cc.section, cc.key, cc.was, cc.now);
+    int recorded = 0;
+    const cJSON *sec, *k;
+    cJSON_ArrayForEach(sec, cc.recorded) {
+        if (!cJSON_IsObject(sec))
+            return bad(path, OTC_ERR_FORMAT, "config: [%s]: not an object", sec->string);
+        cJSON_ArrayForEach(k, sec) recorded++;
+    }
+    if (recorded != cc.n)
+        return bad(path, OTC_ERR_CONFIG,
+                   "config: records %d keys, this otc knows %d (made by another version?)",
+                   recorded, cc.n);
+    return OTC_OK;
+}
+
+/* An innovation table entry, for checking genomes' connections against the table. */
+typedef struct {
+    int innov, in, out;
+} innov_entry;
+
+static int by_innov(const void *a, const void *b) {
+    int x = ((const innov_entry *)a)->innov, y = ((const innov_entry *)b)->innov;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    const char *path;
+    const otc_neat_config *c;
+    int first_hidden; /* node ids below are the fixed inputs, bias and outputs */
+    int next_node;    /* every node id in use is below */
+    innov_entry *tab; /* the innovation table by innovation number */
+    int n_tab;
+} load_ctx;
+
+/* A genome from the file: well formed, laid out as the config says (inputs, bias node,
+ * outputs at their fixed ids, hidden nodes after), ids below the counters, every connection
+ * the table's innovation for its pair, acyclic when feed-forward. */
+static otc_status load_genome(const load_ctx *L, const cJSON *j, const char *what,
+                              otc_neat_genome **out) {
+    otc_neat_genome *g = NULL;
+    otc_status s = otc_neat_genome_from_cjson(j, &g);
+    if (s != OTC_OK) return otc_fail_context(s, "%s: %s", L->path, what);
+    const otc_neat_config *c = L->c;
+    int n_in = c->num_inputs, n_src = n_in + (c->bias_node ? 1 : 0);
+    for (int id = 0; id < L->first_hidden && s == OTC_OK; id++) {
+        otc_neat_node_type want = id < n_in    ? OTC_NEAT_INPUT
+                                  : id < n_src ? OTC_NEAT_BIAS
+                                               : OTC_NEAT_OUTPUT;
+        const otc_neat_node *n = otc_neat_genome_find_node(g, id);
+        static const char *names[] = {"input", "bias", "output", "hidden"};
+        if (!n || n->type != want)
+            s = bad(L->path, OTC_ERR_FORMAT, "%s: node %d: %s (the config makes it an %s node)",
+                    what, id, n ? "wrong type" : "missing", names[want]);
+    }
+    for (int i = 0; i < g->n_nodes && s == OTC_OK; i++) {
+        const otc_neat_node *n = &g->nodes[i];
+        if (n->id >= L->first_hidden && n->type != OTC_NEAT_HIDDEN)
+            s = bad(L->path, OTC_ERR_FORMAT,
+                    "%s: node %d: type: must be hidden (the config has "
+                    "%d inputs, %d outputs%s)",
+                    what, n->id, n_in, c->num_outputs, c->bias_node ? " and a bias node" : "");
+        else if (n->id >= L->next_node)
+            s = bad(L->path, OTC_ERR_FORMAT, "%s: node %d: id: not below next_node (%d)", what,
+                    n->id, L->next_node);
+    }
+    for (int i = 0; i < g->n_conns && s == OTC_OK; i++) {
+        const otc_neat_conn *cn = &g->conns[i];
+        innov_entry key = {cn->innov, 0, 0};
+        const innov_entry *e = bsearch(&key, L->tab, (size_t)L->n_tab, sizeof *L->tab, by_innov);
+        if (!e || e->in != cn->in || e->out != cn->out)
+            s = bad(L->path, OTC_ERR_FORMAT,
+                    "%s: connection %d (%d -> %d): innov: not the innovation table's number "
+                    "for this pair",
+                    what, cn->innov, cn->in, cn->out);
+    }
+    if (s == OTC_OK && c->feed_forward && otc_neat_genome_validate(g, true) != OTC_OK) {
+        char msg[256];
+        const char *m = otc_last_error();
+        snprintf(msg, sizeof msg, "%s", strncmp(m, "genome: ", 8) ? m : m + 8);
+        s = bad(L->path, OTC_ERR_FORMAT, "%s: %s", what, msg);
+    }
+    if (s != OTC_OK) {
+        otc_neat_genome_free(g);
+        return s;
+    }
+    *out = g;
+    return OTC_OK;
+}
+
+#define NEED(cond, ...)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) return bad(path, OTC_ERR_FORMAT, __VA_ARGS__);                                \
+    } while (0)
+
+/* A best-so-far value: finite, or -inf before anything was recorded. */
+static bool get_best(const cJSON *o, const char *k, double *v) {
+    return get_real(o, k, v) && !isnan(*v) && *v != INFINITY;
 }
 
 static otc_status load_tree(const cJSON *root, const char *path, const otc_neat_config *c,
-                            otc_neat_population *p) {
+                            const char *task, otc_neat_population *p, innov_entry **tab) {
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, CHECKPOINT_FORMAT))
         return otc_fail(OTC_ERR_FORMAT, "%s: not an otc NEAT checkpoint", path);
-    long v, gen, evals, nsid, stop, pop, nin, nout, next_node, next_innov;
-    if (!get_int(root, "version", 1, 1, &v)) return bad(path, "version (expected 1)");
+    long v, gen, evals, nsid, stop, pop, next_node, next_innov;
+    NEED(get_int(root, "version", 1, 1L << 30, &v), "version: missing or not an integer");
+    if (v == 1)
+        return bad(path, OTC_ERR_FORMAT,
+                   "version: 1, written by an older otc: it records neither its task nor its "
+                   "config, so it cannot be resumed safely (start a new run)");
+    NEED(v == CHECKPOINT_VERSION, "version: %ld, not one this otc reads (%d)", v,
+         CHECKPOINT_VERSION);
+    otc_status s = check_origin(root, path, c, task, p);
+    if (s != OTC_OK) return s;
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
     char *end = NULL;
-    if (!cJSON_IsString(seed)) return bad(path, "seed");
+    NEED(cJSON_IsString(seed) && seed->valuestring[0] >= '0' && seed->valuestring[0] <= '9',
+         "seed: missing or not a decimal string");
     errno = 0;
     p->seed = strtoull(seed->valuestring, &end, 10);
-    if (errno || end == seed->valuestring || *end) return bad(path, "seed");
-    if (!get_int(root, "generation", 0, 1L << 30, &gen) ||
-        !get_int(root, "evaluations", 0, 1L << 52, &evals) ||
-        !get_real(root, "threshold", &p->threshold) ||
-        !get_int(root, "next_species_id", 1, 1L << 30, &nsid) ||
-        !get_int(root, "stop", 0, 3, &stop) || !get_int(root, "pop_size", 2, 1L << 30, &pop) ||
-        !get_int(root, "num_inputs", 1, 1L << 30, &nin) ||
-        !get_int(root, "num_outputs", 1, 1L << 30, &nout) ||
-        !get_int(root, "next_node", 0, 1L << 30, &next_node) ||
-        !get_int(root, "next_innov", 0, 1L << 30, &next_innov))
-        return bad(path, "header field");
-    if (pop != c->pop_size || nin != c->num_inputs || nout != c->num_outputs)
-        return otc_fail(OTC_ERR_CONFIG,
-                        "%s: checkpoint was made with pop_size %ld, num_inputs %ld, num_outputs "
-                        "%ld; the config differs",
-                        path, pop, nin, nout);
+    NEED(!errno && *end == '\0', "seed: not a 64-bit unsigned decimal number");
+    NEED(get_int(root, "generation", 0, 1L << 30, &gen), "generation: missing or not in [0, 2^30]");
+    NEED(get_int(root, "evaluations", 0, 1L << 52, &evals),
+         "evaluations: missing or not an integer >= 0");
+    NEED(get_real(root, "threshold", &p->threshold) && isfinite(p->threshold) && p->threshold > 0,
+         "threshold: missing or not a finite positive number");
+    NEED(c->target_species > 0 || p->threshold == c->compatibility_threshold,
+         "threshold: %.17g, but the config's compatibility_threshold is %.17g and does not "
+         "adapt (target_species = 0)",
+         p->threshold, c->compatibility_threshold);
+    NEED(get_int(root, "next_species_id", 1, 1L << 30, &nsid),
+         "next_species_id: missing or not in [1, 2^30]");
+    NEED(get_int(root, "stop", 0, 3, &stop), "stop: missing or not in [0, 3]");
+    NEED(get_int(root, "pop_size", 2, 1L << 30, &pop) && pop == c->pop_size,
+         "pop_size: missing or not the config's %d", c->pop_size);
+    long nin = 0, nout = 0;
+    NEED(get_int(root, "num_inputs", 1, 1L << 30, &nin) && nin == c->num_inputs,
+         "num_inputs: missing or not the config's %d", c->num_inputs);
+    NEED(get_int(root, "num_outputs", 1, 1L << 30, &nout) && nout == c->num_outputs,
+         "num_outputs: missing or not the config's %d", c->num_outputs);
+    int first_hidden = c->num_inputs + (c->bias_node ? 1 : 0) + c->num_outputs;
+    NEED(get_int(root, "next_node", 0, 1L << 30, &next_node),
+         "next_node: missing or not in [0, 2^30]");
+    NEED(next_node >= first_hidden + c->num_hidden,
+         "next_node: %ld, but the config's genomes use node ids up to %d", next_node,
+         first_hidden + c->num_hidden - 1);
+    NEED(get_int(root, "next_innov", 0, 1L << 30, &next_innov),
+         "next_innov: missing or not in [0, 2^30]");
     p->generation = (int)gen;
     p->evaluations = evals;
     p->next_species_id = (int)nsid;
-    /* Delta-coding state (absent in older checkpoints: nothing recorded yet). */
     long pbg = 0;
     p->pop_best = -INFINITY;
-    if (cJSON_GetObjectItemCaseSensitive(root, "population_best") &&
-        (!get_real(root, "population_best", &p->pop_best) ||
-         !get_int(root, "population_best_generation", 0, 1L << 30, &pbg)))
-        return bad(path, "population_best / population_best_generation");
+    NEED(get_best(root, "population_best", &p->pop_best),
+         "population_best: missing or not a finite number (or -inf)");
+    NEED(get_int(root, "population_best_generation", 0, gen, &pbg),
+         "population_best_generation: missing or not in [0, generation]");
     p->pop_best_generation = (int)pbg;
     p->stop = (int)stop;
     p->innov = otc_neat_innovations_new((int)next_node, (int)next_innov);
     if (!p->innov) return OTC_ERR_NOMEM;
+
+    /* The innovation table: unique pairs, unique numbers below next_innov, nodes below
+     * next_node. */
     const cJSON *pairs = cJSON_GetObjectItemCaseSensitive(root, "innovations"), *it;
-    if (!cJSON_IsArray(pairs)) return bad(path, "innovations");
+    NEED(cJSON_IsArray(pairs), "innovations: missing or not an array");
+    int n_pairs = cJSON_GetArraySize(pairs), at = 0;
+    *tab = malloc(sizeof **tab * ((size_t)n_pairs + 1));
+    if (!*tab) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", path);
     cJSON_ArrayForEach(it, pairs) {
         int v3[3], k = 0;
         const cJSON *e;
-        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 3) return bad(path, "innovation entry");
+        NEED(cJSON_IsArray(it) && cJSON_GetArraySize(it) == 3,
+             "innovations: entry %d: not [in, out, innovation]", at);
         cJSON_ArrayForEach(e, it) {
-            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) ||
-                e->valuedouble < 0 || e->valuedouble > 1e9)
-                return bad(path, "innovation entry");
+            NEED(cJSON_IsNumber(e) && e->valuedouble == floor(e->valuedouble) &&
+                     e->valuedouble >= 0 && e->valuedouble < (k < 2 ? next_node : next_innov),
+                 "innovations: entry %d: %s not an integer in [0, %s)", at,
+                 k < 2 ? "node id" : "innovation", k < 2 ? "next_node" : "next_innov");
             v3[k++] = (int)e->valuedouble;
         }
-        otc_status s = otc_neat_innovations_put(p->innov, v3[0], v3[1], v3[2]);
-        if (s != OTC_OK) return otc_fail_context(s, "%s", path);
+        (*tab)[at++] = (innov_entry){v3[2], v3[0], v3[1]};
+        s = otc_neat_innovations_put(p->innov, v3[0], v3[1], v3[2]);
+        if (s != OTC_OK) return otc_fail_context(s, "%s: innovations", path);
     }
+    NEED(otc_neat_innovations_count(p->innov) == n_pairs,
+         "innovations: a connection (in, out) is listed twice");
+    qsort(*tab, (size_t)n_pairs, sizeof **tab, by_innov);
+    for (int i = 1; i < n_pairs; i++)
+        NEED((*tab)[i].innov != (*tab)[i - 1].innov,
+             "innovations: innovation %d is given to two connections", (*tab)[i].innov);
+    load_ctx L = {path, c, first_hidden, (int)next_node, *tab, n_pairs};
+
     const cJSON *genomes = cJSON_GetObjectItemCaseSensitive(root, "genomes");
     int n = cJSON_GetArraySize(genomes);
-    if (!cJSON_IsArray(genomes) || n < 1 || n > pop) return bad(path, "genomes");
+    NEED(cJSON_IsArray(genomes) && n == pop, "genomes: missing or not %ld genomes (pop_size)", pop);
     p->genomes = calloc((size_t)n, sizeof *p->genomes);
-    if (!p->genomes) return OTC_ERR_NOMEM;
+    if (!p->genomes) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", path);
     cJSON_ArrayForEach(it, genomes) {
-        otc_status s = otc_neat_genome_from_cjson(it, &p->genomes[p->n_genomes]);
-        if (s != OTC_OK) return otc_fail_context(s, "%s: genome %d", path, p->n_genomes);
+        char what[32];
+        snprintf(what, sizeof what, "genome %d", p->n_genomes);
+        if ((s = load_genome(&L, it, what, &p->genomes[p->n_genomes])) != OTC_OK) return s;
         p->n_genomes++;
     }
+
+    /* Species: unique ids below next_species_id, non-empty, and together holding every genome
+     * exactly once (each genome's own "species" agreeing). */
     const cJSON *species = cJSON_GetObjectItemCaseSensitive(root, "species");
-    if (!cJSON_IsArray(species)) return bad(path, "species");
+    NEED(cJSON_IsArray(species) && cJSON_GetArraySize(species) >= 1,
+         "species: missing, not an array, or empty");
+    int *owner = calloc((size_t)n, sizeof *owner); /* species id holding each genome, 0: none */
+    if (!owner) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", path);
+    int si = 0;
     cJSON_ArrayForEach(it, species) {
-        long id, created, improved;
-        double fit, best;
+        long id = 0, created = 0, improved = 0;
+        double fit = 0, best = 0, confirm_best = -INFINITY;
+        char what[48];
+        snprintf(what, sizeof what, "species %d", si++);
         const cJSON *rep = cJSON_GetObjectItemCaseSensitive(it, "representative");
         const cJSON *members = cJSON_GetObjectItemCaseSensitive(it, "members");
-        if (!get_int(it, "id", 1, 1L << 30, &id) ||
-            !get_int(it, "created", 0, 1L << 30, &created) ||
-            !get_int(it, "last_improved", 0, 1L << 30, &improved) ||
-            !get_real(it, "fitness", &fit) || !get_real(it, "best_fitness", &best) ||
-            !cJSON_IsArray(members) || cJSON_GetArraySize(members) > p->n_genomes)
-            return bad(path, "species entry");
+        const char *field =
+            !get_int(it, "id", 1, nsid - 1, &id)        ? "id (in [1, next_species_id))"
+            : !get_int(it, "created", 0, gen, &created) ? "created (in [0, generation])"
+            : !get_int(it, "last_improved", 0, gen, &improved)
+                ? "last_improved (in [0, generation])"
+            : !get_real(it, "fitness", &fit) || !isfinite(fit) ? "fitness (a finite number)"
+            : !get_best(it, "best_fitness", &best) ? "best_fitness (a finite number or -inf)"
+            : !cJSON_IsArray(members) || cJSON_GetArraySize(members) < 1
+                ? "members (a non-empty array)"
+                : NULL;
+        if (field) s = bad(path, OTC_ERR_FORMAT, "%s: %s: missing or invalid", what, field);
+        for (int k = 0; k < p->n_species && s == OTC_OK; k++)
+            if (p->species[k].id == id)
+                s = bad(path, OTC_ERR_FORMAT, "%s: id: %ld is used by another species too", what,
+                        id);
         otc_neat_genome *g = NULL;
-        otc_status s = otc_neat_genome_from_cjson(rep, &g);
-        if (s != OTC_OK) return otc_fail_context(s, "%s: species %ld", path, id);
+        if (s == OTC_OK) {
+            snprintf(what, sizeof what, "species %d (id %ld): representative", si - 1, id);
+            s = load_genome(&L, rep, what, &g);
+        }
+        if (s != OTC_OK) break;
         int k = otc_neat_species_add(p, (int)id, g, (int)created);
         otc_neat_genome_free(g);
-        if (k < 0) return OTC_ERR_NOMEM;
+        if (k < 0) {
+            s = OTC_ERR_NOMEM;
+            break;
+        }
         otc_neat_species *sp = &p->species[k];
         sp->last_improved = (int)improved;
         sp->fitness = fit;
         sp->best_fitness = best;
         /* Absent in checkpoints written before confirm rotation: a fresh species' values. */
-        double confirm_best;
-        if (get_real(it, "confirm_best", &confirm_best)) sp->confirm_best = confirm_best;
+        if (cJSON_GetObjectItemCaseSensitive(it, "confirm_best") &&
+            !get_best(it, "confirm_best", &confirm_best)) {
+            s = bad(path, OTC_ERR_FORMAT,
+                    "species %d (id %ld): confirm_best: not a finite "
+                    "number or -inf",
+                    si - 1, id);
+            break;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(it, "confirm_best")) sp->confirm_best = confirm_best;
         sp->confirm_checked =
             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "confirm_checked")) != 0;
         const cJSON *m;
         cJSON_ArrayForEach(m, members) {
-            if (!cJSON_IsNumber(m) || m->valuedouble < 0 || m->valuedouble >= p->n_genomes ||
-                m->valuedouble != floor(m->valuedouble))
-                return bad(path, "species member");
-            sp->members[sp->n_members++] = (int)m->valuedouble;
+            if (!cJSON_IsNumber(m) || m->valuedouble < 0 || m->valuedouble >= n ||
+                m->valuedouble != floor(m->valuedouble)) {
+                s = bad(path, OTC_ERR_FORMAT,
+                        "species %d (id %ld): members: %s is not a genome index in [0, %d)", si - 1,
+                        id, cJSON_IsNumber(m) ? "an entry" : "a non-number", n);
+                break;
+            }
+            int gi = (int)m->valuedouble;
+            if (owner[gi]) {
+                s = bad(path, OTC_ERR_FORMAT,
+                        "species %d (id %ld): members: genome %d is also a member of species id "
+                        "%d",
+                        si - 1, id, gi, owner[gi]);
+                break;
+            }
+            if (p->genomes[gi]->species != id) {
+                s = bad(path, OTC_ERR_FORMAT,
+                        "species %d (id %ld): members: genome %d says it is in species %d", si - 1,
+                        id, gi, p->genomes[gi]->species);
+                break;
+            }
+            owner[gi] = (int)id;
+            sp->members[sp->n_members++] = gi;
         }
+        if (s != OTC_OK) break;
     }
+    for (int i = 0; i < n && s == OTC_OK; i++)
+        if (!owner[i]) s = bad(path, OTC_ERR_FORMAT, "genome %d: is a member of no species", i);
+    free(owner);
+    if (s != OTC_OK) return s;
+
     const cJSON *champ = cJSON_GetObjectItemCaseSensitive(root, "champion");
     if (champ) {
         long cg;
-        otc_status s = otc_neat_genome_from_cjson(champ, &p->champion);
-        if (s != OTC_OK) return otc_fail_context(s, "%s: champion", path);
-        if (!get_int(root, "champion_generation", 0, 1L << 30, &cg))
-            return bad(path, "champion_generation");
+        if ((s = load_genome(&L, champ, "champion", &p->champion)) != OTC_OK) return s;
+        NEED(get_int(root, "champion_generation", 0, gen, &cg),
+             "champion_generation: missing or not in [0, generation]");
         p->champion_generation = (int)cg;
     }
     const cJSON *stats = cJSON_GetObjectItemCaseSensitive(root, "stats");
-    if (!cJSON_IsArray(stats)) return bad(path, "stats");
+    NEED(cJSON_IsArray(stats), "stats: missing or not an array");
     cJSON_ArrayForEach(it, stats) {
         otc_neat_gen_stats st;
-        if (!stats_from_json(it, &st)) return bad(path, "stats entry");
-        otc_status s = otc_neat_stats_push(p, &st);
+        NEED(stats_from_json(it, &st) && st.generation == p->n_stats,
+             "stats: entry %d: bad or missing field, or not generation %d", p->n_stats, p->n_stats);
+        s = otc_neat_stats_push(p, &st);
         if (s != OTC_OK) return s;
     }
-    for (int i = 0; i < p->n_genomes; i++) {
-        otc_status s = otc_neat_genome_validate(p->genomes[i], c->feed_forward);
-        if (s != OTC_OK) return otc_fail_context(s, "%s: genome %d", path, i);
-    }
+    /* A generation adds its statistics, then (unless the run stopped) moves on. */
+    NEED(p->n_stats == gen || (stop && p->n_stats == gen + 1),
+         "stats: %d entries for generation %ld", p->n_stats, gen);
     return OTC_OK;
 }
 
-otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c,
+otc_status otc_neat_checkpoint_parse(const char *text, size_t len, const char *name,
+                                     const otc_neat_config *c, const char *task,
+                                     otc_neat_population **out) {
+    if (!text || !c || !out)
+        return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_parse: NULL argument");
+    const char *path = name ? name : "checkpoint";
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) return otc_fail(OTC_ERR_FORMAT, "%s: checkpoint is not valid JSON", path);
+    otc_neat_population *p = calloc(1, sizeof *p);
+    innov_entry *tab = NULL;
+    otc_status s = p ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");
+    if (p) {
+        p->config = *c;
+        s = load_tree(root, path, c, task, p, &tab);
+    }
+    free(tab);
+    cJSON_Delete(root);
+    if (s != OTC_OK) {
+        otc_neat_population_free(p);
+        return s;
+    }
+    *out = p;
+    return OTC_OK;
+}
+
+otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c, const char *task,
                                     otc_neat_population **out) {
     if (!path || !c || !out)
         return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_load: NULL argument");
@@ -329,20 +623,7 @@ otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c,
         free(buf);
         return otc_fail(OTC_ERR_IO, "%s: read error", path);
     }
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    otc_status s = otc_neat_checkpoint_parse(buf, len, path, c, task, out);
     free(buf);
-    if (!root) return otc_fail(OTC_ERR_FORMAT, "%s: checkpoint is not valid JSON", path);
-    otc_neat_population *p = calloc(1, sizeof *p);
-    otc_status s = p ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");
-    if (p) {
-        p->config = *c;
-        s = load_tree(root, path, c, p);
-    }
-    cJSON_Delete(root);
-    if (s != OTC_OK) {
-        otc_neat_population_free(p);
-        return s;
-    }
-    *out = p;
-    return OTC_OK;
+    return s;
 }

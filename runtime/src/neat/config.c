@@ -15,6 +15,7 @@
 typedef enum {
     K_INT,
     K_DOUBLE,
+    K_POSITIVE, /* a double greater than lo */
     K_BOOL,
     K_AGG,
     K_CONNECT,
@@ -36,44 +37,45 @@ typedef struct {
     key_kind kind;
     size_t offset;
     bool required;
-    double lo, hi; /* numeric range, inclusive */
+    double lo, hi; /* numeric range, inclusive (K_POSITIVE: above lo) */
 } key_def;
 
 #define OFF(field) offsetof(otc_neat_config, field)
 #define INF        1e300
+#define BIG        OTC_NEAT_MAX_MAGNITUDE
 
 /* Expands to the neat-python keys of one float attribute (bias, response, weight). */
 #define FLOAT_ATTR(prefix, field)                                                                    \
-    {"DefaultGenome", prefix "_init_mean", K_DOUBLE, OFF(field.init_mean), false, -INF, INF},        \
-        {"DefaultGenome", prefix "_init_stdev", K_DOUBLE, OFF(field.init_stdev), false, 0, INF},     \
+    {"DefaultGenome", prefix "_init_mean", K_DOUBLE, OFF(field.init_mean), false, -BIG, BIG},        \
+        {"DefaultGenome", prefix "_init_stdev", K_DOUBLE, OFF(field.init_stdev), false, 0, BIG},     \
         {"DefaultGenome", prefix "_init_type", K_INIT_TYPE, OFF(field.init_uniform), false, 0, 0},   \
         {"DefaultGenome", prefix "_replace_rate", K_DOUBLE, OFF(field.replace_rate), false, 0, 1},   \
         {"DefaultGenome", prefix "_mutate_rate", K_DOUBLE, OFF(field.mutate_rate), false, 0, 1},     \
-        {"DefaultGenome", prefix "_mutate_power", K_DOUBLE, OFF(field.mutate_power), false, 0, INF}, \
-        {"DefaultGenome", prefix "_min_value", K_DOUBLE, OFF(field.min_value), false, -INF, INF},    \
+        {"DefaultGenome", prefix "_mutate_power", K_DOUBLE, OFF(field.mutate_power), false, 0, BIG}, \
+        {"DefaultGenome", prefix "_min_value", K_DOUBLE, OFF(field.min_value), false, -BIG, BIG},    \
     {                                                                                                \
-        "DefaultGenome", prefix "_max_value", K_DOUBLE, OFF(field.max_value), false, -INF, INF       \
+        "DefaultGenome", prefix "_max_value", K_DOUBLE, OFF(field.max_value), false, -BIG, BIG       \
     }
 
 static const key_def keys[] = {
     {"NEAT", "fitness_criterion", K_AGG, OFF(fitness_criterion), false, 0, 0},
     {"NEAT", "fitness_threshold", K_DOUBLE, OFF(fitness_threshold), true, -INF, INF},
     {"NEAT", "no_fitness_termination", K_BOOL, OFF(no_fitness_termination), false, 0, 0},
-    {"NEAT", "pop_size", K_INT, OFF(pop_size), true, 2, 1000000},
+    {"NEAT", "pop_size", K_INT, OFF(pop_size), true, 2, OTC_NEAT_MAX_POP_SIZE},
     {"NEAT", "reset_on_extinction", K_BOOL, OFF(reset_on_extinction), false, 0, 0},
 
-    {"DefaultGenome", "num_inputs", K_INT, OFF(num_inputs), true, 1, 100000},
-    {"DefaultGenome", "num_outputs", K_INT, OFF(num_outputs), true, 1, 100000},
-    {"DefaultGenome", "num_hidden", K_INT, OFF(num_hidden), false, 0, 100000},
+    {"DefaultGenome", "num_inputs", K_INT, OFF(num_inputs), true, 1, OTC_NEAT_MAX_INPUTS},
+    {"DefaultGenome", "num_outputs", K_INT, OFF(num_outputs), true, 1, OTC_NEAT_MAX_OUTPUTS},
+    {"DefaultGenome", "num_hidden", K_INT, OFF(num_hidden), false, 0, OTC_NEAT_MAX_HIDDEN},
     {"DefaultGenome", "feed_forward", K_BOOL, OFF(feed_forward), false, 0, 0},
     {"DefaultGenome", "bias_node", K_BOOL, OFF(bias_node), false, 0, 0},
     {"DefaultGenome", "initial_connection", K_CONNECT, OFF(initial_connection), false, 0, 0},
     {"DefaultGenome", "compatibility_disjoint_coefficient", K_DOUBLE,
-     OFF(compatibility_disjoint_coefficient), false, 0, INF},
+     OFF(compatibility_disjoint_coefficient), false, 0, BIG},
     {"DefaultGenome", "compatibility_excess_coefficient", K_DOUBLE,
-     OFF(compatibility_excess_coefficient), false, 0, INF},
+     OFF(compatibility_excess_coefficient), false, 0, BIG},
     {"DefaultGenome", "compatibility_weight_coefficient", K_DOUBLE,
-     OFF(compatibility_weight_coefficient), false, 0, INF},
+     OFF(compatibility_weight_coefficient), false, 0, BIG},
     {"DefaultGenome", "compatibility_normalize_min_genes", K_INT,
      OFF(compatibility_normalize_min_genes), false, 0, 1000000},
     {"DefaultGenome", "conn_add_prob", K_DOUBLE, OFF(conn_add_prob), false, 0, 1},
@@ -109,11 +111,12 @@ static const key_def keys[] = {
     {"DefaultGenome", "enabled_rate_to_false_add", K_DOUBLE, OFF(enabled_rate_to_false_add), false,
      -1, 1},
 
-    {"DefaultSpeciesSet", "compatibility_threshold", K_DOUBLE, OFF(compatibility_threshold), true,
-     0, INF},
-    {"DefaultSpeciesSet", "target_species", K_INT, OFF(target_species), false, 0, 1000000},
-    {"DefaultSpeciesSet", "threshold_step", K_DOUBLE, OFF(threshold_step), false, 0, INF},
-    {"DefaultSpeciesSet", "threshold_min", K_DOUBLE, OFF(threshold_min), false, 0, INF},
+    {"DefaultSpeciesSet", "compatibility_threshold", K_POSITIVE, OFF(compatibility_threshold), true,
+     0, BIG},
+    {"DefaultSpeciesSet", "target_species", K_INT, OFF(target_species), false, 0,
+     OTC_NEAT_MAX_POP_SIZE},
+    {"DefaultSpeciesSet", "threshold_step", K_DOUBLE, OFF(threshold_step), false, 0, BIG},
+    {"DefaultSpeciesSet", "threshold_min", K_POSITIVE, OFF(threshold_min), false, 0, BIG},
 
     {"DefaultStagnation", "species_fitness_func", K_AGG, OFF(species_fitness_func), false, 0, 0},
     {"DefaultStagnation", "max_stagnation", K_INT, OFF(max_stagnation), false, 1, 1000000},
@@ -140,12 +143,12 @@ static const key_def keys[] = {
     {"DefaultReproduction", "population_stagnation", K_INT, OFF(population_stagnation), false, 0,
      1000000},
 
-    {"Hybrid", "train_steps", K_INT, OFF(train_steps), false, 0, 100000000},
-    {"Hybrid", "batch_size", K_INT, OFF(batch_size), false, 1, 1000000},
-    {"Hybrid", "learning_rate", K_DOUBLE, OFF(learning_rate), false, 0, INF},
+    {"Hybrid", "train_steps", K_INT, OFF(train_steps), false, 0, 1000000},
+    {"Hybrid", "batch_size", K_INT, OFF(batch_size), false, 1, 100000},
+    {"Hybrid", "learning_rate", K_DOUBLE, OFF(learning_rate), false, 0, 1000},
     {"Hybrid", "optimizer", K_OPTIM, 0, false, 0, 0},
     {"Hybrid", "inheritance", K_INHERIT, OFF(lamarckian), false, 0, 0},
-    {"Hybrid", "complexity_penalty", K_DOUBLE, OFF(complexity_penalty), false, 0, INF},
+    {"Hybrid", "complexity_penalty", K_DOUBLE, OFF(complexity_penalty), false, 0, BIG},
 
     {"Task", "targets", K_STRING, OFF(targets), false, 0, 0},
     {"Task", "header", K_BOOL, OFF(csv_header), false, 0, 0},
@@ -242,8 +245,7 @@ typedef struct {
     otc_neat_config *c;
     const char *text; /* reader position */
     int line;         /* lines handed to inih so far = the line being parsed */
-    bool at_line_start;
-    unsigned char seen[N_KEYS];
+    int seen[N_KEYS]; /* the line each key was given on, 0: not given */
     bool failed;
     otc_status status;
 } parse_state;
@@ -258,6 +260,18 @@ static bool fail_key(parse_state *st, const char *section, const char *name, con
         st->failed = true;
     }
     return false;
+}
+
+static bool in_range(const key_def *k, double x) {
+    return (k->kind == K_POSITIVE ? x > k->lo : x >= k->lo) && x <= k->hi;
+}
+
+static bool range_error(parse_state *st, const key_def *k, const char *section, const char *name,
+                        const char *value) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "value '%%s' out of range %c%g, %g]",
+             k->kind == K_POSITIVE ? '(' : '[', k->lo, k->hi);
+    return fail_key(st, section, name, msg, value);
 }
 
 static bool parse_bool(const char *v, bool *out) {
@@ -276,33 +290,35 @@ static bool parse_agg(const char *v, otc_neat_agg *out) {
     return false;
 }
 
-/* neat-python spellings; "fs_neat" and "full"/"partial" are its deprecated aliases. */
+/* neat-python spellings; "fs_neat" and "full"/"partial" are its deprecated aliases (the first
+ * name of a kind is its canonical one). */
+static const struct {
+    const char *name;
+    otc_neat_connect kind;
+    bool fraction;
+} connect_names[] = {
+    {"unconnected", OTC_NEAT_CONNECT_UNCONNECTED, false},
+    {"fs_neat_nohidden", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, false},
+    {"fs_neat", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, false},
+    {"fs_neat_hidden", OTC_NEAT_CONNECT_FS_NEAT_HIDDEN, false},
+    {"full_nodirect", OTC_NEAT_CONNECT_FULL_NODIRECT, false},
+    {"full", OTC_NEAT_CONNECT_FULL_NODIRECT, false},
+    {"full_direct", OTC_NEAT_CONNECT_FULL_DIRECT, false},
+    {"partial_nodirect", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, true},
+    {"partial", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, true},
+    {"partial_direct", OTC_NEAT_CONNECT_PARTIAL_DIRECT, true},
+};
+
 static bool parse_connect(const char *v, otc_neat_config *c) {
-    static const struct {
-        const char *name;
-        otc_neat_connect kind;
-        bool fraction;
-    } table[] = {
-        {"unconnected", OTC_NEAT_CONNECT_UNCONNECTED, false},
-        {"fs_neat_nohidden", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, false},
-        {"fs_neat", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, false},
-        {"fs_neat_hidden", OTC_NEAT_CONNECT_FS_NEAT_HIDDEN, false},
-        {"full_nodirect", OTC_NEAT_CONNECT_FULL_NODIRECT, false},
-        {"full", OTC_NEAT_CONNECT_FULL_NODIRECT, false},
-        {"full_direct", OTC_NEAT_CONNECT_FULL_DIRECT, false},
-        {"partial_nodirect", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, true},
-        {"partial", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, true},
-        {"partial_direct", OTC_NEAT_CONNECT_PARTIAL_DIRECT, true},
-    };
     char word[32];
     double frac = 1.0;
     int n = sscanf(v, "%31s %lf", word, &frac);
     if (n < 1) return false;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (strcmp(word, table[i].name)) continue;
-        if (table[i].fraction != (n == 2)) return false;
+    for (size_t i = 0; i < sizeof connect_names / sizeof connect_names[0]; i++) {
+        if (strcmp(word, connect_names[i].name)) continue;
+        if (connect_names[i].fraction != (n == 2)) return false;
         if (!(frac >= 0 && frac <= 1)) return false;
-        c->initial_connection = table[i].kind;
+        c->initial_connection = connect_names[i].kind;
         c->connection_fraction = frac;
         return true;
     }
@@ -319,23 +335,16 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         long x = strtol(value, &end, 10);
         if (errno || end == value || *end)
             return fail_key(st, section, name, "bad value '%s' (expected an integer)", value);
-        if (x < k->lo || x > k->hi) {
-            char msg[96];
-            snprintf(msg, sizeof msg, "value '%%s' out of range [%g, %g]", k->lo, k->hi);
-            return fail_key(st, section, name, msg, value);
-        }
+        if (!in_range(k, (double)x)) return range_error(st, k, section, name, value);
         *(int *)dest = (int)x;
         return true;
     }
-    case K_DOUBLE: {
+    case K_DOUBLE:
+    case K_POSITIVE: {
         double x = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
-        if (x < k->lo || x > k->hi) {
-            char msg[96];
-            snprintf(msg, sizeof msg, "value '%%s' out of range [%g, %g]", k->lo, k->hi);
-            return fail_key(st, section, name, msg, value);
-        }
+        if (!in_range(k, x)) return range_error(st, k, section, name, value);
         if (k->offset) *(double *)dest = x;
         return true;
     }
@@ -449,26 +458,44 @@ static int handler(void *user, const char *section, const char *name, const char
         if (strcmp(keys[i].section, section)) continue;
         known_section = true;
         if (strcmp(keys[i].name, name)) continue;
-        if (st->seen[i]) return fail_key(st, section, name, "repeated key%s", "");
-        st->seen[i] = 1;
+        if (st->seen[i]) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "repeated key (first given on line %d)%%s", st->seen[i]);
+            return fail_key(st, section, name, msg, "");
+        }
+        st->seen[i] = st->line;
         return handle_value(st, &keys[i], section, name, value) ? 1 : 0;
     }
     if (!known_section) return fail_key(st, section, name, "unknown section [%s]", section);
     return fail_key(st, section, name, "unknown key%s", "");
 }
 
-/* inih reads lines through this, which is how the handler knows the line it is on. */
+/* inih reads lines through this, which is how the handler knows the line it is on. Lines end
+ * with LF, CRLF or a lone CR and reach inih whole, ending in LF: a comment line of any length
+ * is handed over empty, and any other line longer than inih's buffer is refused (inih would
+ * split it and parse its tail as a line of its own). */
 static char *reader(char *str, int num, void *stream) {
     parse_state *st = stream;
-    if (!*st->text || num < 2) return NULL;
-    int n = 0;
-    while (st->text[n] && st->text[n] != '\n' && n < num - 2) n++;
-    if (st->text[n] == '\n') n++;
-    memcpy(str, st->text, (size_t)n);
-    str[n] = '\0';
-    st->text += n;
-    if (st->at_line_start) st->line++;
-    st->at_line_start = str[n - 1] == '\n';
+    if (!*st->text || st->failed || num < 2) return NULL;
+    size_t n = strcspn(st->text, "\r\n");
+    const char *next = st->text + n;
+    if (*next == '\r' && next[1] == '\n')
+        next += 2;
+    else if (*next)
+        next++;
+    st->line++;
+    size_t lead = strspn(st->text, " \t\f\v");
+    if (lead < n && (st->text[lead] == '#' || st->text[lead] == ';')) n = 0; /* a comment */
+    if (n > (size_t)num - 2) {
+        st->status = otc_fail(OTC_ERR_CONFIG, "%s:%d: line longer than %d bytes", st->file,
+                              st->line, num - 2);
+        st->failed = true;
+        return NULL;
+    }
+    memcpy(str, st->text, n);
+    str[n] = '\n';
+    str[n + 1] = '\0';
+    st->text = next;
     return str;
 }
 
@@ -493,6 +520,37 @@ static otc_status check_config(parse_state *st) {
             return otc_fail(OTC_ERR_CONFIG,
                             "%s: [DefaultGenome] %s_min_value: greater than %s_max_value", st->file,
                             attrs[i].name, attrs[i].name);
+    /* The first generation's size, before any work is done (connection counts may exceed an
+     * int, so this is in double). */
+    double src = c->num_inputs + (c->bias_node ? 1 : 0), out = c->num_outputs, hid = c->num_hidden;
+    double conns = 0;
+    switch (c->initial_connection) {
+    case OTC_NEAT_CONNECT_UNCONNECTED:
+        break;
+    case OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN:
+        conns = out;
+        break;
+    case OTC_NEAT_CONNECT_FS_NEAT_HIDDEN:
+        conns = out + hid;
+        break;
+    default: {
+        bool direct = c->initial_connection == OTC_NEAT_CONNECT_FULL_DIRECT ||
+                      c->initial_connection == OTC_NEAT_CONNECT_PARTIAL_DIRECT || hid == 0;
+        conns = (src * hid + hid * out + (direct ? src * out : 0)) * c->connection_fraction;
+    }
+    }
+    double per_genome = src + out + hid + conns, genes = c->pop_size * per_genome;
+    if (genes > OTC_NEAT_MAX_INITIAL_GENES) {
+        int line = 0;
+        for (int i = 0; i < N_KEYS; i++)
+            if (!strcmp(keys[i].name, "pop_size")) line = st->seen[i];
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s:%d: [NEAT] pop_size: %d genomes of %.0f genes each (nodes and "
+                        "initial connections) make %.0f genes, more than the limit of %d (about "
+                        "0.4 GB): lower pop_size, num_inputs, num_outputs or num_hidden, or use "
+                        "a sparser initial_connection",
+                        st->file, line, c->pop_size, per_genome, genes, OTC_NEAT_MAX_INITIAL_GENES);
+    }
     bool default_in_options = false;
     for (int i = 0; i < c->n_activation_options; i++)
         default_in_options |= c->activation_options[i] == c->activation_default;
@@ -507,9 +565,10 @@ otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_co
     if (!text || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_config_parse: NULL argument");
     otc_neat_config c;
     otc_neat_config_defaults(&c);
-    /* The reader counts a line when it hands over its start; the handler sees that count. */
-    parse_state st = {
-        .file = name ? name : "config", .c = &c, .text = text, .line = 0, .at_line_start = true};
+    /* The reader counts a line when it hands it over; the handler sees that count. A UTF-8
+     * byte order mark at the start is skipped. */
+    if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3;
+    parse_state st = {.file = name ? name : "config", .c = &c, .text = text, .line = 0};
     int rc = ini_parse_stream(reader, &st, handler, &st);
     if (st.failed) return st.status;
     if (rc > 0)
@@ -557,4 +616,76 @@ otc_status otc_neat_config_load(const char *path, otc_neat_config *out) {
     otc_status s = otc_neat_config_parse(buf, path, out);
     free(buf);
     return s;
+}
+
+/* One key's effective value as text; false for keys that store nothing. */
+static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, size_t size) {
+    const void *src = (const char *)c + k->offset;
+    static const char *agg_names[] = {"max", "min", "mean", "median"};
+    switch (k->kind) {
+    case K_INT:
+        snprintf(buf, size, "%d", *(const int *)src);
+        return true;
+    case K_DOUBLE:
+    case K_POSITIVE: {
+        if (!k->offset) return false;
+        double x = *(const double *)src; /* the shortest of 15 or 17 digits that reads back */
+        snprintf(buf, size, "%.15g", x);
+        if (strtod(buf, NULL) != x) snprintf(buf, size, "%.17g", x);
+        return true;
+    }
+    case K_BOOL:
+        snprintf(buf, size, "%s", *(const bool *)src ? "true" : "false");
+        return true;
+    case K_AGG:
+        snprintf(buf, size, "%s", agg_names[*(const otc_neat_agg *)src]);
+        return true;
+    case K_CONNECT:
+        for (size_t i = 0; i < sizeof connect_names / sizeof connect_names[0]; i++) {
+            if (connect_names[i].kind != c->initial_connection) continue;
+            if (connect_names[i].fraction)
+                snprintf(buf, size, "%s %.17g", connect_names[i].name, c->connection_fraction);
+            else
+                snprintf(buf, size, "%s", connect_names[i].name);
+            return true;
+        }
+        return false;
+    case K_ACT:
+        snprintf(buf, size, "%s", otc_neat_act_name(*(const otc_act *)src));
+        return true;
+    case K_ACTS: {
+        size_t at = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < c->n_activation_options && at < size; i++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? " " : "",
+                                   otc_neat_act_name(c->activation_options[i]));
+        return true;
+    }
+    case K_SURER:
+        snprintf(buf, size, "%s", *(const int *)src ? "true" : "false");
+        return true;
+    case K_INIT_TYPE:
+        snprintf(buf, size, "%s", *(const bool *)src ? "uniform" : "gaussian");
+        return true;
+    case K_STRING:
+        snprintf(buf, size, "%s", (const char *)src);
+        return true;
+    case K_TASK_KIND:
+        snprintf(buf, size, "%s", *(const bool *)src ? "regression" : "classification");
+        return true;
+    case K_INHERIT:
+        snprintf(buf, size, "%s", *(const bool *)src ? "lamarckian" : "baldwinian");
+        return true;
+    case K_AGGR:
+    case K_AGGRS:
+    case K_OPTIM:
+        return false;
+    }
+    return false;
+}
+
+void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, void *ctx) {
+    char buf[256];
+    for (int i = 0; i < N_KEYS; i++)
+        if (format_value(&keys[i], c, buf, sizeof buf)) fn(ctx, keys[i].section, keys[i].name, buf);
 }

@@ -86,11 +86,12 @@ static bool get_float(const cJSON *o, const char *key, float *out) {
     return true;
 }
 
+/* Messages name the gene and field ("node 3: bias: ..."); callers add what holds the genome. */
 otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j, "nodes");
     const cJSON *conns = cJSON_GetObjectItemCaseSensitive(j, "connections");
     if (!cJSON_IsArray(nodes) || !cJSON_IsArray(conns))
-        return otc_fail(OTC_ERR_FORMAT, "genome: expected arrays \"nodes\" and \"connections\"");
+        return otc_fail(OTC_ERR_FORMAT, "expected arrays \"nodes\" and \"connections\"");
     otc_neat_genome *g = otc_neat_genome_new();
     if (!g) return OTC_ERR_NOMEM;
     otc_status s = OTC_OK;
@@ -102,19 +103,31 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
         int t = -1;
         for (int k = 0; k < 4 && cJSON_IsString(type); k++)
             if (!strcmp(type->valuestring, type_names[k])) t = k;
-        if (!get_int(o, "id", &n.id) || n.id < 0 || t < 0) {
-            s = otc_fail(OTC_ERR_FORMAT, "genome: node %d: bad or missing \"id\" or \"type\"", idx);
+        if (!get_int(o, "id", &n.id) || n.id < 0) {
+            s = otc_fail(OTC_ERR_FORMAT, "node %d (in order): id: missing or not an integer >= 0",
+                         idx);
+            break;
+        }
+        if (t < 0) {
+            s = otc_fail(OTC_ERR_FORMAT,
+                         "node %d: type: missing or not one of input, bias, output, hidden", n.id);
+            break;
+        }
+        if (otc_neat_genome_find_node(g, n.id)) {
+            s = otc_fail(OTC_ERR_FORMAT, "node %d: id: given twice", n.id);
             break;
         }
         n.type = (otc_neat_node_type)t;
         if (n.type == OTC_NEAT_OUTPUT || n.type == OTC_NEAT_HIDDEN) {
             const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "activation");
             int a = cJSON_IsString(act) ? otc_neat_act_from_name(act->valuestring) : -1;
-            if (a < 0 || !get_float(o, "bias", &n.bias) || !get_float(o, "response", &n.response)) {
-                s = otc_fail(
-                    OTC_ERR_FORMAT,
-                    "genome: node %d: bad or missing \"activation\", \"bias\" or \"response\"",
-                    n.id);
+            const char *bad = a < 0                                    ? "activation"
+                              : !get_float(o, "bias", &n.bias)         ? "bias"
+                              : !get_float(o, "response", &n.response) ? "response"
+                                                                       : NULL;
+            if (bad) {
+                s = otc_fail(OTC_ERR_FORMAT, "node %d: %s: missing or invalid%s", n.id, bad,
+                             a < 0 ? "" : " (a finite number is expected)");
                 break;
             }
             n.act = (otc_act)a;
@@ -126,10 +139,23 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
     if (s == OTC_OK) cJSON_ArrayForEach(o, conns) {
             otc_neat_conn c = {0, 0, 0, 0, true};
             const cJSON *en = cJSON_GetObjectItemCaseSensitive(o, "enabled");
-            if (!get_int(o, "innov", &c.innov) || c.innov < 0 || !get_int(o, "in", &c.in) ||
-                !get_int(o, "out", &c.out) || !get_float(o, "weight", &c.weight) ||
-                !cJSON_IsBool(en)) {
-                s = otc_fail(OTC_ERR_FORMAT, "genome: connection %d: bad or missing field", idx);
+            if (!get_int(o, "innov", &c.innov) || c.innov < 0) {
+                s = otc_fail(OTC_ERR_FORMAT,
+                             "connection %d (in order): innov: missing or not an integer >= 0",
+                             idx);
+                break;
+            }
+            const char *bad = !get_int(o, "in", &c.in)             ? "in"
+                              : !get_int(o, "out", &c.out)         ? "out"
+                              : !get_float(o, "weight", &c.weight) ? "weight (a finite number)"
+                              : !cJSON_IsBool(en)                  ? "enabled"
+                                                                   : NULL;
+            if (bad) {
+                s = otc_fail(OTC_ERR_FORMAT, "connection %d: %s: missing or invalid", c.innov, bad);
+                break;
+            }
+            if (otc_neat_genome_find_conn(g, c.innov)) {
+                s = otc_fail(OTC_ERR_FORMAT, "connection %d: innov: given twice", c.innov);
                 break;
             }
             c.enabled = cJSON_IsTrue(en);
@@ -141,12 +167,20 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
         const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "evaluated");
         int species = 0;
         g->fitness = cJSON_IsNumber(f) ? f->valuedouble : 0;
+        if (f && (!cJSON_IsNumber(f) || !isfinite(f->valuedouble)))
+            s = otc_fail(OTC_ERR_FORMAT, "fitness: not a finite number");
         g->evaluated = cJSON_IsTrue(ev);
         if (get_int(j, "species", &species)) g->species = species;
-        s = otc_neat_genome_validate(g, false);
+    }
+    if (s == OTC_OK && (s = otc_neat_genome_validate(g, false)) != OTC_OK) {
+        /* validate's messages start "genome: ": the caller names the genome */
+        char msg[256];
+        const char *m = otc_last_error();
+        snprintf(msg, sizeof msg, "%s", strncmp(m, "genome: ", 8) ? m : m + 8);
+        s = otc_fail(OTC_ERR_FORMAT, "%s", msg);
     }
     if (s != OTC_OK) {
-        if (s == OTC_ERR_ARG) s = otc_fail_context(OTC_ERR_FORMAT, "genome");
+        if (s == OTC_ERR_ARG) s = OTC_ERR_FORMAT; /* a bad gene in the file, not a bad call */
         otc_neat_genome_free(g);
         return s;
     }
@@ -160,5 +194,5 @@ otc_status otc_neat_genome_from_json(const char *json, otc_neat_genome **out) {
     if (!j) return otc_fail(OTC_ERR_FORMAT, "genome: not valid JSON");
     otc_status s = otc_neat_genome_from_cjson(j, out);
     cJSON_Delete(j);
-    return s;
+    return s == OTC_OK ? s : otc_fail_context(s, "genome");
 }

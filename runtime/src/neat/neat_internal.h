@@ -19,6 +19,7 @@ enum { OTC_NEAT_RUNNING, OTC_NEAT_STOP_SOLVED, OTC_NEAT_STOP_THRESHOLD, OTC_NEAT
 
 struct otc_neat_population {
     otc_neat_config config;
+    char task[64]; /* the task's name, from the first step (checkpoints record it) */
     uint64_t seed;
     int generation;
     long evaluations;

@@ -165,6 +165,7 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     if (p->stop != OTC_NEAT_RUNNING)
         return otc_fail(OTC_ERR_STATE, "otc_neat_step: the run has already stopped");
     double t0 = now_seconds();
+    snprintf(p->task, sizeof p->task, "%s", task->name);
     const otc_neat_config *c = &p->config;
     int n = p->n_genomes;
     bool *flags = calloc((size_t)n + 1, sizeof *flags);
@@ -249,8 +250,12 @@ otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_n
         if (p->stop == OTC_NEAT_RUNNING && o->checkpoint_every > 0 && o->checkpoint_prefix &&
             p->generation % o->checkpoint_every == 0) {
             char path[4096];
-            snprintf(path, sizeof path, "%s%d.json", o->checkpoint_prefix, p->generation);
-            s = otc_neat_checkpoint_save(p, path);
+            if (snprintf(path, sizeof path, "%s%d.json", o->checkpoint_prefix, p->generation) >=
+                (int)sizeof path) /* a cut path could name another file */
+                s = otc_fail(OTC_ERR_ARG, "checkpoint prefix longer than %d bytes",
+                             (int)sizeof path - 16);
+            else
+                s = otc_neat_checkpoint_save(p, path);
         }
     }
     if (solved) *solved = p->stop == OTC_NEAT_STOP_SOLVED;

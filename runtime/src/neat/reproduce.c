@@ -262,6 +262,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     int n_alive = 0;
     for (int k = 0; k < ns; k++) {
         otc_neat_species *sp = &p->species[rank[k]];
+        if (sp->n_members <= 0) continue; /* nothing to breed from (speciation drops these) */
         if (delta) {
             if (k < 2) {
                 sp->last_improved = p->generation; /* a fresh start, not stagnant */
