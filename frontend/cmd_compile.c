@@ -186,6 +186,9 @@ int otc_cmd_compile(int argc, char **argv) {
     if (!st && mkdir(emit_c, 0777) != 0 && errno != EEXIST)
         st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory: %s", emit_c, strerror(errno));
     if (!st) st = otc_emit_c_files(g, &o, emit_c);
+    /* An i/o failure is the output directory's (its message names the file); others are the
+     * model's. */
+    const char *blame = st == OTC_ERR_IO ? emit_c : pos[0];
     if (!st && plan_dot) {
         char *dot = otc_plan_to_dot(train ? tr : fwd);
         if (!dot) {
@@ -196,7 +199,7 @@ int otc_cmd_compile(int argc, char **argv) {
         }
     }
     if (st) {
-        rc = otc_cli_error_file("compile", pos[0]);
+        rc = otc_cli_error_file("compile", blame);
     } else if (!rc) {
         print_summary(emit_c, g, &o, fwd, big);
         if (verbose) {
