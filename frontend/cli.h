@@ -87,6 +87,17 @@ bool otc_cli_csv_has_header(const char *text, size_t len);
  * and returns OTC_EXIT_USAGE on failure, 0 on success. */
 int otc_cli_write_output(const char *cmd, const char *path, const void *data, size_t len);
 
+/* One file a command names, with the option that named it ("--input", "MODEL"). */
+typedef struct {
+    const char *option;
+    const char *path; /* NULL or "-" (standard output) when not given */
+} otc_cli_file;
+
+/* Refuses (prints "otc CMD: --out and --data name the same file ...", returns OTC_EXIT_USAGE)
+ * when an output is the same file as an input or as an earlier output; 0 otherwise. */
+int otc_cli_check_files(const char *cmd, const otc_cli_file *in, int n_in, const otc_cli_file *out,
+                        int n_out);
+
 /* A one-line progress bar on stderr, drawn only when stderr is a terminal. */
 typedef struct {
     bool active;

@@ -13,8 +13,14 @@
 const char *otc_cli_printable(const char *text, char *buf, size_t len) {
     if (len == 0) return buf;
     size_t o = 0;
-    for (const unsigned char *s = (const unsigned char *)(text ? text : ""); *s && o + 1 < len; s++)
-        buf[o++] = (*s < 0x20 || *s == 0x7f) ? '?' : (char)*s;
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    for (; *s && o + 1 < len; s++) buf[o++] = (*s < 0x20 || *s == 0x7f) ? '?' : (char)*s;
+    if (*s && len > 4) { /* cut: end in "..." at a character boundary, not inside UTF-8 */
+        o = len - 4;
+        while (o > 0 && ((unsigned char)buf[o] & 0xC0) == 0x80) o--;
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
     buf[o] = '\0';
     return buf;
 }
@@ -23,12 +29,20 @@ const char *otc_cli_printable(const char *text, char *buf, size_t len) {
  * every error the user sees says which file is at fault. */
 int otc_cli_error_file(const char *cmd, const char *path) {
     const char *msg = otc_last_error();
-    char safe[1200];
-    otc_cli_printable(msg, safe, sizeof safe);
-    if (strstr(msg, path)) return otc_cli_error(cmd, "%s", safe);
-    char spath[512];
-    return otc_cli_error(cmd, "%s: %s", otc_cli_printable(path, spath, sizeof spath),
-                         *safe ? safe : "failed");
+    size_t cap = strlen(msg) + 1;
+    char *safe = malloc(cap);
+    if (!safe) return otc_cli_error(cmd, "%s: out of memory", path);
+    otc_cli_printable(msg, safe, cap);
+    int rc;
+    if (strstr(msg, path)) {
+        rc = otc_cli_error(cmd, "%s", safe);
+    } else {
+        char spath[512];
+        rc = otc_cli_error(cmd, "%s: %s", otc_cli_printable(path, spath, sizeof spath),
+                           *safe ? safe : "failed");
+    }
+    free(safe);
+    return rc;
 }
 
 /* A directory opens fine with fopen on Linux; say what is wrong instead of "read error". */
@@ -99,44 +113,15 @@ bool otc_cli_csv_has_header(const char *text, size_t len) {
     return false;
 }
 
-/* The whole file in memory (NUL-terminated); NULL after printing an error. */
+/* The whole file in memory (NUL-terminated), bounded; NULL after printing an error. */
 static char *read_all(const char *cmd, const char *path, size_t *len) {
-    char spath[512];
-    otc_cli_printable(path, spath, sizeof spath);
     if (not_a_regular_file(cmd, path)) return NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        otc_cli_error(cmd, "%s: cannot open: %s", spath, strerror(errno));
+    char *text = NULL;
+    if (otc_read_text_file(path, OTC_MAX_CSV_BYTES, &text, len) != OTC_OK) {
+        otc_cli_error_file(cmd, path);
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        if (n == cap) {
-            char *bigger = realloc(buf, 2 * cap + 1);
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    bool failed = !buf || ferror(f);
-    int err = errno;
-    fclose(f);
-    if (failed) {
-        otc_cli_error(cmd, "%s: %s", spath, buf ? strerror(err) : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    return text;
 }
 
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out) {
@@ -159,5 +144,24 @@ int otc_cli_write_output(const char *cmd, const char *path, const void *data, si
         return 0;
     }
     if (otc_write_file_atomic(path, data, len) != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}
+
+/* Where two of a command's files are one, which is the output that would overwrite (or
+ * collide with) the other: refused before anything is read or written. */
+int otc_cli_check_files(const char *cmd, const otc_cli_file *in, int n_in, const otc_cli_file *out,
+                        int n_out) {
+    for (int i = 0; i < n_out; i++) {
+        if (!out[i].path || !strcmp(out[i].path, "-")) continue;
+        for (int j = 0; j < n_in + i; j++) {
+            const otc_cli_file *other = j < n_in ? &in[j] : &out[j - n_in];
+            if (!other->path || !otc_same_file(out[i].path, other->path)) continue;
+            char sp[512];
+            return otc_cli_error(cmd, "%s and %s name the same file (%s): refusing to %s",
+                                 out[i].option, other->option,
+                                 otc_cli_printable(out[i].path, sp, sizeof sp),
+                                 j < n_in ? "overwrite an input" : "write it twice");
+        }
+    }
     return 0;
 }

@@ -16,7 +16,7 @@ static int emit_one(otc_graph *g, const otc_emit_llvm_options *o, otc_emit_kind 
                     const char *path) {
     if (!path) return 0;
     if (otc_emit_llvm_file(g, o, kind, path, NULL) != OTC_OK)
-        return otc_cli_error("compile", "%s: %s", path, otc_last_error());
+        return otc_cli_error_file("compile", path);
     if (kind == OTC_EMIT_OBJ) {
         char header[4096];
         snprintf(header, sizeof header, "%s", path);

@@ -151,6 +151,9 @@ int otc_cmd_bench(int argc, char **argv) {
     if (pos[0] && random_n > 0) return otc_cli_error("bench", "a model file or --random, not both");
     int okind = otc_optim_kind_from_name(optim);
     if (okind < 0) return otc_cli_error("bench", "unknown --optim '%s'", optim);
+    const otc_cli_file ins[] = {{"MODEL", pos[0]}};
+    const otc_cli_file outs[] = {{"--export", export_path}};
+    if ((rc = otc_cli_check_files("bench", ins, 1, outs, 1))) return rc;
 
     otc_graph *g = NULL;
     char what[600];

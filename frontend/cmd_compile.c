@@ -126,6 +126,19 @@ int otc_cmd_compile(int argc, char **argv) {
                              "--name '%s' is not a C identifier (a letter, then letters, digits "
                              "and _)",
                              name);
+    char c_h[4096] = "", c_c[4096] = "";
+    if (emit_c) {
+        snprintf(c_h, sizeof c_h, "%s/%s.h", emit_c, name);
+        snprintf(c_c, sizeof c_c, "%s/%s.c", emit_c, name);
+    }
+    const otc_cli_file ins[] = {{"MODEL", pos[0]}};
+    const otc_cli_file outs[] = {{"--emit-c", emit_c ? c_h : NULL},
+                                 {"--emit-c", emit_c ? c_c : NULL},
+                                 {"--plan-dot", plan_dot},
+                                 {"--emit-llvm", emit_ll},
+                                 {"--emit-asm", emit_s},
+                                 {"--emit-obj", emit_obj}};
+    if ((rc = otc_cli_check_files("compile", ins, 1, outs, 6))) return rc;
     if (llvm) {
         /* The LLVM backend's outputs (cli_llvm.c); --emit-c, if given too, follows. */
         if ((rc = otc_cli_emit_llvm(pos[0], name, emit_ll, emit_s, emit_obj, target)) || !emit_c)
@@ -171,8 +184,11 @@ int otc_cmd_compile(int argc, char **argv) {
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
     if (!st) st = otc_emit_c_plans(g, &o, &fwd, &big, &tr);
     if (!st && mkdir(emit_c, 0777) != 0 && errno != EEXIST)
-        st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory", emit_c);
+        st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory: %s", emit_c, strerror(errno));
     if (!st) st = otc_emit_c_files(g, &o, emit_c);
+    /* An i/o failure is the output directory's (its message names the file); others are the
+     * model's. */
+    const char *blame = st == OTC_ERR_IO ? emit_c : pos[0];
     if (!st && plan_dot) {
         char *dot = otc_plan_to_dot(train ? tr : fwd);
         if (!dot) {
@@ -183,7 +199,7 @@ int otc_cmd_compile(int argc, char **argv) {
         }
     }
     if (st) {
-        rc = otc_cli_error_file("compile", pos[0]);
+        rc = otc_cli_error_file("compile", blame);
     } else if (!rc) {
         print_summary(emit_c, g, &o, fwd, big);
         if (verbose) {

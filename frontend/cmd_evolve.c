@@ -1,6 +1,9 @@
 /* `otc evolve`: run NEAT (optionally with gradient training in the loop) on a built-in task or
  * a CSV, with progress, checkpoints, statistics, and the champion saved as a .otm graph. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <ctype.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "otc/file.h"
 #include "otc/model.h"
 #include "otc/neat.h"
 #ifdef OTC_HAVE_JIT
@@ -33,6 +37,40 @@ static void progress(void *ctx, const otc_neat_population *p, const otc_neat_gen
             s->generation, s->best_fitness, s->mean_fitness, s->n_species, s->mean_hidden,
             s->mean_connections, s->champion_hidden, s->champion_connections, s->evaluations,
             s->seconds > 0 ? pop / s->seconds : 0.0, score);
+}
+
+/* Would a checkpoint this run writes (P<g>.json for the generations after `from` up to
+ * `generations` that are multiples of `every`) land on one of the inputs? An input can only be
+ * one if its name, or its link target's, is P<g>.json, so that g is the one to check. */
+static int checkpoint_over_input(const char *prefix, int every, int from, int generations,
+                                 const otc_cli_file *in, int n_in) {
+    if (every <= 0) return 0;
+    const char *pslash = strrchr(prefix, '/');
+    const char *pbase = pslash ? pslash + 1 : prefix;
+    size_t plen = strlen(pbase);
+    for (int i = 0; i < n_in; i++) {
+        if (!in[i].path) continue;
+        char real[PATH_MAX];
+        const char *names[2] = {in[i].path, realpath(in[i].path, real)};
+        for (int k = 0; k < 2; k++) {
+            if (!names[k]) continue;
+            const char *slash = strrchr(names[k], '/');
+            const char *base = slash ? slash + 1 : names[k];
+            if (strncmp(base, pbase, plen) || !isdigit((unsigned char)base[plen])) continue;
+            char *end;
+            long g = strtol(base + plen, &end, 10);
+            if (strcmp(end, ".json") || g <= from || g > generations || g % every) continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s%ld.json", prefix, g);
+            if (!otc_same_file(path, in[i].path)) continue;
+            char sp[512];
+            return otc_cli_error("evolve",
+                                 "--checkpoint-prefix and %s name the same file (%s): the "
+                                 "checkpoint of generation %ld would overwrite an input",
+                                 in[i].option, otc_cli_printable(path, sp, sizeof sp), g);
+        }
+    }
+    return 0;
 }
 
 int otc_cmd_evolve(int argc, char **argv) {
@@ -85,6 +123,11 @@ int otc_cmd_evolve(int argc, char **argv) {
         threads = n > 0 ? (int)n : 1;
     }
 
+    const char *csv = !strncmp(task_spec, "csv:", 4) ? task_spec + 4 : NULL;
+    const otc_cli_file ins[] = {{"CONFIG", pos[0]}, {"--resume", resume}, {"--task csv:", csv}};
+    const otc_cli_file outs[] = {{"--out", out}, {"--stats", stats}, {"--plot", plot}};
+    if ((rc = otc_cli_check_files("evolve", ins, 3, outs, 3))) return rc;
+
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
@@ -109,6 +152,12 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (s != OTC_OK) {
         otc_neat_task_free(task);
         return otc_cli_error("evolve", "%s", otc_last_error());
+    }
+    if ((rc =
+             checkpoint_over_input(prefix, every, otc_neat_generation(pop), generations, ins, 3))) {
+        otc_neat_population_free(pop);
+        otc_neat_task_free(task);
+        return rc;
     }
     if (jit) {
 #ifdef OTC_HAVE_JIT

@@ -67,6 +67,9 @@ int otc_cmd_run(int argc, char **argv) {
     if (batch < 1) return otc_cli_error("run", "--batch must be at least 1, not %d", batch);
     if (header && no_header) return otc_cli_error("run", "--header and --no-header conflict");
     if (features && drop) return otc_cli_error("run", "use --features or --drop, not both");
+    const otc_cli_file ins[] = {{"MODEL", pos[0]}, {"--input", input}};
+    const otc_cli_file outs[] = {{"--output", output}};
+    if ((rc = otc_cli_check_files("run", ins, 2, outs, 1))) return rc;
 
     otc_graph *g = NULL;
     otc_dataset *d = NULL;

@@ -108,6 +108,9 @@ int otc_cmd_viz(int argc, char **argv) {
         return otc_cli_error("viz", "this otc was built without Graphviz (libgvc): only .dot "
                                     "output is available");
 #endif
+    const otc_cli_file ins[] = {{"MODEL", pos[0]}};
+    const otc_cli_file outs[] = {{"--output", out}};
+    if ((rc = otc_cli_check_files("viz", ins, 1, outs, 1))) return rc;
 
     otc_graph *g;
     if ((rc = otc_cli_load_model("viz", pos[0], &g))) return rc;

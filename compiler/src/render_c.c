@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "otc/otc.h"
+#include "otc/file.h"
 #include "render_c_internal.h"
 
 /* The plans one model's C is spelled from. With the default fusion the forward pass has
@@ -557,30 +558,6 @@ otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *option
     return OTC_OK;
 }
 
-/* Write text to path through a temporary name and a rename, so a crash never leaves a
- * half-written file. */
-static otc_status write_atomic(const char *path, const char *text) {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    otc_status st = OTC_OK;
-    if (!f) {
-        st = otc_fail(OTC_ERR_IO, "%s: cannot create", tmp);
-    } else {
-        size_t len = strlen(text);
-        bool ok = fwrite(text, 1, len, f) == len;
-        ok = (fclose(f) == 0) && ok;
-        if (!ok) st = otc_fail(OTC_ERR_IO, "%s: write failed", tmp);
-        if (!st && rename(tmp, path) != 0)
-            st = otc_fail(OTC_ERR_IO, "%s: cannot rename into place", path);
-        if (st) remove(tmp);
-    }
-    free(tmp);
-    return st;
-}
-
 otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options,
                             const char *dir) {
     if (!dir) return otc_fail(OTC_ERR_ARG, "emit-c: no directory");
@@ -589,18 +566,19 @@ otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *option
     if (st) return st;
     const char *name = options && options->name ? options->name : "model";
     size_t n = strlen(dir) + strlen(name) + 8;
-    char *path = malloc(n);
-    if (!path) {
+    char *hp = malloc(n), *cp = malloc(n);
+    if (!hp || !cp) {
         st = otc_fail(OTC_ERR_NOMEM, "out of memory");
     } else {
-        snprintf(path, n, "%s/%s.h", dir, name);
-        st = write_atomic(path, h);
-        if (!st) {
-            snprintf(path, n, "%s/%s.c", dir, name);
-            st = write_atomic(path, s);
-        }
+        snprintf(hp, n, "%s/%s.h", dir, name);
+        snprintf(cp, n, "%s/%s.c", dir, name);
+        /* Both files or neither: a new header beside an old source would not compile (or
+         * worse, would, against another model's weights). */
+        otc_file_part parts[2] = {{hp, h, strlen(h)}, {cp, s, strlen(s)}};
+        st = otc_write_files_atomic(parts, 2);
     }
-    free(path);
+    free(hp);
+    free(cp);
     free(h);
     free(s);
     return st;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "otc/data.h"
+#include "otc/file.h"
 
 /* Longest cell text quoted back in an error message. */
 #define SHOWN_CELL 40
@@ -432,32 +433,9 @@ otc_status otc_csv_load(const char *path, const otc_csv_options *opt, otc_datase
     if (!out) return otc_fail(OTC_ERR_ARG, "otc_csv_load: out is NULL");
     *out = NULL;
     if (!path) return otc_fail(OTC_ERR_ARG, "otc_csv_load: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return otc_fail(OTC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    /* Read in growing chunks rather than trusting a size from fseek, so pipes work too. */
-    size_t len = 0, cap = 1 << 16;
-    char *text = malloc(cap);
-    otc_status st = OTC_OK;
-    while (text) {
-        if (len == cap) {
-            char *bigger = cap <= SIZE_MAX / 2 ? realloc(text, cap * 2) : NULL;
-            if (!bigger) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (!text)
-        st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory reading the file", path);
-    else if (ferror(f))
-        st = otc_fail(OTC_ERR_IO, "%s: read error: %s", path, strerror(errno));
-    fclose(f);
+    char *text = NULL;
+    size_t len = 0;
+    otc_status st = otc_read_text_file(path, OTC_MAX_CSV_BYTES, &text, &len);
     if (!st) st = otc_csv_parse(text, len, path, opt, out);
     free(text);
     return st;

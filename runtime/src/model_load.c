@@ -2,7 +2,6 @@
  * the file before use, and the graph is rebuilt only through otc_graph_add, so the loader
  * applies exactly the shape and arity rules every other builder does. */
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -10,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "model_format.h"
+#include "otc/file.h"
 #include "otc/model.h"
 
 typedef struct {
@@ -541,38 +540,14 @@ otc_status otc_model_load(const char *path, otc_graph **out) {
     if (!out) return otc_fail(OTC_ERR_ARG, "otc_model_load: out is NULL");
     *out = NULL;
     if (!path) return otc_fail(OTC_ERR_ARG, "otc_model_load: path is NULL");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return otc_fail(OTC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* A model is a file, never a stream: refuse a device or pipe before reading it. */
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return otc_fail(OTC_ERR_IO, "%s: cannot stat: %s", path, strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
         return otc_fail(OTC_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    unsigned char *buf = malloc(size ? size : 1);
-    if (!buf) {
-        close(fd);
-        return otc_fail(OTC_ERR_NOMEM, "%s: out of memory for %zu bytes", path, size);
-    }
+    char *buf = NULL;
     size_t got = 0;
-    int err = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) err = errno;
-        if (r <= 0) break; /* a file that shrank underneath us reads as truncated */
-        got += (size_t)r;
-    }
-    close(fd);
-    if (err) {
-        free(buf);
-        return otc_fail(OTC_ERR_IO, "%s: read failed: %s", path, strerror(err));
-    }
+    otc_status rs = otc_read_file(path, OTC_MAX_MODEL_BYTES, &buf, &got);
+    if (rs != OTC_OK) return rs;
     otc_status st = otc_model_load_buffer(buf, got, path, out);
     free(buf);
     return st;

@@ -598,31 +598,10 @@ otc_status otc_neat_checkpoint_load(const char *path, const otc_neat_config *c, 
                                     otc_neat_population **out) {
     if (!path || !c || !out)
         return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_load: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return otc_fail(OTC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", path);
-            }
-            buf = b;
-        }
-        size_t n = fread(buf + len, 1, 65536, f);
-        len += n;
-        if (n == 0) break;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return otc_fail(OTC_ERR_IO, "%s: read error", path);
-    }
+    size_t len = 0;
+    otc_status rs = otc_read_text_file(path, OTC_MAX_CHECKPOINT_BYTES, &buf, &len);
+    if (rs != OTC_OK) return rs;
     otc_status s = otc_neat_checkpoint_parse(buf, len, path, c, task, out);
     free(buf);
     return s;

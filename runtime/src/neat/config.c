@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "otc/file.h"
 #include "otc/neat_config.h"
 
 typedef enum {
@@ -583,36 +584,10 @@ otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_co
 
 otc_status otc_neat_config_load(const char *path, otc_neat_config *out) {
     if (!path) return otc_fail(OTC_ERR_ARG, "otc_neat_config_load: NULL path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return otc_fail(OTC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (len + 1 < cap) break;
-        if (cap > (1u << 24)) {
-            free(buf);
-            fclose(f);
-            return otc_fail(OTC_ERR_FORMAT, "%s: too large for a config file", path);
-        }
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (!buf) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", path);
-    if (err) {
-        free(buf);
-        return otc_fail(OTC_ERR_IO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    if (memchr(buf, '\0', len)) {
-        free(buf);
-        return otc_fail(OTC_ERR_FORMAT, "%s: not a text file", path);
-    }
+    char *buf = NULL;
+    size_t len = 0;
+    otc_status rs = otc_read_text_file(path, OTC_MAX_CONFIG_BYTES, &buf, &len);
+    if (rs != OTC_OK) return rs;
     otc_status s = otc_neat_config_parse(buf, path, out);
     free(buf);
     return s;
