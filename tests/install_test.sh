@@ -3,9 +3,9 @@
 # the layout, the otc command (version, man page, the LLVM plugin loaded only on use, a clear
 # error without it), and a C program built against it with pkg-config (shared and static)
 # and with find_package(otc) (shared and static, runtime and compiler).
-# Usage: install_test.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION CMAKE C_COMPILER HAVE_JIT
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION CMAKE C_COMPILER HAVE_JIT [CFLAGS]
 set -u
-BUILD=$1 SRC=$2 LIBDIR=$3 VERSION=$4 CMAKE=$5 CC=$6 HAVE_JIT=$7
+BUILD=$1 SRC=$2 LIBDIR=$3 VERSION=$4 CMAKE=$5 CC=$6 HAVE_JIT=$7 CFLAGS=${8:-}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 P=$WORK/prefix L=$WORK/prefix/$LIBDIR
@@ -53,22 +53,22 @@ export PKG_CONFIG_PATH=$L/pkgconfig
 run pkg-config --modversion otc
 [ "$(cat "$WORK/out")" = "$VERSION" ] || fail "pkg-config --modversion: $(cat "$WORK/out")"
 cd "$WORK" || exit 1
-run "$CC" "$SRC/tests/install/consumer.c" -o pc_shared $(pkg-config --cflags --libs otc) -lm
+run "$CC" $CFLAGS "$SRC/tests/install/consumer.c" -o pc_shared $(pkg-config --cflags --libs otc) -lm
 run env LD_LIBRARY_PATH="$L" ./pc_shared
 grep -q "interpreter: y = \[-0.848284, 0.991860\]" out || fail "pc_shared: $(cat out)"
 static_libs=$(pkg-config --static --libs otc | sed 's/-lotc\b/-l:libotc.a/')
-run "$CC" "$SRC/tests/install/consumer.c" -o pc_static $(pkg-config --cflags otc) $static_libs -lm
+run "$CC" $CFLAGS "$SRC/tests/install/consumer.c" -o pc_static $(pkg-config --cflags otc) $static_libs -lm
 ldd pc_static | grep -q 'libotc\.so' && fail "pc_static links libotc.so"
 run ./pc_static
 if [ "$HAVE_JIT" = 1 ]; then
-  run "$CC" -DOTC_TEST_JIT "$SRC/tests/install/consumer.c" -o pc_jit \
+  run "$CC" $CFLAGS -DOTC_TEST_JIT "$SRC/tests/install/consumer.c" -o pc_jit \
       $(pkg-config --cflags --libs otc-compiler) -lm
   LD_DEBUG=files LD_LIBRARY_PATH="$L" ./pc_jit >out 2>"$WORK/ld" || fail "pc_jit: $(cat out)"
   grep -q "jit: y = \[-0.848284, 0.991860\]" out || fail "pc_jit: $(cat out)"
   grep -q "file=$L/libotc_llvm.so" "$WORK/ld" || fail "pc_jit did not load the installed plugin"
   static_libs=$(pkg-config --static --libs otc-compiler |
                 sed 's/-lotc\b/-l:libotc.a/; s/-lotc_compiler\b/-l:libotc_compiler.a/')
-  run "$CC" -DOTC_TEST_JIT "$SRC/tests/install/consumer.c" -o pc_jit_static \
+  run "$CC" $CFLAGS -DOTC_TEST_JIT "$SRC/tests/install/consumer.c" -o pc_jit_static \
       $(pkg-config --cflags otc-compiler) $static_libs -lm
   run ./pc_jit_static
   grep -q "jit: y = \[-0.848284, 0.991860\]" out || fail "pc_jit_static: $(cat out)"
@@ -77,7 +77,7 @@ unset PKG_CONFIG_PATH
 
 # find_package(otc): a separate CMake project.
 run "$CMAKE" -S "$SRC/tests/install" -B "$WORK/cm" -DCMAKE_PREFIX_PATH="$P" \
-    -DCMAKE_C_COMPILER="$CC" -DOTC_EXPECT_VERSION="$VERSION" -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_C_COMPILER="$CC" -DCMAKE_C_FLAGS="$CFLAGS" -DOTC_EXPECT_VERSION="$VERSION" -DCMAKE_BUILD_TYPE=Release
 targets="consumer_shared consumer_static"
 [ "$HAVE_JIT" = 1 ] && targets="$targets consumer_jit_shared consumer_jit_static"
 for t in $targets; do run "$CMAKE" --build "$WORK/cm" --target "$t"; done
