@@ -34,7 +34,14 @@ for args in "--help" "summary $MODEL" "bench --help"; do
   grep -q 'libLLVM' "$WORK/ld" && fail "otc $args loaded libLLVM at start-up"
   grep -q "file=.*libotc.so" "$WORK/ld" || fail "otc $args: libotc.so not loaded (static?)"
 done
+# The installed command compiles to C and runs a model (the files it needs are all installed).
+run "$P/bin/otc" compile "$MODEL" --emit-c "$WORK/c" --name iris
+run "$CC" -std=c99 -O2 -c "$WORK/c/iris.c" -o "$WORK/iris.o"
+printf '5.1,3.5,1.4,0.2\n' >"$WORK/in.csv"
+run "$P/bin/otc" run "$MODEL" --input "$WORK/in.csv" --no-header
+[ "$(wc -l <"$WORK/out")" = 2 ] || fail "otc run printed: $(cat "$WORK/out")"
 if [ "$HAVE_JIT" = 1 ]; then
+  run "$P/bin/otc" run "$MODEL" --input "$WORK/in.csv" --no-header --jit
   LD_DEBUG=files "$P/bin/otc" compile "$MODEL" --emit-llvm "$WORK/m.ll" >/dev/null 2>"$WORK/ld" ||
     fail "otc compile --emit-llvm from the prefix: $(grep -v '^ *[0-9]*:' "$WORK/ld" | head -5)"
   grep -q "file=$L/libotc_llvm.so" "$WORK/ld" || fail "the plugin was not loaded from $L"
