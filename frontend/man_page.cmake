@@ -13,10 +13,16 @@ function(roff_escape text out)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
+# A subcommand this build leaves out (e.g. bench without LLVM) answers --help with an error:
+# the page then says what it printed.
 function(run_help out)
-  execute_process(COMMAND ${OTC} ${ARGN} --help OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+  execute_process(COMMAND ${OTC} ${ARGN} --help OUTPUT_VARIABLE text ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${OTC} ${ARGN} --help failed (${rc})")
+    if(NOT ARGN OR err STREQUAL "")
+      message(FATAL_ERROR "${OTC} ${ARGN} --help failed (${rc}): ${err}")
+    endif()
+    set(text "${err}")
   endif()
   string(REPLACE ";" "\\;" text "${text}")
   string(REPLACE "\n" ";" lines "${text}")

@@ -29,7 +29,7 @@ run env -u LD_LIBRARY_PATH "$P/bin/otc" --version
 [ "$(cat "$WORK/out")" = "otc $VERSION" ] || fail "--version printed '$(cat "$WORK/out")'"
 # Nothing that only reads a model loads libLLVM (start-up); a compile does, from the prefix.
 MODEL=$SRC/examples/models/iris_mlp.otm
-for args in "--help" "summary $MODEL" "bench --help"; do
+for args in "--help" "summary $MODEL" "run --help"; do
   LD_DEBUG=files "$P/bin/otc" $args >/dev/null 2>"$WORK/ld" || fail "otc $args"
   grep -q 'libLLVM' "$WORK/ld" && fail "otc $args loaded libLLVM at start-up"
   grep -q "file=.*libotc.so" "$WORK/ld" || fail "otc $args: libotc.so not loaded (static?)"
