@@ -15,7 +15,7 @@
 
 #include "otc/compiler.h"
 #include "otc/otc.h"
-#include "random_graph.h"
+#include "otc/random_graph.h"
 
 /* Thread CPU time: the machine may be shared, and time spent descheduled is not ours. Both
  * backends run on this one thread (OpenBLAS is held to one thread in main). */

@@ -18,9 +18,7 @@ const char otc_cmd_bench_summary[] =
 #if defined(OTC_HAVE_JIT)
 #include "cli_bench.h"
 #include "otc/jit.h"
-#ifdef OTC_HAVE_TESTGEN
-#include "random_graph.h"
-#endif
+#include "otc/random_graph.h"
 
 static double now_us(void) {
     struct timespec t;
@@ -162,7 +160,6 @@ int otc_cmd_bench(int argc, char **argv) {
         char p[512];
         snprintf(what, sizeof what, "%s", otc_cli_printable(pos[0], p, sizeof p));
     } else {
-#ifdef OTC_HAVE_TESTGEN
         otc_testgen_neat_options o = otc_testgen_neat_defaults(random_n);
         if (connections <= 0) connections = 3 * random_n;
         /* Fan-in is drawn from 1 .. max: its mean (1 + max) / 2 per neuron. */
@@ -171,9 +168,6 @@ int otc_cmd_bench(int argc, char **argv) {
         g = otc_testgen_neat((uint64_t)seed, &o);
         if (!g) return otc_cli_error("bench", "random graph: %s", otc_last_error());
         snprintf(what, sizeof what, "random evolved-style graph (seed %d)", seed);
-#else
-        return otc_cli_error("bench", "--random needs the test generator (tests/random_graph.c)");
-#endif
     }
     int neurons = 0, links = 0;
     for (otc_id id = 0; id < otc_graph_size(g); id++) {

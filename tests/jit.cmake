@@ -2,16 +2,11 @@
 # (tests/testgen.cmake defines otc_testgen; it is read after this file, and a target named
 # before it exists is resolved at the end).
 foreach(t test_jit test_jit_api)
-  if(TARGET ${t} AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
+  if(TARGET ${t})
     target_sources(${t} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/jit_support.c)
     target_link_libraries(${t} PRIVATE otc_testgen)
   endif()
 endforeach()
-# `otc bench --random N` draws its graph from the same generator as the differential tests.
-if(TARGET otc_cli AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/random_graph.c)
-  target_link_libraries(otc_cli PRIVATE otc_testgen)
-  target_compile_definitions(otc_cli PRIVATE OTC_HAVE_TESTGEN=1)
-endif()
 # The command-line side: otc compile --emit-llvm/-asm/-obj, otc bench, otc evolve --jit.
 find_program(OTC_JIT_BASH bash)
 if(TARGET otc_cli AND OTC_JIT_BASH AND TARGET otc_compiler AND OTC_LLVM_LIB)

@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "otc/jit.h"
 #include "otc/otc.h"
-#include "random_graph.h"
+#include "otc/random_graph.h"
 
 /* REQUIRE, printing otc_last_error() first when it fails. */
 #define NEED(cond)                                                                                 \

@@ -7,7 +7,7 @@
 
 #include "emitc_support.h"
 #include "harness.h"
-#include "random_graph.h"
+#include "otc/random_graph.h"
 
 /* ---- an independent check of the plan's invariants ---- */
 

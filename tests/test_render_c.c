@@ -7,7 +7,7 @@
 
 #include "emitc_support.h"
 #include "harness.h"
-#include "random_graph.h"
+#include "otc/random_graph.h"
 
 #define FWD_TOL  1e-5
 #define GRAD_TOL 1e-4

@@ -10,7 +10,7 @@
 
 #include "emitc_support.h"
 #include "harness.h"
-#include "random_graph.h"
+#include "otc/random_graph.h"
 
 #define GRAD_TOL 1e-4
 

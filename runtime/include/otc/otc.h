@@ -13,6 +13,7 @@
 #include "rng.h"
 #include "tensor.h"
 
-#define OTC_VERSION "0.1.0"
+/* OTC_VERSION, from project(VERSION) in the top CMakeLists.txt. */
+#include "otc/version.h"
 
 #endif

@@ -1,6 +1,6 @@
 /* The random-graph generator shared by the differential tests (interpreter vs emitted C vs
- * JIT) and the benchmarks. */
-#include "random_graph.h"
+ * JIT), the benchmarks and `otc bench --random`; part of libotc. */
+#include "otc/random_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,23 @@
+# The installed tree as users get it (tests/install_test.sh) and the man page generated from
+# --help (tests/man_page_test.sh).
+find_program(OTC_INSTALL_BASH bash)
+if(TARGET otc_cli AND OTC_INSTALL_BASH)
+  set(have_jit 0)
+  if(TARGET otc_llvm)
+    set(have_jit 1)
+  endif()
+  # A sanitizer build installs instrumented libraries: the programs using them are built so too.
+  set(consumer_flags " ")
+  if(OTC_SANITIZE)
+    set(consumer_flags "-fsanitize=address,undefined")
+  endif()
+  add_test(NAME install_tree
+           COMMAND ${OTC_INSTALL_BASH} ${CMAKE_CURRENT_LIST_DIR}/install_test.sh ${PROJECT_BINARY_DIR}
+                   ${PROJECT_SOURCE_DIR} ${CMAKE_INSTALL_LIBDIR} ${PROJECT_VERSION}
+                   ${CMAKE_COMMAND} ${CMAKE_C_COMPILER} ${have_jit} "${consumer_flags}")
+  set_tests_properties(install_tree PROPERTIES TIMEOUT 600)
+  add_test(NAME man_page
+           COMMAND ${OTC_INSTALL_BASH} ${CMAKE_CURRENT_LIST_DIR}/man_page_test.sh
+                   $<TARGET_FILE:otc_cli> ${PROJECT_BINARY_DIR}/man/otc.1)
+  set_tests_properties(man_page PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+endif()
