@@ -251,6 +251,7 @@ typedef struct {
     label_map *labels; /* per target; used where categorical[t] */
     bool *categorical;
     int n_targets;
+    bool skip_targets;
     otc_dataset *d;
 } parse_state;
 
@@ -364,7 +365,8 @@ static otc_status parse_rows(parse_state *s, const char *name, char delimiter, i
                 st = not_a_number(name, line->number, col, s->names[col], cell, "");
         }
     }
-    for (int t = 0; t < s->n_targets && !st; t++) st = fill_target(s, name, first, t, tcells);
+    for (int t = 0; t < s->n_targets && !st && !s->skip_targets; t++)
+        st = fill_target(s, name, first, t, tcells);
     free(tcells);
     return st;
 }
@@ -382,7 +384,7 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         return otc_fail(OTC_ERR_ARG, "%s: delimiter %d cannot separate cells", name,
                         (int)delimiter);
 
-    parse_state s = {0};
+    parse_state s = {.skip_targets = opt->skip_targets};
     otc_status st = OTC_OK;
     int n_lines = 0;
     s.buf = malloc(len + 1);

@@ -29,7 +29,8 @@ typedef struct {
      * Targets NULL: no targets. Features NULL: every column that is not a target. */
     const char *targets;
     const char *features;
-    bool last_target; /* with targets NULL: the last column is the one target */
+    bool last_target;  /* with targets NULL: the last column is the one target */
+    bool skip_targets; /* target cells are not read (y is 0): columns merely left out */
 } otc_csv_options;
 
 /* Load a CSV of numbers. A bad cell is an error naming the file, line and column. Features are
