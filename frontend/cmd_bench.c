@@ -148,7 +148,17 @@ int otc_cmd_bench(int argc, char **argv) {
     int rc = otc_cli_parse("bench", "MODEL.otm | --random N [--batch B] [--train] [--json]", opts,
                            (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 0, 1);
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
-    if (batch < 1 || batch > (1 << 20)) return otc_cli_error("bench", "--batch must be >= 1");
+    if (batch < 1 || batch > (1 << 20))
+        return otc_cli_error("bench", "--batch must be 1 .. 1048576, not %d", batch);
+    if (!(block_ms > 0 && block_ms <= 60000))
+        return otc_cli_error("bench", "--block-ms must be a number in (0, 60000], not %g",
+                             block_ms);
+    if (!(lr > 0) || !isfinite(lr))
+        return otc_cli_error("bench", "--lr must be a positive number, not %g", lr);
+    if (random_n < 0 || connections < 0)
+        return otc_cli_error("bench", "--%s must be positive, not %d",
+                             random_n < 0 ? "random" : "connections",
+                             random_n < 0 ? random_n : connections);
     if (!pos[0] && random_n <= 0)
         return otc_cli_error("bench", "give a MODEL.otm or --random N (try 'otc bench --help')");
     if (pos[0] && random_n > 0) return otc_cli_error("bench", "a model file or --random, not both");
