@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "otc/compiler.h"
+#include "otc/data.h"
 #include "otc/otc.h"
 #include "otc/render_c.h"
 
@@ -259,4 +260,30 @@ TEST(limits_value_bytes_and_memory_check) {
     CHECK(otc_memory_check(otc_graph_value_bytes(big, INT64_MAX), "x") == OTC_ERR_NOMEM);
     otc_graph_free(big);
     otc_graph_free(g);
+}
+
+/* 50,000 columns chosen by name: each name resolved through a map, not a scan of the header. */
+TEST(limits_csv_50000_columns_chosen_by_name) {
+    const int n = 50000;
+    size_t cap = (size_t)n * 24 + 64, o = 0, lo = 0;
+    char *text = malloc(cap), *list = malloc(cap);
+    REQUIRE(text && list);
+    for (int c = 0; c < n; c++) o += (size_t)snprintf(text + o, cap - o, "%sc%d", c ? "," : "", c);
+    for (int r = 0; r < 2; r++) {
+        text[o++] = '\n';
+        for (int c = 0; c < n; c++)
+            o += (size_t)snprintf(text + o, cap - o, "%s%d", c ? "," : "", (c + r) % 10);
+    }
+    for (int c = n - 2; c >= 0; c--) /* every feature but the last column, backwards */
+        lo += (size_t)snprintf(list + lo, cap - lo, "%sc%d", c < n - 2 ? "," : "", c);
+    otc_csv_options opt = {.header = true, .targets = "c49999", .features = list};
+    otc_dataset *d = NULL;
+    otc_status st = otc_csv_parse(text, o, "wide.csv", &opt, &d);
+    REQUIRE(st == OTC_OK && d);
+    CHECK(d->rows == 2 && d->n_features == n - 1 && d->n_targets == 1);
+    CHECK(d->x[0] == (float)((n - 2) % 10) && d->y[1] == (float)((n - 1 + 1) % 10));
+    CHECK(!strcmp(d->feature_names[0], "c49998"));
+    otc_dataset_free(d);
+    free(text);
+    free(list);
 }

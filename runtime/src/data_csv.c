@@ -92,6 +92,15 @@ static otc_status label_map_index(label_map *m, const char *label, int *index) {
     return OTC_OK;
 }
 
+/* The class index of `label`, or -1 when it has none. */
+static int label_map_find(const label_map *m, const char *label) {
+    if (m->n_slots == 0) return -1;
+    uint32_t mask = (uint32_t)(m->n_slots - 1), h = hash_string(label) & mask;
+    for (; m->slots[h] >= 0; h = (h + 1) & mask)
+        if (strcmp(m->labels[m->slots[h]], label) == 0) return m->slots[h];
+    return -1;
+}
+
 static bool is_blank(char c, char delimiter) {
     return (c == ' ' || c == '\t') && c != delimiter;
 }
@@ -166,14 +175,32 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
     size_t len = strlen(list);
     char *copy = malloc(len + 1);
     int *cols = malloc((len / 2 + 1) * sizeof *cols); /* at most one per comma, plus one */
-    if (!copy || !cols) {
+    /* Names to columns through a hash map, and a flag per column listed: a list of k names
+     * over n columns costs O(k + n), not O(k n). first[] is a name's first column, count[]
+     * how many columns share it. */
+    label_map by_name = {0};
+    int *first = malloc(((size_t)n_cols + 1) * sizeof *first);
+    int *count = calloc((size_t)n_cols + 1, sizeof *count);
+    bool *listed = calloc((size_t)n_cols + 1, sizeof *listed);
+    otc_status st = copy && cols && first && count && listed
+                        ? OTC_OK
+                        : otc_fail(OTC_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < n_cols && !st; c++) {
+        int k = 0;
+        st = label_map_index(&by_name, names[c], &k);
+        if (!st && count[k]++ == 0) first[k] = c;
+    }
+    if (st) {
         free(copy);
         free(cols);
-        return otc_fail(OTC_ERR_NOMEM, "out of memory");
+        free(first);
+        free(count);
+        free(listed);
+        label_map_free(&by_name);
+        return st;
     }
     memcpy(copy, list, len + 1);
     int n = 0;
-    otc_status st = OTC_OK;
     char *token = copy;
     for (;;) {
         char *comma = strchr(token, ',');
@@ -181,10 +208,10 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
         char *t = clean_cell(token, ',');
         if (*t) {
             int found = -1, matches = 0;
-            for (int c = 0; c < n_cols; c++) {
-                if (strcmp(names[c], t) == 0) {
-                    if (!matches++) found = c;
-                }
+            int k = label_map_find(&by_name, t);
+            if (k >= 0) {
+                found = first[k];
+                matches = count[k];
             }
             if (matches > 1) {
                 st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is ambiguous (%d columns)", file,
@@ -209,18 +236,22 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
                 }
                 found = (int)idx;
             }
-            for (int i = 0; i < n && !st; i++) {
-                if (cols[i] == found)
-                    st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is listed twice", file, what,
-                                  names[found]);
+            if (listed[found]) {
+                st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is listed twice", file, what,
+                              names[found]);
+                break;
             }
-            if (st) break;
+            listed[found] = true;
             cols[n++] = found;
         }
         if (!comma) break;
         token = comma + 1;
     }
     free(copy);
+    free(first);
+    free(count);
+    free(listed);
+    label_map_free(&by_name);
     if (st) {
         free(cols);
         return st;
@@ -248,6 +279,7 @@ typedef struct {
     char **names;
     int n_cols;
     int *targets, *features;
+    bool *is_target;   /* per column */
     label_map *labels; /* per target; used where categorical[t] */
     bool *categorical;
     int n_targets;
@@ -265,6 +297,7 @@ static void parse_state_free(parse_state *s) {
     }
     free(s->targets);
     free(s->features);
+    free(s->is_target);
     if (s->labels) {
         for (int t = 0; t < s->n_targets; t++) label_map_free(&s->labels[t]);
         free(s->labels);
@@ -436,17 +469,23 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         s.targets[0] = s.n_cols - 1;
         s.n_targets = 1;
     }
+    /* A flag per column (not a search of the target list per column: many columns stay
+     * linear). */
+    s.is_target = calloc((size_t)s.n_cols + 1, sizeof *s.is_target);
+    if (!s.is_target) {
+        st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    for (int t = 0; t < s.n_targets; t++) s.is_target[s.targets[t]] = true;
     if (opt->features) {
         st = resolve_columns(opt->features, "feature", s.names, s.n_cols, name, &s.features,
                              &n_features);
         if (st) goto done;
         for (int i = 0; i < n_features; i++) {
-            for (int t = 0; t < s.n_targets; t++) {
-                if (s.features[i] == s.targets[t]) {
-                    st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both a target and a feature",
-                                  name, s.names[s.features[i]]);
-                    goto done;
-                }
+            if (s.is_target[s.features[i]]) {
+                st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both a target and a feature", name,
+                              s.names[s.features[i]]);
+                goto done;
             }
         }
     }
@@ -458,11 +497,8 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
             goto done;
         }
         n_features = 0;
-        for (int c = 0; c < s.n_cols; c++) {
-            bool target = false;
-            for (int t = 0; t < s.n_targets; t++) target |= s.targets[t] == c;
-            if (!target) s.features[n_features++] = c;
-        }
+        for (int c = 0; c < s.n_cols; c++)
+            if (!s.is_target[c]) s.features[n_features++] = c;
     }
     s.labels = calloc((size_t)s.n_targets + 1, sizeof *s.labels);
     s.categorical = calloc((size_t)s.n_targets + 1, sizeof *s.categorical);
