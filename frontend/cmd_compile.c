@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cli_llvm.h"
 #include "otc/compiler.h"
+#include "otc/limits.h"
 #include "otc/otc.h"
 
 const char otc_cmd_compile_summary[] = "compile a model to standalone C (--emit-c DIR)";
@@ -201,6 +202,17 @@ int otc_cmd_compile(int argc, char **argv) {
     otc_status st = OTC_OK;
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
     if (!st) st = otc_emit_c_plans(g, &o, &fwd, &big, &tr);
+    if (!st && batch > 0) {
+        /* A fixed batch makes the workspace a constant the caller allocates: one larger than
+         * this machine's memory is refused here rather than failing in the caller's malloc. */
+        otc_plan_bytes fb = {0}, tb = {0};
+        st = otc_emit_c_sizes(g, &o, batch, &fb, train ? &tb : NULL);
+        int64_t ws = fb.workspace > tb.workspace ? fb.workspace : tb.workspace;
+        char what[700], sm[512];
+        snprintf(what, sizeof what, "%s: the emitted code's workspace at batch %d",
+                 otc_cli_printable(pos[0], sm, sizeof sm), batch);
+        if (!st) st = otc_memory_check(ws > 0 ? (uint64_t)ws : 0, what);
+    }
     if (!st && mkdir(emit_c, 0777) != 0 && errno != EEXIST)
         st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory", emit_c);
     if (!st) st = otc_emit_c_files(g, &o, emit_c);

@@ -38,6 +38,8 @@ printf 'a,b,y\\n0,0,0\\n0,1,1\\n1,0,1\\n1,1,0\\n' > \"$W/xor.csv\"; ")
       "'$<TARGET_FILE:make_limit_models>' \"$W\" && expect 2 '${otc}' bench \"$W/huge.otm\" --batch 1024 --no-c && has err 'huge.otm: benchmarking at batch 1024 needs about' && has err 'this machine has'"
       run_and_train_refuse_past_the_memory_limit
       "${xor_model}export OTC_MEMORY_LIMIT=16 && expect 2 '${otc}' run \"$W/xor.otm\" --input \"$W/xor.csv\" --drop y && has err 'xor.otm: running at batch 4 needs about' && has err 'OTC_MEMORY_LIMIT' && expect 2 '${otc}' train \"$W/xor.otm\" --data \"$W/xor.csv\" --target y --val-split 0 --out \"$W/t.otm\" && has err 'xor.otm: training at batch 4 needs about' && test ! -e \"$W/t.otm\""
+      compile_refuses_a_workspace_larger_than_memory
+      "'$<TARGET_FILE:make_limit_models>' \"$W\" && expect 2 '${otc}' compile \"$W/huge.otm\" --emit-c \"$W/c\" --name m --batch 1024 && has err \"huge.otm: the emitted code's workspace at batch 1024 needs about\" && test ! -e \"$W/c\""
       compile_option_ranges
       "${xor_model}expect 2 '${otc}' compile \"$W/xor.otm\" --emit-c \"$W/c\" --name m --batch 0 && has err '--batch' && for a in '--lr nan' '--lr -5' '--lr inf' '--momentum 1' '--eps 0' '--beta1 -0.1' '--weight-decay nan'
 do expect 2 '${otc}' compile \"$W/xor.otm\" --emit-c \"$W/c\" --name m --train $a && has err \"\${a% *} must be\" || exit 1

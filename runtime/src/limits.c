@@ -2,6 +2,7 @@
  * the machine (or OTC_MEMORY_LIMIT) allows, made before a command allocates. */
 #include "otc/limits.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -40,11 +41,22 @@ uint64_t otc_memory_limit(void) {
     return mul_sat((uint64_t)pages, (uint64_t)size);
 }
 
+/* "123 bytes", "4.5 MB" or "68 GB" (binary units), for messages. */
+static const char *human(uint64_t b, char *buf, size_t len) {
+    if (b < (1u << 20))
+        snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+    else if (b < (1u << 30))
+        snprintf(buf, len, "%.3g MB", (double)b / (1u << 20));
+    else
+        snprintf(buf, len, "%.3g GB", (double)b / (1u << 30));
+    return buf;
+}
+
 otc_status otc_memory_check(uint64_t bytes, const char *what) {
     uint64_t limit = otc_memory_limit();
     if (bytes <= limit) return OTC_OK;
-    const double gb = 1024.0 * 1024.0 * 1024.0;
-    return otc_fail(OTC_ERR_NOMEM, "%s needs about %.3g GB of memory, more than the %.3g GB %s",
-                    what, (double)bytes / gb, (double)limit / gb,
+    char need[32], have[32];
+    return otc_fail(OTC_ERR_NOMEM, "%s needs about %s of memory, more than the %s %s", what,
+                    human(bytes, need, sizeof need), human(limit, have, sizeof have),
                     getenv("OTC_MEMORY_LIMIT") ? "OTC_MEMORY_LIMIT allows" : "this machine has");
 }
