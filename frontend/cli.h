@@ -70,10 +70,17 @@ int otc_cli_error_file(const char *cmd, const char *path);
  * OTC_EXIT_USAGE (0 on success). */
 int otc_cli_load_model(const char *cmd, const char *path, otc_graph **out);
 
+/* Refuses before any executor is built (error naming the model, exit 2) when the model's
+ * values at `batch` rows, `copies` times over, exceed the memory limit (otc/limits.h); `jit`
+ * counts the batch rounded up to whole vectors, as the JIT lays it out. 0 when it fits. */
+int otc_cli_check_memory(const char *cmd, const char *model, const otc_graph *g, int64_t batch,
+                         unsigned copies, bool jit, const char *doing);
+
 typedef struct {
     const char *targets;  /* column list or NULL */
     const char *features; /* column list or NULL (every non-target column) */
     int header;           /* 1 yes, 0 no, -1 guess from the first two lines */
+    bool skip_targets;    /* the target columns are only left out: their cells are not read */
 } otc_cli_csv;
 
 /* Loads a CSV of numbers; errors as for otc_cli_load_model. */

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "otc/file.h"
+#include "otc/limits.h"
 #include "otc/model.h"
 
 const char *otc_cli_printable(const char *text, char *buf, size_t len) {
@@ -60,6 +61,18 @@ int otc_cli_load_model(const char *cmd, const char *path, otc_graph **out) {
     *out = NULL;
     if (not_a_regular_file(cmd, path)) return OTC_EXIT_USAGE;
     if (otc_model_load(path, out) != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}
+
+int otc_cli_check_memory(const char *cmd, const char *model, const otc_graph *g, int64_t batch,
+                         unsigned copies, bool jit, const char *doing) {
+    if (jit) batch = (batch + 15) / 16 * 16; /* up to 16 lanes */
+    uint64_t each = otc_graph_value_bytes(g, batch);
+    uint64_t need = copies && each > UINT64_MAX / copies ? UINT64_MAX : each * copies;
+    char what[700], sm[512];
+    snprintf(what, sizeof what, "%s: %s at batch %lld", otc_cli_printable(model, sm, sizeof sm),
+             doing, (long long)batch);
+    if (otc_memory_check(need, what) != OTC_OK) return otc_cli_error(cmd, "%s", otc_last_error());
     return 0;
 }
 
@@ -129,7 +142,8 @@ int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, 
     size_t len = 0;
     char *text = read_all(cmd, path, &len);
     if (!text) return OTC_EXIT_USAGE;
-    otc_csv_options o = {.targets = opt->targets, .features = opt->features};
+    otc_csv_options o = {
+        .targets = opt->targets, .features = opt->features, .skip_targets = opt->skip_targets};
     o.header = opt->header < 0 ? otc_cli_csv_has_header(text, len) : opt->header != 0;
     otc_status st = otc_csv_parse(text, len, path, &o, out);
     free(text);

@@ -54,7 +54,10 @@ static void run(job *j) {
         return;
     }
     for (int i = 0; i < j->n_in; i++)
-        if (otc_exec_set_input(j->ex, j->in_ids[i], j->data[i], j->batch)) j->failed++;
+        if (otc_exec_set_input(j->ex, j->in_ids[i], j->data[i], j->batch)) {
+            j->failed++;
+            return; /* keep this error's message, not a later "input was not set" */
+        }
     if (j->train) {
         float lv;
         if (otc_exec_train_step(j->ex, j->loss, j->opt, &lv)) j->failed++;
@@ -143,7 +146,17 @@ int otc_cmd_bench(int argc, char **argv) {
     int rc = otc_cli_parse("bench", "MODEL.otm | --random N [--batch B] [--train] [--json]", opts,
                            (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 0, 1);
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
-    if (batch < 1 || batch > (1 << 20)) return otc_cli_error("bench", "--batch must be >= 1");
+    if (batch < 1 || batch > (1 << 20))
+        return otc_cli_error("bench", "--batch must be 1 .. 1048576, not %d", batch);
+    if (!(block_ms > 0 && block_ms <= 60000))
+        return otc_cli_error("bench", "--block-ms must be a number in (0, 60000], not %g",
+                             block_ms);
+    if (!(lr > 0) || !isfinite(lr))
+        return otc_cli_error("bench", "--lr must be a positive number, not %g", lr);
+    if (random_n < 0 || connections < 0)
+        return otc_cli_error("bench", "--%s must be positive, not %d",
+                             random_n < 0 ? "random" : "connections",
+                             random_n < 0 ? random_n : connections);
     if (!pos[0] && random_n <= 0)
         return otc_cli_error("bench", "give a MODEL.otm or --random N (try 'otc bench --help')");
     if (pos[0] && random_n > 0) return otc_cli_error("bench", "a model file or --random, not both");
@@ -183,9 +196,23 @@ int otc_cmd_bench(int argc, char **argv) {
         st = otc_fail(OTC_ERR_ARG, "the model has no outputs");
     if (st) {
         otc_graph_free(g);
-        return otc_cli_error("bench", "%s", otc_last_error());
+        return otc_cli_error("bench", "%s: %s", what, otc_last_error());
     }
     otc_id out = otc_graph_output(g, 0);
+    /* The backends hold the graph's values at once: the interpreter and the emitted C at the
+     * batch, the two JIT tiers at the batch rounded up to whole vectors (up to 16 lanes);
+     * training about doubles each (gradients). Saturating sums: the check is what matters. */
+    int vec_batch = (batch + 15) / 16 * 16;
+    uint64_t at_b = otc_graph_value_bytes(g, batch), at_v = otc_graph_value_bytes(g, vec_batch);
+    uint64_t each =
+        at_b > UINT64_MAX / 8 || at_v > UINT64_MAX / 8 ? UINT64_MAX / 8 : 2 * at_b + 2 * at_v;
+    uint64_t copies = train ? 2 : 1;
+    char need_what[700];
+    snprintf(need_what, sizeof need_what, "%s: benchmarking at batch %d", what, batch);
+    if (otc_memory_check(each > UINT64_MAX / copies ? UINT64_MAX : each * copies, need_what)) {
+        otc_graph_free(g);
+        return otc_cli_error("bench", "%s", otc_last_error());
+    }
 
     /* Inputs: uniform in [-1, 1), per Input node. */
     otc_rng rng;
@@ -229,8 +256,15 @@ int otc_cmd_bench(int argc, char **argv) {
     }
     if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &fo, &jf) != OTC_OK) jf = NULL;
     if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &jo, &je) != OTC_OK) je = NULL;
-    if (!ie || !je || !jf || !opt_i || !opt_j || !opt_f || !data || !in_ids) {
-        rc = otc_cli_error("bench", "%s", otc_last_error());
+    bool have_data = data && in_ids;
+    for (int i = 0; have_data && i < n_in; i++) have_data = data[i] != NULL;
+    if (!have_data) {
+        rc =
+            otc_cli_error("bench", "%s: out of memory for the input rows at batch %d", what, batch);
+        goto done;
+    }
+    if (!ie || !je || !jf || !opt_i || !opt_j || !opt_f) {
+        rc = otc_cli_error("bench", "%s: %s", what, otc_last_error());
         goto done;
     }
     otc_jit_executor_stats(jf, &jfs);
@@ -251,7 +285,7 @@ int otc_cmd_bench(int argc, char **argv) {
     /* After the runs: code compiled on first use (the single-sample code) counts too. */
     otc_jit_executor_stats(je, &js);
     if (!res[INTERP].ran || !res[JIT].ran || !res[JIT_FAST].ran) {
-        rc = otc_cli_error("bench", "%s", otc_last_error());
+        rc = otc_cli_error("bench", "%s: %s", what, otc_last_error());
         goto done;
     }
     if (have_c) {

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "cli.h"
 #include "cli_llvm.h"
 #include "otc/compiler.h"
+#include "otc/limits.h"
 #include "otc/otc.h"
 
 const char otc_cmd_compile_summary[] = "compile a model to standalone C (--emit-c DIR)";
@@ -60,6 +62,26 @@ static int parse_fuse(const char *s, otc_fuse_level *out) {
             return 0;
         }
     return otc_cli_error("compile", "unknown --fuse '%s' (none, chains or loops)", s);
+}
+
+/* Was option `opt` on the command line (as "--opt X" or "--opt=X")? Options whose default is
+ * "not given" are told apart from any value the user could type this way. */
+static bool given(int argc, char **argv, const char *opt) {
+    size_t n = strlen(opt);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], opt, n) && (argv[i][n] == '\0' || argv[i][n] == '=')) return true;
+    return false;
+}
+
+/* A floating option in [lo, hi) (hi_open) or [lo, hi]; lo_open excludes lo. */
+static int check_range(const char *opt, double v, double lo, bool lo_open, double hi,
+                       bool hi_open) {
+    bool ok = isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+    if (ok) return 0;
+    char hs[32];
+    snprintf(hs, sizeof hs, "%g", hi);
+    return otc_cli_error("compile", "%s must be a number in %c%g, %s%c, not %g", opt,
+                         lo_open ? '(' : '[', lo, isinf(hi) ? "inf" : hs, hi_open ? ')' : ']', v);
 }
 
 int otc_cmd_compile(int argc, char **argv) {
@@ -114,8 +136,18 @@ int otc_cmd_compile(int argc, char **argv) {
         return otc_cli_error("compile", "missing --emit-c DIR or --emit-llvm/--emit-asm/--emit-obj "
                                         "FILE (try 'otc compile --help')");
     if (batch && dynamic) return otc_cli_error("compile", "--batch and --dynamic-batch conflict");
-    if (batch < 0 || batch > (1 << 24))
+    if ((given(argc, argv, "--batch") && batch < 1) || batch < 0 || batch > (1 << 24))
         return otc_cli_error("compile", "--batch must be 1 .. 16777216, not %d", batch);
+    /* The optimiser's numbers: each in its range (NaN and infinities never are). */
+    if (given(argc, argv, "--lr") && (rc = check_range("--lr", lr, 0, true, INFINITY, true)))
+        return rc;
+    if ((rc = check_range("--momentum", momentum, 0, false, 1, true)) ||
+        (given(argc, argv, "--weight-decay") &&
+         (rc = check_range("--weight-decay", weight_decay, 0, false, INFINITY, true))) ||
+        (rc = check_range("--beta1", beta1, 0, false, 1, true)) ||
+        (rc = check_range("--beta2", beta2, 0, false, 1, true)) ||
+        (rc = check_range("--eps", eps, 0, true, INFINITY, true)))
+        return rc;
     char auto_name[80];
     if (!name) {
         name_from_path(pos[0], auto_name, sizeof auto_name);
@@ -183,6 +215,17 @@ int otc_cmd_compile(int argc, char **argv) {
     otc_status st = OTC_OK;
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
     if (!st) st = otc_emit_c_plans(g, &o, &fwd, &big, &tr);
+    if (!st && batch > 0) {
+        /* A fixed batch makes the workspace a constant the caller allocates: one larger than
+         * this machine's memory is refused here rather than failing in the caller's malloc. */
+        otc_plan_bytes fb = {0}, tb = {0};
+        st = otc_emit_c_sizes(g, &o, batch, &fb, train ? &tb : NULL);
+        int64_t ws = fb.workspace > tb.workspace ? fb.workspace : tb.workspace;
+        char what[700], sm[512];
+        snprintf(what, sizeof what, "%s: the emitted code's workspace at batch %d",
+                 otc_cli_printable(pos[0], sm, sizeof sm), batch);
+        if (!st) st = otc_memory_check(ws > 0 ? (uint64_t)ws : 0, what);
+    }
     if (!st && mkdir(emit_c, 0777) != 0 && errno != EEXIST)
         st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory: %s", emit_c, strerror(errno));
     if (!st) st = otc_emit_c_files(g, &o, emit_c);

@@ -80,7 +80,8 @@ int otc_cmd_run(int argc, char **argv) {
     size_t text_len = 0;
     FILE *mem = NULL;
     if ((rc = otc_cli_load_model("run", pos[0], &g))) goto done;
-    otc_cli_csv co = {.targets = drop,
+    otc_cli_csv co = {.skip_targets = true,
+                      .targets = drop,
                       .features = features,
                       .header = header      ? 1
                                 : no_header ? 0
@@ -119,6 +120,9 @@ int otc_cmd_run(int argc, char **argv) {
         goto done;
     }
 
+    if ((rc = otc_cli_check_memory("run", pos[0], g, d->rows < batch ? d->rows : batch, 1, jit,
+                                   "running")))
+        goto done;
     otc_exec_options eo = {.inference = true};
 #ifdef OTC_HAVE_JIT
     if (jit) {

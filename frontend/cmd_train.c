@@ -418,6 +418,11 @@ int otc_cmd_train(int argc, char **argv) {
                            data);
         goto done;
     }
+    /* Steps run at --batch rows, evaluation in chunks of up to 512; values and gradients. */
+    int most = batch > 512 ? batch : 512;
+    if ((rc = otc_cli_check_memory("train", pos[0], t.g, d->rows < most ? d->rows : most, 2, jit,
+                                   "training")))
+        goto done;
     otc_optim_config oc = otc_optim_defaults((otc_optim_kind)okind);
     oc.lr = (float)lr;
     opt = otc_optimizer_new(&oc);

@@ -110,8 +110,7 @@ TEST(data_csv_bad_cell_names_file_line_column) {
     CHECK(st == OTC_ERR_FORMAT && !d);
     const char *msg = otc_last_error();
     CHECK_MSG(contains(msg, "t.csv:3: column 2 (b)") && contains(msg, "\"x5\""), "%s", msg);
-    /* Numeric target column (its first cell is a number): a later word is an error, not a
-     * new class. */
+    /* Numeric target column: a later word is an error, not a new class. */
     d = parse("a,y\n1,2\n3,oops\n", &opt, &st);
     CHECK(st == OTC_ERR_FORMAT && !d);
     CHECK_MSG(contains(otc_last_error(), "t.csv:3: column 2 (y)"), "%s", otc_last_error());
@@ -128,6 +127,54 @@ TEST(data_csv_bad_cell_names_file_line_column) {
     d = parse("a,y\n\n1,2\n\n\nz,3\n", &opt, &st);
     CHECK(st == OTC_ERR_FORMAT);
     CHECK_MSG(contains(otc_last_error(), "t.csv:6:"), "%s", otc_last_error());
+}
+
+/* One rule for a whole target column, wherever the odd cell is: nan, inf or an overflowing
+ * number is an error at its line and column, first row or not. */
+TEST(data_csv_target_nonfinite_is_an_error_on_any_row) {
+    otc_csv_options opt = {.header = true, .targets = "y"};
+    otc_status st;
+    const char *bad[] = {"a,y\n1,nan\n2,0\n3,1\n", "a,y\n1,0\n2,1\n3,nan\n", "a,y\n1,inf\n2,0\n",
+                         "a,y\n1,1e39\n2,0\n", "a,y\n1,-inf\n2,cat\n"};
+    const char *where[] = {"t.csv:2: column 2 (y)", "t.csv:4: column 2 (y)",
+                           "t.csv:2: column 2 (y)", "t.csv:2: column 2 (y)",
+                           "t.csv:2: column 2 (y)"};
+    for (int i = 0; i < 5; i++) {
+        otc_dataset *d = parse(bad[i], &opt, &st);
+        CHECK_MSG(st == OTC_ERR_FORMAT && !d, "case %d", i);
+        CHECK_MSG(contains(otc_last_error(), where[i]) && contains(otc_last_error(), "finite"),
+                  "case %d: %s", i, otc_last_error());
+    }
+}
+
+/* Words and numbers in one target column: an error at the first word, whichever comes first,
+ * naming a line that holds a number. */
+TEST(data_csv_target_mixing_words_and_numbers_is_an_error) {
+    otc_csv_options opt = {.header = true, .targets = "y"};
+    otc_status st;
+    otc_dataset *d = parse("a,y\n1,cat\n2,dog\n3,7\n", &opt, &st);
+    CHECK(st == OTC_ERR_FORMAT && !d);
+    CHECK_MSG(contains(otc_last_error(), "t.csv:2: column 2 (y)") &&
+                  contains(otc_last_error(), "\"cat\"") && contains(otc_last_error(), "line 4"),
+              "%s", otc_last_error());
+    d = parse("a,y\n1,0\n2,1\n\n3,dog\n", &opt, &st);
+    CHECK(st == OTC_ERR_FORMAT && !d);
+    CHECK_MSG(contains(otc_last_error(), "t.csv:5: column 2 (y)") &&
+                  contains(otc_last_error(), "\"dog\"") && contains(otc_last_error(), "line 2"),
+              "%s", otc_last_error());
+}
+
+/* last_target: the last column is the target, words or numbers; the rest are features. */
+TEST(data_csv_last_column_as_target) {
+    otc_csv_options opt = {.header = true, .last_target = true};
+    otc_status st;
+    otc_dataset *d = parse("a,b,kind\n1,2,in\n3,4,out\n5,6,in\n", &opt, &st);
+    REQUIRE(st == OTC_OK && d);
+    CHECK(d->n_features == 2 && d->n_targets == 1 && d->rows == 3);
+    CHECK(d->y[0] == 0 && d->y[1] == 1 && d->y[2] == 0);
+    CHECK(d->x[4] == 5 && d->x[5] == 6);
+    CHECK(!strcmp(d->target_names[0], "kind"));
+    otc_dataset_free(d);
 }
 
 TEST(data_csv_wrong_cell_count) {

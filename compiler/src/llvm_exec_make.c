@@ -232,7 +232,8 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
     for (int i = 0; i < n && !st; i++) {
         jit_exec *j = shell_new(graphs[i], options);
         if (!j) {
-            st = otc_fail_context(OTC_ERR_ARG, "graph %d", i);
+            /* Which graph is only worth saying when there are several. */
+            st = n > 1 ? otc_fail_context(OTC_ERR_ARG, "graph %d", i) : OTC_ERR_ARG;
             break;
         }
         out[i] = &j->base;
@@ -258,7 +259,7 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
                 owner[k++] = i;
             }
         }
-        if (st) st = otc_fail_context(st, "graph %d", i);
+        if (st && n > 1) st = otc_fail_context(st, "graph %d", i);
     }
     bool use_cache = !(options && options->no_cache);
     if (!st) st = otc_llvm_modules_get(plans, ro, k, use_cache, mods, hits);

@@ -93,6 +93,15 @@ static otc_status label_map_index(label_map *m, const char *label, int *index) {
     return OTC_OK;
 }
 
+/* The class index of `label`, or -1 when it has none. */
+static int label_map_find(const label_map *m, const char *label) {
+    if (m->n_slots == 0) return -1;
+    uint32_t mask = (uint32_t)(m->n_slots - 1), h = hash_string(label) & mask;
+    for (; m->slots[h] >= 0; h = (h + 1) & mask)
+        if (strcmp(m->labels[m->slots[h]], label) == 0) return m->slots[h];
+    return -1;
+}
+
 static bool is_blank(char c, char delimiter) {
     return (c == ' ' || c == '\t') && c != delimiter;
 }
@@ -124,17 +133,6 @@ static void split_cells(char *line, char delimiter, char **cells, int n) {
         cells[i] = clean_cell(line, delimiter);
         line = end ? end + 1 : line + strlen(line);
     }
-}
-
-static bool parse_number(const char *cell, float *value) {
-    if (!*cell) return false;
-    char *end;
-    errno = 0;
-    double d = strtod(cell, &end);
-    if (end == cell || *end != '\0') return false;
-    if (!isfinite(d) || fabs(d) > FLT_MAX) return false;
-    *value = (float)d;
-    return true;
 }
 
 /* Cuts the buffer into non-blank lines (blank lines anywhere are skipped, which tolerates
@@ -178,14 +176,32 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
     size_t len = strlen(list);
     char *copy = malloc(len + 1);
     int *cols = malloc((len / 2 + 1) * sizeof *cols); /* at most one per comma, plus one */
-    if (!copy || !cols) {
+    /* Names to columns through a hash map, and a flag per column listed: a list of k names
+     * over n columns costs O(k + n), not O(k n). first[] is a name's first column, count[]
+     * how many columns share it. */
+    label_map by_name = {0};
+    int *first = malloc(((size_t)n_cols + 1) * sizeof *first);
+    int *count = calloc((size_t)n_cols + 1, sizeof *count);
+    bool *listed = calloc((size_t)n_cols + 1, sizeof *listed);
+    otc_status st = copy && cols && first && count && listed
+                        ? OTC_OK
+                        : otc_fail(OTC_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < n_cols && !st; c++) {
+        int k = 0;
+        st = label_map_index(&by_name, names[c], &k);
+        if (!st && count[k]++ == 0) first[k] = c;
+    }
+    if (st) {
         free(copy);
         free(cols);
-        return otc_fail(OTC_ERR_NOMEM, "out of memory");
+        free(first);
+        free(count);
+        free(listed);
+        label_map_free(&by_name);
+        return st;
     }
     memcpy(copy, list, len + 1);
     int n = 0;
-    otc_status st = OTC_OK;
     char *token = copy;
     for (;;) {
         char *comma = strchr(token, ',');
@@ -193,10 +209,10 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
         char *t = clean_cell(token, ',');
         if (*t) {
             int found = -1, matches = 0;
-            for (int c = 0; c < n_cols; c++) {
-                if (strcmp(names[c], t) == 0) {
-                    if (!matches++) found = c;
-                }
+            int k = label_map_find(&by_name, t);
+            if (k >= 0) {
+                found = first[k];
+                matches = count[k];
             }
             if (matches > 1) {
                 st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is ambiguous (%d columns)", file,
@@ -221,18 +237,22 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
                 }
                 found = (int)idx;
             }
-            for (int i = 0; i < n && !st; i++) {
-                if (cols[i] == found)
-                    st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is listed twice", file, what,
-                                  names[found]);
+            if (listed[found]) {
+                st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is listed twice", file, what,
+                              names[found]);
+                break;
             }
-            if (st) break;
+            listed[found] = true;
             cols[n++] = found;
         }
         if (!comma) break;
         token = comma + 1;
     }
     free(copy);
+    free(first);
+    free(count);
+    free(listed);
+    label_map_free(&by_name);
     if (st) {
         free(cols);
         return st;
@@ -260,9 +280,11 @@ typedef struct {
     char **names;
     int n_cols;
     int *targets, *features;
+    bool *is_target;   /* per column */
     label_map *labels; /* per target; used where categorical[t] */
     bool *categorical;
     int n_targets;
+    bool skip_targets;
     otc_dataset *d;
 } parse_state;
 
@@ -276,6 +298,7 @@ static void parse_state_free(parse_state *s) {
     }
     free(s->targets);
     free(s->features);
+    free(s->is_target);
     if (s->labels) {
         for (int t = 0; t < s->n_targets; t++) label_map_free(&s->labels[t]);
         free(s->labels);
@@ -284,44 +307,102 @@ static void parse_state_free(parse_state *s) {
     otc_dataset_free(s->d);
 }
 
-static otc_status parse_rows(parse_state *s, const char *name, char delimiter, int first,
-                             int n_features) {
+/* What a cell reads as: a finite float, a number that is not one (nan, inf, or beyond the
+ * float range), or a word (anything strtod does not read whole). */
+typedef enum { CELL_NUMBER, CELL_NONFINITE, CELL_WORD } cell_kind;
+
+static cell_kind classify(const char *cell, float *value) {
+    char *end;
+    double d = strtod(cell, &end);
+    if (end == cell || *end != '\0') return CELL_WORD;
+    if (!isfinite(d) || fabs(d) > FLT_MAX) return CELL_NONFINITE;
+    *value = (float)d;
+    return CELL_NUMBER;
+}
+
+static otc_status not_a_number(const char *name, int line, int col, const char *col_name,
+                               const char *cell, const char *why) {
+    return otc_fail(OTC_ERR_FORMAT,
+                    "%s:%d: column %d (%s): cannot read \"%.*s%s\" as a finite "
+                    "number%s",
+                    name, line, col + 1, col_name, SHOWN_CELL, cell,
+                    strlen(cell) > SHOWN_CELL ? "..." : "", why);
+}
+
+/* One rule for a whole target column: it holds class labels when no cell reads as a number
+ * (not even nan or inf), and numbers otherwise, every one of them finite. A column mixing
+ * the two is an error at its first word, naming a line that holds a number. */
+static otc_status fill_target(parse_state *s, const char *name, int first, int t, char **cells) {
     otc_dataset *d = s->d;
+    int col = s->targets[t], T = s->n_targets;
+    int first_number = -1, first_bad = -1; /* rows */
     for (int r = 0; r < d->rows; r++) {
-        const csv_line *line = &s->lines[first + r];
-        int found = count_cells(line->text, delimiter);
-        if (found != s->n_cols)
-            return otc_fail(OTC_ERR_FORMAT, "%s:%d: expected %d cells, found %d", name,
-                            line->number, s->n_cols, found);
-        split_cells(line->text, delimiter, s->cells, s->n_cols);
-        for (int j = 0; j < n_features + s->n_targets; j++) {
-            bool is_target = j >= n_features;
-            int t = j - n_features;
-            int col = is_target ? s->targets[t] : s->features[j];
-            const char *cell = s->cells[col];
-            float *dst = is_target ? &d->y[(size_t)r * (size_t)s->n_targets + (size_t)t]
-                                   : &d->x[(size_t)r * (size_t)n_features + (size_t)j];
-            if (!*cell)
-                return otc_fail(OTC_ERR_FORMAT, "%s:%d: column %d (%s): empty cell", name,
-                                line->number, col + 1, s->names[col]);
-            /* A target's first data cell decides: a number makes a numeric column, anything
-             * else a column of class labels. */
-            if (is_target && r == 0) s->categorical[t] = !parse_number(cell, dst);
-            if (is_target && s->categorical[t]) {
-                int index = 0;
-                otc_status st = label_map_index(&s->labels[t], cell, &index);
-                if (st) return otc_fail_context(st, "%s:%d", name, line->number);
-                *dst = (float)index;
-            } else if (!parse_number(cell, dst)) {
-                return otc_fail(OTC_ERR_FORMAT,
-                                "%s:%d: column %d (%s): cannot read \"%.*s%s\" as a finite "
-                                "number",
-                                name, line->number, col + 1, s->names[col], SHOWN_CELL, cell,
-                                strlen(cell) > SHOWN_CELL ? "..." : "");
-            }
+        float v = 0;
+        cell_kind k = classify(cells[(size_t)r * (size_t)T + (size_t)t], &v);
+        if (k != CELL_WORD && first_number < 0) first_number = r;
+        if (k != CELL_NUMBER && first_bad < 0) first_bad = r;
+    }
+    s->categorical[t] = first_number < 0;
+    for (int r = 0; r < d->rows; r++) {
+        const char *cell = cells[(size_t)r * (size_t)T + (size_t)t];
+        float *dst = &d->y[(size_t)r * (size_t)T + (size_t)t];
+        int line = s->lines[first + r].number;
+        if (s->categorical[t]) {
+            int index = 0;
+            otc_status st = label_map_index(&s->labels[t], cell, &index);
+            if (st) return otc_fail_context(st, "%s:%d", name, line);
+            *dst = (float)index;
+        } else if (r == first_bad) {
+            float v;
+            if (classify(cell, &v) == CELL_NONFINITE)
+                return not_a_number(name, line, col, s->names[col], cell, "");
+            char why[96];
+            snprintf(
+                why, sizeof why,
+                " (line %d reads as a number; a column holds numbers or word labels, not both)",
+                s->lines[first + first_number].number);
+            return not_a_number(name, line, col, s->names[col], cell, why);
+        } else {
+            classify(cell, dst);
         }
     }
     return OTC_OK;
+}
+
+static otc_status parse_rows(parse_state *s, const char *name, char delimiter, int first,
+                             int n_features) {
+    otc_dataset *d = s->d;
+    /* Target cells are kept until every row is read: their column's kind depends on all. */
+    char **tcells = malloc(((size_t)d->rows * (size_t)s->n_targets + 1) * sizeof *tcells);
+    if (!tcells) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", name);
+    otc_status st = OTC_OK;
+    for (int r = 0; r < d->rows && !st; r++) {
+        const csv_line *line = &s->lines[first + r];
+        int found = count_cells(line->text, delimiter);
+        if (found != s->n_cols) {
+            st = otc_fail(OTC_ERR_FORMAT, "%s:%d: expected %d cells, found %d", name, line->number,
+                          s->n_cols, found);
+            break;
+        }
+        split_cells(line->text, delimiter, s->cells, s->n_cols);
+        for (int j = 0; j < n_features + s->n_targets && !st; j++) {
+            bool is_target = j >= n_features;
+            int col = is_target ? s->targets[j - n_features] : s->features[j];
+            const char *cell = s->cells[col];
+            if (!*cell)
+                st = otc_fail(OTC_ERR_FORMAT, "%s:%d: column %d (%s): empty cell", name,
+                              line->number, col + 1, s->names[col]);
+            else if (is_target)
+                tcells[(size_t)r * (size_t)s->n_targets + (size_t)(j - n_features)] = s->cells[col];
+            else if (classify(cell, &d->x[(size_t)r * (size_t)n_features + (size_t)j]) !=
+                     CELL_NUMBER)
+                st = not_a_number(name, line->number, col, s->names[col], cell, "");
+        }
+    }
+    for (int t = 0; t < s->n_targets && !st && !s->skip_targets; t++)
+        st = fill_target(s, name, first, t, tcells);
+    free(tcells);
+    return st;
 }
 
 otc_status otc_csv_parse(const char *text, size_t len, const char *name, const otc_csv_options *opt,
@@ -337,7 +418,7 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         return otc_fail(OTC_ERR_ARG, "%s: delimiter %d cannot separate cells", name,
                         (int)delimiter);
 
-    parse_state s = {0};
+    parse_state s = {.skip_targets = opt->skip_targets};
     otc_status st = OTC_OK;
     int n_lines = 0;
     s.buf = malloc(len + 1);
@@ -380,18 +461,32 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         st = resolve_columns(opt->targets, "target", s.names, s.n_cols, name, &s.targets,
                              &s.n_targets);
         if (st) goto done;
+    } else if (opt->last_target) {
+        s.targets = malloc(sizeof *s.targets);
+        if (!s.targets) {
+            st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory", name);
+            goto done;
+        }
+        s.targets[0] = s.n_cols - 1;
+        s.n_targets = 1;
     }
+    /* A flag per column (not a search of the target list per column: many columns stay
+     * linear). */
+    s.is_target = calloc((size_t)s.n_cols + 1, sizeof *s.is_target);
+    if (!s.is_target) {
+        st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    for (int t = 0; t < s.n_targets; t++) s.is_target[s.targets[t]] = true;
     if (opt->features) {
         st = resolve_columns(opt->features, "feature", s.names, s.n_cols, name, &s.features,
                              &n_features);
         if (st) goto done;
         for (int i = 0; i < n_features; i++) {
-            for (int t = 0; t < s.n_targets; t++) {
-                if (s.features[i] == s.targets[t]) {
-                    st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both a target and a feature",
-                                  name, s.names[s.features[i]]);
-                    goto done;
-                }
+            if (s.is_target[s.features[i]]) {
+                st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both a target and a feature", name,
+                              s.names[s.features[i]]);
+                goto done;
             }
         }
     }
@@ -403,11 +498,8 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
             goto done;
         }
         n_features = 0;
-        for (int c = 0; c < s.n_cols; c++) {
-            bool target = false;
-            for (int t = 0; t < s.n_targets; t++) target |= s.targets[t] == c;
-            if (!target) s.features[n_features++] = c;
-        }
+        for (int c = 0; c < s.n_cols; c++)
+            if (!s.is_target[c]) s.features[n_features++] = c;
     }
     s.labels = calloc((size_t)s.n_targets + 1, sizeof *s.labels);
     s.categorical = calloc((size_t)s.n_targets + 1, sizeof *s.categorical);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "name_index.h"
+#include "otc/limits.h"
 #include "op_table.h"
 
 struct otc_graph {
@@ -12,8 +14,16 @@ struct otc_graph {
     otc_id *outputs;
     int n_outputs, cap_outputs;
     char **meta_keys, **meta_values;
-    int n_meta;
+    int n_meta, cap_meta;
+    otc_name_index names, meta; /* node names -> ids, metadata keys -> entries */
 };
+
+static const char *node_name(const void *g, int i) {
+    return ((const otc_graph *)g)->nodes[i].name;
+}
+static const char *meta_key(const void *g, int i) {
+    return ((const otc_graph *)g)->meta_keys[i];
+}
 
 static char *dup_str(const char *s) {
     if (!s) return NULL;
@@ -47,6 +57,8 @@ void otc_graph_free(otc_graph *g) {
     }
     free(g->meta_keys);
     free(g->meta_values);
+    otc_name_index_free(&g->names);
+    otc_name_index_free(&g->meta);
     free(g);
 }
 
@@ -70,23 +82,44 @@ const char *otc_graph_node_label(const otc_graph *g, otc_id id, char *buf, size_
     return buf;
 }
 
+/* A name is at most OTC_MAX_NAME_LEN bytes (it is quoted in messages, DOT and C
+ * comments, so an unbounded one would make every consumer unbounded too). */
+static otc_status check_name(const char *name) {
+    if (!name) return OTC_OK;
+    size_t len = strnlen(name, OTC_MAX_NAME_LEN + 1);
+    if (len > OTC_MAX_NAME_LEN)
+        return otc_fail(OTC_ERR_ARG,
+                        "node name \"%.40s...\" is longer than %d bytes "
+                        "(OTC_MAX_NAME_LEN)",
+                        name, OTC_MAX_NAME_LEN);
+    return OTC_OK;
+}
+
 otc_id otc_graph_find(const otc_graph *g, const char *name) {
     if (!g || !name) return -1;
-    for (int i = 0; i < g->n; i++)
-        if (g->nodes[i].name && !strcmp(g->nodes[i].name, name)) return i;
-    return -1;
+    return otc_name_index_find(&g->names, name, node_name, g);
 }
 
 otc_status otc_graph_set_name(otc_graph *g, otc_id id, const char *name) {
     if (!valid_id(g, id)) return otc_fail(OTC_ERR_ARG, "no node #%d", (int)id);
     if (name && !*name) return otc_fail(OTC_ERR_ARG, "node #%d: empty name", (int)id);
+    if (check_name(name) != OTC_OK) return otc_fail_context(OTC_ERR_ARG, "node #%d", (int)id);
     otc_id other = otc_graph_find(g, name);
     if (other >= 0 && other != id)
         return otc_fail(OTC_ERR_ARG, "name '%s' is already used by node #%d", name, (int)other);
+    if (other == id) return OTC_OK;
     char *copy = dup_str(name);
     if (name && !copy) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    free(g->nodes[id].name);
+    char *old = g->nodes[id].name;
+    if (old) otc_name_index_remove(&g->names, old, id);
     g->nodes[id].name = copy;
+    if (copy && otc_name_index_add(&g->names, id, node_name, g) != OTC_OK) {
+        g->nodes[id].name = old;
+        free(copy);
+        if (old) otc_name_index_add(&g->names, id, node_name, g); /* its slot is still free */
+        return OTC_ERR_NOMEM;
+    }
+    free(old);
     return OTC_OK;
 }
 
@@ -143,7 +176,10 @@ otc_status otc_graph_truncate(otc_graph *g, int n) {
             if (g->nodes[i].inputs[k] >= n)
                 return otc_fail(OTC_ERR_ARG, "truncate: node #%d reads node #%d, which would go", i,
                                 (int)g->nodes[i].inputs[k]);
-    for (int i = n; i < g->n; i++) free_node(&g->nodes[i]);
+    for (int i = n; i < g->n; i++) {
+        if (g->nodes[i].name) otc_name_index_remove(&g->names, g->nodes[i].name, i);
+        free_node(&g->nodes[i]);
+    }
     g->n = n;
     int k = 0;
     for (int i = 0; i < g->n_outputs; i++)
@@ -156,32 +192,48 @@ otc_status otc_graph_meta_set(otc_graph *g, const char *key, const char *json) {
     if (!g || !key || !json) return otc_fail(OTC_ERR_ARG, "meta: key and value are required");
     char *v = dup_str(json);
     if (!v) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < g->n_meta; i++)
-        if (!strcmp(g->meta_keys[i], key)) {
-            free(g->meta_values[i]);
-            g->meta_values[i] = v;
-            return OTC_OK;
+    int i = otc_name_index_find(&g->meta, key, meta_key, g);
+    if (i >= 0) {
+        free(g->meta_values[i]);
+        g->meta_values[i] = v;
+        return OTC_OK;
+    }
+    if (g->n_meta >= OTC_MAX_META_KEYS) {
+        free(v);
+        return otc_fail(OTC_ERR_ARG, "meta \"%s\": more than %d keys (OTC_MAX_META_KEYS)", key,
+                        OTC_MAX_META_KEYS);
+    }
+    if (g->n_meta == g->cap_meta) { /* doubling: n keys cost O(n) copies, not O(n^2) */
+        int cap = g->cap_meta ? 2 * g->cap_meta : 4;
+        char **keys = realloc(g->meta_keys, (size_t)cap * sizeof *keys);
+        if (keys) g->meta_keys = keys;
+        char **vals = keys ? realloc(g->meta_values, (size_t)cap * sizeof *vals) : NULL;
+        if (vals) g->meta_values = vals;
+        if (!keys || !vals) {
+            free(v);
+            return otc_fail(OTC_ERR_NOMEM, "out of memory");
         }
+        g->cap_meta = cap;
+    }
     char *k = dup_str(key);
-    char **keys = realloc(g->meta_keys, (size_t)(g->n_meta + 1) * sizeof *keys);
-    if (keys) g->meta_keys = keys;
-    char **vals = keys ? realloc(g->meta_values, (size_t)(g->n_meta + 1) * sizeof *vals) : NULL;
-    if (vals) g->meta_values = vals;
-    if (!k || !keys || !vals) {
-        free(k);
+    if (!k) {
         free(v);
         return otc_fail(OTC_ERR_NOMEM, "out of memory");
     }
     g->meta_keys[g->n_meta] = k;
     g->meta_values[g->n_meta] = v;
+    if (otc_name_index_add(&g->meta, g->n_meta, meta_key, g) != OTC_OK) {
+        free(k);
+        free(v);
+        return OTC_ERR_NOMEM;
+    }
     g->n_meta++;
     return OTC_OK;
 }
 
 const char *otc_graph_meta_get(const otc_graph *g, const char *key) {
-    for (int i = 0; g && key && i < g->n_meta; i++)
-        if (!strcmp(g->meta_keys[i], key)) return g->meta_values[i];
-    return NULL;
+    int i = g && key ? otc_name_index_find(&g->meta, key, meta_key, g) : -1;
+    return i >= 0 ? g->meta_values[i] : NULL;
 }
 
 int otc_graph_meta_count(const otc_graph *g) {
@@ -211,7 +263,9 @@ static otc_status check_delay_source(const otc_graph *g, otc_id delay, otc_shape
 
 static otc_status grow(otc_graph *g) {
     if (g->n < g->cap) return OTC_OK;
-    if (g->n >= (1 << 24)) return otc_fail(OTC_ERR_ARG, "graph: too many nodes");
+    if (g->n >= OTC_MAX_GRAPH_NODES)
+        return otc_fail(OTC_ERR_ARG, "graph: more than %d nodes (OTC_MAX_GRAPH_NODES)",
+                        OTC_MAX_GRAPH_NODES);
     int cap = g->cap ? 2 * g->cap : 16;
     otc_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
     if (!nodes) return otc_fail(OTC_ERR_NOMEM, "out of memory for %d nodes", cap);
@@ -232,7 +286,8 @@ otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
     }
     const char *opname = def->info.name;
     int lo = def->info.min_inputs, hi = def->info.max_inputs;
-    if (spec->n_inputs < lo || (hi >= 0 && spec->n_inputs > hi) || spec->n_inputs > 65536) {
+    if (spec->n_inputs < lo || (hi >= 0 && spec->n_inputs > hi) ||
+        spec->n_inputs > OTC_MAX_INPUTS) {
         otc_fail(OTC_ERR_ARG, "%s takes %d%s input(s), got %d", opname, lo,
                  hi < 0 ? " or more" : "", spec->n_inputs);
         return -1;
@@ -261,6 +316,10 @@ otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
                          opname, i, (int)spec->inputs[i], g->n);
                 return -1;
             }
+    }
+    if (spec->name && check_name(spec->name) != OTC_OK) {
+        otc_fail_context(OTC_ERR_ARG, "%s", opname);
+        return -1;
     }
     if (spec->name && otc_graph_find(g, spec->name) >= 0) {
         otc_fail(OTC_ERR_ARG, "%s: name '%s' is already used", opname, spec->name);
@@ -307,6 +366,10 @@ otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
         return -1;
     }
     g->nodes[g->n++] = n;
+    if (n.name && otc_name_index_add(&g->names, self, node_name, g) != OTC_OK) {
+        free_node(&g->nodes[--g->n]);
+        return -1;
+    }
     return self;
 }
 

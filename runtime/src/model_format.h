@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "otc/limits.h"
 #include "otc/ops.h"
 
 /* Layout, all integers little-endian:
@@ -22,12 +23,7 @@
 #define OTM_VERSION    1u
 #define OTM_PREFIX_LEN 24 /* magic, version, reserved, JSON length */
 
-/* Limits far above any model otc evolves, low enough that a hostile file cannot make the
- * loader (or a later executor) allocate without bound. */
-#define OTM_MAX_NODES  (1 << 20)
-#define OTM_MAX_INPUTS (1 << 16)
-#define OTM_MAX_DIM    (1 << 24)
-#define OTM_MAX_ELEMS  ((uint64_t)1 << 28) /* per shape, one sample */
+/* The limits a file must respect are otc/limits.h's. */
 
 /* Which optional node fields an op stores; the writer writes exactly these and the reader
  * requires exactly these, so the two can never disagree about a field. */

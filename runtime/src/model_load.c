@@ -157,14 +157,14 @@ static otc_status parse_shape(const cJSON *obj, otc_shape *shape) {
                           "field \"shape\": dimension %d is -1, but only the leading "
                           "dimension may be the batch",
                           i);
-        else if (dims[i] < 1 || dims[i] > OTM_MAX_DIM)
+        else if (dims[i] < 1 || dims[i] > OTC_MAX_DIM)
             st = otc_fail(OTC_ERR_FORMAT,
                           "field \"shape\": dimension %d is %d (must be 1..%d, or -1 for a "
                           "leading batch)",
-                          i, dims[i], OTM_MAX_DIM);
-        else if ((elems *= (uint64_t)dims[i]) > OTM_MAX_ELEMS)
+                          i, dims[i], OTC_MAX_DIM);
+        else if ((elems *= (uint64_t)dims[i]) > OTC_MAX_ELEMS)
             st = otc_fail(OTC_ERR_FORMAT, "field \"shape\": more than %llu elements",
-                          (unsigned long long)OTM_MAX_ELEMS);
+                          (unsigned long long)OTC_MAX_ELEMS);
     }
     if (st == OTC_OK) *shape = otc_shape_make(n, dims);
     free(dims);
@@ -230,7 +230,7 @@ static otc_status read_op_fields(const cJSON *jn, otc_node_spec *spec, int **col
     }
     if (fields & OTM_F_COLS) {
         int n_cols = 0;
-        st = int_array_field(jn, "cols", OTM_MAX_INPUTS, 0, OTM_MAX_DIM - 1, cols, &n_cols);
+        st = int_array_field(jn, "cols", OTC_MAX_INPUTS, 0, OTC_MAX_DIM - 1, cols, &n_cols);
         if (st != OTC_OK) return st;
         if (n_cols != spec->n_inputs - 2)
             return otc_fail(OTC_ERR_FORMAT,
@@ -243,11 +243,11 @@ static otc_status read_op_fields(const cJSON *jn, otc_node_spec *spec, int **col
         spec->axis = (int)v;
     }
     if (fields & OTM_F_START) {
-        if ((st = int_field(jn, "start", 0, OTM_MAX_DIM, &v)) != OTC_OK) return st;
+        if ((st = int_field(jn, "start", 0, OTC_MAX_DIM, &v)) != OTC_OK) return st;
         spec->start = (int)v;
     }
     if (fields & OTM_F_LEN) {
-        if ((st = int_field(jn, "len", 0, OTM_MAX_DIM, &v)) != OTC_OK) return st;
+        if ((st = int_field(jn, "len", 0, OTC_MAX_DIM, &v)) != OTC_OK) return st;
         spec->len = (int)v;
     }
     return OTC_OK;
@@ -304,7 +304,7 @@ static otc_status add_node(loader *L, const cJSON *jn, int i, int **inputs, int 
     if ((st = parse_shape(jn, &shape)) != OTC_OK) return st;
 
     int n_in = 0;
-    st = int_array_field(jn, "inputs", OTM_MAX_INPUTS, INT_MIN, INT_MAX, inputs, &n_in);
+    st = int_array_field(jn, "inputs", OTC_MAX_INPUTS, INT_MIN, INT_MAX, inputs, &n_in);
     if (st != OTC_OK || (st = check_inputs(L, (otc_op)op, i, *inputs, n_in)) != OTC_OK) return st;
     otc_node_spec spec = {.op = (otc_op)op, .name = name, .n_inputs = n_in, .shape = shape};
     if ((st = read_op_fields(jn, &spec, cols)) != OTC_OK) return st;
@@ -369,7 +369,7 @@ static otc_status check_ranges(loader *L) {
 
 static otc_status load_outputs(loader *L, const cJSON *root) {
     int *ids = NULL, n = 0;
-    otc_status st = int_array_field(root, "outputs", OTM_MAX_NODES, INT_MIN, INT_MAX, &ids, &n);
+    otc_status st = int_array_field(root, "outputs", OTC_MAX_NODES, INT_MIN, INT_MAX, &ids, &n);
     for (int k = 0; st == OTC_OK && k < n; k++) {
         if (ids[k] < 0 || ids[k] >= L->n)
             st = otc_fail(OTC_ERR_FORMAT, "output %d refers to node %d, but there are %d nodes", k,
@@ -387,6 +387,9 @@ static otc_status load_meta(loader *L, const cJSON *root) {
     if (!cJSON_IsObject(meta))
         return otc_fail(OTC_ERR_FORMAT, "field \"meta\": expected an object, got %s",
                         json_type(meta));
+    if (cJSON_GetArraySize(meta) > OTC_MAX_META_KEYS)
+        return otc_fail(OTC_ERR_FORMAT, "field \"meta\": more than %d keys (OTC_MAX_META_KEYS)",
+                        OTC_MAX_META_KEYS);
     const cJSON *item;
     cJSON_ArrayForEach(item, meta) {
         const char *key = item->string;
@@ -421,8 +424,9 @@ static otc_status load_graph(loader *L, const cJSON *root) {
                       json_type(nodes));
     if (st != OTC_OK) return st;
     int n = cJSON_GetArraySize(nodes);
-    if (n > OTM_MAX_NODES)
-        return otc_fail(OTC_ERR_FORMAT, "field \"nodes\": %d nodes (at most %d)", n, OTM_MAX_NODES);
+    if (n > OTC_MAX_NODES)
+        return otc_fail(OTC_ERR_FORMAT, "field \"nodes\": %d nodes (at most %d, OTC_MAX_NODES)", n,
+                        OTC_MAX_NODES);
     L->n = n;
     size_t cap = n > 0 ? (size_t)n : 1;
     L->ranges = malloc(cap * sizeof *L->ranges);
@@ -452,6 +456,78 @@ static otc_status load_graph(loader *L, const cJSON *root) {
     st = otc_graph_topo_order(L->g, order);
     free(order);
     return st == OTC_OK ? OTC_OK : OTC_ERR_FORMAT;
+}
+
+/* Elements of the root object's "nodes" array, counted in the JSON text without parsing it:
+ * a file over OTC_MAX_NODES is refused before cJSON builds a tree for every node (about 1 KB
+ * of memory each). Stops counting once past the limit. */
+static long long count_nodes(const char *j, size_t len) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    size_t key_start = 0, key_len = 0, str_start = 0;
+    bool colon_after_nodes = false;
+    int nodes_depth = -1; /* depth inside the "nodes" array while in it */
+    long long count = 0, best = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = j[i];
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"') {
+                in_string = false;
+                if (depth == 1) {
+                    key_start = str_start;
+                    key_len = i - str_start;
+                }
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_string = true;
+            str_start = i + 1;
+            break;
+        case ':':
+            colon_after_nodes = depth == 1 && key_len == 5 && !memcmp(j + key_start, "nodes", 5);
+            break;
+        case '[':
+        case '{':
+            depth++;
+            if (c == '[' && colon_after_nodes && depth == 2) {
+                nodes_depth = 2;
+                count = 0;
+            } else if (depth == nodes_depth + 1 && nodes_depth > 0 && count == 0) {
+                count = 1; /* the first element */
+            }
+            colon_after_nodes = false;
+            break;
+        case ']':
+        case '}':
+            if (depth == nodes_depth) {
+                nodes_depth = -1;
+                if (count > best) best = count;
+            }
+            depth--;
+            break;
+        case ',':
+            if (depth == nodes_depth && ++count > OTC_MAX_NODES) return count;
+            colon_after_nodes = false;
+            break;
+        case ' ':
+        case '\t':
+        case '\n':
+        case '\r':
+            break;
+        default:
+            /* a scalar element of the array counts as one too (and is refused later) */
+            if (depth == nodes_depth && count == 0) count = 1;
+            colon_after_nodes = false;
+            break;
+        }
+    }
+    return count > best ? count : best;
 }
 
 /* The container: magic, version, lengths and CRC, then the JSON and the graph. */
@@ -498,6 +574,9 @@ static otc_status decode(const unsigned char *p, size_t len, otc_graph **out) {
     const char *jtext = (const char *)p + OTM_PREFIX_LEN;
     const char *nul = memchr(jtext, 0, (size_t)jlen);
     if (nul) return otc_fail(OTC_ERR_FORMAT, "JSON header: NUL byte at offset %td", nul - jtext);
+    if (count_nodes(jtext, (size_t)jlen) > OTC_MAX_NODES)
+        return otc_fail(OTC_ERR_FORMAT, "field \"nodes\": more than %d nodes (OTC_MAX_NODES)",
+                        OTC_MAX_NODES);
     char *json = malloc((size_t)jlen + 1);
     if (!json) return otc_fail(OTC_ERR_NOMEM, "out of memory for the JSON header");
     memcpy(json, jtext, (size_t)jlen);

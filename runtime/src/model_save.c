@@ -53,7 +53,7 @@ static otc_status node_json(const otc_graph *g, otc_id id, uint64_t *offset, cJS
     if (!n) return otc_fail(OTC_ERR_ARG, "node %d: missing from the graph", id);
     const otc_op_info *info = otc_op_get(n->op);
     if (!info) return otc_fail(OTC_ERR_ARG, "node %d: unknown op %d", id, (int)n->op);
-    if (n->n_inputs < 0 || n->n_inputs > OTM_MAX_INPUTS || (n->n_inputs > 0 && !n->inputs))
+    if (n->n_inputs < 0 || n->n_inputs > OTC_MAX_INPUTS || (n->n_inputs > 0 && !n->inputs))
         return otc_fail(OTC_ERR_ARG, "node %d: %d inputs", id, n->n_inputs);
     if (n->shape.ndim < 0 || n->shape.ndim > OTC_MAX_DIMS)
         return otc_fail(OTC_ERR_ARG, "node %d: shape has %d dimensions", id, n->shape.ndim);
@@ -128,8 +128,8 @@ static otc_status meta_json(const otc_graph *g, cJSON **out) {
 /* The JSON header text (caller frees with cJSON_free) and the total parameter float count. */
 static otc_status header_json(const otc_graph *g, char **text, uint64_t *n_floats) {
     int n = otc_graph_size(g);
-    if (n < 0 || n > OTM_MAX_NODES)
-        return otc_fail(OTC_ERR_ARG, "graph has %d nodes (the format allows %d)", n, OTM_MAX_NODES);
+    if (n < 0 || n > OTC_MAX_NODES)
+        return otc_fail(OTC_ERR_ARG, "graph has %d nodes (the format allows %d)", n, OTC_MAX_NODES);
     cJSON *root = cJSON_CreateObject();
     cJSON *nodes = cJSON_CreateArray();
     cJSON *outputs = cJSON_CreateArray();

@@ -2,6 +2,8 @@
  * and their shapes) when they do not fit. Called by otc_graph_add for every node built. */
 #include "shape_rules.h"
 
+#include "otc/limits.h"
+
 /* Shape and label of input i of the node being built. */
 #define IN(i)        (otc_graph_node(g, s->inputs[i])->shape)
 #define LABEL(i)     otc_graph_node_label(g, s->inputs[(i)], lab[(i) % 2], sizeof lab[0])
@@ -15,7 +17,7 @@ static bool dims_valid(otc_shape sh, bool allow_batch) {
     if (sh.ndim < 0 || sh.ndim > OTC_MAX_DIMS) return false;
     for (int i = 0; i < sh.ndim; i++) {
         if (i == 0 && sh.dim[0] == OTC_BATCH && allow_batch) continue;
-        if (sh.dim[i] <= 0 || sh.dim[i] > (1 << 24)) return false;
+        if (sh.dim[i] <= 0 || sh.dim[i] > OTC_MAX_DIM) return false;
     }
     return true;
 }

@@ -29,10 +29,14 @@ typedef struct {
      * Targets NULL: no targets. Features NULL: every column that is not a target. */
     const char *targets;
     const char *features;
+    bool last_target;  /* with targets NULL: the last column is the one target */
+    bool skip_targets; /* target cells are not read (y is 0): columns merely left out */
 } otc_csv_options;
 
-/* Load a CSV of numbers. A bad cell is an error naming the file, line and column. */
-/* Class labels: a target whose first cell is not a number gets labels 0,1,2.. as first seen. */
+/* Load a CSV of numbers. A bad cell is an error naming the file, line and column. Features are
+ * finite numbers. A target column is either all finite numbers or all word class labels (no
+ * cell reads as a number, not even nan or inf), which become 0,1,2.. in order of first
+ * appearance; a mix is an error at the first cell that breaks the rule. */
 otc_status otc_csv_load(const char *path, const otc_csv_options *opt, otc_dataset **out);
 /* The same from memory (name is used in messages). */
 otc_status otc_csv_parse(const char *text, size_t len, const char *name, const otc_csv_options *opt,

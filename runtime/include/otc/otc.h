@@ -7,6 +7,7 @@
 #include "executor.h"
 #include "graph.h"
 #include "layers.h"
+#include "limits.h"
 #include "model.h"
 #include "ops.h"
 #include "optim.h"

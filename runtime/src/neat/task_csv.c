@@ -209,27 +209,16 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     if (c->train_steps > 0 && !c->feed_forward)
         return otc_fail(OTC_ERR_CONFIG, "[Hybrid] train_steps: hybrid training needs "
                                         "[DefaultGenome] feed_forward = true");
-    otc_csv_options o = {.header = c->csv_header, .targets = c->targets[0] ? c->targets : NULL};
-    otc_dataset *all = NULL, *d = NULL;
-    otc_status s = otc_csv_load(path, &o, &all);
+    /* No targets named: the last column is the target. */
+    otc_csv_options o = {.header = c->csv_header,
+                         .targets = c->targets[0] ? c->targets : NULL,
+                         .last_target = !c->targets[0]};
+    otc_dataset *d = NULL;
+    otc_status s = otc_csv_load(path, &o, &d);
     if (s != OTC_OK) return s;
-    if (!c->targets[0]) {
-        /* No targets named: the last column is the target. */
-        if (all->n_features < 2) {
-            otc_dataset_free(all);
-            return otc_fail(OTC_ERR_FORMAT, "%s: needs at least two columns", path);
-        }
-        d = otc_dataset_new(all->rows, all->n_features - 1, 1);
-        if (d)
-            for (int r = 0; r < all->rows; r++) {
-                memcpy(d->x + (size_t)r * d->n_features, all->x + (size_t)r * all->n_features,
-                       sizeof *d->x * (size_t)d->n_features);
-                d->y[r] = all->x[(size_t)r * all->n_features + d->n_features];
-            }
-        otc_dataset_free(all);
-        if (!d) return OTC_ERR_NOMEM;
-    } else {
-        d = all;
+    if (d->n_features < 1) {
+        otc_dataset_free(d);
+        return otc_fail(OTC_ERR_FORMAT, "%s: needs at least two columns", path);
     }
     csv_ctx *x = calloc(1, sizeof *x);
     otc_neat_task *t = calloc(1, sizeof *t);
