@@ -247,7 +247,20 @@ int otc_cmd_compile(int argc, char **argv) {
         print_summary(emit_c, g, &o, fwd, big);
         if (verbose) {
             char *text = otc_plan_describe(train ? tr : fwd);
-            if (text) printf("%s plan:\n%s", train ? "training" : "inference", text);
+            if (text) {
+                /* Node names from the model: print each line through the terminal filter. */
+                printf("%s plan:\n", train ? "training" : "inference");
+                char *line = malloc(strlen(text) + 1);
+                for (char *p = text, *end; line && *p; p = *end ? end + 1 : end) {
+                    end = strchr(p, '\n');
+                    if (!end) end = p + strlen(p);
+                    char saved = *end;
+                    *end = '\0';
+                    printf("%s\n", otc_cli_printable(p, line, (size_t)(end - p) + 1));
+                    *end = saved;
+                }
+                free(line);
+            }
             free(text);
         }
     }
