@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Every program the build, tests, demo and benchmarks run is installed by scripts/install-deps.sh:
+# Every program the build, tests, demo and benchmarks run is installed by install-deps.sh:
 # the sources are scanned for the commands they run, and each must come (dpkg -S) from a
 # package in install-deps.sh's table or from one of Debian's required packages.
 # Usage: tests/external_programs.sh SRC [TABLE]   (TABLE: a stand-in for install-deps.sh --list)
 set -uo pipefail
 src=$1
 cd "$src" || exit 1
-if [[ $# -ge 2 ]]; then table=$(cat "$2"); else table=$(bash scripts/install-deps.sh --list --bench); fi
+if [[ $# -ge 2 ]]; then
+  table=$(cat "$2")
+else
+  table=$(bash scripts/install-deps.sh --list --bench)
+fi
 # Only Debian's own directories: a program found in /usr/local or ~/.pyenv is not installed
 # by any package, and the scripts run Debian's.
 debian_path=/usr/sbin:/usr/bin:/sbin:/bin
@@ -107,7 +111,10 @@ load_owners "${files[@]}"
 for prog in "${!listed[@]}"; do
   pkg=${listed[$prog]}
   path=${path_of[$prog]:-}
-  [[ -n $path ]] || { fail "$prog is not installed (package $pkg): run scripts/install-deps.sh"; continue; }
+  if [[ -z $path ]]; then
+    fail "$prog is not installed (package $pkg): run scripts/install-deps.sh"
+    continue
+  fi
   owners "$path" | grep -qxF "$pkg" ||
     fail "$prog ($path) is not from $pkg but from: $(owners "$path" | tr '\n' ' ')"
 done
@@ -128,5 +135,6 @@ while read -r word file; do
 done <<<"$uses"
 
 [[ $checked -gt 0 ]] || fail "the scan found no programs at all"
-[[ $failed -eq 0 ]] && echo "ok: ${#listed[@]} listed programs installed; $checked programs the sources run checked"
+[[ $failed -eq 0 ]] &&
+  echo "ok: ${#listed[@]} listed programs installed; $checked programs the sources run checked"
 exit $failed
