@@ -1,21 +1,65 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages otc needs, only those missing; silent when none are.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds python3-torch for bench/)
+# Usage: scripts/install-deps.sh [--bench] [--list]
+#   --bench  adds PyTorch for bench/torch_compare.py (the demo's last step uses it)
+#   --list   prints the table below, one package and its programs a line; installs nothing
 set -euo pipefail
 
-packages=(
-  cmake make gcc pkg-config clang-format
-  libopenblas-dev libcjson-dev libinih-dev libgraphviz-dev
-  llvm-19-dev clang-19 libclang-rt-19-dev
-  gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
-  qemu-user valgrind
+# Every package the build, the tests, the demo or the benchmarks need. The programs after a
+# package are those they run from it, under the package dpkg -S names as their owner; programs
+# of Debian's required packages (bash, dash, coreutils, grep, sed, mawk, findutils, diffutils,
+# dpkg, apt) are on every Debian system, even a debootstrap minbase, and are not listed.
+# tests/external_programs.sh fails when the sources run a program missing here, or when a
+# listed program is not installed from its package. Check a clean machine with
+# scripts/check-fresh-machine.sh.
+# package                      programs run from it
+table=(
+  "cmake                       cmake ctest"
+  "make                        make"
+  "gcc                         gcc cc"
+  "binutils                    nm size"
+  "pkgconf                     pkg-config"
+  "clang-format                clang-format"
+  "libopenblas-dev"
+  "libcjson-dev"
+  "libinih-dev"
+  "libgraphviz-dev"
+  "graphviz                    dot"
+  "llvm-19                     llvm-config-19"
+  "llvm-19-dev"
+  "clang-19                    clang-19"
+  "libclang-rt-19-dev"
+  "gcc-aarch64-linux-gnu       aarch64-linux-gnu-gcc"
+  "libc6-dev-arm64-cross"
+  "gcc-arm-linux-gnueabihf     arm-linux-gnueabihf-gcc"
+  "libc6-dev-armhf-cross"
+  "qemu-user                   qemu-aarch64 qemu-arm"
+  "valgrind                    valgrind"
+  "python3-minimal             python3"
+  "python3"
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy)
+bench_table=(
+  "python3-torch"
+  "python3-numpy"
+)
+
+bench=0 list=0
+for arg in "$@"; do
+  case $arg in
+    --bench) bench=1 ;;
+    --list) list=1 ;;
+    *) echo "usage: $0 [--bench] [--list]" >&2; exit 2 ;;
+  esac
+done
+[[ $bench -eq 1 ]] && table+=("${bench_table[@]}")
+if [[ $list -eq 1 ]]; then
+  printf '%s\n' "${table[@]}" | tr -s ' '
+  exit 0
 fi
 
 missing=()
-for p in "${packages[@]}"; do
+for row in "${table[@]}"; do
+  p=${row%% *}
   if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
     missing+=("$p")
   fi
