@@ -35,6 +35,9 @@ table=(
   "libc6-dev-armhf-cross"
   "qemu-user                   qemu-aarch64 qemu-arm"
   "valgrind                    valgrind"
+  "groff-base                  groff"
+  "man-db                      man"
+  "libxml2-utils               xmllint"
   "python3-minimal             python3"
   "python3"
 )

@@ -6,14 +6,13 @@ set -u
 OTC=$1 PAGE=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -s "$PAGE" ] || fail "no man page at $PAGE"
-command -v groff >/dev/null || { echo "groff not installed"; exit 77; }
+command -v groff >/dev/null || fail "groff not installed (scripts/install-deps.sh installs groff-base)"
 text=$(groff -man -Tascii -ww -P-cbou "$PAGE" 2>/tmp/man_page_test.$$) ||
   fail "groff failed: $(cat /tmp/man_page_test.$$)"
 warnings=$(cat /tmp/man_page_test.$$); rm -f /tmp/man_page_test.$$
 [ -z "$warnings" ] || fail "groff warnings: $warnings"
-if command -v man >/dev/null; then
-  MANWIDTH=80 man -l "$PAGE" >/dev/null 2>&1 || fail "man -l $PAGE failed"
-fi
+command -v man >/dev/null || fail "man not installed (scripts/install-deps.sh installs man-db)"
+MANWIDTH=80 man -l "$PAGE" >/dev/null 2>&1 || fail "man -l $PAGE failed"
 
 commands=$("$OTC" --help | sed -n '/^commands:/,/^$/s/^  \([a-z0-9_]\{1,\}\) .*/\1/p')
 [ -n "$commands" ] || fail "otc --help lists no commands"
