@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "otm_ref.h"
 #include "otc/compiler.h"
 #include "otc/data.h"
 #include "otc/otc.h"
@@ -15,36 +16,6 @@
 
 static bool contains(const char *s, const char *needle) {
     return s && strstr(s, needle) != NULL;
-}
-
-/* CRC-32 (IEEE, reflected), bit by bit: the reference the .otm trailer is checked against. */
-static uint32_t crc32_ref(const unsigned char *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-static void put_le(unsigned char *p, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-/* An .otm container around the JSON text, with no parameter data. */
-static unsigned char *pack(const char *json, size_t jlen, size_t *len) {
-    size_t total = 24 + jlen + 8 + 4;
-    unsigned char *b = malloc(total);
-    if (!b) return NULL;
-    memcpy(b, "OTCMODEL", 8);
-    put_le(b + 8, 1, 4);
-    put_le(b + 12, 0, 4);
-    put_le(b + 16, jlen, 8);
-    memcpy(b + 24, json, jlen);
-    put_le(b + 24 + jlen, 0, 8);
-    put_le(b + total - 4, crc32_ref(b, total - 4), 4);
-    *len = total;
-    return b;
 }
 
 /* x [B,4] -> relu -> relu ... : n nodes, each named when `named`. */
@@ -100,7 +71,7 @@ TEST(limits_duplicate_metadata_key_refused) {
                         "\"name\":\"x\",\"shape\":[-1,1],\"inputs\":[]}],\"outputs\":[0],"
                         "\"meta\":{\"a\":1,\"b\":2,\"a\":3}}";
     size_t len;
-    unsigned char *b = pack(json, sizeof json - 1, &len);
+    unsigned char *b = otm_ref_pack(json, sizeof json - 1, NULL, 0, &len);
     otc_graph *g = NULL;
     CHECK(otc_model_load_buffer(b, len, "dup.otm", &g) == OTC_ERR_FORMAT && !g);
     CHECK_MSG(contains(otc_last_error(), "duplicate key \"a\""), "%s", otc_last_error());
@@ -123,7 +94,7 @@ TEST(limits_one_node_past_max_nodes_refused) {
                               i, i - 1);
     o += (size_t)snprintf(json + o, cap - o, "],\"outputs\":[%d]}", n - 1);
     size_t len;
-    unsigned char *b = pack(json, o, &len);
+    unsigned char *b = otm_ref_pack(json, o, NULL, 0, &len);
     free(json);
     REQUIRE(b);
     otc_graph *g = NULL;

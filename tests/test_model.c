@@ -8,56 +8,16 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "otm_ref.h"
 #include "otc/executor.h"
 #include "otc/model.h"
 
-/* ---- an independent little writer/reader of the container, so tests do not trust the
- * code under test to define the format ---- */
-
-static uint32_t ref_crc32(const unsigned char *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-static void put_le(unsigned char *p, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
+/* ---- the container is written by tests/otm_ref.c, independently of the code under test ---- */
 
 static uint32_t f32_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
-}
-
-/* magic, version 1, reserved 0, JSON (jlen bytes), float count, floats, CRC. */
-static unsigned char *pack(const char *json, size_t jlen, const float *floats, size_t n,
-                           size_t *len) {
-    size_t total = 24 + jlen + 8 + 4 * n + 4;
-    unsigned char *b = malloc(total);
-    memcpy(b, "OTCMODEL", 8);
-    put_le(b + 8, 1, 4);
-    put_le(b + 12, 0, 4);
-    put_le(b + 16, jlen, 8);
-    memcpy(b + 24, json, jlen);
-    put_le(b + 24 + jlen, n, 8);
-    for (size_t i = 0; i < n; i++) put_le(b + 32 + jlen + 4 * i, f32_bits(floats[i]), 4);
-    put_le(b + total - 4, ref_crc32(b, total - 4), 4);
-    *len = total;
-    return b;
-}
-
-static void refresh_crc(unsigned char *b, size_t len) {
-    put_le(b + len - 4, ref_crc32(b, len - 4), 4);
 }
 
 static unsigned char *read_all(const char *path, size_t *len) {
@@ -291,12 +251,12 @@ TEST(model_file_layout) {
     unsigned char *b = read_all(path, &len);
     REQUIRE(b && len > 40);
     CHECK(memcmp(b, "OTCMODEL", 8) == 0);
-    CHECK(get_le(b + 8, 4) == 1 && get_le(b + 12, 4) == 0);
-    uint64_t jlen = get_le(b + 16, 8);
+    CHECK(otm_ref_get_le(b + 8, 4) == 1 && otm_ref_get_le(b + 12, 4) == 0);
+    uint64_t jlen = otm_ref_get_le(b + 16, 8);
     REQUIRE(jlen < len);
-    uint64_t nf = get_le(b + 24 + jlen, 8);
+    uint64_t nf = otm_ref_get_le(b + 24 + jlen, 8);
     CHECK(len == 24 + jlen + 8 + 4 * nf + 4);
-    CHECK(get_le(b + len - 4, 4) == ref_crc32(b, len - 4));
+    CHECK(otm_ref_get_le(b + len - 4, 4) == otm_ref_crc32(b, len - 4));
 
     cJSON *root = cJSON_ParseWithLength((const char *)b + 24, (size_t)jlen);
     REQUIRE(root);
@@ -318,7 +278,7 @@ TEST(model_file_layout) {
         uint64_t off = (uint64_t)cJSON_GetObjectItem(jn, "offset")->valuedouble;
         REQUIRE(off + n->value->size <= nf);
         for (size_t k = 0; k < n->value->size; k++)
-            CHECK(get_le(b + 32 + jlen + 4 * (off + k), 4) == f32_bits(n->value->data[k]));
+            CHECK(otm_ref_get_le(b + 32 + jlen + 4 * (off + k), 4) == f32_bits(n->value->data[k]));
         CHECK(cJSON_IsBool(cJSON_GetObjectItem(jn, "trainable")));
         total += n->value->size;
     }
@@ -350,7 +310,7 @@ static const char base_json[] =
 static const float base_floats[3] = {0.5f, -0.25f, 0.125f};
 
 static unsigned char *base_file(size_t *len) {
-    return pack(base_json, strlen(base_json), base_floats, 3, len);
+    return otm_ref_pack(base_json, strlen(base_json), base_floats, 3, len);
 }
 
 TEST(model_loads_handwritten_file) {
@@ -566,7 +526,7 @@ TEST(model_rejects_bad_json) {
         CHECK_MSG(json && hits == 1, "case %s: pattern found %d times", c->label, hits);
         if (!json) continue;
         size_t len;
-        unsigned char *b = pack(json, strlen(json), base_floats, 3, &len);
+        unsigned char *b = otm_ref_pack(json, strlen(json), base_floats, 3, &len);
         expect_reject(c->label, b, len, c->needle);
         free(b);
         free(json);
@@ -577,7 +537,7 @@ TEST(model_rejects_unused_parameter_data) {
     /* A fourth float no parameter claims. */
     size_t len;
     const float four[4] = {0.5f, -0.25f, 0.125f, 7.0f};
-    unsigned char *b = pack(base_json, strlen(base_json), four, 4, &len);
+    unsigned char *b = otm_ref_pack(base_json, strlen(base_json), four, 4, &len);
     expect_reject("unused_floats", b, len, "parameters use 3");
     free(b);
 }
@@ -592,7 +552,7 @@ TEST(model_rejects_deep_nesting) {
     memset(json + at + depth, ']', depth);
     strcpy(json + at + 2 * depth, "}");
     size_t len;
-    unsigned char *b = pack(json, strlen(json), NULL, 0, &len);
+    unsigned char *b = otm_ref_pack(json, strlen(json), NULL, 0, &len);
     expect_reject("deep_nesting", b, len, "invalid JSON");
     free(b);
     free(json);
@@ -604,7 +564,7 @@ TEST(model_rejects_nul_in_json) {
     memcpy(json, base_json, jlen);
     json[10] = '\0';
     size_t len;
-    unsigned char *b = pack(json, jlen, base_floats, 3, &len);
+    unsigned char *b = otm_ref_pack(json, jlen, base_floats, 3, &len);
     expect_reject("nul_in_json", b, len, "NUL byte");
     free(b);
     free(json);
@@ -668,8 +628,8 @@ TEST(model_rejects_damaged_bytes) {
         size_t n = len;
         switch (cases[i].kind) {
         case 0:
-            put_le(b + cases[i].at, cases[i].value, cases[i].bytes);
-            refresh_crc(b, n);
+            otm_ref_put_le(b + cases[i].at, cases[i].value, cases[i].bytes);
+            otm_ref_refresh_crc(b, n);
             break;
         case 1:
             b[cases[i].at] ^= (unsigned char)cases[i].value;
