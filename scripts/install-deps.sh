@@ -21,6 +21,7 @@ table=(
   "pkgconf                     pkg-config"
   "clang-format                clang-format"
   "libopenblas-dev"
+  "libgfortran-12-dev"         # static OpenBLAS links -lgfortran (install_tree's static consumer)
   "libcjson-dev"
   "libinih-dev"
   "libgraphviz-dev"
