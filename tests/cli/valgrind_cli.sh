@@ -18,5 +18,10 @@ if [[ $status -eq 99 ]]; then
   echo "valgrind found errors or leaks in: otc ${args[*]}"
   exit 1
 fi
+if [[ $status -gt 2 ]]; then # neither otc's own exit code nor a finding: valgrind did not run
+  cat "$out/stderr"
+  echo "valgrind or otc failed with exit $status: otc ${args[*]}"
+  exit 1
+fi
 echo "otc ${args[*]} -> exit $status, valgrind clean"
 exit 0
