@@ -161,8 +161,8 @@ int otc_cmd_evolve(int argc, char **argv) {
     }
     if (jit) {
 #ifdef OTC_HAVE_JIT
-        /* The policy (compiler/src/llvm_policy.c) decides per genome; hybrid training's size
-         * is known from the config. */
+        /* The policy (compiler/src/llvm/jit/llvm_policy.c) decides per genome; hybrid training's
+         * size is known from the config. */
         otc_jit_policy jp = otc_jit_policy_defaults();
         jp.train_samples = (double)config.train_steps * config.batch_size;
         otc_jit_policy_set(&jp);

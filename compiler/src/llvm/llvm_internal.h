@@ -1,4 +1,4 @@
-/* Private to the LLVM backend (compiler/src/llvm_*.c): LLVM set-up, target machines, the
+/* Private to the LLVM backend (compiler/src/llvm/): LLVM set-up, target machines, the
  * pass pipeline, LLVM error conversion and the process-wide ORC LLJIT with its cache. */
 #ifndef OTC_LLVM_INTERNAL_H
 #define OTC_LLVM_INTERNAL_H
