@@ -1,5 +1,7 @@
 /* Forward values of every op through the interpreter, against values computed by hand (or,
  * for the larger cases, by a direct double-precision loop in the test). */
+#include <stdint.h>
+
 #include "harness.h"
 #include "otc/otc.h"
 
@@ -87,23 +89,73 @@ TEST(ops_activations) {
     }
 }
 
-/* The interpreter's inlined activation loops (in the activation ops and in the Neuron)
- * agree with the activation table the renderers paste from, over a grid of points. */
-TEST(ops_activation_matches_table) {
+/* Each activation in double precision, written independently of the op spec (the reference
+ * for its expressions); a = 0.3. */
+static double reference_act(int act, double x) {
+    const double a = 0.3;
+    switch (act) {
+    case OTC_ACT_IDENTITY:
+        return x;
+    case OTC_ACT_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    case OTC_ACT_TANH:
+        return tanh(x);
+    case OTC_ACT_RELU:
+        return x > 0 ? x : 0;
+    case OTC_ACT_LEAKY_RELU:
+        return x > 0 ? x : a * x;
+    case OTC_ACT_SOFTPLUS:
+        return log(1.0 + exp(x));
+    case OTC_ACT_ELU:
+        return x > 0 ? x : a * (exp(x) - 1.0);
+    case OTC_ACT_GAUSSIAN:
+        return exp(-x * x);
+    case OTC_ACT_SIN:
+        return sin(x);
+    case OTC_ACT_ABS:
+        return fabs(x);
+    case OTC_ACT_STEEP_SIGMOID:
+        return 1.0 / (1.0 + exp(-4.9 * x));
+    }
+    return NAN;
+}
+
+/* The spec's value and derivative of every activation against the independent formulas and
+ * their central differences; the interpreter's activation ops and Neurons (which run the spec
+ * over arrays) agree with its point-by-point evaluation. */
+TEST(ops_activation_spec_matches_reference) {
     enum { N = 41 };
     float x[N];
-    for (int i = 0; i < N; i++) x[i] = -4.0f + 0.2f * (float)i;
-    for (int op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++) {
-        int act = otc_op_get((otc_op)op)->act;
+    for (int i = 0; i < N; i++) x[i] = -4.0f + 0.2f * (float)i + 0.01f; /* off the kinks at 0 */
+    for (int act = 0; act < OTC_ACT_COUNT; act++) {
         const otc_act_info *info = otc_act_get((otc_act)act);
+        REQUIRE(info && info->f && info->df);
+        for (int i = 0; i < N; i++) {
+            const double want = reference_act(act, x[i]), h = 1e-4;
+            const double dwant =
+                (reference_act(act, x[i] + h) - reference_act(act, x[i] - h)) / (2 * h);
+            otc_expr_env env = {.x = x[i], .a = 0.3f};
+            env.y = otc_expr_eval(info->f, &env);
+            const float d = otc_expr_eval(info->df, &env);
+            CHECK_MSG(fabs(env.y - want) <= 1e-6 * fmax(1.0, fabs(want)), "%s(%g) = %g, want %g",
+                      info->name, x[i], env.y, want);
+            CHECK_MSG(fabs(d - dwant) <= 1e-4 * fmax(1.0, fabs(dwant)), "%s'(%g) = %g, want %g",
+                      info->name, x[i], d, dwant);
+        }
+    }
+    for (int op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++) {
+        const otc_expr *f = otc_op_map_expr((otc_op)op);
+        REQUIRE(f);
         otc_graph *g = otc_graph_new();
         otc_id y = otc_activation(g, (otc_op)op, vec(g, N, x), 0.3f);
         otc_executor *ex = NULL;
         const float *v = eval(g, y, &ex, NULL);
         REQUIRE(v);
-        for (int i = 0; i < N; i++)
-            CHECK_MSG(v[i] == info->f(x[i], 0.3f), "%s(%g): %g vs table %g", info->name, x[i], v[i],
-                      info->f(x[i], 0.3f));
+        for (int i = 0; i < N; i++) {
+            const float want = otc_expr_eval(f, &(otc_expr_env){.x = x[i], .a = 0.3f});
+            CHECK_MSG(v[i] == want, "%s(%g): %g vs the spec's %g", otc_op_get((otc_op)op)->name,
+                      x[i], v[i], want);
+        }
         otc_exec_free(ex);
         otc_graph_free(g);
     }
@@ -122,12 +174,75 @@ TEST(ops_activation_matches_table) {
         const float *v = eval(g, y, &ex, NULL);
         REQUIRE(v);
         const float a = otc_graph_node(g, y)->alpha;
-        for (int i = 0; i < N; i++)
-            CHECK_MSG(v[i] == info->f(x[i], a), "neuron %s(%g): %g vs table %g", info->name, x[i],
-                      v[i], info->f(x[i], a));
+        for (int i = 0; i < N; i++) {
+            const float want = otc_expr_eval(info->f, &(otc_expr_env){.x = x[i], .a = a});
+            CHECK_MSG(v[i] == want, "neuron %s(%g): %g vs the spec's %g", info->name, x[i], v[i],
+                      want);
+        }
         otc_exec_free(ex);
         otc_graph_free(g);
     }
+}
+
+/* The op table cannot be incomplete: every op has its row (a name, an arity, a shape rule),
+ * every computing op its kernels, and every elementwise op its expressions. */
+TEST(ops_table_complete) {
+    for (int op = 0; op < OTC_OP_COUNT; op++) {
+        const otc_op_info *info = otc_op_get((otc_op)op);
+        REQUIRE(info && info->name);
+        CHECK_MSG(otc_op_from_name(info->name) == op, "op %d: name %s", op, info->name);
+        if (info->kind == OTC_OPKIND_ELEMENTWISE) {
+            const otc_expr *f = otc_op_map_expr((otc_op)op);
+            CHECK_MSG(f != NULL, "elementwise op %s has no value expression", info->name);
+            CHECK_MSG(!otc_expr_reads(f, OTC_EX_Y), "%s's value reads its own output", info->name);
+            CHECK_MSG(info->max_inputs > 1 || !otc_expr_reads(f, OTC_EX_X1),
+                      "unary %s reads a second input", info->name);
+        }
+    }
+    for (int act = 0; act < OTC_ACT_COUNT; act++)
+        CHECK(otc_act_get((otc_act)act) && otc_act_get((otc_act)act)->name);
+}
+
+/* The point evaluator on hand-computed values, integer and bit operations included (the
+ * math library's trees use them). */
+TEST(expr_eval_by_hand) {
+    const otc_expr k2 = {.op = OTC_EX_CONST, .k = 2}, x = {.op = OTC_EX_X};
+    const otc_expr x1 = {.op = OTC_EX_X1}, a = {.op = OTC_EX_A};
+    const otc_expr mul = {.op = OTC_EX_MUL, .a = &x, .b = &k2};          /* 2x */
+    const otc_expr fma = {.op = OTC_EX_FMA, .a = &x, .b = &x1, .c = &a}; /* x x1 + a */
+    const otc_expr gt = {.op = OTC_EX_GT, .a = &x, .b = &x1};
+    const otc_expr sel = {.op = OTC_EX_SELECT, .a = &gt, .b = &mul, .c = &fma};
+    otc_expr_env env = {.x = 3, .x1 = 1, .a = 0.5f};
+    CHECK(otc_expr_eval(&sel, &env) == 6.0f); /* 3 > 1: 2 * 3 */
+    env.x1 = 4;
+    CHECK(otc_expr_eval(&sel, &env) == 12.5f); /* 3 * 4 + 0.5 */
+    static const double coef[] = {1, -2, 3};   /* x^2 - 2x + 3 */
+    const otc_expr poly = {.op = OTC_EX_POLY, .a = &x, .coef = coef, .n = 3};
+    CHECK(otc_expr_eval(&poly, &(otc_expr_env){.x = 5}) == 18.0f);
+    /* 2^3 assembled in the exponent bits: (3 + 127) << 23. */
+    const otc_expr three = {.op = OTC_EX_ICONST, .k = 3}, bias = {.op = OTC_EX_ICONST, .k = 127};
+    const otc_expr k23 = {.op = OTC_EX_ICONST, .k = 23};
+    const otc_expr sum = {.op = OTC_EX_IADD, .a = &three, .b = &bias};
+    const otc_expr shl = {.op = OTC_EX_SHL, .a = &sum, .b = &k23};
+    const otc_expr pow2 = {.op = OTC_EX_FROM_BITS, .a = &shl};
+    CHECK(otc_expr_eval(&pow2, &env) == 8.0f);
+    /* -1.0f is 0xbf800000; truncation toward zero; NaN converts to INT32_MIN, not UB. */
+    const otc_expr bits = {.op = OTC_EX_BITS, .a = &x}, f2i = {.op = OTC_EX_F2I, .a = &x};
+    const otc_expr i2f = {.op = OTC_EX_I2F, .a = &f2i}, i2fb = {.op = OTC_EX_I2F, .a = &bits};
+    CHECK(otc_expr_eval(&i2fb, &(otc_expr_env){.x = -1.0f}) == (float)(int32_t)0xbf800000u);
+    CHECK(otc_expr_eval(&i2f, &(otc_expr_env){.x = -2.7f}) == -2.0f);
+    CHECK(otc_expr_eval(&i2f, &(otc_expr_env){.x = NAN}) == -2147483648.0f);
+    /* Over arrays the same values, in chunks. */
+    enum { N = 200 };
+    float xs[N], x1s[N], out[N];
+    for (int i = 0; i < N; i++) xs[i] = (float)i - 100.0f, x1s[i] = 0.5f * (float)i;
+    otc_expr_eval_n(&sel, &(otc_expr_arrays){.x = xs, .x1 = x1s, .a = 0.5f}, out, N);
+    for (int i = 0; i < N; i++) {
+        float want = xs[i] > x1s[i] ? 2 * xs[i] : fmaf(xs[i], x1s[i], 0.5f);
+        CHECK_MSG(out[i] == want, "element %d: %g, want %g", i, out[i], want);
+    }
+    otc_expr_eval_n(&pow2, &(otc_expr_arrays){.x = xs}, out, 3);
+    CHECK(out[0] == 8.0f && out[2] == 8.0f);
 }
 
 TEST(ops_matmul_small) {

@@ -74,6 +74,10 @@ const otc_node *otc_graph_node(const otc_graph *g, otc_id id) {
     return valid_id(g, id) ? &g->nodes[id] : NULL;
 }
 
+float otc_node_param(const otc_node *nd) {
+    return nd->op == OTC_OP_SCALE ? nd->scale : nd->alpha;
+}
+
 const char *otc_graph_node_label(const otc_graph *g, otc_id id, char *buf, size_t len) {
     if (valid_id(g, id) && g->nodes[id].name)
         snprintf(buf, len, "'%s'", g->nodes[id].name);

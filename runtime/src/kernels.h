@@ -7,17 +7,10 @@
 
 /* Which kernel each op row in ops.c uses (forward / backward):
  *
- *   add          otc_fwd_add            otc_bwd_add
- *   sub          otc_fwd_sub            otc_bwd_sub
- *   mul          otc_fwd_mul            otc_bwd_mul
- *   div          otc_fwd_div            otc_bwd_div
- *   neg          otc_fwd_neg            otc_bwd_neg
- *   scale        otc_fwd_scale          otc_bwd_scale
- *   detach       otc_fwd_detach         NULL (no gradient flows)
- *   sigmoid, tanh, relu, leaky_relu, softplus, elu, gaussian, sin, abs, identity:
- *                otc_fwd_activation     otc_bwd_activation
- *     (one kernel for all ten: it reads otc_op_def_get(node->op)->info.act and uses
- *      node->alpha as the activation parameter `a`)
+ *   add, sub, mul, div, neg, scale, detach and the activation ops:
+ *                otc_fwd_map            otc_bwd_map (detach: NULL, no gradient flows)
+ *     (the op's expressions, otc_op_map_expr / otc_op_grad_expr, evaluated over the arrays;
+ *      the parameter `a` is otc_node_param(node))
  *   matmul       otc_fwd_matmul         otc_bwd_matmul
  *   row_broadcast otc_fwd_row_broadcast otc_bwd_row_broadcast
  *   sum          otc_fwd_sum            otc_bwd_sum
@@ -42,10 +35,8 @@
  *   - Activations (ops and Neuron) take their parameter `a` from node->alpha.
  */
 
-/* Activation loops shared by the activation ops and the Neuron (kernels_act.c): the switch on
- * `act` sits outside the loop, and each case spells the same formula as activations.c (a test
- * compares them). y = f(x) may be computed in place (x == y). Unknown activations fall back
- * to otc_act_get's function pointers; both return false only for an act outside the table. */
+/* Activations shared by the activation ops and the Neuron (kernels_act.c): y = f(x) (in place
+ * allowed, x == y); false only for an act outside the table. */
 bool otc_act_forward_n(int act, float alpha, const float *x, float *y, size_t n);
 /* gx[i] += gy[i] * f'(x[i]) (given y[i] = f(x[i])). */
 bool otc_act_backward_n(int act, float alpha, const float *x, const float *y, const float *gy,
@@ -59,21 +50,8 @@ static inline size_t otc_kshape_size(otc_shape s) {
 }
 
 /* elementwise (kernels_elementwise.c) */
-otc_status otc_fwd_add(const otc_kernel_args *a);
-void otc_bwd_add(const otc_kernel_args *a);
-otc_status otc_fwd_sub(const otc_kernel_args *a);
-void otc_bwd_sub(const otc_kernel_args *a);
-otc_status otc_fwd_mul(const otc_kernel_args *a);
-void otc_bwd_mul(const otc_kernel_args *a);
-otc_status otc_fwd_div(const otc_kernel_args *a);
-void otc_bwd_div(const otc_kernel_args *a);
-otc_status otc_fwd_neg(const otc_kernel_args *a);
-void otc_bwd_neg(const otc_kernel_args *a);
-otc_status otc_fwd_scale(const otc_kernel_args *a);
-void otc_bwd_scale(const otc_kernel_args *a);
-otc_status otc_fwd_detach(const otc_kernel_args *a);
-otc_status otc_fwd_activation(const otc_kernel_args *a);
-void otc_bwd_activation(const otc_kernel_args *a);
+otc_status otc_fwd_map(const otc_kernel_args *a);
+void otc_bwd_map(const otc_kernel_args *a);
 
 /* matmul (kernels_matmul.c) */
 otc_status otc_fwd_matmul(const otc_kernel_args *a);

@@ -3,31 +3,38 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "otc/expr_spell.h"
 #include "shape_rules.h"
 
 #define ROW(op, name, lo, hi, kind, act, shape, fwd, bwd)                                          \
-    [op] = {{name, lo, hi, kind, act}, shape, fwd, bwd}
+    [op] = {{name, lo, hi, kind, act, NULL, {NULL, NULL}}, shape, fwd, bwd}
+/* An elementwise op: its value and derivatives as expressions, run by the generic kernels. */
+#define MAP_ROW(op, name, arity, value, d0, d1)                                                    \
+    [op] = {{name, arity, arity, OTC_OPKIND_ELEMENTWISE, -1, value, {d0, d1}},                     \
+            arity == 1 ? otc_shape_same : otc_shape_binary,                                        \
+            otc_fwd_map,                                                                           \
+            otc_bwd_map}
+/* An activation op: the activation table's expressions (otc_op_map_expr reads them). */
 #define ACT_ROW(op, name, act)                                                                     \
-    ROW(op, name, 1, 1, OTC_OPKIND_ELEMENTWISE, act, otc_shape_same, otc_fwd_activation,           \
-        otc_bwd_activation)
+    ROW(op, name, 1, 1, OTC_OPKIND_ELEMENTWISE, act, otc_shape_same, otc_fwd_map, otc_bwd_map)
 
-static const otc_op_def defs[OTC_OP_COUNT] = {
+static const otc_op_def defs[] = {
     ROW(OTC_OP_INPUT, "input", 0, 0, OTC_OPKIND_SOURCE, -1, otc_shape_source, NULL, NULL),
     ROW(OTC_OP_PARAMETER, "parameter", 0, 0, OTC_OPKIND_SOURCE, -1, otc_shape_source, NULL, NULL),
-    ROW(OTC_OP_ADD, "add", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_add,
-        otc_bwd_add),
-    ROW(OTC_OP_SUB, "sub", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_sub,
-        otc_bwd_sub),
-    ROW(OTC_OP_MUL, "mul", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_mul,
-        otc_bwd_mul),
-    ROW(OTC_OP_DIV, "div", 2, 2, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_binary, otc_fwd_div,
-        otc_bwd_div),
-    ROW(OTC_OP_NEG, "neg", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_same, otc_fwd_neg,
-        otc_bwd_neg),
-    ROW(OTC_OP_SCALE, "scale", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_same, otc_fwd_scale,
-        otc_bwd_scale),
-    ROW(OTC_OP_DETACH, "detach", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, otc_shape_same, otc_fwd_detach,
-        NULL),
+    MAP_ROW(OTC_OP_ADD, "add", 2, EX_ADD(EX_X, EX_X1), EX_K(1), EX_K(1)),
+    MAP_ROW(OTC_OP_SUB, "sub", 2, EX_SUB(EX_X, EX_X1), EX_K(1), EX_K(-1)),
+    MAP_ROW(OTC_OP_MUL, "mul", 2, EX_MUL(EX_X, EX_X1), EX_X1, EX_X),
+    /* Division by zero follows IEEE (inf/nan) everywhere: no hidden epsilon. d/dx1 = -x/x1^2
+     * = -y/x1, from the saved output. */
+    MAP_ROW(OTC_OP_DIV, "div", 2, EX_DIV(EX_X, EX_X1), EX_DIV(EX_K(1), EX_X1),
+            EX_NEG(EX_DIV(EX_Y, EX_X1))),
+    MAP_ROW(OTC_OP_NEG, "neg", 1, EX_NEG(EX_X), EX_K(-1), NULL),
+    MAP_ROW(OTC_OP_SCALE, "scale", 1, EX_MUL(EX_X, EX_A), EX_A, NULL),
+    /* The value passes, the gradient stops. */
+    [OTC_OP_DETACH] = {{"detach", 1, 1, OTC_OPKIND_ELEMENTWISE, -1, EX_X, {NULL, NULL}},
+                       otc_shape_same,
+                       otc_fwd_map,
+                       NULL},
     ACT_ROW(OTC_OP_SIGMOID, "sigmoid", OTC_ACT_SIGMOID),
     ACT_ROW(OTC_OP_TANH, "tanh", OTC_ACT_TANH),
     ACT_ROW(OTC_OP_RELU, "relu", OTC_ACT_RELU),
@@ -69,6 +76,8 @@ static const otc_op_def defs[OTC_OP_COUNT] = {
     ROW(OTC_OP_DELAY, "delay", 1, 1, OTC_OPKIND_STATE, -1, otc_shape_delay, NULL, NULL),
 };
 
+_Static_assert(sizeof defs / sizeof defs[0] == OTC_OP_COUNT, "every op has its row");
+
 const otc_op_def *otc_op_def_get(otc_op op) {
     if ((int)op < 0 || op >= OTC_OP_COUNT) return NULL;
     return &defs[op];
@@ -84,4 +93,18 @@ int otc_op_from_name(const char *name) {
     for (int i = 0; i < OTC_OP_COUNT; i++)
         if (!strcmp(defs[i].info.name, name)) return i;
     return -1;
+}
+
+const otc_expr *otc_op_map_expr(otc_op op) {
+    const otc_op_info *info = otc_op_get(op);
+    if (!info) return NULL;
+    if (info->act >= 0) return otc_act_get((otc_act)info->act)->f;
+    return info->map;
+}
+
+const otc_expr *otc_op_grad_expr(otc_op op, int input) {
+    const otc_op_info *info = otc_op_get(op);
+    if (!info || input < 0 || input >= 2) return NULL;
+    if (info->act >= 0) return input == 0 ? otc_act_get((otc_act)info->act)->df : NULL;
+    return info->d[input];
 }

@@ -3,6 +3,7 @@
  * weights in place. The rules mirror the interpreter's backward kernels. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "render_c_internal.h"
@@ -117,56 +118,46 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
         otc_cr_close(c, open);
         return;
     }
-    switch (nd->op) {
-    case OTC_OP_MUL:
-        if (n0) need_value(c, nd->inputs[1]);
-        if (n1) need_value(c, nd->inputs[0]);
-        break;
-    case OTC_OP_DIV:
-        need_value(c, nd->inputs[1]);
-        if (n1) need_value(c, id);
-        break;
-    default:
-        break;
+    /* The op's derivatives by the inputs that need a gradient, and the values they read. */
+    const otc_expr *d[2] = {n0 ? otc_op_grad_expr(nd->op, 0) : NULL,
+                            n1 ? otc_op_grad_expr(nd->op, 1) : NULL};
+    bool use_x = false, use_x1 = false, use_y = false;
+    for (int i = 0; i < 2; i++) {
+        use_x |= otc_expr_reads(d[i], OTC_EX_X);
+        use_x1 |= otc_expr_reads(d[i], OTC_EX_X1);
+        use_y |= otc_expr_reads(d[i], OTC_EX_Y);
     }
+    if (use_x) need_value(c, nd->inputs[0]);
+    if (use_x1) need_value(c, nd->inputs[1]);
+    if (use_y) need_value(c, id);
     if (nd->n_inputs > 0) va(c, v0, nd->inputs[0], elem);
     if (nd->n_inputs > 1) va(c, v1, nd->inputs[1], elem);
-    const otc_act_info *act = otc_cr_act(nd);
-    bool use_x = act && otc_plan_expr_uses(act->c_df, "x");
-    bool use_y = act && otc_plan_expr_uses(act->c_df, "y");
-    if (use_x) need_value(c, nd->inputs[0]);
-    if (use_y) need_value(c, id);
     int open = otc_cr_loops(c, v->size, v->batched, false);
-    switch (nd->op) {
-    case OTC_OP_ADD:
-        if (n0) otc_cr_line(c, "%s += %s;", g0, gN);
-        if (n1) otc_cr_line(c, "%s += %s;", g1, gN);
-        break;
-    case OTC_OP_SUB:
-        if (n0) otc_cr_line(c, "%s += %s;", g0, gN);
-        if (n1) otc_cr_line(c, "%s -= %s;", g1, gN);
-        break;
-    case OTC_OP_MUL:
-        if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, v1);
-        if (n1) otc_cr_line(c, "%s += %s * %s;", g1, gN, v0);
-        break;
-    case OTC_OP_DIV:
-        /* d(x/y)/dy = -(x/y)/y, from the kept output, as the interpreter does. */
-        if (n0) otc_cr_line(c, "%s += %s / %s;", g0, gN, v1);
-        if (n1) otc_cr_line(c, "%s -= %s * %s / %s;", g1, gN, vN, v1);
-        break;
-    case OTC_OP_NEG:
-        otc_cr_line(c, "%s -= %s;", g0, gN);
-        break;
-    case OTC_OP_SCALE:
-        otc_cr_line(c, "%s += %s * %s;", g0, gN, otc_cr_float(c, lit, nd->scale));
-        break;
-    default: { /* an activation op */
+    if (otc_cr_act(nd)) { /* through the file's derivative helper */
         char call[512];
         otc_cr_dact_call(c, call, sizeof call, nd, use_x ? v0 : "0.0f", use_y ? vN : "0.0f");
-        otc_cr_line(c, "%s += %s * %s;", g0, gN, call);
-        break;
-    }
+        if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, call);
+    } else {
+        const otc_cr_leaves leaves = {v0, nd->n_inputs > 1 ? v1 : NULL, vN,
+                                      otc_cr_float(c, lit, otc_node_param(nd))};
+        for (int i = 0; i < 2; i++) {
+            const char *gi = i ? g1 : g0;
+            if (!d[i]) continue;
+            if (otc_expr_is_const(d[i], 1.0) || otc_expr_is_const(d[i], -1.0)) {
+                otc_cr_line(c, "%s %s= %s;", gi, d[i]->k > 0 ? "+" : "-", gN);
+                continue;
+            }
+            otc_text t;
+            otc_text_init(&t);
+            otc_cr_expr(c, &t, d[i], &leaves);
+            char *text = otc_text_take(&t);
+            if (!text) {
+                c->sb->failed = true;
+                break;
+            }
+            otc_cr_line(c, "%s += %s * %s;", gi, gN, text);
+            free(text);
+        }
     }
     otc_cr_close(c, open);
 }
@@ -179,7 +170,7 @@ static void bw_neuron(otc_cr *c, otc_id id) {
     const otc_plan_value *v = &p->values[id];
     const otc_act_info *act = otc_cr_act(nd);
     otc_id W = nd->inputs[0], Bi = nd->inputs[1];
-    bool use_y = otc_plan_expr_uses(act->c_df, "y");
+    bool use_y = otc_expr_reads(act->df, OTC_EX_Y);
     char lit[48], off[64];
     otc_cr_grad_pointer(c, id);
     if (use_y) need_value(c, id);

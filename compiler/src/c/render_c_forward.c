@@ -1,6 +1,6 @@
 /* The C renderer's forward pass: input copies, fused map and matmul kernels, the other ops
- * each with a loop of its own, and output copies. Activations are pasted from the
- * activation table's C expressions, the same table the interpreter runs. */
+ * each with a loop of its own, and output copies. Elementwise math is spelled from the op
+ * spec's expression trees, the same trees the interpreter runs. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,29 +97,7 @@ static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char
         operand(c, k, nd->inputs[0], elem, a, sizeof a);
     if (nd->n_inputs > 1 && nd->op != OTC_OP_NEURON)
         operand(c, k, nd->inputs[1], elem, b, sizeof b);
-    switch (nd->op) {
-    case OTC_OP_ADD:
-        otc_cr_line(c, "const float r%d = %s + %s;", (int)id, a, b);
-        break;
-    case OTC_OP_SUB:
-        otc_cr_line(c, "const float r%d = %s - %s;", (int)id, a, b);
-        break;
-    case OTC_OP_MUL:
-        otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, b);
-        break;
-    case OTC_OP_DIV:
-        otc_cr_line(c, "const float r%d = %s / %s;", (int)id, a, b);
-        break;
-    case OTC_OP_NEG:
-        otc_cr_line(c, "const float r%d = -%s;", (int)id, a);
-        break;
-    case OTC_OP_SCALE:
-        otc_cr_line(c, "const float r%d = %s * %s;", (int)id, a, otc_cr_float(c, lit, nd->scale));
-        break;
-    case OTC_OP_DETACH:
-        otc_cr_line(c, "const float r%d = %s;", (int)id, a);
-        break;
-    case OTC_OP_ROW_BROADCAST: {
+    if (nd->op == OTC_OP_ROW_BROADCAST) {
         /* v repeats along the rows: element e of the result is v[e mod |v|]. */
         int64_t vn = p->values[V(nd->inputs[0])].size;
         char e2[64];
@@ -129,14 +107,29 @@ static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char
             snprintf(e2, sizeof e2, "e %% %" PRId64, vn);
         otc_cr_at(c, a, sizeof a, nd->inputs[0], e2);
         otc_cr_line(c, "const float r%d = %s;", (int)id, a);
-        break;
-    }
-    case OTC_OP_NEURON:
+    } else if (nd->op == OTC_OP_NEURON) {
         neuron_member(c, k, id, idx);
-        break;
-    default: /* an activation op */
-        act_value(c, id, a, idx);
-        break;
+    } else if (otc_cr_act(nd)) {
+        act_value(c, id, a, idx); /* through the file's activation helper */
+    } else {
+        const otc_expr *value = otc_op_map_expr(nd->op);
+        if (!value) {
+            c->st = otc_fail(OTC_ERR_UNSUPPORTED, "emit-c: op %s is no map op",
+                             otc_op_get(nd->op)->name);
+            return;
+        }
+        const otc_cr_leaves leaves = {a, nd->n_inputs > 1 ? b : NULL, NULL,
+                                      otc_cr_float(c, lit, otc_node_param(nd))};
+        otc_text t;
+        otc_text_init(&t);
+        otc_cr_expr(c, &t, value, &leaves);
+        char *text = otc_text_take(&t);
+        if (!text) {
+            c->sb->failed = true;
+            return;
+        }
+        otc_cr_line(c, "const float r%d = %s;", (int)id, text);
+        free(text);
     }
     if (p->values[id].storage == OTC_STORE_WORK)
         otc_cr_line(c, "v%d[%s] = r%d;", (int)id, idx, (int)id);

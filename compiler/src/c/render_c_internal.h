@@ -86,11 +86,11 @@ const otc_act_info *otc_cr_act(const otc_node *nd);
 void otc_cr_act_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x);
 void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x,
                       const char *y);
-/* With c->outline, an activation that calls math is spelled "NAME_fo_tanh(x, a)": one
- * out-of-line copy (as the JIT's), where a scalar loop of a hundred neurons would otherwise
- * inline a hundred copies of the polynomials and outgrow the instruction cache. */
-bool otc_cr_act_calls_math(int act);
-/* The helpers marked used, as static functions (marking the math they call). */
+/* With c->outline, an activation that calls math (otc_expr_calls_math) is spelled
+ * "NAME_fo_tanh(x, a)": one out-of-line copy (as the JIT's), where a scalar loop of a hundred
+ * neurons would otherwise inline a hundred copies of the polynomials and outgrow the
+ * instruction cache. The helpers marked used, as static functions (marking the math they
+ * call). */
 void otc_cr_act_helpers(otc_cr *c, otc_text *out);
 
 /* render_c_math.c: "NAME_INLINE", the helpers' storage class (static inline, forced where
@@ -101,9 +101,16 @@ const char *otc_cr_outline(otc_cr *c);
 /* "NAME_exp" (in buf; "NAME_exp_s" with c->outline), marked used; the kernels call it
  * instead of libm. */
 const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len);
-/* Append a C expression of the activation table with its libm calls (expf, tanhf, ...)
- * replaced by the file's math helpers, marked used. */
-void otc_cr_math_expr(otc_cr *c, otc_text *out, const char *expr);
+/* render_c_expr.c: expression trees (otc/expr.h) as C. The leaves' spellings (NULL where the
+ * expression may not read them). */
+typedef struct {
+    const char *x, *x1, *y, *a;
+} otc_cr_leaves;
+/* Append e as one C expression (the math it calls marked used). */
+void otc_cr_expr(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leaves *leaves);
+/* Append a function body returning e: a local per subtree used twice, then the return. */
+void otc_cr_expr_body(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leaves *leaves,
+                      const char *indent);
 /* The math helpers marked used (and those they call), as static inline functions. */
 void otc_cr_math_helpers(otc_cr *c, otc_text *out);
 

@@ -199,7 +199,7 @@ static int act_index(const otc_node *nd) {
 void otc_cr_act_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, const char *x) {
     int a = act_index(nd);
     char lit[48];
-    bool out = c->outline && otc_cr_act_calls_math(a);
+    bool out = c->outline && otc_expr_calls_math(otc_act_get((otc_act)a)->f);
     if (out)
         c->fo_used[a] = true;
     else
@@ -219,33 +219,32 @@ void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, cons
 
 void otc_cr_act_helpers(otc_cr *c, otc_text *out) {
     /* NAME_INLINE: a helper left out of line keeps the batch loop calling it scalar. */
+    const otc_cr_leaves f_leaves = {.x = "x", .a = "a"}, df_leaves = {.x = "x", .y = "y", .a = "a"};
     for (int a = 0; a < OTC_ACT_COUNT; a++) {
         const otc_act_info *info = otc_act_get((otc_act)a);
         if (c->f_used[a]) {
-            otc_text_printf(out,
-                            "%s float %s_f_%s(float x, float a) {\n    (void)a;\n"
-                            "    return ",
+            otc_text_printf(out, "%s float %s_f_%s(float x, float a) {\n    (void)a;\n",
                             otc_cr_inline(c), c->name, info->name);
-            otc_cr_math_expr(c, out, info->c_f);
-            otc_text_puts(out, ";\n}\n\n");
+            otc_cr_expr_body(c, out, info->f, &f_leaves, "    ");
+            otc_text_puts(out, "}\n\n");
         }
         if (c->fo_used[a]) {
             /* Out of line, with the scalar variant of the math. */
-            otc_text_printf(out, "%s float %s_fo_%s(float x, float a) {\n    (void)a;\n    return ",
+            otc_text_printf(out, "%s float %s_fo_%s(float x, float a) {\n    (void)a;\n",
                             otc_cr_outline(c), c->name, info->name);
             bool saved = c->outline;
             c->outline = true;
-            otc_cr_math_expr(c, out, info->c_f);
+            otc_cr_expr_body(c, out, info->f, &f_leaves, "    ");
             c->outline = saved;
-            otc_text_puts(out, ";\n}\n\n");
+            otc_text_puts(out, "}\n\n");
         }
         if (c->df_used[a]) {
             otc_text_printf(out,
                             "%s float %s_df_%s(float x, float y, float a) {\n"
-                            "    (void)x;\n    (void)y;\n    (void)a;\n    return ",
+                            "    (void)x;\n    (void)y;\n    (void)a;\n",
                             otc_cr_inline(c), c->name, info->name);
-            otc_cr_math_expr(c, out, info->c_df);
-            otc_text_puts(out, ";\n}\n\n");
+            otc_cr_expr_body(c, out, info->df, &df_leaves, "    ");
+            otc_text_puts(out, "}\n\n");
         }
     }
 }

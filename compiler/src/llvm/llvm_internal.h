@@ -13,6 +13,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "otc/error.h"
+#include "otc/expr.h"
 
 /* ---- llvm_support.c ---- */
 
@@ -119,8 +120,17 @@ LLVMValueRef otc_llvm_tanh(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_sin(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x);
 
-/* An activation (otc_act) and its derivative dy/dx given input x and output y, each the
- * same formula as ops.h's table. NULL for an unknown activation. */
+/* llvm_expr.c: an expression tree (otc/expr.h) as IR on values of float type t (a float or a
+ * <W x float>), its leaves given (constants of type t for the parameter); with a mask (an i1
+ * per lane) divisions divide by one in the lanes it excludes. */
+typedef struct {
+    LLVMValueRef x, x1, y, a, mask;
+} otc_llvm_leaves;
+LLVMValueRef otc_llvm_expr(otc_llvm_ir *ir, const otc_expr *e, LLVMTypeRef t,
+                           const otc_llvm_leaves *leaves);
+
+/* An activation (otc_act) and its derivative dy/dx given input x and output y: the
+ * activation table's expressions. NULL for an unknown activation. */
 LLVMValueRef otc_llvm_act(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x);
 LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
                                LLVMValueRef y);

@@ -1,6 +1,5 @@
 /* Fusion: nodes in evaluation order grouped into kernels (one loop nest each), the forward
  * steps, and which values never leave their kernel's loop body. */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,26 +20,12 @@ static otc_kernel_kind kind_for(const otc_plan *p, otc_id id) {
     return OTC_KERNEL_OP;
 }
 
-/* Does the node's scalar code call a function the C compiler cannot vectorise across the
- * batch (expf, tanhf, sinf, ...; fabsf, fmaxf and fminf are single instructions)? One such
- * call keeps a whole loop scalar. */
+/* Does the node's math call the math library (exp, tanh, sin, ...; abs and max are single
+ * instructions)? With options.split_libm such code keeps to loops of its own. */
 static bool calls_libm(const otc_graph *g, otc_id id) {
     const otc_node *nd = otc_graph_node(g, id);
-    const otc_op_info *info = otc_op_get(nd->op);
-    int act = nd->op == OTC_OP_NEURON ? nd->act : info->act;
-    if (act < 0) return false;
-    const char *f = otc_act_get((otc_act)act)->c_f;
-    for (const char *s = f; (s = strchr(s, '(')) != NULL; s++) {
-        const char *e = s;
-        while (e > f && (isalnum((unsigned char)e[-1]) || e[-1] == '_')) e--;
-        size_t n = (size_t)(s - e);
-        if (n == 0) continue; /* a parenthesis, not a call */
-        if ((n == 5 &&
-             (!strncmp(e, "fabsf", 5) || !strncmp(e, "fmaxf", 5) || !strncmp(e, "fminf", 5))))
-            continue;
-        return true;
-    }
-    return false;
+    if (nd->op == OTC_OP_NEURON) return otc_expr_calls_math(otc_act_get((otc_act)nd->act)->f);
+    return otc_expr_calls_math(otc_op_map_expr(nd->op));
 }
 
 static bool kernel_calls_libm(const otc_plan *p, int k) {

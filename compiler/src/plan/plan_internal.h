@@ -30,8 +30,6 @@ void otc_plan_choose_registers(otc_plan_ctx *c);
  * fusion and registers), then the gradient buffer and the backward/update steps. */
 otc_status otc_plan_mark_training(otc_plan_ctx *c);
 otc_status otc_plan_schedule_backward(otc_plan_ctx *c);
-/* Does the C expression `expr` use the variable named `var` (a whole identifier)? */
-bool otc_plan_expr_uses(const char *expr, const char *var);
 
 /* plan_buffers.c: lifetimes and offsets in the activation buffer. */
 otc_status otc_plan_assign_buffers(otc_plan_ctx *c);

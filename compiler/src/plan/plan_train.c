@@ -6,24 +6,6 @@
 
 #include "plan_internal.h"
 
-bool otc_plan_expr_uses(const char *expr, const char *var) {
-    size_t len = strlen(var);
-    const char *s = expr;
-    while (s && *s) {
-        if (isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]))) {
-            /* A number with its suffix or exponent ("1.0f", "4.9f", "1e-5f"). */
-            while (isalnum((unsigned char)*s) || *s == '.' || *s == '_') s++;
-        } else if (isalpha((unsigned char)*s) || *s == '_') {
-            const char *t = s;
-            while (isalnum((unsigned char)*s) || *s == '_') s++;
-            if ((size_t)(s - t) == len && !strncmp(t, var, len)) return true;
-        } else {
-            s++;
-        }
-    }
-    return false;
-}
-
 /* The activation of an activation op or a Neuron; NULL for other ops. */
 static const otc_act_info *act_of(const otc_node *nd) {
     if (nd->op == OTC_OP_NEURON) return otc_act_get((otc_act)nd->act);
@@ -45,14 +27,9 @@ static void mark_reads(otc_plan_ctx *c, otc_id id) {
 #define NEEDS(i) (p->values[in[i]].needs_grad)
     const otc_act_info *act = act_of(nd);
     switch (nd->op) {
-    case OTC_OP_MUL:
     case OTC_OP_MATMUL:
         if (NEEDS(0)) keep(c, in[1]);
         if (NEEDS(1)) keep(c, in[0]);
-        break;
-    case OTC_OP_DIV:
-        keep(c, in[1]);
-        if (NEEDS(1)) keep(c, id);
         break;
     case OTC_OP_SOFTMAX:
     case OTC_OP_LOG_SOFTMAX:
@@ -67,13 +44,16 @@ static void mark_reads(otc_plan_ctx *c, otc_id id) {
     case OTC_OP_NEURON:
         if (NEEDS(0))
             for (int s = 2; s < nd->n_inputs; s++) keep(c, in[s]);
-        if (otc_plan_expr_uses(act->c_df, "y")) keep(c, id);
-        p->values[id].has_pre = otc_plan_expr_uses(act->c_df, "x");
+        if (otc_expr_reads(act->df, OTC_EX_Y)) keep(c, id);
+        p->values[id].has_pre = otc_expr_reads(act->df, OTC_EX_X);
         break;
     default:
-        if (act) {
-            if (otc_plan_expr_uses(act->c_df, "x")) keep(c, in[0]);
-            if (otc_plan_expr_uses(act->c_df, "y")) keep(c, id);
+        /* An elementwise op: what its derivatives by the inputs needing a gradient read. */
+        for (int i = 0; i < nd->n_inputs && i < 2; i++) {
+            const otc_expr *d = NEEDS(i) ? otc_op_grad_expr(nd->op, i) : NULL;
+            if (otc_expr_reads(d, OTC_EX_X)) keep(c, in[0]);
+            if (otc_expr_reads(d, OTC_EX_X1)) keep(c, in[1]);
+            if (otc_expr_reads(d, OTC_EX_Y)) keep(c, id);
         }
         break;
     }

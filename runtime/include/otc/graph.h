@@ -33,6 +33,9 @@ void otc_graph_free(otc_graph *g);
 otc_graph *otc_graph_clone(const otc_graph *g);
 int otc_graph_size(const otc_graph *g);
 const otc_node *otc_graph_node(const otc_graph *g, otc_id id);
+/* The value the leaf `a` of the node's expressions stands for (otc/expr.h): the scale of a
+ * ScalarMultiply, the alpha of an activation or a Neuron. */
+float otc_node_param(const otc_node *nd);
 /* "name" or "#id", for messages; buf >= 64 bytes. */
 const char *otc_graph_node_label(const otc_graph *g, otc_id id, char *buf, size_t len);
 otc_id otc_graph_find(const otc_graph *g, const char *name);

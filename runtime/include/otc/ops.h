@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "otc/expr.h"
+
 typedef enum {
     OTC_OP_INPUT,
     OTC_OP_PARAMETER,
@@ -65,15 +67,13 @@ typedef enum {
     OTC_ACT_COUNT
 } otc_act;
 
-/* Scalar activation, described once: the interpreter calls f/df, the C renderer pastes
- * c_f/c_df (C99 expressions in float `x`, output `y` and parameter `a`). */
+/* Scalar activation, described once as expression trees (otc/expr.h) in the input x, the
+ * output y and the parameter a, which the interpreter and both renderers read. */
 typedef struct {
     const char *name;
-    float (*f)(float x, float a);
-    float (*df)(float x, float y, float a); /* dy/dx given the input x and output y */
-    const char *c_f;
-    const char *c_df;
-    float default_a; /* LeakyReLU slope 0.01, ELU alpha 1.0; 0 where unused */
+    const otc_expr *f;  /* y = f(x, a) */
+    const otc_expr *df; /* dy/dx in x, y and a */
+    float default_a;    /* LeakyReLU slope 0.01, ELU alpha 1.0; 0 where unused */
 } otc_act_info;
 
 const otc_act_info *otc_act_get(otc_act act);
@@ -95,9 +95,19 @@ typedef struct {
     int max_inputs; /* -1 for variadic */
     otc_op_kind kind;
     int act; /* the otc_act for activation ops, -1 otherwise */
+    /* Elementwise ops' math (read through otc_op_map_expr / otc_op_grad_expr, which also
+     * answer for the activation ops): the value in the inputs x, x1 and the parameter a, and
+     * its derivative by each input in x, x1, y and a (NULL: no gradient flows there). */
+    const otc_expr *map;
+    const otc_expr *d[2];
 } otc_op_info;
 
 const otc_op_info *otc_op_get(otc_op op);
+/* The value of an elementwise op as an expression tree; NULL for other ops. */
+const otc_expr *otc_op_map_expr(otc_op op);
+/* d(value)/d(input i) of an elementwise op; NULL when no gradient flows to input i. The
+ * gradient of input i is the incoming gradient times this. */
+const otc_expr *otc_op_grad_expr(otc_op op, int input);
 /* Op by name; -1 if unknown. */
 int otc_op_from_name(const char *name);
 

@@ -9,6 +9,7 @@
 #include "layers.h"
 #include "limits.h"
 #include "model.h"
+#include "expr.h"
 #include "ops.h"
 #include "optim.h"
 #include "rng.h"

@@ -1,6 +1,6 @@
 /* Math for the LLVM renderer as plain scalar IR (polynomials after Cephes' single-precision
  * routines, selects instead of branches) so whole batch loops vectorise; and the
- * activations of ops.h's table spelled in IR. */
+ * activation table's expressions as IR, inline or as out-of-line functions. */
 #include <stdio.h>
 #include <string.h>
 
@@ -205,82 +205,27 @@ LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x) {
     return SEL(neg, LLVMBuildFNeg(B, y, ""), y);
 }
 
-static LLVMValueRef sigmoid_of(otc_llvm_ir *ir, LLVMValueRef x) {
-    LLVMTypeRef T = LLVMTypeOf(x);
-    return DIV(K(1.0), ADD(K(1.0), otc_llvm_exp(ir, LLVMBuildFNeg(B, x, ""))));
-}
-
 LLVMValueRef otc_llvm_act(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x) {
+    const otc_act_info *info = otc_act_get((otc_act)act);
+    if (!info) return NULL;
     LLVMTypeRef T = LLVMTypeOf(x);
-    LLVMValueRef zero = K(0.0), pos = GT(x, zero);
-    switch (act) {
-    case OTC_ACT_IDENTITY:
-        return x;
-    case OTC_ACT_SIGMOID:
-        return sigmoid_of(ir, x);
-    case OTC_ACT_TANH:
-        return otc_llvm_tanh(ir, x);
-    case OTC_ACT_RELU:
-        return SEL(pos, x, zero);
-    case OTC_ACT_LEAKY_RELU:
-        return SEL(pos, x, MUL(K(alpha), x));
-    case OTC_ACT_SOFTPLUS: {
-        LLVMValueRef e = otc_llvm_exp(ir, LLVMBuildFNeg(B, fabs_ir(ir, x), ""));
-        return ADD(SEL(pos, x, zero), otc_llvm_log1p(ir, e));
-    }
-    case OTC_ACT_ELU:
-        return SEL(pos, x, MUL(K(alpha), otc_llvm_expm1(ir, x)));
-    case OTC_ACT_GAUSSIAN:
-        return otc_llvm_exp(ir, LLVMBuildFNeg(B, MUL(x, x), ""));
-    case OTC_ACT_SIN:
-        return otc_llvm_sin(ir, x);
-    case OTC_ACT_ABS:
-        return fabs_ir(ir, x);
-    case OTC_ACT_STEEP_SIGMOID:
-        return sigmoid_of(ir, MUL(K(4.9), x));
-    default:
-        return NULL;
-    }
+    return otc_llvm_expr(ir, info->f, T, &(otc_llvm_leaves){.x = x, .a = K(alpha)});
 }
 
 LLVMValueRef otc_llvm_act_grad(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
                                LLVMValueRef y) {
+    const otc_act_info *info = otc_act_get((otc_act)act);
+    if (!info) return NULL;
     LLVMTypeRef T = LLVMTypeOf(x);
-    LLVMValueRef one = K(1.0), zero = K(0.0), pos = GT(x, zero);
-    switch (act) {
-    case OTC_ACT_IDENTITY:
-        return one;
-    case OTC_ACT_SIGMOID:
-        return MUL(y, SUB(one, y));
-    case OTC_ACT_TANH:
-        return SUB(one, MUL(y, y));
-    case OTC_ACT_RELU:
-        return SEL(pos, one, zero);
-    case OTC_ACT_LEAKY_RELU:
-        return SEL(pos, one, K(alpha));
-    case OTC_ACT_SOFTPLUS:
-        return sigmoid_of(ir, x);
-    case OTC_ACT_ELU:
-        return SEL(pos, one, ADD(y, K(alpha)));
-    case OTC_ACT_GAUSSIAN:
-        return MUL(MUL(K(-2.0), x), y);
-    case OTC_ACT_SIN:
-        return otc_llvm_cos(ir, x);
-    case OTC_ACT_ABS:
-        return SEL(pos, one, SEL(LT(x, zero), K(-1.0), zero));
-    case OTC_ACT_STEEP_SIGMOID:
-        return MUL(MUL(K(4.9), y), SUB(one, y));
-    default:
-        return NULL;
-    }
+    return otc_llvm_expr(ir, info->df, T, &(otc_llvm_leaves){.x = x, .y = y, .a = K(alpha)});
 }
 
 /* ---- out-of-line activations: one copy per module, so a graph of many neurons compiles
  * a call per neuron instead of a polynomial per neuron ---- */
 
-static bool cheap(int act) {
-    return act == OTC_ACT_IDENTITY || act == OTC_ACT_RELU || act == OTC_ACT_LEAKY_RELU ||
-           act == OTC_ACT_ABS;
+/* Inline when the expression calls no math (a few selects and multiplies). */
+static bool cheap(const otc_expr *e) {
+    return !otc_expr_calls_math(e);
 }
 
 static void add_attr(otc_llvm_ir *ir, LLVMValueRef fn, const char *attr) {
@@ -361,7 +306,8 @@ static LLVMValueRef act_function(otc_llvm_ir *ir, int act, float alpha, LLVMType
 }
 
 LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x) {
-    if (cheap(act) || !otc_act_get((otc_act)act)) return otc_llvm_act(ir, act, alpha, x);
+    const otc_act_info *info = otc_act_get((otc_act)act);
+    if (!info || cheap(info->f)) return otc_llvm_act(ir, act, alpha, x);
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef fn = act_function(ir, act, alpha, t, false);
     LLVMValueRef call = LLVMBuildCall2(ir->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
@@ -370,10 +316,8 @@ LLVMValueRef otc_llvm_act_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueR
 
 LLVMValueRef otc_llvm_act_grad_call(otc_llvm_ir *ir, int act, float alpha, LLVMValueRef x,
                                     LLVMValueRef y) {
-    if (cheap(act) || act == OTC_ACT_SIGMOID || act == OTC_ACT_TANH ||
-        act == OTC_ACT_STEEP_SIGMOID || act == OTC_ACT_ELU || act == OTC_ACT_GAUSSIAN ||
-        !otc_act_get((otc_act)act))
-        return otc_llvm_act_grad(ir, act, alpha, x, y); /* a few multiplies from y */
+    const otc_act_info *info = otc_act_get((otc_act)act);
+    if (!info || cheap(info->df)) return otc_llvm_act_grad(ir, act, alpha, x, y); /* from y */
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef fn = act_function(ir, act, alpha, t, true);
     LLVMValueRef args[2] = {x, y};

@@ -131,34 +131,19 @@ static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool 
     }
     if (nd->n_inputs > 0) a = operand(r, nd->inputs[0], e, kb);
     if (nd->n_inputs > 1) b = operand(r, nd->inputs[1], e, kb);
-    switch (nd->op) {
-    case OTC_OP_ADD:
-        return LLVMBuildFAdd(B, a, b, "");
-    case OTC_OP_SUB:
-        return LLVMBuildFSub(B, a, b, "");
-    case OTC_OP_MUL:
-        return LLVMBuildFMul(B, a, b, "");
-    case OTC_OP_DIV:
-        return LLVMBuildFDiv(B, a, otc_lv_safe_divisor(r, b, kb), "");
-    case OTC_OP_NEG:
-        return LLVMBuildFNeg(B, a, "");
-    case OTC_OP_SCALE:
-        return LLVMBuildFMul(B, a, konst(r, kb, nd->scale), "");
-    case OTC_OP_DETACH:
-        return a;
-    default: {
-        int act = otc_lv_act_of(nd);
-        LLVMValueRef y = act >= 0 ? otc_llvm_act_call(&r->ir, act, nd->alpha, a) : NULL;
-        if (!y) {
-            char lab[64];
-            otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) in a map kernel",
-                        otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?",
-                        otc_graph_node_label(r->g, id, lab, sizeof lab));
-            return konst(r, kb, 0.0);
-        }
-        return y;
+    int act = otc_lv_act_of(nd);
+    if (act >= 0) return otc_llvm_act_call(&r->ir, act, nd->alpha, a);
+    const otc_expr *value = otc_op_map_expr(nd->op);
+    if (!value) {
+        char lab[64];
+        otc_lv_fail(r, OTC_ERR_UNSUPPORTED, "op '%s' (node %s) in a map kernel",
+                    otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?",
+                    otc_graph_node_label(r->g, id, lab, sizeof lab));
+        return konst(r, kb, 0.0);
     }
-    }
+    otc_llvm_leaves leaves = {
+        .x = a, .x1 = b, .a = konst(r, kb, otc_node_param(nd)), .mask = kb ? r->mask : NULL};
+    return otc_llvm_expr(&r->ir, value, kb ? r->vec : r->ir.f32, &leaves);
 }
 
 /* Members [from, count) of kernel k at element e of the current chunk: locals, stores. */

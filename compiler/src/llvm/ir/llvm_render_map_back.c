@@ -39,9 +39,9 @@ typedef struct {
     float scale;       /* multiplied after the sum (a Neuron's response) */
 } reduction;
 
-static bool act_reads(const otc_node *nd, const char *var) {
+static bool act_reads(const otc_node *nd, otc_ex_op leaf) {
     const otc_act_info *a = otc_act_get((otc_act)otc_lv_act_of(nd));
-    return a && otc_plan_expr_uses(a->c_df, var);
+    return a && otc_expr_reads(a->df, leaf);
 }
 
 static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, reduction *red,
@@ -51,36 +51,6 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
     LLVMValueRef g = otc_lv_load(r, T, otc_lv_at(r, otc_lv_grad_base(r, id), e, kb));
     const otc_id *in = nd->inputs;
     switch (nd->op) {
-    case OTC_OP_ADD:
-        add_grad(r, in[0], e, g, kb);
-        add_grad(r, in[1], e, g, kb);
-        return;
-    case OTC_OP_SUB:
-        add_grad(r, in[0], e, g, kb);
-        add_grad(r, in[1], e, LLVMBuildFNeg(B, g, ""), kb);
-        return;
-    case OTC_OP_MUL:
-        if (needs_grad(r, in[0]))
-            add_grad(r, in[0], e, LLVMBuildFMul(B, g, otc_lv_stored(r, in[1], e, kb), ""), kb);
-        if (needs_grad(r, in[1]))
-            add_grad(r, in[1], e, LLVMBuildFMul(B, g, otc_lv_stored(r, in[0], e, kb), ""), kb);
-        return;
-    case OTC_OP_DIV: {
-        LLVMValueRef y = otc_lv_safe_divisor(r, otc_lv_stored(r, in[1], e, kb), kb);
-        if (needs_grad(r, in[0])) add_grad(r, in[0], e, LLVMBuildFDiv(B, g, y, ""), kb);
-        if (needs_grad(r, in[1])) {
-            LLVMValueRef t =
-                LLVMBuildFDiv(B, LLVMBuildFMul(B, g, otc_lv_stored(r, id, e, kb), ""), y, "");
-            add_grad(r, in[1], e, LLVMBuildFNeg(B, t, ""), kb);
-        }
-        return;
-    }
-    case OTC_OP_NEG:
-        add_grad(r, in[0], e, LLVMBuildFNeg(B, g, ""), kb);
-        return;
-    case OTC_OP_SCALE:
-        add_grad(r, in[0], e, LLVMBuildFMul(B, g, konst(r, kb, nd->scale), ""), kb);
-        return;
     case OTC_OP_ROW_BROADCAST: {
         if (!needs_grad(r, in[0])) return;
         if (kb) {
@@ -100,7 +70,7 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
         LLVMValueRef zero = konst(r, true, 0.0);
         LLVMValueRef x =
             r->plan->values[id].has_pre ? otc_lv_load(r, r->vec, otc_lv_pre_ptr(r, id)) : zero;
-        LLVMValueRef y = act_reads(nd, "y") ? otc_lv_stored(r, id, e, true) : zero;
+        LLVMValueRef y = act_reads(nd, OTC_EX_Y) ? otc_lv_stored(r, id, e, true) : zero;
         LLVMValueRef d =
             LLVMBuildFMul(B, g, otc_llvm_act_grad_call(&r->ir, nd->act, nd->alpha, x, y), "");
         LLVMValueRef dm = otc_lv_masked(r, d);
@@ -132,12 +102,35 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
     }
     default: {
         int act = otc_lv_act_of(nd);
-        if (act < 0) break;
         LLVMValueRef zero = konst(r, kb, 0.0);
-        LLVMValueRef x = act_reads(nd, "x") ? otc_lv_stored(r, in[0], e, kb) : zero;
-        LLVMValueRef y = act_reads(nd, "y") ? otc_lv_stored(r, id, e, kb) : zero;
-        LLVMValueRef d = otc_llvm_act_grad_call(&r->ir, act, nd->alpha, x, y);
-        add_grad(r, in[0], e, LLVMBuildFMul(B, g, d, ""), kb);
+        if (act >= 0) { /* through the activation's derivative function */
+            LLVMValueRef x = act_reads(nd, OTC_EX_X) ? otc_lv_stored(r, in[0], e, kb) : zero;
+            LLVMValueRef y = act_reads(nd, OTC_EX_Y) ? otc_lv_stored(r, id, e, kb) : zero;
+            LLVMValueRef d = otc_llvm_act_grad_call(&r->ir, act, nd->alpha, x, y);
+            add_grad(r, in[0], e, LLVMBuildFMul(B, g, d, ""), kb);
+            return;
+        }
+        if (!otc_op_map_expr(nd->op)) break;
+        /* An elementwise op: the incoming gradient times its derivative by each input. */
+        for (int i = 0; i < nd->n_inputs && i < 2; i++) {
+            const otc_expr *d = otc_op_grad_expr(nd->op, i);
+            if (!d || !needs_grad(r, in[i])) continue;
+            otc_llvm_leaves leaves = {
+                .x = otc_expr_reads(d, OTC_EX_X) ? otc_lv_stored(r, in[0], e, kb) : NULL,
+                .x1 = otc_expr_reads(d, OTC_EX_X1) ? otc_lv_stored(r, in[1], e, kb) : NULL,
+                .y = otc_expr_reads(d, OTC_EX_Y) ? otc_lv_stored(r, id, e, kb) : NULL,
+                .a = konst(r, kb, otc_node_param(nd)),
+                .mask = kb ? r->mask : NULL};
+            LLVMValueRef gi;
+            if (otc_expr_is_const(d, 1.0))
+                gi = g;
+            else if (otc_expr_is_const(d, -1.0))
+                gi = LLVMBuildFNeg(B, g, "");
+            else
+                gi = LLVMBuildFMul(B, g, otc_llvm_expr(&r->ir, d, kb ? r->vec : r->ir.f32, &leaves),
+                                   "");
+            add_grad(r, in[i], e, gi, kb);
+        }
         return;
     }
     }

@@ -1,0 +1,383 @@
+/* The scalar expression IR's queries and its evaluator: one point at a time (exactly, integer
+ * and bit operations included) or over arrays a chunk of elements per node, which is how the
+ * interpreter runs every elementwise op. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "otc/expr.h"
+
+static const struct {
+    const char *name;
+    int arity;
+    otc_ex_type type;
+} ops[OTC_EX_COUNT] = {
+    [OTC_EX_CONST] = {"const", 0, OTC_EX_FLOAT},
+    [OTC_EX_ICONST] = {"iconst", 0, OTC_EX_INT},
+    [OTC_EX_X] = {"x", 0, OTC_EX_FLOAT},
+    [OTC_EX_X1] = {"x1", 0, OTC_EX_FLOAT},
+    [OTC_EX_Y] = {"y", 0, OTC_EX_FLOAT},
+    [OTC_EX_A] = {"a", 0, OTC_EX_FLOAT},
+    [OTC_EX_NEG] = {"neg", 1, OTC_EX_FLOAT},
+    [OTC_EX_ABS] = {"abs", 1, OTC_EX_FLOAT},
+    [OTC_EX_EXP] = {"exp", 1, OTC_EX_FLOAT},
+    [OTC_EX_EXPM1] = {"expm1", 1, OTC_EX_FLOAT},
+    [OTC_EX_LOG] = {"log", 1, OTC_EX_FLOAT},
+    [OTC_EX_LOG1P] = {"log1p", 1, OTC_EX_FLOAT},
+    [OTC_EX_TANH] = {"tanh", 1, OTC_EX_FLOAT},
+    [OTC_EX_SIN] = {"sin", 1, OTC_EX_FLOAT},
+    [OTC_EX_COS] = {"cos", 1, OTC_EX_FLOAT},
+    [OTC_EX_ADD] = {"add", 2, OTC_EX_FLOAT},
+    [OTC_EX_SUB] = {"sub", 2, OTC_EX_FLOAT},
+    [OTC_EX_MUL] = {"mul", 2, OTC_EX_FLOAT},
+    [OTC_EX_DIV] = {"div", 2, OTC_EX_FLOAT},
+    [OTC_EX_MAX] = {"max", 2, OTC_EX_FLOAT},
+    [OTC_EX_COPYSIGN] = {"copysign", 2, OTC_EX_FLOAT},
+    [OTC_EX_FMA] = {"fma", 3, OTC_EX_FLOAT},
+    [OTC_EX_POLY] = {"poly", 1, OTC_EX_FLOAT},
+    [OTC_EX_LT] = {"lt", 2, OTC_EX_TRUTH},
+    [OTC_EX_GT] = {"gt", 2, OTC_EX_TRUTH},
+    [OTC_EX_EQ] = {"eq", 2, OTC_EX_TRUTH},
+    [OTC_EX_SELECT] = {"select", 3, OTC_EX_FLOAT},
+    [OTC_EX_F2I] = {"f2i", 1, OTC_EX_INT},
+    [OTC_EX_I2F] = {"i2f", 1, OTC_EX_FLOAT},
+    [OTC_EX_BITS] = {"bits", 1, OTC_EX_INT},
+    [OTC_EX_FROM_BITS] = {"from_bits", 1, OTC_EX_FLOAT},
+    [OTC_EX_IADD] = {"iadd", 2, OTC_EX_INT},
+    [OTC_EX_ISUB] = {"isub", 2, OTC_EX_INT},
+    [OTC_EX_IAND] = {"iand", 2, OTC_EX_INT},
+    [OTC_EX_IOR] = {"ior", 2, OTC_EX_INT},
+    [OTC_EX_SHL] = {"shl", 2, OTC_EX_INT},
+    [OTC_EX_LSHR] = {"lshr", 2, OTC_EX_INT},
+    [OTC_EX_INE] = {"ine", 2, OTC_EX_TRUTH},
+};
+_Static_assert(sizeof ops / sizeof ops[0] == OTC_EX_COUNT, "every expression op has its row");
+
+otc_ex_type otc_expr_type(const otc_expr *e) {
+    if (e->op == OTC_EX_SELECT) return otc_expr_type(e->b);
+    return ops[e->op].type;
+}
+
+int otc_expr_arity(otc_ex_op op) {
+    return (unsigned)op < OTC_EX_COUNT ? ops[op].arity : -1;
+}
+
+const char *otc_expr_op_name(otc_ex_op op) {
+    return (unsigned)op < OTC_EX_COUNT ? ops[op].name : "?";
+}
+
+bool otc_expr_reads(const otc_expr *e, otc_ex_op leaf) {
+    if (!e) return false;
+    if (e->op == leaf) return true;
+    return otc_expr_reads(e->a, leaf) || otc_expr_reads(e->b, leaf) || otc_expr_reads(e->c, leaf);
+}
+
+bool otc_expr_calls_math(const otc_expr *e) {
+    if (!e) return false;
+    if (e->op >= OTC_EX_EXP && e->op <= OTC_EX_COS) return true;
+    return otc_expr_calls_math(e->a) || otc_expr_calls_math(e->b) || otc_expr_calls_math(e->c);
+}
+
+bool otc_expr_is_const(const otc_expr *e, double k) {
+    return e && e->op == OTC_EX_CONST && e->k == k;
+}
+
+/* ---- one point ---- */
+
+typedef union {
+    float f;
+    uint32_t i; /* integers as their two's-complement bits: no signed overflow */
+    bool t;
+} value;
+
+/* float -> int32 truncating, defined everywhere: out of range and NaN give INT32_MIN, as
+ * the x86 conversion instruction does (the math trees guard what they convert). */
+static uint32_t to_int(float f) {
+    if (!(f > -2147483648.0f && f < 2147483648.0f)) return 0x80000000u;
+    return (uint32_t)(int32_t)f;
+}
+
+static value eval(const otc_expr *e, const otc_expr_env *env) {
+    value r = {0}, a = {0}, b = {0}, c = {0};
+    int n = ops[e->op].arity;
+    if (e->op == OTC_EX_SELECT) { /* only the taken arm: the other may be meaningless */
+        return eval(e->a, env).t ? eval(e->b, env) : eval(e->c, env);
+    }
+    if (n > 0) a = eval(e->a, env);
+    if (n > 1) b = eval(e->b, env);
+    if (n > 2) c = eval(e->c, env);
+    switch (e->op) {
+    case OTC_EX_CONST:
+        r.f = (float)e->k;
+        break;
+    case OTC_EX_ICONST:
+        r.i = (uint32_t)(int64_t)e->k;
+        break;
+    case OTC_EX_X:
+        r.f = env->x;
+        break;
+    case OTC_EX_X1:
+        r.f = env->x1;
+        break;
+    case OTC_EX_Y:
+        r.f = env->y;
+        break;
+    case OTC_EX_A:
+        r.f = env->a;
+        break;
+    case OTC_EX_NEG:
+        r.f = -a.f;
+        break;
+    case OTC_EX_ABS:
+        r.f = fabsf(a.f);
+        break;
+    case OTC_EX_EXP:
+        r.f = expf(a.f);
+        break;
+    case OTC_EX_EXPM1:
+        r.f = expm1f(a.f);
+        break;
+    case OTC_EX_LOG:
+        r.f = logf(a.f);
+        break;
+    case OTC_EX_LOG1P:
+        r.f = log1pf(a.f);
+        break;
+    case OTC_EX_TANH:
+        r.f = tanhf(a.f);
+        break;
+    case OTC_EX_SIN:
+        r.f = sinf(a.f);
+        break;
+    case OTC_EX_COS:
+        r.f = cosf(a.f);
+        break;
+    case OTC_EX_ADD:
+        r.f = a.f + b.f;
+        break;
+    case OTC_EX_SUB:
+        r.f = a.f - b.f;
+        break;
+    case OTC_EX_MUL:
+        r.f = a.f * b.f;
+        break;
+    case OTC_EX_DIV:
+        r.f = a.f / b.f;
+        break;
+    case OTC_EX_MAX:
+        r.f = a.f > b.f ? a.f : b.f;
+        break;
+    case OTC_EX_COPYSIGN:
+        r.f = copysignf(a.f, b.f);
+        break;
+    case OTC_EX_FMA:
+        r.f = fmaf(a.f, b.f, c.f);
+        break;
+    case OTC_EX_POLY:
+        r.f = (float)e->coef[0];
+        for (int i = 1; i < e->n; i++) r.f = fmaf(r.f, a.f, (float)e->coef[i]);
+        break;
+    case OTC_EX_LT:
+        r.t = a.f < b.f;
+        break;
+    case OTC_EX_GT:
+        r.t = a.f > b.f;
+        break;
+    case OTC_EX_EQ:
+        r.t = a.f == b.f;
+        break;
+    case OTC_EX_SELECT:
+        break; /* above */
+    case OTC_EX_F2I:
+        r.i = to_int(a.f);
+        break;
+    case OTC_EX_I2F:
+        r.f = (float)(int32_t)a.i;
+        break;
+    case OTC_EX_BITS:
+        memcpy(&r.i, &a.f, sizeof r.i);
+        break;
+    case OTC_EX_FROM_BITS:
+        memcpy(&r.f, &a.i, sizeof r.f);
+        break;
+    case OTC_EX_IADD:
+        r.i = a.i + b.i;
+        break;
+    case OTC_EX_ISUB:
+        r.i = a.i - b.i;
+        break;
+    case OTC_EX_IAND:
+        r.i = a.i & b.i;
+        break;
+    case OTC_EX_IOR:
+        r.i = a.i | b.i;
+        break;
+    case OTC_EX_SHL:
+        r.i = a.i << (b.i & 31);
+        break;
+    case OTC_EX_LSHR:
+        r.i = a.i >> (b.i & 31);
+        break;
+    case OTC_EX_INE:
+        r.t = a.i != b.i;
+        break;
+    case OTC_EX_COUNT:
+        break;
+    }
+    return r;
+}
+
+float otc_expr_eval(const otc_expr *e, const otc_expr_env *env) {
+    return eval(e, env).f;
+}
+
+/* ---- arrays, a chunk at a time: each node one tight loop over CHUNK elements ---- */
+
+enum { CHUNK = 64 };
+
+typedef struct {
+    const otc_expr_arrays *in;
+    size_t off, n;
+} chunk;
+
+/* Does e compute or read an integer? */
+static bool on_integers(const otc_expr *e) {
+    const otc_expr *operand[3] = {e->a, e->b, e->c};
+    if (otc_expr_type(e) == OTC_EX_INT) return true;
+    for (int i = 0; i < ops[e->op].arity; i++)
+        if (otc_expr_type(operand[i]) == OTC_EX_INT) return true;
+    return false;
+}
+
+#define MAP1(EXPR)                                                                                 \
+    do {                                                                                           \
+        for (size_t i = 0; i < n; i++) buf[i] = (EXPR);                                            \
+    } while (0)
+
+/* The n values of e for elements off .. off+n-1: a pointer into an input array or into buf.
+ * Truth values are 1.0f / 0.0f. */
+static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
+    const size_t n = ch->n;
+    switch (e->op) {
+    case OTC_EX_X:
+        return ch->in->x + ch->off;
+    case OTC_EX_X1:
+        return ch->in->x1 + ch->off;
+    case OTC_EX_Y:
+        return ch->in->y + ch->off;
+    case OTC_EX_CONST:
+        MAP1((float)e->k);
+        return buf;
+    case OTC_EX_A:
+        MAP1(ch->in->a);
+        return buf;
+    default:
+        break;
+    }
+    if (on_integers(e)) {
+        /* Integer work (only the math library's trees have it): point by point. */
+        const otc_expr_arrays *in = ch->in;
+        for (size_t i = 0; i < n; i++) {
+            size_t j = ch->off + i;
+            otc_expr_env env = {in->x ? in->x[j] : 0, in->x1 ? in->x1[j] : 0, in->y ? in->y[j] : 0,
+                                in->a};
+            value v = eval(e, &env);
+            buf[i] = ops[e->op].type == OTC_EX_TRUTH ? (v.t ? 1.0f : 0.0f) : v.f;
+        }
+        return buf;
+    }
+    float ta[CHUNK], tb[CHUNK], tc[CHUNK];
+    const int arity = ops[e->op].arity;
+    const float *a = arity > 0 ? eval_chunk(e->a, ch, ta) : NULL;
+    const float *b = arity > 1 ? eval_chunk(e->b, ch, tb) : NULL;
+    const float *c = arity > 2 ? eval_chunk(e->c, ch, tc) : NULL;
+    switch (e->op) {
+    case OTC_EX_NEG:
+        MAP1(-a[i]);
+        break;
+    case OTC_EX_ABS:
+        MAP1(fabsf(a[i]));
+        break;
+    case OTC_EX_EXP:
+        MAP1(expf(a[i]));
+        break;
+    case OTC_EX_EXPM1:
+        MAP1(expm1f(a[i]));
+        break;
+    case OTC_EX_LOG:
+        MAP1(logf(a[i]));
+        break;
+    case OTC_EX_LOG1P:
+        MAP1(log1pf(a[i]));
+        break;
+    case OTC_EX_TANH:
+        MAP1(tanhf(a[i]));
+        break;
+    case OTC_EX_SIN:
+        MAP1(sinf(a[i]));
+        break;
+    case OTC_EX_COS:
+        MAP1(cosf(a[i]));
+        break;
+    case OTC_EX_ADD:
+        MAP1(a[i] + b[i]);
+        break;
+    case OTC_EX_SUB:
+        MAP1(a[i] - b[i]);
+        break;
+    case OTC_EX_MUL:
+        MAP1(a[i] * b[i]);
+        break;
+    case OTC_EX_DIV:
+        MAP1(a[i] / b[i]);
+        break;
+    case OTC_EX_MAX:
+        MAP1(a[i] > b[i] ? a[i] : b[i]);
+        break;
+    case OTC_EX_COPYSIGN:
+        MAP1(copysignf(a[i], b[i]));
+        break;
+    case OTC_EX_FMA:
+        MAP1(fmaf(a[i], b[i], c[i]));
+        break;
+    case OTC_EX_POLY:
+        MAP1((float)e->coef[0]);
+        for (int k = 1; k < e->n; k++) MAP1(fmaf(buf[i], a[i], (float)e->coef[k]));
+        break;
+    case OTC_EX_LT:
+        MAP1(a[i] < b[i] ? 1.0f : 0.0f);
+        break;
+    case OTC_EX_GT:
+        MAP1(a[i] > b[i] ? 1.0f : 0.0f);
+        break;
+    case OTC_EX_EQ:
+        MAP1(a[i] == b[i] ? 1.0f : 0.0f);
+        break;
+    case OTC_EX_SELECT:
+        MAP1(a[i] != 0.0f ? b[i] : c[i]);
+        break;
+    default:
+        MAP1(0.0f);
+        break; /* leaves and integer ops are handled above */
+    }
+    return buf;
+}
+
+void otc_expr_eval_n(const otc_expr *e, const otc_expr_arrays *in, float *out, size_t n) {
+    float buf[CHUNK];
+    for (size_t off = 0; off < n; off += CHUNK) {
+        chunk ch = {in, off, n - off < CHUNK ? n - off : CHUNK};
+        const float *v = eval_chunk(e, &ch, buf);
+        memmove(out + off, v, ch.n * sizeof *out);
+    }
+}
+
+void otc_expr_accumulate_n(const otc_expr *e, const otc_expr_arrays *in, const float *g, float *acc,
+                           size_t n) {
+    float buf[CHUNK];
+    for (size_t off = 0; off < n; off += CHUNK) {
+        chunk ch = {in, off, n - off < CHUNK ? n - off : CHUNK};
+        const float *v = eval_chunk(e, &ch, buf);
+        for (size_t i = 0; i < ch.n; i++) acc[off + i] += g[off + i] * v[i];
+    }
+}
