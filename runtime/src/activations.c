@@ -1,8 +1,10 @@
 /* The activation table: each activation and its derivative once, as expression trees that the
  * interpreter evaluates and both renderers spell. */
+#include <pthread.h>
 #include <string.h>
 
 #include "otc/expr_spell.h"
+#include "op_table.h"
 #include "otc/ops.h"
 
 /* NEAT's steepened sigmoid 1/(1+exp(-4.9x)) (Stanley's choice: near-linear over [-1, 1]). */
@@ -50,4 +52,22 @@ int otc_act_from_name(const char *name) {
     for (int i = 0; i < OTC_ACT_COUNT; i++)
         if (!strcmp(acts[i].name, name)) return i;
     return -1;
+}
+
+static otc_expr_program programs[OTC_ACT_COUNT][2];
+static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+
+static void compile_programs(void) {
+    for (int a = 0; a < OTC_ACT_COUNT; a++) {
+        /* The trees are a few steps each: a failure here is a table bug the tests catch. */
+        if (!otc_expr_compile(acts[a].f, &programs[a][0])) programs[a][0].n = 0;
+        if (!otc_expr_compile(acts[a].df, &programs[a][1])) programs[a][1].n = 0;
+    }
+}
+
+const otc_expr_program *otc_act_program(int act, bool derivative) {
+    if (act < 0 || act >= OTC_ACT_COUNT) return NULL;
+    pthread_once(&compiled, compile_programs);
+    const otc_expr_program *p = &programs[act][derivative ? 1 : 0];
+    return p->n > 0 ? p : NULL;
 }

@@ -227,18 +227,89 @@ static value eval(const otc_expr *e, const otc_expr_env *env) {
     return r;
 }
 
-float otc_expr_eval(const otc_expr *e, const otc_expr_env *env) {
-    return eval(e, env).f;
+static bool truth(const otc_expr *e, const otc_expr_env *env);
+
+/* The float subset, lean (the interpreter's per-element path at batch 1); integer and bit
+ * work goes through eval. */
+static float evalf(const otc_expr *e, const otc_expr_env *env) {
+    switch (e->op) {
+    case OTC_EX_CONST:
+        return (float)e->k;
+    case OTC_EX_X:
+        return env->x;
+    case OTC_EX_X1:
+        return env->x1;
+    case OTC_EX_Y:
+        return env->y;
+    case OTC_EX_A:
+        return env->a;
+    case OTC_EX_NEG:
+        return -evalf(e->a, env);
+    case OTC_EX_ABS:
+        return fabsf(evalf(e->a, env));
+    case OTC_EX_EXP:
+        return expf(evalf(e->a, env));
+    case OTC_EX_EXPM1:
+        return expm1f(evalf(e->a, env));
+    case OTC_EX_LOG:
+        return logf(evalf(e->a, env));
+    case OTC_EX_LOG1P:
+        return log1pf(evalf(e->a, env));
+    case OTC_EX_TANH:
+        return tanhf(evalf(e->a, env));
+    case OTC_EX_SIN:
+        return sinf(evalf(e->a, env));
+    case OTC_EX_COS:
+        return cosf(evalf(e->a, env));
+    case OTC_EX_ADD:
+        return evalf(e->a, env) + evalf(e->b, env);
+    case OTC_EX_SUB:
+        return evalf(e->a, env) - evalf(e->b, env);
+    case OTC_EX_MUL:
+        return evalf(e->a, env) * evalf(e->b, env);
+    case OTC_EX_DIV:
+        return evalf(e->a, env) / evalf(e->b, env);
+    case OTC_EX_MAX: {
+        float a = evalf(e->a, env), b = evalf(e->b, env);
+        return a > b ? a : b;
+    }
+    case OTC_EX_SELECT:
+        return truth(e->a, env) ? evalf(e->b, env) : evalf(e->c, env);
+    default:
+        return eval(e, env).f;
+    }
 }
 
-/* ---- arrays, a chunk at a time: each node one tight loop over CHUNK elements ---- */
+static bool truth(const otc_expr *e, const otc_expr_env *env) {
+    switch (e->op) {
+    case OTC_EX_LT:
+        return evalf(e->a, env) < evalf(e->b, env);
+    case OTC_EX_GT:
+        return evalf(e->a, env) > evalf(e->b, env);
+    case OTC_EX_EQ:
+        return evalf(e->a, env) == evalf(e->b, env);
+    default:
+        return eval(e, env).t;
+    }
+}
+
+float otc_expr_eval(const otc_expr *e, const otc_expr_env *env) {
+    return evalf(e, env);
+}
+
+/* ---- arrays: a tree flattened into steps once, each step one tight loop over a chunk ---- */
 
 enum { CHUNK = 64 };
 
-typedef struct {
-    const otc_expr_arrays *in;
-    size_t off, n;
-} chunk;
+/* Operand kinds of a step. */
+enum { IN_REG, IN_CONST, IN_PARAM };
+/* Registers 0, 1, 2 are the leaves x, x1, y (pointers into the arrays); step i writes
+ * register FIRST_STEP_REG + i. */
+enum { REG_X, REG_X1, REG_Y, FIRST_STEP_REG };
+/* Steps beyond the tree's ops: a subtree evaluated point by point (integer and bit work),
+ * and a copy of a leaf (a tree that is just x). */
+#define OP_POINT OTC_EX_COUNT
+#define OP_COPY  (OTC_EX_COUNT + 1)
 
 /* Does e compute or read an integer? */
 static bool on_integers(const otc_expr *e) {
@@ -249,135 +320,263 @@ static bool on_integers(const otc_expr *e) {
     return false;
 }
 
-#define MAP1(EXPR)                                                                                 \
-    do {                                                                                           \
-        for (size_t i = 0; i < n; i++) buf[i] = (EXPR);                                            \
-    } while (0)
+static int add_step(otc_expr_program *p, otc_expr_step st) {
+    if (p->n >= OTC_EXPR_MAX_STEPS) return -1;
+    p->step[p->n] = st;
+    return FIRST_STEP_REG + p->n++;
+}
 
-/* The n values of e for elements off .. off+n-1: a pointer into an input array or into buf.
- * Truth values are 1.0f / 0.0f. */
-static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
-    const size_t n = ch->n;
+/* Appends the steps computing e; returns its register, or -1 when the program is full. For a
+ * constant or the parameter sets *kind instead (the parent takes it as a scalar operand). */
+static int flatten(otc_expr_program *p, const otc_expr *e, int *kind, float *k);
+
+/* An operand as a register (materialising a scalar when the step cannot take one). */
+static int operand_reg(otc_expr_program *p, const otc_expr *e) {
+    int kind = IN_REG;
+    float k = 0.0f;
+    int r = flatten(p, e, &kind, &k);
+    if (kind == IN_REG) return r;
+    otc_expr_step fill = {.op = OTC_EX_CONST, .kind_a = (unsigned char)kind, .k_a = k};
+    return add_step(p, fill);
+}
+
+static int flatten(otc_expr_program *p, const otc_expr *e, int *kind, float *k) {
+    *kind = IN_REG;
     switch (e->op) {
     case OTC_EX_X:
-        return ch->in->x + ch->off;
+        return REG_X;
     case OTC_EX_X1:
-        return ch->in->x1 + ch->off;
+        return REG_X1;
     case OTC_EX_Y:
-        return ch->in->y + ch->off;
+        return REG_Y;
     case OTC_EX_CONST:
-        MAP1((float)e->k);
-        return buf;
+        *kind = IN_CONST, *k = (float)e->k;
+        return 0;
     case OTC_EX_A:
-        MAP1(ch->in->a);
-        return buf;
+        *kind = IN_PARAM;
+        return 0;
     default:
         break;
     }
-    if (on_integers(e)) {
-        /* Integer work (only the math library's trees have it): point by point. */
-        const otc_expr_arrays *in = ch->in;
-        for (size_t i = 0; i < n; i++) {
-            size_t j = ch->off + i;
-            otc_expr_env env = {in->x ? in->x[j] : 0, in->x1 ? in->x1[j] : 0, in->y ? in->y[j] : 0,
-                                in->a};
-            value v = eval(e, &env);
-            buf[i] = ops[e->op].type == OTC_EX_TRUTH ? (v.t ? 1.0f : 0.0f) : v.f;
-        }
-        return buf;
-    }
-    float ta[CHUNK], tb[CHUNK], tc[CHUNK];
+    if (on_integers(e)) return add_step(p, (otc_expr_step){.op = OP_POINT, .point = e});
+    otc_expr_step st = {.op = (unsigned char)e->op, .point = e};
     const int arity = ops[e->op].arity;
-    const float *a = arity > 0 ? eval_chunk(e->a, ch, ta) : NULL;
-    const float *b = arity > 1 ? eval_chunk(e->b, ch, tb) : NULL;
-    const float *c = arity > 2 ? eval_chunk(e->c, ch, tc) : NULL;
-    switch (e->op) {
-    case OTC_EX_NEG:
-        MAP1(-a[i]);
-        break;
-    case OTC_EX_ABS:
-        MAP1(fabsf(a[i]));
-        break;
-    case OTC_EX_EXP:
-        MAP1(expf(a[i]));
-        break;
-    case OTC_EX_EXPM1:
-        MAP1(expm1f(a[i]));
-        break;
-    case OTC_EX_LOG:
-        MAP1(logf(a[i]));
-        break;
-    case OTC_EX_LOG1P:
-        MAP1(log1pf(a[i]));
-        break;
-    case OTC_EX_TANH:
-        MAP1(tanhf(a[i]));
-        break;
-    case OTC_EX_SIN:
-        MAP1(sinf(a[i]));
-        break;
-    case OTC_EX_COS:
-        MAP1(cosf(a[i]));
-        break;
-    case OTC_EX_ADD:
-        MAP1(a[i] + b[i]);
-        break;
-    case OTC_EX_SUB:
-        MAP1(a[i] - b[i]);
-        break;
-    case OTC_EX_MUL:
-        MAP1(a[i] * b[i]);
-        break;
-    case OTC_EX_DIV:
-        MAP1(a[i] / b[i]);
-        break;
-    case OTC_EX_MAX:
-        MAP1(a[i] > b[i] ? a[i] : b[i]);
-        break;
-    case OTC_EX_COPYSIGN:
-        MAP1(copysignf(a[i], b[i]));
-        break;
-    case OTC_EX_FMA:
-        MAP1(fmaf(a[i], b[i], c[i]));
-        break;
-    case OTC_EX_POLY:
-        MAP1((float)e->coef[0]);
-        for (int k = 1; k < e->n; k++) MAP1(fmaf(buf[i], a[i], (float)e->coef[k]));
-        break;
-    case OTC_EX_LT:
-        MAP1(a[i] < b[i] ? 1.0f : 0.0f);
-        break;
-    case OTC_EX_GT:
-        MAP1(a[i] > b[i] ? 1.0f : 0.0f);
-        break;
-    case OTC_EX_EQ:
-        MAP1(a[i] == b[i] ? 1.0f : 0.0f);
-        break;
-    case OTC_EX_SELECT:
-        MAP1(a[i] != 0.0f ? b[i] : c[i]);
-        break;
-    default:
-        MAP1(0.0f);
-        break; /* leaves and integer ops are handled above */
+    if (arity == 2) { /* one operand may stay a scalar */
+        int ka, kb;
+        float va = 0.0f, vb = 0.0f;
+        int ra = flatten(p, e->a, &ka, &va);
+        int rb = flatten(p, e->b, &kb, &vb);
+        if (ka != IN_REG && kb != IN_REG) {
+            otc_expr_step fill = {.op = OTC_EX_CONST, .kind_a = (unsigned char)ka, .k_a = va};
+            ra = add_step(p, fill), ka = IN_REG;
+        }
+        if (ra < 0 || rb < 0) return -1;
+        st.a = (unsigned char)ra, st.b = (unsigned char)rb;
+        st.kind_a = (unsigned char)ka, st.kind_b = (unsigned char)kb;
+        st.k_a = va, st.k_b = vb;
+    } else {
+        const otc_expr *operand[3] = {e->a, e->b, e->c};
+        unsigned char *reg[3] = {&st.a, &st.b, &st.c};
+        for (int i = 0; i < arity; i++) {
+            int r = operand_reg(p, operand[i]);
+            if (r < 0) return -1;
+            *reg[i] = (unsigned char)r;
+        }
     }
-    return buf;
+    return add_step(p, st);
+}
+
+bool otc_expr_compile(const otc_expr *e, otc_expr_program *p) {
+    memset(p, 0, sizeof *p);
+    p->root = e;
+    int kind;
+    float k = 0.0f;
+    int r = flatten(p, e, &kind, &k);
+    if (r < 0) return false;
+    if (kind != IN_REG || r < FIRST_STEP_REG) { /* a bare leaf: copy it */
+        otc_expr_step st = {.op = OTC_EX_CONST, .kind_a = (unsigned char)kind, .k_a = k};
+        if (kind == IN_REG) st = (otc_expr_step){.op = OP_COPY, .a = (unsigned char)r};
+        if (add_step(p, st) < 0) return false;
+    }
+    return true;
+}
+
+#define MAP1(EXPR)                                                                                 \
+    do {                                                                                           \
+        for (size_t i = 0; i < n; i++) d[i] = (EXPR);                                              \
+    } while (0)
+/* A binary step: register operands, or one of them a scalar. */
+#define BIN(OP)                                                                                    \
+    do {                                                                                           \
+        if (st->kind_a != IN_REG)                                                                  \
+            MAP1(ka OP b[i]);                                                                      \
+        else if (st->kind_b != IN_REG)                                                             \
+            MAP1(a[i] OP kb);                                                                      \
+        else                                                                                       \
+            MAP1(a[i] OP b[i]);                                                                    \
+    } while (0)
+#define CMP(OP)                                                                                    \
+    do {                                                                                           \
+        if (st->kind_a != IN_REG)                                                                  \
+            MAP1(ka OP b[i] ? 1.0f : 0.0f);                                                        \
+        else if (st->kind_b != IN_REG)                                                             \
+            MAP1(a[i] OP kb ? 1.0f : 0.0f);                                                        \
+        else                                                                                       \
+            MAP1(a[i] OP b[i] ? 1.0f : 0.0f);                                                      \
+    } while (0)
+
+/* The program over elements off .. off+n-1 (n <= CHUNK); returns the result's values. */
+static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *in, size_t off,
+                              size_t n, float (*regs)[CHUNK]) {
+    const float *reg[FIRST_STEP_REG + OTC_EXPR_MAX_STEPS];
+    reg[REG_X] = in->x ? in->x + off : NULL;
+    reg[REG_X1] = in->x1 ? in->x1 + off : NULL;
+    reg[REG_Y] = in->y ? in->y + off : NULL;
+    for (int s = 0; s < p->n; s++) {
+        const otc_expr_step *st = &p->step[s];
+        float *d = regs[s];
+        const float *a = reg[st->a], *b = reg[st->b], *c = reg[st->c];
+        const float ka = st->kind_a == IN_PARAM ? in->a : st->k_a;
+        const float kb = st->kind_b == IN_PARAM ? in->a : st->k_b;
+        switch (st->op) {
+        case OTC_EX_CONST:
+            MAP1(ka);
+            break;
+        case OTC_EX_NEG:
+            MAP1(-a[i]);
+            break;
+        case OTC_EX_ABS:
+            MAP1(fabsf(a[i]));
+            break;
+        case OTC_EX_EXP:
+            MAP1(expf(a[i]));
+            break;
+        case OTC_EX_EXPM1:
+            MAP1(expm1f(a[i]));
+            break;
+        case OTC_EX_LOG:
+            MAP1(logf(a[i]));
+            break;
+        case OTC_EX_LOG1P:
+            MAP1(log1pf(a[i]));
+            break;
+        case OTC_EX_TANH:
+            MAP1(tanhf(a[i]));
+            break;
+        case OTC_EX_SIN:
+            MAP1(sinf(a[i]));
+            break;
+        case OTC_EX_COS:
+            MAP1(cosf(a[i]));
+            break;
+        case OTC_EX_ADD:
+            BIN(+);
+            break;
+        case OTC_EX_SUB:
+            BIN(-);
+            break;
+        case OTC_EX_MUL:
+            BIN(*);
+            break;
+        case OTC_EX_DIV:
+            BIN(/);
+            break;
+        case OTC_EX_MAX:
+            if (st->kind_a != IN_REG)
+                MAP1(ka > b[i] ? ka : b[i]);
+            else if (st->kind_b != IN_REG)
+                MAP1(a[i] > kb ? a[i] : kb);
+            else
+                MAP1(a[i] > b[i] ? a[i] : b[i]);
+            break;
+        case OTC_EX_COPYSIGN:
+            if (st->kind_a != IN_REG)
+                MAP1(copysignf(ka, b[i]));
+            else if (st->kind_b != IN_REG)
+                MAP1(copysignf(a[i], kb));
+            else
+                MAP1(copysignf(a[i], b[i]));
+            break;
+        case OTC_EX_FMA:
+            MAP1(fmaf(a[i], b[i], c[i]));
+            break;
+        case OTC_EX_POLY: {
+            const otc_expr *e = st->point;
+            MAP1((float)e->coef[0]);
+            for (int j = 1; j < e->n; j++) MAP1(fmaf(d[i], a[i], (float)e->coef[j]));
+            break;
+        }
+        case OTC_EX_LT:
+            CMP(<);
+            break;
+        case OTC_EX_GT:
+            CMP(>);
+            break;
+        case OTC_EX_EQ:
+            CMP(==);
+            break;
+        case OTC_EX_SELECT:
+            MAP1(a[i] != 0.0f ? b[i] : c[i]);
+            break;
+        case OP_POINT:
+            for (size_t i = 0; i < n; i++) {
+                size_t j = off + i;
+                otc_expr_env env = {in->x ? in->x[j] : 0.0f, in->x1 ? in->x1[j] : 0.0f,
+                                    in->y ? in->y[j] : 0.0f, in->a};
+                value v = eval(st->point, &env);
+                d[i] = otc_expr_type(st->point) == OTC_EX_TRUTH ? (v.t ? 1.0f : 0.0f) : v.f;
+            }
+            break;
+        case OP_COPY:
+            MAP1(a[i]);
+            break;
+        default:
+            MAP1(0.0f);
+            break; /* integer ops run inside OP_POINT steps */
+        }
+        reg[FIRST_STEP_REG + s] = d;
+    }
+    return reg[FIRST_STEP_REG + p->n - 1];
+}
+
+void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float *out, size_t n) {
+    if (n == 1) { /* one element (NEAT's batch of one): the tree itself is quicker */
+        const otc_expr *root = p->root;
+        out[0] = evalf(root, &(otc_expr_env){in->x ? in->x[0] : 0.0f, in->x1 ? in->x1[0] : 0.0f,
+                                             in->y ? in->y[0] : 0.0f, in->a});
+        return;
+    }
+    float regs[OTC_EXPR_MAX_STEPS][CHUNK];
+    for (size_t off = 0; off < n; off += CHUNK) {
+        size_t m = n - off < CHUNK ? n - off : CHUNK;
+        memmove(out + off, run_chunk(p, in, off, m, regs), m * sizeof *out);
+    }
+}
+
+void otc_expr_run_accumulate_n(const otc_expr_program *p, const otc_expr_arrays *in, const float *g,
+                               float *acc, size_t n) {
+    if (n == 1) {
+        acc[0] += g[0] *
+                  evalf(p->root, &(otc_expr_env){in->x ? in->x[0] : 0.0f, in->x1 ? in->x1[0] : 0.0f,
+                                                 in->y ? in->y[0] : 0.0f, in->a});
+        return;
+    }
+    float regs[OTC_EXPR_MAX_STEPS][CHUNK];
+    for (size_t off = 0; off < n; off += CHUNK) {
+        size_t m = n - off < CHUNK ? n - off : CHUNK;
+        const float *v = run_chunk(p, in, off, m, regs);
+        for (size_t i = 0; i < m; i++) acc[off + i] += g[off + i] * v[i];
+    }
 }
 
 void otc_expr_eval_n(const otc_expr *e, const otc_expr_arrays *in, float *out, size_t n) {
-    float buf[CHUNK];
-    for (size_t off = 0; off < n; off += CHUNK) {
-        chunk ch = {in, off, n - off < CHUNK ? n - off : CHUNK};
-        const float *v = eval_chunk(e, &ch, buf);
-        memmove(out + off, v, ch.n * sizeof *out);
+    otc_expr_program p;
+    if (otc_expr_compile(e, &p)) {
+        otc_expr_run_n(&p, in, out, n);
+        return;
     }
-}
-
-void otc_expr_accumulate_n(const otc_expr *e, const otc_expr_arrays *in, const float *g, float *acc,
-                           size_t n) {
-    float buf[CHUNK];
-    for (size_t off = 0; off < n; off += CHUNK) {
-        chunk ch = {in, off, n - off < CHUNK ? n - off : CHUNK};
-        const float *v = eval_chunk(e, &ch, buf);
-        for (size_t i = 0; i < ch.n; i++) acc[off + i] += g[off + i] * v[i];
-    }
+    for (size_t i = 0; i < n; i++) /* too large a tree for a program */
+        out[i] =
+            otc_expr_eval(e, &(otc_expr_env){in->x ? in->x[i] : 0.0f, in->x1 ? in->x1[i] : 0.0f,
+                                             in->y ? in->y[i] : 0.0f, in->a});
 }

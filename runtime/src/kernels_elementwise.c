@@ -17,10 +17,10 @@ static otc_expr_arrays leaves(const otc_kernel_args *a) {
 }
 
 otc_status otc_fwd_map(const otc_kernel_args *a) {
-    const otc_expr *value = otc_op_map_expr(a->node->op);
+    const otc_expr_program *value = otc_op_program(a->node->op, -1);
     if (!value) return otc_fail(OTC_ERR_ARG, "op %d is not elementwise", (int)a->node->op);
     otc_expr_arrays in = leaves(a);
-    otc_expr_eval_n(value, &in, a->out, out_size(a));
+    otc_expr_run_n(value, &in, a->out, out_size(a));
     return OTC_OK;
 }
 
@@ -29,8 +29,8 @@ otc_status otc_fwd_map(const otc_kernel_args *a) {
 void otc_bwd_map(const otc_kernel_args *a) {
     otc_expr_arrays in = leaves(a);
     for (int i = 0; i < a->n_in && i < 2; i++) {
-        const otc_expr *d = otc_op_grad_expr(a->node->op, i);
+        const otc_expr_program *d = otc_op_program(a->node->op, i);
         if (d && a->in_grad[i])
-            otc_expr_accumulate_n(d, &in, a->out_grad, a->in_grad[i], out_size(a));
+            otc_expr_run_accumulate_n(d, &in, a->out_grad, a->in_grad[i], out_size(a));
     }
 }

@@ -1,5 +1,6 @@
 /* The op table: every op described once — name, arity, kind, shape rule and interpreter
  * kernels. The compiler reads the public part (otc_op_get); the interpreter the rest. */
+#include <pthread.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -107,4 +108,25 @@ const otc_expr *otc_op_grad_expr(otc_op op, int input) {
     if (!info || input < 0 || input >= 2) return NULL;
     if (info->act >= 0) return input == 0 ? otc_act_get((otc_act)info->act)->df : NULL;
     return info->d[input];
+}
+
+/* [op][0]: the value, [op][1 + i]: the derivative by input i (elementwise ops with trees). */
+static otc_expr_program programs[OTC_OP_COUNT][3];
+static pthread_once_t compiled = PTHREAD_ONCE_INIT;
+
+static void compile_programs(void) {
+    for (int op = 0; op < OTC_OP_COUNT; op++) {
+        const otc_expr *tree[3] = {defs[op].info.map, defs[op].info.d[0], defs[op].info.d[1]};
+        for (int i = 0; i < 3; i++)
+            if (!tree[i] || !otc_expr_compile(tree[i], &programs[op][i])) programs[op][i].n = 0;
+    }
+}
+
+const otc_expr_program *otc_op_program(otc_op op, int which) {
+    const otc_op_info *info = otc_op_get(op);
+    if (!info || which < -1 || which > 1) return NULL;
+    if (info->act >= 0) return which <= 0 ? otc_act_program(info->act, which == 0) : NULL;
+    pthread_once(&compiled, compile_programs);
+    const otc_expr_program *p = &programs[op][which + 1];
+    return p->n > 0 ? p : NULL;
 }

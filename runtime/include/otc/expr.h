@@ -94,8 +94,29 @@ typedef struct {
 
 /* out[i] = e at element i, for n elements (out may alias an input). */
 void otc_expr_eval_n(const otc_expr *e, const otc_expr_arrays *in, float *out, size_t n);
-/* acc[i] += g[i] * e at element i (a gradient contribution). */
-void otc_expr_accumulate_n(const otc_expr *e, const otc_expr_arrays *in, const float *g, float *acc,
-                           size_t n);
+
+/* A tree flattened once into steps, each a tight loop over a chunk of elements: the form the
+ * interpreter runs (the op tables compile their trees on first use). */
+enum { OTC_EXPR_MAX_STEPS = 40 };
+typedef struct {
+    unsigned char op;             /* an otc_ex_op, or a step of expr.c's own */
+    unsigned char a, b, c;        /* operand registers */
+    unsigned char kind_a, kind_b; /* a register, a constant (k_a, k_b) or the parameter */
+    float k_a, k_b;
+    const otc_expr *point; /* the node (POLY's coefficients; integer subtrees) */
+} otc_expr_step;
+typedef struct {
+    const otc_expr *root; /* the tree (a single element is evaluated on it directly) */
+    int n;
+    otc_expr_step step[OTC_EXPR_MAX_STEPS];
+} otc_expr_program;
+
+/* False when e needs more than OTC_EXPR_MAX_STEPS steps. */
+bool otc_expr_compile(const otc_expr *e, otc_expr_program *p);
+/* out[i] = the program at element i (out may alias an input). */
+void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float *out, size_t n);
+/* acc[i] += g[i] * the program at element i (a gradient contribution). */
+void otc_expr_run_accumulate_n(const otc_expr_program *p, const otc_expr_arrays *in, const float *g,
+                               float *acc, size_t n);
 
 #endif
