@@ -419,3 +419,32 @@ BACKEND_TEST(exec_delay_state) {
     otc_exec_free(ex);
     otc_graph_free(g);
 }
+
+/* value(loss) after a forward, with the loss named when the executor is made (jit.h: the
+ * forward then runs the training plan), and an output the loss does not read. By hand:
+ * y = 2x, loss = mean((x - t)^2) = ((1 - 0)^2 + (2 - 4)^2) / 2 = 2.5. */
+BACKEND_TEST(exec_loss_after_forward) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, 1));
+    const float wv[1] = {1};
+    otc_id w = otc_param(g, "w", otc_shape_2d(1, 1), wv);
+    otc_id p = otc_matmul(g, x, w);
+    otc_id loss = otc_mse(g, p, t);
+    otc_id y = otc_scale(g, x, 2.0f);
+    REQUIRE(otc_graph_mark_output(g, y) == OTC_OK);
+    otc_executor *ex = bk_new(k, g, &(bk_options){.loss = loss});
+    REQUIRE_EX(ex);
+    const float xs[2] = {1, 2}, ts[2] = {0, 4};
+    REQUIRE(otc_exec_set_input(ex, x, xs, 2) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, t, ts, 2) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *v;
+    REQUIRE(otc_exec_value(ex, y, &v, NULL) == OTC_OK);
+    CHECK(v[0] == 2 && v[1] == 4);
+    otc_status st = otc_exec_value(ex, loss, &v, NULL);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (st == OTC_OK) CHECK_NEAR(v[0], 2.5, 1e-6);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
