@@ -448,3 +448,174 @@ BACKEND_TEST(exec_loss_after_forward) {
     otc_exec_free(ex);
     otc_graph_free(g);
 }
+
+/* Every op the compilers lower, forward, against values computed here in double from the
+ * ops' definitions: elementwise arithmetic, all activations, matmul, row broadcast, concat,
+ * slice, select (of a reshape), softmax, log_softmax, sum and mean, the three losses (each
+ * broadcast to a per-sample output, which compiled outputs must be) and a steep-sigmoid
+ * neuron. Inputs x, z [2,4]; tolerance 2e-5 relative (the compilers' own exp/tanh/log). */
+enum { OPS_B = 2, OPS_N = 4, OPS_MAX = 40 };
+static const double ops_x[OPS_B][OPS_N] = {{0.5, -1.2, 2.0, -0.3}, {1.1, 0.4, -0.7, 1.6}};
+static const double ops_z[OPS_B][OPS_N] = {{1.5, 0.8, -2.0, 0.6}, {-0.9, 2.5, 1.3, -1.1}};
+static const double ops_w[OPS_N][3] = {
+    {0.2, -0.5, 1.0}, {0.7, 0.1, -0.3}, {-1.1, 0.4, 0.6}, {0.3, 0.9, -0.8}};
+static const float ops_labels[OPS_B] = {2, 0};
+
+static double sigm(double v) {
+    return 1.0 / (1.0 + exp(-v));
+}
+
+static double act_ref(otc_op op, double v) {
+    switch (op) {
+    case OTC_OP_SIGMOID:
+        return sigm(v);
+    case OTC_OP_TANH:
+        return tanh(v);
+    case OTC_OP_RELU:
+        return v > 0 ? v : 0;
+    case OTC_OP_LEAKY_RELU:
+        return v > 0 ? v : 0.1 * v;
+    case OTC_OP_SOFTPLUS:
+        return log1p(exp(v));
+    case OTC_OP_ELU:
+        return v > 0 ? v : 0.8 * expm1(v);
+    case OTC_OP_GAUSSIAN:
+        return exp(-v * v);
+    case OTC_OP_SIN:
+        return sin(v);
+    case OTC_OP_ABS:
+        return fabs(v);
+    default:
+        return v; /* identity */
+    }
+}
+
+/* log(sum(exp(row))) of a row of x. */
+static double ops_lse(int b) {
+    double s = 0;
+    for (int e = 0; e < OPS_N; e++) s += exp(ops_x[b][e]);
+    return log(s);
+}
+
+typedef struct {
+    otc_id id;
+    int width;
+    double want[OPS_B][2 * OPS_N];
+} ops_out;
+
+static ops_out *ops_add(ops_out *outs, int *n, otc_id id, int width) {
+    ops_out *o = &outs[(*n)++];
+    o->id = id;
+    o->width = width;
+    return o;
+}
+
+BACKEND_TEST(exec_ops_forward) {
+    static ops_out outs[OPS_MAX];
+    int n = 0;
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, OPS_N));
+    otc_id z = otc_input(g, "z", otc_shape_2d(OTC_BATCH, OPS_N));
+    otc_id lab = otc_input(g, "labels", otc_shape_1d(OTC_BATCH));
+    float wf[OPS_N * 3], bf[OPS_N] = {0.25f, -0.5f, 1.5f, 2.0f};
+    for (int i = 0; i < OPS_N * 3; i++) wf[i] = (float)ops_w[i / 3][i % 3];
+    otc_id W = otc_param(g, "W", otc_shape_2d(OPS_N, 3), wf);
+    otc_id bias = otc_param(g, "bias", otc_shape_1d(OPS_N), bf);
+    otc_id col = otc_slice(g, x, 1, 0, 1); /* [B,1]: the shape scalars are broadcast to */
+    double sum = 0, mse = 0, bce = 0, ce = 0;
+    for (int b = 0; b < OPS_B; b++) {
+        for (int e = 0; e < OPS_N; e++) {
+            double d = ops_x[b][e] - ops_z[b][e], p = sigm(ops_x[b][e]), t = sigm(ops_z[b][e]);
+            sum += ops_x[b][e];
+            mse += d * d / (OPS_B * OPS_N);
+            bce -= (t * log(p) + (1 - t) * log(1 - p)) / (OPS_B * OPS_N);
+        }
+        ce += (ops_lse(b) - ops_x[b][(int)ops_labels[b]]) / OPS_B;
+    }
+    otc_id ew[7] = {otc_add(g, x, z), otc_sub(g, x, z),      otc_mul(g, x, z), otc_div(g, x, z),
+                    otc_neg(g, x),    otc_scale(g, x, 0.7f), otc_detach(g, x)};
+    for (int i = 0; i < 7; i++) {
+        ops_out *o = ops_add(outs, &n, ew[i], OPS_N);
+        for (int b = 0; b < OPS_B; b++)
+            for (int e = 0; e < OPS_N; e++) {
+                double a = ops_x[b][e], c = ops_z[b][e];
+                const double r[7] = {a + c, a - c, a * c, a / c, -a, 0.7 * a, a};
+                o->want[b][e] = r[i];
+            }
+    }
+    for (otc_op op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++) {
+        float alpha = op == OTC_OP_LEAKY_RELU ? 0.1f : op == OTC_OP_ELU ? 0.8f : 0.0f;
+        ops_out *o = ops_add(outs, &n, otc_activation(g, op, x, alpha), OPS_N);
+        for (int b = 0; b < OPS_B; b++)
+            for (int e = 0; e < OPS_N; e++) o->want[b][e] = act_ref(op, ops_x[b][e]);
+    }
+    ops_out *o = ops_add(outs, &n, otc_matmul(g, x, W), 3);
+    for (int b = 0; b < OPS_B; b++)
+        for (int j = 0; j < 3; j++) {
+            o->want[b][j] = 0;
+            for (int e = 0; e < OPS_N; e++) o->want[b][j] += ops_x[b][e] * ops_w[e][j];
+        }
+    o = ops_add(outs, &n, otc_row_broadcast(g, bias, x), OPS_N);
+    for (int b = 0; b < OPS_B; b++)
+        for (int e = 0; e < OPS_N; e++) o->want[b][e] = bf[e];
+    o = ops_add(outs, &n, otc_concat(g, 2, (otc_id[]){x, z}, 1), 2 * OPS_N);
+    for (int b = 0; b < OPS_B; b++)
+        for (int e = 0; e < 2 * OPS_N; e++)
+            o->want[b][e] = e < OPS_N ? ops_x[b][e] : ops_z[b][e - OPS_N];
+    o = ops_add(outs, &n, otc_slice(g, x, 1, 1, 2), 2);
+    for (int b = 0; b < OPS_B; b++)
+        for (int e = 0; e < 2; e++) o->want[b][e] = ops_x[b][1 + e];
+    otc_id x3 = otc_reshape(g, x, otc_shape_make(3, (int[]){OTC_BATCH, 2, 2}));
+    o = ops_add(outs, &n, otc_select(g, x3, 1, 1), 2);
+    for (int b = 0; b < OPS_B; b++)
+        for (int e = 0; e < 2; e++) o->want[b][e] = ops_x[b][2 + e];
+    o = ops_add(outs, &n, otc_softmax(g, x), OPS_N);
+    ops_out *ol = ops_add(outs, &n, otc_log_softmax(g, x), OPS_N);
+    for (int b = 0; b < OPS_B; b++)
+        for (int e = 0; e < OPS_N; e++) {
+            ol->want[b][e] = ops_x[b][e] - ops_lse(b);
+            o->want[b][e] = exp(ol->want[b][e]);
+        }
+    otc_id scalars[5] = {otc_sum(g, x), otc_mean(g, x), otc_mse(g, x, z),
+                         otc_bce(g, otc_activation(g, OTC_OP_SIGMOID, x, 0),
+                                 otc_activation(g, OTC_OP_SIGMOID, z, 0)),
+                         otc_softmax_ce(g, x, lab)};
+    const double sref[5] = {sum, sum / (OPS_B * OPS_N), mse, bce, ce};
+    for (int i = 0; i < 5; i++) {
+        otc_id s1 = otc_reshape(g, scalars[i], otc_shape_1d(1));
+        o = ops_add(outs, &n, otc_row_broadcast(g, s1, col), 1);
+        for (int b = 0; b < OPS_B; b++) o->want[b][0] = sref[i];
+    }
+    /* steep_sigmoid(0.3 + 1.5 * (0.8 x0 - 0.6 x3)) */
+    otc_id nrn = otc_neuron(g, "n", OTC_ACT_STEEP_SIGMOID, 0.3f, 1.5f, 2, (otc_id[]){x, x},
+                            (int[]){0, 3}, (float[]){0.8f, -0.6f});
+    o = ops_add(outs, &n, nrn, 1);
+    for (int b = 0; b < OPS_B; b++)
+        o->want[b][0] = sigm(4.9 * (0.3 + 1.5 * (0.8 * ops_x[b][0] - 0.6 * ops_x[b][3])));
+    for (int i = 0; i < n; i++) REQUIRE(otc_graph_mark_output(g, outs[i].id) == OTC_OK);
+    otc_executor *ex = bk_new(k, g, &(bk_options){.inference = true, .loss = -1});
+    REQUIRE_EX(ex);
+    float xf[OPS_B * OPS_N], zf[OPS_B * OPS_N];
+    for (int i = 0; i < OPS_B * OPS_N; i++) {
+        xf[i] = (float)ops_x[i / OPS_N][i % OPS_N];
+        zf[i] = (float)ops_z[i / OPS_N][i % OPS_N];
+    }
+    REQUIRE(otc_exec_set_input(ex, x, xf, OPS_B) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, z, zf, OPS_B) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, lab, ops_labels, OPS_B) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    for (int i = 0; i < n; i++) {
+        const float *v;
+        REQUIRE(otc_exec_value(ex, outs[i].id, &v, NULL) == OTC_OK);
+        const char *op = otc_op_get(otc_graph_node(g, outs[i].id)->op)->name;
+        for (int b = 0; b < OPS_B; b++)
+            for (int e = 0; e < outs[i].width; e++) {
+                double want = outs[i].want[b][e];
+                CHECK_MSG(fabs(v[b * outs[i].width + e] - want) <= 2e-5 * fmax(1, fabs(want)),
+                          "%s output %d (%s) [%d,%d]: %.9g, want %.9g", k->name, i, op, b, e,
+                          (double)v[b * outs[i].width + e], want);
+            }
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
