@@ -1,7 +1,7 @@
 /* Executors on every backend for the tests written once (see backend_support.h). */
 #include "backend_support.h"
 
-#if OTC_TEST_JIT
+#ifdef OTC_TEST_JIT
 #include "otc/jit.h"
 #endif
 
@@ -44,7 +44,7 @@ otc_executor *bk_new(bk *k, otc_graph *g, const bk_options *o) {
     case BK_INTERPRETER:
         return otc_interpreter_new(g, &xo);
     case BK_JIT: {
-#if OTC_TEST_JIT
+#ifdef OTC_TEST_JIT
         otc_jit_options jo = otc_jit_defaults();
         jo.inference = o->inference;
         otc_executor *ex = NULL;

@@ -48,7 +48,7 @@ void bk_not_applicable(const bk *k, const char *why);
 
 void bk_run(bk_kind kind, const char *test, void (*body)(bk *));
 
-#if OTC_TEST_JIT
+#ifdef OTC_TEST_JIT
 #define BK_JIT_VARIANT(name)                                                                       \
     TEST(name##_jit) {                                                                             \
         bk_run(BK_JIT, #name "_jit", name##_on);                                                   \
