@@ -619,3 +619,28 @@ BACKEND_TEST(exec_ops_forward) {
     otc_exec_free(ex);
     otc_graph_free(g);
 }
+
+/* An output without a batch dimension (a sum of parameters): the interpreter computes it;
+ * compiled outputs are per-sample, and the compilers refuse the graph naming the output. */
+BACKEND_TEST(exec_unbatched_output) {
+    otc_graph *g = otc_graph_new();
+    const float p[2] = {1, 2};
+    otc_id a = otc_param(g, "a", otc_shape_1d(2), p);
+    otc_id s = otc_sum(g, a);
+    REQUIRE(otc_graph_set_name(g, s, "total") == OTC_OK);
+    REQUIRE(otc_graph_mark_output(g, s) == OTC_OK);
+    otc_executor *ex = bk_new(k, g, NULL);
+    otc_status st = ex ? otc_exec_forward(ex) : OTC_ERR_UNSUPPORTED;
+    if (bk_compiled(k)) {
+        bk_not_applicable(k, "compiled outputs are per-sample; checking the refusal instead");
+        CHECK(st == OTC_ERR_UNSUPPORTED);
+        CHECK_MSG(strstr(otc_last_error(), "'total'") && strstr(otc_last_error(), "per-sample"),
+                  "message: %s", otc_last_error());
+    } else {
+        const float *v;
+        CHECK(st == OTC_OK);
+        CHECK(otc_exec_value(ex, s, &v, NULL) == OTC_OK && v[0] == 3);
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
