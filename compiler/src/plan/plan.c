@@ -179,11 +179,13 @@ static otc_status lay_out_params(otc_plan_ctx *c) {
 static otc_status order_nodes(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     const otc_graph *g = c->g;
-    int n_roots = p->options.train ? 1 : otc_graph_output_count(g);
+    /* A training plan computes the loss and the outputs too, so its forward can stand for
+     * the plain one (an executor's forward with the targets set runs it). */
+    int n_out = otc_graph_output_count(g), n_roots = n_out + (p->options.train ? 1 : 0);
     otc_id *roots = malloc(((size_t)n_roots + 1) * sizeof *roots);
     if (!roots) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n_roots; i++)
-        roots[i] = p->options.train ? p->options.loss : otc_graph_output(g, i);
+    for (int i = 0; i < n_out; i++) roots[i] = otc_graph_output(g, i);
+    if (p->options.train) roots[n_out] = p->options.loss;
     otc_status st = walk(g, roots, n_roots, c->included, c->order, &c->n_order);
     free(roots);
     for (int i = 0; !st && i < c->n_order; i++) st = check_node(c, c->order[i]);
@@ -251,7 +253,11 @@ static otc_status lay_out_io(otc_plan_ctx *c) {
     }
     free(fwd);
     if (st) return st;
-    if (p->options.train) return OTC_OK;
+    if (p->options.train) { /* outputs stay stored (no caller rows: the step has none) */
+        for (int i = 0; i < n_out; i++)
+            c->external[otc_plan_owner(p, otc_graph_output(g, i))] = true;
+        return OTC_OK;
+    }
     for (int i = 0; i < n_out; i++) {
         otc_id id = otc_graph_output(g, i);
         const otc_node *nd = otc_graph_node(g, id);
