@@ -7,9 +7,6 @@
 #include "op_table.h"
 #include "otc/ops.h"
 
-/* NEAT's steepened sigmoid 1/(1+exp(-4.9x)) (Stanley's choice: near-linear over [-1, 1]). */
-#define STEEPNESS 4.9
-
 /* The sigmoid of p, written once for sigmoid, softplus's derivative and the steep sigmoid. */
 #define SIGMOID_OF(p) EX_DIV(EX_K(1), EX_ADD(EX_K(1), EX_EXP(EX_NEG(p))))
 /* d/dx of a sigmoid from its output: y (1 - y). */
@@ -37,8 +34,8 @@ static const otc_act_info acts[] = {
     [OTC_ACT_ABS] = {"abs", EX_ABS(EX_X),
                      EX_SEL(POSITIVE, EX_K(1), EX_SEL(EX_LT(EX_X, EX_K(0)), EX_K(-1), EX_K(0))),
                      0.0f},
-    [OTC_ACT_STEEP_SIGMOID] = {"steep_sigmoid", SIGMOID_OF(EX_MUL(EX_K(STEEPNESS), EX_X)),
-                               EX_MUL(EX_K(STEEPNESS), SIGMOID_D), 0.0f},
+    [OTC_ACT_STEEP_SIGMOID] = {"steep_sigmoid", SIGMOID_OF(EX_MUL(EX_K(OTC_STEEPNESS), EX_X)),
+                               EX_MUL(EX_K(OTC_STEEPNESS), SIGMOID_D), 0.0f},
 };
 _Static_assert(sizeof acts / sizeof acts[0] == OTC_ACT_COUNT, "every activation has its row");
 

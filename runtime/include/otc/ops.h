@@ -63,9 +63,12 @@ typedef enum {
     OTC_ACT_GAUSSIAN,
     OTC_ACT_SIN,
     OTC_ACT_ABS,
-    OTC_ACT_STEEP_SIGMOID, /* NEAT's 1/(1+exp(-4.9x)) */
+    OTC_ACT_STEEP_SIGMOID, /* NEAT's 1/(1+exp(-OTC_STEEPNESS x)) */
     OTC_ACT_COUNT
 } otc_act;
+
+/* The steep sigmoid's slope: Stanley's NEAT choice, near-linear over [-1, 1]. */
+#define OTC_STEEPNESS 4.9
 
 /* Scalar activation, described once as expression trees (otc/expr.h) in the input x, the
  * output y and the parameter a, which the interpreter and both renderers read. */
