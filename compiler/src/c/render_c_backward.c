@@ -522,7 +522,13 @@ static void backward_step(otc_cr *c, otc_id id) {
         bw_structural(c, id);
         break;
     default:
-        bw_elementwise(c, id);
+        if (nd->op == OTC_OP_ROW_BROADCAST || otc_op_map_expr(nd->op)) {
+            bw_elementwise(c, id);
+        } else if (!c->st) { /* an op without a rule here is an error, never a silent zero */
+            char lab[64];
+            c->st = otc_fail(OTC_ERR_UNSUPPORTED, "emit-c: op '%s' (node %s) has no C backward",
+                             otc_op_get(nd->op)->name, otc_graph_node_label(c->g, id, lab, 64));
+        }
         break;
     }
 }
