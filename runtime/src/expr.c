@@ -50,6 +50,8 @@ static const struct {
     [OTC_EX_SHL] = {"shl", 2, OTC_EX_INT},
     [OTC_EX_LSHR] = {"lshr", 2, OTC_EX_INT},
     [OTC_EX_INE] = {"ine", 2, OTC_EX_TRUTH},
+    [OTC_EX_ARG] = {"arg", 0, OTC_EX_FLOAT},
+    [OTC_EX_SQRT] = {"sqrt", 1, OTC_EX_FLOAT},
 };
 _Static_assert(sizeof ops / sizeof ops[0] == OTC_EX_COUNT, "every expression op has its row");
 
@@ -70,6 +72,13 @@ bool otc_expr_reads(const otc_expr *e, otc_ex_op leaf) {
     if (!e) return false;
     if (e->op == leaf) return true;
     return otc_expr_reads(e->a, leaf) || otc_expr_reads(e->b, leaf) || otc_expr_reads(e->c, leaf);
+}
+
+bool otc_expr_reads_arg(const otc_expr *e, int n) {
+    if (!e) return false;
+    if (e->op == OTC_EX_ARG && e->n == n) return true;
+    return otc_expr_reads_arg(e->a, n) || otc_expr_reads_arg(e->b, n) ||
+           otc_expr_reads_arg(e->c, n);
 }
 
 bool otc_expr_calls_math(const otc_expr *e) {
@@ -221,6 +230,12 @@ static value eval(const otc_expr *e, const otc_expr_env *env) {
     case OTC_EX_INE:
         r.t = a.i != b.i;
         break;
+    case OTC_EX_ARG:
+        r.f = e->n >= 0 && e->n < env->n_arg ? env->arg[e->n] : 0.0f;
+        break;
+    case OTC_EX_SQRT:
+        r.f = sqrtf(a.f);
+        break;
     case OTC_EX_COUNT:
         break;
     }
@@ -271,6 +286,13 @@ static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
     case OTC_EX_A:
         MAP1(ch->in->a);
         return buf;
+    case OTC_EX_ARG: {
+        const otc_expr_arg *arg = e->n >= 0 && e->n < ch->in->n_arg ? &ch->in->arg[e->n] : NULL;
+        if (arg && arg->v) return arg->v + ch->off;
+        const float k = arg ? arg->k : 0.0f;
+        MAP1(k);
+        return buf;
+    }
     default:
         break;
     }
@@ -279,8 +301,15 @@ static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
         const otc_expr_arrays *in = ch->in;
         for (size_t i = 0; i < n; i++) {
             size_t j = ch->off + i;
-            otc_expr_env env = {in->x ? in->x[j] : 0, in->x1 ? in->x1[j] : 0, in->y ? in->y[j] : 0,
-                                in->a};
+            float argv[OTC_EX_MAX_ARGS];
+            const int n_arg = in->n_arg < OTC_EX_MAX_ARGS ? in->n_arg : OTC_EX_MAX_ARGS;
+            for (int k = 0; k < n_arg; k++) argv[k] = in->arg[k].v ? in->arg[k].v[j] : in->arg[k].k;
+            otc_expr_env env = {in->x ? in->x[j] : 0,
+                                in->x1 ? in->x1[j] : 0,
+                                in->y ? in->y[j] : 0,
+                                in->a,
+                                argv,
+                                n_arg};
             value v = eval(e, &env);
             buf[i] = ops[e->op].type == OTC_EX_TRUTH ? (v.t ? 1.0f : 0.0f) : v.f;
         }
@@ -355,6 +384,9 @@ static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
         break;
     case OTC_EX_SELECT:
         MAP1(a[i] != 0.0f ? b[i] : c[i]);
+        break;
+    case OTC_EX_SQRT:
+        MAP1(sqrtf(a[i]));
         break;
     default:
         MAP1(0.0f);

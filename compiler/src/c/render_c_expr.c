@@ -211,6 +211,14 @@ static void put(printer *pr, otc_text *out, const otc_expr *e) {
     case OTC_EX_INE:
         infix(pr, out, "!=", e);
         return;
+    case OTC_EX_ARG:
+        otc_text_puts(out,
+                      leaf(pr, e->n >= 0 && e->n < pr->leaves->n_arg ? pr->leaves->arg[e->n] : NULL,
+                           "an argument"));
+        return;
+    case OTC_EX_SQRT:
+        call(pr, out, "sqrtf", e);
+        return;
     case OTC_EX_COUNT:
         break;
     }

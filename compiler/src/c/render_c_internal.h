@@ -105,6 +105,8 @@ const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len);
  * expression may not read them). */
 typedef struct {
     const char *x, *x1, *y, *a;
+    const char *const *arg; /* the spellings of OTC_EX_ARG 0 .. n_arg - 1 */
+    int n_arg;
 } otc_cr_leaves;
 /* Append e as one C expression (the math it calls marked used). */
 void otc_cr_expr(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leaves *leaves);
