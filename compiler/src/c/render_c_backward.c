@@ -383,7 +383,7 @@ static void bw_loss(otc_cr *c, otc_id id) {
     otc_id P = nd->inputs[0], T = nd->inputs[1];
     const otc_plan_value *pv = &c->plan->values[V(P)];
     const char *elem = pv->size > 1 ? "e" : "0";
-    char pe[96], te[96], gi[96], prefix[128];
+    char pe[96], te[96];
     otc_cr_grad_pointer(c, id);
     need_value(c, P);
     need_value(c, T);
@@ -395,13 +395,15 @@ static void bw_loss(otc_cr *c, otc_id id) {
                 pv->batched ? "B" : "1");
     int open = otc_cr_loops(c, pv->size, pv->batched, false);
     const otc_cr_leaves leaves = {.x = pe, .x1 = te};
+    const otc_expr *d[2] = {NULL, NULL};
+    char gi[2][96], prefix[2][200];
     for (int i = 0; i < 2; i++) {
-        const otc_expr *d = otc_op_loss_grad_expr(nd->op, i);
-        if (!d || !NEEDS(nd->inputs[i])) continue;
-        ga(c, gi, nd->inputs[i], elem);
-        snprintf(prefix, sizeof prefix, "%s += k * ", gi);
-        expr_line(c, prefix, d, &leaves);
+        if (!NEEDS(nd->inputs[i])) continue;
+        d[i] = otc_op_loss_grad_expr(nd->op, i);
+        ga(c, gi[i], nd->inputs[i], elem);
+        snprintf(prefix[i], sizeof prefix[i], "%s += k * ", gi[i]);
     }
+    otc_cr_expr_lines(c, d, (const char *const[]){prefix[0], prefix[1]}, 2, &leaves);
     otc_cr_close(c, open);
 }
 

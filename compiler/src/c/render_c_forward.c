@@ -345,21 +345,13 @@ static void op_loss(otc_cr *c, otc_id id) {
     otc_cr_at(c, pe, sizeof pe, P, elem);
     otc_cr_at(c, te, sizeof te, T, elem);
     const otc_cr_leaves leaves = {.x = pe, .x1 = te};
-    if (!otc_op_loss_expr(nd->op)) {
+    const otc_expr *term = otc_op_loss_expr(nd->op);
+    if (!term) {
         c->st = otc_fail(OTC_ERR_UNSUPPORTED, "emit-c: op %s is no mean loss",
                          otc_op_get(nd->op)->name);
         return;
     }
-    otc_text t;
-    otc_text_init(&t);
-    otc_cr_expr(c, &t, otc_op_loss_expr(nd->op), &leaves);
-    char *text = otc_text_take(&t);
-    if (!text) {
-        c->sb->failed = true;
-        return;
-    }
-    otc_cr_line(c, "acc += (double)%s;", text);
-    free(text);
+    otc_cr_expr_lines(c, &term, (const char *const[]){"acc += (double)"}, 1, &leaves);
     otc_cr_close(c, open);
     otc_cr_line(c, "v%d[0] = (float)(acc / (double)(%" PRId64 " * %s));", (int)id, pv->size,
                 pv->batched ? "B" : "1");
