@@ -55,9 +55,14 @@ static const struct {
 };
 _Static_assert(sizeof ops / sizeof ops[0] == OTC_EX_COUNT, "every expression op has its row");
 
-otc_ex_type otc_expr_type(const otc_expr *e) {
-    if (e->op == OTC_EX_SELECT) return otc_expr_type(e->b);
+/* Here, not through the exported function: the array evaluator asks at every node. */
+static otc_ex_type type_of(const otc_expr *e) {
+    while (e->op == OTC_EX_SELECT) e = e->b;
     return ops[e->op].type;
+}
+
+otc_ex_type otc_expr_type(const otc_expr *e) {
+    return type_of(e);
 }
 
 int otc_expr_arity(otc_ex_op op) {
@@ -248,7 +253,9 @@ float otc_expr_eval(const otc_expr *e, const otc_expr_env *env) {
 
 /* ---- arrays, a chunk at a time: each node one tight loop over CHUNK elements ---- */
 
-enum { CHUNK = 64 };
+/* Elements per pass: long enough that walking the tree costs little per element, short
+ * enough that a node's operands stay in L1 (3 x 1 KiB of stack per tree level). */
+enum { CHUNK = 256 };
 
 typedef struct {
     const otc_expr_arrays *in;
@@ -258,9 +265,9 @@ typedef struct {
 /* Does e compute or read an integer? */
 static bool on_integers(const otc_expr *e) {
     const otc_expr *operand[3] = {e->a, e->b, e->c};
-    if (otc_expr_type(e) == OTC_EX_INT) return true;
+    if (type_of(e) == OTC_EX_INT) return true;
     for (int i = 0; i < ops[e->op].arity; i++)
-        if (otc_expr_type(operand[i]) == OTC_EX_INT) return true;
+        if (type_of(operand[i]) == OTC_EX_INT) return true;
     return false;
 }
 
@@ -269,10 +276,47 @@ static bool on_integers(const otc_expr *e) {
         for (size_t i = 0; i < n; i++) buf[i] = (EXPR);                                            \
     } while (0)
 
+static const float *spread(float *t, float v, size_t n) {
+    for (size_t i = 0; i < n; i++) t[i] = v;
+    return t;
+}
+
+/* The arithmetic ops with one side the same for every element (a hyper-parameter times an
+ * array, ...): one pass with the scalar in a register. False for other ops. */
+static bool binary_with_scalar(otc_ex_op op, const float *a, const float *b, bool a_uniform,
+                               float *buf, size_t n) {
+    const float s = a_uniform ? a[0] : b[0];
+    const float *v = a_uniform ? b : a;
+    switch (op) {
+    case OTC_EX_ADD:
+        MAP1(v[i] + s);
+        return true;
+    case OTC_EX_MUL:
+        MAP1(v[i] * s);
+        return true;
+    case OTC_EX_SUB:
+        if (a_uniform)
+            MAP1(s - v[i]);
+        else
+            MAP1(v[i] - s);
+        return true;
+    case OTC_EX_DIV:
+        if (a_uniform)
+            MAP1(s / v[i]);
+        else
+            MAP1(v[i] / s);
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* The n values of e for elements off .. off+n-1: a pointer into an input array or into buf.
- * Truth values are 1.0f / 0.0f. */
-static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
-    const size_t n = ch->n;
+ * Truth values are 1.0f / 0.0f. *uniform: every element's value is the one at [0] (only that
+ * one is written). */
+static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf, bool *uniform) {
+    size_t n = ch->n;
+    *uniform = false;
     switch (e->op) {
     case OTC_EX_X:
         return ch->in->x + ch->off;
@@ -281,16 +325,18 @@ static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
     case OTC_EX_Y:
         return ch->in->y + ch->off;
     case OTC_EX_CONST:
-        MAP1((float)e->k);
+        buf[0] = (float)e->k;
+        *uniform = true;
         return buf;
     case OTC_EX_A:
-        MAP1(ch->in->a);
+        buf[0] = ch->in->a;
+        *uniform = true;
         return buf;
     case OTC_EX_ARG: {
         const otc_expr_arg *arg = e->n >= 0 && e->n < ch->in->n_arg ? &ch->in->arg[e->n] : NULL;
         if (arg && arg->v) return arg->v + ch->off;
-        const float k = arg ? arg->k : 0.0f;
-        MAP1(k);
+        buf[0] = arg ? arg->k : 0.0f;
+        *uniform = true;
         return buf;
     }
     default:
@@ -317,9 +363,23 @@ static const float *eval_chunk(const otc_expr *e, const chunk *ch, float *buf) {
     }
     float ta[CHUNK], tb[CHUNK], tc[CHUNK];
     const int arity = ops[e->op].arity;
-    const float *a = arity > 0 ? eval_chunk(e->a, ch, ta) : NULL;
-    const float *b = arity > 1 ? eval_chunk(e->b, ch, tb) : NULL;
-    const float *c = arity > 2 ? eval_chunk(e->c, ch, tc) : NULL;
+    bool ua = true, ub = true, uc = true;
+    const float *a = arity > 0 ? eval_chunk(e->a, ch, ta, &ua) : NULL;
+    const float *b = arity > 1 ? eval_chunk(e->b, ch, tb, &ub) : NULL;
+    const float *c = arity > 2 ? eval_chunk(e->c, ch, tc, &uc) : NULL;
+    if (ua && ub && uc) {
+        /* Operands the same for every element (constants, the parameter, scalar arguments):
+         * so is the result, computed once. */
+        n = 1;
+        *uniform = true;
+    } else if (arity == 2 && (ua || ub) && binary_with_scalar(e->op, a, b, ua, buf, n)) {
+        return buf;
+    } else {
+        /* Spread a uniform operand over the chunk for the general loops below. */
+        if (arity > 0 && ua) a = spread(ta, a[0], n);
+        if (arity > 1 && ub) b = spread(tb, b[0], n);
+        if (arity > 2 && uc) c = spread(tc, c[0], n);
+    }
     switch (e->op) {
     case OTC_EX_NEG:
         MAP1(-a[i]);
@@ -399,8 +459,12 @@ void otc_expr_eval_n(const otc_expr *e, const otc_expr_arrays *in, float *out, s
     float buf[CHUNK];
     for (size_t off = 0; off < n; off += CHUNK) {
         chunk ch = {in, off, n - off < CHUNK ? n - off : CHUNK};
-        const float *v = eval_chunk(e, &ch, buf);
-        memmove(out + off, v, ch.n * sizeof *out);
+        bool uniform;
+        const float *v = eval_chunk(e, &ch, buf, &uniform);
+        if (uniform)
+            spread(out + off, v[0], ch.n);
+        else
+            memmove(out + off, v, ch.n * sizeof *out);
     }
 }
 
@@ -409,7 +473,9 @@ void otc_expr_accumulate_n(const otc_expr *e, const otc_expr_arrays *in, const f
     float buf[CHUNK];
     for (size_t off = 0; off < n; off += CHUNK) {
         chunk ch = {in, off, n - off < CHUNK ? n - off : CHUNK};
-        const float *v = eval_chunk(e, &ch, buf);
+        bool uniform;
+        const float *v = eval_chunk(e, &ch, buf, &uniform);
+        if (uniform) v = spread(buf, v[0], ch.n);
         for (size_t i = 0; i < ch.n; i++) acc[off + i] += g[off + i] * v[i];
     }
 }
