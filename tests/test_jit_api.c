@@ -378,3 +378,56 @@ TEST(jit_policy_switches_when_work_pays) {
     otc_jit_policy_set(NULL);
     otc_graph_free(g);
 }
+
+/* The optimiser update is one set of trees (runtime/src/optim_rules.c) that the interpreter
+ * evaluates and the JIT builds with the same operations in the same order, so the weights
+ * agree bit for bit. The loss sum(w * w) has the gradient 2w exactly in both (only exact
+ * operations), which leaves the update as the only arithmetic that could differ. */
+TEST(jit_optimiser_updates_match_interpreter_bit_for_bit) {
+    otc_optim_config cfg[6];
+    cfg[0] = otc_optim_defaults(OTC_OPTIM_SGD);
+    cfg[0].weight_decay = 0.1f;
+    cfg[1] = otc_optim_defaults(OTC_OPTIM_SGD);
+    cfg[1].momentum = 0.9f;
+    cfg[2] = otc_optim_defaults(OTC_OPTIM_SGD);
+    cfg[2].momentum = 0.5f;
+    cfg[2].nesterov = true;
+    cfg[2].weight_decay = 0.01f;
+    cfg[3] = otc_optim_defaults(OTC_OPTIM_ADAM);
+    cfg[3].lr = 0.01f;
+    cfg[4] = otc_optim_defaults(OTC_OPTIM_ADAM);
+    cfg[4].lr = 0.01f;
+    cfg[4].weight_decay = 0.05f;
+    cfg[5] = otc_optim_defaults(OTC_OPTIM_ADAMW);
+    cfg[5].lr = 0.01f;
+    const float init[7] = {0.75f, -1.5f, 0.0f, 2.25f, -0.125f, 3.0f, 1e-3f};
+    for (int k = 0; k < 6; k++) {
+        otc_graph *gi = otc_graph_new(), *gj = otc_graph_new();
+        otc_id wi = otc_param(gi, "w", otc_shape_1d(7), init);
+        otc_id wj = otc_param(gj, "w", otc_shape_1d(7), init);
+        otc_id li = otc_sum(gi, otc_mul(gi, wi, wi)), lj = otc_sum(gj, otc_mul(gj, wj, wj));
+        NEED(li >= 0 && lj >= 0);
+        otc_executor *in = otc_interpreter_new(gi, NULL), *jit = otc_jit_executor_new(gj, NULL);
+        otc_optimizer *oi = otc_optimizer_new(&cfg[k]), *oj = otc_optimizer_new(&cfg[k]);
+        NEED(in && jit && oi && oj);
+        for (int step = 0; step < 25; step++) {
+            NEED(otc_exec_train_step(in, li, oi, NULL) == OTC_OK);
+            NEED(otc_exec_train_step(jit, lj, oj, NULL) == OTC_OK);
+        }
+        NEED(otc_exec_sync_params(jit) == OTC_OK);
+        const float *a = otc_graph_node(gi, wi)->value->data;
+        const float *b = otc_graph_node(gj, wj)->value->data;
+        for (int i = 0; i < 7; i++)
+            CHECK_MSG(memcmp(&a[i], &b[i], sizeof a[i]) == 0,
+                      "%s config %d: w[%d] interpreter %.9g jit %.9g",
+                      otc_optim_kind_name(cfg[k].kind), k, i, (double)a[i], (double)b[i]);
+        /* and the update did move the weights */
+        CHECK(a[0] != init[0] && a[5] != init[5]);
+        otc_optimizer_free(oi);
+        otc_optimizer_free(oj);
+        otc_exec_free(in);
+        otc_exec_free(jit);
+        otc_graph_free(gi);
+        otc_graph_free(gj);
+    }
+}

@@ -216,8 +216,9 @@ TEST(ops_activation_loops_match_spec) {
             const float d = otc_expr_eval(df, &env);
             CHECK_MSG(memcmp(&v[i], &env.y, sizeof v[i]) == 0, "%s(%g): %a vs the spec's %a",
                       otc_op_get((otc_op)op)->name, x[i], v[i], env.y);
-            CHECK_MSG(memcmp(&gx[i], &d, sizeof d) == 0, "%s'(%g): %a vs the spec's %a",
-                      otc_op_get((otc_op)op)->name, x[i], gx[i], d);
+            /* gx = 0 + 1 * d: equal as numbers (a -0 derivative lands as +0). */
+            CHECK_MSG(gx[i] == d, "%s'(%g): %a vs the spec's %a", otc_op_get((otc_op)op)->name,
+                      x[i], gx[i], d);
         }
         otc_exec_free(ex);
         otc_graph_free(g);
@@ -619,4 +620,87 @@ TEST(ops_delay) {
     CHECK(v[0] == 2 && v[1] == 4);
     otc_exec_free(ex);
     otc_graph_free(g);
+}
+
+/* The mean losses' per-element trees against hand-computed values: MSE (x - t)^2 and its
+ * derivatives 2(x - t), -2(x - t); BCE -(t log p + (1-t) log(1-p)), d/dp (p-t)/(p(1-p)),
+ * d/dt log(1-p) - log p, with p clamped to [1e-7, 1 - 1e-7] in all three. */
+TEST(ops_loss_trees_hand_computed) {
+    const otc_expr *mse = otc_op_loss_expr(OTC_OP_MSE), *bce = otc_op_loss_expr(OTC_OP_BCE);
+    REQUIRE(mse && bce);
+    CHECK(otc_op_loss_expr(OTC_OP_SOFTMAX_CE) == NULL && otc_op_loss_expr(OTC_OP_ADD) == NULL);
+    CHECK(otc_op_map_expr(OTC_OP_MSE) == NULL);
+    otc_expr_env e = {.x = 3.0f, .x1 = 0.5f};
+    CHECK(otc_expr_eval(mse, &e) == 6.25f);
+    CHECK(otc_expr_eval(otc_op_loss_grad_expr(OTC_OP_MSE, 0), &e) == 5.0f);
+    CHECK(otc_expr_eval(otc_op_loss_grad_expr(OTC_OP_MSE, 1), &e) == -5.0f);
+    e = (otc_expr_env){.x = 0.25f, .x1 = 1.0f};
+    CHECK_NEAR(otc_expr_eval(bce, &e), log(4.0), 1e-6);
+    CHECK_NEAR(otc_expr_eval(otc_op_loss_grad_expr(OTC_OP_BCE, 0), &e), -4.0, 1e-5);
+    CHECK_NEAR(otc_expr_eval(otc_op_loss_grad_expr(OTC_OP_BCE, 1), &e), log(3.0), 1e-6);
+    /* p = 0 with target 1: the clamp gives -log(1e-7) and d/dp (1e-7 - 1) / (1e-7 (1 - 1e-7)),
+     * finite and pointing the right way. */
+    e = (otc_expr_env){.x = 0.0f, .x1 = 1.0f};
+    CHECK_NEAR(otc_expr_eval(bce, &e), -log(1e-7), 1e-4);
+    CHECK_NEAR(otc_expr_eval(otc_op_loss_grad_expr(OTC_OP_BCE, 0), &e), -1e7, 1e1);
+    e = (otc_expr_env){.x = 1.0f, .x1 = 0.0f};
+    CHECK_NEAR(otc_expr_eval(bce, &e), -log(1.1920929e-7), 1e-4); /* 1 - q, q the float below 1 */
+    CHECK(otc_expr_eval(otc_op_loss_grad_expr(OTC_OP_BCE, 0), &e) > 1e6f);
+}
+
+/* The optimiser rules' trees at one element against the torch.optim formulas by hand. */
+TEST(ops_optimiser_rule_trees_hand_computed) {
+    float arg[OTC_OPTIM_ARG_COUNT] = {0};
+    arg[OTC_OPTIM_ARG_P] = 2.0f;
+    arg[OTC_OPTIM_ARG_G] = 0.5f;
+    arg[OTC_OPTIM_ARG_M] = 1.0f;
+    arg[OTC_OPTIM_ARG_V] = 4.0f;
+    arg[OTC_OPTIM_ARG_MOMENTUM] = 0.5f;
+    arg[OTC_OPTIM_ARG_L2] = 0.25f;
+    arg[OTC_OPTIM_ARG_BETA1] = 0.75f;
+    arg[OTC_OPTIM_ARG_BETA2] = 0.5f;
+    arg[OTC_OPTIM_ARG_EPS] = 0.5f;
+    arg[OTC_OPTIM_ARG_LR] = 0.125f;
+    arg[OTC_OPTIM_ARG_DECAY] = 0.5f;
+    arg[OTC_OPTIM_ARG_STEP_SIZE] = 0.25f;
+    arg[OTC_OPTIM_ARG_BC2_SQRT] = 0.5f;
+    const otc_expr_env env = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
+    /* g with decay: 0.5 + 0.25 * 2 = 1 */
+    const otc_optim_rule *sgd = otc_optim_rule_get(OTC_OPTIM_RULE_SGD);
+    CHECK(sgd->m == NULL && sgd->v == NULL);
+    CHECK(otc_expr_eval(sgd->p, &env) == 2.0f - 0.125f * 1.0f);
+    /* momentum: m = 0.5 * 1 + 1 = 1.5 (the p tree then reads the new m) */
+    const otc_optim_rule *mom = otc_optim_rule_get(OTC_OPTIM_RULE_MOMENTUM);
+    CHECK(otc_expr_eval(mom->m, &env) == 1.5f);
+    CHECK(otc_expr_eval(mom->p, &env) == 2.0f - 0.125f * 1.0f); /* reads M = 1 here */
+    const otc_optim_rule *nes = otc_optim_rule_get(OTC_OPTIM_RULE_NESTEROV);
+    CHECK(otc_expr_eval(nes->p, &env) == 2.0f - 0.125f * (1.0f + 0.5f * 1.0f));
+    /* Adam: m = 0.75 + 0.25 * 1 = 1, v = 0.5 * 4 + 0.5 * 1 = 2.5,
+     * p = 2 - 0.25 * M / (sqrt(V) / 0.5 + 0.5) with the stored M = 1, V = 4: 2 - 0.25 / 4.5 */
+    const otc_optim_rule *adam = otc_optim_rule_get(OTC_OPTIM_RULE_ADAM);
+    CHECK(otc_expr_eval(adam->m, &env) == 1.0f);
+    CHECK(otc_expr_eval(adam->v, &env) == 2.5f);
+    CHECK_NEAR(otc_expr_eval(adam->p, &env), 2.0 - 0.25 / 4.5, 1e-7);
+    /* AdamW: the plain gradient in the moments, p * decay first */
+    const otc_optim_rule *adamw = otc_optim_rule_get(OTC_OPTIM_RULE_ADAMW);
+    CHECK(otc_expr_eval(adamw->m, &env) == 0.75f * 1.0f + 0.25f * 0.5f);
+    CHECK(otc_expr_eval(adamw->v, &env) == 0.5f * 4.0f + 0.5f * 0.25f);
+    CHECK_NEAR(otc_expr_eval(adamw->p, &env), 1.0 - 0.25 / 4.5, 1e-7);
+    /* which rule a configuration gets, and its per-step scalars */
+    otc_optim_config c = otc_optim_defaults(OTC_OPTIM_SGD);
+    CHECK(otc_optim_rule_of(&c) == OTC_OPTIM_RULE_SGD);
+    c.momentum = 0.9f;
+    CHECK(otc_optim_rule_of(&c) == OTC_OPTIM_RULE_MOMENTUM);
+    c.nesterov = true;
+    CHECK(otc_optim_rule_of(&c) == OTC_OPTIM_RULE_NESTEROV);
+    c = otc_optim_defaults(OTC_OPTIM_ADAMW);
+    CHECK(otc_optim_rule_of(&c) == OTC_OPTIM_RULE_ADAMW);
+    float s[OTC_OPTIM_ARG_COUNT];
+    otc_optim_step_args(&c, 2, s);
+    CHECK(s[OTC_OPTIM_ARG_L2] == 0.0f);
+    CHECK(s[OTC_OPTIM_ARG_DECAY] == 1.0f - 0.001f * 0.01f);
+    /* in double from the float hyper-parameters */
+    const double b1 = 0.9f, b2 = 0.999f;
+    CHECK_NEAR(s[OTC_OPTIM_ARG_STEP_SIZE], (double)0.001f / (1.0 - b1 * b1), 1e-9);
+    CHECK_NEAR(s[OTC_OPTIM_ARG_BC2_SQRT], sqrt(1.0 - b2 * b2), 1e-8);
 }

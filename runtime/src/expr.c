@@ -50,11 +50,13 @@ static const struct {
     [OTC_EX_SHL] = {"shl", 2, OTC_EX_INT},
     [OTC_EX_LSHR] = {"lshr", 2, OTC_EX_INT},
     [OTC_EX_INE] = {"ine", 2, OTC_EX_TRUTH},
+    [OTC_EX_ARG] = {"arg", 0, OTC_EX_FLOAT},
+    [OTC_EX_SQRT] = {"sqrt", 1, OTC_EX_FLOAT},
 };
 _Static_assert(sizeof ops / sizeof ops[0] == OTC_EX_COUNT, "every expression op has its row");
 
 otc_ex_type otc_expr_type(const otc_expr *e) {
-    if (e->op == OTC_EX_SELECT) return otc_expr_type(e->b);
+    while (e->op == OTC_EX_SELECT) e = e->b;
     return ops[e->op].type;
 }
 
@@ -70,6 +72,13 @@ bool otc_expr_reads(const otc_expr *e, otc_ex_op leaf) {
     if (!e) return false;
     if (e->op == leaf) return true;
     return otc_expr_reads(e->a, leaf) || otc_expr_reads(e->b, leaf) || otc_expr_reads(e->c, leaf);
+}
+
+bool otc_expr_reads_arg(const otc_expr *e, int n) {
+    if (!e) return false;
+    if (e->op == OTC_EX_ARG && e->n == n) return true;
+    return otc_expr_reads_arg(e->a, n) || otc_expr_reads_arg(e->b, n) ||
+           otc_expr_reads_arg(e->c, n);
 }
 
 bool otc_expr_calls_math(const otc_expr *e) {
@@ -221,6 +230,12 @@ static value eval(const otc_expr *e, const otc_expr_env *env) {
     case OTC_EX_INE:
         r.t = a.i != b.i;
         break;
+    case OTC_EX_ARG:
+        r.f = e->n >= 0 && e->n < env->n_arg ? env->arg[e->n] : 0.0f;
+        break;
+    case OTC_EX_SQRT:
+        r.f = sqrtf(a.f);
+        break;
     case OTC_EX_COUNT:
         break;
     }
@@ -269,6 +284,10 @@ static float evalf(const otc_expr *e, const otc_expr_env *env) {
         return evalf(e->a, env) * evalf(e->b, env);
     case OTC_EX_DIV:
         return evalf(e->a, env) / evalf(e->b, env);
+    case OTC_EX_SQRT:
+        return sqrtf(evalf(e->a, env));
+    case OTC_EX_ARG:
+        return e->n >= 0 && e->n < env->n_arg ? env->arg[e->n] : 0.0f;
     case OTC_EX_MAX: {
         float a = evalf(e->a, env), b = evalf(e->b, env);
         return a > b ? a : b;
@@ -310,6 +329,19 @@ enum { REG_X, REG_X1, REG_Y, FIRST_STEP_REG };
  * and a copy of a leaf (a tree that is just x). */
 #define OP_POINT OTC_EX_COUNT
 #define OP_COPY  (OTC_EX_COUNT + 1)
+#define OP_ARG   (OTC_EX_COUNT + 2) /* argument .b: its array, or its value spread */
+
+/* The leaves at element j (argv: room for the arguments). */
+static otc_expr_env env_at(const otc_expr_arrays *in, size_t j, float *argv) {
+    const int n_arg = in->n_arg < OTC_EX_MAX_ARGS ? in->n_arg : OTC_EX_MAX_ARGS;
+    for (int k = 0; k < n_arg; k++) argv[k] = in->arg[k].v ? in->arg[k].v[j] : in->arg[k].k;
+    return (otc_expr_env){in->x ? in->x[j] : 0.0f,
+                          in->x1 ? in->x1[j] : 0.0f,
+                          in->y ? in->y[j] : 0.0f,
+                          in->a,
+                          argv,
+                          n_arg};
+}
 
 /* Does e compute or read an integer? */
 static bool on_integers(const otc_expr *e) {
@@ -343,6 +375,9 @@ static int operand_reg(otc_expr_program *p, const otc_expr *e) {
 static int flatten(otc_expr_program *p, const otc_expr *e, int *kind, float *k) {
     *kind = IN_REG;
     switch (e->op) {
+    case OTC_EX_ARG:
+        if (e->n < 0 || e->n >= OTC_EX_MAX_ARGS) return -1;
+        return add_step(p, (otc_expr_step){.op = OP_ARG, .b = (unsigned char)e->n});
     case OTC_EX_X:
         return REG_X;
     case OTC_EX_X1:
@@ -439,6 +474,18 @@ static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *
         const float ka = st->kind_a == IN_PARAM ? in->a : st->k_a;
         const float kb = st->kind_b == IN_PARAM ? in->a : st->k_b;
         switch (st->op) {
+        case OP_ARG: {
+            const otc_expr_arg *arg = st->b < in->n_arg ? &in->arg[st->b] : NULL;
+            if (arg && arg->v) { /* the array itself, no copy */
+                reg[FIRST_STEP_REG + s] = arg->v + off;
+                continue;
+            }
+            MAP1(arg ? arg->k : 0.0f);
+            break;
+        }
+        case OTC_EX_SQRT:
+            MAP1(sqrtf(a[i]));
+            break;
         case OTC_EX_CONST:
             MAP1(ka);
             break;
@@ -520,9 +567,8 @@ static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *
             break;
         case OP_POINT:
             for (size_t i = 0; i < n; i++) {
-                size_t j = off + i;
-                otc_expr_env env = {in->x ? in->x[j] : 0.0f, in->x1 ? in->x1[j] : 0.0f,
-                                    in->y ? in->y[j] : 0.0f, in->a};
+                float argv[OTC_EX_MAX_ARGS];
+                const otc_expr_env env = env_at(in, off + i, argv);
                 value v = eval(st->point, &env);
                 d[i] = otc_expr_type(st->point) == OTC_EX_TRUTH ? (v.t ? 1.0f : 0.0f) : v.f;
             }
@@ -541,9 +587,9 @@ static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *
 
 void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float *out, size_t n) {
     if (n == 1) { /* one element (NEAT's batch of one): the tree itself is quicker */
-        const otc_expr *root = p->root;
-        out[0] = evalf(root, &(otc_expr_env){in->x ? in->x[0] : 0.0f, in->x1 ? in->x1[0] : 0.0f,
-                                             in->y ? in->y[0] : 0.0f, in->a});
+        float argv[OTC_EX_MAX_ARGS];
+        const otc_expr_env env = env_at(in, 0, argv);
+        out[0] = evalf(p->root, &env);
         return;
     }
     float regs[OTC_EXPR_MAX_STEPS][CHUNK];
@@ -556,9 +602,9 @@ void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float 
 void otc_expr_run_accumulate_n(const otc_expr_program *p, const otc_expr_arrays *in, const float *g,
                                float *acc, size_t n) {
     if (n == 1) {
-        acc[0] += g[0] *
-                  evalf(p->root, &(otc_expr_env){in->x ? in->x[0] : 0.0f, in->x1 ? in->x1[0] : 0.0f,
-                                                 in->y ? in->y[0] : 0.0f, in->a});
+        float argv[OTC_EX_MAX_ARGS];
+        const otc_expr_env env = env_at(in, 0, argv);
+        acc[0] += g[0] * evalf(p->root, &env);
         return;
     }
     float regs[OTC_EXPR_MAX_STEPS][CHUNK];
@@ -575,8 +621,9 @@ void otc_expr_eval_n(const otc_expr *e, const otc_expr_arrays *in, float *out, s
         otc_expr_run_n(&p, in, out, n);
         return;
     }
-    for (size_t i = 0; i < n; i++) /* too large a tree for a program */
-        out[i] =
-            otc_expr_eval(e, &(otc_expr_env){in->x ? in->x[i] : 0.0f, in->x1 ? in->x1[i] : 0.0f,
-                                             in->y ? in->y[i] : 0.0f, in->a});
+    float argv[OTC_EX_MAX_ARGS];
+    for (size_t i = 0; i < n; i++) { /* too large a tree for a program */
+        const otc_expr_env env = env_at(in, i, argv);
+        out[i] = otc_expr_eval(e, &env);
+    }
 }

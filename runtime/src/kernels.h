@@ -22,15 +22,15 @@
  *   select       otc_fwd_select         otc_bwd_select
  *   softmax      otc_fwd_softmax        otc_bwd_softmax
  *   log_softmax  otc_fwd_log_softmax    otc_bwd_log_softmax
- *   mse          otc_fwd_mse            otc_bwd_mse
- *   bce          otc_fwd_bce            otc_bwd_bce
+ *   mse, bce     otc_fwd_mean_loss      otc_bwd_mean_loss
+ *     (the mean of the op's per-element loss, otc_op_loss_expr / otc_op_loss_grad_expr)
  *   softmax_ce   otc_fwd_softmax_ce     otc_bwd_softmax_ce
  *   neuron       otc_fwd_neuron         otc_bwd_neuron
  *   input, parameter, delay: NULL / NULL (the interpreter handles them itself)
  *
  * Gradient conventions a compiled backend must match:
- *   - BCE clamps p to [1e-7, 1-1e-7] and uses the clamped p in the gradient without masking
- *     (d/dp = (p - t) / (p (1 - p)) / n; d/dt = (log(1-p) - log p) / n).
+ *   - MSE and BCE: the gradient of an input is (out_grad / n) times the per-element
+ *     derivative tree of ops.c (BCE clamps p and uses the clamped p without masking).
  *   - softmax_ce's labels, row_broadcast's `like` and a Delay's input get no gradient.
  *   - Activations (ops and Neuron) take their parameter `a` from node->alpha.
  */
@@ -80,10 +80,8 @@ otc_status otc_fwd_log_softmax(const otc_kernel_args *a);
 void otc_bwd_log_softmax(const otc_kernel_args *a);
 
 /* losses (kernels_loss.c) */
-otc_status otc_fwd_mse(const otc_kernel_args *a);
-void otc_bwd_mse(const otc_kernel_args *a);
-otc_status otc_fwd_bce(const otc_kernel_args *a);
-void otc_bwd_bce(const otc_kernel_args *a);
+otc_status otc_fwd_mean_loss(const otc_kernel_args *a);
+void otc_bwd_mean_loss(const otc_kernel_args *a);
 otc_status otc_fwd_softmax_ce(const otc_kernel_args *a);
 void otc_bwd_softmax_ce(const otc_kernel_args *a);
 

@@ -1,63 +1,46 @@
-/* Interpreter kernels of the losses: MSE and BCE (means over all elements) and softmax
- * cross-entropy (mean over rows, from logits and float class indices). */
+/* Interpreter kernels of the losses: the mean over all elements of a per-element loss (MSE,
+ * BCE: their trees in the op table) and softmax cross-entropy (mean over rows, from logits
+ * and float class indices). */
 #include <math.h>
 
 #include "kernels.h"
 
-#define OTC_BCE_EPS 1e-7f
+enum { BLOCK = 256 }; /* elements per pass: the per-element values stay in cache */
 
-otc_status otc_fwd_mse(const otc_kernel_args *a) {
-    const float *p = a->in[0], *t = a->in[1];
-    size_t n = otc_kshape_size(a->in_shape[0]);
+/* The sum runs in double over the float per-element losses: the mean of many elements then
+ * keeps its digits. */
+otc_status otc_fwd_mean_loss(const otc_kernel_args *a) {
+    const otc_expr *term = otc_op_loss_expr(a->node->op);
+    if (!term) return otc_fail(OTC_ERR_ARG, "op %d is no mean loss", (int)a->node->op);
+    const otc_expr_arrays in = {.x = a->in[0], .x1 = a->in[1]};
+    const size_t n = otc_kshape_size(a->in_shape[0]);
+    float buf[BLOCK];
     double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        float d = p[i] - t[i];
-        s += (double)(d * d);
+    for (size_t off = 0; off < n; off += BLOCK) {
+        const size_t m = n - off < BLOCK ? n - off : BLOCK;
+        const otc_expr_arrays at = {.x = in.x + off, .x1 = in.x1 + off};
+        otc_expr_eval_n(term, &at, buf, m);
+        for (size_t i = 0; i < m; i++) s += (double)buf[i];
     }
     a->out[0] = (float)(s / (double)n);
     return OTC_OK;
 }
 
-void otc_bwd_mse(const otc_kernel_args *a) {
-    const float *p = a->in[0], *t = a->in[1];
-    float *gp = a->in_grad[0], *gt = a->in_grad[1];
-    size_t n = otc_kshape_size(a->in_shape[0]);
-    float k = 2.0f * a->out_grad[0] / (float)n;
-    for (size_t i = 0; i < n; i++) {
-        float d = k * (p[i] - t[i]);
-        if (gp) gp[i] += d;
-        if (gt) gt[i] -= d;
-    }
-}
-
-static float clamp_prob(float p) {
-    return p < OTC_BCE_EPS ? OTC_BCE_EPS : (p > 1.0f - OTC_BCE_EPS ? 1.0f - OTC_BCE_EPS : p);
-}
-
-otc_status otc_fwd_bce(const otc_kernel_args *a) {
-    const float *p = a->in[0], *t = a->in[1];
-    size_t n = otc_kshape_size(a->in_shape[0]);
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        float q = clamp_prob(p[i]);
-        s -= (double)(t[i] * logf(q) + (1.0f - t[i]) * logf(1.0f - q));
-    }
-    a->out[0] = (float)(s / (double)n);
-    return OTC_OK;
-}
-
-/* The gradient uses the clamped probability without masking the clamp (as PyTorch does):
- * a saturated prediction still gets a large gradient in the right direction instead of a
- * zero one that would stall training. */
-void otc_bwd_bce(const otc_kernel_args *a) {
-    const float *p = a->in[0], *t = a->in[1];
-    float *gp = a->in_grad[0], *gt = a->in_grad[1];
-    size_t n = otc_kshape_size(a->in_shape[0]);
-    float k = a->out_grad[0] / (float)n;
-    for (size_t i = 0; i < n; i++) {
-        float q = clamp_prob(p[i]);
-        if (gp) gp[i] += k * (q - t[i]) / (q * (1.0f - q));
-        if (gt) gt[i] += k * (logf(1.0f - q) - logf(q));
+/* grad(input i) += (out_grad / n) * d(loss)/d(input i) at each element. */
+void otc_bwd_mean_loss(const otc_kernel_args *a) {
+    const size_t n = otc_kshape_size(a->in_shape[0]);
+    const float k = a->out_grad[0] / (float)n;
+    float buf[BLOCK];
+    for (int i = 0; i < 2; i++) {
+        const otc_expr *d = otc_op_loss_grad_expr(a->node->op, i);
+        float *acc = a->in_grad[i];
+        if (!d || !acc) continue;
+        for (size_t off = 0; off < n; off += BLOCK) {
+            const size_t m = n - off < BLOCK ? n - off : BLOCK;
+            const otc_expr_arrays at = {.x = a->in[0] + off, .x1 = a->in[1] + off};
+            otc_expr_eval_n(d, &at, buf, m);
+            for (size_t j = 0; j < m; j++) acc[off + j] += k * buf[j];
+        }
     }
 }
 

@@ -15,10 +15,29 @@
             arity == 1 ? otc_shape_same : otc_shape_binary,                                        \
             otc_fwd_map,                                                                           \
             otc_bwd_map}
+/* A loss that is the mean over all elements of a per-element loss of the prediction x and
+ * the target x1, given as a tree with its derivatives by both (otc_op_loss_expr). */
+#define LOSS_ROW(op, name, term, d0, d1)                                                           \
+    [op] = {{name, 2, 2, OTC_OPKIND_LOSS, -1, term, {d0, d1}},                                     \
+            otc_shape_loss,                                                                        \
+            otc_fwd_mean_loss,                                                                     \
+            otc_bwd_mean_loss}
 /* An activation op: the activation table's expressions (otc_op_map_expr reads them). */
 #define ACT_ROW(op, name, act)                                                                     \
     ROW(op, name, 1, 1, OTC_OPKIND_ELEMENTWISE, act, otc_shape_same, otc_fwd_map, otc_bwd_map)
 
+/* The losses' shared subtrees (one object each, so renderers compute them once). */
+#define BCE_EPS 1e-7f /* the probability clamp of BCE */
+static const otc_expr mse_diff = {.op = OTC_EX_SUB, .a = EX_X, .b = EX_X1};
+static const otc_expr bce_q = {
+    .op = OTC_EX_SELECT,
+    .a = EX_LT(EX_X, EX_K(BCE_EPS)),
+    .b = EX_K(BCE_EPS),
+    .c = EX_SEL(EX_GT(EX_X, EX_K(1.0f - BCE_EPS)), EX_K(1.0f - BCE_EPS), EX_X)};
+static const otc_expr bce_1q = {.op = OTC_EX_SUB, .a = EX_K(1), .b = &bce_q};
+#define MSE_DIFF (&mse_diff)
+#define BCE_Q    (&bce_q)
+#define BCE_1Q   (&bce_1q) /* 1 - q */
 static const otc_op_def defs[] = {
     ROW(OTC_OP_INPUT, "input", 0, 0, OTC_OPKIND_SOURCE, -1, otc_shape_source, NULL, NULL),
     ROW(OTC_OP_PARAMETER, "parameter", 0, 0, OTC_OPKIND_SOURCE, -1, otc_shape_source, NULL, NULL),
@@ -68,8 +87,17 @@ static const otc_op_def defs[] = {
         otc_fwd_softmax, otc_bwd_softmax),
     ROW(OTC_OP_LOG_SOFTMAX, "log_softmax", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_softmax,
         otc_fwd_log_softmax, otc_bwd_log_softmax),
-    ROW(OTC_OP_MSE, "mse", 2, 2, OTC_OPKIND_LOSS, -1, otc_shape_loss, otc_fwd_mse, otc_bwd_mse),
-    ROW(OTC_OP_BCE, "bce", 2, 2, OTC_OPKIND_LOSS, -1, otc_shape_loss, otc_fwd_bce, otc_bwd_bce),
+    LOSS_ROW(OTC_OP_MSE, "mse", EX_MUL(MSE_DIFF, MSE_DIFF), EX_MUL(EX_K(2), MSE_DIFF),
+             EX_MUL(EX_K(-2), MSE_DIFF)),
+    /* -(t log q + (1-t) log(1-q)) with q the probability clamped to [eps, 1-eps]. The
+     * gradient uses the clamped q without masking the clamp (as PyTorch does): a saturated
+     * prediction still gets a large gradient in the right direction instead of a zero one
+     * that would stall training. d/dt = log(1-q) - log q. */
+    LOSS_ROW(OTC_OP_BCE, "bce",
+             EX_NEG(EX_ADD(EX_MUL(EX_X1, EX_LOG(BCE_Q)),
+                           EX_MUL(EX_SUB(EX_K(1), EX_X1), EX_LOG(BCE_1Q)))),
+             EX_DIV(EX_SUB(BCE_Q, EX_X1), EX_MUL(BCE_Q, BCE_1Q)),
+             EX_SUB(EX_LOG(BCE_1Q), EX_LOG(BCE_Q))),
     ROW(OTC_OP_SOFTMAX_CE, "softmax_ce", 2, 2, OTC_OPKIND_LOSS, -1, otc_shape_softmax_ce,
         otc_fwd_softmax_ce, otc_bwd_softmax_ce),
     ROW(OTC_OP_NEURON, "neuron", 2, -1, OTC_OPKIND_NEURON, -1, otc_shape_neuron, otc_fwd_neuron,
@@ -98,15 +126,26 @@ int otc_op_from_name(const char *name) {
 
 const otc_expr *otc_op_map_expr(otc_op op) {
     const otc_op_info *info = otc_op_get(op);
-    if (!info) return NULL;
+    if (!info || info->kind != OTC_OPKIND_ELEMENTWISE) return NULL;
     if (info->act >= 0) return otc_act_get((otc_act)info->act)->f;
     return info->map;
 }
 
 const otc_expr *otc_op_grad_expr(otc_op op, int input) {
     const otc_op_info *info = otc_op_get(op);
-    if (!info || input < 0 || input >= 2) return NULL;
+    if (!info || info->kind != OTC_OPKIND_ELEMENTWISE || input < 0 || input >= 2) return NULL;
     if (info->act >= 0) return input == 0 ? otc_act_get((otc_act)info->act)->df : NULL;
+    return info->d[input];
+}
+
+const otc_expr *otc_op_loss_expr(otc_op op) {
+    const otc_op_info *info = otc_op_get(op);
+    return info && info->kind == OTC_OPKIND_LOSS ? info->map : NULL;
+}
+
+const otc_expr *otc_op_loss_grad_expr(otc_op op, int input) {
+    const otc_op_info *info = otc_op_get(op);
+    if (!info || info->kind != OTC_OPKIND_LOSS || input < 0 || input >= 2) return NULL;
     return info->d[input];
 }
 

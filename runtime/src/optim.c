@@ -1,5 +1,6 @@
-/* SGD (momentum, Nesterov, L2 weight decay), Adam and AdamW, following the update rules of
- * the torch.optim documentation so results can be compared step for step with PyTorch. */
+/* The optimiser objects: SGD (momentum, Nesterov, L2 weight decay), Adam and AdamW, their
+ * checks and state; each step evaluates the update rule of optim_rules.c (torch.optim's
+ * formulas, so results can be compared step for step with PyTorch). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -122,8 +123,9 @@ long otc_optimizer_steps(const otc_optimizer *opt) {
 
 /* Zeroed state for each group, sized by the first step. */
 static otc_status alloc_state(otc_optimizer *opt, int n, const size_t *sizes) {
-    bool need_m = opt->cfg.kind != OTC_OPTIM_SGD || opt->cfg.momentum != 0.0f;
-    bool need_v = opt->cfg.kind != OTC_OPTIM_SGD;
+    const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&opt->cfg));
+    bool need_m = rule->m != NULL;
+    bool need_v = rule->v != NULL;
     size_t groups = (size_t)n + 1;
     opt->sizes = malloc(groups * sizeof *opt->sizes);
     opt->m = calloc(groups, sizeof *opt->m);
@@ -142,39 +144,33 @@ static otc_status alloc_state(otc_optimizer *opt, int n, const size_t *sizes) {
     return OTC_OK;
 }
 
-static void sgd_group(const otc_optim_config *c, float *p, const float *grad, float *buf,
-                      size_t size) {
-    for (size_t i = 0; i < size; i++) {
-        float g = grad[i];
-        if (c->weight_decay != 0.0f) g += c->weight_decay * p[i];
-        if (buf) {
-            /* b = mu*b + g (dampening 0; b starts at 0, so the first step stores g). */
-            buf[i] = c->momentum * buf[i] + g;
-            g = c->nesterov ? g + c->momentum * buf[i] : buf[i];
+/* The rule's trees over one group, a block of elements at a time (the block's m, v and p
+ * stay in cache from one tree to the next). */
+static void update_group(const otc_optim_rule *rule, const float *args, float *p, const float *grad,
+                         float *m, float *v, size_t size) {
+    enum { BLOCK = 256 };
+    otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
+    for (int i = 0; i < OTC_OPTIM_ARG_COUNT; i++) arg[i] = (otc_expr_arg){NULL, args[i]};
+    /* m, then v, then p: each tree reads what the one before it wrote. */
+    const otc_expr *tree[3] = {rule->m, rule->v, rule->p};
+    float *dst[3] = {m, v, p};
+    otc_expr_program prog[3];
+    bool compiled[3];
+    for (int t = 0; t < 3; t++) compiled[t] = tree[t] && otc_expr_compile(tree[t], &prog[t]);
+    for (size_t off = 0; off < size; off += BLOCK) {
+        const size_t n = size - off < BLOCK ? size - off : BLOCK;
+        arg[OTC_OPTIM_ARG_P].v = p + off;
+        arg[OTC_OPTIM_ARG_G].v = grad + off;
+        arg[OTC_OPTIM_ARG_M].v = m ? m + off : NULL;
+        arg[OTC_OPTIM_ARG_V].v = v ? v + off : NULL;
+        const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
+        for (int t = 0; t < 3; t++) {
+            if (!tree[t]) continue;
+            if (compiled[t])
+                otc_expr_run_n(&prog[t], &in, dst[t] + off, n);
+            else
+                otc_expr_eval_n(tree[t], &in, dst[t] + off, n);
         }
-        p[i] -= c->lr * g;
-    }
-}
-
-static void adam_group(const otc_optim_config *c, long t, float *p, const float *grad, float *m,
-                       float *v, size_t size) {
-    bool decoupled = c->kind == OTC_OPTIM_ADAMW;
-    /* Bias corrections in double: 1 - beta^t loses digits in float for small t. */
-    double bc1 = 1.0 - pow((double)c->beta1, (double)t);
-    double bc2 = 1.0 - pow((double)c->beta2, (double)t);
-    float step_size = (float)((double)c->lr / bc1);
-    float bc2_sqrt = (float)sqrt(bc2);
-    float decay = 1.0f - c->lr * c->weight_decay;
-    for (size_t i = 0; i < size; i++) {
-        float g = grad[i];
-        if (decoupled)
-            p[i] *= decay;
-        else if (c->weight_decay != 0.0f)
-            g += c->weight_decay * p[i];
-        m[i] = c->beta1 * m[i] + (1.0f - c->beta1) * g;
-        v[i] = c->beta2 * v[i] + (1.0f - c->beta2) * g * g;
-        float denom = sqrtf(v[i]) / bc2_sqrt + c->eps;
-        p[i] -= step_size * m[i] / denom;
     }
 }
 
@@ -202,11 +198,10 @@ otc_status otc_optimizer_step(otc_optimizer *opt, int n, float *const *params,
         }
     }
     opt->t++;
-    for (int i = 0; i < n; i++) {
-        if (opt->cfg.kind == OTC_OPTIM_SGD)
-            sgd_group(&opt->cfg, params[i], grads[i], opt->m[i], sizes[i]);
-        else
-            adam_group(&opt->cfg, opt->t, params[i], grads[i], opt->m[i], opt->v[i], sizes[i]);
-    }
+    const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&opt->cfg));
+    float args[OTC_OPTIM_ARG_COUNT];
+    otc_optim_step_args(&opt->cfg, opt->t, args);
+    for (int i = 0; i < n; i++)
+        update_group(rule, args, params[i], grads[i], opt->m[i], opt->v[i], sizes[i]);
     return OTC_OK;
 }

@@ -138,8 +138,10 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
         otc_cr_dact_call(c, call, sizeof call, nd, use_x ? v0 : "0.0f", use_y ? vN : "0.0f");
         if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, call);
     } else {
-        const otc_cr_leaves leaves = {v0, nd->n_inputs > 1 ? v1 : NULL, vN,
-                                      otc_cr_float(c, lit, otc_node_param(nd))};
+        const otc_cr_leaves leaves = {.x = v0,
+                                      .x1 = nd->n_inputs > 1 ? v1 : NULL,
+                                      .y = vN,
+                                      .a = otc_cr_float(c, lit, otc_node_param(nd))};
         for (int i = 0; i < 2; i++) {
             const char *gi = i ? g1 : g0;
             if (!d[i]) continue;
@@ -360,12 +362,28 @@ static void bw_softmax(otc_cr *c, otc_id id, bool log) {
     otc_cr_close(c, open);
 }
 
+/* Append the C spelling of e with the given leaves to a line "prefix<e>;". */
+static void expr_line(otc_cr *c, const char *prefix, const otc_expr *e,
+                      const otc_cr_leaves *leaves) {
+    otc_text t;
+    otc_text_init(&t);
+    otc_cr_expr(c, &t, e, leaves);
+    char *text = otc_text_take(&t);
+    if (!text) {
+        c->sb->failed = true;
+        return;
+    }
+    otc_cr_line(c, "%s%s;", prefix, text);
+    free(text);
+}
+
+/* A mean loss (otc_op_loss_expr): each input's gradient += (g / n) * its derivative tree. */
 static void bw_loss(otc_cr *c, otc_id id) {
     const otc_node *nd = otc_graph_node(c->g, id);
     otc_id P = nd->inputs[0], T = nd->inputs[1];
     const otc_plan_value *pv = &c->plan->values[V(P)];
     const char *elem = pv->size > 1 ? "e" : "0";
-    char pe[96], te[96], gp[96], gt[96];
+    char pe[96], te[96];
     otc_cr_grad_pointer(c, id);
     need_value(c, P);
     need_value(c, T);
@@ -373,27 +391,19 @@ static void bw_loss(otc_cr *c, otc_id id) {
     if (NEEDS(T)) otc_cr_grad_pointer(c, T);
     va(c, pe, P, elem);
     va(c, te, T, elem);
-    ga(c, gp, P, elem);
-    ga(c, gt, T, elem);
-    otc_cr_line(c, "const float k = %sg%d[0] / (float)(%" PRId64 " * %s);",
-                nd->op == OTC_OP_MSE ? "2.0f * " : "", (int)id, pv->size, pv->batched ? "B" : "1");
+    otc_cr_line(c, "const float k = g%d[0] / (float)(%" PRId64 " * %s);", (int)id, pv->size,
+                pv->batched ? "B" : "1");
     int open = otc_cr_loops(c, pv->size, pv->batched, false);
-    if (nd->op == OTC_OP_MSE) {
-        otc_cr_line(c, "const float d = k * (%s - %s);", pe, te);
-        if (NEEDS(P)) otc_cr_line(c, "%s += d;", gp);
-        if (NEEDS(T)) otc_cr_line(c, "%s -= d;", gt);
-    } else {
-        otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
-        otc_cr_line(
-            c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
-        if (NEEDS(P)) otc_cr_line(c, "%s += k * (q - t) / (q * (1.0f - q));", gp);
-        if (NEEDS(T)) {
-            char flog[96];
-            otc_cr_math(c, OTC_CRM_LOG, flog, sizeof flog);
-            otc_cr_line(c, "%s += k * (%s(1.0f - q) - %s(q));", gt, flog, flog);
-        }
-        if (!NEEDS(P) || !NEEDS(T)) otc_cr_line(c, "(void)t;");
+    const otc_cr_leaves leaves = {.x = pe, .x1 = te};
+    const otc_expr *d[2] = {NULL, NULL};
+    char gi[2][96], prefix[2][200];
+    for (int i = 0; i < 2; i++) {
+        if (!NEEDS(nd->inputs[i])) continue;
+        d[i] = otc_op_loss_grad_expr(nd->op, i);
+        ga(c, gi[i], nd->inputs[i], elem);
+        snprintf(prefix[i], sizeof prefix[i], "%s += k * ", gi[i]);
     }
+    otc_cr_expr_lines(c, d, (const char *const[]){prefix[0], prefix[1]}, 2, &leaves);
     otc_cr_close(c, open);
 }
 
@@ -533,47 +543,78 @@ static void backward_step(otc_cr *c, otc_id id) {
     }
 }
 
-/* The optimiser over weights [from, from + count): the interpreter's update rules
- * (optim.c), with the hyper-parameters baked in and lr an argument. */
-static void update_step(otc_cr *c, const otc_plan_step *s) {
+/* The C spellings of the optimiser's arguments: the arrays at element i, the configuration's
+ * scalars as literals, the per-step ones as the locals step_prelude defines (lr is an
+ * argument of the train step). */
+typedef struct {
+    const char *arg[OTC_OPTIM_ARG_COUNT];
+    char lit[OTC_OPTIM_ARG_COUNT][48];
+} update_spelling;
+
+static void update_spell(otc_cr *c, update_spelling *u) {
+    static const char *const name[OTC_OPTIM_ARG_COUNT] = {[OTC_OPTIM_ARG_P] = "p->w[i]",
+                                                          [OTC_OPTIM_ARG_G] = "g[i]",
+                                                          [OTC_OPTIM_ARG_M] = "p->m[i]",
+                                                          [OTC_OPTIM_ARG_V] = "p->v[i]",
+                                                          [OTC_OPTIM_ARG_LR] = "lr",
+                                                          [OTC_OPTIM_ARG_DECAY] = "decay",
+                                                          [OTC_OPTIM_ARG_STEP_SIZE] = "step_size",
+                                                          [OTC_OPTIM_ARG_BC2_SQRT] = "bc2_sqrt"};
+    float k[OTC_OPTIM_ARG_COUNT];
+    otc_optim_step_args(&c->plan->options.optim, 1, k);
+    for (int i = 0; i < OTC_OPTIM_ARG_COUNT; i++) {
+        bool fixed = i >= OTC_OPTIM_ARG_FIRST_SCALAR && i < OTC_OPTIM_ARG_FIRST_PER_STEP;
+        u->arg[i] = fixed ? otc_cr_float(c, u->lit[i], k[i]) : name[i];
+    }
+}
+
+/* Does the rule read argument i? */
+static bool rule_reads(const otc_optim_rule *rule, int i) {
+    return otc_expr_reads_arg(rule->m, i) || otc_expr_reads_arg(rule->v, i) ||
+           otc_expr_reads_arg(rule->p, i);
+}
+
+/* The per-step scalars the rule reads, computed as otc_optim_step_args does (the emitted C
+ * cannot call the library): bias corrections in double. */
+static void step_prelude(otc_cr *c, const otc_optim_rule *rule) {
     const otc_optim_config *o = &c->plan->options.optim;
-    char l1[48], l2[48], l3[48];
+    char lit[48];
+    if (rule_reads(rule, OTC_OPTIM_ARG_STEP_SIZE)) {
+        otc_cr_line(c, "const double bc1 = 1.0 - pow((double)%s, (double)p->t);",
+                    otc_cr_float(c, lit, o->beta1));
+        otc_cr_line(c, "const float step_size = (float)((double)lr / bc1);");
+    }
+    if (rule_reads(rule, OTC_OPTIM_ARG_BC2_SQRT)) {
+        otc_cr_line(c, "const double bc2 = 1.0 - pow((double)%s, (double)p->t);",
+                    otc_cr_float(c, lit, o->beta2));
+        otc_cr_line(c, "const float bc2_sqrt = (float)sqrt(bc2);");
+    }
+    if (rule_reads(rule, OTC_OPTIM_ARG_DECAY))
+        otc_cr_line(c, "const float decay = 1.0f - lr * %s;",
+                    otc_cr_float(c, lit, o->weight_decay));
+}
+
+/* The optimiser over weights [from, from + count): the rule's trees (optim_rules.c), stored
+ * in the rule's order m, v, p. */
+static void update_step(otc_cr *c, const otc_plan_step *s, const otc_optim_rule *rule) {
+    update_spelling u;
+    update_spell(c, &u);
+    const otc_cr_leaves leaves = {.arg = u.arg, .n_arg = OTC_OPTIM_ARG_COUNT};
     otc_cr_line(c, "for (size_t i = %" PRId64 "; i < %" PRId64 "; i++) {", s->offset,
                 s->offset + s->count);
     c->indent++;
-    otc_cr_line(c, "float gr = g[i];");
-    if (o->kind == OTC_OPTIM_SGD) {
-        if (o->weight_decay != 0.0f)
-            otc_cr_line(c, "gr += %s * p->w[i];", otc_cr_float(c, l1, o->weight_decay));
-        if (o->momentum != 0.0f) {
-            otc_cr_line(c, "p->m[i] = %s * p->m[i] + gr;", otc_cr_float(c, l1, o->momentum));
-            if (o->nesterov)
-                otc_cr_line(c, "gr = gr + %s * p->m[i];", l1);
-            else
-                otc_cr_line(c, "gr = p->m[i];");
-        }
-        otc_cr_line(c, "p->w[i] -= lr * gr;");
-    } else {
-        if (o->kind == OTC_OPTIM_ADAMW)
-            otc_cr_line(c, "p->w[i] *= decay;");
-        else if (o->weight_decay != 0.0f)
-            otc_cr_line(c, "gr += %s * p->w[i];", otc_cr_float(c, l1, o->weight_decay));
-        otc_cr_float(c, l1, o->beta1);
-        otc_cr_float(c, l2, o->beta2);
-        otc_cr_float(c, l3, o->eps);
-        otc_cr_line(c, "p->m[i] = %s * p->m[i] + (1.0f - %s) * gr;", l1, l1);
-        otc_cr_line(c, "p->v[i] = %s * p->v[i] + (1.0f - %s) * gr * gr;", l2, l2);
-        otc_cr_line(c, "p->w[i] -= step_size * p->m[i] / (sqrtf(p->v[i]) / bc2_sqrt + %s);", l3);
-    }
+    if (rule->m) expr_line(c, "p->m[i] = ", rule->m, &leaves);
+    if (rule->v) expr_line(c, "p->v[i] = ", rule->v, &leaves);
+    expr_line(c, "p->w[i] = ", rule->p, &leaves);
     c->indent--;
     otc_cr_line(c, "}");
 }
 
 void otc_cr_backward_steps(otc_cr *c) {
     const otc_plan *p = c->plan;
-    const otc_optim_config *o = &p->options.optim;
-    char off[64], lit[48];
-    bool adam_ready = false;
+    const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&p->options.optim));
+    char off[64];
+    bool prelude = false;
     for (int i = p->n_forward_steps; i < p->n_steps && !c->st; i++) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
@@ -597,20 +638,11 @@ void otc_cr_backward_steps(otc_cr *c) {
             otc_cr_line(c, "}");
             break;
         case OTC_STEP_UPDATE:
-            if (o->kind != OTC_OPTIM_SGD && !adam_ready) {
-                /* Bias corrections in double, as the interpreter computes them. */
-                adam_ready = true;
-                otc_cr_line(c, "const double bc1 = 1.0 - pow((double)%s, (double)p->t);",
-                            otc_cr_float(c, lit, o->beta1));
-                otc_cr_line(c, "const double bc2 = 1.0 - pow((double)%s, (double)p->t);",
-                            otc_cr_float(c, lit, o->beta2));
-                otc_cr_line(c, "const float step_size = (float)((double)lr / bc1);");
-                otc_cr_line(c, "const float bc2_sqrt = (float)sqrt(bc2);");
-                if (o->kind == OTC_OPTIM_ADAMW)
-                    otc_cr_line(c, "const float decay = 1.0f - lr * %s;",
-                                otc_cr_float(c, lit, o->weight_decay));
+            if (!prelude) {
+                prelude = true;
+                step_prelude(c, rule);
             }
-            update_step(c, s);
+            update_step(c, s, rule);
             break;
         default:
             break;

@@ -3,6 +3,7 @@
  * a subtree used twice as one local. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "render_c_internal.h"
 
@@ -211,6 +212,14 @@ static void put(printer *pr, otc_text *out, const otc_expr *e) {
     case OTC_EX_INE:
         infix(pr, out, "!=", e);
         return;
+    case OTC_EX_ARG:
+        otc_text_puts(out,
+                      leaf(pr, e->n >= 0 && e->n < pr->leaves->n_arg ? pr->leaves->arg[e->n] : NULL,
+                           "an argument"));
+        return;
+    case OTC_EX_SQRT:
+        call(pr, out, "sqrtf", e);
+        return;
     case OTC_EX_COUNT:
         break;
     }
@@ -238,4 +247,41 @@ void otc_cr_expr_body(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_
     otc_text_printf(out, "%sreturn ", indent);
     put(&pr, out, e);
     otc_text_puts(out, ";\n");
+}
+
+void otc_cr_expr_lines(otc_cr *c, const otc_expr *const *trees, const char *const *prefix, int n,
+                       const otc_cr_leaves *leaves) {
+    printer pr = {.c = c, .leaves = leaves};
+    const otc_expr *seen[4 * MAX_SHARED];
+    int n_seen = 0;
+    for (int i = 0; i < n; i++)
+        if (trees[i]) find_shared(&pr, trees[i], seen, &n_seen);
+    static const char *const type[] = {"float", "unsigned int", "int"};
+    otc_text t;
+    otc_text_init(&t);
+    for (int i = 0; i < pr.n_shared; i++) {
+        otc_text_printf(&t, "const %s t%d = ", type[otc_expr_type(pr.shared[i])], i);
+        put(&pr, &t, pr.shared[i]);
+        pr.n_bound = i + 1;
+        char *text = otc_text_take(&t);
+        if (!text) {
+            c->sb->failed = true;
+            return;
+        }
+        otc_cr_line(c, "%s;", text);
+        free(text);
+        otc_text_init(&t);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!trees[i]) continue;
+        otc_text_init(&t);
+        put(&pr, &t, trees[i]);
+        char *text = otc_text_take(&t);
+        if (!text) {
+            c->sb->failed = true;
+            return;
+        }
+        otc_cr_line(c, "%s%s;", prefix[i], text);
+        free(text);
+    }
 }

@@ -118,8 +118,9 @@ static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char
                              otc_op_get(nd->op)->name);
             return;
         }
-        const otc_cr_leaves leaves = {a, nd->n_inputs > 1 ? b : NULL, NULL,
-                                      otc_cr_float(c, lit, otc_node_param(nd))};
+        const otc_cr_leaves leaves = {.x = a,
+                                      .x1 = nd->n_inputs > 1 ? b : NULL,
+                                      .a = otc_cr_float(c, lit, otc_node_param(nd))};
         otc_text t;
         otc_text_init(&t);
         otc_cr_expr(c, &t, value, &leaves);
@@ -332,6 +333,7 @@ static void op_softmax(otc_cr *c, otc_id id, bool log) {
     otc_cr_close(c, open);
 }
 
+/* A mean loss: the sum in double of its per-element loss tree (otc_op_loss_expr), / n. */
 static void op_loss(otc_cr *c, otc_id id) {
     const otc_node *nd = otc_graph_node(c->g, id);
     otc_id P = V(nd->inputs[0]), T = V(nd->inputs[1]);
@@ -342,18 +344,14 @@ static void op_loss(otc_cr *c, otc_id id) {
     int open = otc_cr_loops(c, pv->size, pv->batched, true);
     otc_cr_at(c, pe, sizeof pe, P, elem);
     otc_cr_at(c, te, sizeof te, T, elem);
-    if (nd->op == OTC_OP_MSE) {
-        otc_cr_line(c, "const float d = %s - %s;", pe, te);
-        otc_cr_line(c, "acc += (double)(d * d);");
-    } else {
-        /* Probabilities clamped to [1e-7, 1 - 1e-7] as the interpreter's BCE does. */
-        otc_cr_line(c, "const float p0 = %s, t = %s;", pe, te);
-        otc_cr_line(
-            c, "const float q = p0 < 1e-7f ? 1e-7f : (p0 > 1.0f - 1e-7f ? 1.0f - 1e-7f : p0);");
-        char flog[96];
-        otc_cr_math(c, OTC_CRM_LOG, flog, sizeof flog);
-        otc_cr_line(c, "acc -= (double)(t * %s(q) + (1.0f - t) * %s(1.0f - q));", flog, flog);
+    const otc_cr_leaves leaves = {.x = pe, .x1 = te};
+    const otc_expr *term = otc_op_loss_expr(nd->op);
+    if (!term) {
+        c->st = otc_fail(OTC_ERR_UNSUPPORTED, "emit-c: op %s is no mean loss",
+                         otc_op_get(nd->op)->name);
+        return;
     }
+    otc_cr_expr_lines(c, &term, (const char *const[]){"acc += (double)"}, 1, &leaves);
     otc_cr_close(c, open);
     otc_cr_line(c, "v%d[0] = (float)(acc / (double)(%" PRId64 " * %s));", (int)id, pv->size,
                 pv->batched ? "B" : "1");

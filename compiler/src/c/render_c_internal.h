@@ -105,12 +105,19 @@ const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len);
  * expression may not read them). */
 typedef struct {
     const char *x, *x1, *y, *a;
+    const char *const *arg; /* the spellings of OTC_EX_ARG 0 .. n_arg - 1 */
+    int n_arg;
 } otc_cr_leaves;
 /* Append e as one C expression (the math it calls marked used). */
 void otc_cr_expr(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leaves *leaves);
 /* Append a function body returning e: a local per subtree used twice, then the return. */
 void otc_cr_expr_body(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leaves *leaves,
                       const char *indent);
+/* Lines "prefix[i]<trees[i]>;" (NULL trees skipped) after a local t0, t1 ... for each subtree
+ * the trees share (within one or between them), so each is computed once. The trees must not
+ * read what an earlier line writes. */
+void otc_cr_expr_lines(otc_cr *c, const otc_expr *const *trees, const char *const *prefix, int n,
+                       const otc_cr_leaves *leaves);
 /* The math helpers marked used (and those they call), as static inline functions. */
 void otc_cr_math_helpers(otc_cr *c, otc_text *out);
 

@@ -125,6 +125,8 @@ LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x);
  * per lane) divisions divide by one in the lanes it excludes. */
 typedef struct {
     LLVMValueRef x, x1, y, a, mask;
+    const LLVMValueRef *arg; /* the values of OTC_EX_ARG 0 .. n_arg - 1 */
+    int n_arg;
 } otc_llvm_leaves;
 LLVMValueRef otc_llvm_expr(otc_llvm_ir *ir, const otc_expr *e, LLVMTypeRef t,
                            const otc_llvm_leaves *leaves);

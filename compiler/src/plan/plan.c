@@ -31,8 +31,8 @@ otc_id otc_plan_owner(const otc_plan *plan, otc_id id) {
 }
 
 int otc_plan_optim_slots(const otc_optim_config *c) {
-    if (c->kind == OTC_OPTIM_SGD) return c->momentum != 0.0f ? 1 : 0;
-    return 2;
+    const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(c));
+    return rule->v ? 2 : rule->m ? 1 : 0;
 }
 
 otc_status otc_plan_add_step(otc_plan_ctx *c, otc_plan_step step) {

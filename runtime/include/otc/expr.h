@@ -51,8 +51,14 @@ typedef enum {
     OTC_EX_SHL,
     OTC_EX_LSHR,
     OTC_EX_INE, /* integer a != b -> truth */
+    /* appended: the optimiser updates' leaves and their square root */
+    OTC_EX_ARG,  /* numbered argument n (a leaf): what it is, the tree's owner says */
+    OTC_EX_SQRT, /* correctly rounded everywhere (IEEE), so no library tree */
     OTC_EX_COUNT
 } otc_ex_op;
+
+/* Arguments a tree may number (OTC_EX_ARG 0 .. this - 1). */
+enum { OTC_EX_MAX_ARGS = 16 };
 
 /* One node; operands a, b, c as the op needs them. Trees are static data: a subtree used
  * twice is one object referenced twice (renderers compute it once). */
@@ -61,7 +67,7 @@ typedef struct otc_expr {
     const struct otc_expr *a, *b, *c;
     double k;           /* CONST, ICONST */
     const double *coef; /* POLY: n coefficients, highest power first */
-    int n;
+    int n;              /* POLY: the coefficients; ARG: the argument's number */
 } otc_expr;
 
 typedef enum { OTC_EX_FLOAT, OTC_EX_INT, OTC_EX_TRUTH } otc_ex_type;
@@ -73,23 +79,37 @@ int otc_expr_arity(otc_ex_op op);
 const char *otc_expr_op_name(otc_ex_op op);
 /* Does e read the leaf (OTC_EX_X, _X1, _Y, _A)? */
 bool otc_expr_reads(const otc_expr *e, otc_ex_op leaf);
+/* Does e read argument n (OTC_EX_ARG)? */
+bool otc_expr_reads_arg(const otc_expr *e, int n);
 /* Does e call the math library (exp .. cos)? Compiled code then costs a polynomial. */
 bool otc_expr_calls_math(const otc_expr *e);
 /* Is e the float constant k? */
 bool otc_expr_is_const(const otc_expr *e, double k);
 
-/* The leaves' values for evaluation: x, x1, y, a. */
+/* The leaves' values for evaluation: x, x1, y, a and the n_arg arguments (an argument past
+ * n_arg reads as 0). */
 typedef struct {
     float x, x1, y, a;
+    const float *arg;
+    int n_arg;
 } otc_expr_env;
 
 /* e at one point, transcendental functions from libm (the interpreter's reference). */
 float otc_expr_eval(const otc_expr *e, const otc_expr_env *env);
 
-/* Arrays for the leaves (NULL where e does not read them) and the parameter. */
+/* An argument over arrays: an array (v), or where v is NULL the same k for every element. */
+typedef struct {
+    const float *v;
+    float k;
+} otc_expr_arg;
+
+/* Arrays for the leaves (NULL where e does not read them), the parameter and the n_arg
+ * arguments. */
 typedef struct {
     const float *x, *x1, *y;
     float a;
+    const otc_expr_arg *arg;
+    int n_arg;
 } otc_expr_arrays;
 
 /* out[i] = e at element i, for n elements (out may alias an input). */

@@ -100,7 +100,10 @@ typedef struct {
     int act; /* the otc_act for activation ops, -1 otherwise */
     /* Elementwise ops' math (read through otc_op_map_expr / otc_op_grad_expr, which also
      * answer for the activation ops): the value in the inputs x, x1 and the parameter a, and
-     * its derivative by each input in x, x1, y and a (NULL: no gradient flows there). */
+     * its derivative by each input in x, x1, y and a (NULL: no gradient flows there).
+     * MSE and BCE (read through otc_op_loss_expr / otc_op_loss_grad_expr): the loss of one
+     * element, prediction x and target x1, whose mean is the op's value, and its
+     * derivatives by x and x1; softmax_ce has none (a row reduction). */
     const otc_expr *map;
     const otc_expr *d[2];
 } otc_op_info;
@@ -111,6 +114,12 @@ const otc_expr *otc_op_map_expr(otc_op op);
 /* d(value)/d(input i) of an elementwise op; NULL when no gradient flows to input i. The
  * gradient of input i is the incoming gradient times this. */
 const otc_expr *otc_op_grad_expr(otc_op op, int input);
+/* A loss that is the mean over the elements of a per-element loss (MSE, BCE): that loss of
+ * the prediction x and the target x1; NULL for other ops. */
+const otc_expr *otc_op_loss_expr(otc_op op);
+/* Its derivative by input i (0 the prediction, 1 the target). The gradient of input i at an
+ * element is (the incoming gradient / the element count) times this. */
+const otc_expr *otc_op_loss_grad_expr(otc_op op, int input);
 /* Op by name; -1 if unknown. */
 int otc_op_from_name(const char *name);
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "expr.h"
 
 typedef enum { OTC_OPTIM_SGD, OTC_OPTIM_ADAM, OTC_OPTIM_ADAMW } otc_optim_kind;
 
@@ -39,6 +40,54 @@ long otc_optimizer_steps(const otc_optimizer *opt);
  * index; the sizes must be the same on every call (OTC_ERR_ARG otherwise). */
 otc_status otc_optimizer_step(otc_optimizer *opt, int n, float *const *params,
                               const float *const *grads, const size_t *sizes);
+
+/* ---- the update rules, written once as expression trees (otc/expr.h) ----
+ * The interpreter evaluates them and both compiler renderers spell them. Their leaves are
+ * OTC_EX_ARG n, n an otc_optim_arg: four per-element arrays, then scalars fixed by the
+ * configuration, then scalars that change per step (with lr and the step count). */
+typedef enum {
+    OTC_OPTIM_ARG_P, /* the parameter */
+    OTC_OPTIM_ARG_G, /* its gradient */
+    OTC_OPTIM_ARG_M, /* momentum buffer / Adam's first moment */
+    OTC_OPTIM_ARG_V, /* Adam's second moment */
+    OTC_OPTIM_ARG_MOMENTUM,
+    OTC_OPTIM_ARG_L2, /* weight decay added to the gradient (SGD, Adam) */
+    OTC_OPTIM_ARG_BETA1,
+    OTC_OPTIM_ARG_BETA2,
+    OTC_OPTIM_ARG_EPS,
+    OTC_OPTIM_ARG_LR,        /* per step from here on */
+    OTC_OPTIM_ARG_DECAY,     /* AdamW: 1 - lr * weight_decay */
+    OTC_OPTIM_ARG_STEP_SIZE, /* Adam: lr / (1 - beta1^t) */
+    OTC_OPTIM_ARG_BC2_SQRT,  /* Adam: sqrt(1 - beta2^t) */
+    OTC_OPTIM_ARG_COUNT
+} otc_optim_arg;
+
+#define OTC_OPTIM_ARG_FIRST_SCALAR   OTC_OPTIM_ARG_MOMENTUM
+#define OTC_OPTIM_ARG_FIRST_PER_STEP OTC_OPTIM_ARG_LR
+
+typedef enum {
+    OTC_OPTIM_RULE_SGD,
+    OTC_OPTIM_RULE_MOMENTUM,
+    OTC_OPTIM_RULE_NESTEROV,
+    OTC_OPTIM_RULE_ADAM,
+    OTC_OPTIM_RULE_ADAMW,
+    OTC_OPTIM_RULE_COUNT
+} otc_optim_rule_id;
+
+/* One element's update: m = tree m, then v = tree v, then p = tree p, in that order, each
+ * tree reading the values stored before it (p's tree reads the new m and v). NULL: that
+ * state is not kept. */
+typedef struct {
+    const char *name;
+    const otc_expr *m, *v, *p;
+} otc_optim_rule;
+
+const otc_optim_rule *otc_optim_rule_get(otc_optim_rule_id rule);
+/* The rule of a configuration (which the optimiser's checks accepted). */
+otc_optim_rule_id otc_optim_rule_of(const otc_optim_config *c);
+/* The scalar arguments (OTC_OPTIM_ARG_FIRST_SCALAR ..) of step t (1 for the first); the
+ * per-element slots are set to 0. Bias corrections are computed in double. */
+void otc_optim_step_args(const otc_optim_config *c, long t, float args[OTC_OPTIM_ARG_COUNT]);
 
 typedef enum { OTC_SCHED_CONSTANT, OTC_SCHED_STEP, OTC_SCHED_COSINE } otc_sched_kind;
 

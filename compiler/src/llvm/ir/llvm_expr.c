@@ -51,6 +51,8 @@ static LLVMValueRef build_op(builder *bd, const otc_expr *e) {
         return leaf(bd, l->y);
     case OTC_EX_A:
         return leaf(bd, l->a);
+    case OTC_EX_ARG:
+        return leaf(bd, e->n >= 0 && e->n < l->n_arg ? l->arg[e->n] : NULL);
     default:
         break;
     }
@@ -76,6 +78,8 @@ static LLVMValueRef build_op(builder *bd, const otc_expr *e) {
         return otc_llvm_sin(ir, a);
     case OTC_EX_COS:
         return otc_llvm_cos(ir, a);
+    case OTC_EX_SQRT:
+        return otc_llvm_intrinsic(ir, "llvm.sqrt", &a, 1);
     case OTC_EX_ADD:
         return LLVMBuildFAdd(B, a, b, "");
     case OTC_EX_SUB:

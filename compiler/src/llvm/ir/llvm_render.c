@@ -208,73 +208,55 @@ static LLVMValueRef hyper(otc_llvm_r *r, int i) {
     return otc_lv_load(r, r->ir.f32, otc_lv_gep(r, r->a[OTC_LA_HYPER], otc_lv_i64(r, i)));
 }
 
-/* One optimiser loop over weights [from, from + n), spelled as runtime/src/optim.c (no fused
- * multiply-adds, the same association) so it matches the interpreter bit for bit. */
-static void update_range(otc_llvm_r *r, int64_t from, int64_t n, int kind) {
+/* One optimiser loop over weights [from, from + n): the rule's trees (optim_rules.c) on
+ * scalars, stored in the rule's order m, v, p; LLVM's loop vectoriser widens the loop. */
+static void update_range(otc_llvm_r *r, int64_t from, int64_t n, const otc_optim_rule *rule) {
     const otc_plan *p = r->plan;
-    LLVMValueRef lr = hyper(r, OTC_LH_LR), l2 = hyper(r, OTC_LH_L2);
+    LLVMValueRef arg[OTC_OPTIM_ARG_COUNT] = {0};
+    for (int k = OTC_OPTIM_ARG_FIRST_SCALAR; k < OTC_OPTIM_ARG_COUNT; k++)
+        arg[k] = hyper(r, OTC_LH_ARGS + k);
     otc_llvm_loop l = {0};
-    l.auto_vectorize = true; /* a plain scalar loop: LLVM's loop vectoriser widens it */
+    l.auto_vectorize = true;
     otc_lv_loop_begin(r, &l, otc_lv_i64(r, n));
     LLVMValueRef i = LLVMBuildAdd(B, l.i, otc_lv_i64(r, from), "");
     LLVMValueRef pp = otc_lv_gep(r, r->a[OTC_LA_WEIGHTS], i);
-    LLVMValueRef gp = otc_lv_gep(r, r->a[OTC_LA_GRADS], i);
     LLVMValueRef mp = otc_lv_gep(r, r->a[OTC_LA_STATE], i);
     LLVMValueRef vp =
         otc_lv_gep(r, r->a[OTC_LA_STATE], LLVMBuildAdd(B, i, otc_lv_i64(r, p->param_floats), ""));
-    LLVMValueRef w = otc_lv_load(r, r->ir.f32, pp);
-    LLVMValueRef g = otc_lv_load(r, r->ir.f32, gp);
-    g = LLVMBuildFAdd(B, g, LLVMBuildFMul(B, l2, w, ""), "");
-    LLVMValueRef one = LLVMConstReal(r->ir.f32, 1.0);
-    if (kind == 0) {
-        w = LLVMBuildFSub(B, w, LLVMBuildFMul(B, lr, g, ""), "");
-    } else if (kind == 1) {
-        LLVMValueRef mu = hyper(r, OTC_LH_MOMENTUM);
-        LLVMValueRef nest = LLVMBuildFCmp(B, LLVMRealONE, hyper(r, OTC_LH_NESTEROV),
-                                          LLVMConstReal(r->ir.f32, 0.0), "");
-        LLVMValueRef m = otc_lv_load(r, r->ir.f32, mp);
-        m = LLVMBuildFAdd(B, LLVMBuildFMul(B, mu, m, ""), g, "");
-        otc_lv_store(r, m, mp);
-        LLVMValueRef gn = LLVMBuildFAdd(B, g, LLVMBuildFMul(B, mu, m, ""), "");
-        g = LLVMBuildSelect(B, nest, gn, m, "");
-        w = LLVMBuildFSub(B, w, LLVMBuildFMul(B, lr, g, ""), "");
-    } else {
-        LLVMValueRef b1 = hyper(r, OTC_LH_BETA1), b2 = hyper(r, OTC_LH_BETA2);
-        w = LLVMBuildFMul(B, w, hyper(r, OTC_LH_DECAY), "");
-        LLVMValueRef m = otc_lv_load(r, r->ir.f32, mp);
-        LLVMValueRef v = otc_lv_load(r, r->ir.f32, vp);
-        m = LLVMBuildFAdd(B, LLVMBuildFMul(B, b1, m, ""),
-                          LLVMBuildFMul(B, LLVMBuildFSub(B, one, b1, ""), g, ""), "");
-        LLVMValueRef g2 =
-            LLVMBuildFMul(B, LLVMBuildFMul(B, LLVMBuildFSub(B, one, b2, ""), g, ""), g, "");
-        v = LLVMBuildFAdd(B, LLVMBuildFMul(B, b2, v, ""), g2, "");
-        otc_lv_store(r, m, mp);
-        otc_lv_store(r, v, vp);
-        LLVMValueRef sq = otc_llvm_intrinsic(&r->ir, "llvm.sqrt", &v, 1);
-        LLVMValueRef denom = LLVMBuildFAdd(B, LLVMBuildFDiv(B, sq, hyper(r, OTC_LH_BC2_SQRT), ""),
-                                           hyper(r, OTC_LH_EPS), "");
-        LLVMValueRef stepv =
-            LLVMBuildFDiv(B, LLVMBuildFMul(B, hyper(r, OTC_LH_STEP_SIZE), m, ""), denom, "");
-        w = LLVMBuildFSub(B, w, stepv, "");
+    arg[OTC_OPTIM_ARG_P] = otc_lv_load(r, r->ir.f32, pp);
+    arg[OTC_OPTIM_ARG_G] = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, r->a[OTC_LA_GRADS], i));
+    if (rule->m) arg[OTC_OPTIM_ARG_M] = otc_lv_load(r, r->ir.f32, mp);
+    if (rule->v) arg[OTC_OPTIM_ARG_V] = otc_lv_load(r, r->ir.f32, vp);
+    const otc_llvm_leaves leaves = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
+    if (rule->m) {
+        arg[OTC_OPTIM_ARG_M] = otc_llvm_expr(&r->ir, rule->m, r->ir.f32, &leaves);
+        otc_lv_store(r, arg[OTC_OPTIM_ARG_M], mp);
     }
-    otc_lv_store(r, w, pp);
+    if (rule->v) {
+        arg[OTC_OPTIM_ARG_V] = otc_llvm_expr(&r->ir, rule->v, r->ir.f32, &leaves);
+        otc_lv_store(r, arg[OTC_OPTIM_ARG_V], vp);
+    }
+    otc_lv_store(r, otc_llvm_expr(&r->ir, rule->p, r->ir.f32, &leaves), pp);
     otc_lv_loop_end(r, &l);
 }
 
+/* The module serves any optimiser: one block of loops per rule, chosen by the rule scalar. */
 static void update_steps(otc_llvm_r *r) {
     const otc_plan *p = r->plan;
-    LLVMValueRef kind = LLVMBuildFPToSI(B, hyper(r, OTC_LH_KIND), r->ir.i32, "kind");
-    LLVMBasicBlockRef blocks[3], done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "updated");
-    for (int k = 0; k < 3; k++)
+    LLVMValueRef rule = LLVMBuildFPToSI(B, hyper(r, OTC_LH_RULE), r->ir.i32, "rule");
+    LLVMBasicBlockRef blocks[OTC_OPTIM_RULE_COUNT];
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "updated");
+    for (int k = 0; k < OTC_OPTIM_RULE_COUNT; k++)
         blocks[k] = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "update");
-    LLVMValueRef sw = LLVMBuildSwitch(B, kind, blocks[0], 2);
-    LLVMAddCase(sw, LLVMConstInt(r->ir.i32, 1, 0), blocks[1]);
-    LLVMAddCase(sw, LLVMConstInt(r->ir.i32, 2, 0), blocks[2]);
-    for (int k = 0; k < 3; k++) {
+    LLVMValueRef sw = LLVMBuildSwitch(B, rule, blocks[0], OTC_OPTIM_RULE_COUNT - 1);
+    for (int k = 1; k < OTC_OPTIM_RULE_COUNT; k++)
+        LLVMAddCase(sw, LLVMConstInt(r->ir.i32, (unsigned long long)k, 0), blocks[k]);
+    for (int k = 0; k < OTC_OPTIM_RULE_COUNT; k++) {
         LLVMPositionBuilderAtEnd(B, blocks[k]);
         for (int i = p->n_forward_steps; i < p->n_steps; i++)
             if (p->steps[i].kind == OTC_STEP_UPDATE)
-                update_range(r, p->steps[i].offset, p->steps[i].count, k);
+                update_range(r, p->steps[i].offset, p->steps[i].count,
+                             otc_optim_rule_get((otc_optim_rule_id)k));
         LLVMBuildBr(B, done);
     }
     LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));

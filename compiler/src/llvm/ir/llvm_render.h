@@ -34,22 +34,10 @@ typedef struct {
     float *loss;
 } otc_llvm_args;
 
-/* The optimiser scalars the update reads (computed by the executor per step, exactly as
- * runtime/src/optim.c does, so the compiled update matches the interpreter's). */
-enum {
-    OTC_LH_KIND, /* 0 plain SGD, 1 SGD with momentum, 2 Adam/AdamW */
-    OTC_LH_LR,
-    OTC_LH_MOMENTUM,
-    OTC_LH_NESTEROV, /* 0 or 1 */
-    OTC_LH_L2,       /* weight decay added to the gradient (SGD, Adam) */
-    OTC_LH_DECAY,    /* p *= decay first (AdamW: 1 - lr * wd; else 1) */
-    OTC_LH_BETA1,
-    OTC_LH_BETA2,
-    OTC_LH_EPS,
-    OTC_LH_STEP_SIZE, /* lr / (1 - beta1^t) */
-    OTC_LH_BC2_SQRT,  /* sqrt(1 - beta2^t) */
-    OTC_LH_COUNT
-};
+/* The optimiser scalars the update reads: the rule (otc_optim_rule_id) and, from
+ * OTC_LH_ARGS on, otc_optim_step_args's values (the executor computes them per step with the
+ * interpreter's function, so the compiled update matches it). */
+enum { OTC_LH_RULE, OTC_LH_ARGS, OTC_LH_COUNT = OTC_LH_ARGS + OTC_OPTIM_ARG_COUNT };
 
 /* Generated functions return 0, or 1 + the id of the node that failed (a bad class label). */
 typedef int32_t (*otc_llvm_fn)(const otc_llvm_args *args);

@@ -6,9 +6,8 @@
 
 #include "llvm_render.h"
 
-#define B       (r->ir.b)
-#define PV(id)  (&r->plan->values[otc_plan_owner(r->plan, (id))])
-#define BCE_EPS 1e-7 /* as runtime/src/kernels_loss.c */
+#define B      (r->ir.b)
+#define PV(id) (&r->plan->values[otc_plan_owner(r->plan, (id))])
 
 static LLVMValueRef konst(otc_llvm_r *r, bool vec, double v) {
     return otc_llvm_const(vec ? r->vec : r->ir.f32, v);
@@ -51,36 +50,37 @@ static void walk_end(otc_llvm_r *r, walk *w) {
     otc_lv_loop_end(r, &w->le);
 }
 
-typedef enum { TERM_SUM, TERM_SQDIFF, TERM_BCE } term_kind;
-
-static LLVMValueRef clamp_prob(otc_llvm_r *r, LLVMValueRef p, bool kb) {
-    LLVMValueRef lo = konst(r, kb, BCE_EPS), hi = konst(r, kb, 1.0 - (float)BCE_EPS);
-    p = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, p, lo, ""), lo, p, "");
-    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, p, hi, ""), hi, p, "");
+/* The leaves of a mean loss's trees at element e: the prediction x and the target t. */
+static otc_llvm_leaves loss_leaves(otc_llvm_r *r, otc_id x, otc_id t, LLVMValueRef e,
+                                   const otc_expr *tree, const otc_expr *tree2) {
+    bool kb = PV(x)->batched;
+    bool rx = otc_expr_reads(tree, OTC_EX_X) || otc_expr_reads(tree2, OTC_EX_X);
+    bool rt = otc_expr_reads(tree, OTC_EX_X1) || otc_expr_reads(tree2, OTC_EX_X1);
+    return (otc_llvm_leaves){.x = rx ? ld(r, x, e) : NULL,
+                             .x1 = t >= 0 && rt ? ld(r, t, e) : NULL,
+                             .mask = kb ? r->mask : NULL};
 }
 
-/* Sum over all elements (padding excluded) of a per-element term of x (and t). */
-static LLVMValueRef total(otc_llvm_r *r, term_kind kind, otc_id x, otc_id t) {
+/* Sum over all elements (padding excluded) of x, or of the per-element loss tree of x and
+ * t. */
+static LLVMValueRef total(otc_llvm_r *r, const otc_expr *term, otc_id x, otc_id t) {
     const otc_plan_value *v = PV(x);
     bool kb = v->batched;
-    LLVMValueRef acc = otc_lv_slot(r, kb ? r->vec : r->ir.f32);
+    LLVMTypeRef T = kb ? r->vec : r->ir.f32;
+    LLVMValueRef acc = otc_lv_slot(r, T);
     otc_lv_store(r, konst(r, kb, 0.0), acc);
     walk w;
     LLVMValueRef e = walk_begin(r, &w, v->size, kb);
-    LLVMValueRef a = ld(r, x, e), term = a;
-    if (kind == TERM_SQDIFF) {
-        LLVMValueRef d = LLVMBuildFSub(B, a, ld(r, t, e), "");
-        term = LLVMBuildFMul(B, d, d, "");
-    } else if (kind == TERM_BCE) {
-        LLVMValueRef q = clamp_prob(r, a, kb), tv = ld(r, t, e), one = konst(r, kb, 1.0);
-        LLVMValueRef l1 = LLVMBuildFMul(B, tv, otc_llvm_log(&r->ir, q), "");
-        LLVMValueRef l0 = LLVMBuildFMul(B, LLVMBuildFSub(B, one, tv, ""),
-                                        otc_llvm_log(&r->ir, LLVMBuildFSub(B, one, q, "")), "");
-        term = LLVMBuildFNeg(B, LLVMBuildFAdd(B, l1, l0, ""), "");
+    LLVMValueRef val;
+    if (term) {
+        otc_llvm_leaves leaves = loss_leaves(r, x, t, e, term, NULL);
+        val = otc_llvm_expr(&r->ir, term, T, &leaves);
+    } else {
+        val = ld(r, x, e);
     }
-    otc_lv_accumulate(r, acc, otc_lv_masked(r, term));
+    otc_lv_accumulate(r, acc, otc_lv_masked(r, val));
     walk_end(r, &w);
-    LLVMValueRef s = otc_lv_load(r, kb ? r->vec : r->ir.f32, acc);
+    LLVMValueRef s = otc_lv_load(r, T, acc);
     return kb ? otc_lv_hsum(r, s) : s;
 }
 
@@ -314,18 +314,14 @@ void otc_lv_op_kernel(otc_llvm_r *r, int k) {
     LLVMValueRef out = NULL;
     switch (nd->op) {
     case OTC_OP_SUM:
-        out = total(r, TERM_SUM, nd->inputs[0], -1);
+        out = total(r, NULL, nd->inputs[0], -1);
         break;
     case OTC_OP_MEAN:
-        out =
-            LLVMBuildFDiv(B, total(r, TERM_SUM, nd->inputs[0], -1), count_of(r, nd->inputs[0]), "");
+        out = LLVMBuildFDiv(B, total(r, NULL, nd->inputs[0], -1), count_of(r, nd->inputs[0]), "");
         break;
     case OTC_OP_MSE:
-        out = LLVMBuildFDiv(B, total(r, TERM_SQDIFF, nd->inputs[0], nd->inputs[1]),
-                            count_of(r, nd->inputs[0]), "");
-        break;
     case OTC_OP_BCE:
-        out = LLVMBuildFDiv(B, total(r, TERM_BCE, nd->inputs[0], nd->inputs[1]),
+        out = LLVMBuildFDiv(B, total(r, otc_op_loss_expr(nd->op), nd->inputs[0], nd->inputs[1]),
                             count_of(r, nd->inputs[0]), "");
         break;
     case OTC_OP_SOFTMAX_CE:
@@ -358,36 +354,30 @@ void otc_lv_op_kernel(otc_llvm_r *r, int k) {
     otc_lv_store(r, out, otc_lv_value_base(r, id));
 }
 
-/* Losses and reductions: grad(x)[e] += f(e) over real samples only. */
+/* Sums, means and mean losses: grad(input i)[e] += k * d_i(e) over real samples only, k the
+ * incoming gradient (sum) or it over the element count (mean, losses); d_i 1 or the loss's
+ * derivative tree. */
 static void loss_backward(otc_llvm_r *r, otc_id id) {
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id x = nd->inputs[0], t = nd->n_inputs > 1 ? nd->inputs[1] : -1;
-    bool gx = PV(x)->needs_grad, gt = t >= 0 && PV(t)->needs_grad;
+    const otc_expr *d[2] = {otc_op_loss_grad_expr(nd->op, 0), otc_op_loss_grad_expr(nd->op, 1)};
+    const bool loss = otc_op_loss_expr(nd->op) != NULL;
+    bool gx = PV(x)->needs_grad, gt = t >= 0 && d[1] && PV(t)->needs_grad;
     if (!gx && !gt) return;
     bool kb = PV(x)->batched;
+    LLVMTypeRef T = kb ? r->vec : r->ir.f32;
     LLVMValueRef g = otc_lv_load(r, r->ir.f32, otc_lv_grad_base(r, id));
-    LLVMValueRef n = count_of(r, x), k = g;
-    if (nd->op == OTC_OP_MEAN || nd->op == OTC_OP_BCE) k = LLVMBuildFDiv(B, g, n, "");
-    if (nd->op == OTC_OP_MSE)
-        k = LLVMBuildFDiv(B, LLVMBuildFMul(B, LLVMConstReal(r->ir.f32, 2.0), g, ""), n, "");
+    LLVMValueRef k = nd->op == OTC_OP_SUM ? g : LLVMBuildFDiv(B, g, count_of(r, x), "");
     LLVMValueRef kv = kb ? otc_lv_splat(r, k) : k;
     walk w;
     LLVMValueRef e = walk_begin(r, &w, PV(x)->size, kb);
-    LLVMValueRef dx = kv, dt = NULL;
-    if (nd->op == OTC_OP_MSE) {
-        dx = LLVMBuildFMul(B, kv, LLVMBuildFSub(B, ld(r, x, e), ld(r, t, e), ""), "");
-        dt = LLVMBuildFNeg(B, dx, "");
-    } else if (nd->op == OTC_OP_BCE) {
-        LLVMValueRef q = clamp_prob(r, ld(r, x, e), kb), tv = ld(r, t, e), one = konst(r, kb, 1.0);
-        LLVMValueRef qq = LLVMBuildFMul(B, q, LLVMBuildFSub(B, one, q, ""), "");
-        dx = LLVMBuildFDiv(B, LLVMBuildFMul(B, kv, LLVMBuildFSub(B, q, tv, ""), ""), qq, "");
-        dt = LLVMBuildFMul(B, kv,
-                           LLVMBuildFSub(B, otc_llvm_log(&r->ir, LLVMBuildFSub(B, one, q, "")),
-                                         otc_llvm_log(&r->ir, q), ""),
-                           "");
+    otc_llvm_leaves leaves = loss_leaves(r, x, t, e, gx ? d[0] : NULL, gt ? d[1] : NULL);
+    for (int i = 0; i < 2; i++) {
+        if (!(i == 0 ? gx : gt)) continue;
+        LLVMValueRef di = kv;
+        if (loss) di = LLVMBuildFMul(B, kv, otc_llvm_expr(&r->ir, d[i], T, &leaves), "");
+        otc_lv_accumulate(r, gptr(r, i == 0 ? x : t, e), otc_lv_masked(r, di));
     }
-    if (gx) otc_lv_accumulate(r, gptr(r, x, e), otc_lv_masked(r, dx));
-    if (gt && dt) otc_lv_accumulate(r, gptr(r, t, e), otc_lv_masked(r, dt));
     walk_end(r, &w);
 }
 

@@ -474,23 +474,11 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     st = prepare(j, &j->train, &a);
     if (!st) st = grads_for(j, &a);
     if (st) return st;
-    /* The scalars of runtime/src/optim.c, computed the same way. */
+    /* The interpreter's rule and scalars (runtime/src/optim_rules.c). */
     long t = j->t + 1;
-    float h[OTC_LH_COUNT] = {0};
-    bool adam = c->kind != OTC_OPTIM_SGD;
-    h[OTC_LH_KIND] = adam ? 2.0f : (c->momentum != 0.0f ? 1.0f : 0.0f);
-    h[OTC_LH_LR] = c->lr;
-    h[OTC_LH_MOMENTUM] = c->momentum;
-    h[OTC_LH_NESTEROV] = c->nesterov ? 1.0f : 0.0f;
-    h[OTC_LH_L2] = c->kind == OTC_OPTIM_ADAMW ? 0.0f : c->weight_decay;
-    h[OTC_LH_DECAY] = c->kind == OTC_OPTIM_ADAMW ? 1.0f - c->lr * c->weight_decay : 1.0f;
-    h[OTC_LH_BETA1] = c->beta1;
-    h[OTC_LH_BETA2] = c->beta2;
-    h[OTC_LH_EPS] = c->eps;
-    double bc1 = 1.0 - pow((double)c->beta1, (double)t);
-    double bc2 = 1.0 - pow((double)c->beta2, (double)t);
-    h[OTC_LH_STEP_SIZE] = adam ? (float)((double)c->lr / bc1) : 0.0f;
-    h[OTC_LH_BC2_SQRT] = adam ? (float)sqrt(bc2) : 1.0f;
+    float h[OTC_LH_COUNT];
+    h[OTC_LH_RULE] = (float)otc_optim_rule_of(c);
+    otc_optim_step_args(c, t, h + OTC_LH_ARGS);
     float lv = 0.0f;
     a.state = j->state;
     a.hyper = h;
