@@ -244,49 +244,27 @@ static void bw_matmul(otc_cr *c, otc_id id) {
     int64_t Kd = an->shape.dim[1], N = nd->shape.dim[1];
     otc_cr_grad_pointer(c, id);
     if (batched) {
+        /* The plan's blocking (otc_plan_tiling) of the two products. */
+        const otc_plan_tiling *t = &c->plan->kernels[c->plan->values[id].kernel].tiling;
+        char gn[16], an_[16], wn[16], gan[16], gwn[16];
+        snprintf(gn, sizeof gn, "g%d", (int)id);
+        snprintf(an_, sizeof an_, "v%d", (int)A);
+        snprintf(wn, sizeof wn, "v%d", (int)W);
+        snprintf(gan, sizeof gan, "g%d", (int)A);
+        snprintf(gwn, sizeof gwn, "g%d", (int)W);
         if (NEEDS(A)) {
+            /* dA[k] += sum_n dY[n] W[k,n]: blocks of K rows x vectors of samples, n inside. */
             need_value(c, W);
             otc_cr_grad_pointer(c, A);
-            /* dA[k] += sum_n dY[n] W[k,n], four n at a time: one pass over dA's row per four
-             * rows of dY, all contiguous along the batch. */
-            int64_t n4 = N / 4 * 4;
-            otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-            c->indent++;
-            otc_cr_line(c, "float *restrict ga = g%d + k * S;", (int)A);
-            otc_cr_line(c, "const float *restrict wk = v%d + k * %" PRId64 ";", (int)W, N);
-            if (n4 > 0) {
-                otc_cr_line(c, "for (size_t n = 0; n < %" PRId64 "; n += 4) {", n4);
-                otc_cr_line(c, "    const float *restrict d0 = g%d + n * S, *restrict d1 = d0 + S;",
-                            (int)id);
-                otc_cr_line(c, "    const float *restrict d2 = d1 + S, *restrict d3 = d2 + S;");
-                otc_cr_line(c, "    const float w0 = wk[n], w1 = wk[n + 1], w2 = wk[n + 2], w3 = "
-                               "wk[n + 3];");
-                otc_cr_line(c, "    for (size_t b = 0; b < B; b++)");
-                otc_cr_line(c, "        ga[b] += (d0[b] * w0 + d1[b] * w1) + (d2[b] * w2 + d3[b] * "
-                               "w3);");
-                otc_cr_line(c, "}");
-            }
-            if (n4 < N)
-                otc_cr_line(c,
-                            "for (size_t n = %" PRId64 "; n < %" PRId64 "; n++) for (size_t b = 0; "
-                            "b < B; b++) ga[b] += g%d[n * S + b] * wk[n];",
-                            n4, N, (int)id);
-            c->indent--;
-            otc_cr_line(c, "}");
+            otc_cr_mm d = {gn, wn, gan, N, N, true, true, t->vectors};
+            otc_cr_mm_all_rows(c, &d, Kd, t->cols);
         }
         if (NEEDS(W)) {
+            /* dW[k,n] += sum_b A[k,b] dY[n,b]: blocks of rows x columns over the samples. */
             need_value(c, A);
             otc_cr_grad_pointer(c, W);
-            otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-            otc_cr_line(c, "    for (size_t n = 0; n < %" PRId64 "; n++) {", N);
-            c->indent += 2;
-            char term[128];
-            snprintf(term, sizeof term, "v%d[k * S + @] * g%d[n * S + @]", (int)A, (int)id);
-            batch_sum(c, term);
-            otc_cr_line(c, "g%d[k * %" PRId64 " + n] += acc;", (int)W, N);
-            c->indent -= 2;
-            otc_cr_line(c, "    }");
-            otc_cr_line(c, "}");
+            otc_cr_gw d = {an_, gn, gwn, Kd, N, t->grad_rows, t->grad_cols};
+            otc_cr_mm_weight_grad(c, &d);
         }
         return;
     }

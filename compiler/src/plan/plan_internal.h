@@ -33,6 +33,11 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c);
 /* Does the C expression `expr` use the variable named `var` (a whole identifier)? */
 bool otc_plan_expr_uses(const char *expr, const char *var);
 
+/* plan_schedule.c: the loop schedule the renderers share (dense-product tiling, which
+ * backward steps fuse into one loop nest). */
+void otc_plan_choose_tiling(otc_plan *p, otc_plan_kernel *K);
+void otc_plan_fuse_backward(otc_plan *p);
+
 /* plan_buffers.c: lifetimes and offsets in the activation buffer. */
 otc_status otc_plan_assign_buffers(otc_plan_ctx *c);
 
