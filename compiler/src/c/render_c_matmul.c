@@ -195,7 +195,7 @@ static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const
         mac[i] =
             (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
     mac[i] = '\0';
-    otc_cr_line(c, "static %s_BLOCKED void %s_mm%d(size_t B, size_t S, %s) {", mac, c->name, id,
+    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(size_t B, size_t S, %s) {", mac, c->name, id,
                 params);
     c->indent = 1;
     return id;
