@@ -514,6 +514,227 @@ static void backward_step(otc_cr *c, otc_id id) {
     }
 }
 
+/* ---- backward fusion: a run of elementwise rules (the plan's otc_plan_step.fused) ---- */
+
+static bool fusable_op(const otc_node *nd) {
+    switch (nd->op) {
+    case OTC_OP_ADD:
+    case OTC_OP_SUB:
+    case OTC_OP_MUL:
+    case OTC_OP_DIV:
+    case OTC_OP_NEG:
+    case OTC_OP_SCALE:
+    case OTC_OP_ROW_BROADCAST:
+    case OTC_OP_NEURON:
+        return true;
+    default:
+        return otc_cr_act(nd) != NULL && nd->n_inputs == 1;
+    }
+}
+
+/* Pointers and kept values a member's rule reads, declared before the loop nest. */
+static void fused_pointers(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_cr_grad_pointer(c, id);
+    if (nd->op == OTC_OP_NEURON) {
+        const otc_plan_value *v = &c->plan->values[id];
+        if (otc_plan_expr_uses(otc_cr_act(nd)->c_df, "y")) need_value(c, id);
+        char off[64];
+        if (v->has_pre)
+            otc_cr_line(c, "const float *restrict q%d = ws + %s;", (int)id,
+                        otc_cr_offset(off, v->pre));
+        if (NEEDS(nd->inputs[0])) otc_cr_grad_pointer(c, nd->inputs[0]);
+        if (NEEDS(nd->inputs[1])) otc_cr_grad_pointer(c, nd->inputs[1]);
+        for (int i = 2; i < nd->n_inputs; i++) {
+            if (NEEDS(nd->inputs[0])) need_value(c, nd->inputs[i]);
+            if (NEEDS(nd->inputs[i])) {
+                otc_cr_grad_pointer(c, nd->inputs[i]);
+                otc_cr_pointer(c, nd->inputs[0], false);
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < nd->n_inputs; i++)
+        if (NEEDS(nd->inputs[i]) && !(nd->op == OTC_OP_ROW_BROADCAST && i == 1))
+            otc_cr_grad_pointer(c, nd->inputs[i]);
+    const otc_act_info *act = otc_cr_act(nd);
+    if (nd->op == OTC_OP_MUL) {
+        if (NEEDS(nd->inputs[0])) need_value(c, nd->inputs[1]);
+        if (NEEDS(nd->inputs[1])) need_value(c, nd->inputs[0]);
+    } else if (nd->op == OTC_OP_DIV) {
+        need_value(c, nd->inputs[1]);
+        if (NEEDS(nd->inputs[1])) need_value(c, id);
+    } else if (act && nd->op != OTC_OP_ROW_BROADCAST) {
+        if (otc_plan_expr_uses(act->c_df, "x")) need_value(c, nd->inputs[0]);
+        if (otc_plan_expr_uses(act->c_df, "y")) need_value(c, id);
+    }
+}
+
+/* A member's rule at the current (e, b): its gradient's share into each input's. */
+static void fused_member(otc_cr *c, otc_id id, const char *elem, bool kb) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_plan_value *v = &c->plan->values[id];
+    char gN[96], g0[96] = "", g1[96] = "", v0[96] = "", v1[96] = "", vN[96], lit[48];
+    bool n0 = nd->n_inputs > 0 && NEEDS(nd->inputs[0]);
+    bool n1 = nd->n_inputs > 1 && nd->op != OTC_OP_ROW_BROADCAST && NEEDS(nd->inputs[1]);
+    if (nd->op == OTC_OP_NEURON) {
+        const otc_act_info *act = otc_cr_act(nd);
+        bool use_y = otc_plan_expr_uses(act->c_df, "y");
+        char q[32], y[32], call[512];
+        snprintf(q, sizeof q, "q%d[b]", (int)id);
+        snprintf(y, sizeof y, "v%d[b]", (int)id);
+        otc_cr_dact_call(c, call, sizeof call, nd, v->has_pre ? q : "0.0f", use_y ? y : "0.0f");
+        otc_cr_line(c, "g%d[b] *= %s;", (int)id, call);
+        for (int i = 2; i < nd->n_inputs; i++) {
+            if (!NEEDS(nd->inputs[i])) continue;
+            char gs[96], cs[24];
+            snprintf(cs, sizeof cs, "%d", nd->cols[i - 2]);
+            otc_cr_grad_at(c, gs, sizeof gs, V(nd->inputs[i]), cs);
+            otc_cr_line(c, "%s += g%d[b] * (%s * v%d[%d]);", gs, (int)id,
+                        otc_cr_float(c, lit, nd->scale), (int)V(nd->inputs[0]), i - 2);
+        }
+        return;
+    }
+    ga(c, gN, id, elem);
+    if (n0) ga(c, g0, nd->inputs[0], elem);
+    if (n1) ga(c, g1, nd->inputs[1], elem);
+    va(c, vN, id, elem);
+    if (nd->n_inputs > 0 && nd->op != OTC_OP_ROW_BROADCAST) va(c, v0, nd->inputs[0], elem);
+    if (nd->n_inputs > 1 && nd->op != OTC_OP_ROW_BROADCAST) va(c, v1, nd->inputs[1], elem);
+    switch (nd->op) {
+    case OTC_OP_ADD:
+        if (n0) otc_cr_line(c, "%s += %s;", g0, gN);
+        if (n1) otc_cr_line(c, "%s += %s;", g1, gN);
+        break;
+    case OTC_OP_SUB:
+        if (n0) otc_cr_line(c, "%s += %s;", g0, gN);
+        if (n1) otc_cr_line(c, "%s -= %s;", g1, gN);
+        break;
+    case OTC_OP_MUL:
+        if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, v1);
+        if (n1) otc_cr_line(c, "%s += %s * %s;", g1, gN, v0);
+        break;
+    case OTC_OP_DIV:
+        if (n0) otc_cr_line(c, "%s += %s / %s;", g0, gN, v1);
+        if (n1) otc_cr_line(c, "%s -= %s * %s / %s;", g1, gN, vN, v1);
+        break;
+    case OTC_OP_NEG:
+        if (n0) otc_cr_line(c, "%s -= %s;", g0, gN);
+        break;
+    case OTC_OP_SCALE:
+        if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, otc_cr_float(c, lit, nd->scale));
+        break;
+    case OTC_OP_ROW_BROADCAST:
+        /* Not batched: each element into its bias now; batched: summed after the b loop. */
+        if (n0 && !kb) {
+            int64_t vn = c->plan->values[V(nd->inputs[0])].size;
+            char e2[48], gv[96];
+            if (v->size > vn)
+                snprintf(e2, sizeof e2, "e %% %" PRId64, vn);
+            else
+                snprintf(e2, sizeof e2, "%s", elem);
+            otc_cr_grad_at(c, gv, sizeof gv, V(nd->inputs[0]), e2);
+            otc_cr_line(c, "%s += %s;", gv, gN);
+        }
+        break;
+    default: {
+        const otc_act_info *act = otc_cr_act(nd);
+        if (!n0) break;
+        char call[512];
+        otc_cr_dact_call(c, call, sizeof call, nd, otc_plan_expr_uses(act->c_df, "x") ? v0 : "0.0f",
+                         otc_plan_expr_uses(act->c_df, "y") ? vN : "0.0f");
+        otc_cr_line(c, "%s += %s * %s;", g0, gN, call);
+        break;
+    }
+    }
+}
+
+/* A member's sums over the batch (bias and weight gradients), after the b loop. */
+static void fused_sums(otc_cr *c, otc_id id, bool many) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    char term[128], lit[48];
+    if (nd->op == OTC_OP_ROW_BROADCAST && NEEDS(nd->inputs[0])) {
+        int64_t vn = c->plan->values[V(nd->inputs[0])].size, n = c->plan->values[id].size;
+        snprintf(term, sizeof term, many ? "g%d[e * S + @]" : "g%d[@]", (int)id);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        if (n > vn)
+            otc_cr_line(c, "g%d[e %% %" PRId64 "] += acc;", (int)V(nd->inputs[0]), vn);
+        else
+            otc_cr_line(c, "g%d[%s] += acc;", (int)V(nd->inputs[0]), many ? "e" : "0");
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (nd->op != OTC_OP_NEURON) return;
+    if (NEEDS(nd->inputs[1])) {
+        snprintf(term, sizeof term, "g%d[@]", (int)id);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        otc_cr_line(c, "g%d[0] += acc;", (int)V(nd->inputs[1]));
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (!NEEDS(nd->inputs[0])) return;
+    for (int i = 2; i < nd->n_inputs; i++) {
+        int col = nd->cols[i - 2];
+        otc_id src = V(nd->inputs[i]);
+        if (col == 0)
+            snprintf(term, sizeof term, "g%d[@] * v%d[@]", (int)id, (int)src);
+        else
+            snprintf(term, sizeof term, "g%d[@] * v%d[%d * S + @]", (int)id, (int)src, col);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        otc_cr_line(c, "g%d[%d] += %s * acc;", (int)V(nd->inputs[0]), i - 2,
+                    otc_cr_float(c, lit, nd->scale));
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+/* Steps [from, to): one loop nest over the kernel's (e, b), each member's rule per element in
+ * step order, then per element the sums over the batch. False (nothing written) when a
+ * member has no fused spelling; the caller then spells the steps one by one. */
+static bool backward_fused(otc_cr *c, int from, int to) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[p->steps[from].kernel];
+    for (int i = from; i < to; i++) {
+        const otc_node *nd = otc_graph_node(c->g, p->steps[i].node);
+        if (!fusable_op(nd)) return false;
+        if (nd->op == OTC_OP_NEURON && (!K->batched || K->n != 1)) return false;
+    }
+    char lab[OTC_CR_LABEL_LEN];
+    otc_cr_line(c, "{ /* backward, fused: %d rules in one loop from %s */", to - from,
+                otc_cr_label(c->g, p->steps[from].node, lab, sizeof lab));
+    c->indent++;
+    for (int i = from; i < to; i++) fused_pointers(c, p->steps[i].node);
+    bool many = K->n > 1;
+    const char *elem = many ? "e" : "0";
+    if (many) {
+        otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) {", K->n);
+        c->indent++;
+    }
+    if (K->batched) {
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        c->indent++;
+    }
+    for (int i = from; i < to; i++) fused_member(c, p->steps[i].node, elem, K->batched);
+    if (K->batched) {
+        c->indent--;
+        otc_cr_line(c, "}");
+        for (int i = from; i < to; i++) fused_sums(c, p->steps[i].node, many);
+    }
+    if (many) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    return true;
+}
+
 /* The optimiser over weights [from, from + count): the interpreter's update rules
  * (optim.c), with the hyper-parameters baked in and lr an argument. */
 static void update_step(otc_cr *c, const otc_plan_step *s) {
@@ -569,6 +790,10 @@ void otc_cr_backward_steps(otc_cr *c) {
                         otc_cr_offset(off, p->values[V(s->node)].grad));
             break;
         case OTC_STEP_BACKWARD:
+            if (s->fused > 1 && backward_fused(c, i, i + s->fused)) {
+                i += s->fused - 1;
+                break;
+            }
             otc_cr_line(c, "{ /* backward %s %s */",
                         otc_op_get(otc_graph_node(c->g, s->node)->op)->name,
                         otc_cr_label(c->g, s->node, lab, sizeof lab));
