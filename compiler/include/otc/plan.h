@@ -76,10 +76,10 @@ typedef enum {
 
 /* How a batched dense product [B,K] x [K,N] (a MATMUL kernel) is looped, in every renderer:
  * blocks of `cols` output columns by `vectors` vectors of samples whose sums stay in
- * registers while the shared dimension K runs innermost (the forward, and likewise the input
- * gradient: blocks of `cols` of its K rows, N innermost); the weight gradient in blocks of
- * `grad_rows` rows by `grad_cols` columns of W, the sum over the samples innermost. A vector
- * is the renderer's: the JIT's SIMD width, OTC_CR_LANES floats in emitted C. Tails (fewer
+ * registers while the shared dimension K runs innermost (the forward; the input gradient
+ * likewise, in blocks of `grad_rows` of its K rows, N innermost); the weight gradient in
+ * blocks of `grad_rows` rows by `grad_cols` columns of W, the sum over the samples innermost. A
+ * vector is the renderer's: the JIT's SIMD width, OTC_CR_LANES floats in emitted C. Tails (fewer
  * columns, rows or samples than a block) run as narrower blocks. Whether a product calls a
  * BLAS instead is the renderer's choice (the JIT's above a size; never in emitted C). */
 typedef struct {

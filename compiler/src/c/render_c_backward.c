@@ -257,7 +257,7 @@ static void bw_matmul(otc_cr *c, otc_id id) {
             need_value(c, W);
             otc_cr_grad_pointer(c, A);
             otc_cr_mm d = {gn, wn, gan, N, N, true, true, t->vectors};
-            otc_cr_mm_all_rows(c, &d, Kd, t->cols);
+            otc_cr_mm_all_rows(c, &d, Kd, t->grad_rows);
         }
         if (NEEDS(W)) {
             /* dW[k,n] += sum_b A[k,b] dY[n,b]: blocks of rows x columns over the samples. */

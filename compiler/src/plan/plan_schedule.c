@@ -8,7 +8,8 @@
  * broadcast weight two vectors), 8 + 2 + 4 registers of the sixteen AVX2 and NEON have. */
 enum { TILE_COLS = 4, TILE_VECTORS = 2 };
 /* Weight gradient: 4 rows of W (four samples of A broadcast) by 16 columns (two vectors of a
- * transposed chunk of the output gradient): eight accumulators, as above. */
+ * transposed chunk of the output gradient): eight accumulators, as above. The input
+ * gradient's blocks of its K rows are as tall (4 x 2 vectors). */
 enum { GRAD_ROWS = 4, GRAD_COLS = 16 };
 
 static int at_most(int64_t n, int cap) {
