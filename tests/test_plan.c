@@ -317,6 +317,59 @@ TEST(plan_keeps_what_backward_reads) {
     otc_graph_free(g);
 }
 
+TEST(plan_schedules_tiling_and_backward_fusion) {
+    /* x [B,2] -> 5 relu -> 1, MSE: two MATMUL kernels (matmul, bias, add[, relu]). Tiling:
+     * min(4, N) columns x 2 vectors; weight gradient min(4, K) x min(16, N). Backward: each
+     * kernel's epilogue rules are one fused run in reverse member order; the products and the
+     * loss have loops of their own. */
+    int sizes[3] = {2, 5, 1};
+    otc_graph *g = otc_testgen_mlp(3, 3, sizes, OTC_OP_RELU, -1);
+    REQUIRE(g);
+    otc_plan_options po = {0};
+    po.train = true;
+    po.optim = otc_optim_defaults(OTC_OPTIM_SGD);
+    REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &po.loss, NULL) == OTC_OK);
+    otc_plan *p = NULL;
+    REQUIRE(otc_plan_build(g, &po, &p) == OTC_OK);
+    REQUIRE(p->n_kernels == 3);
+    const otc_plan_kernel *k0 = &p->kernels[0], *k1 = &p->kernels[1];
+    CHECK(k0->kind == OTC_KERNEL_MATMUL && k0->count == 4);
+    CHECK(k0->tiling.cols == 4 && k0->tiling.vectors == 2);
+    CHECK(k0->tiling.grad_rows == 2 && k0->tiling.grad_cols == 5);
+    CHECK(k1->kind == OTC_KERNEL_MATMUL && k1->count == 3);
+    CHECK(k1->tiling.cols == 1 && k1->tiling.grad_rows == 4 && k1->tiling.grad_cols == 1);
+    CHECK(p->kernels[2].tiling.cols == 0); /* not a product */
+    int seen = 0;
+    for (int i = p->n_forward_steps; i < p->n_steps; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        if (s->kind != OTC_STEP_BACKWARD) {
+            CHECK(s->fused == 0);
+            continue;
+        }
+        const otc_plan_kernel *K = &p->kernels[s->kernel];
+        bool product_or_op = K->kind == OTC_KERNEL_OP || p->members[K->first] == s->node;
+        if (product_or_op) {
+            CHECK(s->fused == 0);
+        } else if (s->node == p->members[k0->first + 3]) { /* relu, add, bias */
+            CHECK(s->fused == 3);
+            CHECK(p->steps[i + 1].fused == -1 && p->steps[i + 2].fused == -1);
+            CHECK(p->steps[i + 2].node == p->members[k0->first + 1]);
+            seen++;
+        } else if (s->node == p->members[k1->first + 2]) { /* add, bias */
+            CHECK(s->fused == 2 && p->steps[i + 1].fused == -1);
+            seen++;
+        } else {
+            CHECK(s->fused == -1);
+        }
+    }
+    CHECK(seen == 2);
+    char *text = otc_plan_describe(p);
+    CHECK(text && strstr(text, "(one loop with the next 2)"));
+    free(text);
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
 TEST(plan_io_layout) {
     /* Two inputs: in rows hold x then x2 (input order); an input no output reads is left out. */
     otc_graph *g = otc_graph_new();

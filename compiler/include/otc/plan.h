@@ -74,12 +74,26 @@ typedef enum {
     OTC_KERNEL_OP
 } otc_kernel_kind;
 
+/* How a batched dense product [B,K] x [K,N] (a MATMUL kernel) is looped, in every renderer:
+ * blocks of `cols` output columns by `vectors` vectors of samples whose sums stay in
+ * registers while the shared dimension K runs innermost (the forward; the input gradient
+ * likewise, in blocks of `grad_rows` of its K rows, N innermost); the weight gradient in
+ * blocks of `grad_rows` rows by `grad_cols` columns of W, the sum over the samples innermost. A
+ * vector is the renderer's: the JIT's SIMD width, OTC_CR_LANES floats in emitted C. Tails (fewer
+ * columns, rows or samples than a block) run as narrower blocks. Whether a product calls a
+ * BLAS instead is the renderer's choice (the JIT's above a size; never in emitted C). */
+typedef struct {
+    int cols, vectors;
+    int grad_rows, grad_cols;
+} otc_plan_tiling;
+
 typedef struct {
     otc_kernel_kind kind;
     int first, count; /* members: plan->members[first .. first + count) in evaluation order */
     int64_t n;        /* loop space: elements per sample (or in total when not batched) */
     bool batched;
-    int step; /* its forward step */
+    int step;               /* its forward step */
+    otc_plan_tiling tiling; /* MATMUL kernels */
 } otc_plan_kernel;
 
 typedef enum {
@@ -99,6 +113,12 @@ typedef struct {
     int kernel;
     int io;
     int64_t offset, count;
+    /* BACKWARD: backward fusion. n > 0 on the first of n consecutive steps whose rules are
+     * elementwise over one kernel's loop space (its map members, a matmul's epilogue): the
+     * renderers run them as one loop nest, each member's rule per (e, b) in step order, the
+     * sums over the batch (bias and weight gradients) finished per element after it; -1 on
+     * the other steps of such a run; 0 on a step with a loop structure of its own. */
+    int fused;
 } otc_plan_step;
 
 typedef enum { OTC_IO_IN, OTC_IO_TARGET, OTC_IO_OUT } otc_io_stream;

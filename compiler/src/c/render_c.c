@@ -468,9 +468,11 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         write_weights(&c, array, fwd);
         /* The bodies first (they mark the activation helpers they call), then the helpers
          * before them in the file. */
-        otc_text body;
+        otc_text body, helpers;
         otc_text_init(&body);
+        otc_text_init(&helpers);
         c.sb = &body;
+        c.helpers = &helpers;
         write_forward(&c, &o, &ps, train != NULL);
         if (train) write_training(&c, &o, train);
         /* The activation helpers mark the math they call: render them apart, then the
@@ -484,6 +486,12 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         else if (acts.text)
             otc_text_puts(&cs, acts.text);
         otc_text_free(&acts);
+        otc_cr_mm_prelude(&c, &cs);
+        if (helpers.failed)
+            cs.failed = true;
+        else if (helpers.text)
+            otc_text_puts(&cs, helpers.text);
+        otc_text_free(&helpers);
         if (body.failed)
             cs.failed = true;
         else if (body.text)

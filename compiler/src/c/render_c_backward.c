@@ -71,13 +71,63 @@ static void batch_sum(otc_cr *c, const char *term) {
     otc_cr_line(c, "}");
 }
 
+/* The derivatives of elementwise node nd by the inputs that need them (need[i]), each
+ * times the gradient gN, into g[i]: activations through the file's derivative helper, other
+ * ops spelled from the op's trees. v0, v1, vN spell the inputs' and the node's values. */
+static void elementwise_rule(otc_cr *c, const otc_node *nd, const char *gN, const char *g[2],
+                             const char *v0, const char *v1, const char *vN, const bool need[2]) {
+    char lit[48];
+    if (otc_cr_act(nd)) {
+        const otc_expr *df = otc_cr_act(nd)->df;
+        char call[512];
+        otc_cr_dact_call(c, call, sizeof call, nd, otc_expr_reads(df, OTC_EX_X) ? v0 : "0.0f",
+                         otc_expr_reads(df, OTC_EX_Y) ? vN : "0.0f");
+        if (need[0]) otc_cr_line(c, "%s += %s * %s;", g[0], gN, call);
+        return;
+    }
+    const otc_cr_leaves leaves = {.x = v0,
+                                  .x1 = nd->n_inputs > 1 ? v1 : NULL,
+                                  .y = vN,
+                                  .a = otc_cr_float(c, lit, otc_node_param(nd))};
+    for (int i = 0; i < 2; i++) {
+        const otc_expr *d = need[i] ? otc_op_grad_expr(nd->op, i) : NULL;
+        if (!d) continue;
+        if (otc_expr_is_const(d, 1.0) || otc_expr_is_const(d, -1.0)) {
+            otc_cr_line(c, "%s %s= %s;", g[i], d->k > 0 ? "+" : "-", gN);
+            continue;
+        }
+        otc_text t;
+        otc_text_init(&t);
+        otc_cr_expr(c, &t, d, &leaves);
+        char *text = otc_text_take(&t);
+        if (!text) {
+            c->sb->failed = true;
+            return;
+        }
+        otc_cr_line(c, "%s += %s * %s;", g[i], gN, text);
+        free(text);
+    }
+}
+
+/* What the derivatives of elementwise node nd by the inputs needing a gradient read: its
+ * inputs' values and its own, kept and declared. */
+static void elementwise_reads(otc_cr *c, otc_id id, const bool need[2]) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    for (int i = 0; i < 2 && i < nd->n_inputs; i++) {
+        const otc_expr *d = need[i] ? otc_op_grad_expr(nd->op, i) : NULL;
+        if (otc_expr_reads(d, OTC_EX_X)) need_value(c, nd->inputs[0]);
+        if (otc_expr_reads(d, OTC_EX_X1)) need_value(c, nd->inputs[1]);
+        if (otc_expr_reads(d, OTC_EX_Y)) need_value(c, id);
+    }
+}
+
 /* Elementwise rules: a loop over the node's value with dN = its gradient. */
 static void bw_elementwise(otc_cr *c, otc_id id) {
     const otc_plan *p = c->plan;
     const otc_node *nd = otc_graph_node(c->g, id);
     const otc_plan_value *v = &p->values[id];
     const char *elem = v->size > 1 ? "e" : "0";
-    char gN[96], g0[96] = "", g1[96] = "", v0[96] = "", v1[96] = "", vN[96], lit[48];
+    char gN[96], g0[96] = "", g1[96] = "", v0[96] = "", v1[96] = "", vN[96];
     bool n0 = nd->n_inputs > 0 && NEEDS(nd->inputs[0]);
     bool n1 = nd->n_inputs > 1 && nd->op != OTC_OP_ROW_BROADCAST && NEEDS(nd->inputs[1]);
     otc_cr_grad_pointer(c, id);
@@ -118,49 +168,12 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
         otc_cr_close(c, open);
         return;
     }
-    /* The op's derivatives by the inputs that need a gradient, and the values they read. */
-    const otc_expr *d[2] = {n0 ? otc_op_grad_expr(nd->op, 0) : NULL,
-                            n1 ? otc_op_grad_expr(nd->op, 1) : NULL};
-    bool use_x = false, use_x1 = false, use_y = false;
-    for (int i = 0; i < 2; i++) {
-        use_x |= otc_expr_reads(d[i], OTC_EX_X);
-        use_x1 |= otc_expr_reads(d[i], OTC_EX_X1);
-        use_y |= otc_expr_reads(d[i], OTC_EX_Y);
-    }
-    if (use_x) need_value(c, nd->inputs[0]);
-    if (use_x1) need_value(c, nd->inputs[1]);
-    if (use_y) need_value(c, id);
+    elementwise_reads(c, id, (bool[2]){n0, n1});
     if (nd->n_inputs > 0) va(c, v0, nd->inputs[0], elem);
     if (nd->n_inputs > 1) va(c, v1, nd->inputs[1], elem);
     int open = otc_cr_loops(c, v->size, v->batched, false);
-    if (otc_cr_act(nd)) { /* through the file's derivative helper */
-        char call[512];
-        otc_cr_dact_call(c, call, sizeof call, nd, use_x ? v0 : "0.0f", use_y ? vN : "0.0f");
-        if (n0) otc_cr_line(c, "%s += %s * %s;", g0, gN, call);
-    } else {
-        const otc_cr_leaves leaves = {.x = v0,
-                                      .x1 = nd->n_inputs > 1 ? v1 : NULL,
-                                      .y = vN,
-                                      .a = otc_cr_float(c, lit, otc_node_param(nd))};
-        for (int i = 0; i < 2; i++) {
-            const char *gi = i ? g1 : g0;
-            if (!d[i]) continue;
-            if (otc_expr_is_const(d[i], 1.0) || otc_expr_is_const(d[i], -1.0)) {
-                otc_cr_line(c, "%s %s= %s;", gi, d[i]->k > 0 ? "+" : "-", gN);
-                continue;
-            }
-            otc_text t;
-            otc_text_init(&t);
-            otc_cr_expr(c, &t, d[i], &leaves);
-            char *text = otc_text_take(&t);
-            if (!text) {
-                c->sb->failed = true;
-                break;
-            }
-            otc_cr_line(c, "%s += %s * %s;", gi, gN, text);
-            free(text);
-        }
-    }
+    const char *g[2] = {g0, g1};
+    elementwise_rule(c, nd, gN, g, v0, v1, vN, (bool[2]){n0, n1});
     otc_cr_close(c, open);
 }
 
@@ -237,49 +250,27 @@ static void bw_matmul(otc_cr *c, otc_id id) {
     int64_t Kd = an->shape.dim[1], N = nd->shape.dim[1];
     otc_cr_grad_pointer(c, id);
     if (batched) {
+        /* The plan's blocking (otc_plan_tiling) of the two products. */
+        const otc_plan_tiling *t = &c->plan->kernels[c->plan->values[id].kernel].tiling;
+        char gn[16], an_[16], wn[16], gan[16], gwn[16];
+        snprintf(gn, sizeof gn, "g%d", (int)id);
+        snprintf(an_, sizeof an_, "v%d", (int)A);
+        snprintf(wn, sizeof wn, "v%d", (int)W);
+        snprintf(gan, sizeof gan, "g%d", (int)A);
+        snprintf(gwn, sizeof gwn, "g%d", (int)W);
         if (NEEDS(A)) {
+            /* dA[k] += sum_n dY[n] W[k,n]: blocks of K rows x vectors of samples, n inside. */
             need_value(c, W);
             otc_cr_grad_pointer(c, A);
-            /* dA[k] += sum_n dY[n] W[k,n], four n at a time: one pass over dA's row per four
-             * rows of dY, all contiguous along the batch. */
-            int64_t n4 = N / 4 * 4;
-            otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-            c->indent++;
-            otc_cr_line(c, "float *restrict ga = g%d + k * S;", (int)A);
-            otc_cr_line(c, "const float *restrict wk = v%d + k * %" PRId64 ";", (int)W, N);
-            if (n4 > 0) {
-                otc_cr_line(c, "for (size_t n = 0; n < %" PRId64 "; n += 4) {", n4);
-                otc_cr_line(c, "    const float *restrict d0 = g%d + n * S, *restrict d1 = d0 + S;",
-                            (int)id);
-                otc_cr_line(c, "    const float *restrict d2 = d1 + S, *restrict d3 = d2 + S;");
-                otc_cr_line(c, "    const float w0 = wk[n], w1 = wk[n + 1], w2 = wk[n + 2], w3 = "
-                               "wk[n + 3];");
-                otc_cr_line(c, "    for (size_t b = 0; b < B; b++)");
-                otc_cr_line(c, "        ga[b] += (d0[b] * w0 + d1[b] * w1) + (d2[b] * w2 + d3[b] * "
-                               "w3);");
-                otc_cr_line(c, "}");
-            }
-            if (n4 < N)
-                otc_cr_line(c,
-                            "for (size_t n = %" PRId64 "; n < %" PRId64 "; n++) for (size_t b = 0; "
-                            "b < B; b++) ga[b] += g%d[n * S + b] * wk[n];",
-                            n4, N, (int)id);
-            c->indent--;
-            otc_cr_line(c, "}");
+            otc_cr_mm d = {gn, wn, gan, N, N, true, true, t->vectors};
+            otc_cr_mm_all_rows(c, &d, Kd, t->grad_rows);
         }
         if (NEEDS(W)) {
+            /* dW[k,n] += sum_b A[k,b] dY[n,b]: blocks of rows x columns over the samples. */
             need_value(c, A);
             otc_cr_grad_pointer(c, W);
-            otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-            otc_cr_line(c, "    for (size_t n = 0; n < %" PRId64 "; n++) {", N);
-            c->indent += 2;
-            char term[128];
-            snprintf(term, sizeof term, "v%d[k * S + @] * g%d[n * S + @]", (int)A, (int)id);
-            batch_sum(c, term);
-            otc_cr_line(c, "g%d[k * %" PRId64 " + n] += acc;", (int)W, N);
-            c->indent -= 2;
-            otc_cr_line(c, "    }");
-            otc_cr_line(c, "}");
+            otc_cr_gw d = {an_, gn, gwn, Kd, N, t->grad_rows, t->grad_cols};
+            otc_cr_mm_weight_grad(c, &d);
         }
         return;
     }
@@ -543,6 +534,179 @@ static void backward_step(otc_cr *c, otc_id id) {
     }
 }
 
+/* ---- backward fusion: a run of elementwise rules (the plan's otc_plan_step.fused) ---- */
+
+static bool fusable_op(const otc_node *nd) {
+    return nd->op == OTC_OP_ROW_BROADCAST || nd->op == OTC_OP_NEURON ||
+           (otc_op_map_expr(nd->op) != NULL && nd->n_inputs <= 2);
+}
+
+/* Pointers and kept values a member's rule reads, declared before the loop nest. */
+static void fused_pointers(otc_cr *c, otc_id id) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_cr_grad_pointer(c, id);
+    if (nd->op == OTC_OP_NEURON) {
+        const otc_plan_value *v = &c->plan->values[id];
+        if (otc_expr_reads(otc_cr_act(nd)->df, OTC_EX_Y)) need_value(c, id);
+        char off[64];
+        if (v->has_pre)
+            otc_cr_line(c, "const float *restrict q%d = ws + %s;", (int)id,
+                        otc_cr_offset(off, v->pre));
+        if (NEEDS(nd->inputs[0])) otc_cr_grad_pointer(c, nd->inputs[0]);
+        if (NEEDS(nd->inputs[1])) otc_cr_grad_pointer(c, nd->inputs[1]);
+        for (int i = 2; i < nd->n_inputs; i++) {
+            if (NEEDS(nd->inputs[0])) need_value(c, nd->inputs[i]);
+            if (NEEDS(nd->inputs[i])) {
+                otc_cr_grad_pointer(c, nd->inputs[i]);
+                otc_cr_pointer(c, nd->inputs[0], false);
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < nd->n_inputs; i++)
+        if (NEEDS(nd->inputs[i]) && !(nd->op == OTC_OP_ROW_BROADCAST && i == 1))
+            otc_cr_grad_pointer(c, nd->inputs[i]);
+    if (nd->op != OTC_OP_ROW_BROADCAST)
+        elementwise_reads(c, id,
+                          (bool[2]){nd->n_inputs > 0 && NEEDS(nd->inputs[0]),
+                                    nd->n_inputs > 1 && NEEDS(nd->inputs[1])});
+}
+
+/* A member's rule at the current (e, b): its gradient's share into each input's. */
+static void fused_member(otc_cr *c, otc_id id, const char *elem, bool kb) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    const otc_plan_value *v = &c->plan->values[id];
+    char gN[96], g0[96] = "", g1[96] = "", v0[96] = "", v1[96] = "", vN[96], lit[48];
+    bool n0 = nd->n_inputs > 0 && NEEDS(nd->inputs[0]);
+    bool n1 = nd->n_inputs > 1 && nd->op != OTC_OP_ROW_BROADCAST && NEEDS(nd->inputs[1]);
+    if (nd->op == OTC_OP_NEURON) {
+        const otc_act_info *act = otc_cr_act(nd);
+        bool use_y = otc_expr_reads(act->df, OTC_EX_Y);
+        char q[32], y[32], call[512];
+        snprintf(q, sizeof q, "q%d[b]", (int)id);
+        snprintf(y, sizeof y, "v%d[b]", (int)id);
+        otc_cr_dact_call(c, call, sizeof call, nd, v->has_pre ? q : "0.0f", use_y ? y : "0.0f");
+        otc_cr_line(c, "g%d[b] *= %s;", (int)id, call);
+        for (int i = 2; i < nd->n_inputs; i++) {
+            if (!NEEDS(nd->inputs[i])) continue;
+            char gs[96], cs[24];
+            snprintf(cs, sizeof cs, "%d", nd->cols[i - 2]);
+            otc_cr_grad_at(c, gs, sizeof gs, V(nd->inputs[i]), cs);
+            otc_cr_line(c, "%s += g%d[b] * (%s * v%d[%d]);", gs, (int)id,
+                        otc_cr_float(c, lit, nd->scale), (int)V(nd->inputs[0]), i - 2);
+        }
+        return;
+    }
+    ga(c, gN, id, elem);
+    if (n0) ga(c, g0, nd->inputs[0], elem);
+    if (n1) ga(c, g1, nd->inputs[1], elem);
+    va(c, vN, id, elem);
+    if (nd->n_inputs > 0 && nd->op != OTC_OP_ROW_BROADCAST) va(c, v0, nd->inputs[0], elem);
+    if (nd->n_inputs > 1 && nd->op != OTC_OP_ROW_BROADCAST) va(c, v1, nd->inputs[1], elem);
+    if (nd->op == OTC_OP_ROW_BROADCAST) {
+        /* Not batched: each element into its bias now; batched: summed after the b loop. */
+        if (n0 && !kb) {
+            int64_t vn = c->plan->values[V(nd->inputs[0])].size;
+            char e2[48], gv[96];
+            if (v->size > vn)
+                snprintf(e2, sizeof e2, "e %% %" PRId64, vn);
+            else
+                snprintf(e2, sizeof e2, "%s", elem);
+            otc_cr_grad_at(c, gv, sizeof gv, V(nd->inputs[0]), e2);
+            otc_cr_line(c, "%s += %s;", gv, gN);
+        }
+        return;
+    }
+    const char *g[2] = {g0, g1};
+    elementwise_rule(c, nd, gN, g, v0, v1, vN, (bool[2]){n0, n1});
+}
+
+/* A member's sums over the batch (bias and weight gradients), after the b loop. */
+static void fused_sums(otc_cr *c, otc_id id, bool many) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    char term[128], lit[48];
+    if (nd->op == OTC_OP_ROW_BROADCAST && NEEDS(nd->inputs[0])) {
+        int64_t vn = c->plan->values[V(nd->inputs[0])].size, n = c->plan->values[id].size;
+        snprintf(term, sizeof term, many ? "g%d[e * S + @]" : "g%d[@]", (int)id);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        if (n > vn)
+            otc_cr_line(c, "g%d[e %% %" PRId64 "] += acc;", (int)V(nd->inputs[0]), vn);
+        else
+            otc_cr_line(c, "g%d[%s] += acc;", (int)V(nd->inputs[0]), many ? "e" : "0");
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (nd->op != OTC_OP_NEURON) return;
+    if (NEEDS(nd->inputs[1])) {
+        snprintf(term, sizeof term, "g%d[@]", (int)id);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        otc_cr_line(c, "g%d[0] += acc;", (int)V(nd->inputs[1]));
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (!NEEDS(nd->inputs[0])) return;
+    for (int i = 2; i < nd->n_inputs; i++) {
+        int col = nd->cols[i - 2];
+        otc_id src = V(nd->inputs[i]);
+        if (col == 0)
+            snprintf(term, sizeof term, "g%d[@] * v%d[@]", (int)id, (int)src);
+        else
+            snprintf(term, sizeof term, "g%d[@] * v%d[%d * S + @]", (int)id, (int)src, col);
+        otc_cr_line(c, "{");
+        c->indent++;
+        batch_sum(c, term);
+        otc_cr_line(c, "g%d[%d] += %s * acc;", (int)V(nd->inputs[0]), i - 2,
+                    otc_cr_float(c, lit, nd->scale));
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+/* Steps [from, to): one loop nest over the kernel's (e, b), each member's rule per element in
+ * step order, then per element the sums over the batch. False (nothing written) when a
+ * member has no fused spelling; the caller then spells the steps one by one. */
+static bool backward_fused(otc_cr *c, int from, int to) {
+    const otc_plan *p = c->plan;
+    const otc_plan_kernel *K = &p->kernels[p->steps[from].kernel];
+    for (int i = from; i < to; i++) {
+        const otc_node *nd = otc_graph_node(c->g, p->steps[i].node);
+        if (!fusable_op(nd)) return false;
+        if (nd->op == OTC_OP_NEURON && (!K->batched || K->n != 1)) return false;
+    }
+    char lab[OTC_CR_LABEL_LEN];
+    otc_cr_line(c, "{ /* backward, fused: %d rules in one loop from %s */", to - from,
+                otc_cr_label(c->g, p->steps[from].node, lab, sizeof lab));
+    c->indent++;
+    for (int i = from; i < to; i++) fused_pointers(c, p->steps[i].node);
+    bool many = K->n > 1;
+    const char *elem = many ? "e" : "0";
+    if (many) {
+        otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) {", K->n);
+        c->indent++;
+    }
+    if (K->batched) {
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        c->indent++;
+    }
+    for (int i = from; i < to; i++) fused_member(c, p->steps[i].node, elem, K->batched);
+    if (K->batched) {
+        c->indent--;
+        otc_cr_line(c, "}");
+        for (int i = from; i < to; i++) fused_sums(c, p->steps[i].node, many);
+    }
+    if (many) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    return true;
+}
+
 /* The C spellings of the optimiser's arguments: the arrays at element i, the configuration's
  * scalars as literals, the per-step ones as the locals step_prelude defines (lr is an
  * argument of the train step). */
@@ -629,6 +793,10 @@ void otc_cr_backward_steps(otc_cr *c) {
                         otc_cr_offset(off, p->values[V(s->node)].grad));
             break;
         case OTC_STEP_BACKWARD:
+            if (s->fused > 1 && backward_fused(c, i, i + s->fused)) {
+                i += s->fused - 1;
+                break;
+            }
             otc_cr_line(c, "{ /* backward %s %s */",
                         otc_op_get(otc_graph_node(c->g, s->node)->op)->name,
                         otc_cr_label(c->g, s->node, lab, sizeof lab));

@@ -185,19 +185,18 @@ static void matmul_epilogue(otc_cr *c, int k, otc_id mm, const char *from, const
     }
 }
 
-/* MatMul [B,K] x [K,N] and its elementwise epilogue. The sums accumulate in the result's
- * own storage, k by k from 0 as the interpreter adds them.
+/* MatMul [B,K] x [K,N] and its elementwise epilogue, each sum k by k from 0 as the
+ * interpreter adds them.
  * - One sample: x times W row by row, contiguous along W's rows and the outputs.
- * - More: four output columns at a time share each load of x's row k; the inner loop runs
- *   along the batch (contiguous, vectorised), then the epilogue runs on those columns while
- *   they are in cache. */
+ * - More: the plan's register blocks (render_c_matmul.c), then the epilogue on the block's
+ *   columns while they are in cache. */
 static void matmul_kernel(otc_cr *c, int k) {
     const otc_plan *p = c->plan;
     const otc_plan_kernel *K = &p->kernels[k];
     otc_id mm = p->members[K->first];
     const otc_node *nd = otc_graph_node(c->g, mm);
     int A = (int)V(nd->inputs[0]), W = (int)V(nd->inputs[1]), M = (int)mm;
-    int64_t kk = p->values[A].size, n = K->n, n4 = n / 4 * 4;
+    int64_t kk = p->values[A].size, n = K->n;
     char lim[32];
     snprintf(lim, sizeof lim, "%" PRId64, n);
 
@@ -213,44 +212,28 @@ static void matmul_kernel(otc_cr *c, int k) {
     c->indent--;
     otc_cr_line(c, "} else {");
     c->indent++;
-    if (n4 > 0) {
-        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += 4) {", n4);
+    /* The plan's blocks: `cols` output columns x `vectors` vectors of samples in registers,
+     * k innermost; each block's epilogue while its columns are in cache. */
+    int cols = K->tiling.cols > 0 ? K->tiling.cols : 1;
+    char an[16], wn[16], mn[16], to[48];
+    snprintf(an, sizeof an, "v%d", A);
+    snprintf(wn, sizeof wn, "v%d", W);
+    snprintf(mn, sizeof mn, "v%d", M);
+    otc_cr_mm d = {an, wn, mn, kk, n, false, false, K->tiling.vectors};
+    int64_t full = n / cols * cols;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, cols);
         c->indent++;
-        for (int j = 0; j < 4; j++)
-            otc_cr_line(c, "float *restrict a%d = v%d + (e0 + %d) * S;", j, M, j);
-        otc_cr_line(c, "for (size_t b = 0; b < B; b++) a0[b] = a1[b] = a2[b] = a3[b] = 0.0f;");
-        otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
-        c->indent++;
-        otc_cr_line(c, "const float *restrict wr = v%d + k * %" PRId64 " + e0;", W, n);
-        otc_cr_line(c, "const float w0 = wr[0], w1 = wr[1], w2 = wr[2], w3 = wr[3];");
-        otc_cr_line(c, "const float *restrict xk = v%d + k * S;", A);
-        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
-        otc_cr_line(c, "    const float x = xk[b];");
-        otc_cr_line(c, "    a0[b] += x * w0;");
-        otc_cr_line(c, "    a1[b] += x * w1;");
-        otc_cr_line(c, "    a2[b] += x * w2;");
-        otc_cr_line(c, "    a3[b] += x * w3;");
-        otc_cr_line(c, "}");
-        c->indent--;
-        otc_cr_line(c, "}");
-        matmul_epilogue(c, k, mm, "e0", "e0 + 4");
+        otc_cr_mm_rows(c, &d, "e0", cols);
+        snprintf(to, sizeof to, "e0 + %d", cols);
+        matmul_epilogue(c, k, mm, "e0", to);
         c->indent--;
         otc_cr_line(c, "}");
     }
-    if (n4 < n) {
-        otc_cr_line(c, "for (size_t e = %" PRId64 "; e < %" PRId64 "; e++) {", n4, n);
-        c->indent++;
-        otc_cr_line(c, "float *restrict acc = v%d + e * S;", M);
-        otc_cr_line(c, "for (size_t b = 0; b < B; b++) acc[b] = 0.0f;");
-        otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
-        otc_cr_line(c, "    const float wk = v%d[k * %" PRId64 " + e];", W, n);
-        otc_cr_line(c, "    const float *restrict xk = v%d + k * S;", A);
-        otc_cr_line(c, "    for (size_t b = 0; b < B; b++) acc[b] += xk[b] * wk;");
-        otc_cr_line(c, "}");
-        c->indent--;
-        otc_cr_line(c, "}");
+    if (full < n) {
         char from[32];
-        snprintf(from, sizeof from, "%" PRId64, n4);
+        snprintf(from, sizeof from, "%" PRId64, full);
+        otc_cr_mm_rows(c, &d, from, (int)(n - full));
         matmul_epilogue(c, k, mm, from, lim);
     }
     c->indent--;

@@ -37,6 +37,8 @@ typedef struct {
     bool math_used[2][OTC_CRM_COUNT]; /* math the code calls: [0] vector loops, [1] scalar */
     char inline_macro[80];            /* "NAME_INLINE" (otc_cr_inline) */
     char outline_macro[80];           /* "NAME_OUTLINE" */
+    otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
+    int n_helpers;
     otc_status st;
 } otc_cr;
 
@@ -46,6 +48,34 @@ void otc_cr_line(otc_cr *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* render_c_matmul.c: the plan's register-blocked dense products. A "vector" of the plan's
+ * tiling is OTC_CR_LANES floats here: a compiler packs them into one AVX2 register or two of
+ * SSE or NEON (the emitted C names no instruction set). */
+#define OTC_CR_LANES 8
+/* out[row0 + j][b] (=|+=) sum_q x[q][b] * w(j, q) for j < rows and every sample, in blocks
+ * of vectors * OTC_CR_LANES samples; x and out are batched rows (x + q * S). */
+typedef struct {
+    const char *x, *w, *out; /* C names */
+    int64_t inner;           /* q < inner */
+    int64_t w_stride;        /* floats per row of w */
+    bool w_by_out; /* w(j, q) = w[(row0 + j) * w_stride + q], else w[q * w_stride + row0 + j] */
+    bool accumulate;
+    int vectors;
+} otc_cr_mm;
+void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows);
+/* All n_rows output rows, `block` at a time, then the rest as one narrower block. */
+void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block);
+/* gw[k][n] += sum_b a[k][b] * g[n][b] (k < k, n < n; a and g batched rows, gw row-major) in
+ * blocks of rows x cols accumulators over transposed chunks of g. */
+typedef struct {
+    const char *a, *g, *gw;
+    int64_t k, n;
+    int rows, cols;
+} otc_cr_gw;
+void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d);
+/* The NAME_BLOCKED macro the product helpers use (when there are any), for the file head. */
+void otc_cr_mm_prelude(otc_cr *c, otc_text *out);
 
 /* Function bodies, written into c->sb at one indentation level (the caller writes the
  * signature, the locals ws/w/g/B/S/in/out/target and the argument checks). */

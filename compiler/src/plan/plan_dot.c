@@ -169,6 +169,10 @@ char *otc_plan_describe(const otc_plan *p) {
                 else
                     otc_text_puts(&sb, "(reg)");
             }
+            if (K->kind == OTC_KERNEL_MATMUL)
+                otc_text_printf(&sb, " [blocks %d cols x %d vectors; weight gradient %d x %d]",
+                                K->tiling.cols, K->tiling.vectors, K->tiling.grad_rows,
+                                K->tiling.grad_cols);
             otc_text_puts(&sb, "\n");
             break;
         }
@@ -179,7 +183,9 @@ char *otc_plan_describe(const otc_plan *p) {
             otc_text_printf(&sb, "seed d%s = 1\n", otc_plan_label(g, s->node, lab));
             break;
         case OTC_STEP_BACKWARD:
-            otc_text_printf(&sb, "backward %s\n", otc_plan_label(g, s->node, lab));
+            otc_text_printf(&sb, "backward %s", otc_plan_label(g, s->node, lab));
+            if (s->fused > 1) otc_text_printf(&sb, " (one loop with the next %d)", s->fused - 1);
+            otc_text_puts(&sb, "\n");
             break;
         case OTC_STEP_UPDATE:
             otc_text_printf(&sb, "update weights [%" PRId64 ", %" PRId64 ")\n", s->offset,

@@ -66,7 +66,8 @@ static otc_status close_kernel(otc_plan_ctx *c, int *open) {
     if (*open < 0) return OTC_OK;
     otc_plan_kernel *K = &c->p->kernels[*open];
     K->step = c->p->n_steps;
-    otc_plan_step s = {OTC_STEP_KERNEL, c->p->members[K->first], *open, -1, 0, 0};
+    if (K->kind == OTC_KERNEL_MATMUL) otc_plan_choose_tiling(c->p, K);
+    otc_plan_step s = {OTC_STEP_KERNEL, c->p->members[K->first], *open, -1, 0, 0, 0};
     *open = -1;
     return otc_plan_add_step(c, s);
 }
@@ -92,7 +93,7 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
         if (nd->op == OTC_OP_INPUT) {
             /* Loaded before the open kernel's step, which is added when it closes. */
             v->first_step = p->n_steps;
-            otc_plan_step s = {OTC_STEP_LOAD, id, -1, io_of(p, id, OTC_IO_IN), 0, 0};
+            otc_plan_step s = {OTC_STEP_LOAD, id, -1, io_of(p, id, OTC_IO_IN), 0, 0, 0};
             st = otc_plan_add_step(c, s);
             continue;
         }
@@ -105,6 +106,7 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
             K->kind = kind_for(p, id);
             K->first = p->n_members;
             K->count = 0;
+            K->tiling = (otc_plan_tiling){0, 0, 0, 0};
             loop_of(p, id, &K->n, &K->batched);
             if (K->kind == OTC_KERNEL_OP) K->n = v->size;
         }
@@ -116,7 +118,7 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
     if (!st) st = close_kernel(c, &open);
     for (int i = 0; i < p->n_io && !st; i++) {
         if (p->io[i].stream != OTC_IO_OUT) continue;
-        otc_plan_step s = {OTC_STEP_STORE, p->io[i].node, -1, i, 0, 0};
+        otc_plan_step s = {OTC_STEP_STORE, p->io[i].node, -1, i, 0, 0, 0};
         st = otc_plan_add_step(c, s);
     }
     p->n_forward_steps = p->n_steps;

@@ -31,6 +31,11 @@ void otc_plan_choose_registers(otc_plan_ctx *c);
 otc_status otc_plan_mark_training(otc_plan_ctx *c);
 otc_status otc_plan_schedule_backward(otc_plan_ctx *c);
 
+/* plan_schedule.c: the loop schedule the renderers share (dense-product tiling, which
+ * backward steps fuse into one loop nest). */
+void otc_plan_choose_tiling(otc_plan *p, otc_plan_kernel *K);
+void otc_plan_fuse_backward(otc_plan *p);
+
 /* plan_buffers.c: lifetimes and offsets in the activation buffer. */
 otc_status otc_plan_assign_buffers(otc_plan_ctx *c);
 

@@ -123,15 +123,15 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     }
     p->grads = (otc_extent){fixed, per_batch};
 
-    otc_status st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRADS, -1, -1, -1, 0, 0});
+    otc_status st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRADS, -1, -1, -1, 0, 0, 0});
     otc_id loss = p->options.loss;
     if (!st && p->values[loss].needs_grad)
-        st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_SEED, loss, -1, -1, 0, 0});
+        st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_SEED, loss, -1, -1, 0, 0, 0});
     for (int i = p->n_members - 1; i >= 0 && !st; i--) {
         otc_id id = p->members[i];
         if (c->needs_bwd[id])
             st = otc_plan_add_step(
-                c, (otc_plan_step){OTC_STEP_BACKWARD, id, p->values[id].kernel, -1, 0, 0});
+                c, (otc_plan_step){OTC_STEP_BACKWARD, id, p->values[id].kernel, -1, 0, 0, 0});
     }
     /* Runs of neighbouring trainable parameters become one update loop. */
     for (int i = 0; i < p->n_params && !st;) {
@@ -144,9 +144,10 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
         int j = i;
         for (; j < p->n_params && p->values[p->params[j]].needs_grad; j++)
             count += p->values[p->params[j]].size;
-        st = otc_plan_add_step(c,
-                               (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count});
+        st = otc_plan_add_step(
+            c, (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count, 0});
         i = j;
     }
+    if (!st) otc_plan_fuse_backward(p);
     return st;
 }

@@ -1,7 +1,7 @@
 /* The LLVM renderer's frame: one module per plan with PREFIXforward (and for training
  * PREFIXbackward, PREFIXtrain_step), the plan's steps in order (input and output copies,
- * kernels, gradient seeding, backward groups, the fused optimiser update) and, for object
- * files, the C entry point with the weights as constant data. */
+ * kernels, gradient seeding, the plan's fused backward runs, the fused optimiser update) and, for
+ * object files, the C entry point with the weights as constant data. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,16 +181,11 @@ static void backward_steps(otc_llvm_r *r, LLVMValueRef zero_params) {
         case OTC_STEP_BACKWARD: {
             const otc_node *nd = otc_graph_node(r->g, s->node);
             int kind = p->kernels[s->kernel].kind;
-            if (otc_lv_map_backward_fusable(r, s->node)) {
-                int j = i + 1;
-                while (j < p->n_steps && p->steps[j].kind == OTC_STEP_BACKWARD &&
-                       p->steps[j].kernel == s->kernel &&
-                       otc_lv_map_backward_fusable(r, p->steps[j].node))
-                    j++;
+            if (s->fused > 0) { /* the plan's backward fusion: one loop nest for the run */
                 r->kernel = s->kernel;
-                otc_lv_map_backward(r, i, j);
+                otc_lv_map_backward(r, i, i + s->fused);
                 r->kernel = -1;
-                i = j - 1;
+                i += s->fused - 1;
             } else if (nd->op == OTC_OP_MATMUL && kind == OTC_KERNEL_MATMUL) {
                 otc_lv_matmul_backward(r, s->node);
             } else {

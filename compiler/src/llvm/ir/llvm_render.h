@@ -161,11 +161,9 @@ LLVMValueRef otc_lv_pre_ptr(otc_llvm_r *r, otc_id id);
 int otc_lv_act_of(const otc_node *nd);
 void otc_lv_map_kernel(otc_llvm_r *r, int k);
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k);
-/* Backward steps [from, to) of one map/matmul-epilogue kernel's members, fused into one loop
- * nest (each only touches its own element and sample). */
+/* Backward steps [from, to) of one map/matmul-epilogue kernel's members, a run the plan fused
+ * (otc_plan_step.fused) into one loop nest (each only touches its own element and sample). */
 void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
-/* May this backward step join a fused group? */
-bool otc_lv_map_backward_fusable(const otc_llvm_r *r, otc_id id);
 
 /* llvm_render_op.c: OP kernels (reductions, softmaxes, losses; the rest dispatched to
  * llvm_render_struct.c) and their backward. */

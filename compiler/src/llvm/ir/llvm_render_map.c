@@ -211,9 +211,10 @@ void otc_lv_map_kernel(otc_llvm_r *r, int k) {
 }
 
 /* Output columns computed together: a block of accumulators reuses each loaded input chunk
- * across columns (register blocking), so the loop is bound by multiply-adds, not loads. */
-#define MM_COLS   4
-#define MM_CHUNKS 2
+ * across columns (register blocking), so the loop is bound by multiply-adds, not loads. The
+ * block is the plan's (otc_plan_tiling); these bound it. */
+#define MM_COLS   8
+#define MM_CHUNKS 4
 
 /* What both register-blocked forms of the product (matmul_block, matmul_cols) read. */
 typedef struct {
@@ -283,35 +284,36 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
     r->chunk = r->chunk_off = r->mask = NULL;
 }
 
-/* The product in generated code: blocks of MM_COLS columns x MM_CHUNKS chunks (eight
- * independent multiply-add chains hide the latency; each loaded vector and broadcast weight
- * serves several of them), then single columns, and an odd chunk alone. */
+/* The product in generated code: the plan's blocks of columns x chunks (independent
+ * multiply-add chains hide the latency; each loaded vector and broadcast weight serves
+ * several of them), then single columns, and the chunks short of a block one at a time. */
 static void matmul_inline(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
-    int64_t n = K->n, blocks = n / MM_COLS, done = blocks * MM_COLS;
+    int tc = K->tiling.cols < 1 ? 1 : K->tiling.cols > MM_COLS ? MM_COLS : K->tiling.cols;
+    int tv = K->tiling.vectors < 1           ? 1
+             : K->tiling.vectors > MM_CHUNKS ? MM_CHUNKS
+                                             : K->tiling.vectors;
+    int64_t n = K->n, blocks = n / tc, done = blocks * tc;
     for (int pass = 0; pass < 2; pass++) {
-        int cols = pass == 0 ? MM_COLS : 1;
+        int cols = pass == 0 ? tc : 1;
         int64_t count = pass == 0 ? blocks : n - done;
         if (count <= 0) continue;
         otc_llvm_loop lb = {0}, lp = {0};
         otc_lv_loop_begin(r, &lb, otc_lv_i64(r, count));
         LLVMValueRef e0 = LLVMBuildMul(B, lb.i, otc_lv_i64(r, cols), "");
         if (pass == 1) e0 = LLVMBuildAdd(B, e0, otc_lv_i64(r, done), "");
-        LLVMValueRef pairs = LLVMBuildSDiv(B, r->nchunks, otc_lv_i64(r, MM_CHUNKS), "");
+        LLVMValueRef pairs = LLVMBuildSDiv(B, r->nchunks, otc_lv_i64(r, tv), "");
         otc_lv_loop_begin(r, &lp, pairs);
-        matmul_block(r, K, e0, cols, LLVMBuildMul(B, lp.i, otc_lv_i64(r, MM_CHUNKS), ""),
-                     MM_CHUNKS);
+        matmul_block(r, K, e0, cols, LLVMBuildMul(B, lp.i, otc_lv_i64(r, tv), ""), tv);
         otc_lv_loop_end(r, &lp);
-        /* The odd chunk. */
-        LLVMValueRef rest = LLVMBuildSRem(B, r->nchunks, otc_lv_i64(r, MM_CHUNKS), "");
-        LLVMBasicBlockRef odd = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "odd_chunk");
-        LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "chunks_done");
-        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, rest, otc_lv_i64(r, 0), ""), odd, after);
-        LLVMPositionBuilderAtEnd(B, odd);
-        matmul_block(r, K, e0, cols, LLVMBuildSub(B, r->nchunks, otc_lv_i64(r, 1), ""), 1);
-        LLVMBuildBr(B, after);
-        LLVMMoveBasicBlockAfter(after, LLVMGetInsertBlock(B));
-        LLVMPositionBuilderAtEnd(B, after);
+        if (tv > 1) {
+            /* The chunks short of a block, one at a time. */
+            otc_llvm_loop lo = {0};
+            LLVMValueRef from = LLVMBuildMul(B, pairs, otc_lv_i64(r, tv), "");
+            otc_lv_loop_begin(r, &lo, LLVMBuildSub(B, r->nchunks, from, ""));
+            matmul_block(r, K, e0, cols, LLVMBuildAdd(B, from, lo.i, ""), 1);
+            otc_lv_loop_end(r, &lo);
+        }
         otc_lv_loop_end(r, &lb);
     }
 }

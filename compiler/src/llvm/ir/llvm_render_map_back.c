@@ -13,14 +13,6 @@ static LLVMValueRef konst(otc_llvm_r *r, bool vec, double v) {
     return otc_llvm_const(vec ? r->vec : r->ir.f32, v);
 }
 
-bool otc_lv_map_backward_fusable(const otc_llvm_r *r, otc_id id) {
-    const otc_plan_value *v = &r->plan->values[id];
-    if (v->kernel < 0) return false;
-    const otc_plan_kernel *K = &r->plan->kernels[v->kernel];
-    if (K->kind == OTC_KERNEL_MAP) return true;
-    return K->kind == OTC_KERNEL_MATMUL && r->plan->members[K->first] != id;
-}
-
 static bool needs_grad(otc_llvm_r *r, otc_id id) {
     return PV(id)->needs_grad;
 }

@@ -174,8 +174,67 @@ void otc_lv_matmul_plain(otc_llvm_r *r, otc_id id, bool backward) {
     }
 }
 
-/* Batched MatMul [B,K] x [K,N]: gA[k] += sum_n G[n] W[k,n] per chunk of samples, and
- * gW[k,n] += sum over samples of A[k] G[n] (padding rows of G are zero). */
+/* The plan's block of the input gradient (otc_plan_tiling): `rows` rows of gA from k0 times
+ * `nch` chunks of samples from chunk0, gA[k] += sum_n G[n] W[k,n] with the sums in
+ * registers, each loaded vector of G serving every row, each broadcast weight every chunk. */
+#define BACK_ROWS   8
+#define BACK_CHUNKS 4
+
+static void input_grad_block(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRef ga, int64_t N,
+                             LLVMValueRef k0, int rows, LLVMValueRef chunk0, int nch) {
+    const otc_plan *p = r->plan;
+    LLVMValueRef w = otc_lv_value_base(r, W), S = r->a[OTC_LA_STRIDE];
+    bool w_param = p->values[W].storage == OTC_STORE_PARAM;
+    LLVMValueRef off[BACK_CHUNKS], slots[BACK_CHUNKS][BACK_ROWS];
+    for (int c = 0; c < nch; c++) {
+        off[c] = LLVMBuildMul(B, LLVMBuildAdd(B, chunk0, otc_lv_i64(r, c), ""),
+                              otc_lv_i64(r, r->o.lanes), "");
+        for (int j = 0; j < rows; j++) {
+            slots[c][j] = otc_lv_slot(r, r->vec);
+            otc_lv_store(r, konst(r, true, 0.0), slots[c][j]);
+        }
+    }
+    otc_llvm_loop ln = {0};
+    otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+    LLVMValueRef grow = otc_lv_gep(r, G, LLVMBuildMul(B, ln.i, S, ""));
+    LLVMValueRef x[BACK_CHUNKS];
+    for (int c = 0; c < nch; c++) x[c] = otc_lv_load(r, r->vec, otc_lv_gep(r, grow, off[c]));
+    for (int j = 0; j < rows; j++) {
+        LLVMValueRef k = LLVMBuildAdd(B, k0, otc_lv_i64(r, j), "");
+        LLVMValueRef wp =
+            otc_lv_gep(r, w, LLVMBuildAdd(B, LLVMBuildMul(B, k, otc_lv_i64(r, N), ""), ln.i, ""));
+        LLVMValueRef wv = otc_lv_splat(r, w_param ? otc_lv_load_weight(r, r->ir.f32, wp)
+                                                  : otc_lv_load(r, r->ir.f32, wp));
+        for (int c = 0; c < nch; c++)
+            otc_lv_store(r, otc_llvm_fma(&r->ir, x[c], wv, otc_lv_load(r, r->vec, slots[c][j])),
+                         slots[c][j]);
+    }
+    otc_lv_loop_end(r, &ln);
+    for (int j = 0; j < rows; j++) {
+        LLVMValueRef k = LLVMBuildAdd(B, k0, otc_lv_i64(r, j), "");
+        LLVMValueRef row = otc_lv_gep(r, ga, LLVMBuildMul(B, k, S, ""));
+        for (int c = 0; c < nch; c++)
+            otc_lv_accumulate(r, otc_lv_gep(r, row, off[c]), otc_lv_load(r, r->vec, slots[c][j]));
+    }
+}
+
+/* Rows [k0, k0 + rows) of gA over every chunk: blocks of nch chunks, then the rest singly. */
+static void input_grad_rows(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRef ga, int64_t N,
+                            LLVMValueRef k0, int rows, int nch) {
+    otc_llvm_loop lp = {0}, lo = {0};
+    LLVMValueRef blocks = LLVMBuildSDiv(B, r->nchunks, otc_lv_i64(r, nch), "");
+    otc_lv_loop_begin(r, &lp, blocks);
+    input_grad_block(r, W, G, ga, N, k0, rows, LLVMBuildMul(B, lp.i, otc_lv_i64(r, nch), ""), nch);
+    otc_lv_loop_end(r, &lp);
+    if (nch == 1) return;
+    LLVMValueRef from = LLVMBuildMul(B, blocks, otc_lv_i64(r, nch), "");
+    otc_lv_loop_begin(r, &lo, LLVMBuildSub(B, r->nchunks, from, ""));
+    input_grad_block(r, W, G, ga, N, k0, rows, LLVMBuildAdd(B, from, lo.i, ""), 1);
+    otc_lv_loop_end(r, &lo);
+}
+
+/* Batched MatMul [B,K] x [K,N]: gA in the plan's blocks (above), and gW[k,n] += sum over
+ * samples of A[k] G[n] (padding rows of G are zero). */
 void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
@@ -205,20 +264,18 @@ void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
         LLVMPositionBuilderAtEnd(B, small);
     }
     if (p->values[A].needs_grad) {
+        const otc_plan_tiling *t = &p->kernels[p->values[id].kernel].tiling;
+        int rows = t->grad_rows < 1 ? 1 : t->grad_rows > BACK_ROWS ? BACK_ROWS : t->grad_rows;
+        int nch = t->vectors < 1 ? 1 : t->vectors > BACK_CHUNKS ? BACK_CHUNKS : t->vectors;
         LLVMValueRef ga = otc_lv_grad_base(r, A);
-        LLVMValueRef acc = otc_lv_slot(r, r->vec);
-        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
-        otc_lv_chunks_begin(r, &lc);
-        otc_lv_store(r, konst(r, true, 0.0), acc);
-        LLVMValueRef wrow = otc_lv_gep(r, w, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""));
-        otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
-        LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
-        LLVMValueRef wv = otc_lv_splat(r, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, wrow, ln.i)));
-        otc_lv_store(r, otc_llvm_fma(&r->ir, gv, wv, otc_lv_load(r, r->vec, acc)), acc);
-        otc_lv_loop_end(r, &ln);
-        otc_lv_accumulate(r, otc_lv_at(r, ga, lk.i, true), otc_lv_load(r, r->vec, acc));
-        otc_lv_chunks_end(r, &lc);
-        otc_lv_loop_end(r, &lk);
+        int64_t full = K / rows * rows;
+        if (full > 0) {
+            otc_lv_loop_begin(r, &lk, otc_lv_i64(r, full / rows));
+            input_grad_rows(r, W, G, ga, N, LLVMBuildMul(B, lk.i, otc_lv_i64(r, rows), ""), rows,
+                            nch);
+            otc_lv_loop_end(r, &lk);
+        }
+        if (full < K) input_grad_rows(r, W, G, ga, N, otc_lv_i64(r, full), (int)(K - full), nch);
     }
     if (p->values[W].needs_grad) {
         LLVMValueRef gw = otc_lv_grad_base(r, W);

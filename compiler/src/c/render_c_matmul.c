@@ -1,0 +1,272 @@
+/* The C renderer's dense products: the plan's register blocks (otc_plan_tiling) spelled as
+ * plain C99 that gcc and clang vectorise without -ffast-math: each block's sums are named
+ * scalars (s<row>_<lane>) laid along contiguous memory, so the compiler packs a row's lanes
+ * into vector registers and keeps them there while the shared dimension runs innermost.
+ * Each product is a helper function of its own, marked NAME_BLOCKED: for gcc, no loop
+ * vectoriser there (it would vectorise across the sum's iterations with shuffles, 3-7x
+ * slower than the straight-line packing it leaves to the SLP vectoriser; measured). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "render_c_internal.h"
+
+/* One line built in pieces (a block row's statements), then written at the indentation. */
+static void flush(otc_cr *c, otc_text *t) {
+    char *s = otc_text_take(t);
+    if (!s) {
+        c->sb->failed = true;
+    } else {
+        otc_cr_line(c, "%s", s);
+        free(s);
+    }
+    otc_text_init(t);
+}
+
+/* A register block of d->rows output rows for OTC_CR_LANES * vectors samples from b0, then
+ * the samples short of a block one at a time. */
+static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
+    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+    const char *op = d->accumulate ? "+=" : "=";
+    otc_text t;
+    otc_text_init(&t);
+    otc_cr_line(c, "{");
+    c->indent++;
+    otc_cr_line(c, "size_t b0 = 0;");
+    otc_cr_line(c, "for (; b0 + %d <= B; b0 += %d) {", lanes, lanes);
+    c->indent++;
+    for (int j = 0; j < rows; j++) {
+        otc_text_puts(&t, "float");
+        for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", j, l);
+        otc_text_puts(&t, ";");
+        flush(c, &t);
+    }
+    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    c->indent++;
+    otc_cr_line(c, "const float *restrict xq = %s + q * S + b0;", d->x);
+    for (int j = 0; j < rows; j++) {
+        if (d->w_by_out)
+            otc_cr_line(c, "const float w%d = %s[(%s + %d) * %" PRId64 " + q];", j, d->w, row0, j,
+                        d->w_stride);
+        else
+            otc_cr_line(c, "const float w%d = %s[q * %" PRId64 " + %s + %d];", j, d->w, d->w_stride,
+                        row0, j);
+    }
+    for (int j = 0; j < rows; j++) {
+        for (int l = 0; l < lanes; l++)
+            otc_text_printf(&t, "%ss%d_%d += xq[%d] * w%d;", l ? " " : "", j, l, l, j);
+        flush(c, &t);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    for (int j = 0; j < rows; j++) {
+        otc_text_printf(&t, "{ float *restrict o = %s + (%s + %d) * S + b0;", d->out, row0, j);
+        for (int l = 0; l < lanes; l++) otc_text_printf(&t, " o[%d] %s s%d_%d;", l, op, j, l);
+        otc_text_puts(&t, " }");
+        flush(c, &t);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    otc_cr_line(c, "for (; b0 < B; b0++) {");
+    c->indent++;
+    otc_text_puts(&t, "float");
+    for (int j = 0; j < rows; j++) otc_text_printf(&t, "%s s%d = 0.0f", j ? "," : "", j);
+    otc_text_puts(&t, ";");
+    flush(c, &t);
+    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    c->indent++;
+    otc_cr_line(c, "const float xb = %s[q * S + b0];", d->x);
+    for (int j = 0; j < rows; j++) {
+        if (d->w_by_out)
+            otc_cr_line(c, "s%d += xb * %s[(%s + %d) * %" PRId64 " + q];", j, d->w, row0, j,
+                        d->w_stride);
+        else
+            otc_cr_line(c, "s%d += xb * %s[q * %" PRId64 " + %s + %d];", j, d->w, d->w_stride, row0,
+                        j);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    for (int j = 0; j < rows; j++)
+        otc_cr_line(c, "%s[(%s + %d) * S + b0] %s s%d;", d->out, row0, j, op, j);
+    c->indent--;
+    otc_cr_line(c, "}");
+    c->indent--;
+    otc_cr_line(c, "}");
+    otc_text_free(&t);
+}
+
+/* Samples per transposed chunk of the output gradient: 64 x grad_cols floats on the stack
+ * (4 KiB at 16 columns), reused by every block of rows. */
+#define GW_CHUNK 64
+
+/* rows x cols accumulators of gW at (k0, n0), summed over the chunk's samples. */
+static void gw_block(otc_cr *c, const otc_cr_gw *d, const char *k0, int rows, int cols) {
+    otc_text t;
+    otc_text_init(&t);
+    otc_cr_line(c, "{");
+    c->indent++;
+    for (int i = 0; i < rows; i++) {
+        otc_cr_line(c, "float *restrict d%d = %s + (%s + %d) * %" PRId64 " + n0;", i, d->gw, k0, i,
+                    d->n);
+        otc_cr_line(c, "const float *restrict a%d = %s + (%s + %d) * S + b0;", i, d->a, k0, i);
+        otc_text_puts(&t, "float");
+        for (int l = 0; l < cols; l++)
+            otc_text_printf(&t, "%s s%d_%d = d%d[%d]", l ? "," : "", i, l, i, l);
+        otc_text_puts(&t, ";");
+        flush(c, &t);
+    }
+    otc_cr_line(c, "for (size_t b = 0; b < bn; b++) {");
+    c->indent++;
+    otc_cr_line(c, "const float *restrict tb = t[b];");
+    for (int i = 0; i < rows; i++) {
+        otc_text_printf(&t, "{ const float ab = a%d[b];", i);
+        for (int l = 0; l < cols; l++) otc_text_printf(&t, " s%d_%d += ab * tb[%d];", i, l, l);
+        otc_text_puts(&t, " }");
+        flush(c, &t);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    for (int i = 0; i < rows; i++) {
+        for (int l = 0; l < cols; l++)
+            otc_text_printf(&t, "%sd%d[%d] = s%d_%d;", l ? " " : "", i, l, i, l);
+        flush(c, &t);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    otc_text_free(&t);
+}
+
+/* Columns [n0, n0 + cols) of gW over all samples: chunk by chunk, the chunk of the output
+ * gradient transposed to sample-major on the stack, then every block of rows over it. */
+static void gw_cols(otc_cr *c, const otc_cr_gw *d, int cols) {
+    otc_cr_line(c, "for (size_t b0 = 0; b0 < B; b0 += %d) {", GW_CHUNK);
+    c->indent++;
+    otc_cr_line(c, "const size_t bn = B - b0 < %d ? B - b0 : %d;", GW_CHUNK, GW_CHUNK);
+    otc_cr_line(c, "float t[%d][%d];", GW_CHUNK, cols);
+    otc_cr_line(c, "for (size_t l = 0; l < %d; l++) {", cols);
+    otc_cr_line(c, "    const float *restrict gl = %s + (n0 + l) * S + b0;", d->g);
+    otc_cr_line(c, "    for (size_t b = 0; b < bn; b++) t[b][l] = gl[b];");
+    otc_cr_line(c, "}");
+    int rows = d->rows < 1 ? 1 : d->rows;
+    int64_t full = d->k / rows * rows;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t k0 = 0; k0 < %" PRId64 "; k0 += %d)", full, rows);
+        gw_block(c, d, "k0", rows, cols);
+    }
+    if (full < d->k) {
+        char k0[32];
+        snprintf(k0, sizeof k0, "%" PRId64, full);
+        gw_block(c, d, k0, (int)(d->k - full), cols);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
+static void weight_grad_body(otc_cr *c, const otc_cr_gw *d) {
+    int cols = d->cols < 1 ? 1 : d->cols;
+    int64_t full = d->n / cols * cols;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t n0 = 0; n0 < %" PRId64 "; n0 += %d) {", full, cols);
+        c->indent++;
+        gw_cols(c, d, cols);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (full < d->n) {
+        otc_cr_line(c, "{");
+        c->indent++;
+        otc_cr_line(c, "const size_t n0 = %" PRId64 ";", full);
+        gw_cols(c, d, (int)(d->n - full));
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+/* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
+static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *params) {
+    int id = c->n_helpers++;
+    *saved_sb = c->sb;
+    *saved_indent = c->indent;
+    c->sb = c->helpers;
+    c->indent = 0;
+    char mac[96];
+    size_t i = 0;
+    for (; c->name[i] && i + 16 < sizeof mac; i++)
+        mac[i] =
+            (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
+    mac[i] = '\0';
+    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(size_t B, size_t S, %s) {", mac, c->name, id,
+                params);
+    c->indent = 1;
+    return id;
+}
+
+static void helper_end(otc_cr *c, otc_text *saved_sb, int saved_indent) {
+    c->indent = 0;
+    otc_cr_line(c, "}");
+    otc_cr_line(c, "%s", "");
+    c->sb = saved_sb;
+    c->indent = saved_indent;
+}
+
+void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
+    otc_text *sb;
+    int indent;
+    int id = helper_begin(c, &sb, &indent,
+                          "size_t r0, const float *restrict x, const float *restrict wm, "
+                          "float *restrict out");
+    otc_cr_mm h = *d;
+    h.x = "x";
+    h.w = "wm";
+    h.out = "out";
+    rows_body(c, &h, "r0", rows);
+    helper_end(c, sb, indent);
+    otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
+}
+
+void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block) {
+    if (block < 1) block = 1;
+    int64_t full = n_rows / block * block;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t r0 = 0; r0 < %" PRId64 "; r0 += %d)", full, block);
+        c->indent++;
+        otc_cr_mm_rows(c, d, "r0", block);
+        c->indent--;
+    }
+    if (full < n_rows) {
+        char row0[32];
+        snprintf(row0, sizeof row0, "%" PRId64, full);
+        otc_cr_mm_rows(c, d, row0, (int)(n_rows - full));
+    }
+}
+
+void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
+    otc_text *sb;
+    int indent;
+    int id = helper_begin(c, &sb, &indent,
+                          "const float *restrict a, const float *restrict gr, float *restrict gw");
+    otc_cr_gw h = *d;
+    h.a = "a";
+    h.g = "gr";
+    h.gw = "gw";
+    weight_grad_body(c, &h);
+    helper_end(c, sb, indent);
+    otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->a, d->g, d->gw);
+}
+
+void otc_cr_mm_prelude(otc_cr *c, otc_text *out) {
+    if (c->n_helpers == 0) return;
+    char mac[96];
+    size_t i = 0;
+    for (; c->name[i] && i + 16 < sizeof mac; i++)
+        mac[i] =
+            (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
+    mac[i] = '\0';
+    otc_text_printf(out,
+                    "/* Dense products: register blocks the SLP vectoriser packs; gcc's loop "
+                    "vectoriser kept out. */\n"
+                    "#if defined(__GNUC__) && !defined(__clang__)\n"
+                    "#define %s_BLOCKED __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+                    "#else\n#define %s_BLOCKED\n#endif\n\n",
+                    mac, mac);
+}
