@@ -93,9 +93,10 @@ static const otc_expr *tree(int f) {
 _Static_assert(OTC_CRM_COS - OTC_CRM_EXP == OTC_EX_COS - OTC_EX_EXP,
                "the helpers exp .. cos in the expression ops' order");
 
-/* Marks in calls the math functions e calls. */
+/* Marks in calls the helpers e calls (the math functions, and fmax for its max). */
 static void mark_calls(const otc_expr *e, bool *calls) {
     if (!e) return;
+    if (e->op == OTC_EX_MAX) calls[OTC_CRM_FMAX] = true;
     if (e->op >= OTC_EX_EXP && e->op <= OTC_EX_COS)
         calls[OTC_CRM_EXP + (e->op - OTC_EX_EXP)] = true;
     mark_calls(e->a, calls);
@@ -108,6 +109,11 @@ static void mark_calls(const otc_expr *e, bool *calls) {
 static void write_fn(otc_cr *c, otc_text *out, const names *nm, int f, bool *done) {
     if (done[f]) return;
     done[f] = true;
+    if (f == OTC_CRM_FMAX) {
+        put(out, nm,
+            "@I float @N_fmax@S(float a, float b) {\n    return @N_sel@S(a > b, a, b);\n}\n\n");
+        return;
+    }
     bool calls[OTC_CRM_COUNT] = {false};
     mark_calls(tree(f), calls);
     for (int g = 0; g < OTC_CRM_COUNT; g++)
@@ -162,12 +168,9 @@ void otc_cr_math_helpers(otc_cr *c, otc_text *out) {
         bool done[OTC_CRM_COUNT] = {false};
         const bool was = c->outline;
         c->outline = v; /* the selects and calls of this variant */
-        for (int f = OTC_CRM_EXP; f <= OTC_CRM_COS; f++)
+        for (int f = OTC_CRM_EXP; f < OTC_CRM_COUNT; f++)
             if (u[f]) write_fn(c, out, &nm, f, done);
         c->outline = was;
-        if (u[OTC_CRM_FMAX])
-            put(out, &nm,
-                "@I float @N_fmax@S(float a, float b) {\n    return @N_sel@S(a > b, a, b);\n}\n\n");
     }
 }
 

@@ -34,18 +34,17 @@ static const double exp_p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3
 static const otc_expr exp_hi = N3(OTC_EX_SELECT, EX_GT(EX_X, EX_K(EXP_HI)), EX_K(EXP_HI), EX_X);
 static const otc_expr exp_x =
     N3(OTC_EX_SELECT, EX_LT(&exp_hi, EX_K(EXP_LO)), EX_K(EXP_LO), &exp_hi);
-static const otc_expr exp_fx0 = N3(OTC_EX_FMA, &exp_x, EX_K(1.44269504088896341), EX_K(0.5));
-/* NaN converts as 0 (r stays NaN); the clamps keep the rest within [-127, 128]. */
-static const otc_expr exp_fx = N3(OTC_EX_SELECT, EX_EQ(&exp_fx0, &exp_fx0), &exp_fx0, EX_K(0));
-static const otc_expr exp_t = N1(OTC_EX_I2F, EX_F2I(&exp_fx)); /* fx truncated */
-/* floor: one less where truncation went up (fx negative) */
-static const otc_expr exp_n =
-    N2(OTC_EX_SUB, &exp_t, EX_SEL(EX_GT(&exp_t, &exp_fx), EX_K(1), EX_K(0)));
+/* n + 127 = floor(x log2 e + 1/2 + 127): in [0, 255] after the clamps, so truncation is the
+ * floor and the biased exponent comes for free. The max maps NaN to 0, a defined conversion
+ * (r stays NaN), and is one instruction on most machines. */
+static const otc_expr exp_i =
+    N1(OTC_EX_F2I, EX_MAX(EX_FMA(&exp_x, EX_K(1.44269504088896341), EX_K(127.5)), EX_K(0)));
+static const otc_expr exp_n = N2(OTC_EX_SUB, EX_I2F(&exp_i), EX_K(127));
 static const otc_expr exp_r =
     N2(OTC_EX_SUB, EX_SUB(&exp_x, EX_MUL(&exp_n, EX_K(LN2_C1))), EX_MUL(&exp_n, EX_K(LN2_C2)));
 static const otc_expr exp_tree =
     N2(OTC_EX_MUL, EX_FMA(EX_POLY(&exp_r, exp_p), EX_MUL(&exp_r, &exp_r), EX_ADD(&exp_r, EX_K(1))),
-       EX_FROM_BITS(EX_SHL(EX_IADD(EX_F2I(&exp_n), EX_KI(127)), EX_KI(23))));
+       EX_FROM_BITS(EX_SHL(&exp_i, EX_KI(23))));
 
 /* ---- expm1: below |x| < 1/8 the Taylor series to x^6 (exact to float there, where
  * e^x - 1 cancels), else e^x - 1 ---- */
@@ -111,8 +110,9 @@ static const double cos_p[] = {2.443315711809948E-5, -1.388731625493765E-3, 4.16
 
 static const otc_expr sc_ax = N1(OTC_EX_ABS, EX_X);
 static const otc_expr sc_q0 = N2(OTC_EX_MUL, &sc_ax, EX_K(1.27323954473516)); /* |x| 4/pi */
-/* NaN and |x| past float resolution (2^23) convert as 0: defined, meaningless there. */
-static const otc_expr sc_q = N3(OTC_EX_SELECT, EX_LT(&sc_q0, EX_K(8388608)), &sc_q0, EX_K(0));
+/* NaN and |x| past float resolution convert as 2^23: defined, meaningless there (a select
+ * a machine does as one min instruction). */
+static const otc_expr sc_q = N3(OTC_EX_SELECT, EX_LT(&sc_q0, EX_K(8388608)), &sc_q0, EX_K(8388608));
 static const otc_expr sc_j = N2(OTC_EX_IAND, EX_IADD(EX_F2I(&sc_q), EX_KI(1)), EX_KI(-2));
 static const otc_expr sc_y = N1(OTC_EX_I2F, &sc_j);
 static const otc_expr sc_r = N2(OTC_EX_SUB,
