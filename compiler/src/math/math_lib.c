@@ -20,31 +20,32 @@
 #define LN2_C1 0.693359375
 #define LN2_C2 -2.12194440e-4
 
-/* ---- exp: clamp so 2^n stays a normal float, x = n ln2 + r with n = floor(x log2 e + 1/2),
- * e^r = 1 + r + r^2 P(r), 2^n assembled in the exponent bits ---- */
+/* ---- exp: clamp so 2^n stays a normal float, x = n ln2 + r with n = x log2 e rounded to
+ * the nearest integer, e^r = 1 + r + r^2 P(r), 2^n assembled in the exponent bits ---- */
 
-/* The upper clamp sits a little below Cephes' 88.3762626647949: that value rounds to a float
- * whose x log2(e) + 1/2 is 128 exactly when computed with a fused multiply-add, and 2^128
- * overflows; at 88.37 the result is a finite 2.4e38. A NaN fails both compares. */
+/* The upper clamp sits a little below Cephes' 88.3762626647949: there x log2(e) rounds to
+ * 128 and 2^128 overflows; at 88.37 the result is a finite 2.4e38. A NaN fails both
+ * compares (and stays NaN through r). */
 #define EXP_HI 88.37
 #define EXP_LO -88.3762626647949
+/* 1.5 2^23 + 127: x log2 e + this lies in [2^23, 2^24), where floats are the integers, so the
+ * sum is n + 127 + 1.5 2^23 rounded to nearest, and its low bits are n + 127, the biased
+ * exponent of 2^n. No float -> integer conversion: defined for every input, and fast. */
+#define EXP_SHIFT  12583039.0
+#define EXP_SHIFTB 0x4b400000 /* the bits of 1.5 2^23 */
 static const double exp_p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                                4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
 
 static const otc_expr exp_hi = N3(OTC_EX_SELECT, EX_GT(EX_X, EX_K(EXP_HI)), EX_K(EXP_HI), EX_X);
 static const otc_expr exp_x =
     N3(OTC_EX_SELECT, EX_LT(&exp_hi, EX_K(EXP_LO)), EX_K(EXP_LO), &exp_hi);
-/* n + 127 = floor(x log2 e + 1/2 + 127): in [0, 255] after the clamps, so truncation is the
- * floor and the biased exponent comes for free. The max maps NaN to 0, a defined conversion
- * (r stays NaN), and is one instruction on most machines. */
-static const otc_expr exp_i =
-    N1(OTC_EX_F2I, EX_MAX(EX_FMA(&exp_x, EX_K(1.44269504088896341), EX_K(127.5)), EX_K(0)));
-static const otc_expr exp_n = N2(OTC_EX_SUB, EX_I2F(&exp_i), EX_K(127));
+static const otc_expr exp_k = N3(OTC_EX_FMA, &exp_x, EX_K(1.44269504088896341), EX_K(EXP_SHIFT));
+static const otc_expr exp_n = N2(OTC_EX_SUB, &exp_k, EX_K(EXP_SHIFT)); /* exact */
 static const otc_expr exp_r =
     N2(OTC_EX_SUB, EX_SUB(&exp_x, EX_MUL(&exp_n, EX_K(LN2_C1))), EX_MUL(&exp_n, EX_K(LN2_C2)));
 static const otc_expr exp_tree =
     N2(OTC_EX_MUL, EX_FMA(EX_POLY(&exp_r, exp_p), EX_MUL(&exp_r, &exp_r), EX_ADD(&exp_r, EX_K(1))),
-       EX_FROM_BITS(EX_SHL(&exp_i, EX_KI(23))));
+       EX_FROM_BITS(EX_SHL(EX_ISUB(EX_BITS(&exp_k), EX_KI(EXP_SHIFTB)), EX_KI(23))));
 
 /* ---- expm1: below |x| < 1/8 the Taylor series to x^6 (exact to float there, where
  * e^x - 1 cancels), else e^x - 1 ---- */
