@@ -12,16 +12,17 @@ enum { MAX_SHARED = 64 };
 typedef struct {
     otc_cr *c;
     const otc_cr_leaves *leaves;
-    const otc_expr *shared[MAX_SHARED]; /* subtrees referenced twice, in evaluation order */
+    const otc_expr *shared[MAX_SHARED]; /* subtrees referenced twice */
     int n_shared;
-    int n_bound; /* shared[0 .. n_bound) have locals t0 .. */
+    const otc_expr *bound[MAX_SHARED]; /* those with a local so far: bound[i] is ti */
+    int n_bound;
 } printer;
 
 static bool is_leaf(const otc_expr *e) {
     return otc_expr_arity(e->op) == 0;
 }
 
-/* Collects the non-leaf subtrees reached twice (children before parents). */
+/* Collects the non-leaf subtrees reached twice. */
 static void find_shared(printer *pr, const otc_expr *e, const otc_expr **seen, int *n_seen) {
     if (!e || is_leaf(e)) return;
     for (int i = 0; i < *n_seen; i++)
@@ -74,7 +75,7 @@ static const char *leaf(printer *pr, const char *spelling, const char *what) {
 
 static void put(printer *pr, otc_text *out, const otc_expr *e) {
     for (int i = 0; i < pr->n_bound; i++)
-        if (pr->shared[i] == e) {
+        if (pr->bound[i] == e) {
             otc_text_printf(out, "t%d", i);
             return;
         }
@@ -231,19 +232,32 @@ void otc_cr_expr(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leave
     put(&pr, out, e);
 }
 
+/* A local for each shared subtree within e, those it uses first (children before parents). */
+static void bind(printer *pr, otc_text *out, const otc_expr *e, const char *indent) {
+    if (!e || is_leaf(e)) return;
+    for (int i = 0; i < pr->n_bound; i++)
+        if (pr->bound[i] == e) return;
+    bind(pr, out, e->a, indent);
+    bind(pr, out, e->b, indent);
+    bind(pr, out, e->c, indent);
+    for (int i = 0; i < pr->n_shared; i++)
+        if (pr->shared[i] == e) {
+            static const char *const type[] = {"float", "unsigned int", "int"};
+            otc_text_printf(out, "%sconst %s t%d = ", indent, type[otc_expr_type(e)], pr->n_bound);
+            put(pr, out, e);
+            otc_text_puts(out, ";\n");
+            pr->bound[pr->n_bound++] = e;
+            return;
+        }
+}
+
 void otc_cr_expr_body(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_leaves *leaves,
                       const char *indent) {
     printer pr = {.c = c, .leaves = leaves};
     const otc_expr *seen[4 * MAX_SHARED];
     int n_seen = 0;
     find_shared(&pr, e, seen, &n_seen);
-    static const char *const type[] = {"float", "unsigned int", "int"};
-    for (int i = 0; i < pr.n_shared; i++) {
-        otc_text_printf(out, "%sconst %s t%d = ", indent, type[otc_expr_type(pr.shared[i])], i);
-        put(&pr, out, pr.shared[i]);
-        otc_text_puts(out, ";\n");
-        pr.n_bound = i + 1;
-    }
+    bind(&pr, out, e, indent);
     otc_text_printf(out, "%sreturn ", indent);
     put(&pr, out, e);
     otc_text_puts(out, ";\n");

@@ -1,11 +1,11 @@
 /* The emitted C's own float math: exp, expm1, log, log1p, tanh, sin and cos as static inline
- * C99 functions with the JIT's formulas (math_poly.h, after Cephes' single-precision routines)
- * and selects instead of branches, so the C compiler vectorises batch loops that call them
+ * C99 functions printed from the math library's trees (otc/math_lib.h), which the JIT builds
+ * too, with selects instead of branches, so the C compiler vectorises batch loops that call them
  * (libm calls keep a loop scalar), and the two backends agree. */
 #include <stdio.h>
 #include <string.h>
 
-#include "math_poly.h"
+#include "otc/math_lib.h"
 #include "render_c_internal.h"
 
 static const char *const suffix[OTC_CRM_COUNT] = {"sel",  "exp", "expm1", "log", "log1p",
@@ -42,31 +42,16 @@ typedef struct {
     const char *I, *N, *S;
 } names;
 
-/* Append tmpl with "@I", "@N" and "@S" from nm and "@0" .. "@9" the constants k[0 ..] as
- * float literals (rounded to float as the JIT's constants are). */
-static void put(otc_text *t, const names *nm, const char *tmpl, const double *k) {
+/* Append tmpl with "@I", "@N" and "@S" from nm. */
+static void put(otc_text *t, const names *nm, const char *tmpl) {
     for (const char *s = tmpl; *s; s++) {
         if (s[0] == '@' && (s[1] == 'I' || s[1] == 'N' || s[1] == 'S')) {
             otc_text_puts(t, s[1] == 'I' ? nm->I : s[1] == 'N' ? nm->N : nm->S);
-            s++;
-        } else if (s[0] == '@' && s[1] >= '0' && s[1] <= '9' && k) {
-            char lit[40];
-            otc_text_puts(t, otc_cr_float_literal(lit, sizeof lit, (float)k[s[1] - '0']));
             s++;
         } else {
             otc_text_printf(t, "%c", *s);
         }
     }
-}
-
-/* "    y = c0;\n    y = N_fma(y, x, c1);\n..." (Horner's rule, as llvm_math.c's poly). */
-static void horner(otc_text *t, const char *N, const char *y, const char *x, const double *p,
-                   int n) {
-    char a[40];
-    otc_text_printf(t, "    %s = %s;\n", y, otc_cr_float_literal(a, sizeof a, (float)p[0]));
-    for (int i = 1; i < n; i++)
-        otc_text_printf(t, "    %s = %s_fma(%s, %s, %s);\n", y, N, y, x,
-                        otc_cr_float_literal(a, sizeof a, (float)p[i]));
 }
 
 /* The basics: a fused multiply-add where the hardware has one (as LLVM's fmuladd; a libm
@@ -99,123 +84,59 @@ static const char sel_scalar[] =
     "/* The same functions for scalar code (the small-batch path), selecting by branches. */\n"
     "@I float @N_sel_s(int c, float a, float b) {\n    return c ? a : b;\n}\n\n";
 
-static void write_exp(otc_text *t, const names *nm) {
-    static const double p[] = OTC_MP_EXP_P;
-    const double k[] = {OTC_MP_EXP_HI, OTC_MP_EXP_LO, OTC_MP_LOG2E, OTC_MP_LN2_C1, OTC_MP_LN2_C2};
-    put(t, nm,
-        "/* e^x: x = n ln2 + r, e^r = 1 + r + r^2 P(r), 2^n built in the exponent bits. */\n"
-        "@I float @N_exp@S(float x) {\n"
-        "    float fx, t, r, z, y;\n    int i;\n"
-        "    x = @N_sel@S(x > @0, @0, x);\n"
-        "    x = @N_sel@S(x < @1, @1, x);\n"
-        "    fx = @N_fma(x, @2, 0.5f);\n"
-        "    fx = @N_sel@S(fx == fx, fx, 0.0f); /* NaN: a defined conversion; r stays NaN */\n"
-        "    i = (int)fx;\n    t = (float)i;\n"
-        "    i = i - (t > fx); /* floor */\n"
-        "    t = t - @N_sel@S(t > fx, 1.0f, 0.0f);\n"
-        "    r = x - t * @3;\n    r = r - t * @4;\n    z = r * r;\n",
-        k);
-    horner(t, nm->N, "y", "r", p, OTC_MP_EXP_N);
-    put(t, nm,
-        "    y = @N_fma(y, z, r + 1.0f);\n"
-        "    return y * @N_from_bits((unsigned int)(i + 127) << 23);\n}\n\n",
-        NULL);
+/* The math function each helper spells: its tree (otc/math_lib.h). */
+static const otc_expr *tree(int f) {
+    return f >= OTC_CRM_EXP && f <= OTC_CRM_COS
+               ? otc_math_tree((otc_ex_op)(OTC_EX_EXP + (f - OTC_CRM_EXP)))
+               : NULL;
+}
+_Static_assert(OTC_CRM_COS - OTC_CRM_EXP == OTC_EX_COS - OTC_EX_EXP,
+               "the helpers exp .. cos in the expression ops' order");
+
+/* Marks in calls the helpers e calls (the math functions, and fmax for its max). */
+static void mark_calls(const otc_expr *e, bool *calls) {
+    if (!e) return;
+    if (e->op == OTC_EX_MAX) calls[OTC_CRM_FMAX] = true;
+    if (e->op >= OTC_EX_EXP && e->op <= OTC_EX_COS)
+        calls[OTC_CRM_EXP + (e->op - OTC_EX_EXP)] = true;
+    mark_calls(e->a, calls);
+    mark_calls(e->b, calls);
+    mark_calls(e->c, calls);
 }
 
-static void write_expm1(otc_text *t, const names *nm) {
-    static const double p[] = OTC_MP_EXPM1_P;
-    const double k[] = {OTC_MP_EXPM1_SMALL};
-    put(t, nm,
-        "/* e^x - 1: a Taylor polynomial near 0, where the difference cancels. */\n"
-        "@I float @N_expm1@S(float x) {\n    float s;\n",
-        k);
-    horner(t, nm->N, "s", "x", p, OTC_MP_EXPM1_N);
-    put(t, nm, "    return @N_sel@S(fabsf(x) < @0, s, @N_exp@S(x) - 1.0f);\n}\n\n", k);
-}
-
-static void write_log(otc_text *t, const names *nm) {
-    static const double p[] = OTC_MP_LOG_P;
-    const double k[] = {OTC_MP_SQRTH, OTC_MP_LN2_C1, OTC_MP_LN2_C2};
-    put(t, nm,
-        "/* log(w) for normal w > 0: w = m 2^e, m in [sqrt(1/2), sqrt(2)). */\n"
-        "@I float @N_log@S(float w) {\n"
-        "    const unsigned int bits = @N_to_bits(w);\n"
-        "    const float m = @N_from_bits((bits & 0x807fffffu) | 0x3f000000u); /* [0.5, 1) */\n"
-        "    float fe = (float)((int)(bits >> 23) - 126), xm, z, y;\n"
-        "    fe = @N_sel@S(m < @0, fe - 1.0f, fe);\n"
-        "    xm = @N_sel@S(m < @0, (m + m) - 1.0f, m - 1.0f);\n"
-        "    z = xm * xm;\n",
-        k);
-    horner(t, nm->N, "y", "xm", p, OTC_MP_LOG_N);
-    put(t, nm,
-        "    y = xm * z * y;\n    y = @N_fma(fe, @2, y);\n    y = @N_fma(z, -0.5f, y);\n"
-        "    return @N_fma(fe, @1, xm + y);\n}\n\n",
-        k);
-}
-
-static void write_log1p(otc_text *t, const names *nm) {
-    put(t, nm,
-        "/* log(1 + x) = log(w) x / (w - 1), w = 1 + x rounded (the quotient cancels w's\n"
-        " * rounding); w == 1 means x is below float resolution. */\n"
-        "@I float @N_log1p@S(float x) {\n"
-        "    const float w = x + 1.0f, wm1 = w - 1.0f;\n"
-        "    const float r = @N_log@S(w) * x / @N_sel@S(wm1 == 0.0f, 1.0f, wm1);\n"
-        "    return @N_sel@S(wm1 == 0.0f, x, r);\n}\n\n",
-        NULL);
-}
-
-static void write_tanh(otc_text *t, const names *nm) {
-    static const double p[] = OTC_MP_TANH_P;
-    const double k[] = {OTC_MP_TANH_SMALL};
-    put(t, nm,
-        "/* tanh: an odd polynomial near 0, else 1 - 2 / (e^{2|x|} + 1) with x's sign. */\n"
-        "@I float @N_tanh@S(float x) {\n"
-        "    const float ax = fabsf(x), z = x * x;\n    float y, big;\n",
-        k);
-    horner(t, nm->N, "y", "z", p, OTC_MP_TANH_N);
-    put(t, nm,
-        "    y = @N_fma(y * z, x, x);\n"
-        "    big = copysignf(1.0f - 2.0f / (@N_exp@S(ax + ax) + 1.0f), x);\n"
-        "    return @N_sel@S(ax < @0, y, big);\n}\n\n",
-        k);
-}
-
-/* sin and cos share the reduction by multiples j of pi/4 and both polynomials. */
-static void write_sincos(otc_text *t, const names *nm, bool cosine) {
-    static const double sp[] = OTC_MP_SIN_P, cp[] = OTC_MP_COS_P;
-    const double k[] = {OTC_MP_FOPI, OTC_MP_DP1, OTC_MP_DP2, OTC_MP_DP3, 8388608.0};
-    put(t, nm, cosine ? "@I float @N_cos@S(float x) {\n" : "@I float @N_sin@S(float x) {\n", k);
-    put(t, nm,
-        "    const float ax = fabsf(x);\n"
-        "    float q = ax * @0, y, r, z, s, c;\n    int j;\n"
-        "    /* NaN and |x| past float resolution: a defined conversion (meaningless there). */\n"
-        "    q = @N_sel@S(q < @4, q, 0.0f);\n"
-        "    j = ((int)q + 1) & ~1;\n    y = (float)j;\n"
-        "    r = ax - y * @1;\n    r = r - y * @2;\n    r = r - y * @3;\n    z = r * r;\n",
-        k);
-    horner(t, nm->N, "s", "z", sp, OTC_MP_SIN_N);
-    put(t, nm, "    s = @N_fma(s * z, r, r);\n", k);
-    horner(t, nm->N, "c", "z", cp, OTC_MP_COS_N);
-    put(t, nm, "    c = @N_fma(c * z, z, z * -0.5f) + 1.0f;\n", k);
-    if (!cosine) /* j & 7 in {0, 2, 4, 6}: 4 and 6 negative, 2 and 6 the cosine polynomial */
-        put(t, nm,
-            "    y = @N_sel@S(j & 2, c, s);\n    y = @N_sel@S(j & 4, -y, y);\n"
-            "    return @N_sel@S(x < 0.0f, -y, y);\n}\n\n",
-            k);
-    else /* even; j 2 and 6 the sine polynomial, 2 and 4 negative */
-        put(t, nm,
-            "    y = @N_sel@S(j & 2, s, c);\n"
-            "    return @N_sel@S(((j & 2) != 0) != ((j & 4) != 0), -y, y);\n}\n\n",
-            k);
+/* Helper f of the variant c->outline selects, after the helpers it calls (C needs them
+ * defined first): its tree's body, a local per shared subtree. */
+static void write_fn(otc_cr *c, otc_text *out, const names *nm, int f, bool *done) {
+    if (done[f]) return;
+    done[f] = true;
+    if (f == OTC_CRM_FMAX) {
+        put(out, nm,
+            "@I float @N_fmax@S(float a, float b) {\n    return @N_sel@S(a > b, a, b);\n}\n\n");
+        return;
+    }
+    bool calls[OTC_CRM_COUNT] = {false};
+    mark_calls(tree(f), calls);
+    for (int g = 0; g < OTC_CRM_COUNT; g++)
+        if (calls[g]) write_fn(c, out, nm, g, done);
+    otc_text_printf(out, "%s float %s_%s%s(float x) {\n", nm->I, nm->N, suffix[f], nm->S);
+    otc_cr_expr_body(c, out, tree(f), &(otc_cr_leaves){.x = "x"}, "    ");
+    otc_text_puts(out, "}\n\n");
 }
 
 void otc_cr_math_helpers(otc_cr *c, otc_text *out) {
     bool math = false, any = false, outline = false;
     for (int v = 0; v < 2; v++) {
         bool *u = c->math_used[v];
-        /* What the used functions call. */
-        if (u[OTC_CRM_TANH] || u[OTC_CRM_EXPM1]) u[OTC_CRM_EXP] = true;
-        if (u[OTC_CRM_LOG1P]) u[OTC_CRM_LOG] = true;
+        /* What the used functions call, and what those call. */
+        for (bool grew = true; grew;) {
+            grew = false;
+            for (int f = 0; f < OTC_CRM_COUNT; f++) {
+                bool calls[OTC_CRM_COUNT] = {false};
+                if (u[f]) mark_calls(tree(f), calls);
+                for (int g = 0; g < OTC_CRM_COUNT; g++)
+                    if (calls[g] && !u[g]) u[g] = grew = true;
+            }
+        }
         for (int f = 0; f < OTC_CRM_COUNT; f++) u[OTC_CRM_BASICS] |= u[f];
         math |= u[OTC_CRM_BASICS];
     }
@@ -229,8 +150,7 @@ void otc_cr_math_helpers(otc_cr *c, otc_text *out) {
      * one call left out of line keeps that loop scalar. */
     put(out, &nm,
         "#if defined(__GNUC__)\n#define @I static inline __attribute__((always_inline))\n"
-        "#else\n#define @I static inline\n#endif\n\n",
-        NULL);
+        "#else\n#define @I static inline\n#endif\n\n");
     if (outline) {
         const char *O = otc_cr_outline(c);
         otc_text_printf(out,
@@ -239,23 +159,18 @@ void otc_cr_math_helpers(otc_cr *c, otc_text *out) {
                         O, O);
     }
     if (!math) return;
-    put(out, &nm, basics, NULL);
+    put(out, &nm, basics);
     for (int v = 0; v < 2; v++) {
         const bool *u = c->math_used[v];
         if (!u[OTC_CRM_BASICS]) continue;
         nm.S = v ? "_s" : "";
-        put(out, &nm, v ? sel_scalar : sel_vector, NULL);
-        if (u[OTC_CRM_EXP]) write_exp(out, &nm);
-        if (u[OTC_CRM_EXPM1]) write_expm1(out, &nm);
-        if (u[OTC_CRM_LOG]) write_log(out, &nm);
-        if (u[OTC_CRM_LOG1P]) write_log1p(out, &nm);
-        if (u[OTC_CRM_TANH]) write_tanh(out, &nm);
-        if (u[OTC_CRM_SIN]) write_sincos(out, &nm, false);
-        if (u[OTC_CRM_COS]) write_sincos(out, &nm, true);
-        if (u[OTC_CRM_FMAX])
-            put(out, &nm,
-                "@I float @N_fmax@S(float a, float b) {\n    return @N_sel@S(a > b, a, b);\n}\n\n",
-                NULL);
+        put(out, &nm, v ? sel_scalar : sel_vector);
+        bool done[OTC_CRM_COUNT] = {false};
+        const bool was = c->outline;
+        c->outline = v; /* the selects and calls of this variant */
+        for (int f = OTC_CRM_EXP; f < OTC_CRM_COUNT; f++)
+            if (u[f]) write_fn(c, out, &nm, f, done);
+        c->outline = was;
     }
 }
 

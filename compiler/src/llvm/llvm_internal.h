@@ -110,12 +110,12 @@ LLVMValueRef otc_llvm_intrinsic(otc_llvm_ir *ir, const char *name, LLVMValueRef 
 /* a * b + c, fused where the target has FMA (llvm.fmuladd). */
 LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
 
-/* Cephes-style single-precision approximations, within a few ulp of libm on the range a
- * network sees; exp saturates at about +-88.4 instead of overflowing to inf or 0. */
+/* The math library's trees (otc/math_lib.h) built on x: within a few ulp of libm on the range
+ * a network sees; exp saturates at about +-88.4 instead of overflowing to inf or 0. */
 LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_expm1(otc_llvm_ir *ir, LLVMValueRef x);
-LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef x);   /* x > 0, normal */
-LLVMValueRef otc_llvm_log1p(otc_llvm_ir *ir, LLVMValueRef x); /* x >= 0 */
+LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef x);
+LLVMValueRef otc_llvm_log1p(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_tanh(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_sin(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_cos(otc_llvm_ir *ir, LLVMValueRef x);
