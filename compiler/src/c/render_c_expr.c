@@ -274,9 +274,9 @@ void otc_cr_expr_lines(otc_cr *c, const otc_expr *const *trees, const char *cons
     otc_text t;
     otc_text_init(&t);
     for (int i = 0; i < pr.n_shared; i++) {
-        otc_text_printf(&t, "const %s t%d = ", type[otc_expr_type(pr.shared[i])], i);
+        otc_text_printf(&t, "const %s t%d = ", type[otc_expr_type(pr.shared[i])], pr.n_bound);
         put(&pr, &t, pr.shared[i]);
-        pr.n_bound = i + 1;
+        pr.bound[pr.n_bound++] = pr.shared[i];
         char *text = otc_text_take(&t);
         if (!text) {
             c->sb->failed = true;
