@@ -15,7 +15,20 @@ struct otc_optimizer {
     size_t *sizes; /* per group, from the first step */
     float **m;     /* SGD momentum buffer, or Adam's first moment; per group */
     float **v;     /* Adam's second moment; per group */
+    /* The rule's trees m, v, p compiled once (the rule follows the kind, which never changes;
+     * a group of one weight would otherwise pay three compiles a step). */
+    otc_expr_program prog[3];
+    bool compiled[3];
+    bool programs_ready;
+    /* Groups smaller than PACK (a neuron's weights, a bias) are packed into one block per
+     * step, so the rule's programs run once over all of them instead of once per group:
+     * p, g, m, v of the small groups side by side (pack[4][n_packed]). */
+    float *pack[4];
+    size_t n_packed;
 };
+
+/* Below this many weights a group is packed with the others. */
+enum { PACK = 64 };
 
 otc_optim_config otc_optim_defaults(otc_optim_kind kind) {
     otc_optim_config c = {0};
@@ -98,6 +111,8 @@ static void free_state(otc_optimizer *opt) {
     free(opt->m);
     free(opt->v);
     free(opt->sizes);
+    for (int k = 0; k < 4; k++) free(opt->pack[k]), opt->pack[k] = NULL;
+    opt->n_packed = 0;
     opt->m = opt->v = NULL;
     opt->sizes = NULL;
     opt->n_groups = -1;
@@ -136,7 +151,10 @@ static otc_status alloc_state(otc_optimizer *opt, int n, const size_t *sizes) {
         opt->sizes[i] = sizes[i];
         if (need_m) ok = (opt->m[i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
         if (ok && need_v) ok = (opt->v[i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
+        if (sizes[i] < PACK) opt->n_packed += sizes[i];
     }
+    for (int k = 0; ok && k < 4 && opt->n_packed > 0; k++)
+        ok = (opt->pack[k] = calloc(opt->n_packed, sizeof(float))) != NULL;
     if (!ok) {
         free_state(opt);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
@@ -146,17 +164,14 @@ static otc_status alloc_state(otc_optimizer *opt, int n, const size_t *sizes) {
 
 /* The rule's trees over one group, a block of elements at a time (the block's m, v and p
  * stay in cache from one tree to the next). */
-static void update_group(const otc_optim_rule *rule, const float *args, float *p, const float *grad,
-                         float *m, float *v, size_t size) {
+static void update_group(const otc_optimizer *opt, const otc_optim_rule *rule, const float *args,
+                         float *p, const float *grad, float *m, float *v, size_t size) {
     enum { BLOCK = 256 };
     otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
     for (int i = 0; i < OTC_OPTIM_ARG_COUNT; i++) arg[i] = (otc_expr_arg){NULL, args[i]};
     /* m, then v, then p: each tree reads what the one before it wrote. */
     const otc_expr *tree[3] = {rule->m, rule->v, rule->p};
     float *dst[3] = {m, v, p};
-    otc_expr_program prog[3];
-    bool compiled[3];
-    for (int t = 0; t < 3; t++) compiled[t] = tree[t] && otc_expr_compile(tree[t], &prog[t]);
     for (size_t off = 0; off < size; off += BLOCK) {
         const size_t n = size - off < BLOCK ? size - off : BLOCK;
         arg[OTC_OPTIM_ARG_P].v = p + off;
@@ -166,8 +181,8 @@ static void update_group(const otc_optim_rule *rule, const float *args, float *p
         const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
         for (int t = 0; t < 3; t++) {
             if (!tree[t]) continue;
-            if (compiled[t])
-                otc_expr_run_n(&prog[t], &in, dst[t] + off, n);
+            if (opt->compiled[t])
+                otc_expr_run_n(&opt->prog[t], &in, dst[t] + off, n);
             else
                 otc_expr_eval_n(tree[t], &in, dst[t] + off, n);
         }
@@ -199,9 +214,37 @@ otc_status otc_optimizer_step(otc_optimizer *opt, int n, float *const *params,
     }
     opt->t++;
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&opt->cfg));
+    if (!opt->programs_ready) {
+        const otc_expr *tree[3] = {rule->m, rule->v, rule->p};
+        for (int t = 0; t < 3; t++)
+            opt->compiled[t] = tree[t] && otc_expr_compile(tree[t], &opt->prog[t]);
+        opt->programs_ready = true;
+    }
     float args[OTC_OPTIM_ARG_COUNT];
     otc_optim_step_args(&opt->cfg, opt->t, args);
     for (int i = 0; i < n; i++)
-        update_group(rule, args, params[i], grads[i], opt->m[i], opt->v[i], sizes[i]);
+        if (sizes[i] >= PACK)
+            update_group(opt, rule, args, params[i], grads[i], opt->m[i], opt->v[i], sizes[i]);
+    if (opt->n_packed == 0) return OTC_OK;
+    /* The small groups: gathered, updated as one, scattered back. */
+    float *const pk[4] = {opt->pack[0], opt->pack[1], rule->m ? opt->pack[2] : NULL,
+                          rule->v ? opt->pack[3] : NULL};
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] >= PACK) continue;
+        const float *from[4] = {params[i], grads[i], opt->m[i], opt->v[i]};
+        for (int k = 0; k < 4; k++)
+            if (pk[k]) memcpy(pk[k] + at, from[k], sizes[i] * sizeof(float));
+        at += sizes[i];
+    }
+    update_group(opt, rule, args, pk[0], pk[1], pk[2], pk[3], opt->n_packed);
+    at = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] >= PACK) continue;
+        float *to[4] = {params[i], NULL, opt->m[i], opt->v[i]};
+        for (int k = 0; k < 4; k++)
+            if (pk[k] && to[k]) memcpy(to[k], pk[k] + at, sizes[i] * sizeof(float));
+        at += sizes[i];
+    }
     return OTC_OK;
 }
