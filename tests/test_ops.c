@@ -282,6 +282,13 @@ TEST(expr_eval_by_hand) {
         float want = xs[i] > x1s[i] ? 2 * xs[i] : fmaf(xs[i], x1s[i], 0.5f);
         CHECK_MSG(out[i] == want, "element %d: %g, want %g", i, out[i], want);
     }
+    /* In place (out is the input), the polynomial over more than a chunk. */
+    for (int i = 0; i < N; i++) out[i] = 0.01f * (float)i;
+    otc_expr_eval_n(&poly, &(otc_expr_arrays){.x = out}, out, N);
+    for (int i = 0; i < N; i++) {
+        float v = 0.01f * (float)i, want = fmaf(fmaf(1.0f, v, -2.0f), v, 3.0f);
+        CHECK_MSG(out[i] == want, "in place, element %d: %g, want %g", i, out[i], want);
+    }
     otc_expr_eval_n(&pow2, &(otc_expr_arrays){.x = xs}, out, 3);
     CHECK(out[0] == 8.0f && out[2] == 8.0f);
 }

@@ -462,14 +462,16 @@ bool otc_expr_compile(const otc_expr *e, otc_expr_program *p) {
 
 /* The program over elements off .. off+n-1 (n <= CHUNK); returns the result's values. */
 static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *in, size_t off,
-                              size_t n, float (*regs)[CHUNK]) {
+                              size_t n, float (*regs)[CHUNK], float *last) {
     const float *reg[FIRST_STEP_REG + OTC_EXPR_MAX_STEPS];
     reg[REG_X] = in->x ? in->x + off : NULL;
     reg[REG_X1] = in->x1 ? in->x1 + off : NULL;
     reg[REG_Y] = in->y ? in->y + off : NULL;
     for (int s = 0; s < p->n; s++) {
         const otc_expr_step *st = &p->step[s];
-        float *d = regs[s];
+        /* The last step may write the caller's array directly: every step reads and writes
+         * element i alone, so even an output that aliases an input is safe. */
+        float *d = last && s == p->n - 1 ? last : regs[s];
         const float *a = reg[st->a], *b = reg[st->b], *c = reg[st->c];
         const float ka = st->kind_a == IN_PARAM ? in->a : st->k_a;
         const float kb = st->kind_b == IN_PARAM ? in->a : st->k_b;
@@ -549,8 +551,11 @@ static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *
             break;
         case OTC_EX_POLY: {
             const otc_expr *e = st->point;
-            MAP1((float)e->coef[0]);
-            for (int j = 1; j < e->n; j++) MAP1(fmaf(d[i], a[i], (float)e->coef[j]));
+            for (size_t i = 0; i < n; i++) { /* element by element: d may alias a */
+                float acc = (float)e->coef[0];
+                for (int j = 1; j < e->n; j++) acc = fmaf(acc, a[i], (float)e->coef[j]);
+                d[i] = acc;
+            }
             break;
         }
         case OTC_EX_LT:
@@ -595,7 +600,8 @@ void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float 
     float regs[OTC_EXPR_MAX_STEPS][CHUNK];
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t m = n - off < CHUNK ? n - off : CHUNK;
-        memmove(out + off, run_chunk(p, in, off, m, regs), m * sizeof *out);
+        const float *v = run_chunk(p, in, off, m, regs, out + off);
+        if (v != out + off) memmove(out + off, v, m * sizeof *out);
     }
 }
 
@@ -610,7 +616,7 @@ void otc_expr_run_accumulate_n(const otc_expr_program *p, const otc_expr_arrays 
     float regs[OTC_EXPR_MAX_STEPS][CHUNK];
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t m = n - off < CHUNK ? n - off : CHUNK;
-        const float *v = run_chunk(p, in, off, m, regs);
+        const float *v = run_chunk(p, in, off, m, regs, NULL);
         for (size_t i = 0; i < m; i++) acc[off + i] += g[off + i] * v[i];
     }
 }
