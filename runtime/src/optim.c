@@ -13,16 +13,18 @@ struct otc_optimizer {
     long t;        /* steps taken */
     int n_groups;  /* -1 until the first step fixes the groups */
     size_t *sizes; /* per group, from the first step */
-    float **m;     /* SGD momentum buffer, or Adam's first moment; per group */
-    float **v;     /* Adam's second moment; per group */
+    float **m;     /* SGD momentum buffer, or Adam's first moment; per group (a small group's
+                      lies in pack[2]) */
+    float **v;     /* Adam's second moment; per group (a small group's lies in pack[3]) */
     /* The rule's trees m, v, p compiled once (the rule follows the kind, which never changes;
      * a group of one weight would otherwise pay three compiles a step). */
     otc_expr_program prog[3];
     bool compiled[3];
     bool programs_ready;
-    /* Groups smaller than PACK (a neuron's weights, a bias) are packed into one block per
-     * step, so the rule's programs run once over all of them instead of once per group:
-     * p, g, m, v of the small groups side by side (pack[4][n_packed]). */
+    /* Groups smaller than PACK (a neuron's weights, a bias) are updated as one block, so the
+     * rule's programs run once over all of them instead of once per group: their weights
+     * and gradients gathered into pack[0] and pack[1] each step, their moments kept side by
+     * side in pack[2] and pack[3] for good (n_packed floats each). */
     float *pack[4];
     size_t n_packed;
 };
@@ -104,7 +106,8 @@ otc_optimizer *otc_optimizer_new(const otc_optim_config *config) {
 }
 
 static void free_state(otc_optimizer *opt) {
-    for (int i = 0; i < opt->n_groups; i++) {
+    for (int i = 0; opt->sizes && i < opt->n_groups; i++) {
+        if (opt->sizes[i] < PACK) continue; /* in pack[2], pack[3] */
         if (opt->m) free(opt->m[i]);
         if (opt->v) free(opt->v[i]);
     }
@@ -139,22 +142,33 @@ long otc_optimizer_steps(const otc_optimizer *opt) {
 /* Zeroed state for each group, sized by the first step. */
 static otc_status alloc_state(otc_optimizer *opt, int n, const size_t *sizes) {
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&opt->cfg));
-    bool need_m = rule->m != NULL;
-    bool need_v = rule->v != NULL;
     size_t groups = (size_t)n + 1;
-    opt->sizes = malloc(groups * sizeof *opt->sizes);
+    opt->sizes = calloc(groups, sizeof *opt->sizes);
     opt->m = calloc(groups, sizeof *opt->m);
     opt->v = calloc(groups, sizeof *opt->v);
     opt->n_groups = n;
     bool ok = opt->sizes && opt->m && opt->v;
     for (int i = 0; ok && i < n; i++) {
         opt->sizes[i] = sizes[i];
-        if (need_m) ok = (opt->m[i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
-        if (ok && need_v) ok = (opt->v[i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
         if (sizes[i] < PACK) opt->n_packed += sizes[i];
     }
+    /* Zeroed moments where the rule has them: the small groups' in the packed blocks. */
+    float **state[2] = {rule->m ? opt->m : NULL, rule->v ? opt->v : NULL};
     for (int k = 0; ok && k < 4 && opt->n_packed > 0; k++)
-        ok = (opt->pack[k] = calloc(opt->n_packed, sizeof(float))) != NULL;
+        if (k < 2 || state[k - 2])
+            ok = (opt->pack[k] = calloc(opt->n_packed, sizeof(float))) != NULL;
+    size_t at = 0;
+    for (int i = 0; ok && i < n; i++) {
+        bool small = sizes[i] < PACK;
+        for (int k = 0; ok && k < 2; k++) {
+            if (!state[k]) continue;
+            if (small)
+                state[k][i] = opt->n_packed > 0 ? opt->pack[2 + k] + at : NULL;
+            else
+                ok = (state[k][i] = calloc(sizes[i] + 1, sizeof(float))) != NULL;
+        }
+        if (small) at += sizes[i];
+    }
     if (!ok) {
         free_state(opt);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
@@ -226,24 +240,21 @@ otc_status otc_optimizer_step(otc_optimizer *opt, int n, float *const *params,
         if (sizes[i] >= PACK)
             update_group(opt, rule, args, params[i], grads[i], opt->m[i], opt->v[i], sizes[i]);
     if (opt->n_packed == 0) return OTC_OK;
-    /* The small groups: gathered, updated as one, scattered back. */
-    float *const pk[4] = {opt->pack[0], opt->pack[1], rule->m ? opt->pack[2] : NULL,
-                          rule->v ? opt->pack[3] : NULL};
+    /* The small groups' weights and gradients gathered, updated as one block with their
+     * packed moments, the weights scattered back. */
     size_t at = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] >= PACK) continue;
-        const float *from[4] = {params[i], grads[i], opt->m[i], opt->v[i]};
-        for (int k = 0; k < 4; k++)
-            if (pk[k]) memcpy(pk[k] + at, from[k], sizes[i] * sizeof(float));
+        memcpy(opt->pack[0] + at, params[i], sizes[i] * sizeof(float));
+        memcpy(opt->pack[1] + at, grads[i], sizes[i] * sizeof(float));
         at += sizes[i];
     }
-    update_group(opt, rule, args, pk[0], pk[1], pk[2], pk[3], opt->n_packed);
+    update_group(opt, rule, args, opt->pack[0], opt->pack[1], opt->pack[2], opt->pack[3],
+                 opt->n_packed);
     at = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] >= PACK) continue;
-        float *to[4] = {params[i], NULL, opt->m[i], opt->v[i]};
-        for (int k = 0; k < 4; k++)
-            if (pk[k] && to[k]) memcpy(to[k], pk[k] + at, sizes[i] * sizeof(float));
+        memcpy(params[i], opt->pack[0] + at, sizes[i] * sizeof(float));
         at += sizes[i];
     }
     return OTC_OK;
