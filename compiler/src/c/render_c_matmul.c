@@ -23,6 +23,15 @@ static void flush(otc_cr *c, otc_text *t) {
     otc_text_init(t);
 }
 
+/* "W[...]": the weight of block row j at shared index q, for either layout of W. */
+static const char *weight_at(char *buf, size_t len, const otc_cr_mm *d, const char *row0, int j) {
+    if (d->w_by_out)
+        snprintf(buf, len, "%s[(%s + %d) * %" PRId64 " + q]", d->w, row0, j, d->w_stride);
+    else
+        snprintf(buf, len, "%s[q * %" PRId64 " + %s + %d]", d->w, d->w_stride, row0, j);
+    return buf;
+}
+
 /* A register block of d->rows output rows for OTC_CR_LANES * vectors samples from b0, then
  * the samples short of a block one at a time. */
 static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
@@ -44,14 +53,9 @@ static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows)
     otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float *restrict xq = %s + q * S + b0;", d->x);
-    for (int j = 0; j < rows; j++) {
-        if (d->w_by_out)
-            otc_cr_line(c, "const float w%d = %s[(%s + %d) * %" PRId64 " + q];", j, d->w, row0, j,
-                        d->w_stride);
-        else
-            otc_cr_line(c, "const float w%d = %s[q * %" PRId64 " + %s + %d];", j, d->w, d->w_stride,
-                        row0, j);
-    }
+    char w[160];
+    for (int j = 0; j < rows; j++)
+        otc_cr_line(c, "const float w%d = %s;", j, weight_at(w, sizeof w, d, row0, j));
     for (int j = 0; j < rows; j++) {
         for (int l = 0; l < lanes; l++)
             otc_text_printf(&t, "%ss%d_%d += xq[%d] * w%d;", l ? " " : "", j, l, l, j);
@@ -76,14 +80,8 @@ static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows)
     otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float xb = %s[q * S + b0];", d->x);
-    for (int j = 0; j < rows; j++) {
-        if (d->w_by_out)
-            otc_cr_line(c, "s%d += xb * %s[(%s + %d) * %" PRId64 " + q];", j, d->w, row0, j,
-                        d->w_stride);
-        else
-            otc_cr_line(c, "s%d += xb * %s[q * %" PRId64 " + %s + %d];", j, d->w, d->w_stride, row0,
-                        j);
-    }
+    for (int j = 0; j < rows; j++)
+        otc_cr_line(c, "s%d += xb * %s;", j, weight_at(w, sizeof w, d, row0, j));
     c->indent--;
     otc_cr_line(c, "}");
     for (int j = 0; j < rows; j++)
