@@ -590,35 +590,34 @@ static const float *run_chunk(const otc_expr_program *p, const otc_expr_arrays *
     return reg[FIRST_STEP_REG + p->n - 1];
 }
 
-void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float *out, size_t n) {
+/* out = the program's values (g NULL), or out += g times them (a gradient contribution). */
+static void run(const otc_expr_program *p, const otc_expr_arrays *in, const float *g, float *out,
+                size_t n) {
     if (n == 1) { /* one element (NEAT's batch of one): the tree itself is quicker */
         float argv[OTC_EX_MAX_ARGS];
         const otc_expr_env env = env_at(in, 0, argv);
-        out[0] = evalf(p->root, &env);
+        const float v = evalf(p->root, &env);
+        out[0] = g ? out[0] + g[0] * v : v;
         return;
     }
     float regs[OTC_EXPR_MAX_STEPS][CHUNK];
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t m = n - off < CHUNK ? n - off : CHUNK;
-        const float *v = run_chunk(p, in, off, m, regs, out + off);
-        if (v != out + off) memmove(out + off, v, m * sizeof *out);
+        const float *v = run_chunk(p, in, off, m, regs, g ? NULL : out + off);
+        if (g)
+            for (size_t i = 0; i < m; i++) out[off + i] += g[off + i] * v[i];
+        else if (v != out + off)
+            memmove(out + off, v, m * sizeof *out);
     }
+}
+
+void otc_expr_run_n(const otc_expr_program *p, const otc_expr_arrays *in, float *out, size_t n) {
+    run(p, in, NULL, out, n);
 }
 
 void otc_expr_run_accumulate_n(const otc_expr_program *p, const otc_expr_arrays *in, const float *g,
                                float *acc, size_t n) {
-    if (n == 1) {
-        float argv[OTC_EX_MAX_ARGS];
-        const otc_expr_env env = env_at(in, 0, argv);
-        acc[0] += g[0] * evalf(p->root, &env);
-        return;
-    }
-    float regs[OTC_EXPR_MAX_STEPS][CHUNK];
-    for (size_t off = 0; off < n; off += CHUNK) {
-        size_t m = n - off < CHUNK ? n - off : CHUNK;
-        const float *v = run_chunk(p, in, off, m, regs, NULL);
-        for (size_t i = 0; i < m; i++) acc[off + i] += g[off + i] * v[i];
-    }
+    run(p, in, g, acc, n);
 }
 
 void otc_expr_eval_n(const otc_expr *e, const otc_expr_arrays *in, float *out, size_t n) {

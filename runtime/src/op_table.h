@@ -35,9 +35,9 @@ typedef struct {
 const otc_op_def *otc_op_def_get(otc_op op);
 
 /* The interpreter's compiled forms (otc_expr_program) of an elementwise op's trees (which: -1
- * its value, 0 or 1 its derivative by that input; activation ops answer with their
- * activation's) and of an activation's; NULL where there is no tree. Compiled once, on first
- * use, by whichever thread comes first. */
+ * its value, 0 or 1 its derivative by that input; NULL for an activation op, which runs
+ * through otc_act_forward_n) and of an activation's; NULL where there is no tree. Compiled
+ * once, on first use, by whichever thread comes first. */
 const otc_expr_program *otc_op_program(otc_op op, int which);
 const otc_expr_program *otc_act_program(int act, bool derivative);
 

@@ -163,8 +163,7 @@ static void compile_programs(void) {
 
 const otc_expr_program *otc_op_program(otc_op op, int which) {
     const otc_op_info *info = otc_op_get(op);
-    if (!info || which < -1 || which > 1) return NULL;
-    if (info->act >= 0) return which <= 0 ? otc_act_program(info->act, which == 0) : NULL;
+    if (!info || info->act >= 0 || which < -1 || which > 1) return NULL;
     pthread_once(&compiled, compile_programs);
     const otc_expr_program *p = &programs[op][which + 1];
     return p->n > 0 ? p : NULL;
