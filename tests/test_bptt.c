@@ -4,6 +4,7 @@
  * the carried state held fixed, the initial state's gradient, resets inside a record, and the
  * errors (full record, batch change, compiled backends). */
 #include "backend_support.h"
+#include "otc/layers.h"
 
 #define T_STEPS 12
 #define BATCH   2
@@ -239,6 +240,21 @@ TEST(bptt_gradcheck_neurons) {
     c.loss = otc_mse(g, n2, c.y);
     check_grads(&c, 0, T_STEPS, -1, NULL);
     otc_graph_free(g);
+}
+
+/* The recurrent layers, two stacked, through twelve steps. */
+TEST(bptt_gradcheck_layers) {
+    for (int cell = 0; cell < 3; cell++) {
+        seqc c;
+        seqc_init(&c, 90 + (uint64_t)cell, 2, 2);
+        otc_id h = otc_recurrent(c.g, (otc_cell)cell, c.x, 3, 2, &c.rng, "rnn");
+        REQUIRE(h >= 0);
+        seqc_head(&c, h, 3);
+        int before = otc_test_failures;
+        check_grads(&c, 0, T_STEPS, -1, NULL);
+        if (otc_test_failures != before) fprintf(stderr, "  in cell %d\n", cell);
+        otc_graph_free(c.g);
+    }
 }
 
 /* A per-step softmax cross-entropy loss (labels as an input) on an RNN. */
