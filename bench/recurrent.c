@@ -2,12 +2,15 @@
  * sequence, backpropagation through time, Adam) and batch-1 inference of one time step, for the
  * parity-sized LSTM/GRU (1→16, 10 steps, batch 32) and a larger one (32→128, 50 steps, batch
  * 64). PyTorch's figures come from bench/recurrent_torch.py run in the same process's run, at
- * 1 and 2 threads; its columns are left out when torch is not installed.
+ * 1 and 2 threads; its columns are left out when torch is not installed. The interpreter's
+ * only threads are OpenBLAS's (its products), set to 1 and 2 the same way.
  * Usage: recurrent [--quick]   (--quick: the small configurations only) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cblas.h>
 
 #include "otc/otc.h"
 
@@ -177,49 +180,52 @@ int main(int argc, char **argv) {
         {OTC_CELL_GRU, 32, 128, 50, 64},
     };
     int n = quick ? 2 : 4;
-    double train[4], infer[4];
-    for (int i = 0; i < n; i++) {
-        bench_net tn = {0}, in = {0};
-        if (build(&tn, &all[i], true, all[i].batch) || build(&in, &all[i], false, 1)) {
-            fprintf(stderr, "recurrent: %s\n", otc_last_error());
-            return 2;
+    double train[4][3], infer[4][3];
+    for (int i = 0; i < n; i++)
+        for (int th = 1; th <= 2; th++) {
+            openblas_set_num_threads(th);
+            bench_net tn = {0}, in = {0};
+            if (build(&tn, &all[i], true, all[i].batch) || build(&in, &all[i], false, 1)) {
+                fprintf(stderr, "recurrent: %s\n", otc_last_error());
+                return 2;
+            }
+            train[i][th] = median_time(train_step, &tn);
+            infer[i][th] = median_time(infer_step, &in);
+            release(&tn);
+            release(&in);
+            if (train[i][th] < 0 || infer[i][th] < 0) {
+                fprintf(stderr, "recurrent: %s\n", otc_last_error());
+                return 2;
+            }
         }
-        train[i] = median_time(train_step, &tn);
-        infer[i] = median_time(infer_step, &in);
-        release(&tn);
-        release(&in);
-        if (train[i] < 0 || infer[i] < 0) {
-            fprintf(stderr, "recurrent: %s\n", otc_last_error());
-            return 2;
-        }
-    }
     torch_row rows[4] = {0};
     read_torch(all, n, rows);
     bool torch = false;
     for (int i = 0; i < n; i++) torch |= rows[i].have[1] || rows[i].have[2];
 
-    printf("training step (forward + BPTT + Adam), ms; batch-1 inference, us per time step\n");
-    printf("  %-22s %10s", "layer", "otc train");
-    if (torch) printf(" %10s %10s", "torch 1t", "torch 2t");
-    printf(" %10s", "otc step");
-    if (torch) printf(" %10s %10s", "torch 1t", "torch 2t");
+    printf("training step (forward + BPTT + Adam), ms  |  batch-1 inference, us per time step\n"
+           "(median of 7 blocks; 1t/2t: OpenBLAS or PyTorch threads)\n");
+    printf("  %-22s %9s %9s", "layer", "otc 1t", "otc 2t");
+    if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
+    printf(" %9s %9s", "otc 1t", "otc 2t");
+    if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
     putchar('\n');
     for (int i = 0; i < n; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s %d->%d T%d B%d", cell_name(all[i].cell), all[i].in,
                  all[i].hidden, all[i].steps, all[i].batch);
-        printf("  %-22s %10.3f", name, train[i] * 1e3);
+        printf("  %-22s %9.3f %9.3f", name, train[i][1] * 1e3, train[i][2] * 1e3);
         for (int th = 1; torch && th <= 2; th++)
             if (rows[i].have[th])
-                printf(" %10.3f", rows[i].train_ms[th]);
+                printf(" %9.3f", rows[i].train_ms[th]);
             else
-                printf(" %10s", "-");
-        printf(" %10.2f", infer[i] * 1e6);
+                printf(" %9s", "-");
+        printf(" %9.2f %9.2f", infer[i][1] * 1e6, infer[i][2] * 1e6);
         for (int th = 1; torch && th <= 2; th++)
             if (rows[i].have[th])
-                printf(" %10.2f", rows[i].infer_us[th]);
+                printf(" %9.2f", rows[i].infer_us[th]);
             else
-                printf(" %10s", "-");
+                printf(" %9s", "-");
         putchar('\n');
     }
     if (!torch) printf("  (PyTorch columns left out: /usr/bin/python3 cannot import torch)\n");

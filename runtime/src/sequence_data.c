@@ -207,7 +207,8 @@ otc_seq_dataset *otc_seq_dataset_subset(const otc_seq_dataset *s, const int *seq
         }
         rows += s->len[seqs[i]];
     }
-    int *row = malloc(((size_t)rows + 1) * sizeof *row);
+    /* zeroed: with the sanitizers gcc takes an empty list for one read uninitialised */
+    int *row = calloc((size_t)rows + 1, sizeof *row);
     if (!row) {
         otc_fail(OTC_ERR_NOMEM, "out of memory for %d sequences", n);
         return NULL;
