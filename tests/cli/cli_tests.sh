@@ -542,6 +542,13 @@ case_recurrent() {
     run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --features x --epochs 2 \
         --out "$WORK/t.otm"
     out_has "1 sequence of 180 rows (1 train, 0 validation)"
+    # a loss that overflows through time: exit 1, the batch and step named, no model written
+    rm -f "$WORK/t.otm"
+    run 1 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --lr 1e6 --epochs 5 \
+        --out "$WORK/t.otm"
+    err_has "the loss became inf in epoch 1, batch "
+    err_has "try a smaller --lr or a smaller --bptt"
+    [ -e "$WORK/t.otm" ] && fail "a diverged run wrote its --out"
 }
 
 case_recurrent_errors() {
