@@ -81,10 +81,25 @@ typedef struct {
     const char *features; /* column list or NULL (every non-target column) */
     int header;           /* 1 yes, 0 no, -1 guess from the first two lines */
     bool skip_targets;    /* the target columns are only left out: their cells are not read */
+    const char *sequence; /* the sequence-id column (otc_cli_load_seq_csv) or NULL */
 } otc_cli_csv;
 
 /* Loads a CSV of numbers; errors as for otc_cli_load_model. */
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);
+
+/* ---- recurrent models ---- */
+/* Does the model hold state between forwards (a Delay node)? Its CSV rows are then the
+ * time steps of sequences rather than independent samples. */
+bool otc_cli_is_recurrent(const otc_graph *g);
+
+/* Loads a CSV of time steps, rows in time order: with opt->sequence, consecutive rows with
+ * the same id are one sequence; without, the file is one. Errors (a missing sequence column,
+ * an id coming back, no steps, a cell that is not a finite number) name the file and line. */
+int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *opt,
+                         otc_seq_dataset **out);
+
+/* Refuses --sequence/--bptt (named in `option`) on a model without state, saying why. */
+int otc_cli_needs_recurrent(const char *cmd, const char *model, const char *option);
 
 /* The header guess: true when the first line has no number at all, or has a name where the
  * second line has a number. text need not be NUL-terminated. */
