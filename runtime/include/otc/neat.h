@@ -9,6 +9,7 @@
 
 #include "executor.h"
 #include "neat_config.h"
+#include "neat_flat.h"
 #include "neat_genome.h"
 
 /* ---- tasks ----------------------------------------------------------------------------- */
@@ -25,7 +26,10 @@ struct otc_neat_task {
     char name[64];
     int n_inputs, n_outputs;
     bool needs_feed_forward; /* e.g. the csv task trains on independent rows */
-    /* How phenotypes are run (otc_interpreter_new unless replaced, e.g. by the JIT). */
+    /* How phenotypes are run: NULL (the built-in tasks' default) lowers each genome to a flat
+     * program (neat_flat.h); an executor factory (otc_interpreter_new, the JIT) runs each
+     * genome's phenotype graph instead. Hybrid training always builds the graph (under
+     * otc_interpreter_new when NULL). */
     otc_neat_executor_fn make_executor;
     /* The fitness of one genome. Called from several threads at once: it may change only g
      * (hybrid training writes weights back) and must draw randomness only from seed. */

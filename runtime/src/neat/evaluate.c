@@ -9,6 +9,26 @@
 
 #include "neat_internal.h"
 
+static _Thread_local otc_neat_flat *bound_scratch;
+
+otc_neat_flat *otc_neat_eval_scratch(void) {
+    return bound_scratch;
+}
+
+void otc_neat_bind_eval_scratch(otc_neat_flat *f) {
+    bound_scratch = f;
+}
+
+otc_status otc_neat_reserve_scratch(otc_neat_population *p, int n) {
+    if (n <= p->n_scratch) return OTC_OK;
+    otc_neat_flat **a = realloc(p->scratch, sizeof *a * (size_t)n);
+    if (!a) return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation scratch");
+    p->scratch = a;
+    for (; p->n_scratch < n; p->n_scratch++)
+        if (!(p->scratch[p->n_scratch] = otc_neat_flat_new())) return OTC_ERR_NOMEM;
+    return OTC_OK;
+}
+
 typedef struct {
     otc_neat_population *p;
     otc_neat_task *task;
@@ -36,13 +56,22 @@ static void evaluate_one(eval_job *job, int i) {
     job->solved[i] = ev.solved;
 }
 
+typedef struct {
+    eval_job *job;
+    otc_neat_flat *scratch;
+} worker_arg;
+
 static void *worker(void *arg) {
-    eval_job *job = arg;
+    worker_arg *w = arg;
+    eval_job *job = w->job;
+    otc_neat_flat *outer = otc_neat_eval_scratch();
+    otc_neat_bind_eval_scratch(w->scratch);
     for (;;) {
         int i = atomic_fetch_add(&job->next, 1);
         if (i >= job->p->n_genomes) break;
         if (!job->p->genomes[i]->evaluated) evaluate_one(job, i);
     }
+    otc_neat_bind_eval_scratch(outer);
     return NULL;
 }
 
@@ -61,15 +90,25 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, in
     if (threads < 1) threads = 1;
     if (threads > n) threads = n > 0 ? n : 1;
     pthread_t *tid = malloc(sizeof *tid * (size_t)threads);
+    worker_arg *args = malloc(sizeof *args * (size_t)threads);
+    otc_status rs = otc_neat_reserve_scratch(p, threads);
+    if (!tid || !args || rs != OTC_OK) {
+        free(tid);
+        free(args);
+        free(job.status);
+        free(job.message);
+        return rs != OTC_OK ? rs : otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
+    }
+    for (int t = 0; t < threads; t++) args[t] = (worker_arg){&job, p->scratch[t]};
     int started = 0;
-    if (tid)
-        for (int t = 1; t < threads; t++) {
-            if (pthread_create(&tid[t], NULL, worker, &job)) break;
-            started = t;
-        }
-    worker(&job); /* the calling thread works too */
+    for (int t = 1; t < threads; t++) {
+        if (pthread_create(&tid[t], NULL, worker, &args[t])) break;
+        started = t;
+    }
+    worker(&args[0]); /* the calling thread works too */
     for (int t = 1; t <= started; t++) pthread_join(tid[t], NULL);
     free(tid);
+    free(args);
     otc_status s = OTC_OK;
     for (int i = 0; i < n && s == OTC_OK; i++)
         if (job.status[i] != OTC_OK)

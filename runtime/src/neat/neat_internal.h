@@ -4,6 +4,7 @@
 #define OTC_NEAT_INTERNAL_H
 
 #include "otc/neat.h"
+#include "otc/neat_flat.h"
 
 /* A stream seed from (seed, a, b): evaluation seeds are (seed, generation, index), so results
  * do not depend on which thread evaluates which genome. */
@@ -37,6 +38,8 @@ struct otc_neat_population {
     int stop; /* why the run stopped: OTC_NEAT_STOP_* */
     int n_stats, cap_stats;
     otc_neat_gen_stats *stats;
+    int n_scratch;           /* evaluation workers' flat programs, kept across generations */
+    otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
 };
 
 /* Append a species with a copy of rep as representative; returns its index or -1. */
@@ -58,8 +61,17 @@ otc_status otc_neat_genome_from_cjson(const struct cJSON *j, otc_neat_genome **o
 double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n);
 otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats *s);
 
-/* A genome made runnable: its phenotype and an executor over it (the task's backend). */
+/* The flat program bound to the calling thread while it evaluates genomes (evaluate.c binds a
+ * worker's own; NULL when none is bound). */
+otc_neat_flat *otc_neat_eval_scratch(void);
+void otc_neat_bind_eval_scratch(otc_neat_flat *f);
+/* p->scratch with at least n programs. */
+otc_status otc_neat_reserve_scratch(otc_neat_population *p, int n);
+
+/* A genome made runnable: the flat program when the task asks for no executor (the bound
+ * scratch program, or one of its own), else its phenotype graph and the task's executor. */
 typedef struct {
+    otc_neat_flat *flat, *own;
     otc_neat_phenotype *ph;
     otc_executor *ex;
 } otc_neat_runner;
@@ -69,6 +81,8 @@ otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config
 void otc_neat_runner_close(otc_neat_runner *r);
 /* Forward `batch` rows of x [batch, n_inputs]; y gets [batch, n_outputs]. */
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y);
+/* Recurrent state back to zero. */
+void otc_neat_runner_reset(otc_neat_runner *r);
 
 /* The csv task (task_csv.c). */
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,

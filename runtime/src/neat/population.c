@@ -62,6 +62,8 @@ void otc_neat_population_free(otc_neat_population *p) {
     otc_neat_genome_free(p->champion);
     otc_neat_innovations_free(p->innov);
     free(p->stats);
+    for (int i = 0; i < p->n_scratch; i++) otc_neat_flat_free(p->scratch[i]);
+    free(p->scratch);
     free(p);
 }
 
@@ -209,7 +211,11 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
         bool ok = false;
         double score = NAN;
         int tested = task->confirm_rotates_species ? confirm_candidate(p, best) : best;
-        if ((s = task->confirm(task, c, p->genomes[tested], &ok, &score)) != OTC_OK) goto done;
+        otc_neat_flat *outer = otc_neat_eval_scratch();
+        otc_neat_bind_eval_scratch(p->n_scratch ? p->scratch[0] : outer);
+        s = task->confirm(task, c, p->genomes[tested], &ok, &score);
+        otc_neat_bind_eval_scratch(outer);
+        if (s != OTC_OK) goto done;
         st.confirm_score = score;
         if (ok) {
             if ((s = set_champion(p, p->genomes[tested])) != OTC_OK) goto done;

@@ -1,6 +1,6 @@
 /* Built-in NEAT tasks: XOR (the paper's fitness and success test) and the pole-balancing
- * benchmarks through pole.h's policy callbacks, plus the runner every task uses to turn a
- * genome into an executor. */
+ * benchmarks through pole.h's policy callbacks, plus the runner every task uses to make a
+ * genome runnable (the flat program, or a phenotype graph under the task's executor). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +12,17 @@
 otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,
                                 const otc_neat_genome *g, otc_neat_runner *r) {
     memset(r, 0, sizeof *r);
+    if (!task->make_executor) {
+        r->flat = otc_neat_eval_scratch();
+        if (!r->flat && !(r->flat = r->own = otc_neat_flat_new())) return OTC_ERR_NOMEM;
+        otc_status s = otc_neat_flat_build(r->flat, g, c);
+        if (s != OTC_OK) otc_neat_runner_close(r);
+        return s;
+    }
     otc_status s = otc_neat_phenotype_build(g, c, &r->ph);
     if (s != OTC_OK) return s;
     otc_exec_options o = {.inference = true};
-    otc_neat_executor_fn make = task->make_executor ? task->make_executor : otc_interpreter_new;
-    r->ex = make(r->ph->graph, &o);
+    r->ex = task->make_executor(r->ph->graph, &o);
     if (!r->ex) {
         otc_neat_phenotype_free(r->ph);
         r->ph = NULL;
@@ -26,12 +32,14 @@ otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config
 }
 
 void otc_neat_runner_close(otc_neat_runner *r) {
+    otc_neat_flat_free(r->own);
     otc_exec_free(r->ex);
     otc_neat_phenotype_free(r->ph);
     memset(r, 0, sizeof *r);
 }
 
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y) {
+    if (r->flat) return otc_neat_flat_forward(r->flat, x, batch, y);
     otc_status s = otc_exec_set_input(r->ex, r->ph->input, x, batch);
     if (s == OTC_OK) s = otc_exec_forward(r->ex);
     for (int k = 0; k < r->ph->n_outputs && s == OTC_OK; k++) {
@@ -41,6 +49,13 @@ otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch
             for (int b = 0; b < batch; b++) y[b * r->ph->n_outputs + k] = v[b];
     }
     return s;
+}
+
+void otc_neat_runner_reset(otc_neat_runner *r) {
+    if (r->flat)
+        otc_neat_flat_reset(r->flat);
+    else
+        otc_exec_reset_state(r->ex);
 }
 
 /* ---- xor --------------------------------------------------------------------------------- */
@@ -87,7 +102,7 @@ static void pole_policy(void *ctx, const double *obs, int n_obs, double *out, in
 
 static void pole_reset(void *ctx) {
     pole_ctx *pc = ctx;
-    otc_exec_reset_state(pc->r->ex);
+    otc_neat_runner_reset(pc->r);
 }
 
 typedef enum { POLE1, DPV, DPNV } pole_kind;
@@ -167,7 +182,6 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
     snprintf(t->name, sizeof t->name, "%s", spec);
-    t->make_executor = otc_interpreter_new;
     if (!strcmp(spec, "xor")) {
         s = check_io(c, spec, 2, 1, 1);
         t->evaluate = xor_evaluate;
