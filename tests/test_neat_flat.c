@@ -132,6 +132,36 @@ TEST(neat_flat_refuses_cycles_and_bad_genes) {
     otc_neat_genome_free(g);
 }
 
+TEST(neat_flat_node_ids_far_apart_and_reused_program) {
+    /* input 0, output 1, hidden H: o = 2 * (3 * x) = 6x (identity throughout). H small (the
+     * direct id map), then huge (looked up by search), then a genome whose gene names the
+     * earlier small H it does not have: the program's stale map must not find it. */
+    const int hidden_ids[3] = {40, 5000000, 40};
+    otc_neat_config c = base_config(1, 1, true);
+    otc_neat_flat *f = otc_neat_flat_new();
+    REQUIRE(f);
+    for (int k = 0; k < 3; k++) {
+        int h = hidden_ids[k], named = k == 2 ? 41 : h;
+        otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
+                                  {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1},
+                                  {h + (k == 2), OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1}};
+        otc_neat_conn conns[2] = {{0, 0, named, 3.0f, true}, {1, k == 2 ? 40 : h, 1, 2.0f, true}};
+        otc_neat_genome *g = genome_of(nodes, 3, conns, 2);
+        otc_status st = otc_neat_flat_build(f, g, &c);
+        if (k < 2) {
+            REQUIRE(st == OTC_OK);
+            float x = 1.5f, y = 0;
+            REQUIRE(otc_neat_flat_forward(f, &x, 1, &y) == OTC_OK);
+            CHECK_NEAR(y, 9.0f, 0);
+        } else {
+            CHECK(st == OTC_ERR_FORMAT);
+            CHECK(strstr(otc_last_error(), "connection 1 (40 -> 1)") != NULL);
+        }
+        otc_neat_genome_free(g);
+    }
+    otc_neat_flat_free(f);
+}
+
 /* A random genome: a fresh one put through many mutations with high structural rates, every
  * activation allowed, so hidden chains, disabled genes, unreachable nodes and (recurrent)
  * loops all occur. */

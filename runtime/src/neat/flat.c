@@ -38,7 +38,13 @@ struct otc_neat_flat {
     int *src_node;       /* per gene: node index of its source, -1 not evaluated */
     int *dst_node;       /* per gene: node index of its target */
     int cap_nodes, cap_conns;
+    int *index_of; /* node id -> node index (a hint, checked against the genome), -1 none */
+    int cap_ids;
 };
+
+/* Ids above this (and above 16 per node) are looked up by binary search instead of through
+ * index_of, whose size follows the largest id. */
+#define FLAT_DIRECT_IDS 65536
 
 otc_neat_flat *otc_neat_flat_new(void) {
     otc_neat_flat *f = calloc(1, sizeof *f);
@@ -48,9 +54,10 @@ otc_neat_flat *otc_neat_flat_new(void) {
 
 void otc_neat_flat_free(otc_neat_flat *f) {
     if (!f) return;
-    void *arrays[] = {f->first,    f->src,  f->w,    f->bias, f->response, f->alpha,   f->act,
-                      f->out_slot, f->cur,  f->prev, f->slot, f->cursor,   f->start,   f->order,
-                      f->stack,    f->iter, f->mark, f->edge, f->src_node, f->dst_node};
+    void *arrays[] = {f->first,    f->src,      f->w,       f->bias, f->response, f->alpha,
+                      f->act,      f->out_slot, f->cur,     f->prev, f->slot,     f->cursor,
+                      f->start,    f->order,    f->stack,   f->iter, f->mark,     f->edge,
+                      f->src_node, f->dst_node, f->index_of};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
     free(f);
 }
@@ -106,23 +113,51 @@ static bool is_source(const otc_neat_node *n) {
     return n->type == OTC_NEAT_INPUT || n->type == OTC_NEAT_BIAS;
 }
 
+/* index_of covering ids 0..max_id, filled for g's nodes; false: too large to map directly. */
+static bool map_ids(otc_neat_flat *f, const otc_neat_genome *g) {
+    int nn = g->n_nodes, max_id = nn ? g->nodes[nn - 1].id : 0; /* nodes are sorted by id */
+    if (max_id < 0 || max_id >= FLAT_DIRECT_IDS + 16 * nn) return false;
+    if (max_id >= f->cap_ids) {
+        int cap = grown(f->cap_ids, max_id + 1);
+        if (!RESIZE(f->index_of, cap)) return false;
+        for (int i = f->cap_ids; i < cap; i++) f->index_of[i] = -1;
+        f->cap_ids = cap;
+    }
+    for (int i = 0; i < nn; i++)
+        if (g->nodes[i].id >= 0) f->index_of[g->nodes[i].id] = i;
+    return true;
+}
+
+/* Index of node id in g, or -1. A stale index_of entry from an earlier genome names a node
+ * with another id, so the check below rejects it. */
+static int node_index(const otc_neat_flat *f, const otc_neat_genome *g, bool direct, int id) {
+    if (!direct) {
+        const otc_neat_node *n = otc_neat_genome_find_node(g, id);
+        return n ? (int)(n - g->nodes) : -1;
+    }
+    if (id < 0 || id >= f->cap_ids) return -1;
+    int i = f->index_of[id];
+    return i >= 0 && i < g->n_nodes && g->nodes[i].id == id ? i : -1;
+}
+
 /* Enabled genes into evaluated (non-source) nodes, grouped by target in innovation order. */
 static otc_status collect_edges(otc_neat_flat *f, const otc_neat_genome *g) {
     int nn = g->n_nodes;
+    bool direct = map_ids(f, g);
     for (int i = 0; i < nn; i++) f->cursor[i] = 0;
     for (int i = 0; i < g->n_conns; i++) {
         const otc_neat_conn *cn = &g->conns[i];
         f->src_node[i] = -1;
         if (!cn->enabled) continue;
-        const otc_neat_node *a = otc_neat_genome_find_node(g, cn->in);
-        const otc_neat_node *o = otc_neat_genome_find_node(g, cn->out);
-        if (!a || !o)
+        int a = node_index(f, g, direct, cn->in), o = node_index(f, g, direct, cn->out);
+        if (a < 0 || o < 0)
             return otc_fail(OTC_ERR_FORMAT, "genome: connection %d (%d -> %d) names a missing node",
                             cn->innov, cn->in, cn->out);
-        if (is_source(o)) continue; /* nothing reads into an input (validation refuses it) */
-        f->src_node[i] = (int)(a - g->nodes);
-        f->dst_node[i] = (int)(o - g->nodes);
-        f->cursor[f->dst_node[i]]++;
+        /* Nothing reads into an input (validation refuses such genes). */
+        if (is_source(&g->nodes[o])) continue;
+        f->src_node[i] = a;
+        f->dst_node[i] = o;
+        f->cursor[o]++;
     }
     f->start[0] = 0;
     for (int i = 0; i < nn; i++) {
