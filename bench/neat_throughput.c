@@ -1,7 +1,8 @@
 /* NEAT whole-loop throughput: evaluations per second of otc_neat_step (evaluation, statistics,
- * speciation, reproduction) for every shipped task on 1 and 2 threads, and heap allocations
- * per generation in steady state. Usage: neat_throughput [SCALE [TASK]] (SCALE multiplies the
- * generations measured; TASK runs only the task of that name). */
+ * speciation, reproduction) for every shipped task on 1 and 2 threads, heap allocations per
+ * generation in steady state, and the 2-thread speedup the evaluation schedule allows (from
+ * per-genome CPU times, so a busy machine does not blur it). Usage: neat_throughput [SCALE
+ * [TASK]] (SCALE multiplies the generations measured; TASK runs only the task of that name). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,90 @@ typedef struct {
 static void fail(const char *what) {
     fprintf(stderr, "neat_throughput: %s: %s\n", what, otc_last_error());
     exit(2);
+}
+
+/* ---- the schedule a generation allows -------------------------------------------------------- */
+
+/* Every evaluation of a 1-thread run, in the order made (genome index order): its CPU time. */
+typedef struct {
+    double cpu;
+} eval_cost;
+
+static eval_cost *costs;
+static int n_costs, cap_costs;
+static otc_status (*real_evaluate)(const otc_neat_task *, const otc_neat_config *,
+                                   otc_neat_genome *, uint64_t, otc_neat_eval *);
+
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static otc_status timed_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                 otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    double t0 = thread_cpu();
+    otc_status s = real_evaluate(task, c, g, seed, out);
+    if (n_costs == cap_costs) {
+        cap_costs = cap_costs ? 2 * cap_costs : 4096;
+        costs = realloc(costs, sizeof *costs * (size_t)cap_costs);
+        if (!costs) exit(2);
+    }
+    costs[n_costs++] = (eval_cost){thread_cpu() - t0};
+    return s;
+}
+
+/* Makespan of greedy list scheduling (each job to the first free worker) on 2 workers. */
+static double makespan2(const eval_cost *e, int n) {
+    double w[2] = {0, 0};
+    for (int i = 0; i < n; i++) w[w[1] < w[0]] += e[i].cpu;
+    return w[0] > w[1] ? w[0] : w[1];
+}
+
+typedef struct {
+    double sched;  /* 2-thread speedup of evaluate.c's schedule (one genome at a time, in
+                      index order, to whichever thread is free) */
+    double bound;  /* no schedule of whole genomes does better: per generation the larger of
+                      half the evaluations and the longest one */
+    double serial; /* share of a 1-thread step outside evaluation */
+} schedule;
+
+/* From the CPU times of a 1-thread run: per generation the serial part (the step minus its
+ * evaluations) plus the evaluations' 2-thread makespan, against the step's CPU time. */
+static schedule schedule_of(const char *ini, const char *task_name, int gens) {
+    otc_neat_config c;
+    otc_neat_task *task = NULL;
+    if (otc_neat_config_load(ini, &c) != OTC_OK) fail(ini);
+    if (otc_neat_task_create(task_name, &c, &task) != OTC_OK) fail(task_name);
+    real_evaluate = task->evaluate;
+    task->evaluate = timed_evaluate;
+    uint64_t seed = 100;
+    otc_neat_population *p = NULL;
+    if (otc_neat_population_new(&c, seed, &p) != OTC_OK) fail("population");
+    otc_neat_step_options o = {1};
+    double total = 0, span = 0, span_bound = 0, serial = 0;
+    for (int g = 0; g < gens; g++) {
+        bool solved = false;
+        n_costs = 0;
+        double t0 = thread_cpu();
+        if (otc_neat_step(p, task, &o, &solved) != OTC_OK) fail("step");
+        double step = thread_cpu() - t0, evals = 0;
+        for (int i = 0; i < n_costs; i++) evals += costs[i].cpu;
+        total += step;
+        span += step - evals + makespan2(costs, n_costs);
+        double longest = 0;
+        for (int i = 0; i < n_costs; i++)
+            if (costs[i].cpu > longest) longest = costs[i].cpu;
+        span_bound += step - evals + (longest > evals / 2 ? longest : evals / 2);
+        serial += step - evals;
+        if (solved || otc_neat_extinct(p)) {
+            otc_neat_population_free(p);
+            if (otc_neat_population_new(&c, ++seed * 7919, &p) != OTC_OK) fail("population");
+        }
+    }
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+    return (schedule){total / span, total / span_bound, serial / total};
 }
 
 /* Median over REPEATS runs of `gens` generations from fixed seeds; a run that solves or dies
@@ -119,18 +204,22 @@ int main(int argc, char **argv) {
     };
     printf("NEAT whole-loop evaluations per second (median of %d runs, fixed seeds, "
            "interpreter);\nallocations: heap allocations per generation after the first, "
-           "1 thread\n\n",
+           "1 thread;\nschedule: from per-genome CPU times, the 2-thread speedup of the "
+           "schedule / the best any\nschedule of whole genomes allows, and the serial share "
+           "of a step (speciation, reproduction, ...)\n\n",
            REPEATS);
-    printf("%-11s %5s %12s %12s %8s %12s %10s\n", "task", "gens", "1 thread", "2 threads",
-           "speedup", "allocs/gen", "allocs/ev");
+    printf("%-11s %5s %11s %11s %8s %11s %9s %15s %7s\n", "task", "gens", "1 thread", "2 threads",
+           "speedup", "allocs/gen", "allocs/ev", "schedule/bound", "serial");
     for (size_t t = 0; t < sizeof tasks / sizeof *tasks; t++) {
         if (only && strcmp(only, tasks[t].name) != 0) continue;
         int gens = (int)(tasks[t].gens * scale + 0.5);
         if (gens < 2) gens = 2;
         measurement m1 = measure(tasks[t].ini, tasks[t].task, gens, 1);
         measurement m2 = measure(tasks[t].ini, tasks[t].task, gens, 2);
-        printf("%-11s %5d %12.0f %12.0f %7.2fx %12.0f %10.2f\n", tasks[t].name, gens, m1.rate,
-               m2.rate, m2.rate / m1.rate, m1.allocs_per_gen, m1.allocs_per_eval);
+        schedule sc = schedule_of(tasks[t].ini, tasks[t].task, gens);
+        printf("%-11s %5d %11.0f %11.0f %7.2fx %11.0f %9.2f %8.2fx/%.2fx %6.1f%%\n", tasks[t].name,
+               gens, m1.rate, m2.rate, m2.rate / m1.rate, m1.allocs_per_gen, m1.allocs_per_eval,
+               sc.sched, sc.bound, 100 * sc.serial);
         fflush(stdout);
     }
     return 0;
