@@ -1,6 +1,7 @@
 /* Crossover of two genomes aligned by innovation number, and the compatibility distance that
  * speciation is built on. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "neat_internal.h"
 
@@ -18,15 +19,25 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
         a = b;
         b = tmp;
     }
+    /* The child has exactly the fitter parent's genes, in its (sorted) order: its arrays are
+     * sized once and filled by walking both parents' sorted lists side by side. */
     otc_neat_genome *k = otc_neat_genome_new();
     if (!k) return OTC_ERR_NOMEM;
-    otc_status s = OTC_OK;
+    if ((a->n_conns && !(k->conns = malloc(sizeof *k->conns * (size_t)a->n_conns))) ||
+        (a->n_nodes && !(k->nodes = malloc(sizeof *k->nodes * (size_t)a->n_nodes)))) {
+        otc_neat_genome_free(k);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a child genome");
+    }
+    k->cap_conns = a->n_conns;
+    k->cap_nodes = a->n_nodes;
     /* Stanley's mate_multipoint_avg: the whole child averages its matching weights. */
     bool average =
         c->crossover_average_rate > 0 && otc_rng_uniform(rng) < c->crossover_average_rate;
-    for (int i = 0; i < a->n_conns && s == OTC_OK; i++) {
+    for (int i = 0, j = 0; i < a->n_conns; i++) {
         otc_neat_conn gene = a->conns[i];
-        const otc_neat_conn *other = otc_neat_genome_find_conn(b, gene.innov);
+        while (j < b->n_conns && b->conns[j].innov < gene.innov) j++;
+        const otc_neat_conn *other =
+            j < b->n_conns && b->conns[j].innov == gene.innov ? &b->conns[j] : NULL;
         if (other) {
             bool from_other = false;
             if (average)
@@ -44,21 +55,19 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
             }
         }
         /* A disabled gene from the fitter parent alone keeps its state, as in NEAT. */
-        s = otc_neat_genome_add_conn(k, &gene);
+        k->conns[k->n_conns++] = gene;
     }
-    for (int i = 0; i < a->n_nodes && s == OTC_OK; i++) {
+    for (int i = 0, j = 0; i < a->n_nodes; i++) {
         otc_neat_node node = a->nodes[i];
-        const otc_neat_node *other = otc_neat_genome_find_node(b, node.id);
+        while (j < b->n_nodes && b->nodes[j].id < node.id) j++;
+        const otc_neat_node *other =
+            j < b->n_nodes && b->nodes[j].id == node.id ? &b->nodes[j] : NULL;
         if (other && node.type != OTC_NEAT_INPUT && node.type != OTC_NEAT_BIAS) {
             if (otc_rng_uniform(rng) < 0.5f) node.bias = other->bias;
             if (otc_rng_uniform(rng) < 0.5f) node.response = other->response;
             if (otc_rng_uniform(rng) < 0.5f) node.act = other->act;
         }
-        s = otc_neat_genome_add_node(k, &node);
-    }
-    if (s != OTC_OK) {
-        otc_neat_genome_free(k);
-        return s;
+        k->nodes[k->n_nodes++] = node;
     }
     k->fitness = 0;
     k->evaluated = false;
