@@ -1,7 +1,6 @@
 /* Crossover of two genomes aligned by innovation number, and the compatibility distance that
  * speciation is built on. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "neat_internal.h"
 
@@ -12,8 +11,8 @@ static bool a_is_fitter(const otc_neat_genome *a, const otc_neat_genome *b) {
     return a->n_conns <= b->n_conns;
 }
 
-otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b,
-                              const otc_neat_config *c, otc_rng *rng, otc_neat_genome **child) {
+otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_genome *b,
+                                   const otc_neat_config *c, otc_rng *rng, otc_neat_genome *k) {
     if (!a_is_fitter(a, b)) {
         const otc_neat_genome *tmp = a;
         a = b;
@@ -21,15 +20,9 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
     }
     /* The child has exactly the fitter parent's genes, in its (sorted) order: its arrays are
      * sized once and filled by walking both parents' sorted lists side by side. */
-    otc_neat_genome *k = otc_neat_genome_new();
-    if (!k) return OTC_ERR_NOMEM;
-    if ((a->n_conns && !(k->conns = malloc(sizeof *k->conns * (size_t)a->n_conns))) ||
-        (a->n_nodes && !(k->nodes = malloc(sizeof *k->nodes * (size_t)a->n_nodes)))) {
-        otc_neat_genome_free(k);
+    k->n_conns = k->n_nodes = 0;
+    if (!otc_neat_genome_reserve(k, a->n_nodes, a->n_conns))
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a child genome");
-    }
-    k->cap_conns = a->n_conns;
-    k->cap_nodes = a->n_nodes;
     /* Stanley's mate_multipoint_avg: the whole child averages its matching weights. */
     bool average =
         c->crossover_average_rate > 0 && otc_rng_uniform(rng) < c->crossover_average_rate;
@@ -72,6 +65,18 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
     k->fitness = 0;
     k->evaluated = false;
     k->species = 0;
+    return OTC_OK;
+}
+
+otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b,
+                              const otc_neat_config *c, otc_rng *rng, otc_neat_genome **child) {
+    otc_neat_genome *k = otc_neat_genome_new();
+    if (!k) return OTC_ERR_NOMEM;
+    otc_status s = otc_neat_crossover_into(a, b, c, rng, k);
+    if (s != OTC_OK) {
+        otc_neat_genome_free(k);
+        return s;
+    }
     *child = k;
     return OTC_OK;
 }

@@ -40,7 +40,22 @@ struct otc_neat_population {
     otc_neat_gen_stats *stats;
     int n_scratch;           /* evaluation workers' flat programs, kept across generations */
     otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
+    int n_spare, cap_spare;  /* genomes of the last generation, to be overwritten */
+    otc_neat_genome **spare;
 };
+
+/* Genomes reused in place (reproduction recycles the previous generation's, so a generation
+ * in steady state allocates almost nothing): room for at least `nodes` and `conns` genes
+ * (false when out of memory); dst becomes a copy of src in dst's own arrays; the child of a
+ * and b (otc_neat_crossover's) written into k. */
+bool otc_neat_genome_reserve(otc_neat_genome *g, int nodes, int conns);
+otc_status otc_neat_genome_copy_into(otc_neat_genome *dst, const otc_neat_genome *src);
+otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_genome *b,
+                                   const otc_neat_config *c, otc_rng *rng, otc_neat_genome *k);
+/* A genome to overwrite: one of the previous generation's (p->spare) or a new one; NULL when
+ * out of memory. otc_neat_recycle gives g back (freed when the spares are full). */
+otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p);
+void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g);
 
 /* Append a species with a copy of rep as representative; returns its index or -1. */
 int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *rep, int created);

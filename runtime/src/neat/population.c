@@ -64,7 +64,30 @@ void otc_neat_population_free(otc_neat_population *p) {
     free(p->stats);
     for (int i = 0; i < p->n_scratch; i++) otc_neat_flat_free(p->scratch[i]);
     free(p->scratch);
+    for (int i = 0; i < p->n_spare; i++) otc_neat_genome_free(p->spare[i]);
+    free(p->spare);
     free(p);
+}
+
+otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p) {
+    return p->n_spare ? p->spare[--p->n_spare] : otc_neat_genome_new();
+}
+
+void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g) {
+    if (!g) return;
+    /* One generation's worth is all reproduction takes. */
+    if (p->n_spare == p->cap_spare && p->n_spare <= p->config.pop_size) {
+        int cap = p->cap_spare ? 2 * p->cap_spare : 64;
+        otc_neat_genome **a = realloc(p->spare, sizeof *a * (size_t)cap);
+        if (a) {
+            p->spare = a;
+            p->cap_spare = cap;
+        }
+    }
+    if (p->n_spare < p->cap_spare && p->n_spare <= p->config.pop_size)
+        p->spare[p->n_spare++] = g;
+    else
+        otc_neat_genome_free(g);
 }
 
 int otc_neat_population_size(const otc_neat_population *p) {
