@@ -49,6 +49,12 @@ struct otc_neat_task {
     void *ctx;
 };
 
+/* task->confirm on g with up to `threads` threads (<= 0 means 1; dpnv splits its
+ * generalisation starts among them, with the same result on any count), as otc_neat_step runs
+ * it on each generation's candidate. OTC_ERR_ARG when the task has no confirm test. */
+otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                            const otc_neat_genome *g, int threads, bool *solved, double *score);
+
 /* "xor", "pole1", "dpv", "dpnv" or "csv:FILE" (options from the config's [Task]). Checks the
  * config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);

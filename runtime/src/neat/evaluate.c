@@ -19,6 +19,16 @@ void otc_neat_bind_eval_scratch(otc_neat_flat *f) {
     bound_scratch = f;
 }
 
+static _Thread_local int bound_threads;
+
+int otc_neat_eval_threads(void) {
+    return bound_threads > 0 ? bound_threads : 1;
+}
+
+void otc_neat_bind_eval_threads(int n) {
+    bound_threads = n;
+}
+
 otc_status otc_neat_reserve_scratch(otc_neat_population *p, int n) {
     if (n <= p->n_scratch) return OTC_OK;
     otc_neat_flat **a = realloc(p->scratch, sizeof *a * (size_t)n);

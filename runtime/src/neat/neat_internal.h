@@ -80,6 +80,10 @@ otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats 
  * worker's own; NULL when none is bound). */
 otc_neat_flat *otc_neat_eval_scratch(void);
 void otc_neat_bind_eval_scratch(otc_neat_flat *f);
+/* Threads a task's confirm may use, bound by otc_neat_confirm for the calling thread (1 when
+ * none is bound). */
+int otc_neat_eval_threads(void);
+void otc_neat_bind_eval_threads(int n);
 /* p->scratch with at least n programs. */
 otc_status otc_neat_reserve_scratch(otc_neat_population *p, int n);
 
