@@ -16,6 +16,8 @@ float otc_neat_attr_init(const otc_neat_float_attr *a, otc_rng *rng);
 float otc_neat_attr_mutate(const otc_neat_float_attr *a, float v, otc_rng *rng);
 float otc_neat_attr_clamp(const otc_neat_float_attr *a, double v);
 
+typedef struct otc_neat_pool otc_neat_pool;
+
 enum { OTC_NEAT_RUNNING, OTC_NEAT_STOP_SOLVED, OTC_NEAT_STOP_THRESHOLD, OTC_NEAT_STOP_EXTINCT };
 
 struct otc_neat_population {
@@ -40,6 +42,7 @@ struct otc_neat_population {
     otc_neat_gen_stats *stats;
     int n_scratch;           /* evaluation workers' flat programs, kept across generations */
     otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
+    otc_neat_pool *pool;     /* evaluation helper threads, started at the first need */
     int n_spare, cap_spare;  /* genomes of the last generation, to be overwritten */
     otc_neat_genome **spare;
 };
@@ -63,6 +66,8 @@ void otc_neat_species_clear(otc_neat_species *s);
 /* Reproduction: the next generation's genomes replace the current ones (species are then
  * re-formed by otc_neat_speciate). */
 otc_status otc_neat_reproduce(otc_neat_population *p);
+/* Stops and joins the helper threads (evaluate.c). */
+void otc_neat_pool_free(otc_neat_pool *pool);
 /* Parallel evaluation of every genome not yet evaluated; solved[i] tells which met the task's
  * criterion (n_genomes flags). */
 otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, int threads,

@@ -55,6 +55,7 @@ otc_status otc_neat_population_new(const otc_neat_config *c, uint64_t seed,
 
 void otc_neat_population_free(otc_neat_population *p) {
     if (!p) return;
+    otc_neat_pool_free(p->pool); /* its helpers sleep between jobs: nothing else to wait for */
     for (int i = 0; i < p->n_genomes; i++) otc_neat_genome_free(p->genomes[i]);
     free(p->genomes);
     for (int s = 0; s < p->n_species; s++) otc_neat_species_clear(&p->species[s]);
