@@ -83,33 +83,29 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
 
 double otc_neat_distance(const otc_neat_genome *a, const otc_neat_genome *b,
                          const otc_neat_config *c) {
-    /* Walk both innovation-sorted lists: genes beyond the other genome's last innovation are
-     * excess, the other unmatched ones disjoint. */
-    int i = 0, j = 0, matching = 0, disjoint = 0, excess = 0;
+    /* Walk both innovation-sorted lists. While both have genes left, an unmatched gene lies
+     * below the other genome's current (so its last) innovation: disjoint. Whatever remains of
+     * one list once the other is done lies beyond the other's last innovation: excess. */
+    const otc_neat_conn *ga = a->conns, *gb = b->conns;
+    int na = a->n_conns, nb = b->n_conns, i = 0, j = 0, matching = 0, disjoint = 0;
     double wdiff = 0;
-    int a_max = a->n_conns ? a->conns[a->n_conns - 1].innov : -1;
-    int b_max = b->n_conns ? b->conns[b->n_conns - 1].innov : -1;
-    while (i < a->n_conns || j < b->n_conns) {
-        if (i < a->n_conns && j < b->n_conns && a->conns[i].innov == b->conns[j].innov) {
-            wdiff += fabs((double)a->conns[i].weight - (double)b->conns[j].weight);
+    while (i < na && j < nb) {
+        int ia = ga[i].innov, ib = gb[j].innov;
+        if (ia == ib) {
+            wdiff += fabs((double)ga[i].weight - (double)gb[j].weight);
             matching++;
             i++;
             j++;
-        } else if (j >= b->n_conns || (i < a->n_conns && a->conns[i].innov < b->conns[j].innov)) {
-            if (a->conns[i].innov > b_max)
-                excess++;
-            else
-                disjoint++;
-            i++;
         } else {
-            if (b->conns[j].innov > a_max)
-                excess++;
+            disjoint++;
+            if (ia < ib)
+                i++;
             else
-                disjoint++;
-            j++;
+                j++;
         }
     }
-    int larger = a->n_conns > b->n_conns ? a->n_conns : b->n_conns;
+    int excess = (na - i) + (nb - j);
+    int larger = na > nb ? na : nb;
     double n = larger < c->compatibility_normalize_min_genes || larger == 0 ? 1.0 : larger;
     return c->compatibility_excess_coefficient * excess / n +
            c->compatibility_disjoint_coefficient * disjoint / n +
