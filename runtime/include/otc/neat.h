@@ -9,6 +9,7 @@
 
 #include "executor.h"
 #include "neat_config.h"
+#include "neat_flat.h"
 #include "neat_genome.h"
 
 /* ---- tasks ----------------------------------------------------------------------------- */
@@ -25,7 +26,10 @@ struct otc_neat_task {
     char name[64];
     int n_inputs, n_outputs;
     bool needs_feed_forward; /* e.g. the csv task trains on independent rows */
-    /* How phenotypes are run (otc_interpreter_new unless replaced, e.g. by the JIT). */
+    /* How phenotypes are run: NULL (the built-in tasks' default) lowers each genome to a flat
+     * program (neat_flat.h); an executor factory (otc_interpreter_new, the JIT) runs each
+     * genome's phenotype graph instead. Hybrid training always builds the graph (under
+     * otc_interpreter_new when NULL). */
     otc_neat_executor_fn make_executor;
     /* The fitness of one genome. Called from several threads at once: it may change only g
      * (hybrid training writes weights back) and must draw randomness only from seed. */
@@ -44,6 +48,12 @@ struct otc_neat_task {
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };
+
+/* task->confirm on g with up to `threads` threads (<= 0 means 1; dpnv splits its
+ * generalisation starts among them, with the same result on any count), as otc_neat_step runs
+ * it on each generation's candidate. OTC_ERR_ARG when the task has no confirm test. */
+otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                            const otc_neat_genome *g, int threads, bool *solved, double *score);
 
 /* "xor", "pole1", "dpv", "dpnv" or "csv:FILE" (options from the config's [Task]). Checks the
  * config's num_inputs/num_outputs against the task. */

@@ -126,6 +126,22 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     int rows = x->train->rows > x->val->rows ? x->train->rows : x->val->rows;
     float *y = malloc(sizeof *y * (size_t)rows * (size_t)x->n_out + 1);
     if (!y) return otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
+    if (c->train_steps <= 0 && !task->make_executor) {
+        /* No training and no executor asked for: the flat program, no graph. */
+        otc_neat_runner r;
+        otc_status s = otc_neat_runner_open(task, c, g, &r);
+        double mse = 0, acc = 0;
+        if (s == OTC_OK) s = otc_neat_runner_forward(&r, x->train->x, x->train->rows, y);
+        if (s == OTC_OK) {
+            metrics(x, x->train, x->train_labels, y, &mse, &acc);
+            *fitness = 1.0 / (1.0 + mse);
+            s = otc_neat_runner_forward(&r, x->val->x, x->val->rows, y);
+        }
+        if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
+        otc_neat_runner_close(&r);
+        free(y);
+        return s;
+    }
     otc_status s = otc_neat_phenotype_build(g, c, &ph);
     if (s == OTC_OK && c->train_steps > 0) {
         s = train(task, c, x, ph, seed, &ex, &target_in);
@@ -288,7 +304,6 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     t->needs_feed_forward = true;
-    t->make_executor = otc_interpreter_new;
     t->evaluate = csv_evaluate;
     t->confirm = csv_confirm;
     t->score_name = x->regression ? "val_mse" : "val_accuracy";
