@@ -172,7 +172,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
     if (fwd->state_per_sample > 0)
         otc_text_printf(
             sb,
-            " *\n * Recurrent model (%d delay floats per sample): %s_forward is ONE time step. "
+            " *\n * Recurrent model (%d floats of state per sample): %s_forward is ONE time step. "
             "The\n * workspace carries the state (every Delay's value) from one call to the "
             "next, in\n * %s_STATE_BYTES(batch) of its bytes: keep one workspace per "
             "instance (per set of\n * sequences; instances never interfere), call "

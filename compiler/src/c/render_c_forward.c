@@ -280,7 +280,7 @@ static void state_step(otc_cr *c, const otc_plan_step *s) {
     c->indent++;
     otc_cr_pointer(c, s->node, true);
     otc_cr_pointer(c, src, false);
-    otc_cr_line(c, "for (int i = 0; i < %" PRId64 " * S; i++) v%d[i] = v%d[i];",
+    otc_cr_line(c, "for (size_t i = 0; i < (size_t)%" PRId64 " * S; i++) v%d[i] = v%d[i];",
                 c->plan->values[s->node].size, (int)s->node, (int)otc_plan_owner(c->plan, src));
     c->indent--;
     otc_cr_line(c, "}");
