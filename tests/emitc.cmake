@@ -24,3 +24,10 @@ if(TARGET otc_cli)
                    ${PROJECT_SOURCE_DIR}/examples/models/iris_mlp.otm)
   set_tests_properties(emitc_cli_compile PROPERTIES TIMEOUT 120)
 endif()
+# The evolved pole balancer shipped as C (examples/deploy/pole_balancer.c, tests/deploy_pole.sh).
+if(TARGET otc_cli)
+  add_test(NAME deploy_pole_balancer
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/deploy_pole.sh $<TARGET_FILE:otc_cli>
+                   ${PROJECT_SOURCE_DIR})
+  set_tests_properties(deploy_pole_balancer PROPERTIES TIMEOUT 300)
+endif()
