@@ -301,7 +301,7 @@ static char *run_state(const char *ini, const char *task_name, int pop, int gens
     otc_neat_population *p = NULL;
     char *text = NULL;
     if (otc_neat_population_new(&c, 5, &p) == OTC_OK) {
-        otc_neat_step_options o = {threads};
+        otc_neat_step_options o = {.threads = threads};
         bool ok = true;
         for (int g = 0; g < gens && ok && !otc_neat_solved(p); g++)
             ok = otc_neat_step(p, task, &o, NULL) == OTC_OK;
