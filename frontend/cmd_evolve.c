@@ -246,9 +246,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     /* Under mpirun: rank 0 runs the population, every other rank evaluates for it. */
     const otc_cli_mpi *mpi = NULL;
     const otc_neat_remote *remote = NULL;
+    int mpi_size = 1;
     if (otc_cli_mpi_launched()) {
-        int rank = 0, size = 1;
-        if (!(mpi = otc_cli_mpi_load()) || mpi->init(&rank, &size) != OTC_OK) {
+        int rank = 0;
+        if (!(mpi = otc_cli_mpi_load()) || mpi->init(&rank, &mpi_size) != OTC_OK) {
             otc_neat_task_free(task);
             return otc_cli_error("evolve", "%s", otc_last_error());
         }
@@ -270,11 +271,11 @@ int otc_cmd_evolve(int argc, char **argv) {
     int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);
     if (mpi) {
-        if (exit_code != OTC_EXIT_USAGE && isatty(STDOUT_FILENO) == 0 &&
-            getenv("OTC_MPI_TRAFFIC")) {
+        if (exit_code != OTC_EXIT_USAGE) { /* what distribution cost: the scaling estimate */
             otc_neat_mpi_traffic t = mpi->traffic();
-            printf("mpi: %lld bytes sent, %lld received; %ld genomes to other ranks, %ld here\n",
-                   t.bytes_sent, t.bytes_received, t.genomes_sent, t.genomes_local);
+            printf("mpi: %d ranks; %lld bytes sent, %lld received; %ld genomes evaluated by "
+                   "other ranks, %ld by rank 0\n",
+                   mpi_size, t.bytes_sent, t.bytes_received, t.genomes_sent, t.genomes_local);
         }
         fflush(NULL);
         mpi->finish(exit_code != OTC_EXIT_USAGE); /* a failed run aborts every rank, exit 2 */

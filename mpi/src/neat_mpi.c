@@ -463,8 +463,16 @@ otc_status otc_neat_mpi_serve(const otc_neat_task *task, const otc_neat_config *
     int cap = 0;
     otc_status s = e ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "MPI: out of memory");
     while (s == OTC_OK) {
+        /* Polls with naps rather than MPI_Probe, which spins: an idle rank leaves its core to
+         * rank 0 or to another rank on the same machine. */
         MPI_Status st;
-        MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+        int flag = 0;
+        MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) {
+            struct timespec nap = {0, 50000};
+            nanosleep(&nap, NULL);
+            continue;
+        }
         int len = 0;
         MPI_Get_count(&st, MPI_BYTE, &len);
         if (len > cap) {
