@@ -157,8 +157,12 @@ static const key_def keys[] = {
     {"Task", "target_accuracy", K_DOUBLE, OFF(target_accuracy), false, 0, 1},
     {"Task", "target_mse", K_DOUBLE, OFF(target_mse), false, 0, INF},
     {"Task", "validation_fraction", K_DOUBLE, OFF(validation_fraction), false, 0, 0.9},
+    {"Task", "sequence", K_STRING, OFF(sequence), false, 0, 0},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
+/* K_STRING values are bounded by the targets field's size: every string key has that size. */
+_Static_assert(sizeof((otc_neat_config *)0)->sequence == sizeof((otc_neat_config *)0)->targets,
+               "[Task] string keys share one size");
 
 /* neat-python activation names first, then otc's own spellings. */
 static const struct {
