@@ -1,7 +1,8 @@
 /* NEAT's csv task on sequences ([Task] sequence): a fixed recurrent genome's fitness by hand,
  * hybrid training through time lowering its loss with the trained weights reaching the genome
- * (and only a copy when Baldwinian), the shipped delayed-XOR example solved by the hybrid
- * loop, the same run on any thread count, and bad configs and files refused by name. */
+ * (and only a copy when Baldwinian), only the last step counting when asked, the shipped
+ * delayed-XOR example solved by the hybrid loop, the same run on any thread count, and bad configs
+ * and files refused by name. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +83,26 @@ TEST(neat_seq_fixed_genome_fitness_by_hand) {
      * sequence of 4 steps, MSE 0.47 */
     CHECK_NEAR(e.fitness, 1.0 / 1.47, 1e-6);
     CHECK(!e.solved);
+    otc_neat_genome_free(g);
+    otc_neat_task_free(task);
+    remove(ALT_CSV);
+}
+
+TEST(neat_seq_last_step_only_by_hand) {
+    write_alternating();
+    otc_neat_config c = chain_config();
+    c.sequence_last = true;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("csv:" ALT_CSV, &c, &task) == OTC_OK);
+    otc_neat_genome *g = chain_genome();
+    otc_neat_eval e, t;
+    REQUIRE(task->evaluate(task, &c, g, 1, &e) == OTC_OK);
+    /* only step 4 counts: out 0.1 against 1, MSE 0.81 */
+    CHECK_NEAR(e.fitness, 1.0 / 1.81, 1e-6);
+    /* trained on the last step's loss alone, the genome fits that step */
+    c.train_steps = 200;
+    REQUIRE(task->evaluate(task, &c, g, 1, &t) == OTC_OK);
+    CHECK(t.fitness > 1.0 / 1.01);
     otc_neat_genome_free(g);
     otc_neat_task_free(task);
     remove(ALT_CSV);
@@ -226,5 +247,10 @@ TEST(neat_seq_bad_input_named) {
     CHECK(otc_neat_task_create("csv:" OTC_BINARY_DIR "/neat_seq_one.csv", &c, &t) ==
           OTC_ERR_FORMAT);
     CHECK(strstr(otc_last_error(), "neat_seq_one.csv:3:") != NULL);
+    /* ... unless only the last step counts: then the other rows' labels are not read */
+    write_text(one, "seq,x,y\na,1,0.5\na,1,0\nb,0,0.5\nb,0,1\n");
+    c.sequence_last = true;
+    REQUIRE(otc_neat_task_create("csv:" OTC_BINARY_DIR "/neat_seq_one.csv", &c, &t) == OTC_OK);
+    otc_neat_task_free(t);
     remove(one);
 }

@@ -1,7 +1,8 @@
 /* The csv task on sequences ([Task] sequence = COL): rows are the time steps of sequences
  * grouped by an id column, each sequence runs from a reset state, the fitness comes from every
- * step's error, and the hybrid loop trains recurrent phenotypes through time (BPTT) on
- * mini-batches of equal-length sequences before the fitness is taken. */
+ * step's error (or the last step's, [Task] sequence_steps = last), and the hybrid loop trains
+ * recurrent phenotypes through time (BPTT) on mini-batches of equal-length sequences before the
+ * fitness is taken. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ typedef struct {
     otc_seq_dataset *train, *val; /* standardised x; y in output form (one-hot / 0-1) */
     seq_blocks train_blocks, val_blocks;
     bool regression;
+    bool last; /* only each sequence's last step counts */
     int n_out, n_features;
 } seq_ctx;
 
@@ -87,8 +89,9 @@ static int predict(int n_out, const float *y) {
     return best;
 }
 
-/* Every sequence from a reset state, step by step; MSE over every step's outputs against the
- * output-form targets, and (classification) the fraction of steps classified right. */
+/* Every sequence from a reset state, step by step; MSE over the counted steps' outputs (every
+ * step, or the last) against the output-form targets, and (classification) the fraction of
+ * counted steps classified right. */
 static otc_status metrics(const seq_ctx *x, otc_neat_runner *r, const seq_blocks *bs, double *mse,
                           double *acc) {
     double se = 0;
@@ -105,6 +108,7 @@ static otc_status metrics(const seq_ctx *x, otc_neat_runner *r, const seq_blocks
             const float *want = b->y + (size_t)t * (size_t)b->B * (size_t)x->n_out;
             s = otc_neat_runner_forward(r, b->x + (size_t)t * (size_t)b->B * (size_t)x->n_features,
                                         b->B, y);
+            if (x->last && t < b->T - 1) continue;
             for (int row = 0; row < b->B && s == OTC_OK; row++) {
                 const float *o = y + row * x->n_out, *w = want + row * x->n_out;
                 for (int k = 0; k < x->n_out; k++) {
@@ -123,7 +127,8 @@ static otc_status metrics(const seq_ctx *x, otc_neat_runner *r, const seq_blocks
 }
 
 /* Adam for train_steps mini-batches of equal-length training sequences, each run from a reset
- * state and trained through time over the whole sequence on the mean of its steps' MSE. The
+ * state and trained through time over the whole sequence on the mean of its steps' MSE (or
+ * the last step's). The
  * phenotype's parameters hold the trained values afterwards. */
 static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phenotype *ph,
                         uint64_t seed) {
@@ -157,7 +162,7 @@ static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phe
             if (s == OTC_OK) s = otc_exec_forward(ex);
             if (s == OTC_OK) s = otc_exec_value(ex, loss, &lv, NULL);
             if (s == OTC_OK && !isfinite(lv[0])) diverged = true; /* fitness will show it */
-            w[k] = 1.0f / (float)T;
+            w[k] = x->last ? (float)(k == T - 1) : 1.0f / (float)T;
         }
         if (s != OTC_OK || diverged) break;
         otc_exec_zero_grad(ex);
@@ -239,8 +244,14 @@ static otc_status seq_confirm(const otc_neat_task *task, const otc_neat_config *
     return OTC_OK;
 }
 
-/* Targets in the network's output form (classification: class indices checked, then one-hot,
- * or 0/1 for two classes); n_out set. Errors name the file and line. */
+/* Row r counts towards fitness and training. */
+static bool counted(const seq_ctx *x, const bool *is_last, int r) {
+    return !x->last || is_last[r];
+}
+
+/* Targets in the network's output form (classification: the counted rows' class indices
+ * checked, then one-hot, or 0/1 for two classes; rows that do not count get zeros); n_out
+ * set. Errors name the file and line. */
 static otc_status to_output_form(seq_ctx *x, otc_seq_dataset *s, const char *path) {
     otc_dataset *src = s->data;
     if (x->regression) {
@@ -249,27 +260,38 @@ static otc_status to_output_form(seq_ctx *x, otc_seq_dataset *s, const char *pat
     }
     if (src->n_targets != 1)
         return otc_fail(OTC_ERR_CONFIG, "[Task] targets: classification takes one target column");
+    bool *is_last = calloc((size_t)src->rows + 1, sizeof *is_last);
+    if (!is_last) return otc_fail(OTC_ERR_NOMEM, "out of memory for the sequence task");
+    for (int i = 0; i < s->n; i++) is_last[s->start[i] + s->len[i] - 1] = true;
     int max = 0;
     for (int r = 0; r < src->rows; r++) {
+        if (!counted(x, is_last, r)) continue;
         float v = src->y[r];
-        if (!(v >= 0 && v < 1000 && v == floorf(v)))
+        if (!(v >= 0 && v < 1000 && v == floorf(v))) {
+            free(is_last);
             return otc_fail(OTC_ERR_FORMAT, "%s:%d: class label %g is not an integer in [0, 1000)",
                             path, src->lines ? src->lines[r] : r + 1, (double)v);
+        }
         if ((int)v > max) max = (int)v;
     }
     int classes = max + 1 < 2 ? 2 : max + 1;
     x->n_out = classes == 2 ? 1 : classes;
     otc_dataset *dst = otc_dataset_new(src->rows, src->n_features, x->n_out);
-    if (!dst) return otc_fail(OTC_ERR_NOMEM, "out of memory for the sequence task");
+    if (!dst) {
+        free(is_last);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for the sequence task");
+    }
     memcpy(dst->x, src->x, sizeof *dst->x * (size_t)src->rows * (size_t)src->n_features);
     memset(dst->y, 0, sizeof *dst->y * (size_t)src->rows * (size_t)x->n_out);
     for (int r = 0; r < src->rows; r++) {
+        if (!counted(x, is_last, r)) continue;
         int lab = (int)src->y[r];
         if (x->n_out == 1)
             dst->y[r] = (float)lab;
         else
             dst->y[r * x->n_out + lab] = 1;
     }
+    free(is_last);
     otc_dataset_free(src);
     s->data = dst;
     return OTC_OK;
@@ -300,6 +322,7 @@ otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
         goto fail;
     }
     x->regression = c->regression;
+    x->last = c->sequence_last;
     x->n_features = d->data->n_features;
     if (x->n_features < 1) {
         s = otc_fail(OTC_ERR_FORMAT, "%s: needs a feature column besides the target and sequence",
