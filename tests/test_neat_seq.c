@@ -215,6 +215,17 @@ TEST(neat_seq_hybrid_independent_of_thread_count) {
 TEST(neat_seq_bad_input_named) {
     otc_neat_config c = example_config();
     otc_neat_task *t = NULL;
+    /* a bad [Task] sequence_steps value, named with its file, line and key */
+    char *ini = read_text(ex_ini);
+    REQUIRE(ini);
+    char *text = malloc(strlen(ini) + 64);
+    REQUIRE(text);
+    sprintf(text, "%s\n[Task]\nsequence_steps = first\n", ini);
+    otc_neat_config bad;
+    CHECK(otc_neat_config_parse(text, "dx.ini", &bad) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "[Task] sequence_steps: bad value 'first'") != NULL);
+    free(text);
+    free(ini);
     /* a sequence task needs recurrent genomes */
     c.feed_forward = true;
     CHECK(otc_neat_task_create(ex_task, &c, &t) == OTC_ERR_CONFIG);
