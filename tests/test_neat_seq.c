@@ -1,8 +1,8 @@
 /* NEAT's csv task on sequences ([Task] sequence): a fixed recurrent genome's fitness by hand,
  * hybrid training through time lowering its loss with the trained weights reaching the genome
- * (and only a copy when Baldwinian), only the last step counting when asked, the shipped
- * delayed-XOR example solved by the hybrid loop, the same run on any thread count, and bad configs
- * and files refused by name. */
+ * (and only a copy when Baldwinian; never when it diverged), only the last step counting when
+ * asked, the shipped delayed-XOR example solved by the hybrid loop, the same run on any thread
+ * count, and bad configs and files refused by name. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -144,6 +144,25 @@ TEST(neat_seq_hybrid_bptt_trains_into_genome) {
     CHECK(otc_neat_genome_find_conn(bal, 0)->weight == 1.0f);
     otc_neat_genome_free(g);
     otc_neat_genome_free(bal);
+    otc_neat_task_free(task);
+    remove(ALT_CSV);
+}
+
+TEST(neat_seq_hybrid_divergence_leaves_genome) {
+    write_alternating();
+    otc_neat_config c = chain_config();
+    c.train_steps = 5;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("csv:" ALT_CSV, &c, &task) == OTC_OK);
+    otc_neat_genome *g = chain_genome();
+    otc_neat_genome_find_conn(g, 0)->weight = 1e30f; /* out 1e29: its square overflows a float */
+    otc_neat_eval e;
+    REQUIRE(task->evaluate(task, &c, g, 1, &e) == OTC_OK);
+    CHECK(e.fitness == 0.0);
+    CHECK(!e.solved);
+    CHECK(otc_neat_genome_find_conn(g, 0)->weight == 1e30f);
+    CHECK(otc_neat_genome_find_conn(g, 1)->weight == 0.1f);
+    otc_neat_genome_free(g);
     otc_neat_task_free(task);
     remove(ALT_CSV);
 }

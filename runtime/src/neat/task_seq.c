@@ -131,7 +131,7 @@ static otc_status metrics(const seq_ctx *x, otc_neat_runner *r, const seq_blocks
  * the last step's). The
  * phenotype's parameters hold the trained values afterwards. */
 static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phenotype *ph,
-                        uint64_t seed) {
+                        uint64_t seed, bool *diverged_out) {
     otc_id t, loss;
     otc_status s = otc_neat_hybrid_loss(ph, x->n_out, &t, &loss);
     if (s != OTC_OK) return s;
@@ -145,7 +145,7 @@ static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phe
     int longest = otc_seq_max_len(x->train);
     float *w = malloc(sizeof *w * (size_t)longest + 1);
     s = opt && l && w ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory for hybrid training");
-    bool diverged = false;
+    bool diverged = false; /* a non-finite loss: training stops there */
     for (int step = 0; step < c->train_steps && s == OTC_OK && !diverged; step++) {
         int T, B;
         const float *bx, *by;
@@ -161,7 +161,7 @@ static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phe
                 s = otc_exec_set_input(ex, t, by + (size_t)k * (size_t)B * (size_t)x->n_out, B);
             if (s == OTC_OK) s = otc_exec_forward(ex);
             if (s == OTC_OK) s = otc_exec_value(ex, loss, &lv, NULL);
-            if (s == OTC_OK && !isfinite(lv[0])) diverged = true; /* fitness will show it */
+            if (s == OTC_OK && !isfinite(lv[0])) diverged = true;
             w[k] = x->last ? (float)(k == T - 1) : 1.0f / (float)T;
         }
         if (s != OTC_OK || diverged) break;
@@ -170,6 +170,7 @@ static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phe
         if (s == OTC_OK) s = otc_exec_optimizer_step(ex, opt);
     }
     if (s == OTC_OK) s = otc_exec_sync_params(ex);
+    *diverged_out = diverged;
     free(w);
     otc_seq_loader_free(l);
     otc_optimizer_free(opt);
@@ -177,10 +178,20 @@ static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phe
     return s;
 }
 
+static bool genome_finite(const otc_neat_genome *g) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!isfinite(g->nodes[i].bias)) return false;
+    for (int i = 0; i < g->n_conns; i++)
+        if (!isfinite(g->conns[i].weight)) return false;
+    return true;
+}
+
 /* Fitness 1 / (1 + MSE) over the training sequences and the validation metrics. With
  * train_steps, the phenotype is trained first and its weights written back (clamped to the
- * genome's ranges) into g when Lamarckian and write_back, else into a copy: the fitness is
- * always that of a genome, run by the flat program (or the task's executor). */
+ * genome's ranges) into a copy of g, which replaces g when Lamarckian and write_back: the
+ * fitness is always that of a genome, run by the flat program (or the task's executor).
+ * Training that diverged (a non-finite loss or weight) leaves g as it was and scores 0, the
+ * limit of 1 / (1 + MSE): no genome with non-finite genes enters the population. */
 static otc_status seq_evaluate_impl(const otc_neat_task *task, const otc_neat_config *c,
                                     otc_neat_genome *g, uint64_t seed, double *fitness,
                                     double *val_mse, double *val_acc, bool write_back) {
@@ -190,15 +201,25 @@ static otc_status seq_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     otc_status s = OTC_OK;
     if (c->train_steps > 0) {
         otc_neat_phenotype *ph = NULL;
+        bool diverged = false;
         s = otc_neat_phenotype_build(g, c, &ph);
-        if (s == OTC_OK) s = train(c, x, ph, seed);
-        if (s == OTC_OK && !(write_back && c->lamarckian)) {
-            own = otc_neat_genome_copy(g);
-            if (!own) s = otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
-        }
-        if (s == OTC_OK) s = otc_neat_phenotype_write_back(ph, own ? own : g, c);
+        if (s == OTC_OK) s = train(c, x, ph, seed, &diverged);
+        if (s == OTC_OK && !(own = otc_neat_genome_copy(g)))
+            s = otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
+        if (s == OTC_OK) s = otc_neat_phenotype_write_back(ph, own, c);
         otc_neat_phenotype_free(ph);
-        if (own) run = own;
+        if (s == OTC_OK && (diverged || !genome_finite(own))) {
+            otc_neat_genome_free(own);
+            *fitness = 0;
+            *val_mse = INFINITY;
+            *val_acc = 0;
+            return OTC_OK;
+        }
+        if (s == OTC_OK && write_back && c->lamarckian) {
+            s = otc_neat_genome_copy_into(g, own);
+        } else {
+            run = own;
+        }
     }
     otc_neat_runner r;
     if (s == OTC_OK && (s = otc_neat_runner_open(task, c, run, &r)) == OTC_OK) {
