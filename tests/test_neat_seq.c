@@ -200,7 +200,7 @@ static char *run_state(const otc_neat_config *c, otc_neat_task *task, int gens, 
                        const char *path) {
     otc_neat_population *p = NULL;
     if (otc_neat_population_new(c, 3, &p) != OTC_OK) return NULL;
-    otc_neat_step_options o = {threads};
+    otc_neat_step_options o = {.threads = threads};
     for (int g = 0; g < gens; g++)
         if (otc_neat_step(p, task, &o, NULL) != OTC_OK) break;
     otc_status s = otc_neat_checkpoint_save(p, path);
