@@ -107,5 +107,11 @@ void otc_neat_runner_reset(otc_neat_runner *r);
 /* The csv task (task_csv.c). */
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out);
+/* The csv task on sequences, [Task] sequence set (task_seq.c). */
+otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
+                                    otc_neat_task **out);
+/* Hybrid training's loss: a target Input [batch, width] and the MSE of the phenotype's outputs
+ * (concatenated) against it, added to ph's graph (task_csv.c). */
+otc_status otc_neat_hybrid_loss(otc_neat_phenotype *ph, int width, otc_id *target, otc_id *loss);
 
 #endif
