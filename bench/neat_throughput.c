@@ -117,7 +117,7 @@ static schedule schedule_of(const char *ini, const char *task_name, int gens) {
     uint64_t seed = 100;
     otc_neat_population *p = NULL;
     if (otc_neat_population_new(&c, seed, &p) != OTC_OK) fail("population");
-    otc_neat_step_options o = {1};
+    otc_neat_step_options o = {.threads = 1};
     double total = 0, span = 0, span_bound = 0, serial = 0;
     for (int g = 0; g < gens; g++) {
         bool solved = false;
@@ -157,7 +157,7 @@ static measurement measure(const char *ini, const char *task_name, int gens, int
         uint64_t seed = 100 + (uint64_t)rep;
         otc_neat_population *p = NULL;
         if (otc_neat_population_new(&c, seed, &p) != OTC_OK) fail("population");
-        otc_neat_step_options o = {threads};
+        otc_neat_step_options o = {.threads = threads};
         double t0 = now(), c0 = thread_cpu();
         for (int g = 0; g < gens; g++) {
             bool solved = false;

@@ -301,7 +301,7 @@ static char *run_state(const char *ini, const char *task_name, int pop, int gens
     otc_neat_population *p = NULL;
     char *text = NULL;
     if (otc_neat_population_new(&c, 5, &p) == OTC_OK) {
-        otc_neat_step_options o = {threads};
+        otc_neat_step_options o = {.threads = threads};
         bool ok = true;
         for (int g = 0; g < gens && ok && !otc_neat_solved(p); g++)
             ok = otc_neat_step(p, task, &o, NULL) == OTC_OK;
@@ -312,10 +312,14 @@ static char *run_state(const char *ini, const char *task_name, int pop, int gens
     return text;
 }
 
-static void same_runs(const char *ini, const char *task_name, int pop, int gens) {
-    char *flat1 = run_state(ini, task_name, pop, gens, 1, false, OTC_BINARY_DIR "/flat_a.json");
-    char *flat2 = run_state(ini, task_name, pop, gens, 2, false, OTC_BINARY_DIR "/flat_b.json");
-    char *graph = run_state(ini, task_name, pop, gens, 2, true, OTC_BINARY_DIR "/flat_c.json");
+static void same_runs(const char *ini, const char *task_name, const char *tag, int pop, int gens) {
+    /* Files named per test: ctest runs these tests in parallel. */
+    char path[3][512];
+    for (int k = 0; k < 3; k++)
+        snprintf(path[k], sizeof path[k], "%s/flat_%s_%c.json", OTC_BINARY_DIR, tag, 'a' + k);
+    char *flat1 = run_state(ini, task_name, pop, gens, 1, false, path[0]);
+    char *flat2 = run_state(ini, task_name, pop, gens, 2, false, path[1]);
+    char *graph = run_state(ini, task_name, pop, gens, 2, true, path[2]);
     REQUIRE(flat1 && flat2 && graph);
     CHECK_MSG(strcmp(flat1, graph) == 0, "%s: flat and graph runs differ", task_name);
     CHECK_MSG(strcmp(flat1, flat2) == 0, "%s: 1 and 2 threads differ", task_name);
@@ -325,17 +329,17 @@ static void same_runs(const char *ini, const char *task_name, int pop, int gens)
 }
 
 TEST(neat_flat_runs_equal_graph_runs_xor) {
-    same_runs(OTC_SOURCE_DIR "/examples/neat/xor.ini", "xor", 60, 8);
+    same_runs(OTC_SOURCE_DIR "/examples/neat/xor.ini", "xor", "xor", 60, 8);
 }
 
 TEST(neat_flat_runs_equal_graph_runs_dpnv) {
     /* recurrent genomes, the pole simulator and the champion test */
-    same_runs(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", "dpnv", 60, 4);
+    same_runs(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", "dpnv", "dpnv", 60, 4);
 }
 
 TEST(neat_flat_runs_equal_graph_runs_csv) {
     same_runs(OTC_SOURCE_DIR "/examples/neat/circle.ini",
-              "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv", 40, 3);
+              "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv", "csv", 40, 3);
 }
 
 /* ---- dpnv's champion test on threads ------------------------------------------------------ */

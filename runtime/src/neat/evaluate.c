@@ -30,19 +30,50 @@ void otc_neat_bind_eval_threads(int n) {
     bound_threads = n;
 }
 
-otc_status otc_neat_reserve_scratch(otc_neat_population *p, int n) {
-    if (n <= p->n_scratch) return OTC_OK;
-    otc_neat_flat **a = realloc(p->scratch, sizeof *a * (size_t)n);
+/* Flat programs and helper threads, kept across batches (a population holds one; so does an
+ * MPI rank serving evaluations). */
+struct otc_neat_evaluator {
+    int n_scratch;           /* workers' flat programs */
+    otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
+    otc_neat_pool *pool;     /* helper threads, started at the first need */
+};
+
+otc_neat_evaluator *otc_neat_evaluator_new(void) {
+    return calloc(1, sizeof(otc_neat_evaluator));
+}
+
+static void pool_free(otc_neat_pool *pool);
+
+void otc_neat_evaluator_free(otc_neat_evaluator *e) {
+    if (!e) return;
+    pool_free(e->pool); /* its helpers sleep between jobs: nothing else to wait for */
+    for (int i = 0; i < e->n_scratch; i++) otc_neat_flat_free(e->scratch[i]);
+    free(e->scratch);
+    free(e);
+}
+
+otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e) {
+    return e && e->n_scratch ? e->scratch[0] : NULL;
+}
+
+static otc_status reserve_scratch(otc_neat_evaluator *e, int n) {
+    if (n <= e->n_scratch) return OTC_OK;
+    otc_neat_flat **a = realloc(e->scratch, sizeof *a * (size_t)n);
     if (!a) return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation scratch");
-    p->scratch = a;
-    for (; p->n_scratch < n; p->n_scratch++)
-        if (!(p->scratch[p->n_scratch] = otc_neat_flat_new())) return OTC_ERR_NOMEM;
+    e->scratch = a;
+    for (; e->n_scratch < n; e->n_scratch++)
+        if (!(e->scratch[e->n_scratch] = otc_neat_flat_new())) return OTC_ERR_NOMEM;
     return OTC_OK;
 }
 
+uint64_t otc_neat_genome_seed(const otc_neat_population *p, int i) {
+    return otc_neat_mix_seed(p->seed, (uint64_t)p->generation, (uint64_t)i + 1);
+}
+
 typedef struct {
-    otc_neat_population *p;
-    otc_neat_task *task;
+    const otc_neat_task *task;
+    const otc_neat_config *c;
+    const otc_neat_batch *b;
     int n;       /* genomes */
     int workers; /* threads this job may use, the caller included */
     otc_neat_flat **scratch;
@@ -53,17 +84,15 @@ typedef struct {
 } eval_job;
 
 static void evaluate_one(eval_job *job, int i) {
-    otc_neat_population *p = job->p;
-    otc_neat_genome *g = p->genomes[i];
+    otc_neat_genome *g = job->b->genomes[i];
     otc_neat_eval ev = {0, false};
-    uint64_t seed = otc_neat_mix_seed(p->seed, (uint64_t)p->generation, (uint64_t)i + 1);
-    otc_status s = job->task->evaluate(job->task, &p->config, g, seed, &ev);
+    otc_status s = job->task->evaluate(job->task, job->c, g, job->b->seeds[i], &ev);
     job->status[i] = s;
     if (s != OTC_OK) {
         snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
         return;
     }
-    double penalty = p->config.complexity_penalty *
+    double penalty = job->c->complexity_penalty *
                      (otc_neat_genome_hidden_count(g) + otc_neat_genome_enabled_count(g));
     g->fitness = ev.fitness - penalty;
     g->evaluated = true;
@@ -80,7 +109,7 @@ static void take_genomes(eval_job *job, int w) {
     for (;;) {
         int i = atomic_fetch_add(&job->next, 1);
         if (i >= job->n) break;
-        if (!job->p->genomes[i]->evaluated) evaluate_one(job, i);
+        if (!job->b->genomes[i]->evaluated) evaluate_one(job, i);
     }
     otc_neat_bind_eval_scratch(outer);
 }
@@ -129,7 +158,7 @@ static void *helper(void *arg) {
     return NULL;
 }
 
-void otc_neat_pool_free(otc_neat_pool *pool) {
+static void pool_free(otc_neat_pool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
     pool->shutdown = true;
@@ -146,10 +175,10 @@ void otc_neat_pool_free(otc_neat_pool *pool) {
     free(pool);
 }
 
-/* p's pool with at least `helpers` helpers (fewer when threads cannot be started: the job
+/* e's pool with at least `helpers` helpers (fewer when threads cannot be started: the job
  * then runs on those there are). NULL only when there is no pool at all. */
-static otc_neat_pool *pool_with(otc_neat_population *p, int helpers) {
-    otc_neat_pool *pool = p->pool;
+static otc_neat_pool *pool_with(otc_neat_evaluator *e, int helpers) {
+    otc_neat_pool *pool = e->pool;
     if (!pool) {
         if (!(pool = calloc(1, sizeof *pool))) return NULL;
         if (pthread_mutex_init(&pool->lock, NULL)) {
@@ -158,7 +187,7 @@ static otc_neat_pool *pool_with(otc_neat_population *p, int helpers) {
         }
         pthread_cond_init(&pool->wake, NULL);
         pthread_cond_init(&pool->idle, NULL);
-        p->pool = pool;
+        e->pool = pool;
     }
     while (pool->n < helpers) {
         if (pool->n == pool->cap) {
@@ -180,15 +209,21 @@ static otc_neat_pool *pool_with(otc_neat_population *p, int helpers) {
     return pool;
 }
 
-otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, int threads,
-                                 bool *solved) {
-    int n = p->n_genomes;
+otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *task,
+                                   const otc_neat_config *c, const otc_neat_batch *b, int threads) {
+    int n = b->n;
+    if (n <= 0) return OTC_OK;
     if (threads < 1) threads = 1;
-    if (threads > n) threads = n > 0 ? n : 1;
-    otc_status rs = otc_neat_reserve_scratch(p, threads);
+    if (threads > n) threads = n;
+    otc_status rs = reserve_scratch(e, threads);
     if (rs != OTC_OK) return rs;
-    eval_job job = {
-        .p = p, .task = task, .n = n, .workers = threads, .scratch = p->scratch, .solved = solved};
+    eval_job job = {.task = task,
+                    .c = c,
+                    .b = b,
+                    .n = n,
+                    .workers = threads,
+                    .scratch = e->scratch,
+                    .solved = b->solved};
     atomic_init(&job.next, 0);
     job.status = calloc((size_t)n + 1, sizeof *job.status);
     job.message = calloc((size_t)n + 1, sizeof *job.message);
@@ -197,7 +232,7 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, in
         free(job.message);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
     }
-    otc_neat_pool *pool = threads > 1 ? pool_with(p, threads - 1) : NULL;
+    otc_neat_pool *pool = threads > 1 ? pool_with(e, threads - 1) : NULL;
     if (pool) {
         pthread_mutex_lock(&pool->lock);
         pool->job = &job;
@@ -216,9 +251,43 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, in
     otc_status s = OTC_OK;
     for (int i = 0; i < n && s == OTC_OK; i++)
         if (job.status[i] != OTC_OK)
-            s = otc_fail(job.status[i], "evaluating genome %d of generation %d: %s", i,
-                         p->generation, job.message[i]);
+            s = otc_fail(job.status[i], "evaluating genome %d of generation %d: %s",
+                         b->index ? b->index[i] : i, b->generation, job.message[i]);
     free(job.status);
     free(job.message);
+    return s;
+}
+
+otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
+                                 const otc_neat_remote *remote, int threads, bool *solved) {
+    int n = p->n_genomes;
+    if (!p->evaluator && !(p->evaluator = otc_neat_evaluator_new()))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
+    /* The batch: every genome (evaluated ones are skipped), or for a remote evaluator only
+     * those not yet evaluated, each with its randomness and its index. */
+    otc_neat_genome **genomes = malloc(sizeof *genomes * ((size_t)n + 1));
+    uint64_t *seeds = malloc(sizeof *seeds * ((size_t)n + 1));
+    int *index = malloc(sizeof *index * ((size_t)n + 1));
+    bool *flags = calloc((size_t)n + 1, sizeof *flags);
+    otc_status s = OTC_OK;
+    if (!genomes || !seeds || !index || !flags) {
+        s = otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
+    } else {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (remote && p->genomes[i]->evaluated) continue;
+            genomes[m] = p->genomes[i];
+            seeds[m] = otc_neat_genome_seed(p, i);
+            index[m++] = i;
+        }
+        otc_neat_batch b = {genomes, seeds, index, m, p->generation, flags};
+        s = remote ? remote->evaluate(remote->ctx, task, &p->config, &b, threads)
+                   : otc_neat_evaluate_batch(p->evaluator, task, &p->config, &b, threads);
+        for (int k = 0; k < m; k++) solved[index[k]] = flags[k];
+    }
+    free(genomes);
+    free(seeds);
+    free(index);
+    free(flags);
     return s;
 }

@@ -16,7 +16,7 @@ float otc_neat_attr_init(const otc_neat_float_attr *a, otc_rng *rng);
 float otc_neat_attr_mutate(const otc_neat_float_attr *a, float v, otc_rng *rng);
 float otc_neat_attr_clamp(const otc_neat_float_attr *a, double v);
 
-typedef struct otc_neat_pool otc_neat_pool;
+typedef struct otc_neat_pool otc_neat_pool; /* evaluate.c's helper threads */
 
 enum { OTC_NEAT_RUNNING, OTC_NEAT_STOP_SOLVED, OTC_NEAT_STOP_THRESHOLD, OTC_NEAT_STOP_EXTINCT };
 
@@ -40,10 +40,8 @@ struct otc_neat_population {
     int stop; /* why the run stopped: OTC_NEAT_STOP_* */
     int n_stats, cap_stats;
     otc_neat_gen_stats *stats;
-    int n_scratch;           /* evaluation workers' flat programs, kept across generations */
-    otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
-    otc_neat_pool *pool;     /* evaluation helper threads, started at the first need */
-    int n_spare, cap_spare;  /* genomes of the last generation, to be overwritten */
+    otc_neat_evaluator *evaluator; /* flat programs and threads, kept across generations */
+    int n_spare, cap_spare;        /* genomes of the last generation, to be overwritten */
     otc_neat_genome **spare;
 };
 
@@ -66,12 +64,12 @@ void otc_neat_species_clear(otc_neat_species *s);
 /* Reproduction: the next generation's genomes replace the current ones (species are then
  * re-formed by otc_neat_speciate). */
 otc_status otc_neat_reproduce(otc_neat_population *p);
-/* Stops and joins the helper threads (evaluate.c). */
-void otc_neat_pool_free(otc_neat_pool *pool);
-/* Parallel evaluation of every genome not yet evaluated; solved[i] tells which met the task's
- * criterion (n_genomes flags). */
-otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, int threads,
-                                 bool *solved);
+/* Parallel evaluation of every genome not yet evaluated, here or by `remote` (NULL: here);
+ * solved[i] tells which met the task's criterion (n_genomes flags). */
+otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
+                                 const otc_neat_remote *remote, int threads, bool *solved);
+/* The evaluator's program for the calling thread (NULL before its first batch). */
+otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e);
 
 /* Genome <-> cJSON tree, for files that hold genomes among other things. */
 struct cJSON;
@@ -89,8 +87,6 @@ void otc_neat_bind_eval_scratch(otc_neat_flat *f);
  * none is bound). */
 int otc_neat_eval_threads(void);
 void otc_neat_bind_eval_threads(int n);
-/* p->scratch with at least n programs. */
-otc_status otc_neat_reserve_scratch(otc_neat_population *p, int n);
 
 /* A genome made runnable: the flat program when the task asks for no executor (the bound
  * scratch program, or one of its own), else its phenotype graph and the task's executor. */
@@ -111,5 +107,11 @@ void otc_neat_runner_reset(otc_neat_runner *r);
 /* The csv task (task_csv.c). */
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out);
+/* The csv task on sequences, [Task] sequence set (task_seq.c). */
+otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
+                                    otc_neat_task **out);
+/* Hybrid training's loss: a target Input [batch, width] and the MSE of the phenotype's outputs
+ * (concatenated) against it, added to ph's graph (task_csv.c). */
+otc_status otc_neat_hybrid_loss(otc_neat_phenotype *ph, int width, otc_id *target, otc_id *loss);
 
 #endif
