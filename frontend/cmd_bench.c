@@ -303,6 +303,8 @@ int otc_cmd_bench(int argc, char **argv) {
             lv = calloc(1, sizeof(float));
             size_t wb = train ? cb.train_workspace_bytes(batch) : cb.workspace_bytes(batch);
             ws = aligned_alloc(64, (wb + 63) / 64 * 64 + 64);
+            /* Zeros: a recurrent model's state starts as NAME_reset leaves it. */
+            if (ws) memset(ws, 0, wb);
             if (train) {
                 params = aligned_alloc(64, (cb.params_bytes + 63) / 64 * 64);
                 if (params) cb.params_init(params);

@@ -49,6 +49,10 @@ static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_
            " without lifetime sharing)%s\n",
            at, b.workspace, b.activations_unshared,
            o->batch > 0 ? "" : "; it grows with the batch");
+    if (fwd->state_per_sample > 0)
+        printf("  recurrent: %" PRId64 " bytes of state per sample carried in the workspace; "
+               "%s_forward is one step, %s_reset starts new sequences\n",
+               fwd->state_per_sample * (int64_t)sizeof(float), o->name, o->name);
     if (o->train)
         printf("  training: workspace %" PRId64 " bytes at batch %" PRId64 " (%" PRId64
                " of gradients), optimiser state %" PRId64 " bytes\n",

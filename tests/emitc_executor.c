@@ -14,6 +14,7 @@ typedef int (*fwd_train_fn)(const void *, const float *, float *, int, void *);
 typedef void (*init_fn)(void *);
 typedef int (*step_fn)(void *, const float *, const float *, int, float, float *, void *);
 typedef const float *(*grads_fn)(const void *, int);
+typedef int (*reset_fn)(void *, int);
 
 struct emitc_program {
     emitc_case c; /* c.g is borrowed: never emitc_case_free */
@@ -23,7 +24,8 @@ struct emitc_program {
     init_fn init;
     step_fn step;
     grads_fn grads;
-    int size; /* graph nodes when built */
+    reset_fn reset; /* recurrent models */
+    int size;       /* graph nodes when built */
 };
 
 emitc_program *emitc_program_build(otc_graph *g, otc_id loss, const otc_optim_config *optim) {
@@ -54,7 +56,9 @@ emitc_program *emitc_program_build(otc_graph *g, otc_id loss, const otc_optim_co
         ok = p->fwd_train && p->init && p->step && p->grads;
     } else if (ok) {
         p->fwd = (fwd_fn)emitc_sym(&p->b, p->c.name, "forward");
-        ok = p->fwd != NULL;
+        if (p->c.fwd->state_per_sample > 0)
+            p->reset = (reset_fn)emitc_sym(&p->b, p->c.name, "reset");
+        ok = p->fwd != NULL && (p->reset || p->c.fwd->state_per_sample == 0);
     }
     if (!ok) {
         emitc_program_free(p);
@@ -103,6 +107,7 @@ typedef struct {
     float *rows[2]; /* in, target */
     float *out, *acc;
     int batch;
+    int state_batch; /* recurrent: the batch the workspace's state is for; 0 after a reset */
     bool forwarded, have_grads, have_loss;
     bool step_grads; /* the workspace holds the gradients of the last forward's step */
     float loss;
@@ -197,6 +202,7 @@ static otc_status pack(emitc_exec *x, const otc_plan *pl, int *batch_out) {
         free(x->ws);
         x->ws = aligned_alloc(64, (bytes + 63) / 64 * 64);
         x->ws_bytes = x->ws ? bytes : 0;
+        x->state_batch = 0; /* a new workspace holds no state */
         if (!x->ws) return otc_fail(OTC_ERR_NOMEM, "out of memory for the workspace");
     }
     *batch_out = batch;
@@ -252,6 +258,12 @@ static otc_status forward(otc_executor *ex) {
         st = otc_fail(OTC_ERR_NOMEM, "out of memory");
     if (st) return st;
     x->forwarded = x->have_loss = x->step_grads = false;
+    /* As the interpreter: a reset or a new batch starts the state from zeros. */
+    if (x->p->reset && x->state_batch != batch) {
+        st = code_status(x->p->reset(x->ws, batch), "reset");
+        if (st) return st;
+        x->state_batch = batch;
+    }
     int rc = x->p->fwd_train ? x->p->fwd_train(x->params, x->rows[0], x->out, batch, x->ws)
                              : x->p->fwd(x->rows[0], x->out, batch, x->ws);
     st = code_status(rc, "forward");
@@ -412,7 +424,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
 }
 
 static void reset_state(otc_executor *ex) {
-    (void)ex; /* no Delay nodes: the compiler refuses them */
+    as_x(ex)->state_batch = 0; /* the next forward calls NAME_reset */
 }
 
 static otc_status sync_params(otc_executor *ex) {

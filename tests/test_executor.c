@@ -381,8 +381,8 @@ BACKEND_TEST(exec_repeat_batch1) {
     otc_graph_free(g);
 }
 
-/* A recurrent accumulator through a Delay, h_t = x_t + h_{t-1}: the interpreter steps and
- * resets it; the compilers refuse the graph (plan.c's check), naming the op and the node. */
+/* A recurrent accumulator through a Delay, h_t = x_t + h_{t-1}: every backend steps and
+ * resets it (the compilers keep the state in the workspace, plan.h). */
 BACKEND_TEST(exec_delay_state) {
     otc_graph *g = otc_graph_new();
     otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
@@ -392,17 +392,6 @@ BACKEND_TEST(exec_delay_state) {
     REQUIRE(otc_graph_mark_output(g, h) == OTC_OK);
     otc_executor *ex = bk_new(k, g, NULL);
     const float xs[2] = {1, 10};
-    if (bk_compiled(k)) {
-        bk_not_applicable(k, "recurrent state is interpreter-only; checking the refusal instead");
-        otc_status st = ex ? otc_exec_set_input(ex, x, xs, 2) : OTC_ERR_UNSUPPORTED;
-        if (!st) st = otc_exec_forward(ex);
-        CHECK(st == OTC_ERR_UNSUPPORTED);
-        CHECK_MSG(strstr(otc_last_error(), "delay") && strstr(otc_last_error(), "'h_prev'"),
-                  "message: %s", otc_last_error());
-        otc_exec_free(ex);
-        otc_graph_free(g);
-        return;
-    }
     REQUIRE_EX(ex);
     REQUIRE(otc_exec_set_input(ex, x, xs, 2) == OTC_OK);
     const float *v;

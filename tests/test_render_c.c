@@ -344,7 +344,7 @@ TEST(emitc_reentrant_threads) {
 TEST(emitc_errors_name_the_problem) {
     char *h = NULL, *s = NULL;
     otc_emit_c_options eo = otc_emit_c_defaults();
-    /* An op the compiler cannot lower: named with its node. */
+    /* What the compiler cannot lower (training through a Delay): named with its node. */
     otc_graph *g = otc_graph_new();
     otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
     otc_id d = otc_delay(g, "memory", otc_shape_2d(OTC_BATCH, 1));
@@ -352,7 +352,10 @@ TEST(emitc_errors_name_the_problem) {
     otc_id y = otc_add(g, x, d);
     otc_graph_set_name(g, y, "sum");
     otc_graph_mark_output(g, y);
+    eo.train = true;
+    eo.loss = otc_sum(g, y);
     CHECK(otc_emit_c(g, &eo, &h, &s) == OTC_ERR_UNSUPPORTED);
+    eo = otc_emit_c_defaults();
     CHECK(strstr(otc_last_error(), "delay") && strstr(otc_last_error(), "memory"));
     CHECK(h == NULL && s == NULL);
     otc_graph_free(g);

@@ -39,6 +39,7 @@ typedef struct {
     const otc_testgen_neat_options *o;
     pool_entry *pool;
     int n_pool, n_input_entries;
+    otc_id *delay_of; /* recurrent: per neuron, its Delay once a connection reads it, or -1 */
     bool failed;
 } gen;
 
@@ -77,6 +78,17 @@ static pool_entry pick_width1(gen *s) {
     return s->pool[s->n_pool - 1].width == 1 ? s->pool[s->n_pool - 1] : (pool_entry){-1, 0};
 }
 
+/* Recurrent: the Delay of a random neuron (made on first use, connected once all exist). */
+static pool_entry pick_delayed(gen *s) {
+    int j = (int)otc_rng_below(&s->rng, (uint32_t)s->o->n_neurons);
+    if (s->delay_of[j] < 0) {
+        char name[32];
+        snprintf(name, sizeof name, "d%d", j);
+        s->delay_of[j] = otc_delay(s->g, name, otc_shape_2d(OTC_BATCH, 1));
+    }
+    return (pool_entry){s->delay_of[j], 1};
+}
+
 /* A Neuron with the activation's own default parameter (otc_neuron leaves alpha 0). */
 static otc_id add_neuron(gen *s, const char *name, int fanin) {
     otc_id srcs[64];
@@ -84,7 +96,9 @@ static otc_id add_neuron(gen *s, const char *name, int fanin) {
     float w[64];
     int n = 0;
     for (int t = 0; t < 4 * fanin && n < fanin; t++) {
-        pool_entry e = pick(s);
+        pool_entry e =
+            s->delay_of && otc_rng_uniform(&s->rng) < s->o->recurrent ? pick_delayed(s) : pick(s);
+        if (e.id < 0) return -1;
         int col = (int)otc_rng_below(&s->rng, (uint32_t)e.width);
         bool dup = false;
         for (int j = 0; j < n; j++) dup = dup || (srcs[j] == e.id && cols[j] == col);
@@ -205,6 +219,11 @@ otc_graph *otc_testgen_neat(uint64_t seed, const otc_testgen_neat_options *o) {
         push(&s, otc_input(s.g, "x", otc_shape_2d(OTC_BATCH, o->n_inputs)), o->n_inputs);
     }
     s.n_input_entries = s.n_pool;
+    if (o->recurrent > 0) {
+        s.delay_of = malloc((size_t)o->n_neurons * sizeof *s.delay_of);
+        if (!s.delay_of) s.failed = true;
+        for (int i = 0; s.delay_of && i < o->n_neurons; i++) s.delay_of[i] = -1;
+    }
     otc_id *neurons = malloc((size_t)o->n_neurons * sizeof *neurons);
     for (int i = 0; i < o->n_neurons && neurons && !s.failed; i++) {
         if (o->mixed_ops && s.n_pool > s.n_input_entries && otc_rng_uniform(&s.rng) < 0.3f)
@@ -219,6 +238,10 @@ otc_graph *otc_testgen_neat(uint64_t seed, const otc_testgen_neat_options *o) {
     }
     for (int i = o->n_neurons - o->n_outputs; i < o->n_neurons && neurons && !s.failed; i++)
         if (otc_graph_mark_output(s.g, neurons[i])) s.failed = true;
+    for (int i = 0; s.delay_of && neurons && !s.failed && i < o->n_neurons; i++)
+        if (s.delay_of[i] >= 0 && otc_graph_set_input(s.g, s.delay_of[i], 0, neurons[i]))
+            s.failed = true;
+    free(s.delay_of);
     free(s.pool);
     if (!neurons || s.failed) {
         if (!neurons) otc_fail(OTC_ERR_NOMEM, "out of memory");

@@ -100,6 +100,9 @@ typedef enum {
     OTC_STEP_LOAD,       /* copy an Input from the caller's rows (plan->io[io]) */
     OTC_STEP_KERNEL,     /* run forward kernel .kernel */
     OTC_STEP_STORE,      /* copy an output into the caller's rows (plan->io[io]) */
+    OTC_STEP_STATE,      /* copy Delay .node's source value into its state slot (the last
+                            forward steps, after the stores: every read of the old state is
+                            done; a Delay reading a Delay is copied before that one changes) */
     OTC_STEP_ZERO_GRADS, /* the whole gradient buffer to zero */
     OTC_STEP_SEED,       /* gradient of the loss (.node) = 1 */
     OTC_STEP_BACKWARD,   /* .node's gradient rule: reads its gradient, accumulates (+=) into
@@ -185,10 +188,18 @@ typedef struct {
     otc_extent grads;         /* gradient buffer, floats (training); param grads first, laid
                                  out like the weight array */
     int n_registers;          /* values that never touch memory */
+    /* Recurrent plans (Delay nodes; forward only). A Delay's value is its state slot: a
+     * batched value in the activation buffer inside floats [state_offset, state_offset +
+     * state_per_sample * S), a range no other value shares. Kernels read the slots, the
+     * OTC_STEP_STATE steps write them, so the buffer carries the state from one forward to
+     * the next; zeroing the range is a reset. state_per_sample 0: a feed-forward plan. */
+    int64_t state_offset;
+    int64_t state_per_sample;
 } otc_plan;
 
-/* Lower g (outputs, or with options->train the loss) into a plan. Errors: no outputs
- * (OTC_ERR_ARG), a cycle without a delay (OTC_ERR_CYCLE, naming it), an op or shape the
+/* Lower g (outputs, or with options->train the loss) into a plan; nodes a Delay reads are
+ * included too. Errors: no outputs (OTC_ERR_ARG), a cycle without a delay (OTC_ERR_CYCLE,
+ * naming it), a training plan of a graph with delays, an op or shape the
  * compiler cannot lower (OTC_ERR_UNSUPPORTED, naming the op and the node). options NULL:
  * inference with default fusion. */
 otc_status otc_plan_build(const otc_graph *g, const otc_plan_options *options, otc_plan **out);

@@ -56,7 +56,9 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
         st = otc_plan_build(g, &po, &ps->big);
     }
     if (st) return st;
-    if (ps->big && same_kernels(ps->fwd, ps->big)) {
+    /* A recurrent model keeps its state in the workspace across calls: one plan, so one
+     * state layout whatever the batch. */
+    if (ps->big && (same_kernels(ps->fwd, ps->big) || ps->fwd->state_per_sample > 0)) {
         /* Nothing for the second plan to do differently (an MLP, say): one code path. */
         otc_plan_free(ps->big);
         ps->big = NULL;
@@ -164,8 +166,20 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
         sb,
         " *\n * workspace: %s_WORKSPACE_BYTES(batch) bytes, aligned for float (16 or 64 "
         "bytes is\n * best for SIMD), owned by the caller%s.\n * Its contents need no "
-        "initialisation.\n",
-        U, o->batch > 0 ? " (a constant: the layout is fixed)" : "");
+        "initialisation%s.\n",
+        U, o->batch > 0 ? " (a constant: the layout is fixed)" : "",
+        fwd->state_per_sample > 0 ? " but the state's (below)" : "");
+    if (fwd->state_per_sample > 0)
+        otc_text_printf(
+            sb,
+            " *\n * Recurrent model (%d floats of state per sample): %s_forward is ONE time step. "
+            "The\n * workspace carries the state (every Delay's value) from one call to the "
+            "next, in\n * %s_STATE_BYTES(batch) of its bytes: keep one workspace per "
+            "instance (per set of\n * sequences; instances never interfere), call "
+            "%s_reset(workspace, batch) before the\n * first step, to start new sequences, "
+            "and whenever batch changes (the state's layout\n * depends on it). Row b of "
+            "every step continues sequence b.\n",
+            (int)fwd->state_per_sample, N, U, N);
     if (o->batch > 0) otc_text_printf(sb, " * batch may be 1 .. %s_MAX_BATCH.\n", U);
     otc_text_printf(sb,
                     " * Returns 0, 1 for a bad argument (a NULL pointer, batch out of range) or 2 "
@@ -232,6 +246,15 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
                         "int %s_forward(const float *in, float *out, int batch, void "
                         "*workspace);\n",
                         N);
+        if (fwd->state_per_sample > 0) {
+            snprintf(macro, sizeof macro, "%s_STATE_BYTES", U);
+            bytes_macro(sb, macro, (otc_extent){0, fwd->state_per_sample}, o->batch);
+            otc_text_printf(sb,
+                            "/* Zero the state (every Delay's value) for `batch` sequences; "
+                            "returns 1 for a bad\n * argument, else 0. */\n"
+                            "int %s_reset(void *workspace, int batch);\n",
+                            N);
+        }
     } else {
         int slots = otc_plan_optim_slots(&train->options.optim);
         int64_t P = fwd->param_floats > 0 ? fwd->param_floats : 1;
@@ -307,6 +330,25 @@ static void prologue(otc_cr *c, const otc_emit_c_options *o) {
     otc_cr_line(c, "(void)S;");
 }
 
+/* NAME_reset: zeros the plan's state range (plan.h), which every forward plan of a
+ * recurrent model shares (build_plans keeps one). */
+static void write_reset(otc_cr *c, const otc_emit_c_options *o, const otc_plan *p) {
+    char U[80];
+    upper(U, o->name, sizeof U);
+    otc_text_printf(c->sb, "int %s_reset(void *workspace, int batch) {\n", o->name);
+    c->indent = 1;
+    if (o->batch > 0)
+        otc_cr_line(c, "if (!workspace || batch < 1 || batch > %s_MAX_BATCH) return 1;", U);
+    else
+        otc_cr_line(c, "if (!workspace || batch < 1) return 1;");
+    prologue(c, o);
+    otc_cr_line(c,
+                "for (size_t i = 0; i < (size_t)%" PRId64 " * S; i++) ws[%" PRId64 " + i] = 0.0f;",
+                p->state_per_sample, p->state_offset);
+    otc_cr_line(c, "return 0;");
+    otc_text_puts(c->sb, "}\n\n");
+}
+
 static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set *ps, bool train) {
     const char *N = o->name;
     char U[80];
@@ -364,6 +406,7 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
                     "size_t %s_workspace_bytes(int batch) {\n    (void)batch;\n    return "
                     "%s_WORKSPACE_BYTES(batch);\n}\n\n",
                     o->name, U);
+    if (ps->fwd->state_per_sample > 0) write_reset(c, o, ps->fwd);
 }
 
 static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_plan *t) {

@@ -272,11 +272,29 @@ static void io_step(otc_cr *c, const otc_plan_step *s) {
     otc_cr_line(c, "}");
 }
 
+/* A Delay's new state: its source's value, all of it (value and slot share the layout). */
+static void state_step(otc_cr *c, const otc_plan_step *s) {
+    otc_id src = otc_graph_node(c->g, s->node)->inputs[0];
+    char lab[OTC_CR_LABEL_LEN];
+    otc_cr_line(c, "{ /* state of %s */", otc_cr_label(c->g, s->node, lab, sizeof lab));
+    c->indent++;
+    otc_cr_pointer(c, s->node, true);
+    otc_cr_pointer(c, src, false);
+    otc_cr_line(c, "for (size_t i = 0; i < (size_t)%" PRId64 " * S; i++) v%d[i] = v%d[i];",
+                c->plan->values[s->node].size, (int)s->node, (int)otc_plan_owner(c->plan, src));
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
 void otc_cr_forward_steps(otc_cr *c) {
     const otc_plan *p = c->plan;
     for (int i = 0; i < p->n_forward_steps && !c->st; i++) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
+        if (s->kind == OTC_STEP_STATE) {
+            state_step(c, s);
+            continue;
+        }
         if (s->kind != OTC_STEP_KERNEL) {
             io_step(c, s);
             continue;

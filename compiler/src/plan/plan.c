@@ -60,7 +60,7 @@ static otc_status walk(const otc_graph *g, const otc_id *roots, int n_roots, boo
     otc_status st = OTC_OK;
     if (!colour || !stack || !next) st = otc_fail(OTC_ERR_NOMEM, "out of memory");
     for (int r = 0; r < n_roots && !st; r++) {
-        if (colour[roots[r]]) continue;
+        if (colour[roots[r]] || seen[roots[r]]) continue; /* seen: by an earlier walk */
         int top = 0;
         stack[top++] = roots[r];
         colour[roots[r]] = 1;
@@ -72,6 +72,7 @@ static otc_status walk(const otc_graph *g, const otc_id *roots, int n_roots, boo
                 int slot = next[v]++;
                 if (!otc_plan_reads_input(g, v, slot)) continue;
                 otc_id u = nd->inputs[slot];
+                if (seen[u] && colour[u] == 0) continue; /* placed by an earlier walk */
                 if (colour[u] == 0) {
                     colour[u] = 1;
                     next[u] = 0;
@@ -104,6 +105,24 @@ static otc_status walk(const otc_graph *g, const otc_id *roots, int n_roots, boo
     return st;
 }
 
+/* walk, then from the source of every Delay reached, until no Delay adds a node: what a
+ * step computes includes what its Delays will hold at the next step. */
+static otc_status walk_closed(const otc_graph *g, const otc_id *roots, int n_roots, bool *seen,
+                              otc_id *order, int *n_order) {
+    otc_status st = walk(g, roots, n_roots, seen, order, n_order);
+    int n = otc_graph_size(g);
+    for (bool grew = true; grew && !st;) {
+        grew = false;
+        for (otc_id id = 0; id < n && !st; id++) {
+            const otc_node *nd = otc_graph_node(g, id);
+            if (!seen[id] || nd->op != OTC_OP_DELAY || seen[nd->inputs[0]]) continue;
+            st = walk(g, &nd->inputs[0], 1, seen, order, n_order);
+            grew = true;
+        }
+    }
+    return st;
+}
+
 /* Can the compiler lower this node? Errors name the op and the node. */
 static otc_status check_node(const otc_plan_ctx *c, otc_id id) {
     const otc_graph *g = c->g;
@@ -112,10 +131,18 @@ static otc_status check_node(const otc_plan_ctx *c, otc_id id) {
     const char *op = otc_op_get(nd->op) ? otc_op_get(nd->op)->name : "?";
     switch (nd->op) {
     case OTC_OP_DELAY:
-        return otc_fail(OTC_ERR_UNSUPPORTED,
-                        "compiler: op '%s' (node %s) is not supported: recurrent state is "
-                        "interpreter-only for now",
-                        op, otc_plan_label(g, id, lab));
+        if (c->p->options.train)
+            return otc_fail(OTC_ERR_UNSUPPORTED,
+                            "compiler: op '%s' (node %s): compiled training through time is "
+                            "not supported yet (train recurrent models with the interpreter; "
+                            "compiled forward steps work)",
+                            op, otc_plan_label(g, id, lab));
+        if (!otc_shape_is_batched(nd->shape))
+            return otc_fail(OTC_ERR_UNSUPPORTED,
+                            "compiler: delay %s has shape %s; compiled state must be per-sample "
+                            "(a leading batch dimension)",
+                            otc_plan_label(g, id, lab), otc_shape_str(nd->shape, shp, 64));
+        return OTC_OK;
     case OTC_OP_INPUT:
         if (!otc_shape_is_batched(nd->shape))
             return otc_fail(OTC_ERR_UNSUPPORTED,
@@ -152,10 +179,10 @@ static otc_status lay_out_params(otc_plan_ctx *c) {
     for (int i = 0; i < n_out && !st; i += 256) {
         int k = 0;
         for (int j = i; j < n_out && k < 256; j++) roots[k++] = otc_graph_output(g, j);
-        st = walk(g, roots, k, seen, NULL, NULL);
+        st = walk_closed(g, roots, k, seen, NULL, NULL);
     }
     if (!st && p->options.loss >= 0 && p->options.loss < c->n)
-        st = walk(g, &p->options.loss, 1, seen, NULL, NULL);
+        st = walk_closed(g, &p->options.loss, 1, seen, NULL, NULL);
     if (!st) {
         p->params = malloc(((size_t)c->n + 1) * sizeof *p->params);
         if (!p->params) st = otc_fail(OTC_ERR_NOMEM, "out of memory");
@@ -186,7 +213,7 @@ static otc_status order_nodes(otc_plan_ctx *c) {
     if (!roots) return otc_fail(OTC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_out; i++) roots[i] = otc_graph_output(g, i);
     if (p->options.train) roots[n_out] = p->options.loss;
-    otc_status st = walk(g, roots, n_roots, c->included, c->order, &c->n_order);
+    otc_status st = walk_closed(g, roots, n_roots, c->included, c->order, &c->n_order);
     free(roots);
     for (int i = 0; !st && i < c->n_order; i++) st = check_node(c, c->order[i]);
     if (st) return st;
@@ -205,6 +232,13 @@ static otc_status order_nodes(otc_plan_ctx *c) {
         } else {
             v->storage = OTC_STORE_WORK; /* fusion may turn it into a register */
         }
+    }
+    /* A Delay's source is read after the last kernel (its state copy): stored, never a
+     * local of its kernel. */
+    for (int i = 0; i < c->n_order; i++) {
+        const otc_node *nd = otc_graph_node(g, c->order[i]);
+        if (nd->op == OTC_OP_DELAY && nd->inputs[0] != c->order[i])
+            c->external[otc_plan_owner(p, nd->inputs[0])] = true;
     }
     /* Reads, counted on the owner of the storage read. */
     for (int i = 0; i < c->n_order; i++) {

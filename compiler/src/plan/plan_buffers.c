@@ -193,8 +193,10 @@ otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
         const otc_plan_step *st = &p->steps[i];
         if (st->kind == OTC_STEP_LOAD && p->values[st->node].last_step < i)
             p->values[st->node].last_step = i;
-        if (st->kind == OTC_STEP_STORE) {
-            otc_plan_value *v = &p->values[otc_plan_owner(p, st->node)];
+        if (st->kind == OTC_STEP_STORE || st->kind == OTC_STEP_STATE) {
+            otc_id read =
+                st->kind == OTC_STEP_STORE ? st->node : otc_graph_node(g, st->node)->inputs[0];
+            otc_plan_value *v = &p->values[otc_plan_owner(p, read)];
             if (v->last_step < i) v->last_step = i;
         }
     }
@@ -209,8 +211,19 @@ otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
         free(batched);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for the buffer plan");
     }
+    /* State slots first in the batched region, one range at every step (see plan.h). */
+    int64_t state = 0;
     for (otc_id id = 0; id < p->n_values; id++) {
         otc_plan_value *v = &p->values[id];
+        if (v->storage != OTC_STORE_WORK || otc_graph_node(g, id)->op != OTC_OP_DELAY) continue;
+        v->offset.per_batch = state; /* the region's start is added once it is known */
+        v->first_step = 0;
+        v->last_step = end;
+        state += v->size;
+    }
+    for (otc_id id = 0; id < p->n_values; id++) {
+        otc_plan_value *v = &p->values[id];
+        if (otc_graph_node(g, id)->op == OTC_OP_DELAY) continue;
         /* A kept pre-activation needs space even when its neuron's output stays a local. */
         if (v->has_pre) slots[n_slots++] = (slot){1, v->first_step, end, 0, &v->pre, true, 0};
         if (v->storage != OTC_STORE_WORK) continue;
@@ -237,8 +250,16 @@ otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
     int64_t b_total = f_total < 0 ? -1 : place(batched, nb);
     if (f_total >= 0 && b_total >= 0) {
         for (int i = 0; i < nf; i++) *fixed[i]->dst = (otc_extent){fixed[i]->off, 0};
-        for (int i = 0; i < nb; i++) *batched[i]->dst = (otc_extent){f_total, batched[i]->off};
-        p->work = (otc_extent){f_total, b_total};
+        for (int i = 0; i < nb; i++)
+            *batched[i]->dst = (otc_extent){f_total, state + batched[i]->off};
+        for (otc_id id = 0; id < p->n_values; id++)
+            if (p->values[id].storage == OTC_STORE_WORK &&
+                otc_graph_node(g, id)->op == OTC_OP_DELAY)
+                p->values[id].offset.base = f_total;
+        p->work = (otc_extent){f_total, state + b_total};
+        p->work_unshared.per_batch += state;
+        p->state_offset = f_total;
+        p->state_per_sample = state;
     }
     free(slots);
     free(fixed);

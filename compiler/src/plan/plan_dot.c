@@ -176,6 +176,12 @@ char *otc_plan_describe(const otc_plan *p) {
             otc_text_puts(&sb, "\n");
             break;
         }
+        case OTC_STEP_STATE: {
+            char src[64];
+            otc_text_printf(&sb, "state %s <- %s\n", otc_plan_label(g, s->node, lab),
+                            otc_plan_label(g, otc_graph_node(g, s->node)->inputs[0], src));
+            break;
+        }
         case OTC_STEP_ZERO_GRADS:
             otc_text_puts(&sb, "zero gradients\n");
             break;

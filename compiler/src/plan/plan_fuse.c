@@ -79,6 +79,61 @@ static int io_of(const otc_plan *p, otc_id id, otc_io_stream stream) {
     return -1;
 }
 
+/* The state copies, after everything that reads the old state. A Delay whose source is
+ * another Delay reads that one's old value, so a Delay's slot is written only once every
+ * Delay reading it has been copied; Delays reading only each other in a ring would need a
+ * temporary and are refused. A Delay left unconnected (its own source) stays zero. */
+static otc_status state_steps(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    const otc_graph *g = p->graph;
+    int left = 0;
+    bool *done = calloc((size_t)c->n + 1, sizeof *done);
+    if (!done) return otc_fail(OTC_ERR_NOMEM, "out of memory for a plan");
+    for (int i = 0; i < c->n_order; i++) {
+        const otc_node *nd = otc_graph_node(g, c->order[i]);
+        if (nd->op != OTC_OP_DELAY) continue;
+        if (nd->inputs[0] == c->order[i])
+            done[c->order[i]] = true;
+        else
+            left++;
+    }
+    otc_status st = OTC_OK;
+    while (left > 0 && !st) {
+        int copied = 0;
+        for (int i = 0; i < c->n_order && !st; i++) {
+            otc_id d = c->order[i];
+            if (otc_graph_node(g, d)->op != OTC_OP_DELAY || done[d]) continue;
+            bool read_later = false; /* a Delay still to copy reads d's old value */
+            for (int j = 0; j < c->n_order && !read_later; j++) {
+                otc_id e = c->order[j];
+                const otc_node *ne = otc_graph_node(g, e);
+                read_later = ne->op == OTC_OP_DELAY && !done[e] && e != d &&
+                             otc_plan_owner(p, ne->inputs[0]) == d;
+            }
+            if (read_later) continue;
+            done[d] = true;
+            left--;
+            copied++;
+            otc_plan_step s = {OTC_STEP_STATE, d, -1, -1, 0, 0, 0};
+            st = otc_plan_add_step(c, s);
+        }
+        if (!st && copied == 0) {
+            char lab[64];
+            for (int i = 0; i < c->n_order; i++)
+                if (otc_graph_node(g, c->order[i])->op == OTC_OP_DELAY && !done[c->order[i]]) {
+                    otc_plan_label(g, c->order[i], lab);
+                    break;
+                }
+            st = otc_fail(OTC_ERR_UNSUPPORTED,
+                          "compiler: delay %s is in a ring of delays that read only each other "
+                          "(no computed node between them); the compiler cannot order it",
+                          lab);
+        }
+    }
+    free(done);
+    return st;
+}
+
 otc_status otc_plan_fuse(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     p->members = malloc(((size_t)c->n_order + 1) * sizeof *p->members);
@@ -95,6 +150,10 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
             v->first_step = p->n_steps;
             otc_plan_step s = {OTC_STEP_LOAD, id, -1, io_of(p, id, OTC_IO_IN), 0, 0, 0};
             st = otc_plan_add_step(c, s);
+            continue;
+        }
+        if (nd->op == OTC_OP_DELAY) { /* a state slot: read from the first step, no kernel */
+            v->first_step = 0;
             continue;
         }
         if (v->storage != OTC_STORE_WORK) continue; /* parameters, aliases */
@@ -121,6 +180,7 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
         otc_plan_step s = {OTC_STEP_STORE, p->io[i].node, -1, i, 0, 0, 0};
         st = otc_plan_add_step(c, s);
     }
+    if (!st) st = state_steps(c);
     p->n_forward_steps = p->n_steps;
     return st;
 }

@@ -19,6 +19,10 @@ typedef struct {
     unsigned act_mask;  /* bit (1 << otc_act) for each activation to draw from; 0: all */
     bool mixed_ops;     /* also elementwise ops, concat/slice/reshape between neurons */
     bool two_inputs;    /* split the columns over two Input nodes */
+    /* Recurrent graphs: each connection is, with this probability, from any neuron (itself,
+     * a later one: cycles through hidden nodes) through a Delay "d<i>" of that neuron's value,
+     * as NEAT's recurrent connections are. 0 (the default): a DAG, drawn as before. */
+    float recurrent;
 } otc_testgen_neat_options;
 
 /* Defaults for n neurons: 4 inputs, 2 outputs, fan-in up to 5 (about 3 connections per

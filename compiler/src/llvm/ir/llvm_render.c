@@ -132,6 +132,14 @@ static void store_step(otc_llvm_r *r, const otc_plan_step *s) {
     rows_call(r, false, r->a[OTC_LA_OUT], otc_lv_value_base(r, io->node), p->out_width, io);
 }
 
+/* A Delay's new state: its source's value, all of it (value and slot share the layout). */
+static void state_step(otc_llvm_r *r, const otc_plan_step *s) {
+    otc_id src = otc_graph_node(r->g, s->node)->inputs[0];
+    otc_extent e = {0, r->plan->values[s->node].size * 4};
+    LLVMBuildMemCpy(B, otc_lv_value_base(r, s->node), 4, otc_lv_value_base(r, src), 4,
+                    otc_lv_extent(r, e));
+}
+
 static void forward_steps(otc_llvm_r *r) {
     const otc_plan *p = r->plan;
     for (int i = 0; i < p->n_forward_steps && !r->st; i++) {
@@ -140,6 +148,8 @@ static void forward_steps(otc_llvm_r *r) {
             load_step(r, s);
         } else if (s->kind == OTC_STEP_STORE) {
             store_step(r, s);
+        } else if (s->kind == OTC_STEP_STATE) {
+            state_step(r, s);
         } else if (s->kind == OTC_STEP_KERNEL) {
             r->kernel = s->kernel;
             switch (p->kernels[s->kernel].kind) {

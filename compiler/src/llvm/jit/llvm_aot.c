@@ -143,6 +143,18 @@ otc_status otc_emit_llvm_header(const otc_graph *g, const otc_emit_llvm_options 
         lanes);
     OUT("    return (%" PRId64 " + %" PRId64 " * s) * sizeof(float);\n}\n\n", p->work.base,
         p->work.per_batch);
+    if (p->state_per_sample > 0) { /* recurrent: the state's range of the workspace (plan.h) */
+        OUT("/* Recurrent model: %s_forward is ONE time step and the workspace carries the state\n"
+            " * (every Delay's value) to the next call: one workspace per instance; call\n"
+            " * %s_reset before the first step, to start new sequences and when batch changes. "
+            "*/\n",
+            n, n);
+        OUT("static inline void %s_reset(void *workspace, int batch) {\n", n);
+        OUT("    size_t s = ((size_t)(batch > 0 ? batch : 1) + %d) / %d * %d, i;\n", lanes - 1,
+            lanes, lanes);
+        OUT("    float *w = (float *)workspace + %" PRId64 ";\n", p->state_offset);
+        OUT("    for (i = 0; i < %" PRId64 " * s; i++) w[i] = 0.0f;\n}\n\n", p->state_per_sample);
+    }
     OUT("/* Returns 0, or -1 when batch < 1. */\n");
     OUT("int %s_forward(const float *in, float *out, int batch, void *workspace);\n\n", n);
     OUT("#ifdef __cplusplus\n}\n#endif\n\n#endif\n");

@@ -126,6 +126,10 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         batch = in->batch;
         from = pl->io[i].node;
     }
+    /* No input reaches an output (a recurrent graph may run on its state alone): the batch
+     * the caller set, as the interpreter takes it. */
+    for (int i = 0; i < j->n_inputs && batch < 0; i++)
+        if (j->inputs[i].batch > 0) batch = j->inputs[i].batch;
     if (batch < 0) batch = 1;
     /* Rounded up to whole vectors (lanes is a power of two: no division on this path). */
     int64_t S = (batch + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
@@ -133,6 +137,12 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
     if (!grow(&p->work, &p->work_cap, wneed) ||
         !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)batch);
+    /* Recurrent: a reset or a new batch (the old state has the old batch's rows, as in the
+     * interpreter) starts from zeros. */
+    if (pl->state_per_sample > 0 && p->state_batch != batch) {
+        memset(p->work + pl->state_offset, 0, (size_t)(pl->state_per_sample * S) * sizeof(float));
+        p->state_batch = batch;
+    }
     const float *rows_of[2] = {NULL, NULL};
     for (int s = 0; s < 2; s++) {
         if (p->n_stream[s] == 0) continue;
@@ -267,6 +277,24 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
     const otc_plan *pl = p->plan;
     otc_id o = otc_plan_owner(pl, id);
     const otc_plan_value *v = &pl->values[o];
+    if (otc_graph_node(ex->graph, o)->op == OTC_OP_DELAY) {
+        /* Its slot holds the next step's state by now; an output's row has this step's. */
+        for (int k = 0; k < pl->n_io; k++) {
+            const otc_plan_io *io = &pl->io[k];
+            if (io->stream != OTC_IO_OUT || otc_plan_owner(pl, io->node) != o) continue;
+            float *dst = scratch_for(j, id, (size_t)io->width * (size_t)j->batch);
+            if (!dst) return otc_fail(OTC_ERR_NOMEM, "value: out of memory");
+            for (int64_t b = 0; b < j->batch; b++)
+                memcpy(dst + b * io->width, p->out_rows + b * pl->out_width + io->offset,
+                       (size_t)io->width * sizeof(float));
+            *data = dst;
+            return OTC_OK;
+        }
+        return otc_fail(OTC_ERR_UNSUPPORTED,
+                        "value: delay %s holds the next step's state after a compiled forward; "
+                        "mark it as an output to read it",
+                        otc_lvx_label(j, id, lab));
+    }
     if (v->storage != OTC_STORE_WORK)
         return otc_fail(OTC_ERR_UNSUPPORTED,
                         "value: node %s is not kept by the compiled plan (%s); mark it as an "
@@ -503,7 +531,9 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
 }
 
 static void reset_state(otc_executor *ex) {
-    (void)ex;
+    jit_exec *j = as_jit(ex);
+    j->fwd.state_batch = 0;
+    j->train.state_batch = 0;
 }
 
 static otc_status sync_params(otc_executor *ex) {

@@ -16,11 +16,13 @@ typedef struct {
     float *in_rows, *target_rows, *out_rows;
     size_t in_cap, target_cap, out_cap;
     /* Worked out once per plan for the per-call path: */
-    int *io_input;    /* per io entry: its index in jit_exec.inputs (-1 for outputs) */
-    int single[2];    /* IN / TARGET: the io entry that fills the whole row, -1 if none */
-    int n_stream[2];  /* io entries per stream */
-    int last_kernel;  /* forward step of the last kernel: values alive after it are intact */
-    otc_id out_owner; /* the single output filling the output row, or -1 */
+    int *io_input;       /* per io entry: its index in jit_exec.inputs (-1 for outputs) */
+    int single[2];       /* IN / TARGET: the io entry that fills the whole row, -1 if none */
+    int n_stream[2];     /* io entries per stream */
+    int last_kernel;     /* forward step of the last kernel: values alive after it are intact */
+    otc_id out_owner;    /* the single output filling the output row, or -1 */
+    int64_t state_batch; /* recurrent plans: the batch the state in `work` is laid out for;
+                            0 after a reset (the next forward zeros the state) */
 } jit_plan;
 
 typedef struct {

@@ -118,7 +118,7 @@ static void switch_to_jit(pol_exec *p) {
             ok = otc_exec_set_input(jit, p->ids[i], p->data[i], p->batch[i]) == OTC_OK;
     if (!ok) {
         otc_exec_free(jit);
-        p->given_up = true; /* e.g. a recurrent genome: interpret it to the end */
+        p->given_up = true; /* interpret it to the end */
         count(&stats.failed);
         return;
     }
@@ -167,6 +167,14 @@ static const otc_executor_vtable pol_vtable = {
     train_step, reset_state, sync_params, NULL,    NULL,  NULL,     NULL, NULL,
 };
 
+/* A switch mid-sequence would drop the interpreter's Delay state (the JIT has no set_state
+ * yet), so recurrent genomes stay interpreted, as before the compiler ran them. */
+static bool recurrent(const otc_graph *g) {
+    for (otc_id id = 0; g && id < otc_graph_size(g); id++)
+        if (otc_graph_node(g, id)->op == OTC_OP_DELAY) return true;
+    return false;
+}
+
 otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options) {
     const otc_jit_policy *pol = current();
     otc_exec_options o = options ? *options : (otc_exec_options){0};
@@ -178,7 +186,7 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         double interp = pol->interp_ns * pol->train_factor * nodes * samples;
         double jit = compile_ns(pol, nodes) * pol->train_factor +
                      pol->jit_ns * pol->train_factor * nodes * samples;
-        if (samples > 0 && jit < interp) {
+        if (samples > 0 && jit < interp && !recurrent(g)) {
             otc_jit_options jo = otc_jit_defaults();
             jo.defer_forward = true;
             jo.tier = OTC_JIT_TIER_FAST;
@@ -214,5 +222,6 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         return NULL;
     }
     for (int i = 0; i < p->n_inputs; i++) p->ids[i] = otc_graph_input(g, i);
+    p->given_up = recurrent(g);
     return &p->base;
 }
