@@ -141,19 +141,6 @@ double otc_cli_seconds(void);
 int otc_cli_data_input(const char *cmd, const otc_graph *g, const char *model_path,
                        const char *data_path, const otc_dataset *d, otc_id *input);
 
-/* MPI (cli_mpi.c): was this process started by mpirun, and libotc_mpi's functions, loaded on
- * first use (NULL with otc_last_error set when this otc has no MPI support). */
-#include "otc/neat_mpi.h"
-bool otc_cli_mpi_launched(void);
-typedef struct {
-    otc_status (*init)(int *rank, int *size);
-    otc_status (*remote)(const otc_neat_mpi_options *o, const otc_neat_remote **out);
-    otc_status (*serve)(const otc_neat_task *task, const otc_neat_config *c, int threads);
-    otc_neat_mpi_traffic (*traffic)(void);
-    void (*finish)(bool ok);
-} otc_cli_mpi;
-const otc_cli_mpi *otc_cli_mpi_load(void);
-
 /* The per-sample width of a batched node ([B,k] -> k, [B] -> 1); -1 if it is not batched. */
 int otc_cli_row_width(const otc_graph *g, otc_id id);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 #include "otc/error.h"
 
 bool otc_cli_mpi_launched(void) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 #include "otc/file.h"
 #include "otc/model.h"
 #include "otc/neat.h"
