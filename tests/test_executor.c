@@ -3,6 +3,7 @@
  * the training step. Graphs mark what tests read as outputs: compiled backends compute
  * outputs (and the loss), not every node. */
 #include "backend_support.h"
+#include "neat_python_ref.h"
 
 BACKEND_TEST(exec_backend_and_graph) {
     otc_graph *g = otc_graph_new();
@@ -454,7 +455,7 @@ BACKEND_TEST(exec_loss_after_forward) {
  * slice, select (of a reshape), softmax, log_softmax, sum and mean, the three losses (each
  * broadcast to a per-sample output, which compiled outputs must be) and a steep-sigmoid
  * neuron. Inputs x, z [2,4]; tolerance 2e-5 relative (the compilers' own exp/tanh/log). */
-enum { OPS_B = 2, OPS_N = 4, OPS_MAX = 40 };
+enum { OPS_B = 2, OPS_N = 4, OPS_MAX = 60 };
 static const double ops_x[OPS_B][OPS_N] = {{0.5, -1.2, 2.0, -0.3}, {1.1, 0.4, -0.7, 1.6}};
 static const double ops_z[OPS_B][OPS_N] = {{1.5, 0.8, -2.0, 0.6}, {-0.9, 2.5, 1.3, -1.1}};
 static const double ops_w[OPS_N][3] = {
@@ -485,9 +486,14 @@ static double act_ref(otc_op op, double v) {
         return sin(v);
     case OTC_OP_ABS:
         return fabs(v);
+    case OTC_OP_IDENTITY:
+        return v;
     default:
-        return v; /* identity */
+        break;
     }
+    /* neat-python's: np_<name> and the new names are neat-python's names (neat_python_ref.h). */
+    const char *name = otc_op_get(op)->name;
+    return np_ref_act(strncmp(name, "np_", 3) ? name : name + 3, v);
 }
 
 /* log(sum(exp(row))) of a row of x. */

@@ -28,7 +28,21 @@ typedef enum {
     OTC_OP_GAUSSIAN,
     OTC_OP_SIN,
     OTC_OP_ABS,
-    OTC_OP_IDENTITY,
+    /* neat-python's activations whose math no op above has (otc/ops.h OTC_ACT_NP_*) */
+    OTC_OP_NP_SIGMOID,
+    OTC_OP_NP_TANH,
+    OTC_OP_NP_SIN,
+    OTC_OP_NP_GAUSS,
+    OTC_OP_SELU,
+    OTC_OP_NP_SOFTPLUS,
+    OTC_OP_CLAMPED,
+    OTC_OP_INV,
+    OTC_OP_LOG,
+    OTC_OP_EXP,
+    OTC_OP_HAT,
+    OTC_OP_SQUARE,
+    OTC_OP_CUBE,
+    OTC_OP_IDENTITY, /* the last activation op (OTC_OP_SIGMOID .. OTC_OP_IDENTITY) */
     /* structure */
     OTC_OP_MATMUL,        /* [M,K] x [K,N] -> [M,N]; M may be the batch */
     OTC_OP_ROW_BROADCAST, /* inputs (v [N], like [B,N]) -> v repeated per row, shape of like */
@@ -64,8 +78,29 @@ typedef enum {
     OTC_ACT_SIN,
     OTC_ACT_ABS,
     OTC_ACT_STEEP_SIGMOID, /* NEAT's 1/(1+exp(-OTC_STEEPNESS x)) */
+    /* neat-python 2.1's activations (neat/activations.py) with its clamps and constants, where
+     * otc's own of the same name differs: sigmoid(5x), tanh(2.5x), sin(5x), exp(-5x^2),
+     * 0.2 softplus(5x), each argument clamped as neat-python clamps it. neat-python's relu,
+     * elu, lelu, identity and abs are otc's relu, elu (a = 1), leaky_relu (a = 0.005),
+     * identity and abs. */
+    OTC_ACT_NP_SIGMOID,
+    OTC_ACT_NP_TANH,
+    OTC_ACT_NP_SIN,
+    OTC_ACT_NP_GAUSS,
+    OTC_ACT_SELU,
+    OTC_ACT_NP_SOFTPLUS,
+    OTC_ACT_CLAMPED,
+    OTC_ACT_INV, /* 1/x, 0 at x = 0 */
+    OTC_ACT_LOG, /* log(max(x, 1e-7)) */
+    OTC_ACT_EXP, /* exp(x clamped to [-60, 60]) */
+    OTC_ACT_HAT, /* max(0, 1 - |x|) */
+    OTC_ACT_SQUARE,
+    OTC_ACT_CUBE,
     OTC_ACT_COUNT
 } otc_act;
+
+/* Activations before neat-python's set: what random graphs draw from by default. */
+#define OTC_ACT_CLASSIC_COUNT OTC_ACT_NP_SIGMOID
 
 /* The steep sigmoid's slope: Stanley's NEAT choice, near-linear over [-1, 1]. */
 #define OTC_STEEPNESS 4.9
