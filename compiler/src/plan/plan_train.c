@@ -83,8 +83,18 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
         c->needs_bwd[id] = v->needs_grad && v->storage == OTC_STORE_WORK &&
                            nd->op != OTC_OP_PARAMETER && nd->op != OTC_OP_INPUT;
     }
-    for (int i = 0; i < c->n_order; i++)
-        if (c->needs_bwd[c->order[i]]) mark_reads(c, c->order[i]);
+    for (int i = 0; i < c->n_order; i++) {
+        otc_id id = c->order[i];
+        const otc_node *nd = otc_graph_node(g, id);
+        if (c->needs_bwd[id] && nd->op == OTC_OP_NEURON && nd->agg != OTC_AGG_SUM) {
+            char lab[64];
+            return otc_fail(OTC_ERR_UNSUPPORTED,
+                            "compiler: neuron %s aggregates with %s, whose gradient only the "
+                            "interpreter has; train it interpreted (its forward compiles)",
+                            otc_plan_label(g, id, lab), otc_agg_name(nd->agg));
+        }
+        if (c->needs_bwd[id]) mark_reads(c, id);
+    }
     return OTC_OK;
 }
 

@@ -60,7 +60,8 @@ typedef enum {
     OTC_OP_BCE,        /* (probability, target in [0,1]) */
     OTC_OP_SOFTMAX_CE, /* (logits [B,C], class indices [B] or [B,1] stored as floats) */
     /* NEAT */
-    OTC_OP_NEURON, /* act(bias + scale * sum_i w_i * src_i[:, col_i]) -> [B,1];
+    OTC_OP_NEURON, /* act(bias + scale * agg_i(w_i * src_i[:, col_i])) -> [B,1], agg the
+                      node's aggregation (otc_agg, sum unless set);
                       inputs (W [k], b [1], src_0 .. src_{k-1}), node.cols[i] */
     OTC_OP_DELAY,  /* the value its input had on the previous step (zeros at first) */
     OTC_OP_COUNT
@@ -104,6 +105,27 @@ typedef enum {
 
 /* The steep sigmoid's slope: Stanley's NEAT choice, near-linear over [-1, 1]. */
 #define OTC_STEEPNESS 4.9
+
+/* How a Neuron combines its weighted inputs t_i = w_i * src_i: neat-python 2.1's aggregations
+ * (neat/aggregations.py). Over no inputs: product 1, every other 0. min, max and maxabs take
+ * the first input that attains the extreme (maxabs: the largest |t_i|, its sign kept); median
+ * is the middle of the sorted inputs, the mean of the two middle ones for an even count and
+ * the mean for one or two inputs; mean is sum / k. */
+typedef enum {
+    OTC_AGG_SUM, /* the default (0) */
+    OTC_AGG_PRODUCT,
+    OTC_AGG_MIN,
+    OTC_AGG_MAX,
+    OTC_AGG_MAXABS,
+    OTC_AGG_MEDIAN,
+    OTC_AGG_MEAN,
+    OTC_AGG_COUNT
+} otc_agg;
+
+/* "sum", "median", ...; NULL for a value outside otc_agg. */
+const char *otc_agg_name(int agg);
+/* Aggregation by name; -1 if unknown. */
+int otc_agg_from_name(const char *name);
 
 /* Scalar activation, described once as expression trees (otc/expr.h) in the input x, the
  * output y and the parameter a, which the interpreter and both renderers read. */
