@@ -1,5 +1,6 @@
 /* `otc run MODEL.otm --input FILE.csv [--output FILE.csv]`: batch inference, one CSV row of
- * outputs per input row, written atomically (or to standard output). */
+ * outputs per input row, written atomically (or to standard output). A model with state
+ * (recurrent) reads the rows as consecutive time steps of one sample. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,12 @@ int otc_cmd_run(int argc, char **argv) {
         goto done;
     }
 
+    /* A model with state (Delay nodes: recurrent networks) reads the rows as time steps in
+     * order, one sample carried from row to row. */
+    bool stateful = false;
+    for (int i = 0; i < otc_graph_size(g); i++)
+        stateful |= otc_graph_node(g, i)->op == OTC_OP_DELAY;
+    if (stateful) batch = 1;
     if ((rc = otc_cli_check_memory("run", pos[0], g, d->rows < batch ? d->rows : batch, 1, jit,
                                    "running")))
         goto done;
@@ -145,7 +152,7 @@ int otc_cmd_run(int argc, char **argv) {
     write_header(mem, g, width, argmax);
     for (int r0 = 0; r0 < d->rows; r0 += batch) {
         int rows = d->rows - r0 < batch ? d->rows - r0 : batch;
-        otc_exec_reset_state(ex); /* rows are independent samples */
+        if (!stateful) otc_exec_reset_state(ex); /* rows are independent samples */
         if (otc_exec_set_input(ex, in, d->x + (size_t)r0 * (size_t)d->n_features, rows) ||
             otc_exec_forward(ex)) {
             rc = otc_cli_error_file("run", pos[0]);

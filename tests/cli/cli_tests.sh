@@ -498,6 +498,58 @@ case_jit() {
     out_has "loss ce"
 }
 
+case_import() {
+    # neat-python's network JSON (tests/neat_python/): import, then run, compile and draw.
+    local np="$SRC/tests/neat_python"
+    run 0 import "$np/xor_champion_101_0.json" -o "$WORK/xor.otm"
+    out_has "wrote $WORK/xor.otm (2 inputs, 1 outputs)"
+    printf 'a,b\n0,0\n0,1\n1,0\n1,1\n' >"$WORK/xor_in.csv"
+    run 0 run "$WORK/xor.otm" --input "$WORK/xor_in.csv"
+    [ "$(head -1 "$WORK/out")" = "out0" ] || fail "header $(head -1 "$WORK/out")"
+    run 0 compile "$WORK/xor.otm" --emit-c "$WORK/xor_c"
+    run 0 viz "$WORK/xor.otm" -o "$WORK/xor.dot"
+    # recurrent: rows are time steps; neat-python's first outputs are 4.581003198731412,
+    # 2.297e-12, 0 and 12
+    run 0 import "$np/recurrent_101_000.json" -o "$WORK/rec.otm"
+    printf 'a,b\n-1.767854,0.525261\n1.863793,-0.991463\n0.355899,1.535487\n-0.246515,1.677816\n' \
+        >"$WORK/rec_in.csv"
+    run 0 run "$WORK/rec.otm" --input "$WORK/rec_in.csv"
+    awk 'NR == 2 { d = $1 - 4.581003; if (d < 0) d = -d; if (d > 1e-4) bad = 1 }
+         NR == 3 || NR == 4 { if ($1 > 1e-4 || $1 < -1e-4) bad = 1 }
+         NR == 5 { d = $1 - 12; if (d < 0) d = -d; if (d > 1e-4) bad = 1 }
+         END { exit bad || NR != 5 }' "$WORK/out" || fail "recurrent outputs: $(cat "$WORK/out")"
+    # the compilers have no recurrent state yet: the Delay form is refused, --state-io compiles
+    run 2 compile "$WORK/rec.otm" --emit-c "$WORK/rec_c"
+    err_has "delay"
+    run 0 import "$np/recurrent_101_000.json" -o "$WORK/rec_io.otm" --state-io
+    run 0 compile "$WORK/rec_io.otm" --emit-c "$WORK/rec_c"
+    run 0 import "$np/ctrnn_101_000.json" -o "$WORK/ctrnn.otm"
+    run 0 import "$np/ctrnn_101_000.json" -o "$WORK/ctrnn2.otm" --advance-time 0.1 --time-step 0.02
+    cmp -s "$WORK/ctrnn.otm" "$WORK/ctrnn2.otm" || fail "--advance-time/--time-step differ from the file's"
+    # bad files: exit 2, a message naming the file and the field or node
+    garbage "$WORK/garbage.json" 500 3
+    run 2 import "$WORK/garbage.json" -o "$WORK/g.otm"
+    err_has "garbage.json"
+    err_clean
+    sed 's/"feedforward"/"iznn"/' "$np/feedforward_101_000.json" >"$WORK/iznn.json"
+    run 2 import "$WORK/iznn.json" -o "$WORK/g.otm"
+    err_has "iznn.json: network_type \"iznn\""
+    sed '0,/"custom": false/s//"custom": true/' "$np/feedforward_101_000.json" >"$WORK/custom.json"
+    run 2 import "$WORK/custom.json" -o "$WORK/g.otm"
+    err_has "custom.json: nodes[0] (node 8): custom activation 'abs'"
+    sed 's/"advance_time": 0.1,//' "$np/ctrnn_101_000.json" >"$WORK/no_time.json"
+    run 2 import "$WORK/no_time.json" -o "$WORK/g.otm"
+    err_has "give --advance-time and --time-step"
+    head -c 300 "$np/feedforward_101_000.json" >"$WORK/truncated.json"
+    run 2 import "$WORK/truncated.json" -o "$WORK/g.otm"
+    err_has "truncated.json: line"
+    run 2 import "$np/xor_champion_101_0.json"
+    err_has "missing -o"
+    run 2 import "$WORK/missing.json" -o "$WORK/g.otm"
+    err_has "missing.json"
+    [ ! -e "$WORK/g.otm" ] || fail "a model was written despite the errors"
+}
+
 case_shipped_example() {
     # The shipped model is exactly what its generator makes (so the two never drift apart),
     # and every command works on it.
