@@ -82,8 +82,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *seed_text = NULL;
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
-         "TASK: xor, pole1, dpv, dpnv or csv:FILE (required)"},
-        {"--seed", OTC_OPT_STRING, &seed_text, "N: random seed (default 1)"},
+         "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, dpv, dpnv or csv:FILE "
+         "(required)"},
+        {"--seed", OTC_OPT_STRING, &seed_text,
+         "N: random seed (default: the config's [NEAT] seed, else 1)"},
         {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
         {"--threads", OTC_OPT_INT, &threads,
          "T: evaluation threads, 1 to " MAX_THREADS_TEXT " (default 0: one per core)"},
@@ -131,6 +133,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
+    if (!seed_given && config.has_seed) { /* neat-python's [NEAT] seed; --seed overrides it */
+        seed = config.seed;
+        seed_given = true;
+    }
     otc_neat_task *task = NULL;
     otc_status ts = otc_neat_task_create(task_spec, &config, &task);
     if (ts == OTC_ERR_CONFIG) /* the config does not fit the task: name the config */

@@ -16,7 +16,11 @@
 
 #include "backend_support.h"
 #include "otc/file.h"
+#include "otc/neat.h"
+#include "otc/neat_config.h"
+#include "otc/neat_genome.h"
 #include "otc/neat_python.h"
+#include "otc/text.h"
 
 #define FIXTURES OTC_SOURCE_DIR "/tests/neat_python"
 #define NP_TOL   1e-4
@@ -283,4 +287,156 @@ TEST(neat_python_import_rejects) {
                   "case %zu: message '%s' lacks '%s'", i, otc_last_error(), cases[i].msg);
         otc_graph_free(g);
     }
+}
+
+/* ---- neat-python's configs (tests/neat_python/configs: its examples, unchanged) ---- */
+
+#define CONFIGS FIXTURES "/configs/"
+
+/* REQUIRE(st == OTC_OK), printing the error first. */
+#define REQUIRE_OK(expr)                                                                           \
+    do {                                                                                           \
+        otc_status st_ = (expr);                                                                   \
+        if (st_ != OTC_OK) fprintf(stderr, "%s\n", otc_last_error());                              \
+        REQUIRE(st_ == OTC_OK);                                                                    \
+    } while (0)
+
+TEST(neat_python_configs_load) {
+    otc_neat_config c;
+    otc_status st = otc_neat_config_load(CONFIGS "xor_config-feedforward", &c);
+    REQUIRE_OK(st);
+    CHECK_NEAR(c.fitness_threshold, 3.9, 0);
+    CHECK(c.pop_size == 150 && c.num_inputs == 2 && c.num_outputs == 1 && !c.has_seed);
+    CHECK(c.initial_connection == OTC_NEAT_CONNECT_FULL_DIRECT);
+    CHECK(c.activation_default == OTC_ACT_STEEP_SIGMOID);
+    /* neat-python's "partial 0.5" is partial_nodirect */
+    st = otc_neat_config_load(CONFIGS "xor_config-feedforward-partial", &c);
+    REQUIRE_OK(st);
+    CHECK(c.initial_connection == OTC_NEAT_CONNECT_PARTIAL_NODIRECT);
+    CHECK_NEAR(c.connection_fraction, 0.5, 0);
+    st = otc_neat_config_load(CONFIGS "single-pole-balancing_config-feedforward", &c);
+    REQUIRE_OK(st);
+    CHECK(c.initial_connection == OTC_NEAT_CONNECT_PARTIAL_DIRECT);
+    st = otc_neat_config_load(CONFIGS "lunar-lander_config-feedforward", &c);
+    REQUIRE_OK(st);
+    CHECK(c.activation_default == OTC_ACT_CLAMPED && c.n_activation_options == 1);
+    CHECK(c.num_inputs == 8 && c.num_outputs == 4);
+    /* a custom activation (defined in the example's Python code) and CTRNN genes */
+    CHECK(otc_neat_config_load(CONFIGS "memory-fixed_config", &c) == OTC_ERR_CONFIG);
+    CHECK_MSG(strstr(otc_last_error(), "memory-fixed_config:21: [DefaultGenome] "
+                                       "activation_default: unsupported activation "
+                                       "'my_sinc_function'"),
+              "%s", otc_last_error());
+    CHECK(otc_neat_config_load(CONFIGS "single-pole-balancing_config-ctrnn", &c) == OTC_ERR_CONFIG);
+    CHECK_MSG(strstr(otc_last_error(), "[DefaultGenome] time_constant_init_mean: unknown key"),
+              "%s", otc_last_error());
+}
+
+/* The xor config with lines changed: `edit` replaces the line starting with `key` (or, key
+ * NULL, follows "[NEAT]"), with CRLF line ends and a UTF-8 BOM when asked. */
+static otc_status xor_config_with(const char *key, const char *line, bool crlf,
+                                  otc_neat_config *c) {
+    size_t len = 0;
+    char *text = read_text(CONFIGS "xor_config-feedforward", &len);
+    if (!text) return OTC_ERR_IO;
+    otc_text t;
+    otc_text_init(&t);
+    if (crlf) otc_text_puts(&t, "\xEF\xBB\xBF");
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        bool hit = key && !strncmp(l, key, strlen(key));
+        otc_text_printf(&t, "%s%s", hit ? line : l, crlf ? "\r\n" : "\n");
+        if (!key && !strcmp(l, "[NEAT]")) otc_text_printf(&t, "%s%s", line, crlf ? "\r\n" : "\n");
+    }
+    free(text);
+    char *all = otc_text_take(&t);
+    otc_status st = all ? otc_neat_config_parse(all, "xor.ini", c) : OTC_ERR_NOMEM;
+    free(all);
+    return st;
+}
+
+TEST(neat_python_config_keys) {
+    otc_neat_config c;
+    /* [NEAT] seed (neat-python 2): the run's seed unless --seed is given */
+    REQUIRE(xor_config_with(NULL, "seed = 42", false, &c) == OTC_OK);
+    CHECK(c.has_seed && c.seed == 42);
+    CHECK(xor_config_with(NULL, "seed = -3", false, &c) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "xor.ini:2: [NEAT] seed: bad value '-3'"));
+    /* CRLF and a byte order mark change nothing */
+    REQUIRE(xor_config_with(NULL, "seed = 7", true, &c) == OTC_OK);
+    CHECK(c.has_seed && c.seed == 7 && c.pop_size == 150);
+    /* no_fitness_termination: the threshold is then not needed */
+    REQUIRE(xor_config_with("no_fitness_termination", "no_fitness_termination = True", false, &c) ==
+            OTC_OK);
+    CHECK(c.no_fitness_termination);
+    REQUIRE(xor_config_with("fitness_threshold", "", false, &c) == OTC_ERR_CONFIG);
+    /* single_structural_mutation and structural_mutation_surer (default: follows single) */
+    REQUIRE(xor_config_with("single_structural_mutation", "single_structural_mutation = true",
+                            false, &c) == OTC_OK);
+    CHECK(c.single_structural_mutation && c.structural_mutation_surer == 1);
+    REQUIRE(xor_config_with("structural_mutation_surer", "structural_mutation_surer = false", false,
+                            &c) == OTC_OK);
+    CHECK(c.structural_mutation_surer == 0);
+    CHECK(xor_config_with("structural_mutation_surer", "structural_mutation_surer = maybe", false,
+                          &c) == OTC_ERR_CONFIG);
+    /* every initial_connection form */
+    static const struct {
+        const char *line;
+        otc_neat_connect kind;
+        double fraction;
+    } forms[] = {
+        {"initial_connection = unconnected", OTC_NEAT_CONNECT_UNCONNECTED, 1},
+        {"initial_connection = fs_neat_nohidden", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, 1},
+        {"initial_connection = fs_neat", OTC_NEAT_CONNECT_FS_NEAT_NOHIDDEN, 1},
+        {"initial_connection = fs_neat_hidden", OTC_NEAT_CONNECT_FS_NEAT_HIDDEN, 1},
+        {"initial_connection = full_nodirect", OTC_NEAT_CONNECT_FULL_NODIRECT, 1},
+        {"initial_connection = full", OTC_NEAT_CONNECT_FULL_NODIRECT, 1},
+        {"initial_connection = full_direct", OTC_NEAT_CONNECT_FULL_DIRECT, 1},
+        {"initial_connection = partial_nodirect 0.25", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, 0.25},
+        {"initial_connection = partial 0.5", OTC_NEAT_CONNECT_PARTIAL_NODIRECT, 0.5},
+        {"initial_connection = partial_direct 0.75", OTC_NEAT_CONNECT_PARTIAL_DIRECT, 0.75},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        REQUIRE_OK(xor_config_with("initial_connection", forms[i].line, i % 2, &c));
+        CHECK_MSG(c.initial_connection == forms[i].kind &&
+                      c.connection_fraction == forms[i].fraction,
+                  "%s", forms[i].line);
+    }
+    CHECK(xor_config_with("initial_connection", "initial_connection = partial_direct", false, &c) ==
+          OTC_ERR_CONFIG);
+    /* neat-python's activations otc has under the same name */
+    REQUIRE(xor_config_with("activation_options", "activation_options = sigmoid clamped hat cube",
+                            false, &c) == OTC_OK);
+    CHECK(c.n_activation_options == 4 && c.activation_options[1] == OTC_ACT_CLAMPED);
+}
+
+/* neat-python's XOR fitness, 4 - sum err^2 ("xor:neat-python"), against otc's (4 - sum
+ * |err|)^2, for a genome whose output is its bias 0.25 (identity, no connections): errors
+ * 0.25 0.75 0.75 0.25, so 4 - 1.25 = 2.75 and (4 - 2)^2 = 4. Solved: the threshold (2.5 yes,
+ * 3.0 no) for neat-python's, outputs on the right side of 0.5 (no) for otc's. */
+TEST(neat_python_xor_fitness_by_hand) {
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(CONFIGS "xor_config-feedforward", &c) == OTC_OK);
+    otc_neat_genome *g = otc_neat_genome_new();
+    otc_neat_node nodes[3] = {{-1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
+                              {-2, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
+                              {0, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0.25f, 1}};
+    for (int i = 0; i < 3; i++) REQUIRE(otc_neat_genome_add_node(g, &nodes[i]) == OTC_OK);
+    static const struct {
+        const char *task;
+        double threshold, fitness;
+        bool solved;
+    } cases[] = {{"xor:neat-python", 2.5, 2.75, true},
+                 {"xor:neat-python", 3.0, 2.75, false},
+                 {"xor", 3.0, 4.0, false}};
+    for (int i = 0; i < 3; i++) {
+        c.fitness_threshold = cases[i].threshold;
+        otc_neat_task *t = NULL;
+        REQUIRE(otc_neat_task_create(cases[i].task, &c, &t) == OTC_OK);
+        otc_neat_eval e = {0};
+        REQUIRE(t->evaluate(t, &c, g, 1, &e) == OTC_OK);
+        CHECK_NEAR(e.fitness, cases[i].fitness, 1e-6);
+        CHECK(e.solved == cases[i].solved);
+        otc_neat_task_free(t);
+    }
+    otc_neat_genome_free(g);
 }

@@ -53,6 +53,8 @@ typedef struct {
     bool no_fitness_termination;
     int pop_size;
     bool reset_on_extinction;
+    bool has_seed;           /* seed was given (neat-python 2's [NEAT] seed) */
+    unsigned long long seed; /* the run's seed when no --seed is given */
 
     /* [DefaultGenome] */
     int num_inputs, num_outputs, num_hidden;

@@ -29,7 +29,8 @@ typedef enum {
     K_STRING,
     K_TASK_KIND,
     K_INHERIT,
-    K_OPTIM
+    K_OPTIM,
+    K_SEED
 } key_kind;
 
 typedef struct {
@@ -64,6 +65,7 @@ static const key_def keys[] = {
     {"NEAT", "no_fitness_termination", K_BOOL, OFF(no_fitness_termination), false, 0, 0},
     {"NEAT", "pop_size", K_INT, OFF(pop_size), true, 2, OTC_NEAT_MAX_POP_SIZE},
     {"NEAT", "reset_on_extinction", K_BOOL, OFF(reset_on_extinction), false, 0, 0},
+    {"NEAT", "seed", K_SEED, OFF(seed), false, 0, 0},
 
     {"DefaultGenome", "num_inputs", K_INT, OFF(num_inputs), true, 1, OTC_NEAT_MAX_INPUTS},
     {"DefaultGenome", "num_outputs", K_INT, OFF(num_outputs), true, 1, OTC_NEAT_MAX_OUTPUTS},
@@ -179,6 +181,15 @@ static const struct {
     {"sin", OTC_ACT_SIN},
     {"abs", OTC_ACT_ABS},
     {"identity", OTC_ACT_IDENTITY},
+    /* neat-python's with no otc counterpart of the same name (otc/ops.h OTC_ACT_NP_*) */
+    {"selu", OTC_ACT_SELU},
+    {"clamped", OTC_ACT_CLAMPED},
+    {"inv", OTC_ACT_INV},
+    {"log", OTC_ACT_LOG},
+    {"exp", OTC_ACT_EXP},
+    {"hat", OTC_ACT_HAT},
+    {"square", OTC_ACT_SQUARE},
+    {"cube", OTC_ACT_CUBE},
 };
 
 int otc_neat_act_from_name(const char *name) {
@@ -443,6 +454,16 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             return fail_key(st, section, name, "bad value '%s' (expected lamarckian or baldwinian)",
                             value);
         return true;
+    case K_SEED: {
+        /* neat-python seeds Python's random with it; otc's runs are seeded by this number. */
+        unsigned long long x = strtoull(value, &end, 10);
+        if (errno || end == value || *end || value[0] == '-')
+            return fail_key(st, section, name,
+                            "bad value '%s' (expected an integer from 0 to 2^64 - 1)", value);
+        st->c->seed = x;
+        st->c->has_seed = true;
+        return true;
+    }
     case K_OPTIM:
         if (strcmp(value, "adam"))
             return fail_key(st, section, name, "unsupported optimizer '%s' (only adam)", value);
@@ -654,6 +675,7 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_AGGR:
     case K_AGGRS:
     case K_OPTIM:
+    case K_SEED: /* a checkpoint records the seed itself */
         return false;
     }
     return false;
