@@ -66,8 +66,10 @@ TEST(neat_config_errors_name_key_section_line) {
     expect_config_error(buf, "t.ini:10", "weight_mutate_rate", "out of range");
     snprintf(buf, sizeof buf, "%s[DefaultGenome]\naggregation_default = product\n", base_ini);
     expect_config_error(buf, "t.ini:10", "aggregation_default", "product");
-    snprintf(buf, sizeof buf, "%s[DefaultGenome]\nactivation_default = my_sinc_function\n", base_ini);
-    expect_config_error(buf, "t.ini:10", "activation_default", "unsupported activation 'my_sinc_function'");
+    snprintf(buf, sizeof buf, "%s[DefaultGenome]\nactivation_default = my_sinc_function\n",
+             base_ini);
+    expect_config_error(buf, "t.ini:10", "activation_default",
+                        "unsupported activation 'my_sinc_function'");
     /* Missing required keys name the section and key (no line: they are absent). */
     expect_config_error("[NEAT]\nfitness_threshold = 1\n[DefaultGenome]\nnum_inputs = 2\n"
                         "num_outputs = 1\n[DefaultSpeciesSet]\ncompatibility_threshold = 3\n",
