@@ -19,7 +19,7 @@
 #endif
 
 const char otc_cmd_evolve_summary[] =
-    "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE)";
+    "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE, exec:PROGRAM)";
 
 /* More threads than this only cost memory and start-up time (genomes are the unit of work). */
 #define MAX_THREADS      1024
@@ -82,8 +82,8 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *seed_text = NULL;
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
-         "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, dpv, dpnv or csv:FILE "
-         "(required)"},
+         "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, dpv, dpnv, csv:FILE or "
+         "exec:PROGRAM (an environment process; see examples/exec/) (required)"},
         {"--seed", OTC_OPT_STRING, &seed_text,
          "N: random seed (default: the config's [NEAT] seed, else 1)"},
         {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
@@ -107,6 +107,8 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (!task_spec) return otc_cli_error("evolve", "--task is required (try 'otc evolve --help')");
     if (!strncmp(task_spec, "csv:", 4) && !task_spec[4])
         return otc_cli_error("evolve", "--task csv: needs the CSV file's path (csv:FILE)");
+    if (!strncmp(task_spec, "exec:", 5) && !task_spec[5])
+        return otc_cli_error("evolve", "--task exec: needs a program (exec:PROGRAM)");
     if (seed_text) {
         if (!otc_cli_parse_u64(seed_text, &seed))
             return otc_cli_error("evolve",

@@ -561,6 +561,40 @@ case_import() {
     err_has "unsupported activation 'my_sinc_function'"
 }
 
+case_exec_task() {
+    # --task exec:PROGRAM: an environment process speaking the line protocol (examples/exec/).
+    local xc="$SRC/tests/neat_python/configs/xor_config-feedforward"
+    { cat "$xc"; printf '\n[Task]\nexec_timeout = 1\n'; } >"$WORK/x.ini"
+    if command -v python3 >/dev/null; then
+        # XOR written in Python scores what xor:neat-python scores: the very same run
+        run 0 evolve "$xc" --task "exec:python3 $SRC/examples/exec/xor_env.py" --seed 2 \
+            --threads 2 --out "$WORK/e.otm"
+        out_has "solved after"
+        head -1 "$WORK/out" | sed 's/^[^:]*:[^:]*: //' >"$WORK/exec_line"
+        run 0 evolve "$xc" --task xor:neat-python --seed 2 --threads 2 --out "$WORK/b.otm"
+        head -1 "$WORK/out" | sed 's/^[^:]*:[^:]*: //' >"$WORK/builtin_line"
+        cmp -s "$WORK/exec_line" "$WORK/builtin_line" ||
+            fail "exec and built-in runs differ: $(cat "$WORK/exec_line") / $(cat "$WORK/builtin_line")"
+    else
+        echo "python3 not found: the Python environment is not run"
+    fi
+    # environments that crash, hang, or speak garbage: exit 2 and a message, never a hang
+    run 2 evolve "$WORK/x.ini" --task "exec:read l; exit 3" --threads 2
+    err_has "the environment exited with status 3 after 'reset'"
+    run 2 evolve "$WORK/x.ini" --task 'exec:kill -9 $$' --threads 2
+    err_has "the environment was killed by signal 9"
+    run 2 evolve "$WORK/x.ini" --task "exec:cat >/dev/null" --threads 2
+    err_has "no answer within 1 s after 'reset'"
+    run 2 evolve "$WORK/x.ini" --task "exec:while read l; do echo hello; done" --threads 2
+    err_has "step 0: the environment said 'hello', expected 'obs' and 2 numbers"
+    run 2 evolve "$WORK/x.ini" --task "exec:read l; echo obs 1 2; read l; echo step 1 0; cat" \
+        --threads 2
+    err_has "step 1: the environment said 'step 1 0', expected 'step REWARD DONE'"
+    run 2 evolve "$WORK/x.ini" --task "exec:" --threads 2
+    err_has "needs a program"
+    err_clean
+}
+
 case_shipped_example() {
     # The shipped model is exactly what its generator makes (so the two never drift apart),
     # and every command works on it.

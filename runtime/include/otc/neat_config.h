@@ -142,6 +142,7 @@ typedef struct {
     double target_accuracy; /* classification success: validation accuracy */
     double target_mse;      /* regression success: validation MSE */
     double validation_fraction;
+    double exec_timeout; /* exec:PROGRAM: seconds the environment may take per answer */
 } otc_neat_config;
 
 /* neat-python's defaults where it has them, the NEAT paper's otherwise; num_inputs,

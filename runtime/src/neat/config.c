@@ -30,7 +30,8 @@ typedef enum {
     K_TASK_KIND,
     K_INHERIT,
     K_OPTIM,
-    K_SEED
+    K_SEED,
+    K_SECONDS /* a positive double that does not change a run's result (not listed) */
 } key_kind;
 
 typedef struct {
@@ -159,6 +160,7 @@ static const key_def keys[] = {
     {"Task", "target_accuracy", K_DOUBLE, OFF(target_accuracy), false, 0, 1},
     {"Task", "target_mse", K_DOUBLE, OFF(target_mse), false, 0, INF},
     {"Task", "validation_fraction", K_DOUBLE, OFF(validation_fraction), false, 0, 0.9},
+    {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 
@@ -250,6 +252,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->target_accuracy = 0.95;
     c->target_mse = 0.01;
     c->validation_fraction = 0.25;
+    c->exec_timeout = 10;
 }
 
 typedef struct {
@@ -275,14 +278,14 @@ static bool fail_key(parse_state *st, const char *section, const char *name, con
 }
 
 static bool in_range(const key_def *k, double x) {
-    return (k->kind == K_POSITIVE ? x > k->lo : x >= k->lo) && x <= k->hi;
+    return (k->kind == K_POSITIVE || k->kind == K_SECONDS ? x > k->lo : x >= k->lo) && x <= k->hi;
 }
 
 static bool range_error(parse_state *st, const key_def *k, const char *section, const char *name,
                         const char *value) {
     char msg[96];
     snprintf(msg, sizeof msg, "value '%%s' out of range %c%g, %g]",
-             k->kind == K_POSITIVE ? '(' : '[', k->lo, k->hi);
+             k->kind == K_POSITIVE || k->kind == K_SECONDS ? '(' : '[', k->lo, k->hi);
     return fail_key(st, section, name, msg, value);
 }
 
@@ -352,7 +355,8 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         return true;
     }
     case K_DOUBLE:
-    case K_POSITIVE: {
+    case K_POSITIVE:
+    case K_SECONDS: {
         double x = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
@@ -676,6 +680,7 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_AGGRS:
     case K_OPTIM:
     case K_SEED: /* a checkpoint records the seed itself */
+    case K_SECONDS:
         return false;
     }
     return false;

@@ -13,6 +13,7 @@ typedef struct {
     otc_neat_population *p;
     otc_neat_task *task;
     atomic_int next;
+    atomic_bool failed; /* a failure ends the generation: no worker starts another genome */
     bool *solved;
     otc_status *status;
     char (*message)[256];
@@ -27,6 +28,7 @@ static void evaluate_one(eval_job *job, int i) {
     job->status[i] = s;
     if (s != OTC_OK) {
         snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
+        atomic_store(&job->failed, true);
         return;
     }
     double penalty = p->config.complexity_penalty *
@@ -40,7 +42,7 @@ static void *worker(void *arg) {
     eval_job *job = arg;
     for (;;) {
         int i = atomic_fetch_add(&job->next, 1);
-        if (i >= job->p->n_genomes) break;
+        if (i >= job->p->n_genomes || atomic_load(&job->failed)) break;
         if (!job->p->genomes[i]->evaluated) evaluate_one(job, i);
     }
     return NULL;
@@ -51,6 +53,7 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, in
     int n = p->n_genomes;
     eval_job job = {.p = p, .task = task, .solved = solved};
     atomic_init(&job.next, 0);
+    atomic_init(&job.failed, false);
     job.status = calloc((size_t)n + 1, sizeof *job.status);
     job.message = calloc((size_t)n + 1, sizeof *job.message);
     if (!job.status || !job.message) {

@@ -71,6 +71,9 @@ void otc_neat_runner_close(otc_neat_runner *r);
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y);
 
 /* The csv task (task_csv.c). */
+/* exec:PROGRAM (task_exec.c): an environment process speaking the line protocol. */
+otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config *c,
+                                     otc_neat_task **out);
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out);
 

@@ -171,6 +171,7 @@ static otc_status check_io(const otc_neat_config *c, const char *task, int n_in,
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
     if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
+    if (!strncmp(spec, "exec:", 5)) return otc_neat_exec_task_create(spec + 5, c, out);
     otc_status s;
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
@@ -198,7 +199,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
     } else {
         s = otc_fail(
             OTC_ERR_ARG,
-            "unknown task '%s' (expected xor, xor:neat-python, pole1, dpv, dpnv or csv:FILE)",
+            "unknown task '%s' (expected xor, xor:neat-python, pole1, dpv, dpnv, csv:FILE or "
+            "exec:PROGRAM)",
             spec);
     }
     if (s != OTC_OK) {
