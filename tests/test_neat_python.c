@@ -417,9 +417,9 @@ TEST(neat_python_xor_fitness_by_hand) {
     otc_neat_config c;
     REQUIRE(otc_neat_config_load(CONFIGS "xor_config-feedforward", &c) == OTC_OK);
     otc_neat_genome *g = otc_neat_genome_new();
-    otc_neat_node nodes[3] = {{-1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
-                              {-2, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1},
-                              {0, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0.25f, 1}};
+    otc_neat_node nodes[3] = {{-1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
+                              {-2, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
+                              {0, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0.25f, 1, 0}};
     for (int i = 0; i < 3; i++) REQUIRE(otc_neat_genome_add_node(g, &nodes[i]) == OTC_OK);
     static const struct {
         const char *task;
@@ -438,5 +438,93 @@ TEST(neat_python_xor_fitness_by_hand) {
         CHECK(e.solved == cases[i].solved);
         otc_neat_task_free(t);
     }
+    otc_neat_genome_free(g);
+}
+
+/* A config listing visitor: counts the aggregation keys it is shown. */
+static void count_agg_keys(void *ctx, const char *section, const char *key, const char *value) {
+    (void)section;
+    (void)value;
+    if (!strncmp(key, "aggregation_", 12)) ++*(int *)ctx;
+}
+
+/* Aggregations in otc's own NEAT genomes: neat-python's aggregation_* keys, new nodes,
+ * mutation, the genome JSON and the phenotype. */
+TEST(neat_python_genome_aggregations) {
+    otc_neat_config c;
+    REQUIRE_OK(
+        xor_config_with("aggregation_options", "aggregation_options = sum max median", false, &c));
+    CHECK(c.n_aggregation_options == 3 && c.aggregation_options[2] == OTC_AGG_MEDIAN);
+    CHECK(c.aggregation_default == OTC_AGG_SUM && !c.aggregation_random);
+    int listed = 0;
+    otc_neat_config_list(&c, count_agg_keys, &listed);
+    CHECK(listed == 1); /* the options, which differ from the sum alone */
+    REQUIRE(xor_config_with("aggregation_default", "aggregation_default = max", false, &c) ==
+            OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "aggregation_default: 'max' is not in aggregation_options"));
+    REQUIRE(xor_config_with("aggregation_options", "aggregation_options = sum my_l2norm", false,
+                            &c) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "unsupported aggregation 'my_l2norm'"));
+    /* the defaults list no aggregation key: checkpoints from before still resume */
+    REQUIRE_OK(otc_neat_config_load(CONFIGS "xor_config-feedforward", &c));
+    listed = 0;
+    otc_neat_config_list(&c, count_agg_keys, &listed);
+    CHECK(listed == 0);
+    /* random defaults draw from the options; the mutation rate moves nodes among them */
+    c.aggregation_random = c.activation_random = true;
+    c.n_aggregation_options = 1;
+    c.aggregation_options[0] = OTC_AGG_MAXABS;
+    c.n_activation_options = 1;
+    c.activation_options[0] = OTC_ACT_CLAMPED;
+    otc_rng rng;
+    otc_rng_seed(&rng, 5);
+    CHECK(otc_neat_new_agg(&c, &rng) == OTC_AGG_MAXABS);
+    CHECK(otc_neat_new_act(&c, &rng) == OTC_ACT_CLAMPED);
+    /* out = maxabs(2 x0, -3 x1) with identity, by hand: (1, 1) -> -3, (1, -0.5) -> 2 */
+    otc_neat_genome *g = otc_neat_genome_new();
+    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
+                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
+                              {2, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, OTC_AGG_MAXABS}};
+    for (int i = 0; i < 3; i++) REQUIRE_OK(otc_neat_genome_add_node(g, &nodes[i]));
+    otc_neat_conn conns[2] = {{0, 0, 2, 2.0f, true}, {1, 1, 2, -3.0f, true}};
+    for (int i = 0; i < 2; i++) REQUIRE_OK(otc_neat_genome_add_conn(g, &conns[i]));
+    c.num_inputs = 2;
+    c.num_outputs = 1;
+    c.bias_node = false;
+    c.feed_forward = true;
+    otc_neat_phenotype *ph = NULL;
+    REQUIRE_OK(otc_neat_phenotype_build(g, &c, &ph));
+    otc_executor *ex = otc_interpreter_new(ph->graph, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    const float x[4] = {1, 1, 1, -0.5f};
+    const float *y;
+    REQUIRE_OK(otc_exec_set_input(ex, ph->input, x, 2));
+    REQUIRE_OK(otc_exec_forward(ex));
+    REQUIRE_OK(otc_exec_value(ex, otc_graph_output(ph->graph, 0), &y, NULL));
+    CHECK_NEAR(y[0], -3.0, 1e-6);
+    CHECK_NEAR(y[1], 2.0, 1e-6);
+    otc_exec_free(ex);
+    otc_neat_phenotype_free(ph);
+    /* the genome JSON keeps it; a genome without the field sums */
+    char *json = otc_neat_genome_to_json(g);
+    REQUIRE(json && strstr(json, "\"aggregation\":\"maxabs\""));
+    otc_neat_genome *back = NULL;
+    REQUIRE_OK(otc_neat_genome_from_json(json, &back));
+    CHECK(otc_neat_genome_find_node(back, 2)->agg == OTC_AGG_MAXABS);
+    otc_neat_genome_free(back);
+    char *bad = malloc(strlen(json) + 8);
+    REQUIRE(bad);
+    const char *at = strstr(json, "\"maxabs\"");
+    snprintf(bad, strlen(json) + 8, "%.*s\"avg\"%s", (int)(at - json), json, at + 8);
+    CHECK(otc_neat_genome_from_json(bad, &back) == OTC_ERR_FORMAT);
+    CHECK(strstr(otc_last_error(), "node 2: aggregation"));
+    free(bad);
+    free(json);
+    /* mutation at rate 1 with one option moves every non-input node to it */
+    c.aggregation_mutate_rate = 1.0;
+    c.aggregation_options[0] = OTC_AGG_MEDIAN;
+    otc_neat_mutate_attributes(g, &c, &rng);
+    CHECK(otc_neat_genome_find_node(g, 2)->agg == OTC_AGG_MEDIAN);
+    CHECK(otc_neat_genome_find_node(g, 0)->agg == OTC_AGG_SUM);
     otc_neat_genome_free(g);
 }

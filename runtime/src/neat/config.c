@@ -31,7 +31,8 @@ typedef enum {
     K_INHERIT,
     K_OPTIM,
     K_SEED,
-    K_SECONDS /* a positive double that does not change a run's result (not listed) */
+    K_SECONDS, /* a positive double that does not change a run's result (not listed) */
+    K_AGG_RATE /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
 } key_kind;
 
 typedef struct {
@@ -105,9 +106,10 @@ static const key_def keys[] = {
     {"DefaultGenome", "activation_default", K_ACT, OFF(activation_default), false, 0, 0},
     {"DefaultGenome", "activation_mutate_rate", K_DOUBLE, OFF(activation_mutate_rate), false, 0, 1},
     {"DefaultGenome", "activation_options", K_ACTS, OFF(n_activation_options), false, 0, 0},
-    {"DefaultGenome", "aggregation_default", K_AGGR, 0, false, 0, 0},
-    {"DefaultGenome", "aggregation_mutate_rate", K_DOUBLE, 0, false, 0, 0},
-    {"DefaultGenome", "aggregation_options", K_AGGRS, 0, false, 0, 0},
+    {"DefaultGenome", "aggregation_default", K_AGGR, OFF(aggregation_default), false, 0, 0},
+    {"DefaultGenome", "aggregation_mutate_rate", K_AGG_RATE, OFF(aggregation_mutate_rate), false, 0,
+     1},
+    {"DefaultGenome", "aggregation_options", K_AGGRS, OFF(n_aggregation_options), false, 0, 0},
     {"DefaultGenome", "enabled_default", K_BOOL, OFF(enabled_default), false, 0, 0},
     {"DefaultGenome", "enabled_mutate_rate", K_DOUBLE, OFF(enabled_mutate_rate), false, 0, 1},
     {"DefaultGenome", "enabled_rate_to_true_add", K_DOUBLE, OFF(enabled_rate_to_true_add), false,
@@ -231,6 +233,9 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->activation_default = OTC_ACT_STEEP_SIGMOID;
     c->n_activation_options = 1;
     c->activation_options[0] = OTC_ACT_STEEP_SIGMOID;
+    c->aggregation_default = OTC_AGG_SUM;
+    c->n_aggregation_options = 1;
+    c->aggregation_options[0] = OTC_AGG_SUM;
     c->enabled_default = true;
     c->enabled_mutate_rate = 0.01;
     c->compatibility_threshold = NAN;
@@ -356,7 +361,8 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
     }
     case K_DOUBLE:
     case K_POSITIVE:
-    case K_SECONDS: {
+    case K_SECONDS:
+    case K_AGG_RATE: {
         double x = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
@@ -382,6 +388,11 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
                             value);
         return true;
     case K_ACT: {
+        if (!strcmp(value, "random")) { /* neat-python: a random option per new node */
+            st->c->activation_random = true;
+            return true;
+        }
+        st->c->activation_random = false;
         int a = otc_neat_act_from_name(value);
         if (a < 0) return fail_key(st, section, name, "unsupported activation '%s'", value);
         *(otc_act *)dest = (otc_act)a;
@@ -403,16 +414,39 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         st->c->n_activation_options = n;
         return true;
     }
-    case K_AGGR:
+    case K_AGGR: {
+        if (!strcmp(value, "random")) {
+            st->c->aggregation_random = true;
+            return true;
+        }
+        st->c->aggregation_random = false;
+        int a = otc_agg_from_name(value);
+        if (a < 0)
+            return fail_key(st, section, name,
+                            "unsupported aggregation '%s' (expected sum, product, min, max, "
+                            "maxabs, median, mean or random)",
+                            value);
+        *(int *)dest = a;
+        return true;
+    }
     case K_AGGRS: {
-        /* The Neuron node sums its inputs; the other aggregations are not supported. */
         char buf[256];
         snprintf(buf, sizeof buf, "%s", value);
+        int n = 0;
         for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-             w = strtok_r(NULL, " \t,", &save))
-            if (strcmp(w, "sum"))
+             w = strtok_r(NULL, " \t,", &save)) {
+            int a = otc_agg_from_name(w);
+            if (a < 0)
                 return fail_key(st, section, name,
-                                "unsupported aggregation '%s' (only sum is supported)", w);
+                                "unsupported aggregation '%s' (expected sum, product, min, max, "
+                                "maxabs, median or mean)",
+                                w);
+            bool dup = false;
+            for (int i = 0; i < n; i++) dup |= st->c->aggregation_options[i] == a;
+            if (!dup && n < OTC_AGG_COUNT) st->c->aggregation_options[n++] = a;
+        }
+        if (n == 0) return fail_key(st, section, name, "no aggregation given%s", "");
+        st->c->n_aggregation_options = n;
         return true;
     }
     case K_SURER:
@@ -577,9 +611,17 @@ static otc_status check_config(parse_state *st) {
                         "a sparser initial_connection",
                         st->file, line, c->pop_size, per_genome, genes, OTC_NEAT_MAX_INITIAL_GENES);
     }
-    bool default_in_options = false;
+    bool default_in_options = c->activation_random;
     for (int i = 0; i < c->n_activation_options; i++)
         default_in_options |= c->activation_options[i] == c->activation_default;
+    bool agg_in_options = c->aggregation_random;
+    for (int i = 0; i < c->n_aggregation_options; i++)
+        agg_in_options |= c->aggregation_options[i] == c->aggregation_default;
+    if (!agg_in_options)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] aggregation_default: '%s' is not in "
+                        "aggregation_options",
+                        st->file, otc_agg_name(c->aggregation_default));
     if (!default_in_options)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [DefaultGenome] activation_default: '%s' is not in activation_options",
@@ -651,8 +693,31 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         }
         return false;
     case K_ACT:
-        snprintf(buf, size, "%s", otc_neat_act_name(*(const otc_act *)src));
+        snprintf(buf, size, "%s",
+                 c->activation_random ? "random" : otc_neat_act_name(*(const otc_act *)src));
         return true;
+    /* The aggregation keys are listed only where they differ from the sum everywhere, so
+     * checkpoints from before they existed still resume. */
+    case K_AGGR:
+        if (!c->aggregation_random && c->aggregation_default == OTC_AGG_SUM) return false;
+        snprintf(buf, size, "%s",
+                 c->aggregation_random ? "random" : otc_agg_name(c->aggregation_default));
+        return true;
+    case K_AGGRS: {
+        if (c->n_aggregation_options == 1 && c->aggregation_options[0] == OTC_AGG_SUM) return false;
+        size_t at = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < c->n_aggregation_options && at < size; i++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? " " : "",
+                                   otc_agg_name(c->aggregation_options[i]));
+        return true;
+    }
+    case K_AGG_RATE: {
+        double x = *(const double *)src;
+        if (x == 0) return false;
+        snprintf(buf, size, "%.17g", x);
+        return true;
+    }
     case K_ACTS: {
         size_t at = 0;
         buf[0] = '\0';
@@ -676,8 +741,6 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_INHERIT:
         snprintf(buf, size, "%s", *(const bool *)src ? "lamarckian" : "baldwinian");
         return true;
-    case K_AGGR:
-    case K_AGGRS:
     case K_OPTIM:
     case K_SEED: /* a checkpoint records the seed itself */
     case K_SECONDS:
