@@ -406,33 +406,59 @@ done:
     return st;
 }
 
-/* Feed-forward evaluation order (Kahn's algorithm); a cycle is an error naming a node on it. */
+/* Feed-forward evaluation order (Kahn's algorithm over the node -> node links, in linear
+ * time); a cycle is an error naming a node on it. */
 static otc_status ff_order(const np_net *n, int *order) {
-    int *indeg = calloc((size_t)(n->n_nodes + 1), sizeof *indeg);
-    if (!indeg) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", n->label);
-    for (int k = 0; k < n->n_nodes; k++)
-        for (int l = 0; l < n->nodes[k].n_links; l++) indeg[k] += n->nodes[k].from[l] >= 0;
+    int m = n->n_nodes, links = 0;
+    for (int k = 0; k < m; k++) links += n->nodes[k].n_links;
+    int *indeg = calloc((size_t)m + 1, sizeof *indeg),
+        *start = calloc((size_t)m + 2, sizeof *start);
+    int *users = malloc(sizeof *users * (size_t)(links + 1));
+    otc_status st = OTC_OK;
+    if (!indeg || !start || !users) {
+        st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory", n->label);
+        goto done;
+    }
+    /* users[start[f] .. start[f + 1]) are the nodes that read node f */
+    for (int k = 0; k < m; k++)
+        for (int l = 0; l < n->nodes[k].n_links; l++)
+            if (n->nodes[k].from[l] >= 0) {
+                start[n->nodes[k].from[l] + 1]++;
+                indeg[k]++;
+            }
+    for (int f = 0; f < m; f++) start[f + 1] += start[f];
+    int *fill = calloc((size_t)m + 1, sizeof *fill);
+    if (!fill) {
+        st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory", n->label);
+        goto done;
+    }
+    for (int k = 0; k < m; k++)
+        for (int l = 0; l < n->nodes[k].n_links; l++) {
+            int f = n->nodes[k].from[l];
+            if (f >= 0) users[start[f] + fill[f]++] = k;
+        }
+    free(fill);
     int head = 0, tail = 0;
-    for (int k = 0; k < n->n_nodes; k++)
+    for (int k = 0; k < m; k++)
         if (!indeg[k]) order[tail++] = k;
     while (head < tail) {
         int v = order[head++];
-        /* Quadratic in the worst case, but bounded: nodes and links are limited above. */
-        for (int k = 0; k < n->n_nodes; k++)
-            for (int l = 0; l < n->nodes[k].n_links; l++)
-                if (n->nodes[k].from[l] == v && --indeg[k] == 0) order[tail++] = k;
+        for (int u = start[v]; u < start[v + 1]; u++)
+            if (--indeg[users[u]] == 0) order[tail++] = users[u];
     }
-    otc_status st = OTC_OK;
-    if (tail < n->n_nodes) {
+    if (tail < m) {
         int on = -1;
-        for (int k = 0; k < n->n_nodes && on < 0; k++)
+        for (int k = 0; k < m && on < 0; k++)
             if (indeg[k]) on = n->nodes[k].id;
         st = bad(n,
                  "network_type is \"feedforward\", but the connections form a cycle through "
                  "node %d (export it as recurrent)",
                  on);
     }
+done:
     free(indeg);
+    free(start);
+    free(users);
     return st;
 }
 
@@ -715,6 +741,16 @@ static otc_status import(np_net *n, const cJSON *root, const otc_neat_python_opt
             return bad(n, "topology: key %d is both an input and an output key", n->out_keys[i]);
     if (n->type == NP_CTRNN && (st = ctrnn_times(n, root, o))) return st;
     if ((st = read_nodes(n, net)) || (st = read_connections(n, net))) return st;
+    /* The graph's size before it is built: a CTRNN is one copy of the network per step, and
+     * the model file holds at most OTC_MAX_NODES nodes. */
+    double links = 0, steps = n->type == NP_CTRNN ? ceil(n->advance / n->step - 1e-9) : 1;
+    for (int k = 0; k < n->n_nodes; k++) links += n->nodes[k].n_links;
+    double nodes = 8 + n->n_out + steps * 6.0 * n->n_nodes;
+    if (nodes > OTC_MAX_NODES || steps * (links + n->n_nodes) > (double)OTC_MAX_NODES * 16)
+        return bad(n,
+                   "%d nodes and %.0f connections over %.0f integration step(s) make a graph "
+                   "larger than a model holds (%d nodes)",
+                   n->n_nodes, links, steps, OTC_MAX_NODES);
     otc_graph *g = otc_graph_new();
     if (!g) return otc_fail(OTC_ERR_NOMEM, "out of memory");
     if ((st = build(n, g)) || (st = write_meta(n, ver->valuestring, g))) {
