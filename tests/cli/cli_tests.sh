@@ -508,6 +508,14 @@ case_import() {
     [ "$(head -1 "$WORK/out")" = "out0" ] || fail "header $(head -1 "$WORK/out")"
     run 0 compile "$WORK/xor.otm" --emit-c "$WORK/xor_c"
     run 0 viz "$WORK/xor.otm" -o "$WORK/xor.dot"
+    # the aggregations' helpers in the emitted C build with strict flags
+    run 0 import "$np/feedforward_101_004.json" -o "$WORK/aggs.otm"
+    run 0 compile "$WORK/aggs.otm" --emit-c "$WORK/aggs_c"
+    grep -q "agg_median" "$WORK/aggs_c/aggs.c" || fail "no median helper in the emitted C"
+    if command -v cc >/dev/null; then
+        cc -std=c99 -Wall -Wextra -Wshadow -Werror -pedantic -O2 -c "$WORK/aggs_c/aggs.c" \
+            -o "$WORK/aggs.o" 2>"$WORK/cc_err" || fail "emitted C: $(head -c 600 "$WORK/cc_err")"
+    fi
     # recurrent: rows are time steps; neat-python's first outputs are 4.581003198731412,
     # 2.297e-12, 0 and 12
     run 0 import "$np/recurrent_101_000.json" -o "$WORK/rec.otm"
