@@ -1,11 +1,43 @@
-/* NEAT evaluation throughput: genomes evaluated per second (phenotype built, run, scored,
- * plus reproduction) for XOR and double-pole-with-velocities, on 1 and 2 threads.
- * Usage: neat_throughput [GENERATIONS] */
+/* NEAT whole-loop throughput: evaluations per second of otc_neat_step (evaluation, statistics,
+ * speciation, reproduction) for every shipped task on 1 and 2 threads, heap allocations per
+ * generation in steady state, and the 2-thread speedup the evaluation schedule allows (from
+ * per-genome CPU times, so a busy machine does not blur it). Usage: neat_throughput [SCALE
+ * [TASK]] (SCALE multiplies the generations measured; TASK runs only the task of that name). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "otc/neat.h"
+
+/* Allocation counting: this program's malloc family counts calls and hands them to glibc's
+ * own allocator, so every allocation in the process (libotc's included) is seen. Not under
+ * AddressSanitizer, whose allocator must see every block (the columns then read 0). */
+static atomic_long allocations;
+
+#ifndef __SANITIZE_ADDRESS__
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+
+void *malloc(size_t n) {
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size) {
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n) {
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return __libc_realloc(p, n);
+}
+void free(void *p) {
+    __libc_free(p);
+}
+#endif
 
 static double now(void) {
     struct timespec ts;
@@ -13,63 +45,197 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Median over repeats of evaluations per second for `gens` generations from a fixed seed. */
-static double measure(const char *ini, const char *task_name, int gens, int threads) {
+typedef struct {
+    double rate;           /* evaluations per second */
+    double cpu_rate;       /* evaluations per CPU second of the calling thread */
+    double allocs_per_gen; /* after the first generation */
+    double allocs_per_eval;
+} measurement;
+
+#define REPEATS 3
+
+static void fail(const char *what) {
+    fprintf(stderr, "neat_throughput: %s: %s\n", what, otc_last_error());
+    exit(2);
+}
+
+/* ---- the schedule a generation allows -------------------------------------------------------- */
+
+/* Every evaluation of a 1-thread run, in the order made (genome index order): its CPU time. */
+typedef struct {
+    double cpu;
+} eval_cost;
+
+static eval_cost *costs;
+static int n_costs, cap_costs;
+static otc_status (*real_evaluate)(const otc_neat_task *, const otc_neat_config *,
+                                   otc_neat_genome *, uint64_t, otc_neat_eval *);
+
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static otc_status timed_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                 otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    double t0 = thread_cpu();
+    otc_status s = real_evaluate(task, c, g, seed, out);
+    if (n_costs == cap_costs) {
+        cap_costs = cap_costs ? 2 * cap_costs : 4096;
+        costs = realloc(costs, sizeof *costs * (size_t)cap_costs);
+        if (!costs) exit(2);
+    }
+    costs[n_costs++] = (eval_cost){thread_cpu() - t0};
+    return s;
+}
+
+/* Makespan of greedy list scheduling (each job to the first free worker) on 2 workers. */
+static double makespan2(const eval_cost *e, int n) {
+    double w[2] = {0, 0};
+    for (int i = 0; i < n; i++) w[w[1] < w[0]] += e[i].cpu;
+    return w[0] > w[1] ? w[0] : w[1];
+}
+
+typedef struct {
+    double sched;  /* 2-thread speedup of evaluate.c's schedule (one genome at a time, in
+                      index order, to whichever thread is free) */
+    double bound;  /* no schedule of whole genomes does better: per generation the larger of
+                      half the evaluations and the longest one */
+    double serial; /* share of a 1-thread step outside evaluation */
+} schedule;
+
+/* From the CPU times of a 1-thread run: per generation the serial part (the step minus its
+ * evaluations) plus the evaluations' 2-thread makespan, against the step's CPU time. */
+static schedule schedule_of(const char *ini, const char *task_name, int gens) {
     otc_neat_config c;
     otc_neat_task *task = NULL;
-    if (otc_neat_config_load(ini, &c) != OTC_OK ||
-        otc_neat_task_create(task_name, &c, &task) != OTC_OK) {
-        fprintf(stderr, "neat_throughput: %s\n", otc_last_error());
-        exit(2);
+    if (otc_neat_config_load(ini, &c) != OTC_OK) fail(ini);
+    if (otc_neat_task_create(task_name, &c, &task) != OTC_OK) fail(task_name);
+    real_evaluate = task->evaluate;
+    task->evaluate = timed_evaluate;
+    uint64_t seed = 100;
+    otc_neat_population *p = NULL;
+    if (otc_neat_population_new(&c, seed, &p) != OTC_OK) fail("population");
+    otc_neat_step_options o = {.threads = 1};
+    double total = 0, span = 0, span_bound = 0, serial = 0;
+    for (int g = 0; g < gens; g++) {
+        bool solved = false;
+        n_costs = 0;
+        double t0 = thread_cpu();
+        if (otc_neat_step(p, task, &o, &solved) != OTC_OK) fail("step");
+        double step = thread_cpu() - t0, evals = 0;
+        for (int i = 0; i < n_costs; i++) evals += costs[i].cpu;
+        total += step;
+        span += step - evals + makespan2(costs, n_costs);
+        double longest = 0;
+        for (int i = 0; i < n_costs; i++)
+            if (costs[i].cpu > longest) longest = costs[i].cpu;
+        span_bound += step - evals + (longest > evals / 2 ? longest : evals / 2);
+        serial += step - evals;
+        if (solved || otc_neat_extinct(p)) {
+            otc_neat_population_free(p);
+            if (otc_neat_population_new(&c, ++seed * 7919, &p) != OTC_OK) fail("population");
+        }
     }
-    /* XOR solves early at some seeds; keep searching by turning the success test into a
-     * generation cap instead: run fixed generations, restarting when a run stops. */
-    double rates[5];
-    for (int rep = 0; rep < 5; rep++) {
-        long evals = 0;
-        double t0 = now();
-        otc_neat_population *p = NULL;
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+    return (schedule){total / span, total / span_bound, serial / total};
+}
+
+/* Median over REPEATS runs of `gens` generations from fixed seeds; a run that solves or dies
+ * out is replaced by a fresh population (another seed) so the work stays comparable. */
+static measurement measure(const char *ini, const char *task_name, int gens, int threads) {
+    otc_neat_config c;
+    otc_neat_task *task = NULL;
+    if (otc_neat_config_load(ini, &c) != OTC_OK) fail(ini);
+    if (otc_neat_task_create(task_name, &c, &task) != OTC_OK) fail(task_name);
+    measurement m[REPEATS];
+    double cpu[REPEATS];
+    for (int rep = 0; rep < REPEATS; rep++) {
+        long evals = 0, steady_evals = 0, allocs = 0;
         uint64_t seed = 100 + (uint64_t)rep;
-        otc_neat_population_new(&c, seed, &p);
-        otc_neat_step_options o = {threads};
+        otc_neat_population *p = NULL;
+        if (otc_neat_population_new(&c, seed, &p) != OTC_OK) fail("population");
+        otc_neat_step_options o = {.threads = threads};
+        double t0 = now(), c0 = thread_cpu();
         for (int g = 0; g < gens; g++) {
             bool solved = false;
             long before = otc_neat_evaluations(p);
-            if (otc_neat_step(p, task, &o, &solved) != OTC_OK) {
-                fprintf(stderr, "neat_throughput: %s\n", otc_last_error());
-                exit(2);
+            long a0 = atomic_load(&allocations);
+            if (otc_neat_step(p, task, &o, &solved) != OTC_OK) fail("step");
+            long done = otc_neat_evaluations(p) - before;
+            evals += done;
+            if (g > 0) {
+                allocs += atomic_load(&allocations) - a0;
+                steady_evals += done;
             }
-            evals += otc_neat_evaluations(p) - before;
             if (solved || otc_neat_extinct(p)) {
                 otc_neat_population_free(p);
-                otc_neat_population_new(&c, ++seed * 7919, &p);
+                if (otc_neat_population_new(&c, ++seed * 7919, &p) != OTC_OK) fail("population");
             }
         }
-        rates[rep] = evals / (now() - t0);
+        double secs = now() - t0;
+        cpu[rep] = evals / (thread_cpu() - c0);
+        m[rep] = (measurement){evals / secs, 0, gens > 1 ? (double)allocs / (gens - 1) : 0,
+                               steady_evals ? (double)allocs / (double)steady_evals : 0};
         otc_neat_population_free(p);
     }
-    for (int i = 1; i < 5; i++)
-        for (int j = i; j > 0 && rates[j - 1] > rates[j]; j--) {
-            double t = rates[j];
-            rates[j] = rates[j - 1];
-            rates[j - 1] = t;
+    for (int i = 1; i < REPEATS; i++)
+        for (int j = i; j > 0 && m[j - 1].rate > m[j].rate; j--) {
+            measurement t = m[j];
+            m[j] = m[j - 1];
+            m[j - 1] = t;
+        }
+    for (int i = 1; i < REPEATS; i++)
+        for (int j = i; j > 0 && cpu[j - 1] > cpu[j]; j--) {
+            double t = cpu[j];
+            cpu[j] = cpu[j - 1];
+            cpu[j - 1] = t;
         }
     otc_neat_task_free(task);
-    return rates[2];
+    m[REPEATS / 2].cpu_rate = cpu[REPEATS / 2]; /* meaningful on 1 thread only */
+    return m[REPEATS / 2];
 }
 
 int main(int argc, char **argv) {
-    int gens = argc > 1 ? atoi(argv[1]) : 20;
-    if (gens < 1) gens = 20;
-    printf("NEAT evaluations per second (median of 5 runs of %d generations, interpreter)\n\n",
-           gens);
-    printf("%-8s %14s %14s %8s\n", "task", "1 thread", "2 threads", "speedup");
-    const char *tasks[2][2] = {{"xor", OTC_SOURCE_DIR "/examples/neat/xor.ini"},
-                               {"dpv", OTC_SOURCE_DIR "/examples/neat/dpv.ini"}};
-    for (int t = 0; t < 2; t++) {
-        double r1 = measure(tasks[t][1], tasks[t][0], gens, 1);
-        double r2 = measure(tasks[t][1], tasks[t][0], gens, 2);
-        printf("%-8s %14.0f %14.0f %7.2fx\n", tasks[t][0], r1, r2, r2 / r1);
+    double scale = argc > 1 ? atof(argv[1]) : 1.0;
+    const char *only = argc > 2 ? argv[2] : NULL;
+    if (!(scale > 0)) scale = 1.0;
+    const struct {
+        const char *name, *task, *ini;
+        int gens;
+    } tasks[] = {
+        {"xor", "xor", OTC_SOURCE_DIR "/examples/neat/xor.ini", 300},
+        {"pole1", "pole1", OTC_SOURCE_DIR "/examples/neat/pole1.ini", 20},
+        {"dpv", "dpv", OTC_SOURCE_DIR "/examples/neat/dpv.ini", 20},
+        {"dpnv", "dpnv", OTC_SOURCE_DIR "/examples/neat/dpnv.ini", 4},
+        {"csv", "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv",
+         OTC_SOURCE_DIR "/examples/neat/circle.ini", 10},
+        {"csv-hybrid", "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv",
+         OTC_SOURCE_DIR "/examples/neat/circle_hybrid.ini", 2},
+    };
+    printf(
+        "NEAT whole-loop evaluations per second (median of %d runs, fixed seeds, "
+        "interpreter);\nallocations: heap allocations per generation after the first, "
+        "1 thread;\nschedule: from per-genome CPU times, the 2-thread speedup of the "
+        "schedule / the best any\nschedule of whole genomes allows, and the serial share "
+        "of a step (speciation, reproduction, ...);\ncpu: 1-thread evaluations per CPU "
+        "second of the thread (what a busy machine blurs least); 1/2 threads: per wall second\n\n",
+        REPEATS);
+    printf("%-11s %5s %10s %10s %10s %8s %10s %9s %14s %7s\n", "task", "gens", "cpu", "1 thread",
+           "2 threads", "speedup", "allocs/gen", "allocs/ev", "schedule/bound", "serial");
+    for (size_t t = 0; t < sizeof tasks / sizeof *tasks; t++) {
+        if (only && strcmp(only, tasks[t].name) != 0) continue;
+        int gens = (int)(tasks[t].gens * scale + 0.5);
+        if (gens < 2) gens = 2;
+        measurement m1 = measure(tasks[t].ini, tasks[t].task, gens, 1);
+        measurement m2 = measure(tasks[t].ini, tasks[t].task, gens, 2);
+        schedule sc = schedule_of(tasks[t].ini, tasks[t].task, gens);
+        printf("%-11s %5d %10.0f %10.0f %10.0f %7.2fx %10.0f %9.2f %7.2fx/%.2fx %6.1f%%\n",
+               tasks[t].name, gens, m1.cpu_rate, m1.rate, m2.rate, m2.rate / m1.rate,
+               m1.allocs_per_gen, m1.allocs_per_eval, sc.sched, sc.bound, 100 * sc.serial);
+        fflush(stdout);
     }
     return 0;
 }

@@ -16,6 +16,7 @@
 typedef struct {
     long evals;
     int solved, hidden, conns, generations;
+    double ms; /* wall time of the run (population creation to the end) */
 } run_result;
 
 typedef struct {
@@ -34,6 +35,8 @@ static void *worker(void *arg) {
         if (r >= j->runs) break;
         otc_neat_population *p = NULL;
         run_result *res = &j->results[r];
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         bool solved = false;
         otc_neat_run_options o = {.generations = MAX_GENERATIONS, .threads = 1};
         if (otc_neat_population_new(j->config, (uint64_t)r + 1, &p) != OTC_OK ||
@@ -49,8 +52,15 @@ static void *worker(void *arg) {
             res->conns = otc_neat_genome_enabled_count(c);
         }
         otc_neat_population_free(p);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        res->ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
     }
     return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 static int cmp_long(const void *a, const void *b) {
@@ -114,8 +124,14 @@ int main(int argc, char **argv) {
     printf("%-34s %12d %12s\n", "failures", failures, "0");
     printf("%-34s %12.2f %12s\n", "mean hidden nodes of solutions", n ? hidden / n : 0.0, "2.35");
     printf("%-34s %12.2f %12s\n", "mean enabled connections", n ? conns / n : 0.0, "7.48");
+    double *ms = malloc(sizeof *ms * (size_t)runs);
+    for (int r = 0; r < runs; r++) ms[r] = j.results[r].ms;
+    qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
     printf("\n%ld evaluations in %.2f s on %d thread(s): %.0f evaluations/s\n", total_evals, secs,
            threads, total_evals / secs);
+    printf("run wall time (in-process, every run): median %.2f ms, fastest %.2f, slowest %.2f\n",
+           ms[runs / 2], ms[0], ms[runs - 1]);
+    free(ms);
     free(evals);
     free(j.results);
     otc_neat_task_free(task);

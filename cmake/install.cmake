@@ -18,6 +18,12 @@ install(TARGETS ${OTC_INSTALL_TARGETS} EXPORT otcTargets
 if(TARGET otc_llvm)
   install(TARGETS otc_llvm LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+# libotc_mpi beside libotc.so, where `otc evolve` under mpirun looks for it.
+if(TARGET otc_mpi)
+  install(TARGETS otc_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/mpi/include/otc/neat_mpi.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/otc)
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/otc ${PROJECT_SOURCE_DIR}/compiler/include/otc
                   ${PROJECT_BINARY_DIR}/include/otc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")

@@ -81,10 +81,25 @@ typedef struct {
     const char *features; /* column list or NULL (every non-target column) */
     int header;           /* 1 yes, 0 no, -1 guess from the first two lines */
     bool skip_targets;    /* the target columns are only left out: their cells are not read */
+    const char *sequence; /* the sequence-id column (otc_cli_load_seq_csv) or NULL */
 } otc_cli_csv;
 
 /* Loads a CSV of numbers; errors as for otc_cli_load_model. */
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);
+
+/* ---- recurrent models ---- */
+/* Does the model hold state between forwards (a Delay node)? Its CSV rows are then the
+ * time steps of sequences rather than independent samples. */
+bool otc_cli_is_recurrent(const otc_graph *g);
+
+/* Loads a CSV of time steps, rows in time order: with opt->sequence, consecutive rows with
+ * the same id are one sequence; without, the file is one. Errors (a missing sequence column,
+ * an id coming back, no steps, a cell that is not a finite number) name the file and line. */
+int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *opt,
+                         otc_seq_dataset **out);
+
+/* Refuses --sequence/--bptt (named in `option`) on a model without state, saying why. */
+int otc_cli_needs_recurrent(const char *cmd, const char *model, const char *option);
 
 /* The header guess: true when the first line has no number at all, or has a name where the
  * second line has a number. text need not be NUL-terminated. */
@@ -125,6 +140,19 @@ double otc_cli_seconds(void);
  * per sample. Prints an error naming the model, the data file and the columns otherwise. */
 int otc_cli_data_input(const char *cmd, const otc_graph *g, const char *model_path,
                        const char *data_path, const otc_dataset *d, otc_id *input);
+
+/* MPI (cli_mpi.c): was this process started by mpirun, and libotc_mpi's functions, loaded on
+ * first use (NULL with otc_last_error set when this otc has no MPI support). */
+#include "otc/neat_mpi.h"
+bool otc_cli_mpi_launched(void);
+typedef struct {
+    otc_status (*init)(int *rank, int *size);
+    otc_status (*remote)(const otc_neat_mpi_options *o, const otc_neat_remote **out);
+    otc_status (*serve)(const otc_neat_task *task, const otc_neat_config *c, int threads);
+    otc_neat_mpi_traffic (*traffic)(void);
+    void (*finish)(bool ok);
+} otc_cli_mpi;
+const otc_cli_mpi *otc_cli_mpi_load(void);
 
 /* The per-sample width of a batched node ([B,k] -> k, [B] -> 1); -1 if it is not batched. */
 int otc_cli_row_width(const otc_graph *g, otc_id id);

@@ -1,5 +1,6 @@
-/* What the commands share for files: loading models and CSVs with errors that name the file,
- * the CSV header guess, atomic outputs (or stdout), and printable copies of file text. */
+/* What the commands share for files: loading models and CSVs (rows, or the time steps of
+ * sequences) with errors that name the file, the CSV header guess, atomic outputs (or stdout),
+ * and printable copies of file text. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +150,44 @@ int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, 
     free(text);
     if (st != OTC_OK) return otc_cli_error_file(cmd, path);
     return 0;
+}
+
+int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *opt,
+                         otc_seq_dataset **out) {
+    *out = NULL;
+    size_t len = 0;
+    char *text = read_all(cmd, path, &len);
+    if (!text) return OTC_EXIT_USAGE;
+    otc_csv_options o = {.targets = opt->targets,
+                         .features = opt->features,
+                         .skip_targets = opt->skip_targets,
+                         .sequence = opt->sequence};
+    o.header = opt->header < 0 ? otc_cli_csv_has_header(text, len) : opt->header != 0;
+    /* the parser refuses cells that are not finite numbers and files without rows, so every
+     * sequence has steps; the check stays as the one statement of what a run needs */
+    otc_status st = otc_seq_csv_parse(text, len, path, &o, out);
+    free(text);
+    if (st == OTC_OK) st = otc_seq_dataset_check(*out, path);
+    if (st != OTC_OK) {
+        otc_seq_dataset_free(*out);
+        *out = NULL;
+        return otc_cli_error_file(cmd, path);
+    }
+    return 0;
+}
+
+bool otc_cli_is_recurrent(const otc_graph *g) {
+    for (otc_id i = 0; i < otc_graph_size(g); i++)
+        if (otc_graph_node(g, i)->op == OTC_OP_DELAY) return true;
+    return false;
+}
+
+int otc_cli_needs_recurrent(const char *cmd, const char *model, const char *option) {
+    char sm[512];
+    return otc_cli_error(cmd,
+                         "%s is for recurrent models; %s has no Delay node, so its rows are "
+                         "independent samples (leave out %s)",
+                         option, otc_cli_printable(model, sm, sizeof sm), option);
 }
 
 int otc_cli_write_output(const char *cmd, const char *path, const void *data, size_t len) {

@@ -73,11 +73,115 @@ static int checkpoint_over_input(const char *prefix, int every, int from, int ge
     return 0;
 }
 
+/* What the population's run needs from the command line. */
+typedef struct {
+    const char *resume;
+    bool seed_given;
+    uint64_t seed;
+    const char *prefix;
+    int every, generations;
+    bool jit;
+    int threads;
+    const char *stats, *plot, *out;
+    const otc_cli_file *ins;
+    otc_neat_config *config;
+    const otc_neat_remote *remote; /* rank 0 under mpirun; NULL otherwise */
+} evolve_args;
+
+/* A new or resumed population run to its end, with its statistics, plot and champion. */
+static int evolve_population(const evolve_args *a, otc_neat_task *task) {
+    otc_neat_population *pop = NULL;
+    otc_status s;
+    int rc;
+    if (a->resume) {
+        s = otc_neat_checkpoint_load(a->resume, a->config, task->name, &pop);
+        if (s == OTC_OK && a->seed_given && otc_neat_seed(pop) != a->seed) {
+            uint64_t made_with = otc_neat_seed(pop);
+            otc_neat_population_free(pop);
+            return otc_cli_error("evolve", "%s was made with seed %" PRIu64 ", not %" PRIu64,
+                                 a->resume, made_with, a->seed);
+        }
+    } else {
+        s = otc_neat_population_new(a->config, a->seed, &pop);
+    }
+    if (s != OTC_OK) {
+        return otc_cli_error("evolve", "%s", otc_last_error());
+    }
+    if ((rc = checkpoint_over_input(a->prefix, a->every, otc_neat_generation(pop), a->generations,
+                                    a->ins, 3))) {
+        otc_neat_population_free(pop);
+        return rc;
+    }
+    if (a->jit) {
+#ifdef OTC_HAVE_JIT
+        /* The policy (compiler/src/llvm/jit/llvm_policy.c) decides per genome; hybrid training's
+         * size is known from the config. */
+        otc_jit_policy jp = otc_jit_policy_defaults();
+        jp.train_samples = (double)a->config->train_steps * a->config->batch_size;
+        otc_jit_policy_set(&jp);
+        task->make_executor = otc_jit_policy_executor;
+#else
+        otc_neat_population_free(pop);
+        return otc_cli_error("evolve", "--jit: this otc was built without LLVM");
+#endif
+    }
+    otc_neat_run_options ro = {.generations = a->generations,
+                               .threads = a->threads,
+                               .remote = a->remote,
+                               .checkpoint_every = a->every,
+                               .checkpoint_prefix = a->prefix,
+                               .on_generation = otc_cli_interactive() ? progress : NULL,
+                               .ctx = (void *)task->score_name};
+    bool solved = false;
+    s = otc_neat_run(pop, task, &ro, &solved);
+    int exit_code = solved ? OTC_EXIT_OK : OTC_EXIT_GOAL;
+    if (s != OTC_OK) exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+    if (exit_code != OTC_EXIT_USAGE && a->stats && otc_neat_stats_save_csv(pop, a->stats) != OTC_OK)
+        exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+    if (exit_code != OTC_EXIT_USAGE && a->plot) {
+        char title[160];
+        snprintf(title, sizeof title, "NEAT %s: fitness per generation", task->name);
+        if (otc_neat_stats_save_svg(pop, title, a->plot) != OTC_OK)
+            exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+    }
+    const otc_neat_genome *champ = otc_neat_champion(pop);
+    if (exit_code != OTC_EXIT_USAGE && champ) {
+        printf("%s: %s after %d generation(s), %ld evaluations; champion fitness %.6g, "
+               "%d hidden node(s), %d enabled connection(s)%s\n",
+               task->name,
+               solved                  ? "solved"
+               : otc_neat_extinct(pop) ? "every species stagnated"
+                                       : "not solved",
+               otc_neat_stats_count(pop), otc_neat_evaluations(pop), champ->fitness,
+               otc_neat_genome_hidden_count(champ), otc_neat_genome_enabled_count(champ),
+               a->out ? "" : " (not saved: no --out)");
+        if (a->out) {
+            otc_graph *g = NULL;
+            if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||
+                otc_model_save(g, a->out) != OTC_OK)
+                exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+            else
+                printf("champion saved to %s\n", a->out);
+            otc_graph_free(g);
+        }
+    }
+#ifdef OTC_HAVE_JIT
+    if (a->jit) {
+        otc_jit_policy_stats js = otc_jit_policy_info();
+        printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
+               js.executors, js.failed);
+    }
+#endif
+    otc_neat_population_free(pop);
+    return exit_code;
+}
+
 int otc_cmd_evolve(int argc, char **argv) {
     const char *task_spec = NULL, *resume = NULL, *out = NULL, *stats = NULL, *plot = NULL;
     const char *prefix = "neat-checkpoint-";
     uint64_t seed = 1;
     int generations = 300, threads = 0, every = 0;
+    double mpi_timeout = 600;
     bool seed_given = false, jit = false;
     const char *seed_text = NULL;
     const otc_opt opts[] = {
@@ -96,6 +200,9 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--stats", OTC_OPT_STRING, &stats, "FILE.csv: per-generation statistics"},
         {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: best and mean fitness per generation"},
         {"--out,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
+        {"--mpi-timeout", OTC_OPT_FLOAT, &mpi_timeout,
+         "S: under mpirun, stop when a rank holding work sends nothing for S seconds (default "
+         "600)"},
         {"--jit", OTC_OPT_FLAG, &jit,
          "compile genomes with LLVM when their evaluation or training work makes it pay"},
     };
@@ -144,90 +251,42 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (ts == OTC_ERR_CONFIG) /* the config does not fit the task: name the config */
         return otc_cli_error("evolve", "%s: %s", pos[0], otc_last_error());
     if (ts != OTC_OK) return otc_cli_error("evolve", "%s", otc_last_error());
-    otc_neat_population *pop = NULL;
-    otc_status s;
-    if (resume) {
-        s = otc_neat_checkpoint_load(resume, &config, task->name, &pop);
-        if (s == OTC_OK && seed_given && otc_neat_seed(pop) != seed) {
-            otc_neat_population_free(pop);
+    /* Under mpirun: rank 0 runs the population, every other rank evaluates for it. */
+    const otc_cli_mpi *mpi = NULL;
+    const otc_neat_remote *remote = NULL;
+    int mpi_size = 1;
+    if (otc_cli_mpi_launched()) {
+        int rank = 0;
+        if (!(mpi = otc_cli_mpi_load()) || mpi->init(&rank, &mpi_size) != OTC_OK) {
             otc_neat_task_free(task);
-            return otc_cli_error("evolve", "%s was made with seed %" PRIu64 ", not %" PRIu64,
-                                 resume, otc_neat_seed(pop), seed);
+            return otc_cli_error("evolve", "%s", otc_last_error());
         }
-    } else {
-        s = otc_neat_population_new(&config, seed, &pop);
-    }
-    if (s != OTC_OK) {
-        otc_neat_task_free(task);
-        return otc_cli_error("evolve", "%s", otc_last_error());
-    }
-    if ((rc =
-             checkpoint_over_input(prefix, every, otc_neat_generation(pop), generations, ins, 3))) {
-        otc_neat_population_free(pop);
-        otc_neat_task_free(task);
-        return rc;
-    }
-    if (jit) {
-#ifdef OTC_HAVE_JIT
-        /* The policy (compiler/src/llvm/jit/llvm_policy.c) decides per genome; hybrid training's
-         * size is known from the config. */
-        otc_jit_policy jp = otc_jit_policy_defaults();
-        jp.train_samples = (double)config.train_steps * config.batch_size;
-        otc_jit_policy_set(&jp);
-        task->make_executor = otc_jit_policy_executor;
-#else
-        otc_neat_population_free(pop);
-        otc_neat_task_free(task);
-        return otc_cli_error("evolve", "--jit: this otc was built without LLVM");
-#endif
-    }
-    otc_neat_run_options ro = {.generations = generations,
-                               .threads = threads,
-                               .checkpoint_every = every,
-                               .checkpoint_prefix = prefix,
-                               .on_generation = otc_cli_interactive() ? progress : NULL,
-                               .ctx = (void *)task->score_name};
-    bool solved = false;
-    s = otc_neat_run(pop, task, &ro, &solved);
-    int exit_code = solved ? OTC_EXIT_OK : OTC_EXIT_GOAL;
-    if (s != OTC_OK) exit_code = otc_cli_error("evolve", "%s", otc_last_error());
-    if (exit_code != OTC_EXIT_USAGE && stats && otc_neat_stats_save_csv(pop, stats) != OTC_OK)
-        exit_code = otc_cli_error("evolve", "%s", otc_last_error());
-    if (exit_code != OTC_EXIT_USAGE && plot) {
-        char title[160];
-        snprintf(title, sizeof title, "NEAT %s: fitness per generation", task->name);
-        if (otc_neat_stats_save_svg(pop, title, plot) != OTC_OK)
-            exit_code = otc_cli_error("evolve", "%s", otc_last_error());
-    }
-    const otc_neat_genome *champ = otc_neat_champion(pop);
-    if (exit_code != OTC_EXIT_USAGE && champ) {
-        printf("%s: %s after %d generation(s), %ld evaluations; champion fitness %.6g, "
-               "%d hidden node(s), %d enabled connection(s)%s\n",
-               task->name,
-               solved                  ? "solved"
-               : otc_neat_extinct(pop) ? "every species stagnated"
-                                       : "not solved",
-               otc_neat_stats_count(pop), otc_neat_evaluations(pop), champ->fitness,
-               otc_neat_genome_hidden_count(champ), otc_neat_genome_enabled_count(champ),
-               out ? "" : " (not saved: no --out)");
-        if (out) {
-            otc_graph *g = NULL;
-            if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||
-                otc_model_save(g, out) != OTC_OK)
-                exit_code = otc_cli_error("evolve", "%s", otc_last_error());
-            else
-                printf("champion saved to %s\n", out);
-            otc_graph_free(g);
+        if (rank > 0) {
+            otc_status ss = mpi->serve(task, &config, threads);
+            if (ss != OTC_OK) otc_cli_error("evolve", "MPI rank %d: %s", rank, otc_last_error());
+            otc_neat_task_free(task);
+            mpi->finish(ss == OTC_OK);
+            return ss == OTC_OK ? OTC_EXIT_OK : OTC_EXIT_USAGE;
+        }
+        otc_neat_mpi_options mo = {.timeout_seconds = mpi_timeout};
+        if (mpi->remote(&mo, &remote) != OTC_OK) {
+            otc_cli_error("evolve", "%s", otc_last_error());
+            mpi->finish(false);
         }
     }
-#ifdef OTC_HAVE_JIT
-    if (jit) {
-        otc_jit_policy_stats js = otc_jit_policy_info();
-        printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
-               js.executors, js.failed);
-    }
-#endif
-    otc_neat_population_free(pop);
+    evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,
+                      threads, stats,      plot, out,    ins,   &config,     remote};
+    int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);
+    if (mpi) {
+        if (exit_code != OTC_EXIT_USAGE) { /* what distribution cost: the scaling estimate */
+            otc_neat_mpi_traffic t = mpi->traffic();
+            printf("mpi: %d ranks; %lld bytes sent, %lld received; %ld genomes evaluated by "
+                   "other ranks, %ld by rank 0\n",
+                   mpi_size, t.bytes_sent, t.bytes_received, t.genomes_sent, t.genomes_local);
+        }
+        fflush(NULL);
+        mpi->finish(exit_code != OTC_EXIT_USAGE); /* a failed run aborts every rank, exit 2 */
+    }
     return exit_code;
 }

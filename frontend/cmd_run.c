@@ -1,6 +1,7 @@
 /* `otc run MODEL.otm --input FILE.csv [--output FILE.csv]`: batch inference, one CSV row of
- * outputs per input row, written atomically (or to standard output). A model with state
- * (recurrent) reads the rows as consecutive time steps of one sample. */
+ * outputs per input row, written atomically (or to standard output). A recurrent model reads
+ * the rows as the time steps of sequences (the file, or each --sequence id's run of rows), each
+ * from a reset state. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,44 @@ static void write_header(FILE *f, const otc_graph *g, const int *width, bool arg
     fputc('\n', f);
 }
 
+/* One CSV line per row of the last forward's outputs (out[k] rows of width[k]). */
+static void write_rows(FILE *f, int n_out, const float *const *out, const int *width, int rows,
+                       bool argmax) {
+    for (int r = 0; r < rows; r++) {
+        bool first = true;
+        for (int k = 0; k < n_out; k++)
+            for (int j = 0; j < width[k]; j++) {
+                fprintf(f, "%s%.7g", first ? "" : ",",
+                        (double)out[k][(size_t)r * (size_t)width[k] + (size_t)j]);
+                first = false;
+            }
+        if (argmax) {
+            const float *row = out[0] + (size_t)r * (size_t)width[0];
+            int best = 0;
+            for (int j = 1; j < width[0]; j++)
+                if (row[j] > row[best]) best = j;
+            fprintf(f, ",%d", best);
+        }
+        fputc('\n', f);
+    }
+}
+
+/* Forward `rows` rows from x and write their outputs; 0 or the exit code. */
+static int run_rows(otc_executor *ex, const otc_graph *g, otc_id in, const float *x, int rows,
+                    const float **out, const int *width, bool argmax, FILE *mem,
+                    const char *model) {
+    int n_out = otc_graph_output_count(g);
+    if (otc_exec_set_input(ex, in, x, rows) || otc_exec_forward(ex))
+        return otc_cli_error_file("run", model);
+    for (int k = 0; k < n_out; k++)
+        if (otc_exec_value(ex, otc_graph_output(g, k), &out[k], NULL))
+            return otc_cli_error_file("run", model);
+    write_rows(mem, n_out, out, width, rows, argmax);
+    return 0;
+}
+
 int otc_cmd_run(int argc, char **argv) {
-    const char *input = NULL, *output = NULL, *features = NULL, *drop = NULL;
+    const char *input = NULL, *output = NULL, *features = NULL, *drop = NULL, *sequence = NULL;
     bool header = false, no_header = false, argmax = false, jit = false;
     int batch = 256;
     const otc_opt opts[] = {
@@ -53,7 +90,11 @@ int otc_cmd_run(int argc, char **argv) {
         {"--drop", OTC_OPT_STRING, &drop, "COLS: columns to leave out (e.g. the labels)"},
         {"--argmax", OTC_OPT_FLAG, &argmax,
          "add a 'class' column: the index of the largest first output"},
-        {"--batch", OTC_OPT_INT, &batch, "N: rows per forward pass (default 256)"},
+        {"--batch", OTC_OPT_INT, &batch,
+         "N: rows per forward pass (default 256; a recurrent model runs its steps one by one)"},
+        {"--sequence", OTC_OPT_STRING, &sequence,
+         "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
+         "with one id are one sequence, run from a reset state (default: the file is one)"},
         {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
         {"--no-header", OTC_OPT_FLAG, &no_header, "the first line is data (default: guessed)"},
 #ifdef OTC_HAVE_JIT
@@ -74,6 +115,7 @@ int otc_cmd_run(int argc, char **argv) {
 
     otc_graph *g = NULL;
     otc_dataset *d = NULL;
+    otc_seq_dataset *sd = NULL;
     otc_executor *ex = NULL;
     int *width = NULL;
     const float **out = NULL;
@@ -87,7 +129,20 @@ int otc_cmd_run(int argc, char **argv) {
                       .header = header      ? 1
                                 : no_header ? 0
                                             : -1};
-    if ((rc = otc_cli_load_csv("run", input, &co, &d))) goto done;
+    /* A model with state runs the rows as time steps; any other, as independent samples. */
+    bool recurrent = otc_cli_is_recurrent(g);
+    if (sequence && !recurrent) {
+        rc = otc_cli_needs_recurrent("run", pos[0], "--sequence");
+        goto done;
+    }
+    if (recurrent) {
+        co.sequence = sequence;
+        if ((rc = otc_cli_load_seq_csv("run", input, &co, &sd))) goto done;
+        d = sd->data; /* owned by sd */
+        batch = 1;
+    } else if ((rc = otc_cli_load_csv("run", input, &co, &d))) {
+        goto done;
+    }
     otc_id in;
     if ((rc = otc_cli_data_input("run", g, pos[0], input, d, &in))) goto done;
 
@@ -121,12 +176,6 @@ int otc_cmd_run(int argc, char **argv) {
         goto done;
     }
 
-    /* A model with state (Delay nodes: recurrent networks) reads the rows as time steps in
-     * order, one sample carried from row to row. */
-    bool stateful = false;
-    for (int i = 0; i < otc_graph_size(g); i++)
-        stateful |= otc_graph_node(g, i)->op == OTC_OP_DELAY;
-    if (stateful) batch = 1;
     if ((rc = otc_cli_check_memory("run", pos[0], g, d->rows < batch ? d->rows : batch, 1, jit,
                                    "running")))
         goto done;
@@ -150,37 +199,22 @@ int otc_cmd_run(int argc, char **argv) {
         goto done;
     }
     write_header(mem, g, width, argmax);
-    for (int r0 = 0; r0 < d->rows; r0 += batch) {
-        int rows = d->rows - r0 < batch ? d->rows - r0 : batch;
-        if (!stateful) otc_exec_reset_state(ex); /* rows are independent samples */
-        if (otc_exec_set_input(ex, in, d->x + (size_t)r0 * (size_t)d->n_features, rows) ||
-            otc_exec_forward(ex)) {
-            rc = otc_cli_error_file("run", pos[0]);
-            goto done;
-        }
-        for (int k = 0; k < n_out; k++)
-            if (otc_exec_value(ex, otc_graph_output(g, k), &out[k], NULL)) {
-                rc = otc_cli_error_file("run", pos[0]);
-                goto done;
-            }
-        for (int r = 0; r < rows; r++) {
-            bool first = true;
-            for (int k = 0; k < n_out; k++)
-                for (int j = 0; j < width[k]; j++) {
-                    fprintf(mem, "%s%.7g", first ? "" : ",",
-                            (double)out[k][(size_t)r * (size_t)width[k] + (size_t)j]);
-                    first = false;
-                }
-            if (argmax) {
-                const float *row = out[0] + (size_t)r * (size_t)width[0];
-                int best = 0;
-                for (int j = 1; j < width[0]; j++)
-                    if (row[j] > row[best]) best = j;
-                fprintf(mem, ",%d", best);
-            }
-            fputc('\n', mem);
+    if (recurrent) {
+        /* sequences are consecutive runs of rows, so outputs come in file order */
+        for (int i = 0; i < sd->n && !rc; i++) {
+            otc_exec_reset_state(ex);
+            for (int t = 0; t < sd->len[i] && !rc; t++)
+                rc = run_rows(ex, g, in, d->x + (size_t)(sd->start[i] + t) * (size_t)d->n_features,
+                              1, out, width, argmax, mem, pos[0]);
         }
     }
+    for (int r0 = 0; !recurrent && r0 < d->rows && !rc; r0 += batch) {
+        int rows = d->rows - r0 < batch ? d->rows - r0 : batch;
+        otc_exec_reset_state(ex); /* rows are independent samples */
+        rc = run_rows(ex, g, in, d->x + (size_t)r0 * (size_t)d->n_features, rows, out, width,
+                      argmax, mem, pos[0]);
+    }
+    if (rc) goto done;
     if (fclose(mem) != 0) {
         mem = NULL;
         rc = otc_cli_error("run", "out of memory");
@@ -194,7 +228,10 @@ done:
     free(width);
     free(out);
     otc_exec_free(ex);
-    otc_dataset_free(d);
+    if (sd)
+        otc_seq_dataset_free(sd);
+    else
+        otc_dataset_free(d);
     otc_graph_free(g);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* `otc train MODEL.otm --data FILE.csv --target COLS --out TRAINED.otm`: trains a model's
  * parameters by gradient descent. The loss is chosen from the model's output and the
- * targets, added to the graph for training and cut off again before the model is saved. */
+ * targets, added to the graph for training and cut off again before the model is saved. A
+ * recurrent model trains on sequences of rows (time steps) by backpropagation through time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,13 +258,82 @@ static otc_status evaluate(trainer *t, const otc_dataset *d, double *loss, doubl
     return OTC_OK;
 }
 
+/* ---- recurrent models: rows are time steps, batches are sequences of one length ---- */
+
+/* A batch of B sequences of T steps (x, y step-major) from a reset state: forward every step,
+ * and with opt train in chunks of bptt steps (state carried across chunks, the gradient cut at
+ * their start), the loss being the mean over a chunk's steps. Adds the loss summed over steps
+ * and rows to *sum, the steps times rows to *seen, correct answers to *ok; sets *bad to a
+ * non-finite loss's step (1-based) and stops there. */
+static otc_status seq_batch(trainer *t, otc_optimizer *opt, int bptt, float *weight, int T, int B,
+                            const float *x, const float *y, int n_features, int n_targets,
+                            double *sum, long *seen, long *ok, int *bad) {
+    otc_status st;
+    otc_exec_reset_state(t->ex);
+    int chunk = opt ? bptt : T;
+    for (int t0 = 0; t0 < T; t0 += chunk) {
+        int k = T - t0 < chunk ? T - t0 : chunk;
+        if (opt && (st = otc_exec_seq_begin(t->ex, k))) return st;
+        for (int s = t0; s < t0 + k; s++) {
+            const float *xs = x + (size_t)s * (size_t)B * (size_t)n_features;
+            const float *ys = y + (size_t)s * (size_t)B * (size_t)n_targets;
+            const float *lv, *pv;
+            if ((st = otc_exec_set_input(t->ex, t->input, xs, B)) ||
+                (st = otc_exec_set_input(t->ex, t->target, ys, B)) ||
+                (st = otc_exec_forward(t->ex)) ||
+                (st = otc_exec_value(t->ex, t->loss, &lv, NULL)) || (st = pred_values(t, B, &pv)))
+                return st;
+            if (!isfinite(lv[0])) {
+                *bad = s + 1;
+                *sum = lv[0];
+                return OTC_OK;
+            }
+            *sum += (double)lv[0] * B; /* every loss is a mean over rows */
+            *seen += B;
+            if (t->kind != LOSS_MSE) *ok += correct_in(t, pv, ys, B);
+        }
+        if (opt) {
+            for (int s = 0; s < k; s++) weight[s] = 1.0f / (float)k;
+            otc_exec_zero_grad(t->ex);
+            if ((st = otc_exec_seq_backward(t->ex, t->loss, weight)) ||
+                (st = otc_exec_optimizer_step(t->ex, opt)))
+                return st;
+        }
+    }
+    return OTC_OK;
+}
+
+/* Mean loss per step (and accuracy) over the sequences of a loader. */
+static otc_status seq_evaluate(trainer *t, otc_seq_loader *l, const otc_dataset *d, double *loss,
+                               double *acc) {
+    double sum = 0;
+    long seen = 0, ok = 0;
+    int T, B, bad = 0;
+    const float *x, *y;
+    while ((B = otc_seq_loader_next(l, &T, &x, &y, NULL)) > 0) {
+        otc_status st = seq_batch(t, NULL, 0, NULL, T, B, x, y, d->n_features, d->n_targets, &sum,
+                                  &seen, &ok, &bad);
+        if (st) return st;
+        if (bad) {
+            while (otc_seq_loader_next(l, NULL, NULL, NULL, NULL) > 0) {
+            } /* end the pass */
+            *loss = sum;
+            *acc = NAN;
+            return OTC_OK;
+        }
+    }
+    *loss = sum / (double)seen;
+    *acc = t->kind == LOSS_MSE ? NAN : (double)ok / (double)accuracy_units(t, (int)seen);
+    return OTC_OK;
+}
+
 static void put_number(cJSON *o, const char *key, double v) {
     if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
 }
 
 typedef struct {
-    const char *data, *target, *optimizer;
-    int epochs, batch, rows;
+    const char *data, *target, *optimizer, *sequence;
+    int epochs, batch, rows, bptt; /* bptt 0: not recurrent; else steps per chunk */
     double lr, val_split, train_loss, val_loss, val_acc;
     uint64_t seed;
     loss_kind kind;
@@ -284,6 +354,8 @@ static otc_status store_facts(otc_graph *g, const run_facts *f) {
     cJSON_AddStringToObject(o, "loss", loss_names[f->kind]);
     cJSON_AddNumberToObject(o, "seed", (double)f->seed);
     cJSON_AddNumberToObject(o, "val_split", f->val_split);
+    if (f->sequence) cJSON_AddStringToObject(o, "sequence", f->sequence);
+    if (f->bptt) cJSON_AddNumberToObject(o, "bptt", f->bptt);
     put_number(o, "train_loss", f->train_loss);
     put_number(o, "val_loss", f->val_loss);
     put_number(o, "val_accuracy", f->val_acc);
@@ -316,8 +388,8 @@ static void print_epoch(int e, int epochs, double tl, double ta, double vl, doub
 
 int otc_cmd_train(int argc, char **argv) {
     const char *data = NULL, *target = NULL, *features = NULL, *out = NULL, *plot = NULL;
-    const char *optimizer = "adam", *loss = "auto";
-    int epochs = 20, batch = 32;
+    const char *optimizer = "adam", *loss = "auto", *sequence = NULL;
+    int epochs = 20, batch = 32, bptt = -1; /* -1: not given (whole sequences) */
     double lr = 0.01, val_split = 0.2;
     uint64_t seed = 1;
     bool header = false, no_header = false, jit = false;
@@ -327,7 +399,14 @@ int otc_cmd_train(int argc, char **argv) {
         {"--features", OTC_OPT_STRING, &features, "COLS: input columns (default: the others)"},
         {"--out", OTC_OPT_STRING, &out, "FILE.otm: where to save the trained model"},
         {"--epochs", OTC_OPT_INT, &epochs, "N: passes over the training rows (default 20)"},
-        {"--batch", OTC_OPT_INT, &batch, "B: rows per step (default 32)"},
+        {"--batch", OTC_OPT_INT, &batch,
+         "B: rows per step (default 32); sequences per step for a recurrent model"},
+        {"--sequence", OTC_OPT_STRING, &sequence,
+         "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
+         "with one id are one sequence's time steps (default: the file is one sequence)"},
+        {"--bptt", OTC_OPT_INT, &bptt,
+         "K: for a recurrent model, truncated backpropagation through time: an update every K "
+         "steps, the state carried on, the gradient cut (default: whole sequences)"},
         {"--lr", OTC_OPT_FLOAT, &lr, "X: learning rate (default 0.01)"},
         {"--optimizer", OTC_OPT_STRING, &optimizer, "sgd|adam|adamw: the optimiser (default adam)"},
         {"--loss", OTC_OPT_STRING, &loss,
@@ -355,6 +434,8 @@ int otc_cmd_train(int argc, char **argv) {
     if (epochs < 1 || epochs > 1000000)
         return otc_cli_error("train", "--epochs must be in 1..1000000, not %d", epochs);
     if (batch < 1) return otc_cli_error("train", "--batch must be at least 1, not %d", batch);
+    if (bptt != -1 && bptt < 1)
+        return otc_cli_error("train", "--bptt must be at least 1 step, not %d", bptt);
     if (!(lr > 0) || !isfinite(lr))
         return otc_cli_error("train", "--lr must be a positive number, not %g", lr);
     if (!(val_split >= 0 && val_split < 1))
@@ -374,6 +455,9 @@ int otc_cmd_train(int argc, char **argv) {
         return otc_cli_error("train", "unknown loss '%s' (auto, mse, bce or ce)", loss);
 
     otc_dataset *d = NULL, *tr = NULL, *va = NULL;
+    otc_seq_dataset *sd = NULL, *str = NULL, *sva = NULL;
+    otc_seq_loader *sl = NULL, *svl = NULL;
+    float *weight = NULL;
     otc_optimizer *opt = NULL;
     otc_dataloader *dl = NULL;
     otc_plot *pl = NULL;
@@ -385,7 +469,43 @@ int otc_cmd_train(int argc, char **argv) {
                       .header = header      ? 1
                                 : no_header ? 0
                                             : -1};
-    if ((rc = otc_cli_load_csv("train", data, &co, &d))) goto done;
+    /* A model with state trains on sequences through time; any other, on independent rows. */
+    bool recurrent = otc_cli_is_recurrent(t.g);
+    if (!recurrent && (sequence || bptt != -1)) {
+        rc = otc_cli_needs_recurrent("train", pos[0], sequence ? "--sequence" : "--bptt");
+        goto done;
+    }
+    if (recurrent && jit) {
+        rc = otc_cli_error("train",
+                           "%s is recurrent: backpropagation through time runs in the "
+                           "interpreter only (leave out --jit)",
+                           sm);
+        goto done;
+    }
+    int longest = 0;
+    if (recurrent) {
+        co.sequence = sequence;
+        if ((rc = otc_cli_load_seq_csv("train", data, &co, &sd))) goto done;
+        d = sd->data; /* owned by sd */
+        longest = otc_seq_max_len(sd);
+        if (bptt > longest) {
+            char sd_name[512];
+            rc = otc_cli_error("train",
+                               "--bptt %d is longer than the longest sequence in %s (%d "
+                               "step%s)",
+                               bptt, otc_cli_printable(data, sd_name, sizeof sd_name), longest,
+                               longest == 1 ? "" : "s");
+            goto done;
+        }
+        if (bptt < 0) bptt = longest;
+        weight = malloc((size_t)bptt * sizeof *weight);
+        if (!weight) {
+            rc = otc_cli_error("train", "out of memory");
+            goto done;
+        }
+    } else if ((rc = otc_cli_load_csv("train", data, &co, &d))) {
+        goto done;
+    }
     if ((rc = otc_cli_data_input("train", t.g, pos[0], data, d, &t.input))) goto done;
     if (otc_graph_output_count(t.g) < 1) {
         rc = otc_cli_error("train", "%s: the model marks no outputs", sm);
@@ -405,17 +525,25 @@ int otc_cmd_train(int argc, char **argv) {
     }
     if ((rc = choose_loss(&t, d, data, out_name)) || (rc = add_loss(&t))) goto done;
 
-    if (val_split > 0) {
+    if (val_split > 0 && recurrent) {
+        if (otc_seq_dataset_split(sd, (float)val_split, seed, &str, &sva) != OTC_OK) {
+            rc = otc_cli_error_file("train", data);
+            goto done;
+        }
+        tr = str->data; /* owned by str, sva */
+        va = sva->data;
+    } else if (val_split > 0) {
         if (otc_dataset_split(d, (float)val_split, seed, &tr, &va) != OTC_OK) {
             rc = otc_cli_error_file("train", data);
             goto done;
         }
     }
     const otc_dataset *train_set = tr ? tr : d;
+    const otc_seq_dataset *train_seqs = str ? str : sd;
     bool has_val = va && va->rows > 0;
     if (train_set->rows < 1) {
-        rc = otc_cli_error("train", "%s: no rows left for training after the validation split",
-                           data);
+        rc = otc_cli_error("train", "%s: no %s left for training after the validation split", data,
+                           recurrent ? "sequences" : "rows");
         goto done;
     }
     /* Steps run at --batch rows, evaluation in chunks of up to 512; values and gradients. */
@@ -433,8 +561,13 @@ int otc_cmd_train(int argc, char **argv) {
     } else
 #endif
         t.ex = otc_interpreter_new(t.g, NULL);
-    dl = otc_dataloader_new(train_set, batch, true, false, seed ^ 0x9e3779b97f4a7c15ull);
-    if (!opt || !t.ex || !dl) {
+    if (recurrent) {
+        sl = otc_seq_loader_new(train_seqs, batch, true, false, seed ^ 0x9e3779b97f4a7c15ull);
+        svl = has_val ? otc_seq_loader_new(sva, 512, false, false, seed) : NULL;
+    } else {
+        dl = otc_dataloader_new(train_set, batch, true, false, seed ^ 0x9e3779b97f4a7c15ull);
+    }
+    if (!opt || !t.ex || (recurrent ? !sl || (has_val && !svl) : !dl)) {
         rc = otc_cli_error_file("train", pos[0]);
         goto done;
     }
@@ -452,13 +585,20 @@ int otc_cmd_train(int argc, char **argv) {
         }
     }
 
-    printf("training %s: %d rows (%d train, %d validation), loss %s, %s lr %g, %zu "
-           "parameters, %s\n",
-           sm, d->rows, train_set->rows, has_val ? va->rows : 0, loss_names[t.kind], optimizer, lr,
-           trainable, otc_exec_backend(t.ex));
+    if (recurrent)
+        printf("training %s: %d sequence%s of %d rows (%d train, %d validation), through time "
+               "(%s%d steps), loss %s, %s lr %g, %zu parameters, %s\n",
+               sm, sd->n, sd->n == 1 ? "" : "s", d->rows, train_seqs->n, has_val ? sva->n : 0,
+               bptt < longest ? "truncated to " : "up to ", bptt, loss_names[t.kind], optimizer, lr,
+               trainable, otc_exec_backend(t.ex));
+    else
+        printf("training %s: %d rows (%d train, %d validation), loss %s, %s lr %g, %zu "
+               "parameters, %s\n",
+               sm, d->rows, train_set->rows, has_val ? va->rows : 0, loss_names[t.kind], optimizer,
+               lr, trainable, otc_exec_backend(t.ex));
     double train_loss = NAN, val_loss = NAN, val_acc = NAN;
     bool diverged = false;
-    int batches = otc_dataloader_batches(dl);
+    int batches = recurrent ? otc_seq_loader_batches(sl) : otc_dataloader_batches(dl);
     for (int e = 1; e <= epochs && !diverged; e++) {
         double t0 = otc_cli_seconds(), sum = 0;
         long seen = 0, ok = 0;
@@ -467,8 +607,33 @@ int otc_cmd_train(int argc, char **argv) {
         otc_cli_progress bar;
         otc_cli_progress_start(&bar, label, batches);
         const float *x, *y;
-        int rows, b = 0;
-        while ((rows = otc_dataloader_next(dl, &x, &y)) > 0) {
+        int rows, b = 0, steps;
+        while (recurrent && (rows = otc_seq_loader_next(sl, &steps, &x, &y, NULL)) > 0) {
+            int bad = 0;
+            double bsum = 0;
+            if (seq_batch(&t, opt, bptt, weight, steps, rows, x, y, d->n_features, d->n_targets,
+                          &bsum, &seen, &ok, &bad)) {
+                otc_cli_progress_end(&bar);
+                rc = otc_cli_error_file("train", pos[0]);
+                goto done;
+            }
+            if (bad) {
+                diverged = true;
+                otc_cli_progress_end(&bar);
+                fprintf(stderr,
+                        "otc train: the loss became %g in epoch %d, batch %d, step %d; try a "
+                        "smaller --lr%s\n",
+                        bsum, e, b + 1, bad, bptt > 1 ? " or a smaller --bptt" : "");
+                while (otc_seq_loader_next(sl, NULL, NULL, NULL, NULL) > 0) {
+                } /* finish the epoch */
+                break;
+            }
+            sum += bsum;
+            char status[64];
+            snprintf(status, sizeof status, "loss %.4f", sum / (double)seen);
+            otc_cli_progress_update(&bar, ++b, status);
+        }
+        while (!recurrent && (rows = otc_dataloader_next(dl, &x, &y)) > 0) {
             float lv;
             const float *pv;
             otc_exec_reset_state(t.ex);
@@ -503,7 +668,8 @@ int otc_cmd_train(int argc, char **argv) {
         train_loss = sum / (double)seen;
         double train_acc =
             t.kind == LOSS_MSE ? NAN : (double)ok / (double)accuracy_units(&t, (int)seen);
-        if (has_val && evaluate(&t, va, &val_loss, &val_acc) != OTC_OK) {
+        if (has_val && (recurrent ? seq_evaluate(&t, svl, d, &val_loss, &val_acc)
+                                  : evaluate(&t, va, &val_loss, &val_acc)) != OTC_OK) {
             rc = otc_cli_error_file("train", pos[0]);
             goto done;
         }
@@ -537,6 +703,8 @@ int otc_cmd_train(int argc, char **argv) {
     run_facts f = {.data = data,
                    .target = target,
                    .optimizer = optimizer,
+                   .sequence = sequence,
+                   .bptt = recurrent ? bptt : 0,
                    .epochs = epochs,
                    .batch = batch,
                    .rows = d->rows,
@@ -568,11 +736,20 @@ done:
     free(t.gathered);
     otc_plot_free(pl);
     otc_dataloader_free(dl);
+    otc_seq_loader_free(sl);
+    otc_seq_loader_free(svl);
+    free(weight);
     otc_exec_free(t.ex);
     otc_optimizer_free(opt);
-    otc_dataset_free(va);
-    otc_dataset_free(tr);
-    otc_dataset_free(d);
+    if (sd) { /* the datasets are the sequences' */
+        otc_seq_dataset_free(sva);
+        otc_seq_dataset_free(str);
+        otc_seq_dataset_free(sd);
+    } else {
+        otc_dataset_free(va);
+        otc_dataset_free(tr);
+        otc_dataset_free(d);
+    }
     otc_graph_free(t.g);
     return rc;
 }

@@ -36,9 +36,12 @@ table=(
   "libc6-dev-armhf-cross"
   "qemu-user                   qemu-aarch64 qemu-arm"
   "valgrind                    valgrind"
+  "procps                      pgrep"
   "groff-base                  groff"
   "man-db                      man"
   "libxml2-utils               xmllint"
+  "libopenmpi-dev"
+  "openmpi-bin                 mpirun"
   "python3-minimal             python3"
   "python3"
 )

@@ -428,8 +428,8 @@ static otc_status sync_params(otc_executor *ex) {
 }
 
 static const otc_executor_vtable emitc_vtable = {
-    "emitc", destroy,   set_input,  forward,     value,       backward,
-    grad,    zero_grad, train_step, reset_state, sync_params,
+    "emitc",    destroy,     set_input,   forward, value, backward, grad, zero_grad,
+    train_step, reset_state, sync_params, NULL,    NULL,  NULL,     NULL, NULL,
 };
 
 otc_executor *emitc_executor_new(emitc_program *p, const otc_exec_options *options) {

@@ -16,7 +16,7 @@ fi
 debian_path=/usr/sbin:/usr/bin:/sbin:/bin
 # Words the scan takes for commands that are not run as programs (message text, fopen modes).
 # llvm-config: compiler/CMakeLists.txt's fallback name, unused when llvm-config-19 is found.
-not_programs=" column ex file free llvm-config more node script sum "
+not_programs=" caf column ex file free llvm-config more node script sum "
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     if (!p || otc_neat_population_size(p) != config.pop_size) abort();
-    otc_neat_step_options o = {1};
+    otc_neat_step_options o = {.threads = 1};
     if (otc_neat_generation(p) < 1000) (void)otc_neat_step(p, task, &o, NULL);
     otc_neat_population_free(p);
     return 0;

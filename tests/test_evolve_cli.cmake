@@ -40,6 +40,15 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "cp '${examples}/xor.ini' \"$W/long.ini\" && printf 'activation_options = sigmoid%0280d\\n' 0 >> \"$W/long.ini\" && n=$(wc -l < \"$W/long.ini\") && expect 2 '${otc}' evolve \"$W/long.ini\" --task xor && has err \"long.ini:$n: line longer than\""
       pop_size_too_large_exits_2
       "sed 's/^pop_size .*/pop_size = 1000000/' '${examples}/xor.ini' > \"$W/big.ini\" && expect 2 '${otc}' evolve \"$W/big.ini\" --task xor && has err '[NEAT] pop_size: value' && has err 'out of range [2, 100000]'"
+      # The sequence task ([Task] sequence): recurrent genomes trained through time.
+      sequence_hybrid_solves_exits_0
+      "expect 0 '${otc}' evolve '${examples}/delayed_xor_hybrid.ini' --task 'csv:${PROJECT_SOURCE_DIR}/examples/data/delayed_xor.csv' --seed 1 --threads 1 && has out 'csv: solved after 17 generation(s)'"
+      sequence_column_missing_exits_2
+      "sed 's/^sequence .*/sequence = episode/' '${examples}/delayed_xor_hybrid.ini' > \"$W/s.ini\" && expect 2 '${otc}' evolve \"$W/s.ini\" --task 'csv:${PROJECT_SOURCE_DIR}/examples/data/delayed_xor.csv' && has err 'delayed_xor.csv: no sequence column named \"episode\"'"
+      sequence_feed_forward_exits_2
+      "sed 's/^feed_forward .*/feed_forward = true/' '${examples}/delayed_xor_hybrid.ini' > \"$W/f.ini\" && expect 2 '${otc}' evolve \"$W/f.ini\" --task 'csv:${PROJECT_SOURCE_DIR}/examples/data/delayed_xor.csv' && has err 'f.ini: [DefaultGenome] feed_forward: the sequence task ([Task] sequence = seq) needs recurrent genomes'"
+      recurrent_hybrid_without_sequence_exits_2
+      "grep -v '^sequence ' '${examples}/delayed_xor_hybrid.ini' > \"$W/r.ini\" && expect 2 '${otc}' evolve \"$W/r.ini\" --task 'csv:${PROJECT_SOURCE_DIR}/examples/data/delayed_xor.csv' && has err 'r.ini: [Hybrid] train_steps: hybrid training of recurrent genomes' && has err 'set [Task] sequence'"
       resume_empty_species_exits_2
       "expect 1 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 5 --generations 3 --threads 1 --checkpoint-every 1 --checkpoint-prefix \"$W/ck-\" && sed 's/\"members\":\\[[0-9,]*\\]/\"members\":[]/' \"$W/ck-3.json\" > \"$W/bad.json\" && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --resume \"$W/bad.json\" && has err 'bad.json: species 0: members'"
       resume_other_config_exits_2

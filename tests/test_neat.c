@@ -408,6 +408,47 @@ TEST(neat_speciation_first_fit_within_threshold) {
     otc_neat_population_free(p);
 }
 
+TEST(neat_speciation_first_fit_with_structural_differences) {
+    /* Genomes that differ in genes, not only weights: structure alone often decides whether a
+     * genome fits a species (speciation may stop comparing early), and every genome must still
+     * join the first species whose representative is within the threshold by the full
+     * distance, whatever the threshold. */
+    const double thresholds[4] = {0.5, 1.5, 3.0, 6.0};
+    for (int t = 0; t < 4; t++) {
+        otc_neat_config c = base_config();
+        c.pop_size = 80;
+        c.compatibility_threshold = thresholds[t];
+        c.node_add_prob = 0.5;
+        c.conn_add_prob = 0.8;
+        c.conn_delete_prob = 0.1;
+        otc_neat_population *p = NULL;
+        REQUIRE(otc_neat_population_new(&c, 11, &p) == OTC_OK);
+        otc_rng rng;
+        otc_rng_seed(&rng, 21 + (uint64_t)t);
+        for (int i = 0; i < otc_neat_population_size(p); i++)
+            for (int r = 0; r < i % 7; r++)
+                otc_neat_mutate(otc_neat_population_genome(p, i), &c,
+                                otc_neat_population_innovations(p), &rng);
+        REQUIRE(otc_neat_speciate(p) == OTC_OK);
+        int n_species = otc_neat_population_species_count(p), counted = 0;
+        CHECK(n_species >= 2);
+        for (int s = 0; s < n_species; s++) {
+            const otc_neat_species *sp = otc_neat_population_species(p, s);
+            counted += sp->n_members;
+            for (int m = 0; m < sp->n_members; m++) {
+                otc_neat_genome *g = otc_neat_population_genome(p, sp->members[m]);
+                CHECK(g->species == sp->id);
+                CHECK(otc_neat_distance(g, sp->representative, &c) < thresholds[t]);
+                for (int e = 0; e < s; e++)
+                    CHECK(otc_neat_distance(g, otc_neat_population_species(p, e)->representative,
+                                            &c) >= thresholds[t]);
+            }
+        }
+        CHECK(counted == otc_neat_population_size(p));
+        otc_neat_population_free(p);
+    }
+}
+
 static float steep(float x) {
     return 1.0f / (1.0f + expf(-4.9f * x));
 }

@@ -148,7 +148,7 @@ static cJSON *xor_checkpoint(const otc_neat_config *c) {
     if (otc_neat_task_create("xor", c, &task) != OTC_OK ||
         otc_neat_population_new(c, 7, &p) != OTC_OK)
         return NULL;
-    otc_neat_step_options o = {1};
+    otc_neat_step_options o = {.threads = 1};
     for (int g = 0; g < 4; g++)
         if (otc_neat_step(p, task, &o, NULL) != OTC_OK) return NULL;
     otc_status s = otc_neat_checkpoint_save(p, ck);

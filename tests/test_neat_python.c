@@ -18,6 +18,7 @@
 #include "otc/file.h"
 #include "otc/neat.h"
 #include "otc/neat_config.h"
+#include "otc/neat_flat.h"
 #include "otc/neat_genome.h"
 #include "otc/neat_python.h"
 #include "otc/text.h"
@@ -505,6 +506,15 @@ TEST(neat_python_genome_aggregations) {
     CHECK_NEAR(y[1], 2.0, 1e-6);
     otc_exec_free(ex);
     otc_neat_phenotype_free(ph);
+    /* the flat program NEAT evaluates genomes with, likewise */
+    otc_neat_flat *fl = otc_neat_flat_new();
+    REQUIRE(fl);
+    REQUIRE_OK(otc_neat_flat_build(fl, g, &c));
+    float fy[2] = {0, 0};
+    REQUIRE_OK(otc_neat_flat_forward(fl, x, 2, fy));
+    CHECK_NEAR(fy[0], -3.0, 1e-6);
+    CHECK_NEAR(fy[1], 2.0, 1e-6);
+    otc_neat_flat_free(fl);
     /* the genome JSON keeps it; a genome without the field sums */
     char *json = otc_neat_genome_to_json(g);
     REQUIRE(json && strstr(json, "\"aggregation\":\"maxabs\""));

@@ -52,7 +52,7 @@ static otc_neat_population *run_generations(const otc_neat_config *c, otc_neat_t
                                             uint64_t seed, int gens, int threads) {
     otc_neat_population *p = NULL;
     if (otc_neat_population_new(c, seed, &p) != OTC_OK) return NULL;
-    otc_neat_step_options o = {threads};
+    otc_neat_step_options o = {.threads = threads};
     for (int g = 0; g < gens; g++)
         if (otc_neat_step(p, task, &o, NULL) != OTC_OK) {
             fprintf(stderr, "%s\n", otc_last_error());
@@ -127,7 +127,7 @@ TEST(neat_checkpoint_resume_equals_uninterrupted) {
     otc_neat_population *resumed = NULL;
     REQUIRE(otc_neat_checkpoint_load(ck, &c, "xor", &resumed) == OTC_OK);
     CHECK(otc_neat_generation(resumed) == 5);
-    otc_neat_step_options o = {2};
+    otc_neat_step_options o = {.threads = 2};
     for (int g = 0; g < 5; g++) REQUIRE(otc_neat_step(resumed, task, &o, NULL) == OTC_OK);
     char *tw = state_text(whole, OTC_BINARY_DIR "/neat_resume_w.json");
     char *tr = state_text(resumed, OTC_BINARY_DIR "/neat_resume_r.json");
@@ -311,7 +311,7 @@ TEST(neat_confirm_rotates_through_untested_species) {
     otc_neat_population *p = NULL;
     REQUIRE(otc_neat_population_new(&c, 7, &p) == OTC_OK);
     int tested[64], n_tested = 0, rotations = 0;
-    otc_neat_step_options o = {1};
+    otc_neat_step_options o = {.threads = 1};
     for (int gen = 0; gen < 10; gen++) {
         int expected = -1, ns = otc_neat_population_species_count(p);
         for (int k = 0; k < ns && expected < 0; k++) {
@@ -350,7 +350,7 @@ TEST(neat_stagnation_penalty_keeps_species) {
             .name = "constant", .n_inputs = 2, .n_outputs = 1, .evaluate = constant_evaluate};
         otc_neat_population *p = NULL;
         REQUIRE(otc_neat_population_new(&c, 5, &p) == OTC_OK);
-        otc_neat_step_options o = {1};
+        otc_neat_step_options o = {.threads = 1};
         for (int gen = 0; gen < 8 && !otc_neat_extinct(p); gen++)
             REQUIRE(otc_neat_step(p, &task, &o, NULL) == OTC_OK);
         if (penalised) {

@@ -7,6 +7,7 @@
 
 #include "emitc_support.h"
 #include "harness.h"
+#include "otc/loops.h"
 #include "otc/random_graph.h"
 
 /* ---- an independent check of the plan's invariants ---- */
@@ -314,6 +315,67 @@ TEST(plan_keeps_what_backward_reads) {
     }
     CHECK(ir >= 0 && ia > ir && updates == 1);
     otc_plan_free(p);
+    otc_graph_free(g);
+}
+
+static bool has_buf(const otc_loop_program *p, otc_id node, bool grad) {
+    for (int i = 0; i < p->n_bufs; i++)
+        if (p->buf[i].node == node && p->buf[i].grad == grad) return true;
+    return false;
+}
+
+TEST(plan_lowers_loop_programs) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
+    otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, 3));
+    otc_id s = otc_sum(g, x);
+    otc_id sm = otc_softmax(g, x);
+    otc_id l = otc_mse(g, x, t);
+    otc_id a = otc_param(g, "a", otc_shape_2d(2, 3), NULL);
+    otc_id w = otc_param(g, "w", otc_shape_2d(3, 4), NULL);
+    otc_id m = otc_matmul(g, a, w);
+    REQUIRE(x >= 0 && t >= 0 && s >= 0 && sm >= 0 && l >= 0 && m >= 0);
+
+    /* The sum, by hand: every element of a sample into one batch sum, stored after the batch. */
+    otc_loop_program *p = NULL;
+    REQUIRE(otc_loop_lower(g, s, false, NULL, &p) == OTC_OK);
+    char *text = otc_loop_program_text(p);
+    char want[256];
+    snprintf(want, sizeof want,
+             "forward #%d (per sample)\n"
+             "body   for i0 < 3\n"
+             "body     sumup sum0 (v%d[0 + 1*i0])\n"
+             "body   end\n"
+             "after  store v%d[0] (sum0)\n",
+             (int)s, (int)x, (int)s);
+    CHECK_MSG(text && strcmp(text, want) == 0, "got:\n%s", text ? text : "(null)");
+    free(text);
+    otc_loop_program_free(p);
+
+    /* softmax's gradient reads its own value and nothing of its input's. */
+    REQUIRE(otc_loop_lower(g, sm, true, NULL, &p) == OTC_OK);
+    CHECK(has_buf(p, sm, false) && has_buf(p, sm, true) && has_buf(p, x, true));
+    CHECK(!has_buf(p, x, false));
+    otc_loop_program_free(p);
+
+    /* mse with a target that needs no gradient: reads both values, writes x's gradient only. */
+    bool needs[2] = {true, false};
+    REQUIRE(otc_loop_lower(g, l, true, needs, &p) == OTC_OK);
+    CHECK(has_buf(p, x, false) && has_buf(p, t, false) && has_buf(p, x, true));
+    CHECK(!has_buf(p, t, true) && p->n_bufs == 4);
+    otc_loop_program_free(p);
+
+    /* A product of unbatched values where only a trains: dA = dM W^T reads W, never A. */
+    REQUIRE(otc_loop_lower(g, m, true, needs, &p) == OTC_OK);
+    CHECK(has_buf(p, w, false) && has_buf(p, a, true) && has_buf(p, m, true));
+    CHECK(!has_buf(p, a, false) && !has_buf(p, w, true) && !p->batched);
+    otc_loop_program_free(p);
+
+    /* An op without a loop structure of its own has no program: a clear error. */
+    otc_id r = otc_add(g, x, t);
+    CHECK(!otc_loop_lowers(OTC_OP_ADD));
+    CHECK(otc_loop_lower(g, r, false, NULL, &p) == OTC_ERR_UNSUPPORTED && p == NULL);
+    CHECK(strstr(otc_last_error(), "add") != NULL);
     otc_graph_free(g);
 }
 

@@ -590,6 +590,13 @@ TEST(pole_generalisation_counts) {
     REQUIRE(otc_dpole_generalisation(0, &zero_agent, &count) == OTC_OK);
     CHECK_MSG(count == 5, "zero-force count %d", count);
     CHECK(zero.resets == 625);
+    /* Parts of the grid: those equilibria are starts 125 x + 62. */
+    REQUIRE(otc_dpole_generalisation_range(0, &zero_agent, 0, 125, &count) == OTC_OK);
+    CHECK_MSG(count == 1, "starts 0..124: %d", count);
+    REQUIRE(otc_dpole_generalisation_range(0, &zero_agent, 62, 1, &count) == OTC_OK);
+    CHECK(count == 1);
+    REQUIRE(otc_dpole_generalisation_range(0, &zero_agent, 63, 437, &count) == OTC_OK);
+    CHECK_MSG(count == 3, "starts 63..499: %d", count);
 }
 
 TEST(pole_dpnv_champion_test) {
@@ -646,6 +653,9 @@ TEST(pole_bad_arguments_and_nan_outputs) {
     CHECK(otc_dpole_run_from(NULL, 1, 10, &good, &r) == OTC_ERR_ARG);
     CHECK(otc_dpole_generalisation(1, &good, NULL) == OTC_ERR_ARG);
     CHECK(otc_dpole_generalisation(1, &no_policy, &count) == OTC_ERR_ARG);
+    CHECK(otc_dpole_generalisation_range(1, &good, 600, 26, &count) == OTC_ERR_ARG);
+    CHECK(otc_dpole_generalisation_range(1, &good, -1, 5, &count) == OTC_ERR_ARG);
+    CHECK(strstr(otc_last_error(), "not in [0, 625)") != NULL);
     CHECK(otc_dpole_generalisation_start(0, NULL) == OTC_ERR_ARG);
     CHECK(otc_dpnv_champion_test(&no_policy, NULL, NULL, NULL) == OTC_ERR_ARG);
     /* A NaN output must not freeze the simulation into "balancing" forever. */

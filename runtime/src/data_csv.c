@@ -285,6 +285,8 @@ typedef struct {
     bool *categorical;
     int n_targets;
     bool skip_targets;
+    int seq_col;       /* the sequence column, or -1 */
+    label_map seq_ids; /* its texts, in order of first appearance */
     otc_dataset *d;
 } parse_state;
 
@@ -304,6 +306,7 @@ static void parse_state_free(parse_state *s) {
         free(s->labels);
     }
     free(s->categorical);
+    label_map_free(&s->seq_ids);
     otc_dataset_free(s->d);
 }
 
@@ -385,6 +388,16 @@ static otc_status parse_rows(parse_state *s, const char *name, char delimiter, i
             break;
         }
         split_cells(line->text, delimiter, s->cells, s->n_cols);
+        d->lines[r] = line->number;
+        if (s->seq_col >= 0) {
+            const char *id = s->cells[s->seq_col];
+            if (!*id)
+                st = otc_fail(OTC_ERR_FORMAT, "%s:%d: column %d (%s): empty sequence id", name,
+                              line->number, s->seq_col + 1, s->names[s->seq_col]);
+            else
+                st = label_map_index(&s->seq_ids, id, &d->seq[r]);
+            if (st) break;
+        }
         for (int j = 0; j < n_features + s->n_targets && !st; j++) {
             bool is_target = j >= n_features;
             int col = is_target ? s->targets[j - n_features] : s->features[j];
@@ -418,7 +431,7 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         return otc_fail(OTC_ERR_ARG, "%s: delimiter %d cannot separate cells", name,
                         (int)delimiter);
 
-    parse_state s = {.skip_targets = opt->skip_targets};
+    parse_state s = {.skip_targets = opt->skip_targets, .seq_col = -1};
     otc_status st = OTC_OK;
     int n_lines = 0;
     s.buf = malloc(len + 1);
@@ -478,6 +491,23 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         goto done;
     }
     for (int t = 0; t < s.n_targets; t++) s.is_target[s.targets[t]] = true;
+    if (opt->sequence) {
+        int *cols = NULL, n_seq = 0;
+        st = resolve_columns(opt->sequence, "sequence", s.names, s.n_cols, name, &cols, &n_seq);
+        if (st) goto done;
+        s.seq_col = n_seq == 1 ? cols[0] : -1;
+        free(cols);
+        if (n_seq != 1) {
+            st =
+                otc_fail(OTC_ERR_ARG, "%s: the sequence column is one column, not %d", name, n_seq);
+            goto done;
+        }
+        if (s.is_target[s.seq_col]) {
+            st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both the sequence and a target", name,
+                          s.names[s.seq_col]);
+            goto done;
+        }
+    }
     if (opt->features) {
         st = resolve_columns(opt->features, "feature", s.names, s.n_cols, name, &s.features,
                              &n_features);
@@ -486,6 +516,11 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
             if (s.is_target[s.features[i]]) {
                 st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both a target and a feature", name,
                               s.names[s.features[i]]);
+                goto done;
+            }
+            if (s.features[i] == s.seq_col) {
+                st = otc_fail(OTC_ERR_ARG, "%s: column \"%s\" is both the sequence and a feature",
+                              name, s.names[s.seq_col]);
                 goto done;
             }
         }
@@ -499,12 +534,16 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         }
         n_features = 0;
         for (int c = 0; c < s.n_cols; c++)
-            if (!s.is_target[c]) s.features[n_features++] = c;
+            if (!s.is_target[c] && c != s.seq_col) s.features[n_features++] = c;
     }
     s.labels = calloc((size_t)s.n_targets + 1, sizeof *s.labels);
     s.categorical = calloc((size_t)s.n_targets + 1, sizeof *s.categorical);
     s.d = otc_dataset_new(n_lines - first, n_features, s.n_targets);
-    if (!s.labels || !s.categorical || !s.d) {
+    if (s.d) {
+        s.d->lines = malloc(((size_t)s.d->rows + 1) * sizeof *s.d->lines);
+        if (s.seq_col >= 0) s.d->seq = malloc(((size_t)s.d->rows + 1) * sizeof *s.d->seq);
+    }
+    if (!s.labels || !s.categorical || !s.d || !s.d->lines || (s.seq_col >= 0 && !s.d->seq)) {
         st = s.d ? otc_fail(OTC_ERR_NOMEM, "%s: out of memory", name)
                  : otc_fail_context(OTC_ERR_NOMEM, "%s", name);
         goto done;
@@ -512,6 +551,13 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
     st = set_names(s.d->feature_names, s.names, s.features, n_features);
     if (!st) st = set_names(s.d->target_names, s.names, s.targets, s.n_targets);
     if (!st) st = parse_rows(&s, name, delimiter, first, n_features);
+    if (!st && s.seq_col >= 0) {
+        /* the ids' texts move to the dataset */
+        s.d->seq_ids = s.seq_ids.labels;
+        s.d->n_seq_ids = s.seq_ids.count;
+        s.seq_ids.labels = NULL;
+        s.seq_ids.count = 0;
+    }
     if (!st) {
         *out = s.d;
         s.d = NULL;

@@ -65,6 +65,9 @@ void otc_dataset_free(otc_dataset *d) {
     free(d->y);
     free_names(d->feature_names, d->n_features);
     free_names(d->target_names, d->n_targets);
+    free(d->lines);
+    free(d->seq);
+    free_names(d->seq_ids, d->n_seq_ids);
     free(d);
 }
 
@@ -105,6 +108,16 @@ otc_dataset *otc_dataset_subset(const otc_dataset *d, const int *rows, int n) {
         size_t src = (size_t)rows[i];
         memcpy(s->x + (size_t)i * nf, d->x + src * nf, nf * sizeof(float));
         memcpy(s->y + (size_t)i * nt, d->y + src * nt, nt * sizeof(float));
+    }
+    /* Source lines go along, for messages about the subset's rows. */
+    if (d->lines) {
+        s->lines = malloc(((size_t)n + 1) * sizeof *s->lines);
+        if (!s->lines) {
+            otc_dataset_free(s);
+            otc_fail(OTC_ERR_NOMEM, "out of memory for a dataset of %d rows", n);
+            return NULL;
+        }
+        for (int i = 0; i < n; i++) s->lines[i] = d->lines[rows[i]];
     }
     return s;
 }

@@ -62,3 +62,39 @@ otc_status otc_exec_sync_params(otc_executor *ex) {
     CHECK_EX(ex, "sync_params");
     return ex->vt->sync_params(ex);
 }
+
+/* The sequence entry points are optional: a backend without them says so. */
+#define CHECK_SEQ(ex, fn, what)                                                                    \
+    do {                                                                                           \
+        CHECK_EX(ex, what);                                                                        \
+        if (!(ex)->vt->fn)                                                                         \
+            return otc_fail(OTC_ERR_UNSUPPORTED,                                                   \
+                            what ": the %s backend does not run sequences (backpropagation "       \
+                                 "through time is interpreter-only)",                              \
+                            (ex)->vt->name);                                                       \
+    } while (0)
+
+otc_status otc_exec_seq_begin(otc_executor *ex, int max_steps) {
+    CHECK_SEQ(ex, seq_begin, "seq_begin");
+    return ex->vt->seq_begin(ex, max_steps);
+}
+
+otc_status otc_exec_seq_backward(otc_executor *ex, otc_id loss, const float *weight) {
+    CHECK_SEQ(ex, seq_backward, "seq_backward");
+    return ex->vt->seq_backward(ex, loss, weight);
+}
+
+otc_status otc_exec_seq_state_grad(otc_executor *ex, otc_id delay, const float **data) {
+    CHECK_SEQ(ex, seq_state_grad, "seq_state_grad");
+    return ex->vt->seq_state_grad(ex, delay, data);
+}
+
+otc_status otc_exec_set_state(otc_executor *ex, otc_id delay, const float *data, int batch) {
+    CHECK_SEQ(ex, set_state, "set_state");
+    return ex->vt->set_state(ex, delay, data, batch);
+}
+
+otc_status otc_exec_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
+    CHECK_SEQ(ex, optimizer_step, "optimizer_step");
+    return ex->vt->optimizer_step(ex, opt);
+}

@@ -1,10 +1,13 @@
 /* The interpreter backend: runs a graph node by node in topological order through the op
  * table's kernels, with buffers laid out once per batch size (no allocation per forward at a
- * fixed batch), reverse-mode gradients and the training step. */
+ * fixed batch), reverse-mode gradients, the training step, and backpropagation through time
+ * over recorded steps (each step's values copied to a tape, replayed in reverse). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "otc/executor.h"
+#include "otc/limits.h"
 #include "kernels.h"
 
 /* One forward step: the kernel, or NULL for a Delay, which copies its state (index delay). */
@@ -57,9 +60,10 @@ typedef struct {
     const float **opt_grads;
     size_t *opt_sizes;
 
-    /* Value and intermediate-gradient arenas, grown to the largest batch seen. */
+    /* Value and intermediate-gradient arenas, grown to the largest batch seen; vals_used is
+     * what the current layout uses. */
     float *vals;
-    size_t vals_cap;
+    size_t vals_cap, vals_used;
     float *grads;
     size_t grads_cap;
 
@@ -73,6 +77,19 @@ typedef struct {
     int n_bw, n_zero;
     otc_id *bw_nodes, *zero_nodes;
     bool *mark;
+    bool bw_seq; /* the plan also starts from the Delay sources (BPTT) */
+
+    /* BPTT: while rec_max > 0 every forward appends its step to the tape: the value arena
+     * (vals_used floats) then every input's data, slot floats per step. cut[t]: the state was
+     * reset or set before step t, so no gradient crosses from t to t-1. */
+    int rec_max, rec_n, rec_batch;
+    bool pending_cut;
+    float *tape;
+    size_t tape_cap, slot;
+    bool *cut;
+    int cut_cap;
+    float **carry;      /* per Delay: gradient reaching its value, passed to the step before */
+    bool state_grad_ok; /* carry holds the initial state's gradient (after seq_backward) */
 } interp;
 
 static interp *as_interp(otc_executor *ex) {
@@ -91,6 +108,11 @@ static void destroy(otc_executor *ex) {
         for (int i = 0; i < it->n_delays; i++) free(it->state[i]);
     if (it->grad && it->params)
         for (int i = 0; i < it->n_params; i++) free(it->grad[it->params[i]]);
+    if (it->carry)
+        for (int i = 0; i < it->n_delays; i++) free(it->carry[i]);
+    free(it->carry);
+    free(it->tape);
+    free(it->cut);
     free(it->order);
     free(it->def);
     free(it->node);
@@ -156,12 +178,22 @@ static otc_status layout(interp *it, int batch) {
     if (batch != it->batch) {
         for (int i = 0; i < it->n_delays; i++) {
             otc_id d = it->delays[i];
-            float *s = realloc(it->state[i], (it->size[d] ? it->size[d] : 1) * sizeof(float));
-            if (!s) return otc_fail(OTC_ERR_NOMEM, "out of memory for delay state");
+            size_t bytes = (it->size[d] ? it->size[d] : 1) * sizeof(float);
+            float *s = realloc(it->state[i], bytes);
+            float *c = it->inference ? NULL : realloc(it->carry[i], bytes);
+            if (!s || (!it->inference && !c)) {
+                if (s) it->state[i] = s;
+                if (c) it->carry[i] = c;
+                return otc_fail(OTC_ERR_NOMEM, "out of memory for delay state");
+            }
             it->state[i] = s;
+            if (c) it->carry[i] = c;
             memset(s, 0, it->size[d] * sizeof(float));
         }
+        it->pending_cut = true;
+        it->state_grad_ok = false;
     }
+    it->vals_used = vals_need;
     size_t vo = 0, go = 0;
     for (int id = 0; id < it->n; id++) {
         otc_op op = it->node[id]->op;
@@ -247,6 +279,52 @@ static otc_status resolve_batch(interp *it, int *batch) {
     return OTC_OK;
 }
 
+/* Floats one recorded step takes: the value arena and every input's data. */
+static size_t slot_size(const interp *it) {
+    size_t n = it->vals_used;
+    for (int k = 0; k < it->n_inputs; k++) n += it->size[it->inputs[k]];
+    return n;
+}
+
+/* Copy the step's values to tape slot t (to_tape) or back from it. */
+static void tape_copy(interp *it, int t, bool to_tape) {
+    float *p = it->tape + (size_t)t * it->slot;
+    if (to_tape)
+        memcpy(p, it->vals, it->vals_used * sizeof(float));
+    else
+        memcpy(it->vals, p, it->vals_used * sizeof(float));
+    p += it->vals_used;
+    for (int k = 0; k < it->n_inputs; k++) {
+        size_t n = it->size[it->inputs[k]];
+        if (to_tape)
+            memcpy(p, it->in_data[k], n * sizeof(float));
+        else
+            memcpy(it->in_data[k], p, n * sizeof(float));
+        p += n;
+    }
+}
+
+/* Append the step forward just computed to the tape, sized at the first step. */
+static otc_status record_step(interp *it, int batch) {
+    if (it->rec_n == 0) {
+        it->rec_batch = batch;
+        it->slot = slot_size(it);
+        uint64_t need = (uint64_t)it->rec_max * it->slot;
+        char what[96];
+        snprintf(what, sizeof what, "the record of a sequence of %d steps at batch %d", it->rec_max,
+                 batch);
+        otc_status st = otc_memory_check(need * sizeof(float), what);
+        if (st) return st;
+        if (!grow(&it->tape, &it->tape_cap, (size_t)need))
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for %s", what);
+    }
+    tape_copy(it, it->rec_n, true);
+    it->cut[it->rec_n] = it->pending_cut;
+    it->pending_cut = false;
+    it->rec_n++;
+    return OTC_OK;
+}
+
 static otc_status forward(otc_executor *ex) {
     interp *it = as_interp(ex);
     char lab[64];
@@ -257,6 +335,18 @@ static otc_status forward(otc_executor *ex) {
     int batch = 1;
     otc_status st = resolve_batch(it, &batch);
     if (st) return st;
+    if (it->rec_max > 0) {
+        if (it->rec_n >= it->rec_max)
+            return otc_fail(OTC_ERR_STATE,
+                            "forward: the sequence record is full (%d steps, the max_steps of "
+                            "seq_begin)",
+                            it->rec_max);
+        if (it->rec_n > 0 && batch != it->rec_batch)
+            return otc_fail(OTC_ERR_SHAPE,
+                            "forward: batch %d in a sequence recorded at batch %d (one sequence "
+                            "length per batch: bucket the sequences)",
+                            batch, it->rec_batch);
+    }
     /* Parameter tensors may have been replaced through otc_graph_param. */
     for (int i = 0; i < it->n_params && it->layout_valid; i++)
         if (it->val[it->params[i]] != it->node[it->params[i]]->value->data)
@@ -280,6 +370,10 @@ static otc_status forward(otc_executor *ex) {
         memcpy(it->state[k], it->val[it->node[d]->inputs[0]], it->size[d] * sizeof(float));
     }
     it->values_valid = true;
+    if (it->rec_max > 0) {
+        st = record_step(it, batch);
+        if (st) return st;
+    }
     return OTC_OK;
 }
 
@@ -296,9 +390,14 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
 
 /* Which nodes the reverse pass from `loss` visits: ancestors of loss through edges that
  * carry gradient, in reverse topological order. */
-static void plan_backward(interp *it, otc_id loss) {
+static void plan_backward(interp *it, otc_id loss, bool seq) {
     memset(it->mark, 0, (size_t)it->n * sizeof(bool));
     it->mark[loss] = true;
+    /* Through time, a Delay's gradient also enters at its source (from the next step). */
+    for (int k = 0; seq && k < it->n_delays; k++) {
+        otc_id src = it->node[it->delays[k]]->inputs[0];
+        if (it->needs_grad[src]) it->mark[src] = true;
+    }
     it->n_bw = it->n_zero = 0;
     for (int p = it->n - 1; p >= 0; p--) {
         otc_id id = it->order[p];
@@ -311,6 +410,7 @@ static void plan_backward(interp *it, otc_id loss) {
             if (it->needs_grad[nd->inputs[j]]) it->mark[nd->inputs[j]] = true;
     }
     it->bw_loss = loss;
+    it->bw_seq = seq;
 }
 
 static otc_status backward(otc_executor *ex, otc_id loss) {
@@ -326,7 +426,7 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
                         label(it, loss, lab), otc_shape_str(it->shape[loss], shp, sizeof shp));
     /* No parameter reaches the loss: nothing to accumulate. */
     if (!it->needs_grad[loss]) return OTC_OK;
-    if (it->bw_loss != loss) plan_backward(it, loss);
+    if (it->bw_loss != loss || it->bw_seq) plan_backward(it, loss, false);
     for (int i = 0; i < it->n_zero; i++) {
         otc_id id = it->zero_nodes[i];
         memset(it->grad[id], 0, it->size[id] * sizeof(float));
@@ -359,6 +459,8 @@ static void zero_grad(otc_executor *ex) {
     }
 }
 
+static otc_status optimizer_step(otc_executor *ex, otc_optimizer *opt);
+
 static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
     interp *it = as_interp(ex);
     if (it->inference)
@@ -367,7 +469,17 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     zero_grad(ex);
     otc_status st = forward(ex);
     if (!st) st = backward(ex, loss);
+    if (!st) st = optimizer_step(ex, opt);
     if (st) return st;
+    if (loss_value) *loss_value = it->val[loss][0];
+    return OTC_OK;
+}
+
+static otc_status optimizer_step(otc_executor *ex, otc_optimizer *opt) {
+    interp *it = as_interp(ex);
+    if (it->inference)
+        return otc_fail(OTC_ERR_STATE, "optimizer_step: this executor was built for inference");
+    if (!opt) return otc_fail(OTC_ERR_ARG, "optimizer_step: no optimiser");
     int k = 0;
     for (int i = 0; i < it->n_params; i++) {
         const otc_node *p = it->node[it->params[i]];
@@ -377,10 +489,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
         it->opt_sizes[k] = p->value->size;
         k++;
     }
-    st = otc_optimizer_step(opt, k, it->opt_params, it->opt_grads, it->opt_sizes);
-    if (st) return st;
-    if (loss_value) *loss_value = it->val[loss][0];
-    return OTC_OK;
+    return otc_optimizer_step(opt, k, it->opt_params, it->opt_grads, it->opt_sizes);
 }
 
 static void reset_state(otc_executor *ex) {
@@ -388,6 +497,121 @@ static void reset_state(otc_executor *ex) {
     if (it->batch < 0) return; /* no state allocated yet: it starts at zeros */
     for (int k = 0; k < it->n_delays; k++)
         memset(it->state[k], 0, it->size[it->delays[k]] * sizeof(float));
+    it->pending_cut = true;
+}
+
+static otc_status seq_begin(otc_executor *ex, int max_steps) {
+    interp *it = as_interp(ex);
+    if (it->inference)
+        return otc_fail(OTC_ERR_STATE, "seq_begin: this executor was built for inference");
+    if (max_steps < 1 || max_steps > OTC_MAX_SEQ_STEPS)
+        return otc_fail(OTC_ERR_ARG, "seq_begin: max_steps %d outside 1..%d", max_steps,
+                        OTC_MAX_SEQ_STEPS);
+    if (max_steps > it->cut_cap) {
+        bool *c = realloc(it->cut, (size_t)max_steps * sizeof *c);
+        if (!c)
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence of %d steps", max_steps);
+        it->cut = c;
+        it->cut_cap = max_steps;
+    }
+    it->rec_max = max_steps;
+    it->rec_n = 0;
+    it->pending_cut = false;
+    it->state_grad_ok = false;
+    return OTC_OK;
+}
+
+/* Reverse over the tape: per step, restore its values, seed the loss (weighted) and the
+ * Delay sources (the gradient their Delay got at the next step), run the backward kernels,
+ * and take each Delay's gradient along to the step before. */
+static otc_status seq_backward(otc_executor *ex, otc_id loss, const float *weight) {
+    interp *it = as_interp(ex);
+    char lab[64], shp[64];
+    if (it->inference)
+        return otc_fail(OTC_ERR_STATE, "seq_backward: this executor was built for inference");
+    if (it->rec_max == 0 || it->rec_n == 0)
+        return otc_fail(OTC_ERR_STATE,
+                        "seq_backward: no recorded steps (seq_begin, then forward each step)");
+    if (loss < 0 || loss >= it->n)
+        return otc_fail(OTC_ERR_ARG, "seq_backward: no node #%d", (int)loss);
+    if (it->size[loss] != 1)
+        return otc_fail(OTC_ERR_SHAPE, "seq_backward: loss %s has shape %s, not a single value",
+                        label(it, loss, lab), otc_shape_str(it->shape[loss], shp, sizeof shp));
+    int T = it->rec_n;
+    it->rec_max = 0; /* the recording ends here, whatever happens */
+    if (!it->needs_grad[loss]) return OTC_OK;
+    if (it->bw_loss != loss || !it->bw_seq) plan_backward(it, loss, true);
+    for (int k = 0; k < it->n_delays; k++)
+        memset(it->carry[k], 0, it->size[it->delays[k]] * sizeof(float));
+    for (int t = T - 1; t >= 0; t--) {
+        tape_copy(it, t, false);
+        for (int i = 0; i < it->n_zero; i++) {
+            otc_id id = it->zero_nodes[i];
+            memset(it->grad[id], 0, it->size[id] * sizeof(float));
+        }
+        it->grad[loss][0] += weight ? weight[t] : 1.0f;
+        for (int k = 0; k < it->n_delays; k++) {
+            otc_id src = it->node[it->delays[k]]->inputs[0];
+            if (!it->mark[src] || !it->needs_grad[src]) continue;
+            float *g = it->grad[src];
+            const float *c = it->carry[k];
+            for (size_t i = 0; i < it->size[src]; i++) g[i] += c[i];
+        }
+        for (int i = 0; i < it->n_bw; i++) {
+            otc_id id = it->bw_nodes[i];
+            it->def[id]->backward(&it->args[id]);
+        }
+        for (int k = 0; k < it->n_delays; k++) {
+            otc_id d = it->delays[k];
+            size_t bytes = it->size[d] * sizeof(float);
+            if (it->mark[d] && it->needs_grad[d] && !(t > 0 && it->cut[t]))
+                memcpy(it->carry[k], it->grad[d], bytes);
+            else
+                memset(it->carry[k], 0, bytes);
+        }
+    }
+    tape_copy(it, T - 1, false);
+    it->state_grad_ok = true;
+    return OTC_OK;
+}
+
+static int delay_index(const interp *it, otc_id id) {
+    for (int k = 0; k < it->n_delays; k++)
+        if (it->delays[k] == id) return k;
+    return -1;
+}
+
+static otc_status seq_state_grad(otc_executor *ex, otc_id delay, const float **data) {
+    interp *it = as_interp(ex);
+    int k = delay_index(it, delay);
+    if (k < 0) return otc_fail(OTC_ERR_ARG, "seq_state_grad: node #%d is not a delay", (int)delay);
+    if (!data) return otc_fail(OTC_ERR_ARG, "seq_state_grad: data is NULL");
+    if (it->inference || !it->state_grad_ok)
+        return otc_fail(OTC_ERR_STATE, "seq_state_grad: run seq_backward first");
+    *data = it->carry[k];
+    return OTC_OK;
+}
+
+static otc_status set_state(otc_executor *ex, otc_id delay, const float *data, int batch) {
+    interp *it = as_interp(ex);
+    char lab[64];
+    int k = delay_index(it, delay);
+    if (k < 0) return otc_fail(OTC_ERR_ARG, "set_state: node #%d is not a delay", (int)delay);
+    if (!data) return otc_fail(OTC_ERR_ARG, "set_state: no data for %s", label(it, delay, lab));
+    if (!otc_shape_is_batched(it->node[delay]->shape)) batch = 1;
+    if (batch < 1)
+        return otc_fail(OTC_ERR_ARG, "set_state: batch %d for %s (must be >= 1)", batch,
+                        label(it, delay, lab));
+    if (it->rec_max > 0 && it->rec_n > 0 && batch != it->rec_batch)
+        return otc_fail(OTC_ERR_SHAPE, "set_state: batch %d in a sequence recorded at batch %d",
+                        batch, it->rec_batch);
+    if (batch != it->batch) {
+        otc_status st = layout(it, batch);
+        if (st) return st;
+    }
+    memcpy(it->state[k], data, it->size[delay] * sizeof(float));
+    it->pending_cut = true;
+    return OTC_OK;
 }
 
 static otc_status sync_params(otc_executor *ex) {
@@ -395,26 +619,35 @@ static otc_status sync_params(otc_executor *ex) {
 }
 
 static const otc_executor_vtable interp_vtable = {
-    "interpreter", destroy,   set_input,  forward,     value,       backward,
-    grad,          zero_grad, train_step, reset_state, sync_params,
+    "interpreter", destroy,        set_input,  forward,        value,       backward,
+    grad,          zero_grad,      train_step, reset_state,    sync_params, seq_begin,
+    seq_backward,  seq_state_grad, set_state,  optimizer_step,
 };
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count) ? (size_t)(count) : 1, sizeof *(ptr)))
 
 /* Which nodes keep a gradient: Parameters (trainable or frozen, so any parameter's gradient
- * can be read) and every node computed from one through a differentiable op. Inputs, Delay
- * outputs (the previous step is a constant: gradients do not cross steps) and Detach do
- * not. */
+ * can be read), every node computed from one through a differentiable op, and a Delay whose
+ * source has one (BPTT carries it to the step before; a plain backward stops there).
+ * Inputs and Detach do not. A Delay's edge goes back in the order, so repeat until stable. */
 static void mark_gradients(interp *it) {
-    for (int p = 0; p < it->n; p++) {
-        otc_id id = it->order[p];
-        const otc_node *nd = it->node[id];
-        bool need = false;
-        if (nd->op == OTC_OP_PARAMETER)
-            need = true;
-        else if (it->def[id]->backward)
-            for (int j = 0; j < nd->n_inputs && !need; j++) need = it->needs_grad[nd->inputs[j]];
-        it->needs_grad[id] = need;
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int p = 0; p < it->n; p++) {
+            otc_id id = it->order[p];
+            const otc_node *nd = it->node[id];
+            bool need = false;
+            if (nd->op == OTC_OP_PARAMETER)
+                need = true;
+            else if (nd->op == OTC_OP_DELAY)
+                need = it->needs_grad[nd->inputs[0]];
+            else if (it->def[id]->backward)
+                for (int j = 0; j < nd->n_inputs && !need; j++)
+                    need = it->needs_grad[nd->inputs[j]];
+            if (need != it->needs_grad[id]) changed = true;
+            it->needs_grad[id] = need;
+        }
     }
 }
 
@@ -469,8 +702,9 @@ otc_executor *otc_interpreter_new(otc_graph *g, const otc_exec_options *options)
          ALLOC(it->inputs, it->n_inputs) && ALLOC(it->in_data, it->n_inputs) &&
          ALLOC(it->in_cap, it->n_inputs) && ALLOC(it->in_batch, it->n_inputs) &&
          ALLOC(it->delays, it->n_delays) && ALLOC(it->state, it->n_delays) &&
-         ALLOC(it->params, it->n_params) && ALLOC(it->opt_params, it->n_params) &&
-         ALLOC(it->opt_grads, it->n_params) && ALLOC(it->opt_sizes, it->n_params);
+         ALLOC(it->carry, it->n_delays) && ALLOC(it->params, it->n_params) &&
+         ALLOC(it->opt_params, it->n_params) && ALLOC(it->opt_grads, it->n_params) &&
+         ALLOC(it->opt_sizes, it->n_params);
     if (!ok) goto nomem;
     int ki = 0, kd = 0, kp = 0;
     for (int id = 0; id < n; id++) {

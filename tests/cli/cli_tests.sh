@@ -603,6 +603,94 @@ case_exec_task() {
     err_clean
 }
 
+# Recurrent models: running_sum.otm is h_t = 0.5 x_t + 0.5 h_{t-1} (h_0 = 0), so by hand
+# steps 1, 2, 3 give 0.5, 1.25, 2.125, and a sequence restarting at 3, 1 gives 1.5, 1.25.
+RSUM=$MODELS/running_sum.otm
+# running_sums FILE: 40 sequences of 3..6 steps of x in -2..2 and y their running sum.
+running_sums() {
+    awk 'BEGIN { srand(3); print "id,x,y"
+        for (s = 0; s < 40; s++) { h = 0; n = 3 + s % 4
+            for (t = 0; t < n; t++) { x = int(rand() * 5) - 2; h += x; print "s" s "," x "," h } } }' >"$1"
+}
+
+case_recurrent() {
+    # run: the rows are one sequence's steps, in file order, from a reset state
+    printf 'x\n1\n2\n3\n' >"$WORK/steps.csv"
+    run 0 run "$RSUM" --input "$WORK/steps.csv"
+    printf 'output0\n0.5\n1.25\n2.125\n' | diff - "$WORK/out" >/dev/null ||
+        fail "one sequence: $(cat "$WORK/out")"
+    # --sequence: each id's rows are a sequence of their own, reset at its start
+    printf 'id,x\na,1\na,2\nb,3\nb,1\n' >"$WORK/two.csv"
+    run 0 run "$RSUM" --input "$WORK/two.csv" --sequence id
+    printf 'output0\n0.5\n1.25\n1.5\n1.25\n' | diff - "$WORK/out" >/dev/null ||
+        fail "two sequences: $(cat "$WORK/out")"
+    run 0 run "$RSUM" --input "$WORK/two.csv" --sequence 0 --batch 1
+    printf 'output0\n0.5\n1.25\n1.5\n1.25\n' | diff - "$WORK/out" >/dev/null ||
+        fail "sequence by index: $(cat "$WORK/out")"
+    # train: through time on running sums, w and u go to 1, so 1, 2, 3 -> 1, 3, 6
+    running_sums "$WORK/sums.csv"
+    local bptt
+    for bptt in "" "--bptt 2"; do
+        # shellcheck disable=SC2086
+        run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --epochs 60 \
+            --lr 0.05 --out "$WORK/t.otm" $bptt
+        out_has "40 sequences of 180 rows (32 train, 8 validation), through time"
+        [ -z "$bptt" ] && out_has "(up to 6 steps)"
+        [ -n "$bptt" ] && out_has "(truncated to 2 steps)"
+        run 0 run "$WORK/t.otm" --input "$WORK/steps.csv"
+        awk -F, 'NR > 1 { d = $1 - (NR - 1) * NR / 2; if (d < -0.01 || d > 0.01) bad = 1 }
+                 END { exit bad }' "$WORK/out" || fail "trained $bptt: $(cat "$WORK/out")"
+        run 0 summary "$WORK/t.otm"
+        out_has "sequence"
+    done
+    # without --sequence the file is one sequence (and the id column must be left out)
+    run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --features x --epochs 2 \
+        --out "$WORK/t.otm"
+    out_has "1 sequence of 180 rows (1 train, 0 validation)"
+    # a loss that overflows through time: exit 1, the batch and step named, no model written
+    rm -f "$WORK/t.otm"
+    run 1 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --lr 1e6 --epochs 5 \
+        --out "$WORK/t.otm"
+    err_has "the loss became inf in epoch 1, batch "
+    err_has "try a smaller --lr or a smaller --bptt"
+    [ -e "$WORK/t.otm" ] && fail "a diverged run wrote its --out"
+}
+
+case_recurrent_errors() {
+    running_sums "$WORK/sums.csv"
+    local T=(train "$RSUM" --data "$WORK/sums.csv" --target y --out "$WORK/t.otm")
+    run 2 "${T[@]}" --sequence sid
+    err_has "sums.csv: no sequence column named \"sid\""
+    run 2 "${T[@]}" --sequence id --bptt 0
+    err_has "--bptt must be at least 1 step, not 0"
+    run 2 "${T[@]}" --sequence id --bptt 7
+    err_has "--bptt 7 is longer than the longest sequence in $WORK/sums.csv (6 steps)"
+    printf 'id,x,y\na,1,1\na,nan,2\n' >"$WORK/nan.csv"
+    run 2 train "$RSUM" --data "$WORK/nan.csv" --target y --sequence id --out "$WORK/t.otm"
+    err_has "nan.csv:3: column 2 (x)"
+    printf 'id,x\na,1\na,inf\n' >"$WORK/inf.csv"
+    run 2 run "$RSUM" --input "$WORK/inf.csv" --sequence id
+    err_has "inf.csv:3: column 2 (x)"
+    printf 'id,x,y\n' >"$WORK/nosteps.csv"
+    run 2 train "$RSUM" --data "$WORK/nosteps.csv" --target y --sequence id --out "$WORK/t.otm"
+    err_has "nosteps.csv: no data rows"
+    run 2 run "$RSUM" --input "$WORK/nosteps.csv" --sequence id --drop y
+    err_has "nosteps.csv: no data rows"
+    printf 'id,x\na,1\nb,2\na,3\n' >"$WORK/back.csv"
+    run 2 run "$RSUM" --input "$WORK/back.csv" --sequence id
+    err_has "back.csv:4: sequence \"a\" continues after sequence \"b\" began"
+    run 2 run "$RSUM" --input "$WORK/back.csv" --sequence nope
+    err_has "no sequence column named \"nope\""
+    [ -e "$WORK/t.otm" ] && fail "a failed run wrote its --out"
+    # a model without state: --sequence and --bptt are refused, rows stay independent
+    run 2 run "$IRIS" --input "$IRIS_CSV" --drop species --sequence species
+    err_has "--sequence is for recurrent models"
+    err_has "has no Delay node, so its rows are independent samples"
+    run 2 train "$IRIS" --data "$IRIS_CSV" --target species --bptt 2 --out "$WORK/t.otm"
+    err_has "--bptt is for recurrent models"
+    err_clean
+}
+
 case_shipped_example() {
     # The shipped model is exactly what its generator makes (so the two never drift apart),
     # and every command works on it.

@@ -1,6 +1,7 @@
 /* Writes the small models the CLI tests run on into a directory: a NEAT-style network of
  * neurons with genome metadata, one with unreadable metadata, and models each wrong for
- * `train` and `run` in one way (two inputs, no outputs, no Input, no batch, nothing to train).
+ * `train` and `run` in one way (two inputs, no outputs, no Input, no batch, nothing to train),
+ * and a recurrent one (a weighted running sum through a Delay).
  * Usage: make_test_models OUTDIR */
 #include <stdio.h>
 #include <string.h>
@@ -96,5 +97,16 @@ int main(int argc, char **argv) {
     otc_id o1 = otc_neuron(g, "out1", OTC_ACT_SIGMOID, 0, 1, 2, s2, c01, w);
     bad |= o1 < 0 || otc_graph_mark_output(g, o0) || otc_graph_mark_output(g, o1) ||
            save(g, dir, "two_outputs.otm");
+
+    /* recurrent: h_t = w x_t + u h_{t-1} with w = u = 0.5 (h_0 = 0), so the steps 1, 2, 3
+     * give 0.5, 1.25, 2.125; trained on running sums, w and u go to 1 */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    otc_id pw = otc_param(g, "w", otc_shape_2d(1, 1), (float[]){0.5f});
+    otc_id pu = otc_param(g, "u", otc_shape_2d(1, 1), (float[]){0.5f});
+    otc_id prev = otc_delay(g, "h_prev", otc_shape_2d(OTC_BATCH, 1));
+    otc_id h = otc_add(g, otc_matmul(g, x, pw), otc_matmul(g, prev, pu));
+    bad |= h < 0 || otc_graph_set_input(g, prev, 0, h) || otc_graph_mark_output(g, h) ||
+           save(g, dir, "running_sum.otm");
     return bad ? 1 : 0;
 }

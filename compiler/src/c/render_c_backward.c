@@ -274,83 +274,7 @@ static void bw_matmul(otc_cr *c, otc_id id) {
         }
         return;
     }
-    int64_t M = an->shape.dim[0];
-    if (NEEDS(A)) {
-        need_value(c, W);
-        otc_cr_grad_pointer(c, A);
-        otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
-        otc_cr_line(c, "    for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-        otc_cr_line(c, "        float acc = 0.0f;");
-        otc_cr_line(c,
-                    "        for (size_t j = 0; j < %" PRId64 "; j++) acc += g%d[i * %" PRId64
-                    " + j] * v%d[k * %" PRId64 " + j];",
-                    N, (int)id, N, (int)W, N);
-        otc_cr_line(c, "        g%d[i * %" PRId64 " + k] += acc;", (int)A, Kd);
-        otc_cr_line(c, "    }");
-        otc_cr_line(c, "}");
-    }
-    if (NEEDS(W)) {
-        need_value(c, A);
-        otc_cr_grad_pointer(c, W);
-        otc_cr_line(c, "for (size_t i = 0; i < %" PRId64 "; i++) {", M);
-        otc_cr_line(c, "    for (size_t k = 0; k < %" PRId64 "; k++) {", Kd);
-        otc_cr_line(c, "        const float aik = v%d[i * %" PRId64 " + k];", (int)A, Kd);
-        otc_cr_line(c,
-                    "        for (size_t j = 0; j < %" PRId64 "; j++) g%d[k * %" PRId64
-                    " + j] += aik * g%d[i * %" PRId64 " + j];",
-                    N, (int)W, N, (int)id, N);
-        otc_cr_line(c, "    }");
-        otc_cr_line(c, "}");
-    }
-}
-
-static void bw_reduce(otc_cr *c, otc_id id, bool mean) {
-    const otc_node *nd = otc_graph_node(c->g, id);
-    otc_id X = V(nd->inputs[0]);
-    const otc_plan_value *x = &c->plan->values[X];
-    char gx[96];
-    otc_cr_grad_pointer(c, id);
-    otc_cr_grad_pointer(c, X);
-    if (mean)
-        otc_cr_line(c, "const float gs = g%d[0] / (float)(%" PRId64 " * %s);", (int)id, x->size,
-                    x->batched ? "B" : "1");
-    else
-        otc_cr_line(c, "const float gs = g%d[0];", (int)id);
-    otc_cr_grad_at(c, gx, sizeof gx, X, x->size > 1 ? "e" : "0");
-    int open = otc_cr_loops(c, x->size, x->batched, false);
-    otc_cr_line(c, "%s += gs;", gx);
-    otc_cr_close(c, open);
-}
-
-static void bw_softmax(otc_cr *c, otc_id id, bool log) {
-    const otc_node *nd = otc_graph_node(c->g, id);
-    const otc_plan_value *v = &c->plan->values[id];
-    otc_id X = V(nd->inputs[0]);
-    int64_t C = nd->shape.dim[nd->shape.ndim - 1], R = v->size / C;
-    char ec[64], y[96], g[96], d[96];
-    snprintf(ec, sizeof ec, "r * %" PRId64 " + c", C);
-    need_value(c, id);
-    otc_cr_grad_pointer(c, id);
-    otc_cr_grad_pointer(c, X);
-    otc_cr_at(c, y, sizeof y, id, ec);
-    otc_cr_grad_at(c, g, sizeof g, id, ec);
-    otc_cr_grad_at(c, d, sizeof d, X, ec);
-    int open = otc_cr_loops(c, 1, v->batched, true);
-    otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", R);
-    otc_cr_line(c, "    float s = 0.0f;");
-    if (!log) {
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s * %s;", C, g, y);
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s * (%s - s);", C, d, y,
-                    g);
-    } else {
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s;", C, g);
-        char fexp[96];
-        otc_cr_math(c, OTC_CRM_EXP, fexp, sizeof fexp);
-        otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += %s - %s(%s) * s;", C, d,
-                    g, fexp, y);
-    }
-    otc_cr_line(c, "}");
-    otc_cr_close(c, open);
+    otc_cr_loop_program(c, id, true);
 }
 
 /* Append the C spelling of e with the given leaves to a line "prefix<e>;". */
@@ -368,127 +292,6 @@ static void expr_line(otc_cr *c, const char *prefix, const otc_expr *e,
     free(text);
 }
 
-/* A mean loss (otc_op_loss_expr): each input's gradient += (g / n) * its derivative tree. */
-static void bw_loss(otc_cr *c, otc_id id) {
-    const otc_node *nd = otc_graph_node(c->g, id);
-    otc_id P = nd->inputs[0], T = nd->inputs[1];
-    const otc_plan_value *pv = &c->plan->values[V(P)];
-    const char *elem = pv->size > 1 ? "e" : "0";
-    char pe[96], te[96];
-    otc_cr_grad_pointer(c, id);
-    need_value(c, P);
-    need_value(c, T);
-    if (NEEDS(P)) otc_cr_grad_pointer(c, P);
-    if (NEEDS(T)) otc_cr_grad_pointer(c, T);
-    va(c, pe, P, elem);
-    va(c, te, T, elem);
-    otc_cr_line(c, "const float k = g%d[0] / (float)(%" PRId64 " * %s);", (int)id, pv->size,
-                pv->batched ? "B" : "1");
-    int open = otc_cr_loops(c, pv->size, pv->batched, false);
-    const otc_cr_leaves leaves = {.x = pe, .x1 = te};
-    const otc_expr *d[2] = {NULL, NULL};
-    char gi[2][96], prefix[2][200];
-    for (int i = 0; i < 2; i++) {
-        if (!NEEDS(nd->inputs[i])) continue;
-        d[i] = otc_op_loss_grad_expr(nd->op, i);
-        ga(c, gi[i], nd->inputs[i], elem);
-        snprintf(prefix[i], sizeof prefix[i], "%s += k * ", gi[i]);
-    }
-    otc_cr_expr_lines(c, d, (const char *const[]){prefix[0], prefix[1]}, 2, &leaves);
-    otc_cr_close(c, open);
-}
-
-static void bw_softmax_ce(otc_cr *c, otc_id id) {
-    const otc_node *nd = otc_graph_node(c->g, id);
-    otc_id X = V(nd->inputs[0]), L = V(nd->inputs[1]);
-    if (!NEEDS(X)) return;
-    const otc_node *xn = otc_graph_node(c->g, nd->inputs[0]);
-    bool batched = c->plan->values[X].batched;
-    int64_t C = xn->shape.dim[1], M = batched ? 0 : xn->shape.dim[0];
-    char xc[96], dc[96], dl[96], l[96];
-    otc_cr_grad_pointer(c, id);
-    otc_cr_grad_pointer(c, X);
-    need_value(c, X);
-    need_value(c, L);
-    if (batched) {
-        otc_cr_line(c, "const float k = g%d[0] / (float)B;", (int)id);
-        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
-        otc_cr_at(c, xc, sizeof xc, X, "c");
-        otc_cr_grad_at(c, dc, sizeof dc, X, "c");
-        otc_cr_grad_at(c, dl, sizeof dl, X, "(size_t)l");
-        otc_cr_at(c, l, sizeof l, L, "0");
-    } else {
-        otc_cr_line(c, "const float k = g%d[0] / (float)%" PRId64 ";", (int)id, M);
-        otc_cr_line(c, "for (size_t r = 0; r < %" PRId64 "; r++) {", M);
-        snprintf(xc, sizeof xc, "v%d[r * %" PRId64 " + c]", (int)X, C);
-        snprintf(dc, sizeof dc, "g%d[r * %" PRId64 " + c]", (int)X, C);
-        snprintf(dl, sizeof dl, "g%d[r * %" PRId64 " + (size_t)l]", (int)X, C);
-        snprintf(l, sizeof l, "v%d[r]", (int)L);
-    }
-    char x0[96];
-    if (batched)
-        otc_cr_at(c, x0, sizeof x0, X, "0");
-    else
-        snprintf(x0, sizeof x0, "v%d[r * %" PRId64 "]", (int)X, C);
-    otc_cr_line(c, "    const float l = %s;", l);
-    otc_cr_line(c, "    float m = %s, s = 0.0f, inv;", x0);
-    otc_cr_line(c, "    for (size_t c = 1; c < %" PRId64 "; c++) m = %s > m ? %s : m;", C, xc, xc);
-    char fexp[96];
-    otc_cr_math(c, OTC_CRM_EXP, fexp, sizeof fexp);
-    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) s += %s(%s - m);", C, fexp, xc);
-    otc_cr_line(c, "    inv = 1.0f / s;");
-    otc_cr_line(c, "    for (size_t c = 0; c < %" PRId64 "; c++) %s += k * %s(%s - m) * inv;", C,
-                dc, fexp, xc);
-    otc_cr_line(c, "    %s -= k;", dl);
-    otc_cr_line(c, "}");
-}
-
-static void bw_copy(otc_cr *c, otc_id dst_grad, otc_id src_grad, int64_t outer, int64_t chunk,
-                    int64_t from_row, int64_t from_off, int64_t to_row, int64_t to_off) {
-    /* Accumulate the gradient of the copy's output back into the copied planes. */
-    char d[128], s[128], de[96], se[96];
-    snprintf(de, sizeof de, "o * %" PRId64 " + %" PRId64 " + j", to_row, to_off);
-    snprintf(se, sizeof se, "o * %" PRId64 " + %" PRId64 " + j", from_row, from_off);
-    otc_cr_grad_at(c, d, sizeof d, V(dst_grad), de);
-    otc_cr_grad_at(c, s, sizeof s, V(src_grad), se);
-    bool batched = c->plan->values[V(dst_grad)].batched;
-    otc_cr_line(c, "for (size_t o = 0; o < %" PRId64 "; o++) {", outer);
-    otc_cr_line(c, "    for (size_t j = 0; j < %" PRId64 "; j++) {", chunk);
-    if (batched)
-        otc_cr_line(c, "        for (size_t b = 0; b < B; b++) %s += %s;", d, s);
-    else
-        otc_cr_line(c, "        %s += %s;", d, s);
-    otc_cr_line(c, "    }");
-    otc_cr_line(c, "}");
-}
-
-static void bw_structural(otc_cr *c, otc_id id) {
-    const otc_node *nd = otc_graph_node(c->g, id);
-    otc_cr_grad_pointer(c, id);
-    int64_t outer, mid, inner;
-    if (nd->op == OTC_OP_CONCAT) {
-        otc_cr_split(nd, &nd->shape, nd->axis, &outer, &mid, &inner);
-        int64_t out_row = mid * inner, off = 0;
-        for (int i = 0; i < nd->n_inputs; i++) {
-            const otc_node *xn = otc_graph_node(c->g, nd->inputs[i]);
-            int64_t o2, m2, i2;
-            otc_cr_split(xn, &xn->shape, nd->axis, &o2, &m2, &i2);
-            int64_t chunk = m2 * i2;
-            if (NEEDS(nd->inputs[i])) {
-                otc_cr_grad_pointer(c, nd->inputs[i]);
-                bw_copy(c, nd->inputs[i], id, outer, chunk, out_row, off, chunk, 0);
-            }
-            off += chunk;
-        }
-        return;
-    }
-    const otc_node *xn = otc_graph_node(c->g, nd->inputs[0]);
-    otc_cr_split(xn, &xn->shape, nd->axis, &outer, &mid, &inner);
-    int64_t len = nd->op == OTC_OP_SLICE ? nd->len : 1, chunk = len * inner;
-    otc_cr_grad_pointer(c, nd->inputs[0]);
-    bw_copy(c, nd->inputs[0], id, outer, chunk, chunk, 0, mid * inner, (int64_t)nd->start * inner);
-}
-
 static void backward_step(otc_cr *c, otc_id id) {
     const otc_node *nd = otc_graph_node(c->g, id);
     switch (nd->op) {
@@ -499,28 +302,16 @@ static void backward_step(otc_cr *c, otc_id id) {
         bw_matmul(c, id);
         break;
     case OTC_OP_SUM:
-        bw_reduce(c, id, false);
-        break;
     case OTC_OP_MEAN:
-        bw_reduce(c, id, true);
-        break;
     case OTC_OP_SOFTMAX:
-        bw_softmax(c, id, false);
-        break;
     case OTC_OP_LOG_SOFTMAX:
-        bw_softmax(c, id, true);
-        break;
     case OTC_OP_MSE:
     case OTC_OP_BCE:
-        bw_loss(c, id);
-        break;
     case OTC_OP_SOFTMAX_CE:
-        bw_softmax_ce(c, id);
-        break;
     case OTC_OP_CONCAT:
     case OTC_OP_SLICE:
     case OTC_OP_SELECT:
-        bw_structural(c, id);
+        otc_cr_loop_program(c, id, true);
         break;
     default:
         if (nd->op == OTC_OP_ROW_BROADCAST || otc_op_map_expr(nd->op)) {

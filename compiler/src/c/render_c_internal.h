@@ -81,6 +81,8 @@ void otc_cr_mm_prelude(otc_cr *c, otc_text *out);
 /* Function bodies, written into c->sb at one indentation level (the caller writes the
  * signature, the locals ws/w/g/B/S/in/out/target and the argument checks). */
 void otc_cr_forward_steps(otc_cr *c);
+/* render_c_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
+void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward);
 void otc_cr_backward_steps(otc_cr *c);
 
 /* A C float literal that reads back to exactly f ("0.5f", "1.0f", "-3.25e-08f"); f finite,

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "otc/loops.h"
 #include "plan_internal.h"
 
 /* The activation of an activation op or a Neuron; NULL for other ops. */
@@ -18,28 +19,26 @@ static void keep(otc_plan_ctx *c, otc_id id) {
     if (v->storage == OTC_STORE_WORK) v->kept = true;
 }
 
-/* Mark what node id's gradient rule reads. It mirrors the interpreter's backward kernels;
- * the renderers spell the same rules. */
-static void mark_reads(otc_plan_ctx *c, otc_id id) {
+/* Mark what node id's gradient rule reads: for an op with a loop program, the values its
+ * backward program loads; for the others, what their gradient trees read. */
+static otc_status mark_reads(otc_plan_ctx *c, otc_id id) {
     otc_plan *p = c->p;
     const otc_node *nd = otc_graph_node(p->graph, id);
     const otc_id *in = nd->inputs;
 #define NEEDS(i) (p->values[in[i]].needs_grad)
     const otc_act_info *act = act_of(nd);
+    if (nd->op != OTC_OP_MATMUL && otc_loop_lowers(nd->op)) {
+        otc_loop_program *prog = NULL;
+        otc_status st = otc_plan_lower(p, id, true, &prog);
+        for (int b = 0; !st && b < prog->n_bufs; b++)
+            if (!prog->buf[b].grad) keep(c, prog->buf[b].node);
+        otc_loop_program_free(prog);
+        return st;
+    }
     switch (nd->op) {
-    case OTC_OP_MATMUL:
+    case OTC_OP_MATMUL: /* batched or not: each operand's gradient reads the other operand */
         if (NEEDS(0)) keep(c, in[1]);
         if (NEEDS(1)) keep(c, in[0]);
-        break;
-    case OTC_OP_SOFTMAX:
-    case OTC_OP_LOG_SOFTMAX:
-        keep(c, id);
-        break;
-    case OTC_OP_MSE:
-    case OTC_OP_BCE:
-    case OTC_OP_SOFTMAX_CE:
-        keep(c, in[0]);
-        keep(c, in[1]);
         break;
     case OTC_OP_NEURON:
         if (NEEDS(0))
@@ -58,6 +57,7 @@ static void mark_reads(otc_plan_ctx *c, otc_id id) {
         break;
     }
 #undef NEEDS
+    return OTC_OK;
 }
 
 otc_status otc_plan_mark_training(otc_plan_ctx *c) {
@@ -93,7 +93,8 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
                             "interpreter has; train it interpreted (its forward compiles)",
                             otc_plan_label(g, id, lab), otc_agg_name(nd->agg));
         }
-        if (c->needs_bwd[id]) mark_reads(c, id);
+        otc_status st = c->needs_bwd[id] ? mark_reads(c, id) : OTC_OK;
+        if (st) return st;
     }
     return OTC_OK;
 }

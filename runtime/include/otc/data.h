@@ -15,6 +15,13 @@ typedef struct {
     float *y;
     char **feature_names; /* n_features names (from the header, or "c<index>") */
     char **target_names;
+    /* From a CSV: each row's 1-based line in the file (NULL otherwise), and with a sequence
+     * column each row's sequence (0, 1, ... in order of first appearance) and the column's
+     * text for each of the n_seq_ids sequences (NULL otherwise). */
+    int *lines;
+    int *seq;
+    char **seq_ids;
+    int n_seq_ids;
 } otc_dataset;
 
 otc_dataset *otc_dataset_new(int rows, int n_features, int n_targets);
@@ -31,6 +38,9 @@ typedef struct {
     const char *features;
     bool last_target;  /* with targets NULL: the last column is the one target */
     bool skip_targets; /* target cells are not read (y is 0): columns merely left out */
+    /* A column (name or index) naming the sequence each row belongs to, or NULL: neither a
+     * feature nor a target; any text, compared exactly. */
+    const char *sequence;
 } otc_csv_options;
 
 /* Load a CSV of numbers. A bad cell is an error naming the file, line and column. Features are
@@ -67,5 +77,49 @@ void otc_dataloader_free(otc_dataloader *dl);
  * next call starts a new, reshuffled epoch). x/y point into the loader's own buffers. */
 int otc_dataloader_next(otc_dataloader *dl, const float **x, const float **y);
 int otc_dataloader_batches(const otc_dataloader *dl); /* per epoch */
+
+/* ---- sequences ----
+ * Sequence i is rows start[i] .. start[i] + len[i] - 1 of data, in time order; each row is
+ * one step's features and targets. */
+typedef struct {
+    int n;
+    int *start, *len;
+    otc_dataset *data; /* owned */
+    char **ids;        /* n names (the CSV's sequence column, or "s<i>") */
+} otc_seq_dataset;
+
+/* n sequences of the given lengths (each >= 1), zeros, to fill in a program. */
+otc_seq_dataset *otc_seq_dataset_new(int n, const int *len, int n_features, int n_targets);
+void otc_seq_dataset_free(otc_seq_dataset *s);
+int otc_seq_max_len(const otc_seq_dataset *s);
+/* Every value finite; else an error naming `name`, the sequence and the step. */
+otc_status otc_seq_dataset_check(const otc_seq_dataset *s, const char *name);
+/* A CSV of steps, rows in time order. With opt->sequence, consecutive rows with the same id
+ * are one sequence (an id that comes back after another began is an error naming both
+ * lines); without, the whole file is one sequence. Errors name the file and line. */
+otc_status otc_seq_csv_load(const char *path, const otc_csv_options *opt, otc_seq_dataset **out);
+/* The same from memory. */
+otc_status otc_seq_csv_parse(const char *text, size_t len, const char *name,
+                             const otc_csv_options *opt, otc_seq_dataset **out);
+/* A new sequence dataset of the given sequences (indices into s). */
+otc_seq_dataset *otc_seq_dataset_subset(const otc_seq_dataset *s, const int *seqs, int n);
+/* Seeded shuffled split by sequence; test gets round(n * test_fraction) sequences. */
+otc_status otc_seq_dataset_split(const otc_seq_dataset *s, float test_fraction, uint64_t seed,
+                                 otc_seq_dataset **train, otc_seq_dataset **test);
+
+/* Batches of sequences of one length (bucketed by length): every epoch shuffles the
+ * sequences within each bucket and the order of the batches (seeded; epoch k depends only on
+ * the seed and k). drop_last leaves out each bucket's short last batch. */
+typedef struct otc_seq_loader otc_seq_loader;
+
+otc_seq_loader *otc_seq_loader_new(const otc_seq_dataset *s, int batch, bool shuffle,
+                                   bool drop_last, uint64_t seed);
+void otc_seq_loader_free(otc_seq_loader *l);
+/* Next batch of the epoch: returns its sequence count B (0 at the end of the epoch, the next
+ * call starting a new one), *steps its length T, x step-major [T][B][n_features] and y
+ * [T][B][n_targets] in the loader's buffers, seqs (optional) the B sequence indices. */
+int otc_seq_loader_next(otc_seq_loader *l, int *steps, const float **x, const float **y,
+                        const int **seqs);
+int otc_seq_loader_batches(const otc_seq_loader *l); /* per epoch */
 
 #endif

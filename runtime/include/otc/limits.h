@@ -25,6 +25,8 @@
 /* Integration steps of one CTRNN advance in an imported neat-python network (each step is a
  * copy of the network in the graph). */
 #define OTC_MAX_CTRNN_STEPS 1000
+/* Steps of one recorded sequence (backpropagation through time, otc_exec_seq_begin). */
+#define OTC_MAX_SEQ_STEPS (1 << 20)
 /* Metadata keys in a graph or model file. */
 #define OTC_MAX_META_KEYS (1 << 20)
 

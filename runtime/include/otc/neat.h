@@ -9,6 +9,7 @@
 
 #include "executor.h"
 #include "neat_config.h"
+#include "neat_flat.h"
 #include "neat_genome.h"
 
 /* ---- tasks ----------------------------------------------------------------------------- */
@@ -25,7 +26,10 @@ struct otc_neat_task {
     char name[64];
     int n_inputs, n_outputs;
     bool needs_feed_forward; /* e.g. the csv task trains on independent rows */
-    /* How phenotypes are run (otc_interpreter_new unless replaced, e.g. by the JIT). */
+    /* How phenotypes are run: NULL (the built-in tasks' default) lowers each genome to a flat
+     * program (neat_flat.h); an executor factory (otc_interpreter_new, the JIT) runs each
+     * genome's phenotype graph instead. Hybrid training always builds the graph (under
+     * otc_interpreter_new when NULL). */
     otc_neat_executor_fn make_executor;
     /* The fitness of one genome. Called from several threads at once: it may change only g
      * (hybrid training writes weights back) and must draw randomness only from seed. */
@@ -44,6 +48,12 @@ struct otc_neat_task {
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };
+
+/* task->confirm on g with up to `threads` threads (<= 0 means 1; dpnv splits its
+ * generalisation starts among them, with the same result on any count), as otc_neat_step runs
+ * it on each generation's candidate. OTC_ERR_ARG when the task has no confirm test. */
+otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                            const otc_neat_genome *g, int threads, bool *solved, double *score);
 
 /* "xor", "xor:neat-python" (neat-python's example fitness 4 - sum err^2, solved at the
  * config's fitness_threshold), "pole1", "dpv", "dpnv", "csv:FILE" or "exec:PROGRAM" (an
@@ -94,8 +104,41 @@ otc_neat_innovations *otc_neat_population_innovations(otc_neat_population *p);
  * threshold, else a new one); the threshold adapts when target_species is set. */
 otc_status otc_neat_speciate(otc_neat_population *p);
 
+/* ---- evaluating genomes, here or elsewhere ---- */
+
+/* Genomes to evaluate, each with its own randomness: a generation's genome i draws from
+ * otc_neat_genome_seed(p, i), so its fitness is the same wherever it is evaluated. */
+typedef struct {
+    otc_neat_genome *const *genomes; /* those already evaluated are skipped */
+    const uint64_t *seeds;
+    const int *index; /* each genome's index in its generation, for messages (NULL: 0, 1, ...) */
+    int n, generation;
+    bool *solved; /* out: n flags, the genomes that met the task's criterion */
+} otc_neat_batch;
+
+/* Flat programs and helper threads, reused across batches. */
+typedef struct otc_neat_evaluator otc_neat_evaluator;
+otc_neat_evaluator *otc_neat_evaluator_new(void);
+void otc_neat_evaluator_free(otc_neat_evaluator *e);
+
+/* Evaluates a batch on up to `threads` threads as a generation does: each genome's fitness
+ * (less the complexity penalty), evaluated flag and solved flag, and the weights a hybrid
+ * task trained written back into it. */
+otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *task,
+                                   const otc_neat_config *c, const otc_neat_batch *b, int threads);
+uint64_t otc_neat_genome_seed(const otc_neat_population *p, int i);
+
+/* A generation's evaluation done elsewhere (otc/neat_mpi.h: other processes), with the
+ * effects otc_neat_evaluate_batch has. */
+typedef struct {
+    otc_status (*evaluate)(void *ctx, const otc_neat_task *task, const otc_neat_config *c,
+                           const otc_neat_batch *b, int threads);
+    void *ctx;
+} otc_neat_remote;
+
 typedef struct {
     int threads; /* evaluation threads (results do not depend on it); <= 0 means 1 */
+    const otc_neat_remote *remote; /* NULL: evaluate in this process */
 } otc_neat_step_options;
 
 /* One generation: evaluate every genome in parallel, record statistics, and unless a
@@ -122,6 +165,7 @@ const otc_neat_gen_stats *otc_neat_stats(const otc_neat_population *p, int i);
 typedef struct {
     int generations; /* stop after this generation count (total, counting resumed ones) */
     int threads;
+    const otc_neat_remote *remote; /* NULL: evaluate in this process */
     int checkpoint_every;          /* 0: none */
     const char *checkpoint_prefix; /* checkpoints go to "<prefix><generation>.json" */
     /* Called after every generation (the frontend prints progress from it). */

@@ -142,8 +142,10 @@ typedef struct {
     double complexity_penalty; /* fitness -= penalty * (hidden nodes + enabled connections) */
 
     /* [Task] (otc): options of the csv task */
-    char targets[128]; /* target column names/indices; "" = the last column */
-    bool csv_header;   /* the CSV's first line names the columns */
+    char targets[128];  /* target column names/indices; "" = the last column */
+    char sequence[128]; /* sequence-id column (name or index): rows are time steps; "" = none */
+    bool sequence_last; /* only each sequence's last step counts (else every step) */
+    bool csv_header;    /* the CSV's first line names the columns */
     bool regression;
     double target_accuracy; /* classification success: validation accuracy */
     double target_mse;      /* regression success: validation MSE */

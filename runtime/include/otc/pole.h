@@ -115,6 +115,9 @@ otc_status otc_dpole_run_from(const otc_dpole_state *start, int velocities, int 
 otc_status otc_dpole_generalisation_start(int index, otc_dpole_state *st);
 /* How many of the 625 starts the agent balances for all 1,000 steps (reset before each). */
 otc_status otc_dpole_generalisation(int velocities, const otc_pole_agent *agent, int *count);
+/* The same over starts first .. first + n - 1 only (so several agents can share the grid). */
+otc_status otc_dpole_generalisation_range(int velocities, const otc_pole_agent *agent, int first,
+                                          int n, int *count);
 /* The NEAT paper's dpnv success test for a champion: balance 100,000 steps from the standard
  * start without velocities, then balance ≥ 200 of the 625 generalisation starts. Fills
  * *long_steps, *generalisation (0 when the long test failed, as it is then not run) and

@@ -29,6 +29,7 @@ typedef enum {
     K_STRING,
     K_TASK_KIND,
     K_INHERIT,
+    K_SEQ_STEPS,
     K_OPTIM,
     K_SEED,
     K_SECONDS, /* a positive double that does not change a run's result (not listed) */
@@ -162,9 +163,14 @@ static const key_def keys[] = {
     {"Task", "target_accuracy", K_DOUBLE, OFF(target_accuracy), false, 0, 1},
     {"Task", "target_mse", K_DOUBLE, OFF(target_mse), false, 0, INF},
     {"Task", "validation_fraction", K_DOUBLE, OFF(validation_fraction), false, 0, 0.9},
+    {"Task", "sequence", K_STRING, OFF(sequence), false, 0, 0},
+    {"Task", "sequence_steps", K_SEQ_STEPS, OFF(sequence_last), false, 0, 0},
     {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
+/* K_STRING values are bounded by the targets field's size: every string key has that size. */
+_Static_assert(sizeof((otc_neat_config *)0)->sequence == sizeof((otc_neat_config *)0)->targets,
+               "[Task] string keys share one size");
 
 /* neat-python activation names first, then otc's own spellings. */
 static const struct {
@@ -502,6 +508,14 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         st->c->has_seed = true;
         return true;
     }
+    case K_SEQ_STEPS:
+        if (!strcmp(value, "all"))
+            *(bool *)dest = false;
+        else if (!strcmp(value, "last"))
+            *(bool *)dest = true;
+        else
+            return fail_key(st, section, name, "bad value '%s' (expected all or last)", value);
+        return true;
     case K_OPTIM:
         if (strcmp(value, "adam"))
             return fail_key(st, section, name, "unsupported optimizer '%s' (only adam)", value);
@@ -740,6 +754,9 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         return true;
     case K_INHERIT:
         snprintf(buf, size, "%s", *(const bool *)src ? "lamarckian" : "baldwinian");
+        return true;
+    case K_SEQ_STEPS:
+        snprintf(buf, size, "%s", *(const bool *)src ? "last" : "all");
         return true;
     case K_OPTIM:
     case K_SEED: /* a checkpoint records the seed itself */

@@ -11,22 +11,26 @@ static bool a_is_fitter(const otc_neat_genome *a, const otc_neat_genome *b) {
     return a->n_conns <= b->n_conns;
 }
 
-otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b,
-                              const otc_neat_config *c, otc_rng *rng, otc_neat_genome **child) {
+otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_genome *b,
+                                   const otc_neat_config *c, otc_rng *rng, otc_neat_genome *k) {
     if (!a_is_fitter(a, b)) {
         const otc_neat_genome *tmp = a;
         a = b;
         b = tmp;
     }
-    otc_neat_genome *k = otc_neat_genome_new();
-    if (!k) return OTC_ERR_NOMEM;
-    otc_status s = OTC_OK;
+    /* The child has exactly the fitter parent's genes, in its (sorted) order: its arrays are
+     * sized once and filled by walking both parents' sorted lists side by side. */
+    k->n_conns = k->n_nodes = 0;
+    if (!otc_neat_genome_reserve(k, a->n_nodes, a->n_conns))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a child genome");
     /* Stanley's mate_multipoint_avg: the whole child averages its matching weights. */
     bool average =
         c->crossover_average_rate > 0 && otc_rng_uniform(rng) < c->crossover_average_rate;
-    for (int i = 0; i < a->n_conns && s == OTC_OK; i++) {
+    for (int i = 0, j = 0; i < a->n_conns; i++) {
         otc_neat_conn gene = a->conns[i];
-        const otc_neat_conn *other = otc_neat_genome_find_conn(b, gene.innov);
+        while (j < b->n_conns && b->conns[j].innov < gene.innov) j++;
+        const otc_neat_conn *other =
+            j < b->n_conns && b->conns[j].innov == gene.innov ? &b->conns[j] : NULL;
         if (other) {
             bool from_other = false;
             if (average)
@@ -44,11 +48,13 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
             }
         }
         /* A disabled gene from the fitter parent alone keeps its state, as in NEAT. */
-        s = otc_neat_genome_add_conn(k, &gene);
+        k->conns[k->n_conns++] = gene;
     }
-    for (int i = 0; i < a->n_nodes && s == OTC_OK; i++) {
+    for (int i = 0, j = 0; i < a->n_nodes; i++) {
         otc_neat_node node = a->nodes[i];
-        const otc_neat_node *other = otc_neat_genome_find_node(b, node.id);
+        while (j < b->n_nodes && b->nodes[j].id < node.id) j++;
+        const otc_neat_node *other =
+            j < b->n_nodes && b->nodes[j].id == node.id ? &b->nodes[j] : NULL;
         if (other && node.type != OTC_NEAT_INPUT && node.type != OTC_NEAT_BIAS) {
             if (otc_rng_uniform(rng) < 0.5f) node.bias = other->bias;
             if (otc_rng_uniform(rng) < 0.5f) node.response = other->response;
@@ -56,48 +62,52 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
             /* drawn only where the parents differ: equal ones keep every run's stream */
             if (node.agg != other->agg && otc_rng_uniform(rng) < 0.5f) node.agg = other->agg;
         }
-        s = otc_neat_genome_add_node(k, &node);
-    }
-    if (s != OTC_OK) {
-        otc_neat_genome_free(k);
-        return s;
+        k->nodes[k->n_nodes++] = node;
     }
     k->fitness = 0;
     k->evaluated = false;
     k->species = 0;
+    return OTC_OK;
+}
+
+otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b,
+                              const otc_neat_config *c, otc_rng *rng, otc_neat_genome **child) {
+    otc_neat_genome *k = otc_neat_genome_new();
+    if (!k) return OTC_ERR_NOMEM;
+    otc_status s = otc_neat_crossover_into(a, b, c, rng, k);
+    if (s != OTC_OK) {
+        otc_neat_genome_free(k);
+        return s;
+    }
     *child = k;
     return OTC_OK;
 }
 
 double otc_neat_distance(const otc_neat_genome *a, const otc_neat_genome *b,
                          const otc_neat_config *c) {
-    /* Walk both innovation-sorted lists: genes beyond the other genome's last innovation are
-     * excess, the other unmatched ones disjoint. */
-    int i = 0, j = 0, matching = 0, disjoint = 0, excess = 0;
+    /* Walk both innovation-sorted lists. While both have genes left, an unmatched gene lies
+     * below the other genome's current (so its last) innovation: disjoint. Whatever remains of
+     * one list once the other is done lies beyond the other's last innovation: excess. */
+    const otc_neat_conn *ga = a->conns, *gb = b->conns;
+    int na = a->n_conns, nb = b->n_conns, i = 0, j = 0, matching = 0, disjoint = 0;
     double wdiff = 0;
-    int a_max = a->n_conns ? a->conns[a->n_conns - 1].innov : -1;
-    int b_max = b->n_conns ? b->conns[b->n_conns - 1].innov : -1;
-    while (i < a->n_conns || j < b->n_conns) {
-        if (i < a->n_conns && j < b->n_conns && a->conns[i].innov == b->conns[j].innov) {
-            wdiff += fabs((double)a->conns[i].weight - (double)b->conns[j].weight);
+    while (i < na && j < nb) {
+        int ia = ga[i].innov, ib = gb[j].innov;
+        if (ia == ib) {
+            wdiff += fabs((double)ga[i].weight - (double)gb[j].weight);
             matching++;
             i++;
             j++;
-        } else if (j >= b->n_conns || (i < a->n_conns && a->conns[i].innov < b->conns[j].innov)) {
-            if (a->conns[i].innov > b_max)
-                excess++;
-            else
-                disjoint++;
-            i++;
         } else {
-            if (b->conns[j].innov > a_max)
-                excess++;
+            disjoint++;
+            if (ia < ib)
+                i++;
             else
-                disjoint++;
-            j++;
+                j++;
         }
     }
-    int larger = a->n_conns > b->n_conns ? a->n_conns : b->n_conns;
+    int excess = (na - i) + (nb - j);
+    int larger = na > nb ? na : nb;
     double n = larger < c->compatibility_normalize_min_genes || larger == 0 ? 1.0 : larger;
     return c->compatibility_excess_coefficient * excess / n +
            c->compatibility_disjoint_coefficient * disjoint / n +

@@ -50,6 +50,39 @@ void otc_neat_genome_free(otc_neat_genome *g) {
     free(g);
 }
 
+static bool grow(void **items, int *cap, int need, size_t size) {
+    if (need <= *cap) return true;
+    int n = *cap ? *cap * 2 : 8;
+    while (n < need) n *= 2;
+    void *p = realloc(*items, size * (size_t)n);
+    if (!p) return false;
+    *items = p;
+    *cap = n;
+    return true;
+}
+
+bool otc_neat_genome_reserve(otc_neat_genome *g, int nodes, int conns) {
+    return grow((void **)&g->nodes, &g->cap_nodes, nodes, sizeof *g->nodes) &&
+           grow((void **)&g->conns, &g->cap_conns, conns, sizeof *g->conns);
+}
+
+otc_status otc_neat_genome_copy_into(otc_neat_genome *dst, const otc_neat_genome *src) {
+    if (dst == src) return OTC_OK;
+    if (!otc_neat_genome_reserve(dst, src->n_nodes, src->n_conns))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory copying a genome");
+    otc_neat_node *nodes = dst->nodes;
+    otc_neat_conn *conns = dst->conns;
+    int cap_nodes = dst->cap_nodes, cap_conns = dst->cap_conns;
+    *dst = *src;
+    dst->nodes = nodes;
+    dst->conns = conns;
+    dst->cap_nodes = cap_nodes;
+    dst->cap_conns = cap_conns;
+    if (src->n_nodes) memcpy(dst->nodes, src->nodes, sizeof *dst->nodes * (size_t)src->n_nodes);
+    if (src->n_conns) memcpy(dst->conns, src->conns, sizeof *dst->conns * (size_t)src->n_conns);
+    return OTC_OK;
+}
+
 otc_neat_genome *otc_neat_genome_copy(const otc_neat_genome *g) {
     otc_neat_genome *c = otc_neat_genome_new();
     if (!c) return NULL;
@@ -68,17 +101,6 @@ otc_neat_genome *otc_neat_genome_copy(const otc_neat_genome *g) {
     if (g->n_nodes) memcpy(c->nodes, g->nodes, sizeof *c->nodes * (size_t)g->n_nodes);
     if (g->n_conns) memcpy(c->conns, g->conns, sizeof *c->conns * (size_t)g->n_conns);
     return c;
-}
-
-static bool grow(void **items, int *cap, int need, size_t size) {
-    if (need <= *cap) return true;
-    int n = *cap ? *cap * 2 : 8;
-    while (n < need) n *= 2;
-    void *p = realloc(*items, size * (size_t)n);
-    if (!p) return false;
-    *items = p;
-    *cap = n;
-    return true;
 }
 
 /* Binary search: index of the first element with key >= id. */

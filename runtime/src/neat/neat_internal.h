@@ -4,6 +4,7 @@
 #define OTC_NEAT_INTERNAL_H
 
 #include "otc/neat.h"
+#include "otc/neat_flat.h"
 
 /* A stream seed from (seed, a, b): evaluation seeds are (seed, generation, index), so results
  * do not depend on which thread evaluates which genome. */
@@ -14,6 +15,8 @@ uint64_t otc_neat_mix_seed(uint64_t seed, uint64_t a, uint64_t b);
 float otc_neat_attr_init(const otc_neat_float_attr *a, otc_rng *rng);
 float otc_neat_attr_mutate(const otc_neat_float_attr *a, float v, otc_rng *rng);
 float otc_neat_attr_clamp(const otc_neat_float_attr *a, double v);
+
+typedef struct otc_neat_pool otc_neat_pool; /* evaluate.c's helper threads */
 
 enum { OTC_NEAT_RUNNING, OTC_NEAT_STOP_SOLVED, OTC_NEAT_STOP_THRESHOLD, OTC_NEAT_STOP_EXTINCT };
 
@@ -37,7 +40,23 @@ struct otc_neat_population {
     int stop; /* why the run stopped: OTC_NEAT_STOP_* */
     int n_stats, cap_stats;
     otc_neat_gen_stats *stats;
+    otc_neat_evaluator *evaluator; /* flat programs and threads, kept across generations */
+    int n_spare, cap_spare;        /* genomes of the last generation, to be overwritten */
+    otc_neat_genome **spare;
 };
+
+/* Genomes reused in place (reproduction recycles the previous generation's, so a generation
+ * in steady state allocates almost nothing): room for at least `nodes` and `conns` genes
+ * (false when out of memory); dst becomes a copy of src in dst's own arrays; the child of a
+ * and b (otc_neat_crossover's) written into k. */
+bool otc_neat_genome_reserve(otc_neat_genome *g, int nodes, int conns);
+otc_status otc_neat_genome_copy_into(otc_neat_genome *dst, const otc_neat_genome *src);
+otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_genome *b,
+                                   const otc_neat_config *c, otc_rng *rng, otc_neat_genome *k);
+/* A genome to overwrite: one of the previous generation's (p->spare) or a new one; NULL when
+ * out of memory. otc_neat_recycle gives g back (freed when the spares are full). */
+otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p);
+void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g);
 
 /* Append a species with a copy of rep as representative; returns its index or -1. */
 int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *rep, int created);
@@ -45,10 +64,12 @@ void otc_neat_species_clear(otc_neat_species *s);
 /* Reproduction: the next generation's genomes replace the current ones (species are then
  * re-formed by otc_neat_speciate). */
 otc_status otc_neat_reproduce(otc_neat_population *p);
-/* Parallel evaluation of every genome not yet evaluated; solved[i] tells which met the task's
- * criterion (n_genomes flags). */
-otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task, int threads,
-                                 bool *solved);
+/* Parallel evaluation of every genome not yet evaluated, here or by `remote` (NULL: here);
+ * solved[i] tells which met the task's criterion (n_genomes flags). */
+otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
+                                 const otc_neat_remote *remote, int threads, bool *solved);
+/* The evaluator's program for the calling thread (NULL before its first batch). */
+otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e);
 
 /* Genome <-> cJSON tree, for files that hold genomes among other things. */
 struct cJSON;
@@ -58,8 +79,19 @@ otc_status otc_neat_genome_from_cjson(const struct cJSON *j, otc_neat_genome **o
 double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n);
 otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats *s);
 
-/* A genome made runnable: its phenotype and an executor over it (the task's backend). */
+/* The flat program bound to the calling thread while it evaluates genomes (evaluate.c binds a
+ * worker's own; NULL when none is bound). */
+otc_neat_flat *otc_neat_eval_scratch(void);
+void otc_neat_bind_eval_scratch(otc_neat_flat *f);
+/* Threads a task's confirm may use, bound by otc_neat_confirm for the calling thread (1 when
+ * none is bound). */
+int otc_neat_eval_threads(void);
+void otc_neat_bind_eval_threads(int n);
+
+/* A genome made runnable: the flat program when the task asks for no executor (the bound
+ * scratch program, or one of its own), else its phenotype graph and the task's executor. */
 typedef struct {
+    otc_neat_flat *flat, *own;
     otc_neat_phenotype *ph;
     otc_executor *ex;
 } otc_neat_runner;
@@ -69,6 +101,8 @@ otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config
 void otc_neat_runner_close(otc_neat_runner *r);
 /* Forward `batch` rows of x [batch, n_inputs]; y gets [batch, n_outputs]. */
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y);
+/* Recurrent state back to zero. */
+void otc_neat_runner_reset(otc_neat_runner *r);
 
 /* The csv task (task_csv.c). */
 /* exec:PROGRAM (task_exec.c): an environment process speaking the line protocol. */
@@ -76,5 +110,11 @@ otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config 
                                      otc_neat_task **out);
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out);
+/* The csv task on sequences, [Task] sequence set (task_seq.c). */
+otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
+                                    otc_neat_task **out);
+/* Hybrid training's loss: a target Input [batch, width] and the MSE of the phenotype's outputs
+ * (concatenated) against it, added to ph's graph (task_csv.c). */
+otc_status otc_neat_hybrid_loss(otc_neat_phenotype *ph, int width, otc_id *target, otc_id *loss);
 
 #endif

@@ -185,12 +185,16 @@ otc_status otc_dpole_generalisation_start(int index, otc_dpole_state *st) {
     return OTC_OK;
 }
 
-otc_status otc_dpole_generalisation(int velocities, const otc_pole_agent *agent, int *count) {
+otc_status otc_dpole_generalisation_range(int velocities, const otc_pole_agent *agent, int first,
+                                          int n, int *count) {
     otc_dpole_state st;
     otc_pole_result r;
     int i, passed = 0;
     if (!count) return otc_fail(OTC_ERR_ARG, "otc_dpole_generalisation: count is NULL");
-    for (i = 0; i < OTC_DPOLE_GENERALISATION_STARTS; i++) {
+    if (first < 0 || n < 0 || n > OTC_DPOLE_GENERALISATION_STARTS - first)
+        return otc_fail(OTC_ERR_ARG, "otc_dpole_generalisation: starts %d..%d not in [0, %d)",
+                        first, first + n - 1, OTC_DPOLE_GENERALISATION_STARTS);
+    for (i = first; i < first + n; i++) {
         otc_status status;
         otc_dpole_generalisation_start(i, &st);
         status = otc_dpole_run_from(&st, velocities, OTC_DPOLE_GENERALISATION_STEPS, agent, &r);
@@ -201,6 +205,11 @@ otc_status otc_dpole_generalisation(int velocities, const otc_pole_agent *agent,
     }
     *count = passed;
     return OTC_OK;
+}
+
+otc_status otc_dpole_generalisation(int velocities, const otc_pole_agent *agent, int *count) {
+    return otc_dpole_generalisation_range(velocities, agent, 0, OTC_DPOLE_GENERALISATION_STARTS,
+                                          count);
 }
 
 otc_status otc_dpnv_champion_test(const otc_pole_agent *agent, int *long_steps, int *generalisation,

@@ -55,6 +55,7 @@ otc_status otc_neat_population_new(const otc_neat_config *c, uint64_t seed,
 
 void otc_neat_population_free(otc_neat_population *p) {
     if (!p) return;
+    otc_neat_evaluator_free(p->evaluator);
     for (int i = 0; i < p->n_genomes; i++) otc_neat_genome_free(p->genomes[i]);
     free(p->genomes);
     for (int s = 0; s < p->n_species; s++) otc_neat_species_clear(&p->species[s]);
@@ -62,7 +63,30 @@ void otc_neat_population_free(otc_neat_population *p) {
     otc_neat_genome_free(p->champion);
     otc_neat_innovations_free(p->innov);
     free(p->stats);
+    for (int i = 0; i < p->n_spare; i++) otc_neat_genome_free(p->spare[i]);
+    free(p->spare);
     free(p);
+}
+
+otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p) {
+    return p->n_spare ? p->spare[--p->n_spare] : otc_neat_genome_new();
+}
+
+void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g) {
+    if (!g) return;
+    /* One generation's worth is all reproduction takes. */
+    if (p->n_spare == p->cap_spare && p->n_spare <= p->config.pop_size) {
+        int cap = p->cap_spare ? 2 * p->cap_spare : 64;
+        otc_neat_genome **a = realloc(p->spare, sizeof *a * (size_t)cap);
+        if (a) {
+            p->spare = a;
+            p->cap_spare = cap;
+        }
+    }
+    if (p->n_spare < p->cap_spare && p->n_spare <= p->config.pop_size)
+        p->spare[p->n_spare++] = g;
+    else
+        otc_neat_genome_free(g);
 }
 
 int otc_neat_population_size(const otc_neat_population *p) {
@@ -177,7 +201,7 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     }
     int fresh = 0;
     for (int i = 0; i < n; i++) fresh += !p->genomes[i]->evaluated;
-    otc_status s = otc_neat_evaluate_all(p, task, o ? o->threads : 1, flags);
+    otc_status s = otc_neat_evaluate_all(p, task, o ? o->remote : NULL, o ? o->threads : 1, flags);
     if (s != OTC_OK) goto done;
     p->evaluations += fresh;
 
@@ -209,7 +233,12 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
         bool ok = false;
         double score = NAN;
         int tested = task->confirm_rotates_species ? confirm_candidate(p, best) : best;
-        if ((s = task->confirm(task, c, p->genomes[tested], &ok, &score)) != OTC_OK) goto done;
+        otc_neat_flat *outer = otc_neat_eval_scratch();
+        otc_neat_flat *own = otc_neat_evaluator_scratch(p->evaluator);
+        otc_neat_bind_eval_scratch(own ? own : outer);
+        s = otc_neat_confirm(task, c, p->genomes[tested], o ? o->threads : 1, &ok, &score);
+        otc_neat_bind_eval_scratch(outer);
+        if (s != OTC_OK) goto done;
         st.confirm_score = score;
         if (ok) {
             if ((s = set_champion(p, p->genomes[tested])) != OTC_OK) goto done;
@@ -241,7 +270,7 @@ done:
 otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_neat_run_options *o,
                         bool *solved) {
     if (!p || !task || !o) return otc_fail(OTC_ERR_ARG, "otc_neat_run: NULL argument");
-    otc_neat_step_options so = {o->threads};
+    otc_neat_step_options so = {o->threads, o->remote};
     otc_status s = OTC_OK;
     while (s == OTC_OK && p->stop == OTC_NEAT_RUNNING && p->generation < o->generations) {
         s = otc_neat_step(p, task, &so, NULL);

@@ -197,6 +197,16 @@ static otc_status reset_population(otc_neat_population *p, otc_rng *rng) {
     return otc_neat_speciate(p);
 }
 
+/* A copy of src in a recycled genome; NULL when out of memory. */
+static otc_neat_genome *copy_of(otc_neat_population *p, const otc_neat_genome *src) {
+    otc_neat_genome *g = otc_neat_spare_genome(p);
+    if (g && otc_neat_genome_copy_into(g, src) != OTC_OK) {
+        otc_neat_genome_free(g);
+        g = NULL;
+    }
+    return g;
+}
+
 typedef struct {
     int *order; /* members by fitness */
     int n_parents;
@@ -340,7 +350,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
             if (n_elite > sp->n_members) n_elite = sp->n_members;
         }
         for (int e = 0; e < n_elite && st == OTC_OK; e++) {
-            otc_neat_genome *g = otc_neat_genome_copy(p->genomes[order[e]]);
+            otc_neat_genome *g = copy_of(p, p->genomes[order[e]]);
             if (!g)
                 st = OTC_ERR_NOMEM;
             else
@@ -353,7 +363,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
             if (delta) {
                 /* Stanley's super-champion offspring: the champion with its weights mutated
                  * (80%) or a new connection. */
-                child = otc_neat_genome_copy(p->genomes[order[0]]);
+                child = copy_of(p, p->genomes[order[0]]);
                 if (!child)
                     st = OTC_ERR_NOMEM;
                 else if (otc_rng_uniform(&rng) < 0.8 || c->conn_add_prob <= 0)
@@ -371,7 +381,12 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
                 } else {
                     pb = p->genomes[order[otc_rng_below(&rng, (uint32_t)rs[k].n_parents)]];
                 }
-                st = otc_neat_crossover(pa, pb, c, &rng, &child);
+                if (!(child = otc_neat_spare_genome(p)))
+                    st = OTC_ERR_NOMEM;
+                else if ((st = otc_neat_crossover_into(pa, pb, c, &rng, child)) != OTC_OK) {
+                    otc_neat_genome_free(child);
+                    child = NULL;
+                }
                 /* A child of one parent with itself, or of two identical parents, is a clone:
                  * it is always mutated, as in the reference code. */
                 if (st == OTC_OK &&
@@ -379,7 +394,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
                      otc_neat_distance(pa, pb, c) == 0.0))
                     st = otc_neat_mutate(child, c, p->innov, &rng);
             } else {
-                child = otc_neat_genome_copy(pa);
+                child = copy_of(p, pa);
                 st = child ? otc_neat_mutate(child, c, p->innov, &rng) : OTC_ERR_NOMEM;
             }
             if (child) next[made++] = child;
@@ -392,13 +407,11 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     for (int k = 0; k < n_alive; k++) {
         otc_neat_species *sp = &p->species[alive[k]];
         const otc_neat_genome *rep = p->genomes[rs[k].order[0]];
-        otc_neat_genome *copy = otc_neat_genome_copy(rep);
-        if (!copy) {
+        if (!sp->representative) sp->representative = otc_neat_genome_new();
+        if (!sp->representative || otc_neat_genome_copy_into(sp->representative, rep) != OTC_OK) {
             st = OTC_ERR_NOMEM;
             goto done;
         }
-        otc_neat_genome_free(sp->representative);
-        sp->representative = copy;
         sp->n_members = -1; /* marks survivors */
     }
     int kept = 0;
@@ -411,7 +424,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         }
     }
     p->n_species = kept;
-    for (int i = 0; i < p->n_genomes; i++) otc_neat_genome_free(p->genomes[i]);
+    for (int i = 0; i < p->n_genomes; i++) otc_neat_recycle(p, p->genomes[i]);
     free(p->genomes);
     p->genomes = next;
     p->n_genomes = made;

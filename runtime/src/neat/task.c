@@ -1,7 +1,9 @@
 /* Built-in NEAT tasks: XOR (the paper's fitness and success test) and the pole-balancing
- * benchmarks through pole.h's policy callbacks, plus the runner every task uses to turn a
- * genome into an executor. */
+ * benchmarks through pole.h's policy callbacks, plus the runner every task uses to make a
+ * genome runnable (the flat program, or a phenotype graph under the task's executor). */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +14,17 @@
 otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,
                                 const otc_neat_genome *g, otc_neat_runner *r) {
     memset(r, 0, sizeof *r);
+    if (!task->make_executor) {
+        r->flat = otc_neat_eval_scratch();
+        if (!r->flat && !(r->flat = r->own = otc_neat_flat_new())) return OTC_ERR_NOMEM;
+        otc_status s = otc_neat_flat_build(r->flat, g, c);
+        if (s != OTC_OK) otc_neat_runner_close(r);
+        return s;
+    }
     otc_status s = otc_neat_phenotype_build(g, c, &r->ph);
     if (s != OTC_OK) return s;
     otc_exec_options o = {.inference = true};
-    otc_neat_executor_fn make = task->make_executor ? task->make_executor : otc_interpreter_new;
-    r->ex = make(r->ph->graph, &o);
+    r->ex = task->make_executor(r->ph->graph, &o);
     if (!r->ex) {
         otc_neat_phenotype_free(r->ph);
         r->ph = NULL;
@@ -26,12 +34,14 @@ otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config
 }
 
 void otc_neat_runner_close(otc_neat_runner *r) {
+    otc_neat_flat_free(r->own);
     otc_exec_free(r->ex);
     otc_neat_phenotype_free(r->ph);
     memset(r, 0, sizeof *r);
 }
 
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y) {
+    if (r->flat) return otc_neat_flat_forward(r->flat, x, batch, y);
     otc_status s = otc_exec_set_input(r->ex, r->ph->input, x, batch);
     if (s == OTC_OK) s = otc_exec_forward(r->ex);
     for (int k = 0; k < r->ph->n_outputs && s == OTC_OK; k++) {
@@ -41,6 +51,13 @@ otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch
             for (int b = 0; b < batch; b++) y[b * r->ph->n_outputs + k] = v[b];
     }
     return s;
+}
+
+void otc_neat_runner_reset(otc_neat_runner *r) {
+    if (r->flat)
+        otc_neat_flat_reset(r->flat);
+    else
+        otc_exec_reset_state(r->ex);
 }
 
 /* ---- xor --------------------------------------------------------------------------------- */
@@ -95,7 +112,7 @@ static void pole_policy(void *ctx, const double *obs, int n_obs, double *out, in
 
 static void pole_reset(void *ctx) {
     pole_ctx *pc = ctx;
-    otc_exec_reset_state(pc->r->ex);
+    otc_neat_runner_reset(pc->r);
 }
 
 typedef enum { POLE1, DPV, DPNV } pole_kind;
@@ -129,6 +146,69 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     return OTC_OK;
 }
 
+/* dpnv's generalisation starts, split among threads in chunks taken from a shared counter;
+ * the count is a sum, so it does not depend on which thread ran which chunk. */
+#define GEN_CHUNK  25
+#define GEN_CHUNKS (OTC_DPOLE_GENERALISATION_STARTS / GEN_CHUNK)
+
+typedef struct {
+    const otc_neat_task *task;
+    const otc_neat_config *c;
+    const otc_neat_genome *g;
+    atomic_int next;
+    int passed[GEN_CHUNKS];
+    otc_status status[GEN_CHUNKS];
+} gen_job;
+
+static void gen_chunks(gen_job *j, otc_neat_runner *r) {
+    pole_ctx pc = {r, OTC_OK};
+    otc_pole_agent agent = {pole_policy, pole_reset, &pc};
+    for (;;) {
+        int k = atomic_fetch_add(&j->next, 1);
+        if (k >= GEN_CHUNKS) break;
+        otc_status s =
+            otc_dpole_generalisation_range(0, &agent, k * GEN_CHUNK, GEN_CHUNK, &j->passed[k]);
+        j->status[k] = s == OTC_OK ? pc.status : s;
+    }
+}
+
+static void *gen_thread(void *arg) {
+    gen_job *j = arg;
+    otc_neat_runner r;
+    /* A thread of its own has no bound scratch: the runner makes its own program. If that
+     * fails, the other threads take this one's chunks. */
+    if (otc_neat_runner_open(j->task, j->c, j->g, &r) != OTC_OK) return NULL;
+    gen_chunks(j, &r);
+    otc_neat_runner_close(&r);
+    return NULL;
+}
+
+static otc_status generalisation(const otc_neat_task *task, const otc_neat_config *c,
+                                 const otc_neat_genome *g, otc_neat_runner *r, int *count) {
+    gen_job *j = calloc(1, sizeof *j);
+    if (!j) return otc_fail(OTC_ERR_NOMEM, "out of memory for the generalisation test");
+    *j = (gen_job){.task = task, .c = c, .g = g};
+    atomic_init(&j->next, 0);
+    int threads = otc_neat_eval_threads();
+    if (threads > GEN_CHUNKS) threads = GEN_CHUNKS;
+    pthread_t tid[GEN_CHUNKS];
+    int started = 0;
+    for (int t = 1; t < threads; t++, started++)
+        if (pthread_create(&tid[started], NULL, gen_thread, j)) break;
+    gen_chunks(j, r); /* the calling thread works too */
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    otc_status s = OTC_OK;
+    *count = 0;
+    for (int k = 0; k < GEN_CHUNKS && s == OTC_OK; k++) {
+        s = j->status[k];
+        *count += j->passed[k];
+    }
+    free(j);
+    return s;
+}
+
+/* otc_dpnv_champion_test's test (100,000 steps from the standard start, then the
+ * generalisation starts), with the starts shared among the evaluation threads. */
 static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config *c,
                                const otc_neat_genome *g, bool *solved, double *score) {
     otc_neat_runner r;
@@ -136,14 +216,28 @@ static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config 
     if (s != OTC_OK) return s;
     pole_ctx pc = {&r, OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
-    int long_steps = 0, general = 0, success = 0;
-    s = otc_dpnv_champion_test(&agent, &long_steps, &general, &success);
-    otc_neat_runner_close(&r);
+    otc_pole_result lr = {0, 0, 0};
+    int general = 0;
+    s = otc_dpole_run(0, OTC_DPOLE_SUCCESS_STEPS, &agent, &lr);
     if (s == OTC_OK) s = pc.status;
+    if (s == OTC_OK && lr.success) s = generalisation(task, c, g, &r, &general);
+    otc_neat_runner_close(&r);
     if (s != OTC_OK) return s;
-    *solved = success != 0;
+    *solved = lr.success && general >= OTC_DPOLE_GENERALISATION_PASS;
     *score = general;
     return OTC_OK;
+}
+
+otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                            const otc_neat_genome *g, int threads, bool *solved, double *score) {
+    if (!task || !c || !g || !solved || !score)
+        return otc_fail(OTC_ERR_ARG, "otc_neat_confirm: NULL argument");
+    if (!task->confirm) return otc_fail(OTC_ERR_ARG, "task %s has no confirm test", task->name);
+    int outer = otc_neat_eval_threads();
+    otc_neat_bind_eval_threads(threads > 0 ? threads : 1);
+    otc_status s = task->confirm(task, c, g, solved, score);
+    otc_neat_bind_eval_threads(outer);
+    return s;
 }
 
 /* ---- the factory ---------------------------------------------------------------------------- */
@@ -176,7 +270,6 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
     snprintf(t->name, sizeof t->name, "%s", spec);
-    t->make_executor = otc_interpreter_new;
     if (!strcmp(spec, "xor") || !strcmp(spec, "xor:neat-python")) {
         s = check_io(c, spec, 2, 1, 1);
         t->evaluate = xor_evaluate;

@@ -73,21 +73,29 @@ static bool meets_target(const csv_ctx *x, const otc_neat_config *c, double mse,
     return x->regression ? mse <= c->target_mse : acc >= c->target_accuracy;
 }
 
+otc_status otc_neat_hybrid_loss(otc_neat_phenotype *ph, int width, otc_id *target, otc_id *loss) {
+    otc_graph *g = ph->graph;
+    otc_id outs[256], t = otc_input(g, "target", otc_shape_2d(OTC_BATCH, width));
+    int n_out = ph->n_outputs < 256 ? ph->n_outputs : 256;
+    for (int k = 0; k < n_out; k++) outs[k] = otc_graph_output(g, k);
+    otc_id pred = n_out == 1 ? outs[0] : otc_concat(g, n_out, outs, 1);
+    *loss = t >= 0 && pred >= 0 ? otc_mse(g, pred, t) : -1;
+    *target = t;
+    if (*loss < 0) return otc_fail_context(OTC_ERR_SHAPE, "hybrid training graph");
+    return OTC_OK;
+}
+
 /* Adam for train_steps mini-batches on the training rows. Adds a target Input and an MSE loss
  * to the phenotype's graph; *target_in gets the Input's id. */
 static otc_status train(const otc_neat_task *task, const otc_neat_config *c, csv_ctx *x,
                         otc_neat_phenotype *ph, uint64_t seed, otc_executor **ex_out,
                         otc_id *target_in) {
-    otc_graph *g = ph->graph;
-    otc_id outs[256], t = otc_input(g, "target", otc_shape_2d(OTC_BATCH, x->n_out));
-    int n_out = ph->n_outputs < 256 ? ph->n_outputs : 256;
-    for (int k = 0; k < n_out; k++) outs[k] = otc_graph_output(g, k);
-    otc_id pred = n_out == 1 ? outs[0] : otc_concat(g, n_out, outs, 1);
-    otc_id loss = t >= 0 && pred >= 0 ? otc_mse(g, pred, t) : -1;
-    if (loss < 0) return otc_fail_context(OTC_ERR_SHAPE, "hybrid training graph");
+    otc_id t, loss;
+    otc_status hs = otc_neat_hybrid_loss(ph, x->n_out, &t, &loss);
+    if (hs != OTC_OK) return hs;
     otc_exec_options o = {.inference = false};
     otc_neat_executor_fn make = task->make_executor ? task->make_executor : otc_interpreter_new;
-    otc_executor *ex = make(g, &o);
+    otc_executor *ex = make(ph->graph, &o);
     if (!ex) return otc_fail_context(OTC_ERR_STATE, "hybrid training executor");
     otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_ADAM);
     oc.lr = (float)c->learning_rate;
@@ -126,6 +134,22 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     int rows = x->train->rows > x->val->rows ? x->train->rows : x->val->rows;
     float *y = malloc(sizeof *y * (size_t)rows * (size_t)x->n_out + 1);
     if (!y) return otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
+    if (c->train_steps <= 0 && !task->make_executor) {
+        /* No training and no executor asked for: the flat program, no graph. */
+        otc_neat_runner r;
+        otc_status s = otc_neat_runner_open(task, c, g, &r);
+        double mse = 0, acc = 0;
+        if (s == OTC_OK) s = otc_neat_runner_forward(&r, x->train->x, x->train->rows, y);
+        if (s == OTC_OK) {
+            metrics(x, x->train, x->train_labels, y, &mse, &acc);
+            *fitness = 1.0 / (1.0 + mse);
+            s = otc_neat_runner_forward(&r, x->val->x, x->val->rows, y);
+        }
+        if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
+        otc_neat_runner_close(&r);
+        free(y);
+        return s;
+    }
     otc_status s = otc_neat_phenotype_build(g, c, &ph);
     if (s == OTC_OK && c->train_steps > 0) {
         s = train(task, c, x, ph, seed, &ex, &target_in);
@@ -206,9 +230,11 @@ static otc_status to_output_form(csv_ctx *x, otc_dataset **d, int **labels) {
 
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out) {
+    if (c->sequence[0]) return otc_neat_seq_task_create(path, c, out);
     if (c->train_steps > 0 && !c->feed_forward)
-        return otc_fail(OTC_ERR_CONFIG, "[Hybrid] train_steps: hybrid training needs "
-                                        "[DefaultGenome] feed_forward = true");
+        return otc_fail(OTC_ERR_CONFIG, "[Hybrid] train_steps: hybrid training of recurrent "
+                                        "genomes (feed_forward = false) is through time, on "
+                                        "sequences: set [Task] sequence to the sequence-id column");
     /* No targets named: the last column is the target. */
     otc_csv_options o = {.header = c->csv_header,
                          .targets = c->targets[0] ? c->targets : NULL,
@@ -288,7 +314,6 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     t->needs_feed_forward = true;
-    t->make_executor = otc_interpreter_new;
     t->evaluate = csv_evaluate;
     t->confirm = csv_confirm;
     t->score_name = x->regression ? "val_mse" : "val_accuracy";

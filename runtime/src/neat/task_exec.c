@@ -230,7 +230,7 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
     char *out = malloc(cap), *line = NULL;
     otc_status s = v && obs && act && out ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");
     *total = 0;
-    otc_exec_reset_state(r->ex);
+    otc_neat_runner_reset(r);
     int len = s ? 0 : snprintf(out, cap, "reset %llu\n", (unsigned long long)seed);
     if (!s) s = send_line(x, p, out, (size_t)len);
     if (!s) s = read_line(x, p, "after 'reset'", &line);
@@ -348,7 +348,6 @@ otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config 
     x->timeout = c->exec_timeout;
     pthread_mutex_init(&x->lock, NULL);
     snprintf(t->name, sizeof t->name, "exec:%s", program);
-    t->make_executor = otc_interpreter_new;
     t->evaluate = exec_evaluate;
     t->destroy = exec_destroy;
     t->ctx = x;

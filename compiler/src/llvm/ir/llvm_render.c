@@ -150,7 +150,7 @@ static void forward_steps(otc_llvm_r *r) {
                 otc_lv_matmul_kernel(r, s->kernel);
                 break;
             case OTC_KERNEL_OP:
-                otc_lv_op_kernel(r, s->kernel);
+                otc_lv_loop_program(r, p->members[p->kernels[s->kernel].first], false);
                 break;
             }
             r->kernel = -1;
@@ -189,7 +189,7 @@ static void backward_steps(otc_llvm_r *r, LLVMValueRef zero_params) {
             } else if (nd->op == OTC_OP_MATMUL && kind == OTC_KERNEL_MATMUL) {
                 otc_lv_matmul_backward(r, s->node);
             } else {
-                otc_lv_op_backward(r, s->node);
+                otc_lv_loop_program(r, s->node, true);
             }
             break;
         }

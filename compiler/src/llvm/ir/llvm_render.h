@@ -165,14 +165,9 @@ void otc_lv_matmul_kernel(otc_llvm_r *r, int k);
  * (otc_plan_step.fused) into one loop nest (each only touches its own element and sample). */
 void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
 
-/* llvm_render_op.c: OP kernels (reductions, softmaxes, losses; the rest dispatched to
- * llvm_render_struct.c) and their backward. */
-void otc_lv_op_kernel(otc_llvm_r *r, int k);
-void otc_lv_op_backward(otc_llvm_r *r, otc_id id);
-/* llvm_render_struct.c (forward, or backward accumulating into the inputs' gradients). */
-void otc_lv_concat(otc_llvm_r *r, otc_id id, bool backward);
-void otc_lv_take(otc_llvm_r *r, otc_id id, bool backward); /* slice, select */
-void otc_lv_matmul_plain(otc_llvm_r *r, otc_id id, bool backward);
+/* llvm_render_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
+void otc_lv_loop_program(otc_llvm_r *r, otc_id id, bool backward);
+/* llvm_render_matmul_back.c: the gradient products of a batched MatMul (a MATMUL kernel). */
 void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id);
 
 /* llvm_render.c: the whole plan as a module. Functions PREFIXforward, and with o->train

@@ -520,6 +520,6 @@ static otc_status sync_params(otc_executor *ex) {
 }
 
 const otc_executor_vtable otc_lvx_vtable = {
-    "jit", otc_lvx_destroy, set_input,  forward,     value,       backward,
-    grad,  zero_grad,       train_step, reset_state, sync_params,
+    "jit",      otc_lvx_destroy, set_input,   forward, value, backward, grad, zero_grad,
+    train_step, reset_state,     sync_params, NULL,    NULL,  NULL,     NULL, NULL,
 };

@@ -163,8 +163,8 @@ static otc_status sync_params(otc_executor *ex) {
 }
 
 static const otc_executor_vtable pol_vtable = {
-    "adaptive", destroy,   set_input,  forward,     value,       backward,
-    grad,       zero_grad, train_step, reset_state, sync_params,
+    "adaptive", destroy,     set_input,   forward, value, backward, grad, zero_grad,
+    train_step, reset_state, sync_params, NULL,    NULL,  NULL,     NULL, NULL,
 };
 
 /* The compilers train only summing neurons (compiler: plan_train.c). */

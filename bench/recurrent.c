@@ -1,0 +1,233 @@
+/* Recurrent layers in the interpreter against PyTorch eager: a training step (forward over the
+ * sequence, backpropagation through time, Adam) and batch-1 inference of one time step, for the
+ * parity-sized LSTM/GRU (1→16, 10 steps, batch 32) and a larger one (32→128, 50 steps, batch
+ * 64). PyTorch's figures come from bench/recurrent_torch.py run in the same process's run, at
+ * 1 and 2 threads; its columns are left out when torch is not installed. The interpreter's
+ * only threads are OpenBLAS's (its products), set to 1 and 2 the same way.
+ * Usage: recurrent [--quick]   (--quick: the small configurations only) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "otc/otc.h"
+
+#ifndef OTC_SOURCE_DIR
+#define OTC_SOURCE_DIR "."
+#endif
+
+typedef struct {
+    otc_cell cell;
+    int in, hidden, steps, batch;
+} config;
+
+static const char *cell_name(otc_cell c) {
+    return c == OTC_CELL_LSTM ? "lstm" : c == OTC_CELL_GRU ? "gru" : "rnn";
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    otc_graph *g;
+    otc_executor *ex;
+    otc_optimizer *opt;
+    otc_id x, target, loss;
+    const config *c;
+    float *xs, *ts; /* [steps][batch][in], [steps][batch][hidden] */
+    int t;          /* inference: the next step */
+} bench_net;
+
+/* x -> the layer -> h; with a target, the MSE of h against it at every step. */
+static int build(bench_net *n, const config *c, bool train, int batch) {
+    otc_rng rng;
+    otc_rng_seed(&rng, 1);
+    n->c = c;
+    n->g = otc_graph_new();
+    n->x = otc_input(n->g, "x", otc_shape_2d(OTC_BATCH, c->in));
+    otc_id h = otc_recurrent(n->g, c->cell, n->x, c->hidden, 1, &rng, "rnn");
+    if (h < 0 || otc_graph_mark_output(n->g, h)) return -1;
+    size_t nx = (size_t)c->steps * (size_t)batch * (size_t)c->in;
+    size_t nt = (size_t)c->steps * (size_t)batch * (size_t)c->hidden;
+    n->xs = malloc(nx * sizeof *n->xs);
+    n->ts = malloc(nt * sizeof *n->ts);
+    if (!n->xs || !n->ts) return -1;
+    for (size_t i = 0; i < nx; i++) n->xs[i] = 2 * otc_rng_uniform(&rng) - 1;
+    for (size_t i = 0; i < nt; i++) n->ts[i] = 2 * otc_rng_uniform(&rng) - 1;
+    if (train) {
+        n->target = otc_input(n->g, "target", otc_shape_2d(OTC_BATCH, c->hidden));
+        n->loss = otc_mse(n->g, h, n->target);
+        otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_ADAM);
+        n->opt = otc_optimizer_new(&oc);
+        if (n->loss < 0 || !n->opt) return -1;
+    }
+    otc_exec_options eo = {.inference = !train};
+    n->ex = otc_interpreter_new(n->g, &eo);
+    return n->ex ? 0 : -1;
+}
+
+static void release(bench_net *n) {
+    otc_exec_free(n->ex);
+    otc_optimizer_free(n->opt);
+    otc_graph_free(n->g);
+    free(n->xs);
+    free(n->ts);
+}
+
+/* One training step over the whole sequence. */
+static int train_step(bench_net *n) {
+    const config *c = n->c;
+    otc_exec_reset_state(n->ex);
+    if (otc_exec_seq_begin(n->ex, c->steps)) return -1;
+    for (int t = 0; t < c->steps; t++)
+        if (otc_exec_set_input(n->ex, n->x, n->xs + (size_t)t * c->batch * c->in, c->batch) ||
+            otc_exec_set_input(n->ex, n->target, n->ts + (size_t)t * c->batch * c->hidden,
+                               c->batch) ||
+            otc_exec_forward(n->ex))
+            return -1;
+    otc_exec_zero_grad(n->ex);
+    if (otc_exec_seq_backward(n->ex, n->loss, NULL) || otc_exec_optimizer_step(n->ex, n->opt))
+        return -1;
+    return 0;
+}
+
+/* One time step at batch 1, the state carried (restarted every sequence length). */
+static int infer_step(bench_net *n) {
+    if (n->t == n->c->steps) {
+        otc_exec_reset_state(n->ex);
+        n->t = 0;
+    }
+    int rc = otc_exec_set_input(n->ex, n->x, n->xs + (size_t)n->t * n->c->in, 1) ||
+             otc_exec_forward(n->ex);
+    n->t++;
+    return rc ? -1 : 0;
+}
+
+/* Median seconds per call over 7 blocks, each of enough calls to make about 0.3 s in all
+ * (as bench/recurrent_torch.py times its side). */
+static double median_time(int (*fn)(bench_net *), bench_net *n) {
+    enum { BLOCKS = 7 };
+    for (int i = 0; i < 3; i++)
+        if (fn(n)) return -1;
+    long calls = 1;
+    for (;;) {
+        double t0 = now();
+        for (long i = 0; i < calls; i++) fn(n);
+        if ((now() - t0) * BLOCKS >= 0.3 || calls >= (1L << 20)) break;
+        calls *= 2;
+    }
+    double times[BLOCKS];
+    for (int b = 0; b < BLOCKS; b++) {
+        double t0 = now();
+        for (long i = 0; i < calls; i++)
+            if (fn(n)) return -1;
+        times[b] = (now() - t0) / (double)calls;
+    }
+    qsort(times, BLOCKS, sizeof times[0], cmp_double);
+    return times[BLOCKS / 2];
+}
+
+/* PyTorch's figures for a configuration at 1 and 2 threads, from the script's output lines. */
+typedef struct {
+    bool have[3];
+    double train_ms[3], infer_us[3];
+} torch_row;
+
+static void read_torch(const config *cs, int n, torch_row *rows) {
+    char cmd[4096];
+    int at =
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/recurrent_torch.py", OTC_SOURCE_DIR);
+    for (int i = 0; i < n && at > 0 && (size_t)at < sizeof cmd; i++)
+        at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %s %d %d %d %d", cell_name(cs[i].cell),
+                       cs[i].in, cs[i].hidden, cs[i].steps, cs[i].batch);
+    if (at <= 0 || (size_t)at + 16 >= sizeof cmd) return;
+    strcat(cmd, " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    char line[256], cell[16];
+    int in, h, s, b, th;
+    double tr, inf;
+    while (fgets(line, sizeof line, p))
+        if (sscanf(line, "%15s %d %d %d %d %d %lf %lf", cell, &in, &h, &s, &b, &th, &tr, &inf) ==
+                8 &&
+            th >= 1 && th <= 2)
+            for (int i = 0; i < n; i++)
+                if (!strcmp(cell, cell_name(cs[i].cell)) && in == cs[i].in && h == cs[i].hidden &&
+                    s == cs[i].steps && b == cs[i].batch) {
+                    rows[i].have[th] = true;
+                    rows[i].train_ms[th] = tr;
+                    rows[i].infer_us[th] = inf;
+                }
+    pclose(p);
+}
+
+int main(int argc, char **argv) {
+    bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const config all[] = {
+        {OTC_CELL_LSTM, 1, 16, 10, 32},
+        {OTC_CELL_GRU, 1, 16, 10, 32},
+        {OTC_CELL_LSTM, 32, 128, 50, 64},
+        {OTC_CELL_GRU, 32, 128, 50, 64},
+    };
+    int n = quick ? 2 : 4;
+    double train[4][3], infer[4][3];
+    for (int i = 0; i < n; i++)
+        for (int th = 1; th <= 2; th++) {
+            openblas_set_num_threads(th);
+            bench_net tn = {0}, in = {0};
+            if (build(&tn, &all[i], true, all[i].batch) || build(&in, &all[i], false, 1)) {
+                fprintf(stderr, "recurrent: %s\n", otc_last_error());
+                return 2;
+            }
+            train[i][th] = median_time(train_step, &tn);
+            infer[i][th] = median_time(infer_step, &in);
+            release(&tn);
+            release(&in);
+            if (train[i][th] < 0 || infer[i][th] < 0) {
+                fprintf(stderr, "recurrent: %s\n", otc_last_error());
+                return 2;
+            }
+        }
+    torch_row rows[4] = {0};
+    read_torch(all, n, rows);
+    bool torch = false;
+    for (int i = 0; i < n; i++) torch |= rows[i].have[1] || rows[i].have[2];
+
+    printf("training step (forward + BPTT + Adam), ms  |  batch-1 inference, us per time step\n"
+           "(median of 7 blocks; 1t/2t: OpenBLAS or PyTorch threads)\n");
+    printf("  %-22s %9s %9s", "layer", "otc 1t", "otc 2t");
+    if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
+    printf(" %9s %9s", "otc 1t", "otc 2t");
+    if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
+    putchar('\n');
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s %d->%d T%d B%d", cell_name(all[i].cell), all[i].in,
+                 all[i].hidden, all[i].steps, all[i].batch);
+        printf("  %-22s %9.3f %9.3f", name, train[i][1] * 1e3, train[i][2] * 1e3);
+        for (int th = 1; torch && th <= 2; th++)
+            if (rows[i].have[th])
+                printf(" %9.3f", rows[i].train_ms[th]);
+            else
+                printf(" %9s", "-");
+        printf(" %9.2f %9.2f", infer[i][1] * 1e6, infer[i][2] * 1e6);
+        for (int th = 1; torch && th <= 2; th++)
+            if (rows[i].have[th])
+                printf(" %9.2f", rows[i].infer_us[th]);
+            else
+                printf(" %9s", "-");
+        putchar('\n');
+    }
+    if (!torch) printf("  (PyTorch columns left out: /usr/bin/python3 cannot import torch)\n");
+    return 0;
+}

@@ -1,0 +1,218 @@
+/* The C renderer's spelling of loop programs (otc/loops.h): the per-sample body in a loop over
+ * the samples, loops, locals and the program's trees as C expressions. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "otc/loops.h"
+#include "render_c_internal.h"
+
+typedef struct {
+    otc_cr *c;
+    const otc_loop_program *p;
+    char text[OTC_LOOP_MAX_OPERANDS + 2][160]; /* operand spellings, then x and x1 */
+} speller;
+
+/* "i0 * 10 + i1 + 3" */
+static void index_text(char *out, size_t len, const otc_loop_index *ix) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int d = 0; d < OTC_LOOP_MAX_DEPTH; d++) {
+        if (!ix->stride[d]) continue;
+        if (ix->stride[d] == 1)
+            n += (size_t)snprintf(out + n, len - n, "%si%d", n ? " + " : "", d);
+        else
+            n += (size_t)snprintf(out + n, len - n, "%si%d * %" PRId64, n ? " + " : "", d,
+                                  ix->stride[d]);
+        if (n >= len) return;
+    }
+    if (ix->base || !n) snprintf(out + n, len - n, "%s%" PRId64, n ? " + " : "", ix->base);
+}
+
+static void element(speller *s, char *out, size_t len, int bf, const otc_loop_index *ix) {
+    char e[96];
+    index_text(e, sizeof e, ix);
+    const otc_loop_buf *b = &s->p->buf[bf];
+    if (b->grad)
+        otc_cr_grad_at(s->c, out, len, b->node, e);
+    else
+        otc_cr_at(s->c, out, len, b->node, e);
+}
+
+static void operand(speller *s, char *out, size_t len, const otc_loop_operand *o) {
+    switch (o->kind) {
+    case OTC_LOOP_LOAD:
+        element(s, out, len, o->n, &o->at);
+        return;
+    case OTC_LOOP_LOCAL:
+        snprintf(out, len, "l%d", o->n);
+        return;
+    case OTC_LOOP_VAR:
+        snprintf(out, len, "(float)i%d", o->n);
+        return;
+    case OTC_LOOP_CONST: {
+        char k[48];
+        snprintf(out, len, "%s", otc_cr_float(s->c, k, o->k));
+        return;
+    }
+    case OTC_LOOP_SAMPLES:
+        snprintf(out, len, "%s", s->p->batched ? "(float)B" : "1.0f");
+        return;
+    case OTC_LOOP_SUM: /* a double: what it is divided by is then divided in double */
+        snprintf(out, len, "sum%d", o->n);
+        return;
+    case OTC_LOOP_NONE:
+        snprintf(out, len, "0.0f");
+        return;
+    }
+}
+
+/* The statement's tree as C, its leaves bound to its operands (returned malloc'd). */
+static char *tree_text(speller *s, const otc_loop_stmt *st) {
+    const char *args[OTC_LOOP_MAX_OPERANDS];
+    for (int k = 0; k < st->n_operands; k++) {
+        operand(s, s->text[k], sizeof s->text[k], &st->operand[k]);
+        args[k] = s->text[k];
+    }
+    otc_cr_leaves leaves = {.arg = args, .n_arg = st->n_operands};
+    if (st->x.kind) {
+        operand(s, s->text[OTC_LOOP_MAX_OPERANDS], sizeof s->text[0], &st->x);
+        leaves.x = s->text[OTC_LOOP_MAX_OPERANDS];
+    }
+    if (st->x1.kind) {
+        operand(s, s->text[OTC_LOOP_MAX_OPERANDS + 1], sizeof s->text[0], &st->x1);
+        leaves.x1 = s->text[OTC_LOOP_MAX_OPERANDS + 1];
+    }
+    otc_text t;
+    otc_text_init(&t);
+    otc_cr_expr(s->c, &t, st->tree, &leaves);
+    char *text = otc_text_take(&t);
+    if (!text) s->c->sb->failed = true;
+    return text;
+}
+
+static void statement(speller *s, const otc_loop_stmt *st, int *depth) {
+    otc_cr *c = s->c;
+    if (st->kind == OTC_LOOP_FOR) {
+        otc_cr_line(c, "for (size_t i%d = 0; i%d < %" PRId64 "; i%d++) {", *depth, *depth,
+                    st->count, *depth);
+        c->indent++;
+        (*depth)++;
+        return;
+    }
+    if (st->kind == OTC_LOOP_END) {
+        c->indent--;
+        otc_cr_line(c, "}");
+        (*depth)--;
+        return;
+    }
+    char *v = tree_text(s, st);
+    if (!v) return;
+    char dst[128];
+    switch (st->kind) {
+    case OTC_LOOP_LET:
+        otc_cr_line(c, "l%d = %s;", st->n, v);
+        break;
+    case OTC_LOOP_STORE:
+        element(s, dst, sizeof dst, st->n, &st->at);
+        otc_cr_line(c, "%s = (float)(%s);", dst, v);
+        break;
+    case OTC_LOOP_ADD:
+        element(s, dst, sizeof dst, st->n, &st->at);
+        otc_cr_line(c, "%s += %s;", dst, v);
+        break;
+    case OTC_LOOP_SUMUP:
+        otc_cr_line(c, "sum%d += (double)(%s);", st->n, v);
+        break;
+    case OTC_LOOP_CHECK: /* a bad class label: the function returns 2 */
+        otc_cr_line(c, "if (!(%s)) return 2;", v);
+        break;
+    default:
+        break;
+    }
+    free(v);
+}
+
+/* A body of stores, additions and batch sums only (no locals, no checks) runs each
+ * statement's innermost loop over the samples: contiguous floats the compiler vectorises. */
+static bool samples_inner(const otc_loop_program *p) {
+    if (!p->batched) return false;
+    for (int i = 0; i < p->n_stmts; i++) {
+        const otc_loop_stmt *st = &p->stmt[i];
+        if (st->section == OTC_LOOP_BODY &&
+            (st->kind == OTC_LOOP_LET || st->kind == OTC_LOOP_CHECK))
+            return false;
+    }
+    return true;
+}
+
+static void section(speller *s, otc_loop_section which) {
+    int depth = 0;
+    bool inner = which == OTC_LOOP_BODY && samples_inner(s->p), open = false;
+    for (int i = 0; i < s->p->n_stmts; i++) {
+        const otc_loop_stmt *st = &s->p->stmt[i];
+        if (st->section != which) continue;
+        bool loop = st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_END;
+        if (inner && loop && open) {
+            s->c->indent--;
+            otc_cr_line(s->c, "}");
+            open = false;
+        }
+        if (inner && !loop && !open) {
+            otc_cr_line(s->c, "for (size_t b = 0; b < B; b++) {");
+            s->c->indent++;
+            open = true;
+        }
+        statement(s, st, &depth);
+    }
+    if (open) {
+        s->c->indent--;
+        otc_cr_line(s->c, "}");
+    }
+}
+
+void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
+    otc_loop_program *p = NULL;
+    otc_status st = otc_plan_lower(c->plan, id, backward, &p);
+    if (st) {
+        if (!c->st) c->st = st;
+        return;
+    }
+    for (int i = 0; i < p->n_bufs; i++) {
+        const otc_loop_buf *b = &p->buf[i];
+        if (b->grad) {
+            otc_cr_grad_pointer(c, b->node);
+            continue;
+        }
+        otc_id o = otc_plan_owner(c->plan, b->node);
+        if (c->plan->values[o].storage == OTC_STORE_REGISTER && !c->st) {
+            char lab[64];
+            c->st = otc_fail(OTC_ERR_STATE, "emit-c: internal: value %s is read but was not kept",
+                             otc_graph_node_label(c->g, b->node, lab, sizeof lab));
+        }
+        otc_cr_pointer(c, b->node, !backward && b->node == id);
+    }
+    if (p->n_locals) {
+        char line[OTC_LOOP_MAX_LOCALS * 16] = "float";
+        for (int i = 0; i < p->n_locals; i++)
+            snprintf(line + strlen(line), sizeof line - strlen(line), "%s l%d = 0.0f", i ? "," : "",
+                     i);
+        otc_cr_line(c, "%s;", line);
+    }
+    for (int i = 0; i < p->n_sums; i++) otc_cr_line(c, "double sum%d = 0.0;", i);
+    speller s = {.c = c, .p = p};
+    section(&s, OTC_LOOP_BEFORE);
+    bool per_sample = p->batched && !samples_inner(p);
+    if (per_sample) {
+        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+        c->indent++;
+    }
+    section(&s, OTC_LOOP_BODY);
+    if (per_sample) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    section(&s, OTC_LOOP_AFTER);
+    otc_loop_program_free(p);
+}

@@ -1,0 +1,135 @@
+/* The gradient products of the LLVM renderer's batched MatMul, blocked as the plan's tiling
+ * says (OpenBLAS for large ones). */
+#include "llvm_render.h"
+
+#define B (r->ir.b)
+
+static LLVMValueRef konst(otc_llvm_r *r, bool vec, double v) {
+    return otc_llvm_const(vec ? r->vec : r->ir.f32, v);
+}
+
+/* The plan's block of the input gradient (otc_plan_tiling): `rows` rows of gA from k0 times
+ * `nch` chunks of samples from chunk0, gA[k] += sum_n G[n] W[k,n] with the sums in
+ * registers, each loaded vector of G serving every row, each broadcast weight every chunk. */
+#define BACK_ROWS   8
+#define BACK_CHUNKS 4
+
+static void input_grad_block(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRef ga, int64_t N,
+                             LLVMValueRef k0, int rows, LLVMValueRef chunk0, int nch) {
+    const otc_plan *p = r->plan;
+    LLVMValueRef w = otc_lv_value_base(r, W), S = r->a[OTC_LA_STRIDE];
+    bool w_param = p->values[W].storage == OTC_STORE_PARAM;
+    LLVMValueRef off[BACK_CHUNKS], slots[BACK_CHUNKS][BACK_ROWS];
+    for (int c = 0; c < nch; c++) {
+        off[c] = LLVMBuildMul(B, LLVMBuildAdd(B, chunk0, otc_lv_i64(r, c), ""),
+                              otc_lv_i64(r, r->o.lanes), "");
+        for (int j = 0; j < rows; j++) {
+            slots[c][j] = otc_lv_slot(r, r->vec);
+            otc_lv_store(r, konst(r, true, 0.0), slots[c][j]);
+        }
+    }
+    otc_llvm_loop ln = {0};
+    otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+    LLVMValueRef grow = otc_lv_gep(r, G, LLVMBuildMul(B, ln.i, S, ""));
+    LLVMValueRef x[BACK_CHUNKS];
+    for (int c = 0; c < nch; c++) x[c] = otc_lv_load(r, r->vec, otc_lv_gep(r, grow, off[c]));
+    for (int j = 0; j < rows; j++) {
+        LLVMValueRef k = LLVMBuildAdd(B, k0, otc_lv_i64(r, j), "");
+        LLVMValueRef wp =
+            otc_lv_gep(r, w, LLVMBuildAdd(B, LLVMBuildMul(B, k, otc_lv_i64(r, N), ""), ln.i, ""));
+        LLVMValueRef wv = otc_lv_splat(r, w_param ? otc_lv_load_weight(r, r->ir.f32, wp)
+                                                  : otc_lv_load(r, r->ir.f32, wp));
+        for (int c = 0; c < nch; c++)
+            otc_lv_store(r, otc_llvm_fma(&r->ir, x[c], wv, otc_lv_load(r, r->vec, slots[c][j])),
+                         slots[c][j]);
+    }
+    otc_lv_loop_end(r, &ln);
+    for (int j = 0; j < rows; j++) {
+        LLVMValueRef k = LLVMBuildAdd(B, k0, otc_lv_i64(r, j), "");
+        LLVMValueRef row = otc_lv_gep(r, ga, LLVMBuildMul(B, k, S, ""));
+        for (int c = 0; c < nch; c++)
+            otc_lv_accumulate(r, otc_lv_gep(r, row, off[c]), otc_lv_load(r, r->vec, slots[c][j]));
+    }
+}
+
+/* Rows [k0, k0 + rows) of gA over every chunk: blocks of nch chunks, then the rest singly. */
+static void input_grad_rows(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRef ga, int64_t N,
+                            LLVMValueRef k0, int rows, int nch) {
+    otc_llvm_loop lp = {0}, lo = {0};
+    LLVMValueRef blocks = LLVMBuildSDiv(B, r->nchunks, otc_lv_i64(r, nch), "");
+    otc_lv_loop_begin(r, &lp, blocks);
+    input_grad_block(r, W, G, ga, N, k0, rows, LLVMBuildMul(B, lp.i, otc_lv_i64(r, nch), ""), nch);
+    otc_lv_loop_end(r, &lp);
+    if (nch == 1) return;
+    LLVMValueRef from = LLVMBuildMul(B, blocks, otc_lv_i64(r, nch), "");
+    otc_lv_loop_begin(r, &lo, LLVMBuildSub(B, r->nchunks, from, ""));
+    input_grad_block(r, W, G, ga, N, k0, rows, LLVMBuildAdd(B, from, lo.i, ""), 1);
+    otc_lv_loop_end(r, &lo);
+}
+
+/* Batched MatMul [B,K] x [K,N]: gA in the plan's blocks (above), and gW[k,n] += sum over
+ * samples of A[k] G[n] (padding rows of G are zero). */
+void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
+    const otc_plan *p = r->plan;
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    int64_t K = p->values[A].size, N = p->values[id].size;
+    LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, A),
+                 w = otc_lv_value_base(r, W);
+    otc_llvm_loop lk = {0}, ln = {0}, lc = {0};
+    /* Large products through OpenBLAS: gA[K,S] += W[K,N] G[N,S]; gW[K,N] += A[K,S] G^T. The
+     * padding columns of G are zero, so they add nothing. */
+    int64_t s_min = otc_lv_blas_min_stride(r, K, N, true);
+    LLVMBasicBlockRef done = NULL;
+    if (s_min >= 0) {
+        LLVMValueRef S = r->a[OTC_LA_STRIDE];
+        LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas_back");
+        LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline_back");
+        done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_back_done");
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, S, otc_lv_i64(r, s_min), ""), big, small);
+        LLVMPositionBuilderAtEnd(B, big);
+        if (p->values[A].needs_grad)
+            otc_lv_sgemm(r, false, false, otc_lv_i64(r, K), S, otc_lv_i64(r, N), w,
+                         otc_lv_i64(r, N), G, S, 1.0f, otc_lv_grad_base(r, A), S);
+        if (p->values[W].needs_grad)
+            otc_lv_sgemm(r, false, true, otc_lv_i64(r, K), otc_lv_i64(r, N), S, a, S, G, S, 1.0f,
+                         otc_lv_grad_base(r, W), otc_lv_i64(r, N));
+        LLVMBuildBr(B, done);
+        LLVMPositionBuilderAtEnd(B, small);
+    }
+    if (p->values[A].needs_grad) {
+        const otc_plan_tiling *t = &p->kernels[p->values[id].kernel].tiling;
+        int rows = t->grad_rows < 1 ? 1 : t->grad_rows > BACK_ROWS ? BACK_ROWS : t->grad_rows;
+        int nch = t->vectors < 1 ? 1 : t->vectors > BACK_CHUNKS ? BACK_CHUNKS : t->vectors;
+        LLVMValueRef ga = otc_lv_grad_base(r, A);
+        int64_t full = K / rows * rows;
+        if (full > 0) {
+            otc_lv_loop_begin(r, &lk, otc_lv_i64(r, full / rows));
+            input_grad_rows(r, W, G, ga, N, LLVMBuildMul(B, lk.i, otc_lv_i64(r, rows), ""), rows,
+                            nch);
+            otc_lv_loop_end(r, &lk);
+        }
+        if (full < K) input_grad_rows(r, W, G, ga, N, otc_lv_i64(r, full), (int)(K - full), nch);
+    }
+    if (p->values[W].needs_grad) {
+        LLVMValueRef gw = otc_lv_grad_base(r, W);
+        LLVMValueRef acc = otc_lv_slot(r, r->vec);
+        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
+        otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+        otc_lv_store(r, konst(r, true, 0.0), acc);
+        otc_lv_chunks_begin(r, &lc);
+        LLVMValueRef av = otc_lv_load(r, r->vec, otc_lv_at(r, a, lk.i, true));
+        LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
+        otc_lv_store(r, otc_llvm_fma(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
+        otc_lv_chunks_end(r, &lc);
+        LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), ln.i, "");
+        otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));
+        otc_lv_loop_end(r, &ln);
+        otc_lv_loop_end(r, &lk);
+    }
+    if (done) {
+        LLVMBuildBr(B, done);
+        LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+        LLVMPositionBuilderAtEnd(B, done);
+    }
+}

@@ -1,0 +1,753 @@
+/* How each op with a loop structure of its own lowers to a loop program (otc/loops.h),
+ * forward and backward: the one description the C and LLVM renderers both spell. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "otc/expr_spell.h"
+#include "otc/loops.h"
+#include "otc/ops.h"
+#include "otc/text.h"
+
+/* ---- the trees: arguments are the statement's operands, in order ---- */
+
+#define A0 EX_ARG(0)
+#define A1 EX_ARG(1)
+#define A2 EX_ARG(2)
+#define A3 EX_ARG(3)
+#define A4 EX_ARG(4)
+#define A5 EX_ARG(5)
+
+static const otc_expr *const COPY = A0; /* file scope: programs keep pointers to trees */
+static const otc_expr *const ZERO = EX_K(0);
+static const otc_expr *const SUM2 = EX_ADD(A0, A1);
+static const otc_expr *const MUL_ADD = EX_ADD(A0, EX_MUL(A1, A2)); /* acc + a * b */
+static const otc_expr *const PRODUCT = EX_MUL(A0, A1);
+static const otc_expr *const OVER_COUNT = EX_DIV(A0, EX_MUL(A1, A2)); /* sum / (n * samples) */
+static const otc_expr *const RUNNING_MAX = EX_MAX(A1, A0);            /* x > m ? x : m */
+static const otc_expr *const SHIFTED_EXP = EX_EXP(EX_SUB(A0, A1));    /* exp(x - m) */
+static const otc_expr *const ADD_SHIFTED_EXP = EX_ADD(A0, EX_EXP(EX_SUB(A1, A2)));
+static const otc_expr *const RECIPROCAL = EX_DIV(EX_K(1), A0);
+/* (x - m) - log(s): the shifted value is exact, so large logits keep their precision. */
+static const otc_expr *const LOG_SOFTMAX = EX_SUB(EX_SUB(A0, A1), EX_LOG(A2));
+static const otc_expr *const SOFTMAX_BACK = EX_MUL(A0, EX_SUB(A1, A2)); /* y (g - sum g y) */
+static const otc_expr *const LOG_SOFTMAX_BACK = EX_SUB(A0, EX_MUL(EX_EXP(A1), A2)); /* g - e^y s */
+/* The class index l (A0) is valid when clamping it to [0, C-1] (A1 = -(C-1)) and dropping
+ * its fraction gives it back: false for NaN, negatives, fractions and l >= C alike, and the
+ * float -> integer conversion only ever sees a value in range. */
+static const otc_expr *const LABEL_OK =
+    EX_2(OTC_EX_EQ, A0,
+         EX_1(OTC_EX_I2F, EX_1(OTC_EX_F2I, EX_NEG(EX_MAX(EX_NEG(EX_MAX(A0, EX_K(0))), A1)))));
+/* x[l] of a row without a gather: keep x where the class index (A0) is the label (A1). */
+static const otc_expr *const PICK = EX_3(OTC_EX_SELECT, EX_2(OTC_EX_EQ, A0, A1), A2, A3);
+static const otc_expr *const CE_TERM = EX_ADD(EX_SUB(A0, A2), EX_LOG(A1)); /* (m - x_l) + log s */
+/* u (softmax_c - [c == l]) with softmax_c = exp(x - m) / s: A0 u, A1 x, A2 m, A3 1/s,
+ * A4 c, A5 l. */
+static const otc_expr *const CE_BACK =
+    EX_SUB(EX_MUL(EX_MUL(A0, EX_EXP(EX_SUB(A1, A2))), A3),
+           EX_3(OTC_EX_SELECT, EX_2(OTC_EX_EQ, A4, A5), A0, EX_K(0)));
+
+/* ---- the builder ---- */
+
+typedef struct {
+    otc_loop_program *p;
+    const otc_graph *g;
+    otc_loop_section section;
+    int depth;
+    int cap;
+    otc_status st;
+} builder;
+
+static otc_status fail(builder *b, const char *what) {
+    if (!b->st) {
+        char lab[64];
+        b->st = otc_fail(OTC_ERR_UNSUPPORTED, "plan: op '%s' (node %s): %s",
+                         otc_op_get(otc_graph_node(b->g, b->p->node)->op)->name,
+                         otc_graph_node_label(b->g, b->p->node, lab, sizeof lab), what);
+    }
+    return b->st;
+}
+
+static otc_loop_stmt *emit(builder *b, otc_loop_stmt_kind kind) {
+    if (b->st) return NULL;
+    otc_loop_program *p = b->p;
+    if (p->n_stmts == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 32;
+        otc_loop_stmt *s = realloc(p->stmt, (size_t)cap * sizeof *s);
+        if (!s) {
+            b->st = otc_fail(OTC_ERR_NOMEM, "plan: out of memory lowering a node");
+            return NULL;
+        }
+        p->stmt = s;
+        b->cap = cap;
+    }
+    otc_loop_stmt *s = &p->stmt[p->n_stmts++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->section = b->section;
+    return s;
+}
+
+/* The buffer index of a node's value or gradient (each listed once). */
+static int buf(builder *b, otc_id node, bool grad) {
+    otc_loop_program *p = b->p;
+    for (int i = 0; i < p->n_bufs; i++)
+        if (p->buf[i].node == node && p->buf[i].grad == grad) return i;
+    if (p->n_bufs == OTC_LOOP_MAX_BUFS) {
+        fail(b, "too many inputs for one loop program");
+        return 0;
+    }
+    p->buf[p->n_bufs] = (otc_loop_buf){node, grad};
+    return p->n_bufs++;
+}
+
+static int local(builder *b) {
+    if (b->p->n_locals == OTC_LOOP_MAX_LOCALS) {
+        fail(b, "too many locals");
+        return 0;
+    }
+    b->p->local_uniform[b->p->n_locals] = b->section == OTC_LOOP_BEFORE;
+    return b->p->n_locals++;
+}
+
+static int sum(builder *b) {
+    if (b->p->n_sums == OTC_LOOP_MAX_SUMS) {
+        fail(b, "too many batch sums");
+        return 0;
+    }
+    return b->p->n_sums++;
+}
+
+/* Opens a loop of n iterations and returns its depth (the index of its variable). */
+static int loop(builder *b, int64_t n) {
+    if (b->depth == OTC_LOOP_MAX_DEPTH) {
+        fail(b, "loops nested too deep");
+        return 0;
+    }
+    otc_loop_stmt *s = emit(b, OTC_LOOP_FOR);
+    if (s) s->count = n;
+    return b->depth++;
+}
+
+static void end(builder *b) {
+    emit(b, OTC_LOOP_END);
+    b->depth--;
+}
+
+/* Element base + s1 * i_d1 + s2 * i_d2 (a depth of -1: no term). */
+static otc_loop_index at(int64_t base, int d1, int64_t s1, int d2, int64_t s2) {
+    otc_loop_index ix = {.base = base};
+    if (d1 >= 0) ix.stride[d1] += s1;
+    if (d2 >= 0) ix.stride[d2] += s2;
+    return ix;
+}
+
+#define AT0(base) at((base), -1, 0, -1, 0)
+
+static otc_loop_operand LD(int bf, otc_loop_index ix) {
+    return (otc_loop_operand){.kind = OTC_LOOP_LOAD, .n = bf, .at = ix};
+}
+static otc_loop_operand LOC(int n) {
+    return (otc_loop_operand){.kind = OTC_LOOP_LOCAL, .n = n};
+}
+static otc_loop_operand VAR(int d) {
+    return (otc_loop_operand){.kind = OTC_LOOP_VAR, .n = d};
+}
+static otc_loop_operand K(double k) {
+    return (otc_loop_operand){.kind = OTC_LOOP_CONST, .k = (float)k};
+}
+static otc_loop_operand SAMPLES(void) {
+    return (otc_loop_operand){.kind = OTC_LOOP_SAMPLES};
+}
+static otc_loop_operand SUM(int n) {
+    return (otc_loop_operand){.kind = OTC_LOOP_SUM, .n = n};
+}
+
+#define OPS(...)                                                                                   \
+    (const otc_loop_operand[]){__VA_ARGS__},                                                       \
+        (int)(sizeof((const otc_loop_operand[]){__VA_ARGS__}) / sizeof(otc_loop_operand))
+
+static otc_loop_stmt *statement(builder *b, otc_loop_stmt_kind kind, int n, otc_loop_index ix,
+                                const otc_expr *tree, const otc_loop_operand *ops, int n_ops) {
+    otc_loop_stmt *s = emit(b, kind);
+    if (!s) return NULL;
+    s->n = n;
+    s->at = ix;
+    s->tree = tree;
+    s->n_operands = n_ops;
+    for (int i = 0; i < n_ops; i++) s->operand[i] = ops[i];
+    return s;
+}
+
+static void let(builder *b, int loc, const otc_expr *tree, const otc_loop_operand *ops, int n) {
+    statement(b, OTC_LOOP_LET, loc, AT0(0), tree, ops, n);
+}
+static void store(builder *b, int bf, otc_loop_index ix, const otc_expr *tree,
+                  const otc_loop_operand *ops, int n) {
+    statement(b, OTC_LOOP_STORE, bf, ix, tree, ops, n);
+}
+static void add(builder *b, int bf, otc_loop_index ix, const otc_expr *tree,
+                const otc_loop_operand *ops, int n) {
+    statement(b, OTC_LOOP_ADD, bf, ix, tree, ops, n);
+}
+static void sumup(builder *b, int sm, const otc_expr *tree, const otc_loop_operand *ops, int n) {
+    statement(b, OTC_LOOP_SUMUP, sm, AT0(0), tree, ops, n);
+}
+
+/* A tree the program owns: a * b, where b is the op spec's tree (with its leaves x, x1). */
+static const otc_expr *times(builder *b, const otc_expr *a, const otc_expr *rhs) {
+    otc_loop_program *p = b->p;
+    if (p->n_trees == OTC_LOOP_MAX_TREES) {
+        fail(b, "too many composed trees");
+        return a;
+    }
+    otc_expr *t = &p->tree[p->n_trees++];
+    *t = (otc_expr){.op = OTC_EX_MUL, .a = a, .b = rhs};
+    return t;
+}
+
+/* ---- shapes ---- */
+
+static const otc_node *node(const builder *b, otc_id id) {
+    return otc_graph_node(b->g, id);
+}
+
+static bool batched(const builder *b, otc_id id) {
+    return otc_shape_is_batched(node(b, id)->shape);
+}
+
+/* Elements per sample (batched) or in all (unbatched). */
+static int64_t size_of(const builder *b, otc_id id) {
+    otc_shape s = node(b, id)->shape;
+    int64_t n = 1;
+    for (int d = 0; d < s.ndim; d++)
+        if (s.dim[d] != OTC_BATCH) n *= s.dim[d];
+    return n;
+}
+
+/* Per-sample dims around axis: outer blocks, the axis, inner elements. */
+static void split(otc_shape s, int axis, int64_t *outer, int64_t *mid, int64_t *inner) {
+    if (axis < 0) axis += s.ndim;
+    *outer = *mid = *inner = 1;
+    for (int d = 0; d < s.ndim; d++) {
+        if (s.dim[d] == OTC_BATCH) continue; /* only ever dim 0 */
+        if (d < axis)
+            *outer *= s.dim[d];
+        else if (d == axis)
+            *mid = s.dim[d];
+        else
+            *inner *= s.dim[d];
+    }
+}
+
+static int64_t last_dim(const builder *b, otc_id id) {
+    otc_shape s = node(b, id)->shape;
+    return s.ndim > 0 ? s.dim[s.ndim - 1] : 1;
+}
+
+/* ---- the lowerings ---- */
+
+/* sum, mean: forward a batch sum of every element; backward each element += the incoming
+ * gradient (over the element count, for the mean). */
+static void lower_reduce(builder *b, const otc_node *nd, bool backward, bool mean) {
+    otc_id x = nd->inputs[0];
+    int64_t n = size_of(b, x);
+    if (!backward) {
+        int s = sum(b);
+        int e = loop(b, n);
+        sumup(b, s, COPY, OPS(LD(buf(b, x, false), at(0, e, 1, -1, 0))));
+        end(b);
+        b->section = OTC_LOOP_AFTER;
+        int y = buf(b, b->p->node, false);
+        if (mean)
+            store(b, y, AT0(0), OVER_COUNT, OPS(SUM(s), K((double)n), SAMPLES()));
+        else
+            store(b, y, AT0(0), COPY, OPS(SUM(s)));
+        return;
+    }
+    b->section = OTC_LOOP_BEFORE;
+    int u = local(b);
+    int gy = buf(b, b->p->node, true);
+    if (mean)
+        let(b, u, OVER_COUNT, OPS(LD(gy, AT0(0)), K((double)n), SAMPLES()));
+    else
+        let(b, u, COPY, OPS(LD(gy, AT0(0))));
+    b->section = OTC_LOOP_BODY;
+    int e = loop(b, n);
+    add(b, buf(b, x, true), at(0, e, 1, -1, 0), COPY, OPS(LOC(u)));
+    end(b);
+}
+
+/* The loss tree's leaves x and x1: element e of the prediction and of the target, each bound
+ * only when the tree reads it. */
+static void bind_leaves(builder *b, otc_loop_stmt *st, otc_id x, otc_id t, int e) {
+    if (!st) return;
+    if (otc_expr_reads(st->tree, OTC_EX_X)) st->x = LD(buf(b, x, false), at(0, e, 1, -1, 0));
+    if (otc_expr_reads(st->tree, OTC_EX_X1)) st->x1 = LD(buf(b, t, false), at(0, e, 1, -1, 0));
+}
+
+/* mse, bce: the mean over every element of the op spec's loss term of (x, t); backward each
+ * input's gradient += (g / count) * the term's derivative by it. */
+static void lower_mean_loss(builder *b, const otc_node *nd, bool backward, const bool *needs) {
+    otc_id x = nd->inputs[0], t = nd->inputs[1];
+    int64_t n = size_of(b, x);
+    const otc_expr *term = otc_op_loss_expr(nd->op);
+    if (!term) {
+        fail(b, "no loss term in the op spec");
+        return;
+    }
+    if (!backward) {
+        int s = sum(b);
+        int e = loop(b, n);
+        otc_loop_stmt *st = statement(b, OTC_LOOP_SUMUP, s, AT0(0), term, NULL, 0);
+        bind_leaves(b, st, x, t, e);
+        end(b);
+        b->section = OTC_LOOP_AFTER;
+        store(b, buf(b, b->p->node, false), AT0(0), OVER_COUNT,
+              OPS(SUM(s), K((double)n), SAMPLES()));
+        return;
+    }
+    b->section = OTC_LOOP_BEFORE;
+    int u = local(b);
+    let(b, u, OVER_COUNT, OPS(LD(buf(b, b->p->node, true), AT0(0)), K((double)n), SAMPLES()));
+    b->section = OTC_LOOP_BODY;
+    int e = loop(b, n);
+    for (int i = 0; i < 2; i++) {
+        const otc_expr *d = otc_op_loss_grad_expr(nd->op, i);
+        if (!needs[i] || !d) continue;
+        otc_loop_stmt *st = statement(b, OTC_LOOP_ADD, buf(b, nd->inputs[i], true),
+                                      at(0, e, 1, -1, 0), times(b, COPY, d), OPS(LOC(u)));
+        bind_leaves(b, st, x, t, e);
+    }
+    end(b);
+}
+
+/* m = the maximum of row r (the loop at depth dr) of C values of x. */
+static void row_max(builder *b, int xb, int dr, int64_t C, int m) {
+    let(b, m, COPY, OPS(LD(xb, at(0, dr, C, -1, 0))));
+    int c = loop(b, C - 1);
+    let(b, m, RUNNING_MAX, OPS(LOC(m), LD(xb, at(1, dr, C, c, 1))));
+    end(b);
+}
+
+/* m = the row's maximum, s = the sum of exp(x - m) over the row. */
+static void row_max_sum(builder *b, int xb, int dr, int64_t C, int m, int s) {
+    row_max(b, xb, dr, C, m);
+    let(b, s, ZERO, NULL, 0);
+    int c = loop(b, C);
+    let(b, s, ADD_SHIFTED_EXP, OPS(LOC(s), LD(xb, at(0, dr, C, c, 1)), LOC(m)));
+    end(b);
+}
+
+/* softmax, log_softmax along the last axis, a row at a time. */
+static void lower_softmax(builder *b, const otc_node *nd, bool backward, bool log) {
+    otc_id id = b->p->node, x = nd->inputs[0];
+    int64_t C = last_dim(b, id), R = size_of(b, id) / C;
+    int r = loop(b, R);
+    if (!backward) {
+        int xb = buf(b, x, false), yb = buf(b, id, false);
+        int m = local(b), s = local(b);
+        if (log) {
+            row_max_sum(b, xb, r, C, m, s);
+            int c = loop(b, C);
+            store(b, yb, at(0, r, C, c, 1), LOG_SOFTMAX,
+                  OPS(LD(xb, at(0, r, C, c, 1)), LOC(m), LOC(s)));
+            end(b);
+        } else { /* y = exp(x - m) stored while summing, then scaled by 1 / s */
+            row_max(b, xb, r, C, m);
+            let(b, s, ZERO, NULL, 0);
+            int c = loop(b, C);
+            store(b, yb, at(0, r, C, c, 1), SHIFTED_EXP, OPS(LD(xb, at(0, r, C, c, 1)), LOC(m)));
+            let(b, s, SUM2, OPS(LOC(s), LD(yb, at(0, r, C, c, 1))));
+            end(b);
+            let(b, s, RECIPROCAL, OPS(LOC(s)));
+            c = loop(b, C);
+            store(b, yb, at(0, r, C, c, 1), PRODUCT, OPS(LD(yb, at(0, r, C, c, 1)), LOC(s)));
+            end(b);
+        }
+    } else {
+        int yb = buf(b, id, false), gy = buf(b, id, true), gx = buf(b, x, true);
+        int s = local(b);
+        let(b, s, ZERO, NULL, 0);
+        int c = loop(b, C);
+        if (log)
+            let(b, s, SUM2, OPS(LOC(s), LD(gy, at(0, r, C, c, 1))));
+        else
+            let(b, s, MUL_ADD, OPS(LOC(s), LD(gy, at(0, r, C, c, 1)), LD(yb, at(0, r, C, c, 1))));
+        end(b);
+        c = loop(b, C);
+        if (log)
+            add(b, gx, at(0, r, C, c, 1), LOG_SOFTMAX_BACK,
+                OPS(LD(gy, at(0, r, C, c, 1)), LD(yb, at(0, r, C, c, 1)), LOC(s)));
+        else
+            add(b, gx, at(0, r, C, c, 1), SOFTMAX_BACK,
+                OPS(LD(yb, at(0, r, C, c, 1)), LD(gy, at(0, r, C, c, 1)), LOC(s)));
+        end(b);
+    }
+    end(b);
+}
+
+/* softmax_ce: logits [M, C] (a batched row per sample, or M unbatched rows), labels one per
+ * row as floats; the mean over rows of logsumexp(x) - x[label]. A label that is not a class
+ * index fails the call. */
+static void lower_softmax_ce(builder *b, const otc_node *nd, bool backward, const bool *needs) {
+    otc_id x = nd->inputs[0], lab = nd->inputs[1];
+    int64_t C = last_dim(b, x), M = size_of(b, x) / C;
+    int xb = buf(b, x, false), lb = buf(b, lab, false);
+    int u = -1, s_total = -1;
+    if (backward) {
+        if (!needs[0]) return;
+        b->section = OTC_LOOP_BEFORE;
+        u = local(b);
+        let(b, u, OVER_COUNT, OPS(LD(buf(b, b->p->node, true), AT0(0)), K((double)M), SAMPLES()));
+        b->section = OTC_LOOP_BODY;
+    } else {
+        s_total = sum(b);
+    }
+    int r = loop(b, M);
+    int l = local(b), m = local(b), s = local(b), t = local(b);
+    let(b, l, COPY, OPS(LD(lb, at(0, r, 1, -1, 0))));
+    if (!backward)
+        statement(b, OTC_LOOP_CHECK, 0, AT0(0), LABEL_OK, OPS(LOC(l), K(-(double)(C - 1))));
+    row_max_sum(b, xb, r, C, m, s);
+    int c;
+    if (!backward) {
+        let(b, t, ZERO, NULL, 0);
+        c = loop(b, C);
+        let(b, t, PICK, OPS(VAR(c), LOC(l), LD(xb, at(0, r, C, c, 1)), LOC(t)));
+        end(b);
+        sumup(b, s_total, CE_TERM, OPS(LOC(m), LOC(s), LOC(t)));
+    } else {
+        let(b, t, RECIPROCAL, OPS(LOC(s)));
+        c = loop(b, C);
+        add(b, buf(b, x, true), at(0, r, C, c, 1), CE_BACK,
+            OPS(LOC(u), LD(xb, at(0, r, C, c, 1)), LOC(m), LOC(t), VAR(c), LOC(l)));
+        end(b);
+    }
+    end(b);
+    if (!backward) {
+        b->section = OTC_LOOP_AFTER;
+        store(b, buf(b, b->p->node, false), AT0(0), OVER_COUNT,
+              OPS(SUM(s_total), K((double)M), SAMPLES()));
+    }
+}
+
+/* A copy of `outer` runs of `chunk` elements: dst[o * dst_row + dst_off + j] (=, or += of
+ * gradients) src[o * src_row + src_off + j]. */
+static void copy_runs(builder *b, int dst, int src, bool accumulate, int64_t outer, int64_t chunk,
+                      int64_t dst_row, int64_t dst_off, int64_t src_row, int64_t src_off) {
+    int o = loop(b, outer);
+    int j = loop(b, chunk);
+    statement(b, accumulate ? OTC_LOOP_ADD : OTC_LOOP_STORE, dst, at(dst_off, o, dst_row, j, 1),
+              COPY, OPS(LD(src, at(src_off, o, src_row, j, 1))));
+    end(b);
+    end(b);
+}
+
+/* concat along an axis: each input's runs into its place in the output (backward: the
+ * output gradient's runs back into each input's gradient). */
+static void lower_concat(builder *b, const otc_node *nd, bool backward, const bool *needs) {
+    otc_id id = b->p->node;
+    int64_t outer, mid, inner, off = 0;
+    split(nd->shape, nd->axis, &outer, &mid, &inner);
+    int64_t out_row = mid * inner;
+    for (int i = 0; i < nd->n_inputs; i++) {
+        int64_t o2, m2, i2;
+        split(node(b, nd->inputs[i])->shape, nd->axis, &o2, &m2, &i2);
+        int64_t chunk = m2 * i2;
+        if (!backward)
+            copy_runs(b, buf(b, id, false), buf(b, nd->inputs[i], false), false, outer, chunk,
+                      out_row, off, chunk, 0);
+        else if (needs[i])
+            copy_runs(b, buf(b, nd->inputs[i], true), buf(b, id, true), true, outer, chunk, chunk,
+                      0, out_row, off);
+        off += chunk;
+    }
+}
+
+/* slice (len elements from start along the axis) and select (one). */
+static void lower_take(builder *b, const otc_node *nd, bool backward, int64_t len) {
+    otc_id id = b->p->node, x = nd->inputs[0];
+    int64_t outer, mid, inner;
+    split(node(b, x)->shape, nd->axis, &outer, &mid, &inner);
+    int64_t chunk = len * inner, from = (int64_t)nd->start * inner;
+    if (!backward)
+        copy_runs(b, buf(b, id, false), buf(b, x, false), false, outer, chunk, chunk, 0,
+                  mid * inner, from);
+    else
+        copy_runs(b, buf(b, x, true), buf(b, id, true), true, outer, chunk, mid * inner, from,
+                  chunk, 0);
+}
+
+/* A product of two unbatched values A [M, K] and W [K, N]. */
+static void lower_matmul(builder *b, const otc_node *nd, bool backward, const bool *needs) {
+    otc_id id = b->p->node, A = nd->inputs[0], W = nd->inputs[1];
+    if (batched(b, A) || batched(b, W)) {
+        fail(b, "a batched product is planned as a MATMUL kernel, not a loop program");
+        return;
+    }
+    const otc_shape as = node(b, A)->shape;
+    int64_t M = as.dim[0], Kd = as.dim[1], N = nd->shape.dim[1];
+    int ab = buf(b, A, false), wb = buf(b, W, false);
+    int acc = local(b);
+    if (!backward) {
+        int i = loop(b, M), j = loop(b, N);
+        let(b, acc, ZERO, NULL, 0);
+        int k = loop(b, Kd);
+        let(b, acc, MUL_ADD, OPS(LOC(acc), LD(ab, at(0, i, Kd, k, 1)), LD(wb, at(0, k, N, j, 1))));
+        end(b);
+        store(b, buf(b, id, false), at(0, i, N, j, 1), COPY, OPS(LOC(acc)));
+        end(b);
+        end(b);
+        return;
+    }
+    int gy = buf(b, id, true);
+    if (needs[0]) { /* dA[i,k] += sum_j dY[i,j] W[k,j] */
+        int i = loop(b, M), k = loop(b, Kd);
+        let(b, acc, ZERO, NULL, 0);
+        int j = loop(b, N);
+        let(b, acc, MUL_ADD, OPS(LOC(acc), LD(gy, at(0, i, N, j, 1)), LD(wb, at(0, k, N, j, 1))));
+        end(b);
+        add(b, buf(b, A, true), at(0, i, Kd, k, 1), COPY, OPS(LOC(acc)));
+        end(b);
+        end(b);
+    }
+    if (needs[1]) { /* dW[k,j] += A[i,k] dY[i,j] */
+        int i = loop(b, M), k = loop(b, Kd);
+        let(b, acc, COPY, OPS(LD(ab, at(0, i, Kd, k, 1))));
+        int j = loop(b, N);
+        add(b, buf(b, W, true), at(0, k, N, j, 1), PRODUCT,
+            OPS(LOC(acc), LD(gy, at(0, i, N, j, 1))));
+        end(b);
+        end(b);
+        end(b);
+    }
+}
+
+bool otc_loop_lowers(otc_op op) {
+    switch (op) {
+    case OTC_OP_SUM:
+    case OTC_OP_MEAN:
+    case OTC_OP_MSE:
+    case OTC_OP_BCE:
+    case OTC_OP_SOFTMAX:
+    case OTC_OP_LOG_SOFTMAX:
+    case OTC_OP_SOFTMAX_CE:
+    case OTC_OP_CONCAT:
+    case OTC_OP_SLICE:
+    case OTC_OP_SELECT:
+    case OTC_OP_MATMUL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void renumber(otc_loop_operand *o, const int *to) {
+    if (o->kind == OTC_LOOP_LOAD) o->n = to[o->n];
+}
+
+/* A program lists exactly the buffers its statements touch (a lowering may name one that a
+ * rule then skips, e.g. an input that needs no gradient), so a renderer declares no unused
+ * pointer and the plan keeps nothing for it. */
+static void drop_unused_bufs(otc_loop_program *p) {
+    bool used[OTC_LOOP_MAX_BUFS] = {false};
+    for (int i = 0; i < p->n_stmts; i++) {
+        const otc_loop_stmt *s = &p->stmt[i];
+        if (s->kind == OTC_LOOP_STORE || s->kind == OTC_LOOP_ADD) used[s->n] = true;
+        if (s->x.kind == OTC_LOOP_LOAD) used[s->x.n] = true;
+        if (s->x1.kind == OTC_LOOP_LOAD) used[s->x1.n] = true;
+        for (int k = 0; k < s->n_operands; k++)
+            if (s->operand[k].kind == OTC_LOOP_LOAD) used[s->operand[k].n] = true;
+    }
+    int to[OTC_LOOP_MAX_BUFS], n = 0;
+    for (int i = 0; i < p->n_bufs; i++) {
+        to[i] = n;
+        if (used[i]) p->buf[n++] = p->buf[i];
+    }
+    p->n_bufs = n;
+    for (int i = 0; i < p->n_stmts; i++) {
+        otc_loop_stmt *s = &p->stmt[i];
+        if (s->kind == OTC_LOOP_STORE || s->kind == OTC_LOOP_ADD) s->n = to[s->n];
+        renumber(&s->x, to);
+        renumber(&s->x1, to);
+        for (int k = 0; k < s->n_operands; k++) renumber(&s->operand[k], to);
+    }
+}
+
+otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bool *needs_grad,
+                          otc_loop_program **out) {
+    *out = NULL;
+    const otc_node *nd = otc_graph_node(g, id);
+    if (!nd) return otc_fail(OTC_ERR_ARG, "plan: no node #%d to lower", (int)id);
+    otc_loop_program *p = calloc(1, sizeof *p);
+    if (!p) return otc_fail(OTC_ERR_NOMEM, "plan: out of memory lowering a node");
+    p->node = id;
+    p->backward = backward;
+    builder b = {.p = p, .g = g, .section = OTC_LOOP_BODY};
+    bool needs[OTC_LOOP_MAX_BUFS];
+    for (int i = 0; i < nd->n_inputs && i < OTC_LOOP_MAX_BUFS; i++)
+        needs[i] = needs_grad ? needs_grad[i] : true;
+    /* The body runs per sample when the op's main operand is batched. */
+    otc_id main =
+        nd->op == OTC_OP_CONCAT || nd->op == OTC_OP_SOFTMAX || nd->op == OTC_OP_LOG_SOFTMAX
+            ? id
+            : nd->inputs[0];
+    p->batched = otc_shape_is_batched(otc_graph_node(g, main)->shape);
+    if (nd->n_inputs > OTC_LOOP_MAX_BUFS - 2) fail(&b, "too many inputs for one loop program");
+    switch (b.st ? OTC_OP_COUNT : nd->op) {
+    case OTC_OP_SUM:
+    case OTC_OP_MEAN:
+        lower_reduce(&b, nd, backward, nd->op == OTC_OP_MEAN);
+        break;
+    case OTC_OP_MSE:
+    case OTC_OP_BCE:
+        lower_mean_loss(&b, nd, backward, needs);
+        break;
+    case OTC_OP_SOFTMAX:
+    case OTC_OP_LOG_SOFTMAX:
+        lower_softmax(&b, nd, backward, nd->op == OTC_OP_LOG_SOFTMAX);
+        break;
+    case OTC_OP_SOFTMAX_CE:
+        lower_softmax_ce(&b, nd, backward, needs);
+        break;
+    case OTC_OP_CONCAT:
+        lower_concat(&b, nd, backward, needs);
+        break;
+    case OTC_OP_SLICE:
+        lower_take(&b, nd, backward, nd->len);
+        break;
+    case OTC_OP_SELECT:
+        lower_take(&b, nd, backward, 1);
+        break;
+    case OTC_OP_MATMUL:
+        lower_matmul(&b, nd, backward, needs);
+        break;
+    default:
+        fail(&b, "has no loop program");
+        break;
+    }
+    if (b.st) {
+        otc_loop_program_free(p);
+        return b.st;
+    }
+    drop_unused_bufs(p);
+    *out = p;
+    return OTC_OK;
+}
+
+otc_status otc_plan_lower(const otc_plan *plan, otc_id id, bool backward, otc_loop_program **out) {
+    const otc_node *nd = otc_graph_node(plan->graph, id);
+    bool needs[OTC_LOOP_MAX_BUFS] = {false};
+    for (int i = 0; nd && i < nd->n_inputs && i < OTC_LOOP_MAX_BUFS; i++)
+        needs[i] = plan->values[nd->inputs[i]].needs_grad;
+    return otc_loop_lower(plan->graph, id, backward, needs, out);
+}
+
+void otc_loop_program_free(otc_loop_program *p) {
+    if (!p) return;
+    free(p->stmt);
+    free(p);
+}
+
+/* ---- text ---- */
+
+static void index_text(otc_text *t, const otc_loop_index *ix) {
+    otc_text_printf(t, "%" PRId64, ix->base);
+    for (int d = 0; d < OTC_LOOP_MAX_DEPTH; d++)
+        if (ix->stride[d]) otc_text_printf(t, " + %" PRId64 "*i%d", ix->stride[d], d);
+}
+
+static void buf_text(otc_text *t, const otc_loop_program *p, int n) {
+    otc_text_printf(t, "%s%d", p->buf[n].grad ? "g" : "v", (int)p->buf[n].node);
+}
+
+static void operand_text(otc_text *t, const otc_loop_program *p, const otc_loop_operand *o) {
+    switch (o->kind) {
+    case OTC_LOOP_LOAD:
+        buf_text(t, p, o->n);
+        otc_text_puts(t, "[");
+        index_text(t, &o->at);
+        otc_text_puts(t, "]");
+        break;
+    case OTC_LOOP_LOCAL:
+        otc_text_printf(t, "l%d", o->n);
+        break;
+    case OTC_LOOP_VAR:
+        otc_text_printf(t, "i%d", o->n);
+        break;
+    case OTC_LOOP_CONST:
+        otc_text_printf(t, "%.9g", (double)o->k);
+        break;
+    case OTC_LOOP_SAMPLES:
+        otc_text_puts(t, "samples");
+        break;
+    case OTC_LOOP_SUM:
+        otc_text_printf(t, "sum%d", o->n);
+        break;
+    case OTC_LOOP_NONE:
+        otc_text_puts(t, "-");
+        break;
+    }
+}
+
+char *otc_loop_program_text(const otc_loop_program *p) {
+    static const char *const section[] = {"before", "body", "after"};
+    static const char *const kind[] = {"for", "end", "let", "store", "add", "sumup", "check"};
+    otc_text t;
+    otc_text_init(&t);
+    otc_text_printf(&t, "%s #%d (%s)\n", p->backward ? "backward" : "forward", (int)p->node,
+                    p->batched ? "per sample" : "once");
+    int depth = 0;
+    for (int i = 0; i < p->n_stmts; i++) {
+        const otc_loop_stmt *s = &p->stmt[i];
+        if (s->kind == OTC_LOOP_END) depth--;
+        otc_text_printf(&t, "%-6s %*s%s", section[s->section], 2 * depth, "", kind[s->kind]);
+        switch (s->kind) {
+        case OTC_LOOP_FOR:
+            otc_text_printf(&t, " i%d < %" PRId64, depth, s->count);
+            depth++;
+            break;
+        case OTC_LOOP_END:
+            break;
+        case OTC_LOOP_LET:
+            otc_text_printf(&t, " l%d", s->n);
+            break;
+        case OTC_LOOP_STORE:
+        case OTC_LOOP_ADD:
+            otc_text_puts(&t, " ");
+            buf_text(&t, p, s->n);
+            otc_text_puts(&t, "[");
+            index_text(&t, &s->at);
+            otc_text_puts(&t, "]");
+            break;
+        case OTC_LOOP_SUMUP:
+            otc_text_printf(&t, " sum%d", s->n);
+            break;
+        case OTC_LOOP_CHECK:
+            break;
+        }
+        if (s->tree) {
+            otc_text_puts(&t, " (");
+            if (s->x.kind) {
+                otc_text_puts(&t, "x=");
+                operand_text(&t, p, &s->x);
+                otc_text_puts(&t, s->x1.kind || s->n_operands ? ", " : "");
+            }
+            if (s->x1.kind) {
+                otc_text_puts(&t, "x1=");
+                operand_text(&t, p, &s->x1);
+                otc_text_puts(&t, s->n_operands ? ", " : "");
+            }
+            for (int k = 0; k < s->n_operands; k++) {
+                if (k) otc_text_puts(&t, ", ");
+                operand_text(&t, p, &s->operand[k]);
+            }
+            otc_text_puts(&t, ")");
+        }
+        otc_text_puts(&t, "\n");
+    }
+    return otc_text_take(&t);
+}

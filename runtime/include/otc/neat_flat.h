@@ -1,0 +1,35 @@
+/* A genome lowered to a flat evaluation program: what evolution runs instead of building a
+ * named phenotype graph and an executor for every genome. */
+#ifndef OTC_NEAT_FLAT_H
+#define OTC_NEAT_FLAT_H
+
+#include <stdbool.h>
+
+#include "neat_genome.h"
+
+/* The program keeps node-major arrays (each neuron's sources and weights in evaluation order,
+ * its bias, response and activation) and the value arrays, and reuses all of them for the next
+ * genome: once it has held the largest genome, lowering and running allocate nothing. It
+ * computes what the phenotype graph (otc_neat_phenotype_build) run by the interpreter computes,
+ * bit for bit: the same neurons (those that can reach an output), each neuron's weighted sum in
+ * innovation order through the Neuron's arithmetic, the activation through the interpreter's
+ * own activation kernels. Recurrent genomes (config feed_forward = false) read every non-input
+ * source as it was on the previous step (zeros after a reset), as the graph's Delay nodes. */
+typedef struct otc_neat_flat otc_neat_flat;
+
+otc_neat_flat *otc_neat_flat_new(void);
+void otc_neat_flat_free(otc_neat_flat *f);
+/* Lower g (laid out as c says) into f, replacing the program f held; recurrent state starts
+ * at zero. OTC_ERR_CYCLE for a feed-forward genome with a cycle among the neurons it needs,
+ * OTC_ERR_FORMAT for genes that name missing nodes or an input id outside num_inputs. */
+otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
+                               const otc_neat_config *c);
+/* One step on `batch` rows: x [batch, num_inputs] -> y [batch, num_outputs]. A recurrent
+ * program carries its state per row to the next call (a new batch size starts from zero). */
+otc_status otc_neat_flat_forward(otc_neat_flat *f, const float *x, int batch, float *y);
+/* Recurrent state back to zero (the start of an episode). */
+void otc_neat_flat_reset(otc_neat_flat *f);
+/* Neurons the program evaluates (the bias constant not counted), for tests and tools. */
+int otc_neat_flat_neurons(const otc_neat_flat *f);
+
+#endif
