@@ -20,7 +20,7 @@
 #endif
 
 const char otc_cmd_evolve_summary[] =
-    "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE)";
+    "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE, exec:PROGRAM)";
 
 /* More threads than this only cost memory and start-up time (genomes are the unit of work). */
 #define MAX_THREADS      1024
@@ -187,8 +187,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *seed_text = NULL;
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
-         "TASK: xor, pole1, dpv, dpnv or csv:FILE (required)"},
-        {"--seed", OTC_OPT_STRING, &seed_text, "N: random seed (default 1)"},
+         "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, dpv, dpnv, csv:FILE or "
+         "exec:PROGRAM (an environment process; see examples/exec/) (required)"},
+        {"--seed", OTC_OPT_STRING, &seed_text,
+         "N: random seed (default: the config's [NEAT] seed, else 1)"},
         {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
         {"--threads", OTC_OPT_INT, &threads,
          "T: evaluation threads, 1 to " MAX_THREADS_TEXT " (default 0: one per core)"},
@@ -213,6 +215,8 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (!task_spec) return otc_cli_error("evolve", "--task is required (try 'otc evolve --help')");
     if (!strncmp(task_spec, "csv:", 4) && !task_spec[4])
         return otc_cli_error("evolve", "--task csv: needs the CSV file's path (csv:FILE)");
+    if (!strncmp(task_spec, "exec:", 5) && !task_spec[5])
+        return otc_cli_error("evolve", "--task exec: needs a program (exec:PROGRAM)");
     if (seed_text) {
         if (!otc_cli_parse_u64(seed_text, &seed))
             return otc_cli_error("evolve",
@@ -239,6 +243,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
+    if (!seed_given && config.has_seed) { /* neat-python's [NEAT] seed; --seed overrides it */
+        seed = config.seed;
+        seed_given = true;
+    }
     otc_neat_task *task = NULL;
     otc_status ts = otc_neat_task_create(task_spec, &config, &task);
     if (ts == OTC_ERR_CONFIG) /* the config does not fit the task: name the config */

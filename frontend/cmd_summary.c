@@ -231,7 +231,9 @@ int otc_cmd_summary(int argc, char **argv) {
         char pbuf[32];
         if (nd->op == OTC_OP_NEURON) {
             const otc_act_info *act = otc_act_get((otc_act)nd->act);
-            snprintf(used, sizeof used, "%s, %d inputs", act ? act->name : "?", nd->n_inputs - 2);
+            snprintf(used, sizeof used, "%s, %d inputs%s%s", act ? act->name : "?",
+                     nd->n_inputs - 2, nd->agg != OTC_AGG_SUM ? ", " : "",
+                     nd->agg != OTC_AGG_SUM && otc_agg_name(nd->agg) ? otc_agg_name(nd->agg) : "");
         }
         if (params)
             snprintf(pbuf, sizeof pbuf, "%zu", params);

@@ -3,6 +3,7 @@
  * the training step. Graphs mark what tests read as outputs: compiled backends compute
  * outputs (and the loss), not every node. */
 #include "backend_support.h"
+#include "neat_python_ref.h"
 
 BACKEND_TEST(exec_backend_and_graph) {
     otc_graph *g = otc_graph_new();
@@ -443,7 +444,7 @@ BACKEND_TEST(exec_loss_after_forward) {
  * slice, select (of a reshape), softmax, log_softmax, sum and mean, the three losses (each
  * broadcast to a per-sample output, which compiled outputs must be) and a steep-sigmoid
  * neuron. Inputs x, z [2,4]; tolerance 2e-5 relative (the compilers' own exp/tanh/log). */
-enum { OPS_B = 2, OPS_N = 4, OPS_MAX = 40 };
+enum { OPS_B = 2, OPS_N = 4, OPS_MAX = 60 };
 static const double ops_x[OPS_B][OPS_N] = {{0.5, -1.2, 2.0, -0.3}, {1.1, 0.4, -0.7, 1.6}};
 static const double ops_z[OPS_B][OPS_N] = {{1.5, 0.8, -2.0, 0.6}, {-0.9, 2.5, 1.3, -1.1}};
 static const double ops_w[OPS_N][3] = {
@@ -474,9 +475,14 @@ static double act_ref(otc_op op, double v) {
         return sin(v);
     case OTC_OP_ABS:
         return fabs(v);
+    case OTC_OP_IDENTITY:
+        return v;
     default:
-        return v; /* identity */
+        break;
     }
+    /* neat-python's: np_<name> and the new names are neat-python's names (neat_python_ref.h). */
+    const char *name = otc_op_get(op)->name;
+    return np_ref_act(strncmp(name, "np_", 3) ? name : name + 3, v);
 }
 
 /* log(sum(exp(row))) of a row of x. */
@@ -632,4 +638,119 @@ BACKEND_TEST(exec_unbatched_output) {
     }
     otc_exec_free(ex);
     otc_graph_free(g);
+}
+
+/* neat-python's aggregations in a Neuron, y = 0.5 + 2 agg(t), t_i = w_i x_i, by hand:
+ *   row 0: x = (1, -2, 3, 0.5, -4), w = (1, 1, 1, 2, 0.5): t = (1, -2, 3, 1, -2)
+ *   row 1: x = (2, 0.5, -1, -1, -8):                        t = (2, 0.5, -1, -2, -4)
+ * sum 1 | -4.5, product 12 | -8, min -2 | -4, max 3 | 2, maxabs 3 | -4 (the sign kept),
+ * median of 5: sorted (-2 -2 1 1 3) -> 1 | (-4 -2 -1 0.5 2) -> -1, mean 0.2 | -0.9;
+ * median of the first 4: (1 + 1) / 2 = 1 | (-1 + 0.5) / 2 = -0.25; of the first 2: their
+ * mean -0.5 | 1.25; maxabs of (3, -3) | (-1, 0.75) (x_2 and 1.5 x_1): the first, 3 | -1;
+ * over no inputs: product 1, min 0. */
+enum { AGG_CASES = 12 };
+BACKEND_TEST(exec_neuron_aggregations) {
+    static const struct {
+        int agg, k;
+        int cols[5];
+        float w[5];
+        double want[2];
+    } cs[AGG_CASES] = {
+        {OTC_AGG_SUM, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {2.5, -8.5}},
+        {OTC_AGG_PRODUCT, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {24.5, -15.5}},
+        {OTC_AGG_MIN, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {-3.5, -7.5}},
+        {OTC_AGG_MAX, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {6.5, 4.5}},
+        {OTC_AGG_MAXABS, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {6.5, -7.5}},
+        {OTC_AGG_MEDIAN, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {2.5, -1.5}},
+        {OTC_AGG_MEAN, 5, {0, 1, 2, 3, 4}, {1, 1, 1, 2, 0.5f}, {0.9, -1.3}},
+        {OTC_AGG_MEDIAN, 4, {0, 1, 2, 3}, {1, 1, 1, 2}, {2.5, 0.0}},
+        {OTC_AGG_MEDIAN, 2, {0, 1}, {1, 1}, {-0.5, 3.0}},
+        {OTC_AGG_MAXABS, 2, {2, 1}, {1, 1.5f}, {6.5, -1.5}},
+        {OTC_AGG_PRODUCT, 0, {0}, {0}, {2.5, 2.5}},
+        {OTC_AGG_MIN, 0, {0}, {0}, {0.5, 0.5}},
+    };
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 5));
+    otc_id y[AGG_CASES];
+    for (int c = 0; c < AGG_CASES; c++) {
+        otc_id src[5] = {x, x, x, x, x};
+        char name[16];
+        snprintf(name, sizeof name, "n%d", c);
+        y[c] = otc_neuron(g, name, OTC_ACT_IDENTITY, 0.5f, 2.0f, cs[c].k, src, cs[c].cols, cs[c].w);
+        REQUIRE(y[c] >= 0);
+        REQUIRE(otc_graph_set_agg(g, y[c], cs[c].agg) == OTC_OK);
+        REQUIRE(otc_graph_mark_output(g, y[c]) == OTC_OK);
+    }
+    CHECK(otc_graph_set_agg(g, y[0], OTC_AGG_COUNT) == OTC_ERR_ARG);
+    CHECK(otc_graph_set_agg(g, x, OTC_AGG_MAX) == OTC_ERR_ARG);
+    otc_executor *ex = bk_new(k, g, &(bk_options){.inference = true, .loss = -1});
+    REQUIRE_EX(ex);
+    const float xs[10] = {1, -2, 3, 0.5f, -4, 2, 0.5f, -1, -1, -8};
+    REQUIRE(otc_exec_set_input(ex, x, xs, 2) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    for (int c = 0; c < AGG_CASES; c++) {
+        const float *v;
+        REQUIRE(otc_exec_value(ex, y[c], &v, NULL) == OTC_OK);
+        for (int r = 0; r < 2; r++)
+            CHECK_MSG(fabs(v[r] - cs[c].want[r]) <= 1e-6 * fmax(1.0, fabs(cs[c].want[r])),
+                      "%s over %d, row %d: %g, want %g", otc_agg_name(cs[c].agg), cs[c].k, r, v[r],
+                      cs[c].want[r]);
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* Their gradients (row 0 above, loss = y = 0.5 + 2 agg(t)): dL/dw_i = 2 g_i x_i with g_i =
+ * d agg / d t_i: product, the product of the others 12 / t_i = (12, -6, 4, 12, -6); min,
+ * the first of the tied -2 (input 1); max and maxabs input 2; median the middle of the
+ * sort with ties by position, (-2,1) (-2,4) (1,0) (1,3) (3,2): input 0; mean 1/5 each.
+ * The compilers have no gradient for these and refuse to train them. */
+BACKEND_TEST(exec_neuron_aggregation_gradients) {
+    static const struct {
+        int agg;
+        double dw[5];
+    } cs[] = {
+        {OTC_AGG_SUM, {2, -4, 6, 1, -8}},
+        {OTC_AGG_PRODUCT, {24, 24, 24, 12, 48}},
+        {OTC_AGG_MIN, {0, -4, 0, 0, 0}},
+        {OTC_AGG_MAX, {0, 0, 6, 0, 0}},
+        {OTC_AGG_MAXABS, {0, 0, 6, 0, 0}},
+        {OTC_AGG_MEDIAN, {2, 0, 0, 0, 0}},
+        {OTC_AGG_MEAN, {0.4, -0.8, 1.2, 0.2, -1.6}},
+    };
+    const float xs[5] = {1, -2, 3, 0.5f, -4}, w[5] = {1, 1, 1, 2, 0.5f};
+    const int cols[5] = {0, 1, 2, 3, 4};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        otc_graph *g = otc_graph_new();
+        otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 5));
+        otc_id src[5] = {x, x, x, x, x};
+        otc_id y = otc_neuron(g, "n", OTC_ACT_IDENTITY, 0.5f, 2.0f, 5, src, cols, w);
+        REQUIRE(otc_graph_set_agg(g, y, cs[c].agg) == OTC_OK);
+        otc_id loss = otc_sum(g, y);
+        REQUIRE(otc_graph_mark_output(g, y) == OTC_OK);
+        otc_executor *ex = bk_new(k, g, &(bk_options){.loss = loss});
+        if (bk_compiled(k) && cs[c].agg != OTC_AGG_SUM) {
+            CHECK(!ex);
+            CHECK_MSG(strstr(otc_last_error(), "aggregates with") &&
+                          strstr(otc_last_error(), otc_agg_name(cs[c].agg)),
+                      "message: %s", otc_last_error());
+            otc_exec_free(ex);
+            otc_graph_free(g);
+            continue;
+        }
+        REQUIRE_EX(ex);
+        REQUIRE(otc_exec_set_input(ex, x, xs, 1) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+        REQUIRE(otc_exec_backward(ex, loss) == OTC_OK);
+        const float *gw, *gb;
+        const otc_node *nd = otc_graph_node(g, y);
+        REQUIRE(otc_exec_grad(ex, nd->inputs[0], &gw) == OTC_OK);
+        REQUIRE(otc_exec_grad(ex, nd->inputs[1], &gb) == OTC_OK);
+        CHECK_NEAR(gb[0], 1.0, 1e-6);
+        for (int i = 0; i < 5; i++)
+            CHECK_MSG(fabs(gw[i] - cs[c].dw[i]) <= 1e-5, "%s: dL/dw%d = %g, want %g",
+                      otc_agg_name(cs[c].agg), i, gw[i], cs[c].dw[i]);
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
 }

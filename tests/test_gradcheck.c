@@ -356,6 +356,25 @@ BACKEND_TEST(gradcheck_identity) {
     check_activation(k, OTC_OP_IDENTITY, 0, 20, false);
 }
 
+/* neat-python's activations (ops OTC_OP_NP_SIGMOID .. OTC_OP_CUBE). Those with kinks or a
+ * pole near the range (hat and clamped at 0 and +-1, inv at 0, log at 1e-7, selu at 0) get
+ * |x| in [0.4, 0.9] (inv and log also need it for finite differences at the emitted C's
+ * step); the rest x in [-2, 2], inside every clamp. */
+BACKEND_TEST(gradcheck_neat_python_acts) {
+    /* Every graph lives to the end: the emitted-C backend knows its programs by graph
+     * address, which a freed graph's successor could reuse. */
+    static gc cs[OTC_OP_CUBE - OTC_OP_NP_SIGMOID + 1];
+    for (int op = OTC_OP_NP_SIGMOID; op <= OTC_OP_CUBE; op++) {
+        bool kinked = op == OTC_OP_HAT || op == OTC_OP_CLAMPED || op == OTC_OP_INV ||
+                      op == OTC_OP_LOG || op == OTC_OP_SELU;
+        gc *c = &cs[op - OTC_OP_NP_SIGMOID];
+        gc_init(c, k, 80 + (uint64_t)op, B);
+        otc_id x = kinked ? gc_rows_ex(c, 5, 0.4f, 0.9f, true) : gc_rows(c, 5, -2.0f, 2.0f);
+        gc_run(c, otc_activation(c->g, (otc_op)op, x, 0.0f), 1000);
+    }
+    for (int i = 0; i <= OTC_OP_CUBE - OTC_OP_NP_SIGMOID; i++) gc_free(&cs[i]);
+}
+
 /* Below the BLAS cut-off: the loops. */
 BACKEND_TEST(gradcheck_matmul) {
     gc c;

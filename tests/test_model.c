@@ -106,7 +106,8 @@ static otc_graph *sample_graph(void) {
     otc_id dif = otc_sub(g, otc_neg(g, f), otc_mul(g, f, f));
     if (x < 0 || sel < 0 || n2 < 0 || dif < 0 || d < 0 ||
         otc_graph_set_input(g, d, 0, n2) != OTC_OK || otc_graph_mark_output(g, n2) ||
-        otc_graph_mark_output(g, dif) || otc_graph_mark_output(g, sel) ||
+        otc_graph_set_agg(g, n1, OTC_AGG_MEDIAN) != OTC_OK || otc_graph_mark_output(g, dif) ||
+        otc_graph_mark_output(g, sel) ||
         otc_graph_meta_set(g, "genome", "{\"nodes\":[1,2,3],\"fitness\":0.5}") ||
         otc_graph_meta_set(g, "training", "{\"epochs\":10,\"optimizer\":\"adam\"}")) {
         fprintf(stderr, "sample_graph: %s\n", otc_last_error());
@@ -137,9 +138,9 @@ static void check_same_graph(const otc_graph *a, const otc_graph *b) {
                 CHECK_MSG(x->cols[k] == y->cols[k], "node %d col %d", i, k);
         CHECK_MSG(f32_bits(x->alpha) == f32_bits(y->alpha), "node %d alpha", i);
         CHECK_MSG(f32_bits(x->scale) == f32_bits(y->scale), "node %d scale", i);
-        CHECK_MSG(x->act == y->act && x->axis == y->axis && x->start == y->start &&
-                      x->len == y->len,
-                  "node %d act/axis/start/len", i);
+        CHECK_MSG(x->act == y->act && x->agg == y->agg && x->axis == y->axis &&
+                      x->start == y->start && x->len == y->len,
+                  "node %d act/agg/axis/start/len", i);
         if (x->op == OTC_OP_PARAMETER) {
             REQUIRE(x->value && y->value && x->value->size == y->value->size);
             CHECK_MSG(same_bits(x->value->data, y->value->data, x->value->size),
@@ -426,6 +427,10 @@ typedef struct {
 static const json_case json_cases[] = {
     {"unknown_op", "\"op\":\"scale\"", "\"op\":\"scal\"", "unknown op \"scal\""},
     {"unknown_act", "\"act\":\"tanh\"", "\"act\":\"tanhh\"", "unknown activation"},
+    {"unknown_agg", "\"act\":\"tanh\"", "\"act\":\"tanh\",\"agg\":\"avg\"",
+     "unknown aggregation \"avg\""},
+    {"agg_not_a_string", "\"act\":\"tanh\"", "\"act\":\"tanh\",\"agg\":3",
+     "field \"agg\": expected a string"},
     {"wrong_arity", "\"inputs\":[4],", "\"inputs\":[4,4],", "node 5: op \"scale\" takes"},
     {"delay_arity", "\"inputs\":[5]}", "\"inputs\":[5,5]}", "node 3: op \"delay\" takes"},
     {"input_out_of_range", "\"inputs\":[4],", "\"inputs\":[9],",

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "neat_python_ref.h"
 #include "otc/otc.h"
 
 #define TOL 1e-5
@@ -117,7 +118,24 @@ static double reference_act(int act, double x) {
         return fabs(x);
     case OTC_ACT_STEEP_SIGMOID:
         return 1.0 / (1.0 + exp(-4.9 * x));
+    default:
+        break;
     }
+    /* neat-python's, by its own names (neat_python_ref.h). */
+    static const char *np[OTC_ACT_COUNT] = {[OTC_ACT_NP_SIGMOID] = "sigmoid",
+                                            [OTC_ACT_NP_TANH] = "tanh",
+                                            [OTC_ACT_NP_SIN] = "sin",
+                                            [OTC_ACT_NP_GAUSS] = "gauss",
+                                            [OTC_ACT_SELU] = "selu",
+                                            [OTC_ACT_NP_SOFTPLUS] = "softplus",
+                                            [OTC_ACT_CLAMPED] = "clamped",
+                                            [OTC_ACT_INV] = "inv",
+                                            [OTC_ACT_LOG] = "log",
+                                            [OTC_ACT_EXP] = "exp",
+                                            [OTC_ACT_HAT] = "hat",
+                                            [OTC_ACT_SQUARE] = "square",
+                                            [OTC_ACT_CUBE] = "cube"};
+    if (act >= 0 && act < OTC_ACT_COUNT && np[act]) return np_ref_act(np[act], x);
     return NAN;
 }
 
@@ -132,7 +150,8 @@ TEST(ops_activation_spec_matches_reference) {
         const otc_act_info *info = otc_act_get((otc_act)act);
         REQUIRE(info && info->f && info->df);
         for (int i = 0; i < N; i++) {
-            const double want = reference_act(act, x[i]), h = 1e-4;
+            /* h shrinks near 0, where inv's truncation error h^2/x^2 would dominate. */
+            const double want = reference_act(act, x[i]), h = 1e-4 * fmin(1.0, fabs(x[i]));
             const double dwant =
                 (reference_act(act, x[i] + h) - reference_act(act, x[i] - h)) / (2 * h);
             otc_expr_env env = {.x = x[i], .a = 0.3f};
@@ -182,6 +201,93 @@ TEST(ops_activation_spec_matches_reference) {
         }
         otc_exec_free(ex);
         otc_graph_free(g);
+    }
+}
+
+/* neat-python's activations at hand-picked points, the clamps included: values computed by
+ * hand from neat/activations.py, and the op spec against neat_python_ref.h on both sides
+ * of every clamp and kink (through the activation ops, i.e. the interpreter's programs). */
+TEST(ops_neat_python_activations) {
+    static const struct {
+        otc_op op;
+        float x, want;
+    } hand[] = {
+        {OTC_OP_NP_SIGMOID, 0.0f, 0.5f},
+        {OTC_OP_NP_SIGMOID, 13.0f, 1.0f},        /* 5x clamped to 60 */
+        {OTC_OP_NP_TANH, 0.4f, 0.76159416f},     /* tanh(1) */
+        {OTC_OP_NP_SIN, 0.1f, 0.47942554f},      /* sin(0.5) */
+        {OTC_OP_NP_GAUSS, 0.2f, 0.81873075f},    /* exp(-0.2) */
+        {OTC_OP_NP_GAUSS, 9.0f, 8.6516952e-26f}, /* exp(-5 3.4^2) */
+        {OTC_OP_SELU, -1.0f, -1.1113307f},       /* 1.7580993 (e^-1 - 1) */
+        {OTC_OP_SELU, 2.0f, 2.1014020f},         /* 2 lambda */
+        {OTC_OP_NP_SOFTPLUS, 0.0f, 0.13862944f}, /* 0.2 log 2 */
+        {OTC_OP_NP_SOFTPLUS, 20.0f, 12.0f},      /* 0.2 * 60 */
+        {OTC_OP_CLAMPED, -3.0f, -1.0f},
+        {OTC_OP_CLAMPED, 0.25f, 0.25f},
+        {OTC_OP_INV, 0.0f, 0.0f}, /* ZeroDivisionError -> 0 */
+        {OTC_OP_INV, -4.0f, -0.25f},
+        {OTC_OP_LOG, -1.0f, -16.118096f}, /* log(1e-7) */
+        {OTC_OP_LOG, 1.0f, 0.0f},
+        {OTC_OP_EXP, 100.0f, 1.1420074e26f},   /* exp(60) */
+        {OTC_OP_EXP, -100.0f, 8.7565108e-27f}, /* exp(-60) */
+        {OTC_OP_HAT, 0.25f, 0.75f},
+        {OTC_OP_HAT, -2.0f, 0.0f},
+        {OTC_OP_SQUARE, -3.0f, 9.0f},
+        {OTC_OP_CUBE, -2.0f, -8.0f},
+    };
+    for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
+        const float v = otc_expr_eval(otc_op_map_expr(hand[i].op), &(otc_expr_env){.x = hand[i].x});
+        CHECK_MSG(fabsf(v - hand[i].want) <= 1e-6f * fmaxf(1.0f, fabsf(hand[i].want)),
+                  "%s(%g) = %g, want %g", otc_op_get(hand[i].op)->name, hand[i].x, v, hand[i].want);
+    }
+    static const struct {
+        otc_op op;
+        const char *np;
+    } ops[] = {{OTC_OP_NP_SIGMOID, "sigmoid"},
+               {OTC_OP_NP_TANH, "tanh"},
+               {OTC_OP_NP_SIN, "sin"},
+               {OTC_OP_NP_GAUSS, "gauss"},
+               {OTC_OP_RELU, "relu"},
+               {OTC_OP_SELU, "selu"},
+               {OTC_OP_NP_SOFTPLUS, "softplus"},
+               {OTC_OP_IDENTITY, "identity"},
+               {OTC_OP_CLAMPED, "clamped"},
+               {OTC_OP_INV, "inv"},
+               {OTC_OP_LOG, "log"},
+               {OTC_OP_EXP, "exp"},
+               {OTC_OP_ABS, "abs"},
+               {OTC_OP_HAT, "hat"},
+               {OTC_OP_SQUARE, "square"},
+               {OTC_OP_CUBE, "cube"}};
+    /* Each clamp and kink, and a step to either side: 5x = +-60, 2.5x = +-60, +-3.4, 1e-7,
+     * +-60, +-1, 0. */
+    enum { N = 33 };
+    const float x[N] = {-13,   -12.5f, -12.0f, -11.5f, -24.5f, -24,    -23.5f, -3.5f, -3.4f,
+                        -3.3f, -1.01f, -1.0f,  -0.99f, -0.5f,  -1e-7f, 0.0f,   1e-8f, 1e-7f,
+                        2e-7f, 0.5f,   0.99f,  1.0f,   1.01f,  3.3f,   3.5f,   11.5f, 12.0f,
+                        12.5f, 23.5f,  24.5f,  59.0f,  61.0f,  -61.0f};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        otc_graph *g = otc_graph_new();
+        otc_id y = otc_activation(g, ops[k].op, vec(g, N, x), 0.0f);
+        otc_executor *ex = NULL;
+        const float *v = eval(g, y, &ex, NULL);
+        REQUIRE(v);
+        for (int i = 0; i < N; i++) {
+            const double want = np_ref_act(ops[k].np, x[i]);
+            CHECK_MSG(fabs(v[i] - want) <= 2e-6 * fmax(1.0, fabs(want)), "%s(%g) = %g, want %g",
+                      ops[k].np, x[i], v[i], want);
+        }
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
+    /* neat-python's elu and lelu are otc's elu (a = 1) and leaky_relu (a = 0.005). */
+    for (int i = 0; i < N; i++) {
+        otc_expr_env e = {.x = x[i], .a = 1.0f};
+        CHECK(fabs(otc_expr_eval(otc_op_map_expr(OTC_OP_ELU), &e) - np_ref_act("elu", x[i])) <=
+              1e-6);
+        e.a = 0.005f;
+        CHECK(fabs(otc_expr_eval(otc_op_map_expr(OTC_OP_LEAKY_RELU), &e) -
+                   np_ref_act("lelu", x[i])) <= 1e-6 * fmax(1.0, fabs(x[i])));
     }
 }
 

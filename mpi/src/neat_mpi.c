@@ -80,6 +80,7 @@ static void put_genome(bytes *b, const otc_neat_genome *g, uint64_t seed) {
         put_i32(b, n->id);
         put_i32(b, (int32_t)n->type);
         put_i32(b, (int32_t)n->act);
+        put_i32(b, (int32_t)n->agg);
         put(b, &n->bias, sizeof n->bias);
         put(b, &n->response, sizeof n->response);
     }
@@ -108,6 +109,7 @@ static bool get_genome(reader *r, otc_neat_genome *g, uint64_t *seed) {
         n.id = get_i32(r);
         n.type = (otc_neat_node_type)get_i32(r);
         n.act = (otc_act)get_i32(r);
+        n.agg = get_i32(r);
         get(r, &n.bias, sizeof n.bias);
         get(r, &n.response, sizeof n.response);
         if (r->bad || otc_neat_genome_add_node(g, &n) != OTC_OK) return false;

@@ -13,6 +13,38 @@
 #define SIGMOID_D EX_MUL(EX_Y, EX_SUB(EX_K(1), EX_Y))
 #define POSITIVE  EX_GT(EX_X, EX_K(0))
 
+/* neat-python's activations (neat/activations.py, 2.1): the argument scaled, then clamped
+ * as neat-python clamps it (max(-lim, min(lim, t))); the derivative is 0 where the clamp
+ * holds, and at a kink (clamped and hat at +-1, hat at 0) it is the flat side's, 0. */
+#define CLAMP(t, lim)                                                                              \
+    EX_SEL(EX_GT(t, EX_K(lim)), EX_K(lim), EX_SEL(EX_LT(t, EX_K(-(lim))), EX_K(-(lim)), t))
+#define INSIDE(t, lim)  EX_LT(EX_ABS(t), EX_K(lim))
+#define MASK(t, lim, d) EX_SEL(INSIDE(t, lim), d, EX_K(0))
+#define NP_LIM          60.0 /* sigmoid, tanh, sin, softplus, exp */
+#define NP_GAUSS_LIM    3.4
+#define NP_LOG_FLOOR    1e-7
+/* SELU's lambda and alpha as neat-python spells them; lambda * alpha once, in double. */
+#define SELU_LAMBDA 1.0507009873554804934193349852946
+#define SELU_ALPHA  1.6732632423543772848170429916717
+/* The scaled arguments, one object each (a subtree used twice is one object). */
+static const otc_expr x5 = {.op = OTC_EX_MUL, .a = EX_K(5), .b = EX_X};
+static const otc_expr x25 = {.op = OTC_EX_MUL, .a = EX_K(2.5), .b = EX_X};
+static const otc_expr c5 = {.op = OTC_EX_SELECT,
+                            .a = EX_GT(&x5, EX_K(NP_LIM)),
+                            .b = EX_K(NP_LIM),
+                            .c = EX_SEL(EX_LT(&x5, EX_K(-NP_LIM)), EX_K(-NP_LIM), &x5)};
+static const otc_expr c25 = {.op = OTC_EX_SELECT,
+                             .a = EX_GT(&x25, EX_K(NP_LIM)),
+                             .b = EX_K(NP_LIM),
+                             .c = EX_SEL(EX_LT(&x25, EX_K(-NP_LIM)), EX_K(-NP_LIM), &x25)};
+static const otc_expr cg = {
+    .op = OTC_EX_SELECT,
+    .a = EX_GT(EX_X, EX_K(NP_GAUSS_LIM)),
+    .b = EX_K(NP_GAUSS_LIM),
+    .c = EX_SEL(EX_LT(EX_X, EX_K(-NP_GAUSS_LIM)), EX_K(-NP_GAUSS_LIM), EX_X)};
+static const otc_expr c5_sigmoid = {
+    .op = OTC_EX_DIV, .a = EX_K(1), .b = EX_ADD(EX_K(1), EX_EXP(EX_NEG(&c5)))};
+
 /* Each activation: f(x, a) and its derivative df(x, y, a) given y = f(x). */
 static const otc_act_info acts[] = {
     [OTC_ACT_IDENTITY] = {"identity", EX_X, EX_K(1), 0.0f},
@@ -36,6 +68,41 @@ static const otc_act_info acts[] = {
                      0.0f},
     [OTC_ACT_STEEP_SIGMOID] = {"steep_sigmoid", SIGMOID_OF(EX_MUL(EX_K(OTC_STEEPNESS), EX_X)),
                                EX_MUL(EX_K(OTC_STEEPNESS), SIGMOID_D), 0.0f},
+    [OTC_ACT_NP_SIGMOID] = {"np_sigmoid", &c5_sigmoid,
+                            MASK(&x5, NP_LIM, EX_MUL(EX_K(5), SIGMOID_D)), 0.0f},
+    [OTC_ACT_NP_TANH] = {"np_tanh", EX_TANH(&c25),
+                         MASK(&x25, NP_LIM, EX_MUL(EX_K(2.5), EX_SUB(EX_K(1), EX_MUL(EX_Y, EX_Y)))),
+                         0.0f},
+    [OTC_ACT_NP_SIN] = {"np_sin", EX_SIN(&c5), MASK(&x5, NP_LIM, EX_MUL(EX_K(5), EX_COS(&c5))),
+                        0.0f},
+    [OTC_ACT_NP_GAUSS] = {"np_gauss", EX_EXP(EX_MUL(EX_K(-5), EX_MUL(&cg, &cg))),
+                          MASK(EX_X, NP_GAUSS_LIM, EX_MUL(EX_MUL(EX_K(-10), EX_X), EX_Y)), 0.0f},
+    [OTC_ACT_SELU] = {"selu",
+                      EX_SEL(POSITIVE, EX_MUL(EX_K(SELU_LAMBDA), EX_X),
+                             EX_MUL(EX_K(SELU_LAMBDA *SELU_ALPHA), EX_EXPM1(EX_X))),
+                      EX_SEL(POSITIVE, EX_K(SELU_LAMBDA),
+                             EX_ADD(EX_Y, EX_K(SELU_LAMBDA *SELU_ALPHA))),
+                      0.0f},
+    /* 0.2 log(1 + e^c) as 0.2 (max(c, 0) + log1p(e^-|c|)); d/dx = sigmoid(c) inside. */
+    [OTC_ACT_NP_SOFTPLUS] = {"np_softplus",
+                             EX_MUL(EX_K(0.2), EX_ADD(EX_MAX(&c5, EX_K(0)),
+                                                      EX_LOG1P(EX_EXP(EX_NEG(EX_ABS(&c5)))))),
+                             MASK(&x5, NP_LIM, &c5_sigmoid), 0.0f},
+    [OTC_ACT_CLAMPED] = {"clamped", CLAMP(EX_X, 1.0), MASK(EX_X, 1.0, EX_K(1)), 0.0f},
+    /* neat-python answers 0 where 1/x raises (x = 0). */
+    [OTC_ACT_INV] = {"inv", EX_SEL(EX_EQ(EX_X, EX_K(0)), EX_K(0), EX_DIV(EX_K(1), EX_X)),
+                     EX_NEG(EX_MUL(EX_Y, EX_Y)), 0.0f},
+    [OTC_ACT_LOG] = {"log", EX_LOG(EX_MAX(EX_X, EX_K(NP_LOG_FLOOR))),
+                     EX_SEL(EX_GT(EX_X, EX_K(NP_LOG_FLOOR)), EX_DIV(EX_K(1), EX_X), EX_K(0)), 0.0f},
+    [OTC_ACT_EXP] = {"exp", EX_EXP(CLAMP(EX_X, NP_LIM)), MASK(EX_X, NP_LIM, EX_Y), 0.0f},
+    [OTC_ACT_HAT] = {"hat", EX_MAX(EX_SUB(EX_K(1), EX_ABS(EX_X)), EX_K(0)),
+                     MASK(EX_X, 1.0,
+                          EX_SEL(POSITIVE, EX_K(-1),
+                                 EX_SEL(EX_LT(EX_X, EX_K(0)), EX_K(1), EX_K(0)))),
+                     0.0f},
+    [OTC_ACT_SQUARE] = {"square", EX_MUL(EX_X, EX_X), EX_MUL(EX_K(2), EX_X), 0.0f},
+    [OTC_ACT_CUBE] = {"cube", EX_MUL(EX_MUL(EX_X, EX_X), EX_X), EX_MUL(EX_K(3), EX_MUL(EX_X, EX_X)),
+                      0.0f},
 };
 _Static_assert(sizeof acts / sizeof acts[0] == OTC_ACT_COUNT, "every activation has its row");
 

@@ -213,6 +213,8 @@ static void emit_node(dot_ctx *c, otc_id id) {
         const otc_act_info *act = otc_act_get((otc_act)nd->act);
         otc_text_printf(&c->b, "%s b=%+.3g", act ? act->name : "?", (double)neuron_bias(c->g, nd));
         if (nd->scale != 1.0f) otc_text_printf(&c->b, " r=%.3g", (double)nd->scale);
+        if (nd->agg != OTC_AGG_SUM && otc_agg_name(nd->agg))
+            otc_text_printf(&c->b, " %s", otc_agg_name(nd->agg));
     } else {
         otc_text_printf(&c->b, "%s ", info ? info->name : "?");
         put_shape(c, nd->shape);

@@ -141,6 +141,14 @@ otc_status otc_graph_set_trainable(otc_graph *g, otc_id id, bool trainable) {
     return OTC_OK;
 }
 
+otc_status otc_graph_set_agg(otc_graph *g, otc_id neuron, int agg) {
+    if (!valid_id(g, neuron) || g->nodes[neuron].op != OTC_OP_NEURON)
+        return otc_fail(OTC_ERR_ARG, "set_agg: node #%d is not a neuron", (int)neuron);
+    if (!otc_agg_name(agg)) return otc_fail(OTC_ERR_ARG, "set_agg: unknown aggregation %d", agg);
+    g->nodes[neuron].agg = agg;
+    return OTC_OK;
+}
+
 otc_status otc_graph_mark_output(otc_graph *g, otc_id id) {
     if (!valid_id(g, id)) return otc_fail(OTC_ERR_ARG, "output: no node #%d", (int)id);
     if (g->n_outputs == g->cap_outputs) {
@@ -251,8 +259,8 @@ const char *otc_graph_meta_key(const otc_graph *g, int i) {
 
 /* The spec a node was built from (for rechecking its shape or rebuilding it elsewhere). */
 static otc_node_spec spec_of(const otc_node *n) {
-    return (otc_node_spec){n->op,    n->name,  n->n_inputs, n->inputs, n->cols,  n->shape,
-                           n->alpha, n->scale, n->act,      n->axis,   n->start, n->len};
+    return (otc_node_spec){n->op,    n->name, n->n_inputs, n->inputs, n->cols, n->shape, n->alpha,
+                           n->scale, n->act,  n->axis,     n->start,  n->len,  n->agg};
 }
 
 /* A delay holds the previous value of its source, so the two shapes must be the same. */
@@ -343,6 +351,7 @@ otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
     n.alpha = spec->alpha;
     n.scale = spec->scale;
     n.act = spec->act;
+    n.agg = spec->agg;
     n.axis = spec->axis;
     n.start = spec->start;
     n.len = spec->len;

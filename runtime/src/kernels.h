@@ -42,6 +42,16 @@ bool otc_act_forward_n(int act, float alpha, const float *x, float *y, size_t n)
 bool otc_act_backward_n(int act, float alpha, const float *x, const float *y, const float *gy,
                         float *gx, size_t n);
 
+/* A Neuron's aggregation of one row's weighted inputs t[0..k) (aggregations.c): the value,
+ * and d value / d t_i into g[0..k). Median sorts into scratch (k items; unused otherwise).
+ * At a kink (ties of min, max, maxabs, median) the input the value took gets the gradient. */
+typedef struct {
+    float v;
+    int i;
+} otc_agg_item;
+float otc_agg_value(int agg, const float *t, int k, otc_agg_item *scratch);
+void otc_agg_grad(int agg, const float *t, int k, float *g, otc_agg_item *scratch);
+
 /* Element count of a resolved shape (a scalar is 1). */
 static inline size_t otc_kshape_size(otc_shape s) {
     size_t n = 1;

@@ -227,6 +227,11 @@ static otc_status read_op_fields(const cJSON *jn, otc_node_spec *spec, int **col
         spec->act = otc_act_from_name(act_name);
         if (spec->act < 0 || !otc_act_get((otc_act)spec->act))
             return otc_fail(OTC_ERR_FORMAT, "unknown activation \"%s\"", act_name);
+        /* The aggregation is stored only when it is not the sum, so older files load. */
+        const char *agg_name = NULL;
+        if ((st = string_field(jn, "agg", false, &agg_name)) != OTC_OK) return st;
+        if (agg_name && (spec->agg = otc_agg_from_name(agg_name)) < 0)
+            return otc_fail(OTC_ERR_FORMAT, "unknown aggregation \"%s\"", agg_name);
     }
     if (fields & OTM_F_COLS) {
         int n_cols = 0;

@@ -77,6 +77,13 @@ static otc_status node_json(const otc_graph *g, otc_id id, uint64_t *offset, cJS
     if (ok && (fields & OTM_F_COLS)) ok = add_item(o, "cols", int_array(n->cols, n->n_inputs - 2));
     if (ok && (fields & OTM_F_ACT))
         ok = add_item(o, "act", cJSON_CreateString(otc_act_get((otc_act)n->act)->name));
+    if (ok && (fields & OTM_F_ACT) && n->agg != OTC_AGG_SUM) {
+        if (!otc_agg_name(n->agg)) {
+            cJSON_Delete(o);
+            return otc_fail(OTC_ERR_ARG, "node %d: unknown aggregation %d", id, n->agg);
+        }
+        ok = add_item(o, "agg", cJSON_CreateString(otc_agg_name(n->agg)));
+    }
     if (ok && (fields & OTM_F_ALPHA)) ok = add_item(o, "alpha", cJSON_CreateNumber(n->alpha));
     if (ok && (fields & OTM_F_SCALE)) ok = add_item(o, "scale", cJSON_CreateNumber(n->scale));
     if (ok && (fields & OTM_F_AXIS)) ok = add_item(o, "axis", cJSON_CreateNumber(n->axis));

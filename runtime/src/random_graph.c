@@ -52,9 +52,12 @@ static void push(gen *s, otc_id id, int width) {
 }
 
 static otc_act random_act(gen *s) {
-    unsigned mask = s->o->act_mask ? s->o->act_mask : (1u << OTC_ACT_COUNT) - 1;
+    /* By default the activations before neat-python's (whose inv, exp and cube would make
+     * random graphs overflow), drawn from that range so the seeded graphs stay the same. */
+    unsigned mask = s->o->act_mask ? s->o->act_mask : (1u << OTC_ACT_CLASSIC_COUNT) - 1;
+    uint32_t range = mask >> OTC_ACT_CLASSIC_COUNT ? OTC_ACT_COUNT : OTC_ACT_CLASSIC_COUNT;
     for (;;) {
-        int a = (int)otc_rng_below(&s->rng, OTC_ACT_COUNT);
+        int a = (int)otc_rng_below(&s->rng, range);
         if (mask & (1u << a)) return (otc_act)a;
     }
 }

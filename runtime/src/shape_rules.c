@@ -215,6 +215,8 @@ otc_status otc_shape_neuron(const otc_graph *g, const otc_node_spec *s, otc_shap
                         SHAPE(w, 0), LABEL(1), SHAPE(b, 1), k);
     if (s->act < 0 || s->act >= OTC_ACT_COUNT)
         return otc_fail(OTC_ERR_ARG, "neuron: unknown activation %d", s->act);
+    if (!otc_agg_name(s->agg))
+        return otc_fail(OTC_ERR_ARG, "neuron: unknown aggregation %d", s->agg);
     if (k > 0 && !s->cols) return otc_fail(OTC_ERR_ARG, "neuron: no source columns given");
     for (int i = 0; i < k; i++) {
         otc_shape x = IN(2 + i);

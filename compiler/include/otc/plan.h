@@ -9,6 +9,11 @@
 #include "otc/graph.h"
 #include "otc/optim.h"
 
+/* Inputs of a Neuron whose median the compilers take: the JIT spells it as a sorting network
+ * of about k^2 / 2 compare-exchanges (the emitted C as an insertion sort), so the limit keeps
+ * the code size bounded. The interpreter takes any count. */
+#define OTC_PLAN_MEDIAN_MAX 64
+
 /*
  * Layout every renderer follows (node-major, batch contiguous):
  *

@@ -71,14 +71,27 @@ static void neuron_member(otc_cr *c, int k, otc_id id, const char *idx) {
     int64_t b0 = p->values[nd->inputs[1]].param_offset;
     otc_text x;
     otc_text_init(&x);
-    otc_text_printf(&x, "w[%" PRId64 "] + %s * (0.0f", b0, otc_cr_float(c, lit, nd->scale));
+    bool sum = nd->agg == OTC_AGG_SUM, none = nd->n_inputs == 2;
+    otc_text_printf(&x, "w[%" PRId64 "] + %s * ", b0, otc_cr_float(c, lit, nd->scale));
+    if (sum || none) {
+        /* Over no inputs every aggregation is 0 but the product, 1. */
+        otc_text_puts(&x, nd->agg == OTC_AGG_PRODUCT ? "(1.0f" : "(0.0f");
+    } else {
+        /* Another aggregation: the file's helper over the weighted inputs as an array. */
+        c->agg_used[nd->agg] = true;
+        otc_text_printf(&x, "%s_agg_%s((float[]){", c->name, otc_agg_name(nd->agg));
+    }
     for (int i = 2; i < nd->n_inputs; i++) {
         char col[32];
         snprintf(col, sizeof col, "%d", nd->cols[i - 2]);
         operand(c, k, nd->inputs[i], col, src, sizeof src);
-        otc_text_printf(&x, " + w[%" PRId64 "] * %s", w0 + (i - 2), src);
+        const char *sep = sum ? " + " : i > 2 ? ", " : "";
+        otc_text_printf(&x, "%sw[%" PRId64 "] * %s", sep, w0 + (i - 2), src);
     }
-    otc_text_puts(&x, ")");
+    if (sum || none)
+        otc_text_puts(&x, ")");
+    else
+        otc_text_printf(&x, "}, %d)", nd->n_inputs - 2);
     char *text = otc_text_take(&x);
     if (!text) {
         c->sb->failed = true;

@@ -217,7 +217,37 @@ void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, cons
              otc_cr_float(c, lit, nd->alpha));
 }
 
+/* The Neuron aggregations' helpers over t[0..n), n >= 1, with neat-python's semantics
+ * (otc/ops.h otc_agg; the interpreter's are runtime/src/aggregations.c). Median sorts t in
+ * place: its caller passes a fresh array. */
+static const char *const agg_bodies[OTC_AGG_COUNT] = {
+    [OTC_AGG_PRODUCT] = "    float p = 1.0f;\n    for (int i = 0; i < n; i++) p *= t[i];\n"
+                        "    return p;\n",
+    [OTC_AGG_MIN] = "    float m = t[0];\n    for (int i = 1; i < n; i++)\n"
+                    "        if (t[i] < m) m = t[i];\n    return m;\n",
+    [OTC_AGG_MAX] = "    float m = t[0];\n    for (int i = 1; i < n; i++)\n"
+                    "        if (t[i] > m) m = t[i];\n    return m;\n",
+    [OTC_AGG_MAXABS] = "    float m = t[0];\n    for (int i = 1; i < n; i++)\n"
+                       "        if (fabsf(t[i]) > fabsf(m)) m = t[i];\n    return m;\n",
+    [OTC_AGG_MEDIAN] = "    if (n <= 2) return n == 1 ? t[0] : (t[0] + t[1]) / 2.0f;\n"
+                       "    for (int i = 1; i < n; i++) {\n"
+                       "        float v = t[i];\n        int j = i;\n"
+                       "        for (; j > 0 && t[j - 1] > v; j--) t[j] = t[j - 1];\n"
+                       "        t[j] = v;\n    }\n"
+                       "    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2.0f;\n",
+    [OTC_AGG_MEAN] = "    float s = 0.0f;\n    for (int i = 0; i < n; i++) s += t[i];\n"
+                     "    return s / (float)n;\n",
+};
+
+static void agg_helpers(otc_cr *c, otc_text *out) {
+    for (int a = 0; a < OTC_AGG_COUNT; a++)
+        if (c->agg_used[a] && agg_bodies[a])
+            otc_text_printf(out, "static float %s_agg_%s(float *t, int n) {\n%s}\n\n", c->name,
+                            otc_agg_name(a), agg_bodies[a]);
+}
+
 void otc_cr_act_helpers(otc_cr *c, otc_text *out) {
+    agg_helpers(c, out);
     /* NAME_INLINE: a helper left out of line keeps the batch loop calling it scalar. */
     const otc_cr_leaves f_leaves = {.x = "x", .a = "a"}, df_leaves = {.x = "x", .y = "y", .a = "a"};
     for (int a = 0; a < OTC_ACT_COUNT; a++) {

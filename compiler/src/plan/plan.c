@@ -154,6 +154,14 @@ static otc_status check_node(const otc_plan_ctx *c, otc_id id) {
         if (otc_act_get((otc_act)nd->act) == NULL)
             return otc_fail(OTC_ERR_UNSUPPORTED, "compiler: neuron %s has unknown activation %d",
                             otc_plan_label(g, id, lab), nd->act);
+        if (!otc_agg_name(nd->agg))
+            return otc_fail(OTC_ERR_UNSUPPORTED, "compiler: neuron %s has unknown aggregation %d",
+                            otc_plan_label(g, id, lab), nd->agg);
+        if (nd->agg == OTC_AGG_MEDIAN && nd->n_inputs - 2 > OTC_PLAN_MEDIAN_MAX)
+            return otc_fail(OTC_ERR_UNSUPPORTED,
+                            "compiler: neuron %s takes the median of %d inputs; compiled medians "
+                            "(a sorting network) take at most %d",
+                            otc_plan_label(g, id, lab), nd->n_inputs - 2, OTC_PLAN_MEDIAN_MAX);
         return OTC_OK;
     default:
         if (nd->op < 0 || nd->op >= OTC_OP_COUNT || !otc_op_get(nd->op))

@@ -84,7 +84,16 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
                            nd->op != OTC_OP_PARAMETER && nd->op != OTC_OP_INPUT;
     }
     for (int i = 0; i < c->n_order; i++) {
-        otc_status st = c->needs_bwd[c->order[i]] ? mark_reads(c, c->order[i]) : OTC_OK;
+        otc_id id = c->order[i];
+        const otc_node *nd = otc_graph_node(g, id);
+        if (c->needs_bwd[id] && nd->op == OTC_OP_NEURON && nd->agg != OTC_AGG_SUM) {
+            char lab[64];
+            return otc_fail(OTC_ERR_UNSUPPORTED,
+                            "compiler: neuron %s aggregates with %s, whose gradient only the "
+                            "interpreter has; train it interpreted (its forward compiles)",
+                            otc_plan_label(g, id, lab), otc_agg_name(nd->agg));
+        }
+        otc_status st = c->needs_bwd[id] ? mark_reads(c, id) : OTC_OK;
         if (st) return st;
     }
     return OTC_OK;

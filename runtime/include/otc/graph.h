@@ -21,6 +21,7 @@ typedef struct {
     float alpha;          /* activation parameter (LeakyReLU slope, ELU alpha) */
     float scale;          /* ScalarMultiply factor; Neuron response */
     int act;              /* Neuron activation (otc_act) */
+    int agg;              /* Neuron aggregation (otc_agg; 0 is sum) */
     int axis, start, len; /* Concat/Slice/Select */
     otc_tensor *value;    /* Parameter: its values (owned by the graph) */
     bool trainable;       /* Parameter: updated by optimisers */
@@ -78,6 +79,7 @@ typedef struct {
     float alpha, scale;
     int act;
     int axis, start, len;
+    int agg; /* Neuron: otc_agg (0, sum, when left out) */
 } otc_node_spec;
 otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec);
 /* Rewire input `slot` of `node` (shapes rechecked); may create a cycle, which
@@ -114,6 +116,8 @@ otc_id otc_softmax_ce(otc_graph *g, otc_id logits, otc_id labels);
  * when named). weights may be NULL (zeros). Sources are [B,n] values; cols pick a column. */
 otc_id otc_neuron(otc_graph *g, const char *name, otc_act act, float bias, float response, int n,
                   const otc_id *srcs, const int *cols, const float *weights);
+/* Set a Neuron's aggregation (otc_agg; a new neuron sums). */
+otc_status otc_graph_set_agg(otc_graph *g, otc_id neuron, int agg);
 /* A delay of a value of `shape`; connect its source later with otc_graph_set_input(.., 0, src).
  * Until connected its input is itself (it then holds zeros). */
 otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape);

@@ -22,6 +22,9 @@
 #define OTC_MAX_ELEMS ((uint64_t)1 << 28)
 /* Bytes of a node name, terminator excluded. */
 #define OTC_MAX_NAME_LEN 4096
+/* Integration steps of one CTRNN advance in an imported neat-python network (each step is a
+ * copy of the network in the graph). */
+#define OTC_MAX_CTRNN_STEPS 1000
 /* Steps of one recorded sequence (backpropagation through time, otc_exec_seq_begin). */
 #define OTC_MAX_SEQ_STEPS (1 << 20)
 /* Metadata keys in a graph or model file. */

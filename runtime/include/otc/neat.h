@@ -55,7 +55,9 @@ struct otc_neat_task {
 otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
                             const otc_neat_genome *g, int threads, bool *solved, double *score);
 
-/* "xor", "pole1", "dpv", "dpnv" or "csv:FILE" (options from the config's [Task]). Checks the
+/* "xor", "xor:neat-python" (neat-python's example fitness 4 - sum err^2, solved at the
+ * config's fitness_threshold), "pole1", "dpv", "dpnv", "csv:FILE" or "exec:PROGRAM" (an
+ * environment process, runtime/src/neat/task_exec.c; options from the config's [Task]). Checks the
  * config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
 void otc_neat_task_free(otc_neat_task *t);

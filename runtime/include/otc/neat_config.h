@@ -53,6 +53,8 @@ typedef struct {
     bool no_fitness_termination;
     int pop_size;
     bool reset_on_extinction;
+    bool has_seed;           /* seed was given (neat-python 2's [NEAT] seed) */
+    unsigned long long seed; /* the run's seed when no --seed is given */
 
     /* [DefaultGenome] */
     int num_inputs, num_outputs, num_hidden;
@@ -82,9 +84,15 @@ typedef struct {
      * the genes oldest first, taking each with probability 0.3, for genomes of < 15 genes) */
     bool node_add_prefer_old;
     otc_act activation_default;
+    bool activation_random; /* activation_default = random: a random option per new node */
     double activation_mutate_rate;
     int n_activation_options;
     otc_act activation_options[OTC_ACT_COUNT];
+    int aggregation_default; /* otc_agg (neat-python's aggregations) */
+    bool aggregation_random;
+    double aggregation_mutate_rate;
+    int n_aggregation_options;
+    int aggregation_options[OTC_AGG_COUNT];
     bool enabled_default;
     double enabled_mutate_rate, enabled_rate_to_true_add, enabled_rate_to_false_add;
 
@@ -142,6 +150,7 @@ typedef struct {
     double target_accuracy; /* classification success: validation accuracy */
     double target_mse;      /* regression success: validation MSE */
     double validation_fraction;
+    double exec_timeout; /* exec:PROGRAM: seconds the environment may take per answer */
 } otc_neat_config;
 
 /* neat-python's defaults where it has them, the NEAT paper's otherwise; num_inputs,
@@ -157,7 +166,8 @@ otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_co
 
 /* Every key that shapes a run with its effective value (defaults filled in) as canonical
  * text, in a fixed order: checkpoints record this listing, so a resumed run can be refused
- * when its config differs. Keys that change nothing (aggregation, optimizer) are left out. */
+ * when its config differs. Keys that change nothing (optimizer, seed, exec_timeout) are left
+ * out, and the aggregation keys while they keep their defaults (as before they existed). */
 typedef void (*otc_neat_config_visitor)(void *ctx, const char *section, const char *key,
                                         const char *value);
 void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, void *ctx);

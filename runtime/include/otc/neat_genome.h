@@ -18,7 +18,13 @@ typedef struct {
     otc_neat_node_type type;
     otc_act act;
     float bias, response; /* unused for input and bias nodes */
+    int agg;              /* otc_agg of the node's inputs (0: sum) */
 } otc_neat_node;
+
+/* A new node's activation and aggregation: the config's defaults, or a random option where
+ * the default is "random" (drawing from rng only then, so other runs' streams are unchanged). */
+otc_act otc_neat_new_act(const otc_neat_config *c, otc_rng *rng);
+int otc_neat_new_agg(const otc_neat_config *c, otc_rng *rng);
 
 typedef struct {
     int innov; /* one (in, out) pair has one innovation number for the whole run */

@@ -28,7 +28,21 @@ typedef enum {
     OTC_OP_GAUSSIAN,
     OTC_OP_SIN,
     OTC_OP_ABS,
-    OTC_OP_IDENTITY,
+    /* neat-python's activations whose math no op above has (otc/ops.h OTC_ACT_NP_*) */
+    OTC_OP_NP_SIGMOID,
+    OTC_OP_NP_TANH,
+    OTC_OP_NP_SIN,
+    OTC_OP_NP_GAUSS,
+    OTC_OP_SELU,
+    OTC_OP_NP_SOFTPLUS,
+    OTC_OP_CLAMPED,
+    OTC_OP_INV,
+    OTC_OP_LOG,
+    OTC_OP_EXP,
+    OTC_OP_HAT,
+    OTC_OP_SQUARE,
+    OTC_OP_CUBE,
+    OTC_OP_IDENTITY, /* the last activation op (OTC_OP_SIGMOID .. OTC_OP_IDENTITY) */
     /* structure */
     OTC_OP_MATMUL,        /* [M,K] x [K,N] -> [M,N]; M may be the batch */
     OTC_OP_ROW_BROADCAST, /* inputs (v [N], like [B,N]) -> v repeated per row, shape of like */
@@ -46,7 +60,8 @@ typedef enum {
     OTC_OP_BCE,        /* (probability, target in [0,1]) */
     OTC_OP_SOFTMAX_CE, /* (logits [B,C], class indices [B] or [B,1] stored as floats) */
     /* NEAT */
-    OTC_OP_NEURON, /* act(bias + scale * sum_i w_i * src_i[:, col_i]) -> [B,1];
+    OTC_OP_NEURON, /* act(bias + scale * agg_i(w_i * src_i[:, col_i])) -> [B,1], agg the
+                      node's aggregation (otc_agg, sum unless set);
                       inputs (W [k], b [1], src_0 .. src_{k-1}), node.cols[i] */
     OTC_OP_DELAY,  /* the value its input had on the previous step (zeros at first) */
     OTC_OP_COUNT
@@ -64,11 +79,53 @@ typedef enum {
     OTC_ACT_SIN,
     OTC_ACT_ABS,
     OTC_ACT_STEEP_SIGMOID, /* NEAT's 1/(1+exp(-OTC_STEEPNESS x)) */
+    /* neat-python 2.1's activations (neat/activations.py) with its clamps and constants, where
+     * otc's own of the same name differs: sigmoid(5x), tanh(2.5x), sin(5x), exp(-5x^2),
+     * 0.2 softplus(5x), each argument clamped as neat-python clamps it. neat-python's relu,
+     * elu, lelu, identity and abs are otc's relu, elu (a = 1), leaky_relu (a = 0.005),
+     * identity and abs. */
+    OTC_ACT_NP_SIGMOID,
+    OTC_ACT_NP_TANH,
+    OTC_ACT_NP_SIN,
+    OTC_ACT_NP_GAUSS,
+    OTC_ACT_SELU,
+    OTC_ACT_NP_SOFTPLUS,
+    OTC_ACT_CLAMPED,
+    OTC_ACT_INV, /* 1/x, 0 at x = 0 */
+    OTC_ACT_LOG, /* log(max(x, 1e-7)) */
+    OTC_ACT_EXP, /* exp(x clamped to [-60, 60]) */
+    OTC_ACT_HAT, /* max(0, 1 - |x|) */
+    OTC_ACT_SQUARE,
+    OTC_ACT_CUBE,
     OTC_ACT_COUNT
 } otc_act;
 
+/* Activations before neat-python's set: what random graphs draw from by default. */
+#define OTC_ACT_CLASSIC_COUNT OTC_ACT_NP_SIGMOID
+
 /* The steep sigmoid's slope: Stanley's NEAT choice, near-linear over [-1, 1]. */
 #define OTC_STEEPNESS 4.9
+
+/* How a Neuron combines its weighted inputs t_i = w_i * src_i: neat-python 2.1's aggregations
+ * (neat/aggregations.py). Over no inputs: product 1, every other 0. min, max and maxabs take
+ * the first input that attains the extreme (maxabs: the largest |t_i|, its sign kept); median
+ * is the middle of the sorted inputs, the mean of the two middle ones for an even count and
+ * the mean for one or two inputs; mean is sum / k. */
+typedef enum {
+    OTC_AGG_SUM, /* the default (0) */
+    OTC_AGG_PRODUCT,
+    OTC_AGG_MIN,
+    OTC_AGG_MAX,
+    OTC_AGG_MAXABS,
+    OTC_AGG_MEDIAN,
+    OTC_AGG_MEAN,
+    OTC_AGG_COUNT
+} otc_agg;
+
+/* "sum", "median", ...; NULL for a value outside otc_agg. */
+const char *otc_agg_name(int agg);
+/* Aggregation by name; -1 if unknown. */
+int otc_agg_from_name(const char *name);
 
 /* Scalar activation, described once as expression trees (otc/expr.h) in the input x, the
  * output y and the parameter a, which the interpreter and both renderers read. */

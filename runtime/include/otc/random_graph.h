@@ -16,7 +16,8 @@ typedef struct {
     int n_outputs;      /* the last neurons are marked as outputs (1 .. n_neurons) */
     int max_fanin;      /* sources per neuron, drawn from 1 .. max_fanin */
     float weight_scale; /* weights and biases uniform in [-s, s] */
-    unsigned act_mask;  /* bit (1 << otc_act) for each activation to draw from; 0: all */
+    unsigned act_mask;  /* bit (1 << otc_act) for each activation to draw from; 0: all
+                         * before neat-python's (OTC_ACT_CLASSIC_COUNT) */
     bool mixed_ops;     /* also elementwise ops, concat/slice/reshape between neurons */
     bool two_inputs;    /* split the columns over two Input nodes */
     /* Recurrent graphs: each connection is, with this probability, from any neuron (itself,

@@ -30,7 +30,10 @@ typedef enum {
     K_TASK_KIND,
     K_INHERIT,
     K_SEQ_STEPS,
-    K_OPTIM
+    K_OPTIM,
+    K_SEED,
+    K_SECONDS, /* a positive double that does not change a run's result (not listed) */
+    K_AGG_RATE /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
 } key_kind;
 
 typedef struct {
@@ -65,6 +68,7 @@ static const key_def keys[] = {
     {"NEAT", "no_fitness_termination", K_BOOL, OFF(no_fitness_termination), false, 0, 0},
     {"NEAT", "pop_size", K_INT, OFF(pop_size), true, 2, OTC_NEAT_MAX_POP_SIZE},
     {"NEAT", "reset_on_extinction", K_BOOL, OFF(reset_on_extinction), false, 0, 0},
+    {"NEAT", "seed", K_SEED, OFF(seed), false, 0, 0},
 
     {"DefaultGenome", "num_inputs", K_INT, OFF(num_inputs), true, 1, OTC_NEAT_MAX_INPUTS},
     {"DefaultGenome", "num_outputs", K_INT, OFF(num_outputs), true, 1, OTC_NEAT_MAX_OUTPUTS},
@@ -103,9 +107,10 @@ static const key_def keys[] = {
     {"DefaultGenome", "activation_default", K_ACT, OFF(activation_default), false, 0, 0},
     {"DefaultGenome", "activation_mutate_rate", K_DOUBLE, OFF(activation_mutate_rate), false, 0, 1},
     {"DefaultGenome", "activation_options", K_ACTS, OFF(n_activation_options), false, 0, 0},
-    {"DefaultGenome", "aggregation_default", K_AGGR, 0, false, 0, 0},
-    {"DefaultGenome", "aggregation_mutate_rate", K_DOUBLE, 0, false, 0, 0},
-    {"DefaultGenome", "aggregation_options", K_AGGRS, 0, false, 0, 0},
+    {"DefaultGenome", "aggregation_default", K_AGGR, OFF(aggregation_default), false, 0, 0},
+    {"DefaultGenome", "aggregation_mutate_rate", K_AGG_RATE, OFF(aggregation_mutate_rate), false, 0,
+     1},
+    {"DefaultGenome", "aggregation_options", K_AGGRS, OFF(n_aggregation_options), false, 0, 0},
     {"DefaultGenome", "enabled_default", K_BOOL, OFF(enabled_default), false, 0, 0},
     {"DefaultGenome", "enabled_mutate_rate", K_DOUBLE, OFF(enabled_mutate_rate), false, 0, 1},
     {"DefaultGenome", "enabled_rate_to_true_add", K_DOUBLE, OFF(enabled_rate_to_true_add), false,
@@ -160,6 +165,7 @@ static const key_def keys[] = {
     {"Task", "validation_fraction", K_DOUBLE, OFF(validation_fraction), false, 0, 0.9},
     {"Task", "sequence", K_STRING, OFF(sequence), false, 0, 0},
     {"Task", "sequence_steps", K_SEQ_STEPS, OFF(sequence_last), false, 0, 0},
+    {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
@@ -185,6 +191,15 @@ static const struct {
     {"sin", OTC_ACT_SIN},
     {"abs", OTC_ACT_ABS},
     {"identity", OTC_ACT_IDENTITY},
+    /* neat-python's with no otc counterpart of the same name (otc/ops.h OTC_ACT_NP_*) */
+    {"selu", OTC_ACT_SELU},
+    {"clamped", OTC_ACT_CLAMPED},
+    {"inv", OTC_ACT_INV},
+    {"log", OTC_ACT_LOG},
+    {"exp", OTC_ACT_EXP},
+    {"hat", OTC_ACT_HAT},
+    {"square", OTC_ACT_SQUARE},
+    {"cube", OTC_ACT_CUBE},
 };
 
 int otc_neat_act_from_name(const char *name) {
@@ -224,6 +239,9 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->activation_default = OTC_ACT_STEEP_SIGMOID;
     c->n_activation_options = 1;
     c->activation_options[0] = OTC_ACT_STEEP_SIGMOID;
+    c->aggregation_default = OTC_AGG_SUM;
+    c->n_aggregation_options = 1;
+    c->aggregation_options[0] = OTC_AGG_SUM;
     c->enabled_default = true;
     c->enabled_mutate_rate = 0.01;
     c->compatibility_threshold = NAN;
@@ -245,6 +263,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->target_accuracy = 0.95;
     c->target_mse = 0.01;
     c->validation_fraction = 0.25;
+    c->exec_timeout = 10;
 }
 
 typedef struct {
@@ -270,14 +289,14 @@ static bool fail_key(parse_state *st, const char *section, const char *name, con
 }
 
 static bool in_range(const key_def *k, double x) {
-    return (k->kind == K_POSITIVE ? x > k->lo : x >= k->lo) && x <= k->hi;
+    return (k->kind == K_POSITIVE || k->kind == K_SECONDS ? x > k->lo : x >= k->lo) && x <= k->hi;
 }
 
 static bool range_error(parse_state *st, const key_def *k, const char *section, const char *name,
                         const char *value) {
     char msg[96];
     snprintf(msg, sizeof msg, "value '%%s' out of range %c%g, %g]",
-             k->kind == K_POSITIVE ? '(' : '[', k->lo, k->hi);
+             k->kind == K_POSITIVE || k->kind == K_SECONDS ? '(' : '[', k->lo, k->hi);
     return fail_key(st, section, name, msg, value);
 }
 
@@ -347,7 +366,9 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         return true;
     }
     case K_DOUBLE:
-    case K_POSITIVE: {
+    case K_POSITIVE:
+    case K_SECONDS:
+    case K_AGG_RATE: {
         double x = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
@@ -373,6 +394,11 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
                             value);
         return true;
     case K_ACT: {
+        if (!strcmp(value, "random")) { /* neat-python: a random option per new node */
+            st->c->activation_random = true;
+            return true;
+        }
+        st->c->activation_random = false;
         int a = otc_neat_act_from_name(value);
         if (a < 0) return fail_key(st, section, name, "unsupported activation '%s'", value);
         *(otc_act *)dest = (otc_act)a;
@@ -394,16 +420,39 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         st->c->n_activation_options = n;
         return true;
     }
-    case K_AGGR:
+    case K_AGGR: {
+        if (!strcmp(value, "random")) {
+            st->c->aggregation_random = true;
+            return true;
+        }
+        st->c->aggregation_random = false;
+        int a = otc_agg_from_name(value);
+        if (a < 0)
+            return fail_key(st, section, name,
+                            "unsupported aggregation '%s' (expected sum, product, min, max, "
+                            "maxabs, median, mean or random)",
+                            value);
+        *(int *)dest = a;
+        return true;
+    }
     case K_AGGRS: {
-        /* The Neuron node sums its inputs; the other aggregations are not supported. */
         char buf[256];
         snprintf(buf, sizeof buf, "%s", value);
+        int n = 0;
         for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-             w = strtok_r(NULL, " \t,", &save))
-            if (strcmp(w, "sum"))
+             w = strtok_r(NULL, " \t,", &save)) {
+            int a = otc_agg_from_name(w);
+            if (a < 0)
                 return fail_key(st, section, name,
-                                "unsupported aggregation '%s' (only sum is supported)", w);
+                                "unsupported aggregation '%s' (expected sum, product, min, max, "
+                                "maxabs, median or mean)",
+                                w);
+            bool dup = false;
+            for (int i = 0; i < n; i++) dup |= st->c->aggregation_options[i] == a;
+            if (!dup && n < OTC_AGG_COUNT) st->c->aggregation_options[n++] = a;
+        }
+        if (n == 0) return fail_key(st, section, name, "no aggregation given%s", "");
+        st->c->n_aggregation_options = n;
         return true;
     }
     case K_SURER:
@@ -449,6 +498,16 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             return fail_key(st, section, name, "bad value '%s' (expected lamarckian or baldwinian)",
                             value);
         return true;
+    case K_SEED: {
+        /* neat-python seeds Python's random with it; otc's runs are seeded by this number. */
+        unsigned long long x = strtoull(value, &end, 10);
+        if (errno || end == value || *end || value[0] == '-')
+            return fail_key(st, section, name,
+                            "bad value '%s' (expected an integer from 0 to 2^64 - 1)", value);
+        st->c->seed = x;
+        st->c->has_seed = true;
+        return true;
+    }
     case K_SEQ_STEPS:
         if (!strcmp(value, "all"))
             *(bool *)dest = false;
@@ -566,9 +625,17 @@ static otc_status check_config(parse_state *st) {
                         "a sparser initial_connection",
                         st->file, line, c->pop_size, per_genome, genes, OTC_NEAT_MAX_INITIAL_GENES);
     }
-    bool default_in_options = false;
+    bool default_in_options = c->activation_random;
     for (int i = 0; i < c->n_activation_options; i++)
         default_in_options |= c->activation_options[i] == c->activation_default;
+    bool agg_in_options = c->aggregation_random;
+    for (int i = 0; i < c->n_aggregation_options; i++)
+        agg_in_options |= c->aggregation_options[i] == c->aggregation_default;
+    if (!agg_in_options)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] aggregation_default: '%s' is not in "
+                        "aggregation_options",
+                        st->file, otc_agg_name(c->aggregation_default));
     if (!default_in_options)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [DefaultGenome] activation_default: '%s' is not in activation_options",
@@ -640,8 +707,31 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         }
         return false;
     case K_ACT:
-        snprintf(buf, size, "%s", otc_neat_act_name(*(const otc_act *)src));
+        snprintf(buf, size, "%s",
+                 c->activation_random ? "random" : otc_neat_act_name(*(const otc_act *)src));
         return true;
+    /* The aggregation keys are listed only where they differ from the sum everywhere, so
+     * checkpoints from before they existed still resume. */
+    case K_AGGR:
+        if (!c->aggregation_random && c->aggregation_default == OTC_AGG_SUM) return false;
+        snprintf(buf, size, "%s",
+                 c->aggregation_random ? "random" : otc_agg_name(c->aggregation_default));
+        return true;
+    case K_AGGRS: {
+        if (c->n_aggregation_options == 1 && c->aggregation_options[0] == OTC_AGG_SUM) return false;
+        size_t at = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < c->n_aggregation_options && at < size; i++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? " " : "",
+                                   otc_agg_name(c->aggregation_options[i]));
+        return true;
+    }
+    case K_AGG_RATE: {
+        double x = *(const double *)src;
+        if (x == 0) return false;
+        snprintf(buf, size, "%.17g", x);
+        return true;
+    }
     case K_ACTS: {
         size_t at = 0;
         buf[0] = '\0';
@@ -668,9 +758,9 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_SEQ_STEPS:
         snprintf(buf, size, "%s", *(const bool *)src ? "last" : "all");
         return true;
-    case K_AGGR:
-    case K_AGGRS:
     case K_OPTIM:
+    case K_SEED: /* a checkpoint records the seed itself */
+    case K_SECONDS:
         return false;
     }
     return false;

@@ -59,6 +59,8 @@ otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_geno
             if (otc_rng_uniform(rng) < 0.5f) node.bias = other->bias;
             if (otc_rng_uniform(rng) < 0.5f) node.response = other->response;
             if (otc_rng_uniform(rng) < 0.5f) node.act = other->act;
+            /* drawn only where the parents differ: equal ones keep every run's stream */
+            if (node.agg != other->agg && otc_rng_uniform(rng) < 0.5f) node.agg = other->agg;
         }
         k->nodes[k->n_nodes++] = node;
     }

@@ -78,6 +78,7 @@ typedef struct {
     int workers; /* threads this job may use, the caller included */
     otc_neat_flat **scratch;
     atomic_int next;
+    atomic_bool failed; /* a failure ends the generation: no worker starts another genome */
     bool *solved;
     otc_status *status;
     char (*message)[256];
@@ -90,6 +91,7 @@ static void evaluate_one(eval_job *job, int i) {
     job->status[i] = s;
     if (s != OTC_OK) {
         snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
+        atomic_store(&job->failed, true);
         return;
     }
     double penalty = job->c->complexity_penalty *
@@ -108,7 +110,7 @@ static void take_genomes(eval_job *job, int w) {
     otc_neat_bind_eval_scratch(job->scratch[w]);
     for (;;) {
         int i = atomic_fetch_add(&job->next, 1);
-        if (i >= job->n) break;
+        if (i >= job->n || atomic_load(&job->failed)) break;
         if (!job->b->genomes[i]->evaluated) evaluate_one(job, i);
     }
     otc_neat_bind_eval_scratch(outer);
@@ -225,6 +227,7 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
                     .scratch = e->scratch,
                     .solved = b->solved};
     atomic_init(&job.next, 0);
+    atomic_init(&job.failed, false);
     job.status = calloc((size_t)n + 1, sizeof *job.status);
     job.message = calloc((size_t)n + 1, sizeof *job.message);
     if (!job.status || !job.message) {

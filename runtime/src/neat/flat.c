@@ -17,7 +17,12 @@ struct otc_neat_flat {
     float *w;                       /* per source: its weight */
     float *bias, *response, *alpha; /* per neuron */
     int *act;                       /* per neuron */
-    int *out_slot;                  /* per output, outputs in node order */
+    int *agg;                       /* per neuron: otc_agg (0 sum) */
+    int n_nonsum;                   /* neurons whose aggregation is not the sum */
+    float *terms;                   /* one row's weighted inputs of such a neuron */
+    otc_agg_item *items;            /* and the median's sort */
+    int cap_terms;
+    int *out_slot; /* per output, outputs in node order */
     int cap_neurons, cap_edges, cap_outputs;
 
     /* Values, slot-major ([slot][row]). Neurons write cur and read `read`: cur itself when
@@ -54,10 +59,10 @@ otc_neat_flat *otc_neat_flat_new(void) {
 
 void otc_neat_flat_free(otc_neat_flat *f) {
     if (!f) return;
-    void *arrays[] = {f->first,    f->src,      f->w,       f->bias, f->response, f->alpha,
-                      f->act,      f->out_slot, f->cur,     f->prev, f->slot,     f->cursor,
-                      f->start,    f->order,    f->stack,   f->iter, f->mark,     f->edge,
-                      f->src_node, f->dst_node, f->index_of};
+    void *arrays[] = {f->first, f->src,  f->w,      f->bias,     f->response, f->alpha,
+                      f->act,   f->agg,  f->terms,  f->items,    f->out_slot, f->cur,
+                      f->prev,  f->slot, f->cursor, f->start,    f->order,    f->stack,
+                      f->iter,  f->mark, f->edge,   f->src_node, f->dst_node, f->index_of};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
     free(f);
 }
@@ -90,7 +95,8 @@ static bool reserve(otc_neat_flat *f, int nodes, int conns, int outputs) {
         if (!RESIZE(f->slot, cn) || !RESIZE(f->cursor, cn) || !RESIZE(f->start, cn) ||
             !RESIZE(f->order, cn) || !RESIZE(f->stack, cn) || !RESIZE(f->iter, cn) ||
             !RESIZE(f->mark, cn) || !RESIZE(f->first, cn) || !RESIZE(f->bias, cn) ||
-            !RESIZE(f->response, cn) || !RESIZE(f->alpha, cn) || !RESIZE(f->act, cn))
+            !RESIZE(f->response, cn) || !RESIZE(f->alpha, cn) || !RESIZE(f->act, cn) ||
+            !RESIZE(f->agg, cn))
             return false;
         f->cap_nodes = f->cap_neurons = cn;
     }
@@ -272,8 +278,29 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
         f->response[k] = node->response;
         f->act[k] = (int)node->act;
         f->alpha[k] = info->default_a; /* as otc_neuron gives the phenotype's Neuron */
+        f->agg[k] = node->agg;
+        if (!otc_agg_name(node->agg)) {
+            f->n_neurons = 0;
+            return otc_fail(OTC_ERR_FORMAT, "genome: node %d has unknown aggregation %d", node->id,
+                            node->agg);
+        }
     }
     f->first[f->n_neurons] = e;
+    /* A row's weighted inputs for the neurons that do not sum (the widest of them). */
+    f->n_nonsum = 0;
+    int widest = 0;
+    for (int k = 0; k < f->n_neurons; k++)
+        if (f->agg[k] != OTC_AGG_SUM) {
+            f->n_nonsum++;
+            if (f->first[k + 1] - f->first[k] > widest) widest = f->first[k + 1] - f->first[k];
+        }
+    if (widest > f->cap_terms) {
+        if (!RESIZE(f->terms, widest) || !RESIZE(f->items, widest)) {
+            f->n_neurons = 0;
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for a flat program");
+        }
+        f->cap_terms = widest;
+    }
     int n_out = 0;
     for (int i = 0; i < nn; i++)
         if (g->nodes[i].type == OTC_NEAT_OUTPUT) {
@@ -314,14 +341,22 @@ void otc_neat_flat_reset(otc_neat_flat *f) {
 }
 
 /* Neuron k's input to its activation, as the Neuron kernel forms it: bias + response * the
- * weighted sum of its sources in gene order (the one place an aggregation other than the
- * sum would go). */
+ * aggregation (the sum unless the node names another) of its weighted sources in gene
+ * order. */
 static void neuron_input(const otc_neat_flat *f, int k, const float *read, size_t batch,
                          float *out) {
     const int *src = f->src;
     const float *w = f->w;
     int e0 = f->first[k], e1 = f->first[k + 1];
     float b = f->bias[k], s = f->response[k];
+    if (f->agg[k] != OTC_AGG_SUM) {
+        for (size_t r = 0; r < batch; r++) {
+            for (int e = e0; e < e1; e++)
+                f->terms[e - e0] = w[e] * read[(size_t)src[e] * batch + r];
+            out[r] = b + s * otc_agg_value(f->agg[k], f->terms, e1 - e0, f->items);
+        }
+        return;
+    }
     if (batch == 1) {
         float acc = 0.0f;
         for (int e = e0; e < e1; e++) acc += w[e] * read[src[e]];

@@ -284,6 +284,16 @@ static otc_status add_init_conn(otc_neat_genome *g, const otc_neat_config *c,
     return otc_neat_genome_add_conn(g, &conn);
 }
 
+otc_act otc_neat_new_act(const otc_neat_config *c, otc_rng *rng) {
+    if (!c->activation_random) return c->activation_default;
+    return c->activation_options[otc_rng_below(rng, (uint32_t)c->n_activation_options)];
+}
+
+int otc_neat_new_agg(const otc_neat_config *c, otc_rng *rng) {
+    if (!c->aggregation_random) return c->aggregation_default;
+    return c->aggregation_options[otc_rng_below(rng, (uint32_t)c->n_aggregation_options)];
+}
+
 otc_status otc_neat_genome_init(otc_neat_genome *g, const otc_neat_config *c,
                                 otc_neat_innovations *t, otc_rng *rng) {
     if (!g || !c || !t || !rng) return otc_fail(OTC_ERR_ARG, "otc_neat_genome_init: NULL argument");
@@ -291,13 +301,18 @@ otc_status otc_neat_genome_init(otc_neat_genome *g, const otc_neat_config *c,
     int first_out = n_src, first_hidden = n_src + c->num_outputs;
     otc_status s = OTC_OK;
     for (int i = 0; i < n_src && s == OTC_OK; i++) {
-        otc_neat_node n = {i, i < n_in ? OTC_NEAT_INPUT : OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1};
+        otc_neat_node n = {i, i < n_in ? OTC_NEAT_INPUT : OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0};
         s = otc_neat_genome_add_node(g, &n);
     }
     for (int i = first_out; i < first_hidden + c->num_hidden && s == OTC_OK; i++) {
-        otc_neat_node n = {i, i < first_hidden ? OTC_NEAT_OUTPUT : OTC_NEAT_HIDDEN,
-                           c->activation_default, otc_neat_attr_init(&c->bias, rng),
-                           otc_neat_attr_init(&c->response, rng)};
+        otc_act act = otc_neat_new_act(c, rng);
+        int agg = otc_neat_new_agg(c, rng);
+        otc_neat_node n = {i,
+                           i < first_hidden ? OTC_NEAT_OUTPUT : OTC_NEAT_HIDDEN,
+                           act,
+                           otc_neat_attr_init(&c->bias, rng),
+                           otc_neat_attr_init(&c->response, rng),
+                           agg};
         s = otc_neat_genome_add_node(g, &n);
     }
     if (s != OTC_OK) return s;

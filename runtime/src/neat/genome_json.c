@@ -30,6 +30,10 @@ cJSON *otc_neat_genome_to_cjson(const otc_neat_genome *g) {
                 !cJSON_AddNumberToObject(o, "bias", n->bias) ||
                 !cJSON_AddNumberToObject(o, "response", n->response))
                 goto fail;
+            /* the aggregation only when not the sum, so earlier genomes read the same */
+            if (n->agg != OTC_AGG_SUM &&
+                !cJSON_AddStringToObject(o, "aggregation", otc_agg_name(n->agg)))
+                goto fail;
         }
     }
     for (int i = 0; i < g->n_conns; i++) {
@@ -98,7 +102,7 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
     int idx = 0;
     const cJSON *o;
     cJSON_ArrayForEach(o, nodes) {
-        otc_neat_node n = {0, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1};
+        otc_neat_node n = {0, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0};
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
         int t = -1;
         for (int k = 0; k < 4 && cJSON_IsString(type); k++)
@@ -131,6 +135,15 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
                 break;
             }
             n.act = (otc_act)a;
+            const cJSON *agg = cJSON_GetObjectItemCaseSensitive(o, "aggregation");
+            n.agg = agg ? (cJSON_IsString(agg) ? otc_agg_from_name(agg->valuestring) : -1) : 0;
+            if (n.agg < 0) {
+                s = otc_fail(OTC_ERR_FORMAT,
+                             "node %d: aggregation: not one of sum product min max maxabs median "
+                             "mean",
+                             n.id);
+                break;
+            }
         }
         if ((s = otc_neat_genome_add_node(g, &n)) != OTC_OK) break;
         idx++;

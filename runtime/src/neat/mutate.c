@@ -46,8 +46,14 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
     if (id >= 0 && otc_neat_genome_find_node(g, id))
         id = otc_neat_innovation_split(t, old.innov, true);
     if (id < 0) return otc_fail(OTC_ERR_NOMEM, "out of memory for innovations");
-    otc_neat_node node = {id, OTC_NEAT_HIDDEN, c->activation_default,
-                          otc_neat_attr_init(&c->bias, rng), otc_neat_attr_init(&c->response, rng)};
+    otc_act act = otc_neat_new_act(c, rng);
+    int agg = otc_neat_new_agg(c, rng);
+    otc_neat_node node = {id,
+                          OTC_NEAT_HIDDEN,
+                          act,
+                          otc_neat_attr_init(&c->bias, rng),
+                          otc_neat_attr_init(&c->response, rng),
+                          agg};
     otc_status s = otc_neat_genome_add_node(g, &node);
     if (s != OTC_OK) return s;
     g->conns[ci].enabled = false;
@@ -143,6 +149,8 @@ void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, ot
         n->response = otc_neat_attr_mutate(&c->response, n->response, rng);
         if (c->activation_mutate_rate > 0 && otc_rng_uniform(rng) < c->activation_mutate_rate)
             n->act = c->activation_options[otc_rng_below(rng, (uint32_t)c->n_activation_options)];
+        if (c->aggregation_mutate_rate > 0 && otc_rng_uniform(rng) < c->aggregation_mutate_rate)
+            n->agg = c->aggregation_options[otc_rng_below(rng, (uint32_t)c->n_aggregation_options)];
     }
     /* The NEAT paper's gate: a child's weights are mutated at all with this probability. */
     bool weights =

@@ -105,6 +105,9 @@ otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch
 void otc_neat_runner_reset(otc_neat_runner *r);
 
 /* The csv task (task_csv.c). */
+/* exec:PROGRAM (task_exec.c): an environment process speaking the line protocol. */
+otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config *c,
+                                     otc_neat_task **out);
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out);
 /* The csv task on sequences, [Task] sequence set (task_seq.c). */

@@ -130,6 +130,7 @@ static otc_status add_neuron(otc_neat_phenotype *p, build_state *b, int ni, otc_
     free(srcs);
     free(cols);
     free(w);
+    if (id >= 0 && node->agg != OTC_AGG_SUM && otc_graph_set_agg(p->graph, id, node->agg)) id = -1;
     if (id < 0) {
         free(innov);
         return otc_fail_context(OTC_ERR_SHAPE, "phenotype: node %d", node->id);

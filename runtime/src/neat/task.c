@@ -74,16 +74,24 @@ static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config 
     otc_neat_runner_close(&r);
     if (s != OTC_OK) return s;
     /* The paper: fitness (4 - sum |error|)^2, solved when every output is on the right side
-     * of 0.5. */
-    double err = 0;
+     * of 0.5. neat-python's example (task "xor:neat-python"): 4 - sum error^2, solved when
+     * the fitness reaches fitness_threshold, so a neat-python config's threshold means what
+     * it means there. */
+    double err = 0, sq = 0;
     bool right = true;
     for (int i = 0; i < 4; i++) {
         double yi = isfinite(y[i]) ? y[i] : 0.5;
         err += fabs(yi - target[i]);
+        sq += (yi - target[i]) * (yi - target[i]);
         right &= (yi > 0.5) == (target[i] > 0.5);
     }
-    out->fitness = (4 - err) * (4 - err);
-    out->solved = right;
+    if (task->ctx) {
+        out->fitness = 4 - sq;
+        out->solved = !c->no_fitness_termination && out->fitness >= c->fitness_threshold;
+    } else {
+        out->fitness = (4 - err) * (4 - err);
+        out->solved = right;
+    }
     return OTC_OK;
 }
 
@@ -257,13 +265,15 @@ static otc_status check_io(const otc_neat_config *c, const char *task, int n_in,
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
     if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
+    if (!strncmp(spec, "exec:", 5)) return otc_neat_exec_task_create(spec + 5, c, out);
     otc_status s;
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
     snprintf(t->name, sizeof t->name, "%s", spec);
-    if (!strcmp(spec, "xor")) {
+    if (!strcmp(spec, "xor") || !strcmp(spec, "xor:neat-python")) {
         s = check_io(c, spec, 2, 1, 1);
         t->evaluate = xor_evaluate;
+        t->ctx = (void *)(intptr_t)(spec[3] == ':'); /* neat-python's fitness */
     } else if (!strcmp(spec, "pole1")) {
         s = check_io(c, spec, OTC_POLE1_N_OBS, 1, 2);
         t->evaluate = pole_evaluate;
@@ -280,8 +290,11 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         t->score_name = "generalisation";
         t->ctx = (void *)(intptr_t)DPNV;
     } else {
-        s = otc_fail(OTC_ERR_ARG, "unknown task '%s' (expected xor, pole1, dpv, dpnv or csv:FILE)",
-                     spec);
+        s = otc_fail(
+            OTC_ERR_ARG,
+            "unknown task '%s' (expected xor, xor:neat-python, pole1, dpv, dpnv, csv:FILE or "
+            "exec:PROGRAM)",
+            spec);
     }
     if (s != OTC_OK) {
         free(t);

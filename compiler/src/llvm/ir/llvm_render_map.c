@@ -1,6 +1,8 @@
 /* The LLVM renderer's fused kernels, forward: map kernels (elementwise ops, row broadcasts,
  * Neurons) and matmul kernels with their elementwise epilogue (register-blocked products,
  * column mode for small batches, OpenBLAS for large ones). */
+#include <stdlib.h>
+
 #include "llvm_render.h"
 
 #define B      (r->ir.b)
@@ -102,11 +104,75 @@ int otc_lv_act_of(const otc_node *nd) {
     return info ? info->act : -1;
 }
 
+/* Lanes where a < b (a > b with gt) take a, the others b. */
+static LLVMValueRef pick(otc_llvm_r *r, bool gt, LLVMValueRef ka, LLVMValueRef kb, LLVMValueRef a,
+                         LLVMValueRef b) {
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, gt ? LLVMRealOGT : LLVMRealOLT, ka, kb, ""), a, b,
+                           "");
+}
+
+/* A non-sum aggregation of the weighted inputs t[0..k), k >= 1, in every lane, with the
+ * semantics of otc/ops.h otc_agg (the interpreter's are runtime/src/aggregations.c). The
+ * median sorts t in place by odd-even transposition: k rounds of compare-exchanges, which
+ * need no branches across lanes (the plan bounds k by OTC_PLAN_MEDIAN_MAX). */
+static LLVMValueRef aggregate(otc_llvm_r *r, int agg, LLVMValueRef *t, int k) {
+    LLVMValueRef acc = t[0];
+    switch (agg) {
+    case OTC_AGG_PRODUCT:
+        for (int i = 1; i < k; i++) acc = LLVMBuildFMul(B, acc, t[i], "");
+        return acc;
+    case OTC_AGG_MIN:
+    case OTC_AGG_MAX:
+        /* Strict comparisons keep the first of equal inputs, as Python's min and max. */
+        for (int i = 1; i < k; i++) acc = pick(r, agg == OTC_AGG_MAX, t[i], acc, t[i], acc);
+        return acc;
+    case OTC_AGG_MAXABS: {
+        LLVMValueRef best = otc_llvm_intrinsic(&r->ir, "llvm.fabs", &t[0], 1);
+        for (int i = 1; i < k; i++) {
+            LLVMValueRef a = otc_llvm_intrinsic(&r->ir, "llvm.fabs", &t[i], 1);
+            acc = pick(r, true, a, best, t[i], acc);
+            best = pick(r, true, a, best, a, best);
+        }
+        return acc;
+    }
+    case OTC_AGG_MEDIAN:
+        /* The median of one or two inputs is their mean. */
+        if (k <= 2) return aggregate(r, OTC_AGG_MEAN, t, k);
+        for (int round = 0; round < k; round++)
+            for (int j = round % 2; j + 1 < k; j += 2) {
+                LLVMValueRef lo = pick(r, false, t[j + 1], t[j], t[j + 1], t[j]);
+                LLVMValueRef hi = pick(r, false, t[j + 1], t[j], t[j], t[j + 1]);
+                t[j] = lo;
+                t[j + 1] = hi;
+            }
+        if (k % 2) return t[k / 2];
+        return LLVMBuildFDiv(B, LLVMBuildFAdd(B, t[k / 2 - 1], t[k / 2], ""), konst(r, true, 2.0),
+                             "");
+    default: /* mean */
+        for (int i = 1; i < k; i++) acc = LLVMBuildFAdd(B, acc, t[i], "");
+        return LLVMBuildFDiv(B, acc, konst(r, true, (double)k), "");
+    }
+}
+
 static LLVMValueRef neuron_value(otc_llvm_r *r, otc_id id) {
     const otc_node *nd = otc_graph_node(r->g, id);
+    int k = nd->n_inputs - 2;
     /* The interpreter's order: sum from 0 source by source, then bias + scale * sum. */
-    LLVMValueRef acc = konst(r, true, 0.0);
-    for (int i = 2; i < nd->n_inputs; i++) {
+    LLVMValueRef acc = konst(r, true, nd->agg == OTC_AGG_PRODUCT ? 1.0 : 0.0);
+    if (nd->agg != OTC_AGG_SUM && k > 0) {
+        LLVMValueRef *t = malloc(sizeof *t * (size_t)k);
+        if (!t) {
+            otc_lv_fail(r, OTC_ERR_NOMEM, "out of memory rendering a neuron");
+            return acc;
+        }
+        for (int i = 0; i < k; i++)
+            t[i] =
+                LLVMBuildFMul(B, otc_lv_weight(r, nd->inputs[0], i, true),
+                              operand(r, nd->inputs[2 + i], otc_lv_i64(r, nd->cols[i]), true), "");
+        acc = aggregate(r, nd->agg, t, k);
+        free(t);
+    }
+    for (int i = 2; i < nd->n_inputs && nd->agg == OTC_AGG_SUM; i++) {
         LLVMValueRef w = otc_lv_weight(r, nd->inputs[0], i - 2, true);
         LLVMValueRef x = operand(r, nd->inputs[i], otc_lv_i64(r, nd->cols[i - 2]), true);
         acc = otc_llvm_fma(&r->ir, w, x, acc);

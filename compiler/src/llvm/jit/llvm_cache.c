@@ -70,6 +70,7 @@ static otc_status make_key(const otc_plan *plan, const otc_llvm_render_options *
         put_f(k, nd->alpha);
         put_f(k, nd->scale);
         put_i(k, nd->act);
+        put_i(k, nd->agg);
         put_i(k, nd->axis);
         put_i(k, nd->start);
         put_i(k, nd->len);

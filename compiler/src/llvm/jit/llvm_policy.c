@@ -175,6 +175,15 @@ static bool recurrent(const otc_graph *g) {
     return false;
 }
 
+/* The compilers train only summing neurons (compiler: plan_train.c). */
+static bool trains_compiled(const otc_graph *g) {
+    for (int i = 0; g && i < otc_graph_size(g); i++) {
+        const otc_node *nd = otc_graph_node(g, i);
+        if (nd->op == OTC_OP_NEURON && nd->agg != OTC_AGG_SUM) return false;
+    }
+    return true;
+}
+
 otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options) {
     const otc_jit_policy *pol = current();
     otc_exec_options o = options ? *options : (otc_exec_options){0};
@@ -186,7 +195,7 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         double interp = pol->interp_ns * pol->train_factor * nodes * samples;
         double jit = compile_ns(pol, nodes) * pol->train_factor +
                      pol->jit_ns * pol->train_factor * nodes * samples;
-        if (samples > 0 && jit < interp && !recurrent(g)) {
+        if (samples > 0 && jit < interp && !recurrent(g) && trains_compiled(g)) {
             otc_jit_options jo = otc_jit_defaults();
             jo.defer_forward = true;
             jo.tier = OTC_JIT_TIER_FAST;
