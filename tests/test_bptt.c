@@ -129,7 +129,7 @@ static void check_grads(seqc *c, int t0, int t1, otc_id sd, const float *state0)
 /* h_t = cell(x_t, h_{t-1}) with h [B, H], closed through a Delay, then the head. */
 typedef otc_id (*cell_fn)(seqc *c, otc_id hprev, int H, int arg);
 
-static void gradcheck_cell(uint64_t seed, cell_fn cell, int H, int arg) {
+static void gradcheck_cell_steps(uint64_t seed, cell_fn cell, int H, int arg, int steps) {
     seqc c;
     seqc_init(&c, seed, 3, 2);
     otc_id d = otc_delay(c.g, "h_prev", otc_shape_2d(OTC_BATCH, H));
@@ -138,8 +138,12 @@ static void gradcheck_cell(uint64_t seed, cell_fn cell, int H, int arg) {
     REQUIRE(otc_graph_set_input(c.g, d, 0, h) == OTC_OK);
     seqc_head(&c, h, H);
     REQUIRE(c.loss >= 0);
-    check_grads(&c, 0, T_STEPS, -1, NULL);
+    check_grads(&c, 0, steps, -1, NULL);
     otc_graph_free(c.g);
+}
+
+static void gradcheck_cell(uint64_t seed, cell_fn cell, int H, int arg) {
+    gradcheck_cell_steps(seed, cell, H, arg, T_STEPS);
 }
 
 /* act(x Wx + h Wh + b): matmul, add, row_broadcast and one activation op on the path. */
@@ -202,7 +206,15 @@ static otc_id cell_two_delays(seqc *c, otc_id hp, int H, int unused) {
 TEST(bptt_gradcheck_activations) {
     for (int op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++) {
         int before = otc_test_failures;
-        gradcheck_cell(400 + (uint64_t)op, cell_act, 4, op);
+        /* hat is piecewise linear with kinks at 0 and +-1 that a central difference
+         * straddles somewhere in twelve steps (its derivative is checked element by element
+         * in test_ops.c). neat-python's sin(5x) makes twelve steps chaotic, so a finite
+         * difference no longer measures the derivative: it is checked through 3 steps. */
+        if (op == OTC_OP_HAT) continue;
+        if (op == OTC_OP_NP_SIN)
+            gradcheck_cell_steps(400 + (uint64_t)op, cell_act, 4, op, 3);
+        else
+            gradcheck_cell(400 + (uint64_t)op, cell_act, 4, op);
         if (otc_test_failures != before) fprintf(stderr, "  in %s\n", otc_op_get(op)->name);
     }
 }
