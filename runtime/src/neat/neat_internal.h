@@ -104,6 +104,17 @@ otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch
 /* Recurrent state back to zero. */
 void otc_neat_runner_reset(otc_neat_runner *r);
 
+/* The csv and sequence tasks score a genome alike: its training fitness and validation MSE
+ * and accuracy (after hybrid training when `train`). Their context starts with this
+ * function, so one evaluate and one confirm (task_csv.c) serve both. */
+typedef otc_status (*otc_neat_score_fn)(const otc_neat_task *task, const otc_neat_config *c,
+                                        otc_neat_genome *g, uint64_t seed, double *fitness,
+                                        double *mse, double *acc, bool train);
+otc_status otc_neat_scored_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                    otc_neat_genome *g, uint64_t seed, otc_neat_eval *out);
+otc_status otc_neat_scored_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                                   const otc_neat_genome *g, bool *solved, double *score);
+
 /* The csv task (task_csv.c). */
 /* exec:PROGRAM (task_exec.c): an environment process speaking the line protocol. */
 otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config *c,

@@ -11,6 +11,7 @@
 #include "otc/optim.h"
 
 typedef struct {
+    otc_neat_score_fn score;        /* first: otc_neat_scored_evaluate reads it */
     otc_dataset *train, *val;       /* standardised x; y already in output form (one-hot / 0-1) */
     int *train_labels, *val_labels; /* classification */
     int n_classes;
@@ -67,10 +68,6 @@ static void metrics(const csv_ctx *x, const otc_dataset *d, const int *labels, c
     }
     *mse = se / ((double)d->rows * x->n_out);
     *acc = labels ? (double)right / d->rows : 0;
-}
-
-static bool meets_target(const csv_ctx *x, const otc_neat_config *c, double mse, double acc) {
-    return x->regression ? mse <= c->target_mse : acc >= c->target_accuracy;
 }
 
 otc_status otc_neat_hybrid_loss(otc_neat_phenotype *ph, int width, otc_id *target, otc_id *loss) {
@@ -174,31 +171,35 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     return s;
 }
 
-static otc_status csv_evaluate(const otc_neat_task *task, const otc_neat_config *c,
-                               otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+/* The score function is the first member of the task's context (csv_ctx, seq_ctx). */
+static otc_neat_score_fn score_of(const otc_neat_task *task) {
+    return *(const otc_neat_score_fn *)task->ctx;
+}
+
+otc_status otc_neat_scored_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                    otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
     double fitness = 0, mse = 0, acc = 0;
-    otc_status s = csv_evaluate_impl(task, c, g, seed, &fitness, &mse, &acc, true);
+    otc_status s = score_of(task)(task, c, g, seed, &fitness, &mse, &acc, true);
     if (s != OTC_OK) return s;
     out->fitness = fitness;
-    out->solved = meets_target(task->ctx, c, mse, acc);
+    out->solved = c->regression ? mse <= c->target_mse : acc >= c->target_accuracy;
     return OTC_OK;
 }
 
 /* Reports the champion's validation score; success is decided per genome in evaluate. */
-static otc_status csv_confirm(const otc_neat_task *task, const otc_neat_config *c,
-                              const otc_neat_genome *g, bool *solved, double *score) {
-    csv_ctx *x = task->ctx;
+otc_status otc_neat_scored_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                                   const otc_neat_genome *g, bool *solved, double *score) {
     otc_neat_genome *copy = otc_neat_genome_copy(g);
     if (!copy) return OTC_ERR_NOMEM;
     double fitness = 0, mse = 0, acc = 0;
     /* Lamarckian genomes already hold their trained weights: measure them as they are. */
     otc_neat_config pure = *c;
     if (c->lamarckian) pure.train_steps = 0;
-    otc_status s = csv_evaluate_impl(task, &pure, copy, 0, &fitness, &mse, &acc, false);
+    otc_status s = score_of(task)(task, &pure, copy, 0, &fitness, &mse, &acc, false);
     otc_neat_genome_free(copy);
     if (s != OTC_OK) return s;
     *solved = false;
-    *score = x->regression ? mse : acc;
+    *score = c->regression ? mse : acc;
     return OTC_OK;
 }
 
@@ -252,6 +253,7 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
         s = otc_fail(OTC_ERR_NOMEM, "out of memory for the csv task");
         goto fail;
     }
+    x->score = csv_evaluate_impl;
     x->regression = c->regression;
     if (d->rows < 4) {
         s = otc_fail(OTC_ERR_FORMAT, "%s: too few rows (%d)", path, d->rows);
@@ -314,8 +316,8 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     t->needs_feed_forward = true;
-    t->evaluate = csv_evaluate;
-    t->confirm = csv_confirm;
+    t->evaluate = otc_neat_scored_evaluate;
+    t->confirm = otc_neat_scored_confirm;
     t->score_name = x->regression ? "val_mse" : "val_accuracy";
     t->destroy = csv_destroy;
     t->ctx = x;

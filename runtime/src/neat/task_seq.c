@@ -25,6 +25,7 @@ typedef struct {
 } seq_blocks;
 
 typedef struct {
+    otc_neat_score_fn score;      /* first: otc_neat_scored_evaluate reads it */
     otc_seq_dataset *train, *val; /* standardised x; y in output form (one-hot / 0-1) */
     seq_blocks train_blocks, val_blocks;
     bool regression;
@@ -233,38 +234,6 @@ static otc_status seq_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     return s;
 }
 
-static bool meets_target(const seq_ctx *x, const otc_neat_config *c, double mse, double acc) {
-    return x->regression ? mse <= c->target_mse : acc >= c->target_accuracy;
-}
-
-static otc_status seq_evaluate(const otc_neat_task *task, const otc_neat_config *c,
-                               otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
-    double fitness = 0, mse = 0, acc = 0;
-    otc_status s = seq_evaluate_impl(task, c, g, seed, &fitness, &mse, &acc, true);
-    if (s != OTC_OK) return s;
-    out->fitness = fitness;
-    out->solved = meets_target(task->ctx, c, mse, acc);
-    return OTC_OK;
-}
-
-/* Reports the champion's validation score; success is decided per genome in evaluate. */
-static otc_status seq_confirm(const otc_neat_task *task, const otc_neat_config *c,
-                              const otc_neat_genome *g, bool *solved, double *score) {
-    seq_ctx *x = task->ctx;
-    otc_neat_genome *copy = otc_neat_genome_copy(g);
-    if (!copy) return OTC_ERR_NOMEM;
-    double fitness = 0, mse = 0, acc = 0;
-    /* Lamarckian genomes already hold their trained weights: measure them as they are. */
-    otc_neat_config pure = *c;
-    if (c->lamarckian) pure.train_steps = 0;
-    otc_status s = seq_evaluate_impl(task, &pure, copy, 0, &fitness, &mse, &acc, false);
-    otc_neat_genome_free(copy);
-    if (s != OTC_OK) return s;
-    *solved = false;
-    *score = x->regression ? mse : acc;
-    return OTC_OK;
-}
-
 /* Row r counts towards fitness and training. */
 static bool counted(const seq_ctx *x, const bool *is_last, int r) {
     return !x->last || is_last[r];
@@ -342,6 +311,7 @@ otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
         s = otc_fail(OTC_ERR_NOMEM, "out of memory for the sequence task");
         goto fail;
     }
+    x->score = seq_evaluate_impl;
     x->regression = c->regression;
     x->last = c->sequence_last;
     x->n_features = d->data->n_features;
@@ -395,8 +365,8 @@ otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     t->needs_feed_forward = false;
-    t->evaluate = seq_evaluate;
-    t->confirm = seq_confirm;
+    t->evaluate = otc_neat_scored_evaluate;
+    t->confirm = otc_neat_scored_confirm;
     t->score_name = x->regression ? "val_mse" : "val_accuracy";
     t->destroy = seq_destroy;
     t->ctx = x;
