@@ -258,6 +258,14 @@ int otc_cmd_evolve(int argc, char **argv) {
     int mpi_size = 1;
     if (otc_cli_mpi_launched()) {
         int rank = 0;
+        /* The JIT's policy compiles a genome once this process's interpreted work pays for
+         * it, and compiled math differs from libm's in the last bits: under mpirun which
+         * genomes compile would depend on the ranks, and so would the run. */
+        if (jit) {
+            otc_neat_task_free(task);
+            return otc_cli_error("evolve", "--jit cannot be used under mpirun: the results "
+                                           "would depend on the number of ranks");
+        }
         if (!(mpi = otc_cli_mpi_load()) || mpi->init(&rank, &mpi_size) != OTC_OK) {
             otc_neat_task_free(task);
             return otc_cli_error("evolve", "%s", otc_last_error());

@@ -4,7 +4,7 @@
 # without MPI has no libotc_mpi and no such tests.
 find_program(OTC_MPIRUN mpirun)
 if(TARGET otc_cli AND TARGET otc_mpi AND OTC_MPIRUN)
-  foreach(c xor dpv hybrid resume killed stopped)
+  foreach(c xor dpv hybrid resume killed stopped jit)
     add_test(NAME mpi_evolve_${c}
              COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/mpi_evolve.sh ${PROJECT_BINARY_DIR}/otc
                      ${PROJECT_SOURCE_DIR}/examples ${c})

@@ -86,6 +86,12 @@ stopped)
   [ $took -lt 60 ] || fail "took $took s to stop"
   grep -q "MPI rank [0-9] sent nothing for 2 s during generation [0-9]" "$W/err.txt" ||
     fail "no message naming the rank and generation" ;;
+jit)
+  # --jit would make the run depend on the ranks: refused on every rank, exit 2.
+  mpi 2 evolve "$ex/neat/xor.ini" --task xor --jit >"$W/out.txt" 2>"$W/err.txt"
+  rc=$?
+  [ $rc = 2 ] || fail "exit $rc, wanted 2"
+  grep -q -- "--jit cannot be used under mpirun" "$W/err.txt" || fail "no message" ;;
 *) fail "unknown case $case" ;;
 esac
 exit 0
