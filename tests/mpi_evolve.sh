@@ -11,6 +11,15 @@ trap 'rm -rf "$W"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mpi() { k=$1; shift; timeout 300 mpirun -n "$k" "$otc" "$@"; }
 fail() { echo "FAIL: $*"; for f in "$W"/*.txt; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
+# Waits (up to 120 s) until rank 0 has written FILE: the run is past MPI's start-up, which
+# takes seconds on a loaded machine, and evolving.
+await() { i=0; while [ ! -s "$1" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done; [ -s "$1" ]; }
+# The pid of rank 2 (never rank 0: the run must notice a worker's failure).
+rank2() {
+  for p in $(pgrep -f "^$otc evolve"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=2' && echo "$p"
+  done
+}
 # Statistics without the last column (seconds).
 stats() { sed 's/,[^,]*$//' "$1"; }
 
@@ -56,12 +65,12 @@ resume)
   cmp -s "$W/a" "$W/b" || fail "resumed on 2 ranks: the last generations' statistics differ" ;;
 killed)
   # A worker killed mid-run: mpirun names the rank, rank 0 the generation; bounded time.
-  start=$(date +%s)
   mpi 3 evolve "$ex/neat/dpnv.ini" --task dpnv --seed 1 --threads 1 --generations 100000 \
-    >"$W/out.txt" 2>"$W/err.txt" &
-  sleep 3
-  victim=$(pgrep -f "^$otc evolve" | sort -n | tail -n 1)
-  [ -n "$victim" ] || fail "no rank to kill"
+    --checkpoint-every 1 --checkpoint-prefix "$W/ck-" >"$W/out.txt" 2>"$W/err.txt" &
+  await "$W/ck-1.json" || fail "no generation finished in 120 s"
+  start=$(date +%s)
+  victim=$(rank2)
+  [ -n "$victim" ] || fail "no rank 2 to kill"
   kill -9 "$victim"
   wait $!
   rc=$?
@@ -72,11 +81,13 @@ killed)
   grep -q "rank [0-9]" "$W/err.txt" || fail "no rank named" ;;
 stopped)
   # A worker that stops answering (SIGSTOP): rank 0 names it and the generation, exit 2.
-  start=$(date +%s)
   mpi 3 evolve "$ex/neat/dpnv.ini" --task dpnv --seed 1 --threads 1 --generations 100000 \
-    --mpi-timeout 2 >"$W/out.txt" 2>"$W/err.txt" &
-  sleep 3
-  victim=$(pgrep -f "^$otc evolve" | sort -n | tail -n 1)
+    --mpi-timeout 2 --checkpoint-every 1 --checkpoint-prefix "$W/ck-" \
+    >"$W/out.txt" 2>"$W/err.txt" &
+  await "$W/ck-1.json" || fail "no generation finished in 120 s"
+  start=$(date +%s)
+  victim=$(rank2)
+  [ -n "$victim" ] || fail "no rank 2 to stop"
   kill -STOP "$victim"
   wait $!
   rc=$?
