@@ -88,9 +88,8 @@ typedef struct {
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);
 
 /* ---- recurrent models ---- */
-/* Does the model hold state between forwards (a Delay node)? Its CSV rows are then the
- * time steps of sequences rather than independent samples. */
-bool otc_cli_is_recurrent(const otc_graph *g);
+/* A recurrent model (otc_graph_is_recurrent) reads its CSV rows as the time steps of
+ * sequences rather than independent samples. */
 
 /* Loads a CSV of time steps, rows in time order: with opt->sequence, consecutive rows with
  * the same id are one sequence; without, the file is one. Errors (a missing sequence column,

@@ -176,12 +176,6 @@ int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *o
     return 0;
 }
 
-bool otc_cli_is_recurrent(const otc_graph *g) {
-    for (otc_id i = 0; i < otc_graph_size(g); i++)
-        if (otc_graph_node(g, i)->op == OTC_OP_DELAY) return true;
-    return false;
-}
-
 int otc_cli_needs_recurrent(const char *cmd, const char *model, const char *option) {
     char sm[512];
     return otc_cli_error(cmd,

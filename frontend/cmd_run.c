@@ -130,7 +130,7 @@ int otc_cmd_run(int argc, char **argv) {
                                 : no_header ? 0
                                             : -1};
     /* A model with state runs the rows as time steps; any other, as independent samples. */
-    bool recurrent = otc_cli_is_recurrent(g);
+    bool recurrent = otc_graph_is_recurrent(g);
     if (sequence && !recurrent) {
         rc = otc_cli_needs_recurrent("run", pos[0], "--sequence");
         goto done;

@@ -470,7 +470,7 @@ int otc_cmd_train(int argc, char **argv) {
                                 : no_header ? 0
                                             : -1};
     /* A model with state trains on sequences through time; any other, on independent rows. */
-    bool recurrent = otc_cli_is_recurrent(t.g);
+    bool recurrent = otc_graph_is_recurrent(t.g);
     if (!recurrent && (sequence || bptt != -1)) {
         rc = otc_cli_needs_recurrent("train", pos[0], sequence ? "--sequence" : "--bptt");
         goto done;

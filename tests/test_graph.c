@@ -101,7 +101,9 @@ TEST(graph_cycle_is_named) {
 TEST(graph_delay_breaks_cycles) {
     otc_graph *g = otc_graph_new();
     otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 1));
+    CHECK(!otc_graph_is_recurrent(g) && !otc_graph_is_recurrent(NULL));
     otc_id d = otc_delay(g, "d", otc_shape_2d(OTC_BATCH, 1));
+    CHECK(otc_graph_is_recurrent(g));
     otc_id h = otc_neuron(g, "h", OTC_ACT_TANH, 0.0f, 1.0f, 2, (otc_id[]){x, d}, (int[]){0, 0},
                           (float[]){1.0f, 0.5f});
     REQUIRE(h >= 0);

@@ -66,6 +66,12 @@ int otc_graph_size(const otc_graph *g) {
     return g ? g->n : 0;
 }
 
+bool otc_graph_is_recurrent(const otc_graph *g) {
+    for (int i = 0; g && i < g->n; i++)
+        if (g->nodes[i].op == OTC_OP_DELAY) return true;
+    return false;
+}
+
 static bool valid_id(const otc_graph *g, otc_id id) {
     return g && id >= 0 && id < g->n;
 }

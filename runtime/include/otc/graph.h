@@ -33,6 +33,8 @@ otc_graph *otc_graph_new(void);
 void otc_graph_free(otc_graph *g);
 otc_graph *otc_graph_clone(const otc_graph *g);
 int otc_graph_size(const otc_graph *g);
+/* Does the graph hold state between forwards (a Delay node)? */
+bool otc_graph_is_recurrent(const otc_graph *g);
 const otc_node *otc_graph_node(const otc_graph *g, otc_id id);
 /* The value the leaf `a` of the node's expressions stands for (otc/expr.h): the scale of a
  * ScalarMultiply, the alpha of an activation or a Neuron. */

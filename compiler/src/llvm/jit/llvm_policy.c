@@ -167,14 +167,6 @@ static const otc_executor_vtable pol_vtable = {
     train_step, reset_state, sync_params, NULL,    NULL,  NULL,     NULL, NULL,
 };
 
-/* A switch mid-sequence would drop the interpreter's Delay state (the JIT has no set_state
- * yet), so recurrent genomes stay interpreted, as before the compiler ran them. */
-static bool recurrent(const otc_graph *g) {
-    for (otc_id id = 0; g && id < otc_graph_size(g); id++)
-        if (otc_graph_node(g, id)->op == OTC_OP_DELAY) return true;
-    return false;
-}
-
 /* The compilers train only summing neurons (compiler: plan_train.c). */
 static bool trains_compiled(const otc_graph *g) {
     for (int i = 0; g && i < otc_graph_size(g); i++) {
@@ -195,7 +187,9 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         double interp = pol->interp_ns * pol->train_factor * nodes * samples;
         double jit = compile_ns(pol, nodes) * pol->train_factor +
                      pol->jit_ns * pol->train_factor * nodes * samples;
-        if (samples > 0 && jit < interp && !recurrent(g) && trains_compiled(g)) {
+        /* A recurrent genome stays interpreted: a switch mid-sequence would drop the
+         * interpreter's Delay state (the JIT has no set_state yet). */
+        if (samples > 0 && jit < interp && !otc_graph_is_recurrent(g) && trains_compiled(g)) {
             otc_jit_options jo = otc_jit_defaults();
             jo.defer_forward = true;
             jo.tier = OTC_JIT_TIER_FAST;
@@ -231,6 +225,6 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         return NULL;
     }
     for (int i = 0; i < p->n_inputs; i++) p->ids[i] = otc_graph_input(g, i);
-    p->given_up = recurrent(g);
+    p->given_up = otc_graph_is_recurrent(g); /* never compiled: see forward */
     return &p->base;
 }
