@@ -226,6 +226,8 @@ int otc_cmd_evolve(int argc, char **argv) {
         seed_given = true;
     }
     if (generations < 1) return otc_cli_error("evolve", "--generations must be at least 1");
+    if (!(mpi_timeout > 0 && mpi_timeout <= 1e6)) /* NaN too: the wait must stay bounded */
+        return otc_cli_error("evolve", "--mpi-timeout must be from 0 (exclusive) to 1e6 seconds");
     if (every < 0) return otc_cli_error("evolve", "--checkpoint-every must not be negative");
     if (threads < 0 || threads > MAX_THREADS)
         return otc_cli_error("evolve", "--threads must be from 1 to " MAX_THREADS_TEXT

@@ -26,6 +26,8 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       out_writes_loadable_model
       "expect 0 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 2 --threads 1 --out \"$W/best.otm\" && test -s \"$W/best.otm\" && expect 0 '${otc}' summary \"$W/best.otm\" && has out 'genome (NEAT)'"
       # Hostile options and files: refused with exit 2 and a message naming what is wrong.
+      mpi_timeout_out_of_range_exits_2
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout 0 && has err '--mpi-timeout must be' && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout nan && has err '--mpi-timeout must be'"
       seed_overflow_exits_2
       "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 99999999999999999999999 && has err \"bad value '99999999999999999999999' for --seed\""
       threads_negative_exits_2
