@@ -301,6 +301,9 @@ TEST(neat_activation_names_dialect) {
     otc_neat_config forced =
         dialect("bias_node = false\nactivation_functions = neat-python\n", &def);
     CHECK(forced.np_functions && def == OTC_ACT_NP_SIGMOID);
+    /* [Task] and [Hybrid] settle how a config is run, not what its names mean */
+    otc_neat_config task_np = dialect("[Task]\nexec_timeout = 2\n[DefaultGenome]\n", &def);
+    CHECK(task_np.np_functions && def == OTC_ACT_NP_SIGMOID);
     otc_neat_config forced_otc = dialect("activation_functions = otc\n", &def);
     CHECK(!forced_otc.np_functions && def == OTC_ACT_STEEP_SIGMOID);
     /* neat-python: sigmoid(5z) = 1/(1+e^-1.5) at z = 0.3; otc's steep one 1/(1+e^-1.47) */

@@ -240,8 +240,10 @@ float otc_neat_act_alpha(const otc_neat_config *c, otc_act act) {
     return info ? info->default_a : 0.0f;
 }
 
-/* Keys neat-python does not have: a config that uses one is in otc's dialect (activation
- * names mean otc's functions) unless activation_functions says otherwise. */
+/* Keys of neat-python's own sections that neat-python does not have: a config that uses one
+ * is in otc's dialect (activation names mean otc's functions) unless activation_functions
+ * says otherwise. [Task] and [Hybrid] are not counted: they configure what a neat-python
+ * config is run on and how, so adding them does not change what its names mean. */
 static const char *const otc_only_keys[] = {
     "bias_node",
     "compatibility_normalize_min_genes",
@@ -269,7 +271,7 @@ static const char *const otc_only_keys[] = {
 };
 
 static bool otc_only(const char *section, const char *name) {
-    if (!strcmp(section, "Hybrid") || !strcmp(section, "Task")) return true;
+    if (!strcmp(section, "Hybrid") || !strcmp(section, "Task")) return false;
     for (size_t i = 0; i < sizeof otc_only_keys / sizeof otc_only_keys[0]; i++)
         if (!strcmp(otc_only_keys[i], name)) return true;
     return false;
