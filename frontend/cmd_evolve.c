@@ -183,12 +183,21 @@ int otc_cmd_evolve(int argc, char **argv) {
     uint64_t seed = 1;
     int generations = 300, threads = 0, every = 0;
     double mpi_timeout = 600;
-    bool seed_given = false, jit = false;
+    bool seed_given = false, jit = false, ctrnn = false;
+    double advance_time = 0, time_step = 0;
     const char *seed_text = NULL;
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
-         "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, dpv, dpnv, csv:FILE or "
-         "exec:PROGRAM (an environment process; see examples/exec/) (required)"},
+         "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, pole1:neat-python "
+         "(neat-python's single-pole example), dpv, dpnv, csv:FILE or exec:PROGRAM (an "
+         "environment process; see examples/exec/) (required)"},
+        {"--ctrnn", OTC_OPT_FLAG, &ctrnn,
+         "phenotypes are neat-python CTRNNs with evolved time constants (the config's "
+         "time_constant_* keys; as its ctrnn = true)"},
+        {"--advance-time", OTC_OPT_FLOAT, &advance_time,
+         "T: a CTRNN integrates T seconds per forward (default: the task's time per action)"},
+        {"--time-step", OTC_OPT_FLOAT, &time_step,
+         "DT: ...in steps of DT seconds (CTRNN.advance's time_step)"},
         {"--seed", OTC_OPT_STRING, &seed_text,
          "N: random seed (default: the config's [NEAT] seed, else 1)"},
         {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
@@ -245,6 +254,12 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
+    if ((advance_time != 0 || time_step != 0) && !ctrnn && !config.ctrnn)
+        return otc_cli_error("evolve", "--advance-time and --time-step are for --ctrnn");
+    if ((ctrnn || config.ctrnn) &&
+        otc_neat_config_ctrnn(&config, pos[0], advance_time, time_step) != OTC_OK)
+        return otc_cli_error("evolve", "%s (--ctrnn, --advance-time, --time-step)",
+                             otc_last_error());
     if (!seed_given && config.has_seed) { /* neat-python's [NEAT] seed; --seed overrides it */
         seed = config.seed;
         seed_given = true;
@@ -254,6 +269,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (ts == OTC_ERR_CONFIG) /* the config does not fit the task: name the config */
         return otc_cli_error("evolve", "%s: %s", pos[0], otc_last_error());
     if (ts != OTC_OK) return otc_cli_error("evolve", "%s", otc_last_error());
+    if (otc_neat_ctrnn_times(&config, task) != OTC_OK) {
+        otc_neat_task_free(task);
+        return otc_cli_error("evolve", "%s: %s", pos[0], otc_last_error());
+    }
     /* Under mpirun: rank 0 runs the population, every other rank evaluates for it. */
     const otc_cli_mpi *mpi = NULL;
     const otc_neat_remote *remote = NULL;

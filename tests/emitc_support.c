@@ -107,6 +107,7 @@ bool emitc_case_init(emitc_case *c, otc_graph *g, int index, const otc_emit_c_op
     if (otc_plan_build(g, &po, &c->fwd)) return false;
     if (!c->eo.train) return true;
     po.train = true;
+    po.agg_gradients = true; /* as otc_emit_c's training plan */
     return otc_plan_build(g, &po, &c->train) == OTC_OK;
 }
 

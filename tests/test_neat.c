@@ -207,11 +207,14 @@ static otc_neat_genome *make_genome(const int (*conns)[3], int n, const float *w
     otc_neat_genome *g = otc_neat_genome_new();
     for (int i = 0; i < (hidden4 ? 5 : 4); i++) {
         otc_neat_node node = {i,
-                              i < 2 ? OTC_NEAT_INPUT : i == 2 ? OTC_NEAT_OUTPUT : OTC_NEAT_HIDDEN,
+                              i < 2    ? OTC_NEAT_INPUT
+                              : i == 2 ? OTC_NEAT_OUTPUT
+                                       : OTC_NEAT_HIDDEN,
                               OTC_ACT_STEEP_SIGMOID,
                               0,
                               1,
-                              0};
+                              0,
+                              1};
         otc_neat_genome_add_node(g, &node);
     }
     for (int i = 0; i < n; i++) {
@@ -457,11 +460,11 @@ TEST(neat_phenotype_matches_hand_computation) {
     /* inputs 0,1; bias 2; output 3; hidden 4: h = s(1*x0 - 2*x1 + 0.5*1), o = s(0.7 h + x1 + 0.3)
      */
     otc_neat_genome *g = otc_neat_genome_new();
-    otc_neat_node nodes[5] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {2, OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {3, OTC_NEAT_OUTPUT, OTC_ACT_STEEP_SIGMOID, 0.3f, 1, 0},
-                              {4, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1, 0}};
+    otc_neat_node nodes[5] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {2, OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {3, OTC_NEAT_OUTPUT, OTC_ACT_STEEP_SIGMOID, 0.3f, 1, 0, 1},
+                              {4, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1, 0, 1}};
     for (int i = 0; i < 5; i++) otc_neat_genome_add_node(g, &nodes[i]);
     otc_neat_conn conns[6] = {{0, 0, 3, 9.0f, false}, {1, 0, 4, 1.0f, true}, {2, 1, 4, -2.0f, true},
                               {3, 2, 4, 0.5f, true},  {4, 4, 3, 0.7f, true}, {5, 1, 3, 1.0f, true}};
@@ -491,9 +494,9 @@ TEST(neat_recurrent_phenotype_steps_synchronously) {
     /* input 0, output 1 (identity), hidden 2 (identity): h_t = x_t + 0.5 h_{t-1}
      * (self loop), o_t = h_{t-1}: every non-input source is read one step late. */
     otc_neat_genome *g = otc_neat_genome_new();
-    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0}};
+    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1}};
     for (int i = 0; i < 3; i++) otc_neat_genome_add_node(g, &nodes[i]);
     otc_neat_conn conns[3] = {{0, 0, 2, 1.0f, true}, {1, 2, 2, 0.5f, true}, {2, 2, 1, 1.0f, true}};
     for (int i = 0; i < 3; i++) otc_neat_genome_add_conn(g, &conns[i]);
@@ -563,8 +566,8 @@ static otc_neat_genome *make_bias_genome(const int (*io)[2], const bool *enabled
     const otc_neat_node_type types[4] = {OTC_NEAT_INPUT, OTC_NEAT_INPUT, OTC_NEAT_BIAS,
                                          OTC_NEAT_OUTPUT};
     for (int i = 0; i < 4; i++) {
-        otc_neat_node node = {i, types[i], i < 3 ? OTC_ACT_IDENTITY : OTC_ACT_STEEP_SIGMOID,
-                              0, 1,        0};
+        otc_neat_node node = {i, types[i], i < 3 ? OTC_ACT_IDENTITY : OTC_ACT_STEEP_SIGMOID, 0, 1,
+                              0, 1};
         otc_neat_genome_add_node(g, &node);
     }
     for (int i = 0; i < n; i++) {

@@ -38,12 +38,12 @@ static otc_neat_genome *genome_of(const otc_neat_node *nodes, int nn, const otc_
 TEST(neat_flat_matches_hand_computation) {
     /* inputs 0,1; bias 2; output 3; hidden 4: h = s(1*x0 - 2*x1 + 0.5*1), o = s(0.7 h + x1 +
      * 0.3); gene 0 is disabled, hidden 5 reaches no output and is not evaluated. */
-    otc_neat_node nodes[6] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {2, OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {3, OTC_NEAT_OUTPUT, OTC_ACT_STEEP_SIGMOID, 0.3f, 1, 0},
-                              {4, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1, 0},
-                              {5, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1, 0}};
+    otc_neat_node nodes[6] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {2, OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {3, OTC_NEAT_OUTPUT, OTC_ACT_STEEP_SIGMOID, 0.3f, 1, 0, 1},
+                              {4, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1, 0, 1},
+                              {5, OTC_NEAT_HIDDEN, OTC_ACT_STEEP_SIGMOID, 0, 1, 0, 1}};
     otc_neat_conn conns[7] = {{0, 0, 3, 9.0f, false}, {1, 0, 4, 1.0f, true}, {2, 1, 4, -2.0f, true},
                               {3, 2, 4, 0.5f, true},  {4, 4, 3, 0.7f, true}, {5, 1, 3, 1.0f, true},
                               {6, 4, 5, 3.0f, true}};
@@ -72,9 +72,9 @@ TEST(neat_flat_matches_hand_computation) {
 TEST(neat_flat_recurrent_steps_synchronously) {
     /* input 0, output 1 (identity, response 2), hidden 2 (identity): h_t = x_t + 0.5 h_{t-1}
      * (a self loop), o_t = 2 h_{t-1}: every non-input source is read one step late. */
-    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 2, 0},
-                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0}};
+    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 2, 0, 1},
+                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1}};
     otc_neat_conn conns[3] = {{0, 0, 2, 1.0f, true}, {1, 2, 2, 0.5f, true}, {2, 2, 1, 1.0f, true}};
     otc_neat_genome *g = genome_of(nodes, 3, conns, 3);
     otc_neat_config c = base_config(1, 1, false);
@@ -102,10 +102,10 @@ TEST(neat_flat_recurrent_steps_synchronously) {
 }
 
 TEST(neat_flat_refuses_cycles_and_bad_genes) {
-    otc_neat_node nodes[4] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {3, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0}};
+    otc_neat_node nodes[4] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {3, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1}};
     otc_neat_conn cyc[4] = {
         {0, 0, 2, 1, true}, {1, 2, 3, 1, true}, {2, 3, 2, 1, true}, {3, 3, 1, 1, true}};
     otc_neat_genome *g = genome_of(nodes, 4, cyc, 4);
@@ -142,9 +142,9 @@ TEST(neat_flat_node_ids_far_apart_and_reused_program) {
     REQUIRE(f);
     for (int k = 0; k < 3; k++) {
         int h = hidden_ids[k], named = k == 2 ? 41 : h;
-        otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                                  {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                                  {h + (k == 2), OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0}};
+        otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                                  {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                                  {h + (k == 2), OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1}};
         otc_neat_conn conns[2] = {{0, 0, named, 3.0f, true}, {1, k == 2 ? 40 : h, 1, 2.0f, true}};
         otc_neat_genome *g = genome_of(nodes, 3, conns, 2);
         otc_status st = otc_neat_flat_build(f, g, &c);

@@ -309,7 +309,8 @@ TEST(neat_python_configs_load) {
     CHECK_NEAR(c.fitness_threshold, 3.9, 0);
     CHECK(c.pop_size == 150 && c.num_inputs == 2 && c.num_outputs == 1 && !c.has_seed);
     CHECK(c.initial_connection == OTC_NEAT_CONNECT_FULL_DIRECT);
-    CHECK(c.activation_default == OTC_ACT_STEEP_SIGMOID);
+    /* a config in neat-python's own keys means neat-python's sigmoid (test_neat_ctrnn.c) */
+    CHECK(c.np_functions && c.activation_default == OTC_ACT_NP_SIGMOID);
     /* neat-python's "partial 0.5" is partial_nodirect */
     st = otc_neat_config_load(CONFIGS "xor_config-feedforward-partial", &c);
     REQUIRE_OK(st);
@@ -322,15 +323,14 @@ TEST(neat_python_configs_load) {
     REQUIRE_OK(st);
     CHECK(c.activation_default == OTC_ACT_CLAMPED && c.n_activation_options == 1);
     CHECK(c.num_inputs == 8 && c.num_outputs == 4);
-    /* a custom activation (defined in the example's Python code) and CTRNN genes */
+    /* a custom activation (defined in the example's Python code) */
     CHECK(otc_neat_config_load(CONFIGS "memory-fixed_config", &c) == OTC_ERR_CONFIG);
     CHECK_MSG(strstr(otc_last_error(), "memory-fixed_config:21: [DefaultGenome] "
                                        "activation_default: unsupported activation "
                                        "'my_sinc_function'"),
               "%s", otc_last_error());
-    CHECK(otc_neat_config_load(CONFIGS "single-pole-balancing_config-ctrnn", &c) == OTC_ERR_CONFIG);
-    CHECK_MSG(strstr(otc_last_error(), "[DefaultGenome] time_constant_init_mean: unknown key"),
-              "%s", otc_last_error());
+    /* CTRNN genes: neat-python's time_constant_* keys (test_neat_ctrnn.c) */
+    REQUIRE_OK(otc_neat_config_load(CONFIGS "single-pole-balancing_config-ctrnn", &c));
 }
 
 /* The xor config with lines changed: `edit` replaces the line starting with `key` (or, key
@@ -418,9 +418,9 @@ TEST(neat_python_xor_fitness_by_hand) {
     otc_neat_config c;
     REQUIRE(otc_neat_config_load(CONFIGS "xor_config-feedforward", &c) == OTC_OK);
     otc_neat_genome *g = otc_neat_genome_new();
-    otc_neat_node nodes[3] = {{-1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {-2, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {0, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0.25f, 1, 0}};
+    otc_neat_node nodes[3] = {{-1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {-2, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {0, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0.25f, 1, 0, 1}};
     for (int i = 0; i < 3; i++) REQUIRE(otc_neat_genome_add_node(g, &nodes[i]) == OTC_OK);
     static const struct {
         const char *task;
@@ -483,9 +483,9 @@ TEST(neat_python_genome_aggregations) {
     CHECK(otc_neat_new_act(&c, &rng) == OTC_ACT_CLAMPED);
     /* out = maxabs(2 x0, -3 x1) with identity, by hand: (1, 1) -> -3, (1, -0.5) -> 2 */
     otc_neat_genome *g = otc_neat_genome_new();
-    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                              {2, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, OTC_AGG_MAXABS}};
+    otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                              {2, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, OTC_AGG_MAXABS, 1}};
     for (int i = 0; i < 3; i++) REQUIRE_OK(otc_neat_genome_add_node(g, &nodes[i]));
     otc_neat_conn conns[2] = {{0, 0, 2, 2.0f, true}, {1, 1, 2, -3.0f, true}};
     for (int i = 0; i < 2; i++) REQUIRE_OK(otc_neat_genome_add_conn(g, &conns[i]));

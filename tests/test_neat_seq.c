@@ -48,9 +48,9 @@ static void write_alternating(void) {
  * recurrent, so the output reads the hidden node's previous step. */
 static otc_neat_genome *chain_genome(void) {
     otc_neat_genome *g = otc_neat_genome_new();
-    const otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                                    {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0},
-                                    {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0}};
+    const otc_neat_node nodes[3] = {{0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                                    {1, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+                                    {2, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1}};
     const otc_neat_conn conns[2] = {{0, 0, 2, 1.0f, true}, {1, 2, 1, 0.1f, true}};
     for (int i = 0; i < 3; i++) otc_neat_genome_add_node(g, &nodes[i]);
     for (int i = 0; i < 2; i++) otc_neat_genome_add_conn(g, &conns[i]);

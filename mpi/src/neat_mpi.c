@@ -83,6 +83,7 @@ static void put_genome(bytes *b, const otc_neat_genome *g, uint64_t seed) {
         put_i32(b, (int32_t)n->agg);
         put(b, &n->bias, sizeof n->bias);
         put(b, &n->response, sizeof n->response);
+        put(b, &n->tau, sizeof n->tau);
     }
     for (int i = 0; i < g->n_conns; i++) {
         const otc_neat_conn *c = &g->conns[i];
@@ -112,6 +113,7 @@ static bool get_genome(reader *r, otc_neat_genome *g, uint64_t *seed) {
         n.agg = get_i32(r);
         get(r, &n.bias, sizeof n.bias);
         get(r, &n.response, sizeof n.response);
+        get(r, &n.tau, sizeof n.tau);
         if (r->bad || otc_neat_genome_add_node(g, &n) != OTC_OK) return false;
     }
     for (int i = 0; i < nc && !r->bad; i++) {

@@ -1,5 +1,6 @@
 /* The graph: an arena of nodes with ids, names, outputs and metadata; every node is built
  * through otc_graph_add, which checks arity and inputs and asks the op's shape rule. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,14 @@ otc_status otc_graph_set_agg(otc_graph *g, otc_id neuron, int agg) {
         return otc_fail(OTC_ERR_ARG, "set_agg: node #%d is not a neuron", (int)neuron);
     if (!otc_agg_name(agg)) return otc_fail(OTC_ERR_ARG, "set_agg: unknown aggregation %d", agg);
     g->nodes[neuron].agg = agg;
+    return OTC_OK;
+}
+
+otc_status otc_graph_set_alpha(otc_graph *g, otc_id neuron, float alpha) {
+    if (!valid_id(g, neuron) || g->nodes[neuron].op != OTC_OP_NEURON)
+        return otc_fail(OTC_ERR_ARG, "set_alpha: node #%d is not a neuron", (int)neuron);
+    if (!isfinite(alpha)) return otc_fail(OTC_ERR_ARG, "set_alpha: %g is not finite", alpha);
+    g->nodes[neuron].alpha = alpha;
     return OTC_OK;
 }
 

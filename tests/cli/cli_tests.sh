@@ -562,7 +562,7 @@ case_import() {
     local xc="$np/configs/xor_config-feedforward"
     run 1 evolve "$xc" --task xor:neat-python --generations 2 --threads 1
     out_has "not solved after 2 generation(s)"
-    run 0 evolve "$xc" --task xor:neat-python --seed 2 --threads 1 --out "$WORK/np_xor.otm"
+    run 0 evolve "$xc" --task xor:neat-python --seed 26 --threads 1 --out "$WORK/np_xor.otm"
     out_has "xor:neat-python: solved after"
     awk '{ for (i = 1; i < NF; i++) if ($i == "fitness") f = $(i + 1) + 0 } END { exit f < 3.9 }' \
         "$WORK/out" || fail "solved below the threshold: $(head -1 "$WORK/out")"
@@ -576,11 +576,11 @@ case_exec_task() {
     { cat "$xc"; printf '\n[Task]\nexec_timeout = 1\n'; } >"$WORK/x.ini"
     if command -v python3 >/dev/null; then
         # XOR written in Python scores what xor:neat-python scores: the very same run
-        run 0 evolve "$xc" --task "exec:python3 $SRC/examples/exec/xor_env.py" --seed 2 \
+        run 0 evolve "$xc" --task "exec:python3 $SRC/examples/exec/xor_env.py" --seed 26 \
             --threads 2 --out "$WORK/e.otm"
         out_has "solved after"
         head -1 "$WORK/out" | sed 's/^[^:]*:[^:]*: //' >"$WORK/exec_line"
-        run 0 evolve "$xc" --task xor:neat-python --seed 2 --threads 2 --out "$WORK/b.otm"
+        run 0 evolve "$xc" --task xor:neat-python --seed 26 --threads 2 --out "$WORK/b.otm"
         head -1 "$WORK/out" | sed 's/^[^:]*:[^:]*: //' >"$WORK/builtin_line"
         cmp -s "$WORK/exec_line" "$WORK/builtin_line" ||
             fail "exec and built-in runs differ: $(cat "$WORK/exec_line") / $(cat "$WORK/builtin_line")"

@@ -159,6 +159,9 @@ typedef struct {
     bool split_libm;
     bool no_sharing;        /* every value its own space (to measure what sharing saves) */
     otc_optim_config optim; /* train */
+    /* train: the renderer has the gradients of Neurons that aggregate otherwise than by the
+     * sum (the C renderer does; a plan for a renderer without them refuses such neurons). */
+    bool agg_gradients;
 } otc_plan_options;
 
 typedef struct {

@@ -71,6 +71,7 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
     }
     if (!o->train) return OTC_OK;
     po.train = true;
+    po.agg_gradients = true; /* render_c_backward.c's bw_neuron_agg */
     po.fuse = chosen ? o->fuse : OTC_FUSE_CHAINS;
     po.split_libm = chosen ? o->split_libm : true;
     return otc_plan_build(g, &po, &ps->train);

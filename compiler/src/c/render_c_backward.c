@@ -177,6 +177,53 @@ static void bw_elementwise(otc_cr *c, otc_id id) {
     otc_cr_close(c, open);
 }
 
+/* A Neuron's weights and sources when it aggregates otherwise than by the sum, row by row as
+ * the interpreter: t_i = w_i src_i, dL/dt_i = scale dz agg'(t)_i (the file's helper), then
+ * dL/dw_i += dL/dt_i src_i and dL/dsrc_i += dL/dt_i w_i. */
+static void bw_neuron_agg(otc_cr *c, otc_id id, const char *sc) {
+    const otc_node *nd = otc_graph_node(c->g, id);
+    otc_id W = nd->inputs[0];
+    int k = nd->n_inputs - 2;
+    c->agg_grad_used[nd->agg] = true;
+    otc_cr_pointer(c, W, false);
+    for (int i = 2; i < nd->n_inputs; i++) {
+        need_value(c, nd->inputs[i]);
+        if (NEEDS(nd->inputs[i])) otc_cr_grad_pointer(c, nd->inputs[i]);
+    }
+    otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+    c->indent++;
+    otc_cr_line(c, "float t[%d], d[%d];", k, k);
+    for (int i = 0; i < k; i++) {
+        otc_id s = nd->inputs[i + 2];
+        int col = nd->cols[i];
+        char at[96];
+        if (col == 0)
+            snprintf(at, sizeof at, "v%d[b]", (int)V(s));
+        else
+            snprintf(at, sizeof at, "v%d[%d * S + b]", (int)V(s), col);
+        otc_cr_line(c, "t[%d] = v%d[%d] * %s;", i, (int)V(W), i, at);
+    }
+    otc_cr_line(c, "%s_agg_grad_%s(t, %d, d);", c->name, otc_agg_name(nd->agg), k);
+    otc_cr_line(c, "const float dz = %s * g%d[b];", sc, (int)id);
+    for (int i = 0; i < k; i++) {
+        otc_id s = nd->inputs[i + 2];
+        int col = nd->cols[i];
+        char at[96], cs[24], gs[96];
+        if (col == 0)
+            snprintf(at, sizeof at, "v%d[b]", (int)V(s));
+        else
+            snprintf(at, sizeof at, "v%d[%d * S + b]", (int)V(s), col);
+        if (NEEDS(W)) otc_cr_line(c, "g%d[%d] += dz * d[%d] * %s;", (int)V(W), i, i, at);
+        if (NEEDS(s)) {
+            snprintf(cs, sizeof cs, "%d", col);
+            otc_cr_grad_at(c, gs, sizeof gs, V(s), cs);
+            otc_cr_line(c, "%s += dz * d[%d] * v%d[%d];", gs, i, (int)V(W), i);
+        }
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
 /* Neuron: dz = dy * act'(pre, y) (in place over its own gradient, which nothing reads
  * afterwards), then the bias, the weights and the sources. */
 static void bw_neuron(otc_cr *c, otc_id id) {
@@ -211,6 +258,10 @@ static void bw_neuron(otc_cr *c, otc_id id) {
         otc_cr_line(c, "}");
     }
     if (NEEDS(W)) otc_cr_grad_pointer(c, W);
+    if (nd->agg != OTC_AGG_SUM && nd->n_inputs > 2) {
+        bw_neuron_agg(c, id, sc);
+        return;
+    }
     for (int i = 2; i < nd->n_inputs; i++) {
         otc_id src = nd->inputs[i];
         int col = nd->cols[i - 2];

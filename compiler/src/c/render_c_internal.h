@@ -30,8 +30,9 @@ typedef struct {
     int indent;
     bool f_used[OTC_ACT_COUNT]; /* activation helpers the bodies call */
     bool df_used[OTC_ACT_COUNT];
-    bool agg_used[OTC_AGG_COUNT]; /* aggregation helpers (NAME_agg_max) the bodies call */
-    bool fo_used[OTC_ACT_COUNT];  /* out-of-line forward helpers (NAME_fo_tanh) */
+    bool agg_used[OTC_AGG_COUNT];      /* aggregation helpers (NAME_agg_max) the bodies call */
+    bool agg_grad_used[OTC_AGG_COUNT]; /* and their gradients' (NAME_agg_grad_max) */
+    bool fo_used[OTC_ACT_COUNT];       /* out-of-line forward helpers (NAME_fo_tanh) */
     /* Spelling the small-batch path: activations that call math as calls, and the scalar
      * variant of the math (NAME_exp_s). */
     bool outline;

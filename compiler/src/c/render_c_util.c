@@ -239,11 +239,48 @@ static const char *const agg_bodies[OTC_AGG_COUNT] = {
                      "    return s / (float)n;\n",
 };
 
+/* Their gradients g[i] = d agg / d t[i] over t[0..n), n >= 1, as the interpreter's
+ * otc_agg_grad: at a tie of min, max or maxabs the first picked input takes it all; the
+ * median's middle inputs of the sort, equal values ordered by position (n at most
+ * OTC_PLAN_MEDIAN_MAX: its index array, ix, is declared before the body). */
+static const char *const agg_grad_bodies[OTC_AGG_COUNT] = {
+    [OTC_AGG_PRODUCT] = "    float s = 1.0f, p = 1.0f;\n"
+                        "    for (int i = n - 1; i >= 0; i--) { g[i] = s; s *= t[i]; }\n"
+                        "    for (int i = 0; i < n; i++) { g[i] *= p; p *= t[i]; }\n",
+    [OTC_AGG_MIN] = "    int m = 0;\n    for (int i = 0; i < n; i++) g[i] = 0.0f;\n"
+                    "    for (int i = 1; i < n; i++)\n        if (t[i] < t[m]) m = i;\n"
+                    "    g[m] = 1.0f;\n",
+    [OTC_AGG_MAX] = "    int m = 0;\n    for (int i = 0; i < n; i++) g[i] = 0.0f;\n"
+                    "    for (int i = 1; i < n; i++)\n        if (t[i] > t[m]) m = i;\n"
+                    "    g[m] = 1.0f;\n",
+    [OTC_AGG_MAXABS] = "    int m = 0;\n    for (int i = 0; i < n; i++) g[i] = 0.0f;\n"
+                       "    for (int i = 1; i < n; i++)\n"
+                       "        if (fabsf(t[i]) > fabsf(t[m])) m = i;\n    g[m] = 1.0f;\n",
+    [OTC_AGG_MEDIAN] = "    for (int i = 0; i < n; i++) { g[i] = 0.0f; ix[i] = i; }\n"
+                       "    if (n <= 2) {\n"
+                       "        for (int i = 0; i < n; i++) g[i] = 1.0f / (float)n;\n"
+                       "        return;\n    }\n"
+                       "    for (int i = 1; i < n; i++) {\n"
+                       "        int v = ix[i], j = i;\n"
+                       "        for (; j > 0 && t[ix[j - 1]] > t[v]; j--) ix[j] = ix[j - 1];\n"
+                       "        ix[j] = v;\n    }\n"
+                       "    if (n % 2) {\n        g[ix[n / 2]] = 1.0f;\n    } else {\n"
+                       "        g[ix[n / 2 - 1]] = 0.5f;\n        g[ix[n / 2]] = 0.5f;\n    }\n",
+    [OTC_AGG_MEAN] = "    (void)t;\n    for (int i = 0; i < n; i++) g[i] = 1.0f / (float)n;\n",
+};
+
 static void agg_helpers(otc_cr *c, otc_text *out) {
-    for (int a = 0; a < OTC_AGG_COUNT; a++)
+    for (int a = 0; a < OTC_AGG_COUNT; a++) {
         if (c->agg_used[a] && agg_bodies[a])
             otc_text_printf(out, "static float %s_agg_%s(float *t, int n) {\n%s}\n\n", c->name,
                             otc_agg_name(a), agg_bodies[a]);
+        if (c->agg_grad_used[a] && agg_grad_bodies[a]) {
+            otc_text_printf(out, "static void %s_agg_grad_%s(const float *t, int n, float *g) {\n",
+                            c->name, otc_agg_name(a));
+            if (a == OTC_AGG_MEDIAN) otc_text_printf(out, "    int ix[%d];\n", OTC_PLAN_MEDIAN_MAX);
+            otc_text_printf(out, "%s}\n\n", agg_grad_bodies[a]);
+        }
+    }
 }
 
 void otc_cr_act_helpers(otc_cr *c, otc_text *out) {

@@ -86,7 +86,8 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
     for (int i = 0; i < c->n_order; i++) {
         otc_id id = c->order[i];
         const otc_node *nd = otc_graph_node(g, id);
-        if (c->needs_bwd[id] && nd->op == OTC_OP_NEURON && nd->agg != OTC_AGG_SUM) {
+        if (c->needs_bwd[id] && nd->op == OTC_OP_NEURON && nd->agg != OTC_AGG_SUM &&
+            !c->p->options.agg_gradients) {
             char lab[64];
             return otc_fail(OTC_ERR_UNSUPPORTED,
                             "compiler: neuron %s aggregates with %s, whose gradient only the "

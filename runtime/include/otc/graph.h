@@ -120,6 +120,8 @@ otc_id otc_neuron(otc_graph *g, const char *name, otc_act act, float bias, float
                   const otc_id *srcs, const int *cols, const float *weights);
 /* Set a Neuron's aggregation (otc_agg; a new neuron sums). */
 otc_status otc_graph_set_agg(otc_graph *g, otc_id neuron, int agg);
+/* Set a Neuron's activation parameter (a new neuron has its activation's default). */
+otc_status otc_graph_set_alpha(otc_graph *g, otc_id neuron, float alpha);
 /* A delay of a value of `shape`; connect its source later with otc_graph_set_input(.., 0, src).
  * Until connected its input is itself (it then holds zeros). */
 otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape);

@@ -45,6 +45,9 @@ struct otc_neat_task {
      * improved (the fittest species when all have been): a champion that failed is not
      * retested every generation while other species' champions wait (dpnv). */
     bool confirm_rotates_species;
+    /* Simulated seconds per action (pole1:neat-python: 0.01), what a CTRNN phenotype advances
+     * per forward when the config gives no times (otc_neat_ctrnn_times); 0: none. */
+    double action_time;
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };
@@ -56,11 +59,16 @@ otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
                             const otc_neat_genome *g, int threads, bool *solved, double *score);
 
 /* "xor", "xor:neat-python" (neat-python's example fitness 4 - sum err^2, solved at the
- * config's fitness_threshold), "pole1", "dpv", "dpnv", "csv:FILE" or "exec:PROGRAM" (an
- * environment process, runtime/src/neat/task_exec.c; options from the config's [Task]). Checks the
- * config's num_inputs/num_outputs against the task. */
+ * config's fitness_threshold), "pole1", "pole1:neat-python" (neat-python's single-pole example:
+ * otc/pole.h, 4 inputs, fitness in seconds, solved at fitness_threshold), "dpv", "dpnv", "csv:FILE"
+ * or "exec:PROGRAM" (an environment process, runtime/src/neat/task_exec.c; options from the
+ * config's [Task]). Checks the config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
 void otc_neat_task_free(otc_neat_task *t);
+/* Under ctrnn, the config's ctrnn_advance_time and ctrnn_time_step where it leaves them 0:
+ * both the task's action_time (OTC_ERR_CONFIG naming the keys when it has none). Call after
+ * creating the task and before creating or resuming a population. */
+otc_status otc_neat_ctrnn_times(otc_neat_config *c, const otc_neat_task *task);
 
 /* ---- the population ------------------------------------------------------------------------ */
 

@@ -71,6 +71,18 @@ typedef struct {
     int structural_mutation_surer;      /* -1 default (= single_structural_mutation), 0, 1 */
     int conn_add_attempts;              /* otc: tries to find a new connection (paper code: 20) */
     otc_neat_float_attr bias, response, weight;
+    /* neat-python's node gene time_constant (its defaults: mean 1, stdev 0, no mutation,
+     * [0.01, 10]); drawn, mutated and inherited only when ctrnn, so other runs are unchanged. */
+    otc_neat_float_attr time_constant;
+    /* otc: the phenotype is neat-python's CTRNN (CTRNN.advance: each forward integrates
+     * ctrnn_advance_time in steps of ctrnn_time_step, inputs held; 0: the task's own time per
+     * action, e.g. the neat-python cart-pole's 0.01 s). Set by --ctrnn as well. */
+    bool ctrnn;
+    double ctrnn_advance_time, ctrnn_time_step;
+    /* Activation names mean neat-python's functions (sigmoid(5x), tanh(2.5x), sin(5x),
+     * exp(-5x^2), 0.2 softplus(5x), lelu's slope 0.005) rather than otc's: the key
+     * activation_functions, else true for a config that uses no otc extension key. */
+    bool np_functions;
     double weight_mutate_genome_rate; /* otc: chance a child's weights are considered at all */
     /* otc: false = neat-python's per-weight Gaussian perturb/replace; true = Stanley's
      * mutate_link_weights: half the time "severe" (each weight perturbed 70%, replaced 20%),
@@ -164,6 +176,12 @@ void otc_neat_config_defaults(otc_neat_config *c);
 otc_status otc_neat_config_load(const char *path, otc_neat_config *out);
 otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_config *out);
 
+/* Make c's phenotypes CTRNNs (ctrnn = true) advancing advance_time in steps of time_step
+ * (both 0: keep the config's), checked as the config's own keys are (OTC_ERR_CONFIG naming
+ * `name` and the key): what --ctrnn, --advance-time and --time-step do. */
+otc_status otc_neat_config_ctrnn(otc_neat_config *c, const char *name, double advance_time,
+                                 double time_step);
+
 /* Every key that shapes a run with its effective value (defaults filled in) as canonical
  * text, in a fixed order: checkpoints record this listing, so a resumed run can be refused
  * when its config differs. Keys that change nothing (optimizer, seed, exec_timeout) are left
@@ -176,5 +194,8 @@ void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, 
  * supported. */
 int otc_neat_act_from_name(const char *name);
 const char *otc_neat_act_name(otc_act act);
+/* The slope parameter a NEAT neuron with activation act gets under c (leaky_relu: 0.005 when
+ * c->np_functions, as neat-python's lelu; otherwise the activation's default). */
+float otc_neat_act_alpha(const otc_neat_config *c, otc_act act);
 
 #endif

@@ -19,7 +19,12 @@ typedef struct {
     otc_act act;
     float bias, response; /* unused for input and bias nodes */
     int agg;              /* otc_agg of the node's inputs (0: sum) */
+    float tau;            /* CTRNN time constant (> 0; used when the config says ctrnn) */
 } otc_neat_node;
+
+/* A new node's time constant: drawn from time_constant_* under ctrnn (only then, so other
+ * runs' random streams are unchanged), else its init_mean. */
+float otc_neat_new_tau(const otc_neat_config *c, otc_rng *rng);
 
 /* A new node's activation and aggregation: the config's defaults, or a random option where
  * the default is "random" (drawing from rng only then, so other runs' streams are unchanged). */
@@ -115,7 +120,9 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
                               const otc_neat_config *c, otc_rng *rng, otc_neat_genome **child);
 
 /* c1·E/N + c2·D/N + c3·W̄ over the connection genes; N is the larger genome's gene count, or
- * 1 when both are smaller than compatibility_normalize_min_genes. */
+ * 1 when both are smaller than compatibility_normalize_min_genes. Under ctrnn, plus c3 times
+ * the mean |Δτ| over the neurons both have (neat-python counts time constants in its node
+ * distance; otc's distance has no other node terms). */
 double otc_neat_distance(const otc_neat_genome *a, const otc_neat_genome *b,
                          const otc_neat_config *c);
 

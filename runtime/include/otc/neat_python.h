@@ -17,7 +17,15 @@ typedef struct {
      * "state_next" (the caller carries it from step to step) instead of Delay nodes, so the
      * compilers, which have no recurrent state yet, take the network. */
     bool state_io;
+    /* Activation names are otc's (otc_act_get(a)->name: steep_sigmoid, np_sigmoid,
+     * leaky_relu, ...) with an optional "alpha" beside "name" (the activation's slope
+     * parameter; its default otherwise): how otc's own NEAT lowers a CTRNN genome. */
+    bool otc_act_names;
 } otc_neat_python_options;
+
+/* CTRNN.advance's steps over advance_time: ceil(advance_time / time_step) (at least 1), all
+ * of time_step but the last, which is what remains (*last_dt). */
+int otc_neat_python_ctrnn_steps(double advance_time, double time_step, double *last_dt);
 
 /* The graph of a network: one Input "x" [B, num_inputs] (columns in input_keys order), one
  * output per output key in order (out0, out1, ...), a Neuron per node with its activation,

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "rng.h"
 
 /* ---- The controller ---------------------------------------------------------------------- */
 
@@ -124,5 +125,38 @@ otc_status otc_dpole_generalisation_range(int velocities, const otc_pole_agent *
  * *success; each pointer may be NULL. */
 otc_status otc_dpnv_champion_test(const otc_pole_agent *agent, int *long_steps, int *generalisation,
                                   int *success);
+
+/* ---- neat-python's single pole (pole1:neat-python) -----------------------------------------
+ * neat-python's examples/single-pole-balancing (cart_pole.py, evolve-feedforward.py,
+ * evolve-ctrnn.py): cart 1 kg, pole 0.1 kg, half-length 0.5 m, g = 9.8, Florian's corrected
+ * equations integrated leapfrog with steps of 0.01 s, one action per step, ±10 N (out[0] > 0.5
+ * pushes +x), failure at |x| >= 2.4 m or |θ| >= 45°. A run starts at x ∈ U(-1.2, 1.2),
+ * θ ∈ U(-22.5°, 22.5°), dx, dθ ∈ U(-1, 1) and lasts while t < 60 s; its fitness is the time t
+ * after the last step still inside the limits; a genome's fitness is its worst of 5 runs.
+ * Observations (get_scaled_state): 0.5 (x + 2.4)/2.4, (dx + 0.75)/1.5, 0.5 (θ + θmax)/θmax,
+ * (dθ + 1)/2. */
+
+#define OTC_NP_POLE_N_OBS     4
+#define OTC_NP_POLE_TIME_STEP 0.01 /* s per step and action; the CTRNN advances this much */
+#define OTC_NP_POLE_SECONDS   60.0
+#define OTC_NP_POLE_RUNS      5
+
+typedef struct {
+    double x, dx, theta, dtheta; /* m, m/s, rad, rad/s */
+    double xacc, tacc;           /* the last step's accelerations (leapfrog) */
+    double t;                    /* s */
+} otc_np_pole_state;
+
+/* The random start above, drawn from rng. */
+void otc_np_pole_start(otc_rng *rng, otc_np_pole_state *st);
+/* One leapfrog step of 0.01 s under `force` newtons. */
+void otc_np_pole_step(otc_np_pole_state *st, double force);
+/* 1 when out of the limits (or not finite). */
+int otc_np_pole_failed(const otc_np_pole_state *st);
+/* The OTC_NP_POLE_N_OBS scaled observations. */
+void otc_np_pole_observe(const otc_np_pole_state *st, double *obs);
+/* The worst of OTC_NP_POLE_RUNS runs from starts drawn from seed (agent reset before each):
+ * result->fitness (seconds), ->steps of that run, ->success when it lasted the 60 s. */
+otc_status otc_np_pole_run(uint64_t seed, const otc_pole_agent *agent, otc_pole_result *result);
 
 #endif

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "otc/file.h"
+#include "otc/limits.h"
 #include "otc/neat_config.h"
 
 typedef enum {
@@ -32,8 +33,9 @@ typedef enum {
     K_SEQ_STEPS,
     K_OPTIM,
     K_SEED,
-    K_SECONDS, /* a positive double that does not change a run's result (not listed) */
-    K_AGG_RATE /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
+    K_SECONDS,  /* a positive double that does not change a run's result (not listed) */
+    K_AGG_RATE, /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
+    K_FUNCS     /* activation_functions: neat-python or otc */
 } key_kind;
 
 typedef struct {
@@ -98,6 +100,11 @@ static const key_def keys[] = {
     FLOAT_ATTR("bias", bias),
     FLOAT_ATTR("response", response),
     FLOAT_ATTR("weight", weight),
+    FLOAT_ATTR("time_constant", time_constant),
+    {"DefaultGenome", "ctrnn", K_BOOL, OFF(ctrnn), false, 0, 0},
+    {"DefaultGenome", "ctrnn_advance_time", K_DOUBLE, OFF(ctrnn_advance_time), false, 0, BIG},
+    {"DefaultGenome", "ctrnn_time_step", K_DOUBLE, OFF(ctrnn_time_step), false, 0, BIG},
+    {"DefaultGenome", "activation_functions", K_FUNCS, OFF(np_functions), false, 0, 0},
     {"DefaultGenome", "weight_mutate_genome_rate", K_DOUBLE, OFF(weight_mutate_genome_rate), false,
      0, 1},
     {"DefaultGenome", "weight_mutate_stanley", K_BOOL, OFF(weight_mutate_stanley), false, 0, 0},
@@ -200,7 +207,75 @@ static const struct {
     {"hat", OTC_ACT_HAT},
     {"square", OTC_ACT_SQUARE},
     {"cube", OTC_ACT_CUBE},
+    /* otc's names for neat-python's scaled functions, meant the same in every config */
+    {"np_sigmoid", OTC_ACT_NP_SIGMOID},
+    {"np_tanh", OTC_ACT_NP_TANH},
+    {"np_sin", OTC_ACT_NP_SIN},
+    {"np_gauss", OTC_ACT_NP_GAUSS},
+    {"np_softplus", OTC_ACT_NP_SOFTPLUS},
 };
+
+/* The names whose function depends on the config's dialect: neat-python's where it means
+ * neat-python's functions (np_functions), otc's (the table above) otherwise. */
+static const struct {
+    const char *name;
+    otc_act act;
+} np_scaled[] = {
+    {"sigmoid", OTC_ACT_NP_SIGMOID}, {"tanh", OTC_ACT_NP_TANH},         {"sin", OTC_ACT_NP_SIN},
+    {"gauss", OTC_ACT_NP_GAUSS},     {"softplus", OTC_ACT_NP_SOFTPLUS},
+};
+
+static int act_in_dialect(const char *name, bool np) {
+    for (size_t i = 0; np && i < sizeof np_scaled / sizeof np_scaled[0]; i++)
+        if (!strcmp(np_scaled[i].name, name)) return (int)np_scaled[i].act;
+    return otc_neat_act_from_name(name);
+}
+
+/* neat-python's lelu slope (neat/activations.py lelu_activation). */
+#define NP_LELU_SLOPE 0.005f
+
+float otc_neat_act_alpha(const otc_neat_config *c, otc_act act) {
+    if (act == OTC_ACT_LEAKY_RELU && c && c->np_functions) return NP_LELU_SLOPE;
+    const otc_act_info *info = otc_act_get(act);
+    return info ? info->default_a : 0.0f;
+}
+
+/* Keys of neat-python's own sections that neat-python does not have: a config that uses one
+ * is in otc's dialect (activation names mean otc's functions) unless activation_functions
+ * says otherwise. [Task] and [Hybrid] are not counted: they configure what a neat-python
+ * config is run on and how, so adding them does not change what its names mean. */
+static const char *const otc_only_keys[] = {
+    "bias_node",
+    "compatibility_normalize_min_genes",
+    "structural_mutation_exclusive",
+    "conn_add_attempts",
+    "weight_mutate_genome_rate",
+    "weight_mutate_stanley",
+    "conn_add_recurrent_prob",
+    "node_add_prefer_old",
+    "target_species",
+    "threshold_step",
+    "stagnation_penalty",
+    "elitism_min_species_size",
+    "elitism_min_offspring",
+    "crossover_rate",
+    "interspecies_crossover_rate",
+    "mutate_after_crossover_rate",
+    "crossover_average_rate",
+    "crossover_disable_stanley",
+    "offspring_stanley",
+    "population_stagnation",
+    "ctrnn",
+    "ctrnn_advance_time",
+    "ctrnn_time_step",
+};
+
+static bool otc_only(const char *section, const char *name) {
+    if (!strcmp(section, "Hybrid") || !strcmp(section, "Task")) return false;
+    for (size_t i = 0; i < sizeof otc_only_keys / sizeof otc_only_keys[0]; i++)
+        if (!strcmp(otc_only_keys[i], name)) return true;
+    return false;
+}
 
 int otc_neat_act_from_name(const char *name) {
     for (size_t i = 0; i < sizeof act_names / sizeof act_names[0]; i++)
@@ -234,6 +309,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->bias = (otc_neat_float_attr){0, 1, false, 0.1, 0.7, 0.5, -30, 30};
     c->response = (otc_neat_float_attr){1, 0, false, 0, 0, 0, -30, 30};
     c->weight = (otc_neat_float_attr){0, 1, false, 0.1, 0.8, 0.5, -30, 30};
+    c->time_constant = (otc_neat_float_attr){1, 0, false, 0, 0, 0, 0.01, 10};
     c->weight_mutate_genome_rate = 1.0;
     c->conn_add_recurrent_prob = -1;
     c->activation_default = OTC_ACT_STEEP_SIGMOID;
@@ -272,6 +348,10 @@ typedef struct {
     const char *text; /* reader position */
     int line;         /* lines handed to inih so far = the line being parsed */
     int seen[N_KEYS]; /* the line each key was given on, 0: not given */
+    bool otc_key;     /* an otc extension key was given */
+    int functions;    /* activation_functions: -1 not given, 0 otc, 1 neat-python */
+    /* activation_default / _options as written, resolved once the dialect is known */
+    char act_default[64], act_options[512];
     bool failed;
     otc_status status;
 } parse_state;
@@ -279,7 +359,7 @@ typedef struct {
 static bool fail_key(parse_state *st, const char *section, const char *name, const char *fmt,
                      const char *value) {
     if (!st->failed) {
-        char what[160];
+        char what[384];
         snprintf(what, sizeof what, fmt, value ? value : "");
         st->status =
             otc_fail(OTC_ERR_CONFIG, "%s:%d: [%s] %s: %s", st->file, st->line, section, name, what);
@@ -351,6 +431,13 @@ static bool parse_connect(const char *v, otc_neat_config *c) {
     return false;
 }
 
+/* A name that is none of neat-python's built-in activations is, in a neat-python config, a
+ * custom one registered by the user's Python code, whose math the config does not carry. */
+#define UNSUPPORTED_ACT                                                                            \
+    "unsupported activation '%s' (not a neat-python built-in: sigmoid tanh sin gauss relu elu "    \
+    "lelu selu softplus identity clamped inv log exp abs hat square cube; a custom function "      \
+    "registered in Python cannot be used)"
+
 static bool handle_value(parse_state *st, const key_def *k, const char *section, const char *name,
                          const char *value) {
     void *dest = (char *)st->c + k->offset;
@@ -399,27 +486,34 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             return true;
         }
         st->c->activation_random = false;
-        int a = otc_neat_act_from_name(value);
-        if (a < 0) return fail_key(st, section, name, "unsupported activation '%s'", value);
-        *(otc_act *)dest = (otc_act)a;
+        if (otc_neat_act_from_name(value) < 0)
+            return fail_key(st, section, name, UNSUPPORTED_ACT, value);
+        snprintf(st->act_default, sizeof st->act_default, "%s", value); /* names are short */
         return true;
     }
     case K_ACTS: {
-        char buf[256];
+        if (strlen(value) >= sizeof st->act_options)
+            return fail_key(st, section, name, "value '%.40s...' too long", value);
+        char buf[sizeof st->act_options];
         snprintf(buf, sizeof buf, "%s", value);
         int n = 0;
         for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-             w = strtok_r(NULL, " \t,", &save)) {
-            int a = otc_neat_act_from_name(w);
-            if (a < 0) return fail_key(st, section, name, "unsupported activation '%s'", w);
-            bool dup = false;
-            for (int i = 0; i < n; i++) dup |= st->c->activation_options[i] == (otc_act)a;
-            if (!dup && n < OTC_ACT_COUNT) st->c->activation_options[n++] = (otc_act)a;
-        }
+             w = strtok_r(NULL, " \t,", &save), n++)
+            if (otc_neat_act_from_name(w) < 0)
+                return fail_key(st, section, name, UNSUPPORTED_ACT, w);
         if (n == 0) return fail_key(st, section, name, "no activation given%s", "");
-        st->c->n_activation_options = n;
+        snprintf(st->act_options, sizeof st->act_options, "%s", value);
         return true;
     }
+    case K_FUNCS:
+        if (!strcmp(value, "neat-python"))
+            st->functions = 1;
+        else if (!strcmp(value, "otc"))
+            st->functions = 0;
+        else
+            return fail_key(st, section, name, "bad value '%s' (expected neat-python or otc)",
+                            value);
+        return true;
     case K_AGGR: {
         if (!strcmp(value, "random")) {
             st->c->aggregation_random = true;
@@ -538,6 +632,7 @@ static int handler(void *user, const char *section, const char *name, const char
             return fail_key(st, section, name, msg, "");
         }
         st->seen[i] = st->line;
+        st->otc_key |= otc_only(section, name);
         return handle_value(st, &keys[i], section, name, value) ? 1 : 0;
     }
     if (!known_section) return fail_key(st, section, name, "unknown section [%s]", section);
@@ -573,8 +668,62 @@ static char *reader(char *str, int num, void *stream) {
     return str;
 }
 
+/* The activation names in the config's dialect (they were checked as they were read). */
+static void resolve_activations(parse_state *st) {
+    otc_neat_config *c = st->c;
+    bool np = c->np_functions = st->functions >= 0 ? st->functions == 1 : !st->otc_key;
+    if (st->act_default[0]) c->activation_default = (otc_act)act_in_dialect(st->act_default, np);
+    if (!st->act_options[0]) return;
+    char buf[sizeof st->act_options];
+    snprintf(buf, sizeof buf, "%s", st->act_options);
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
+         w = strtok_r(NULL, " \t,", &save)) {
+        otc_act a = (otc_act)act_in_dialect(w, np);
+        bool dup = false;
+        for (int i = 0; i < n; i++) dup |= c->activation_options[i] == a;
+        if (!dup && n < OTC_ACT_COUNT) c->activation_options[n++] = a;
+    }
+    c->n_activation_options = n;
+}
+
+/* CTRNN settings that cannot work together (the time constant's range always: neat-python
+ * divides by it). */
+static otc_status check_ctrnn(const char *file, const otc_neat_config *c) {
+    if (!(c->time_constant.min_value > 0))
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] time_constant_min_value: %g, must be positive "
+                        "(a CTRNN divides by the time constant)",
+                        file, c->time_constant.min_value);
+    if (!c->ctrnn) return OTC_OK;
+    if (c->bias_node)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] bias_node: not with ctrnn (a CTRNN's neurons have "
+                        "their own biases, as neat-python's)",
+                        file);
+    if (c->train_steps > 0)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Hybrid] train_steps: gradient training of CTRNN genomes is not "
+                        "supported",
+                        file);
+    if ((c->ctrnn_advance_time > 0) != (c->ctrnn_time_step > 0))
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] ctrnn_advance_time and ctrnn_time_step: give both "
+                        "or neither (neither: the task's own time per action)",
+                        file);
+    if (c->ctrnn_time_step > 0 && c->ctrnn_advance_time / c->ctrnn_time_step > OTC_MAX_CTRNN_STEPS)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] ctrnn_advance_time %g / ctrnn_time_step %g is more "
+                        "than %d integration steps per forward",
+                        file, c->ctrnn_advance_time, c->ctrnn_time_step, OTC_MAX_CTRNN_STEPS);
+    return OTC_OK;
+}
+
 static otc_status check_config(parse_state *st) {
     otc_neat_config *c = st->c;
+    resolve_activations(st);
+    otc_status cs = check_ctrnn(st->file, c);
+    if (cs != OTC_OK) return cs;
     for (int i = 0; i < N_KEYS; i++) {
         if (!keys[i].required || st->seen[i]) continue;
         if (!strcmp(keys[i].name, "fitness_threshold") && c->no_fitness_termination) continue;
@@ -588,8 +737,11 @@ static otc_status check_config(parse_state *st) {
     const struct {
         const char *name;
         const otc_neat_float_attr *a;
-    } attrs[] = {{"bias", &c->bias}, {"response", &c->response}, {"weight", &c->weight}};
-    for (int i = 0; i < 3; i++)
+    } attrs[] = {{"bias", &c->bias},
+                 {"response", &c->response},
+                 {"weight", &c->weight},
+                 {"time_constant", &c->time_constant}};
+    for (int i = 0; i < 4; i++)
         if (attrs[i].a->min_value > attrs[i].a->max_value)
             return otc_fail(OTC_ERR_CONFIG,
                             "%s: [DefaultGenome] %s_min_value: greater than %s_max_value", st->file,
@@ -643,6 +795,23 @@ static otc_status check_config(parse_state *st) {
     return OTC_OK;
 }
 
+otc_status otc_neat_config_ctrnn(otc_neat_config *c, const char *name, double advance_time,
+                                 double time_step) {
+    if (!c) return otc_fail(OTC_ERR_ARG, "otc_neat_config_ctrnn: NULL config");
+    if (!(advance_time >= 0 && advance_time <= BIG && time_step >= 0 && time_step <= BIG))
+        return otc_fail(OTC_ERR_CONFIG, "%s: advance time %g and time step %g: not times",
+                        name ? name : "config", advance_time, time_step);
+    otc_neat_config t = *c;
+    t.ctrnn = true;
+    if (advance_time > 0 || time_step > 0) {
+        t.ctrnn_advance_time = advance_time;
+        t.ctrnn_time_step = time_step;
+    }
+    otc_status s = check_ctrnn(name ? name : "config", &t);
+    if (s == OTC_OK) *c = t;
+    return s;
+}
+
 otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_config *out) {
     if (!text || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_config_parse: NULL argument");
     otc_neat_config c;
@@ -650,7 +819,8 @@ otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_co
     /* The reader counts a line when it hands it over; the handler sees that count. A UTF-8
      * byte order mark at the start is skipped. */
     if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3;
-    parse_state st = {.file = name ? name : "config", .c = &c, .text = text, .line = 0};
+    parse_state st = {
+        .file = name ? name : "config", .c = &c, .text = text, .line = 0, .functions = -1};
     int rc = ini_parse_stream(reader, &st, handler, &st);
     if (st.failed) return st.status;
     if (rc > 0)
@@ -758,6 +928,7 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_SEQ_STEPS:
         snprintf(buf, size, "%s", *(const bool *)src ? "last" : "all");
         return true;
+    case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:
     case K_SEED: /* a checkpoint records the seed itself */
     case K_SECONDS:
@@ -768,6 +939,11 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
 
 void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, void *ctx) {
     char buf[256];
-    for (int i = 0; i < N_KEYS; i++)
+    for (int i = 0; i < N_KEYS; i++) {
+        /* The CTRNN keys change nothing without ctrnn (and earlier checkpoints lack them). */
+        if (!c->ctrnn &&
+            (!strncmp(keys[i].name, "time_constant_", 14) || !strncmp(keys[i].name, "ctrnn", 5)))
+            continue;
         if (format_value(&keys[i], c, buf, sizeof buf)) fn(ctx, keys[i].section, keys[i].name, buf);
+    }
 }

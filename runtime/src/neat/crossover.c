@@ -61,6 +61,7 @@ otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_geno
             if (otc_rng_uniform(rng) < 0.5f) node.act = other->act;
             /* drawn only where the parents differ: equal ones keep every run's stream */
             if (node.agg != other->agg && otc_rng_uniform(rng) < 0.5f) node.agg = other->agg;
+            if (c->ctrnn && otc_rng_uniform(rng) < 0.5f) node.tau = other->tau;
         }
         k->nodes[k->n_nodes++] = node;
     }
@@ -109,7 +110,26 @@ double otc_neat_distance(const otc_neat_genome *a, const otc_neat_genome *b,
     int excess = (na - i) + (nb - j);
     int larger = na > nb ? na : nb;
     double n = larger < c->compatibility_normalize_min_genes || larger == 0 ? 1.0 : larger;
-    return c->compatibility_excess_coefficient * excess / n +
-           c->compatibility_disjoint_coefficient * disjoint / n +
-           c->compatibility_weight_coefficient * (matching ? wdiff / matching : 0.0);
+    double d = c->compatibility_excess_coefficient * excess / n +
+               c->compatibility_disjoint_coefficient * disjoint / n +
+               c->compatibility_weight_coefficient * (matching ? wdiff / matching : 0.0);
+    if (!c->ctrnn) return d;
+    double tdiff = 0;
+    int shared = 0;
+    for (int p = 0, q = 0; p < a->n_nodes && q < b->n_nodes;) {
+        const otc_neat_node *x = &a->nodes[p], *y = &b->nodes[q];
+        if (x->id < y->id) {
+            p++;
+        } else if (y->id < x->id) {
+            q++;
+        } else {
+            if (x->type == OTC_NEAT_OUTPUT || x->type == OTC_NEAT_HIDDEN) {
+                tdiff += fabs((double)x->tau - (double)y->tau);
+                shared++;
+            }
+            p++;
+            q++;
+        }
+    }
+    return d + c->compatibility_weight_coefficient * (shared ? tdiff / shared : 0.0);
 }

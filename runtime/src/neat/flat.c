@@ -1,17 +1,25 @@
 /* The flat evaluation program (otc/neat_flat.h): a genome lowered straight to node-major
  * arrays in evaluation order, run without a graph, in memory reused from genome to genome. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
 #include "neat_internal.h"
 #include "otc/neat_flat.h"
+#include "otc/neat_python.h"
 
 struct otc_neat_flat {
     /* The program. Value slots: input i at i, the bias constant at n_inputs, neuron k (in
      * evaluation order) at n_inputs + 1 + k. */
     int n_inputs, n_outputs, n_neurons;
     bool recurrent;
+    /* CTRNN (config ctrnn): each forward is `steps` integration steps; neuron k's value
+     * becomes keep[k] v + take[k] z (the last step: keep_last, take_last), exp(-dt/tau) and
+     * its complement as the importer's graph has them. */
+    bool ctrnn;
+    int steps;
+    float *keep, *take, *keep_last, *take_last;
     int *first;                     /* [n_neurons + 1]: neuron k's sources first[k]..first[k+1] */
     int *src;                       /* per source: the slot it reads */
     float *w;                       /* per source: its weight */
@@ -59,10 +67,11 @@ otc_neat_flat *otc_neat_flat_new(void) {
 
 void otc_neat_flat_free(otc_neat_flat *f) {
     if (!f) return;
-    void *arrays[] = {f->first, f->src,  f->w,      f->bias,     f->response, f->alpha,
-                      f->act,   f->agg,  f->terms,  f->items,    f->out_slot, f->cur,
-                      f->prev,  f->slot, f->cursor, f->start,    f->order,    f->stack,
-                      f->iter,  f->mark, f->edge,   f->src_node, f->dst_node, f->index_of};
+    void *arrays[] = {f->first, f->src,  f->w,         f->bias,     f->response, f->alpha,
+                      f->act,   f->agg,  f->terms,     f->items,    f->out_slot, f->cur,
+                      f->prev,  f->slot, f->cursor,    f->start,    f->order,    f->stack,
+                      f->iter,  f->mark, f->edge,      f->src_node, f->dst_node, f->index_of,
+                      f->keep,  f->take, f->keep_last, f->take_last};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
     free(f);
 }
@@ -96,7 +105,8 @@ static bool reserve(otc_neat_flat *f, int nodes, int conns, int outputs) {
             !RESIZE(f->order, cn) || !RESIZE(f->stack, cn) || !RESIZE(f->iter, cn) ||
             !RESIZE(f->mark, cn) || !RESIZE(f->first, cn) || !RESIZE(f->bias, cn) ||
             !RESIZE(f->response, cn) || !RESIZE(f->alpha, cn) || !RESIZE(f->act, cn) ||
-            !RESIZE(f->agg, cn))
+            !RESIZE(f->agg, cn) || !RESIZE(f->keep, cn) || !RESIZE(f->take, cn) ||
+            !RESIZE(f->keep_last, cn) || !RESIZE(f->take_last, cn))
             return false;
         f->cap_nodes = f->cap_neurons = cn;
     }
@@ -234,8 +244,16 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
         return otc_fail(OTC_ERR_NOMEM, "out of memory lowering a genome");
     f->n_neurons = f->n_outputs = 0;
     f->n_inputs = n_in;
-    f->recurrent = !c->feed_forward;
+    f->ctrnn = c->ctrnn;
+    f->recurrent = !c->feed_forward || c->ctrnn;
     f->batch = 0; /* a fresh program starts from zero state */
+    double last_dt = 0;
+    if (f->ctrnn) {
+        if (!(c->ctrnn_time_step > 0 && c->ctrnn_advance_time > 0))
+            return otc_fail(OTC_ERR_CONFIG, "ctrnn: ctrnn_advance_time and ctrnn_time_step are "
+                                            "not set (otc_neat_ctrnn_times)");
+        f->steps = otc_neat_python_ctrnn_steps(c->ctrnn_advance_time, c->ctrnn_time_step, &last_dt);
+    }
     otc_status s = collect_edges(f, g);
     if (s != OTC_OK) return s;
     mark_needed(f, g);
@@ -277,8 +295,22 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
         f->bias[k] = node->bias;
         f->response[k] = node->response;
         f->act[k] = (int)node->act;
-        f->alpha[k] = info->default_a; /* as otc_neuron gives the phenotype's Neuron */
+        f->alpha[k] = otc_neat_act_alpha(c, node->act); /* as the phenotype's Neuron */
         f->agg[k] = node->agg;
+        if (f->ctrnn) {
+            if (!(node->tau > 0)) {
+                f->n_neurons = 0;
+                return otc_fail(OTC_ERR_FORMAT, "genome: node %d: time constant %g is not positive",
+                                node->id, (double)node->tau);
+            }
+            /* in double, then to float, as the importer computes its graph's constants */
+            double d = exp(-c->ctrnn_time_step / (double)node->tau),
+                   dl = exp(-last_dt / (double)node->tau);
+            f->keep[k] = (float)d;
+            f->take[k] = (float)(1.0 - d);
+            f->keep_last[k] = (float)dl;
+            f->take_last[k] = (float)(1.0 - dl);
+        }
         if (!otc_agg_name(node->agg)) {
             f->n_neurons = 0;
             return otc_fail(OTC_ERR_FORMAT, "genome: node %d has unknown aggregation %d", node->id,
@@ -372,6 +404,38 @@ static void neuron_input(const otc_neat_flat *f, int k, const float *read, size_
     for (size_t r = 0; r < batch; r++) out[r] = b + s * out[r];
 }
 
+/* CTRNN.advance: `steps` synchronous steps, each reading the previous step's values (inputs
+ * held in both arrays); a neuron with no connection in is never evaluated and stays 0, as in
+ * neat-python. The newest values end in prev. */
+static void ctrnn_forward(otc_neat_flat *f, const float *x, size_t B, float *y) {
+    size_t n_in = (size_t)f->n_inputs;
+    for (size_t i = 0; i < n_in; i++)
+        for (size_t r = 0; r < B; r++) f->cur[i * B + r] = f->prev[i * B + r] = x[r * n_in + i];
+    for (int s = 0; s < f->steps; s++) {
+        bool last = s + 1 == f->steps;
+        for (int k = 0; k < f->n_neurons; k++) {
+            if (f->first[k] == f->first[k + 1]) continue;
+            size_t at = (n_in + 1 + (size_t)k) * B;
+            float *out = f->cur + at;
+            const float *was = f->prev + at;
+            neuron_input(f, k, f->prev, B, out);
+            otc_act_forward_n(f->act[k], f->alpha[k], out, out, B);
+            float keep = last ? f->keep_last[k] : f->keep[k],
+                  take = last ? f->take_last[k] : f->take[k];
+            for (size_t r = 0; r < B; r++) {
+                float kept = was[r] * keep, fresh = out[r] * take;
+                out[r] = kept + fresh;
+            }
+        }
+        float *t = f->cur;
+        f->cur = f->prev;
+        f->prev = t;
+    }
+    for (int o = 0; o < f->n_outputs; o++)
+        for (size_t r = 0; r < B; r++)
+            y[r * (size_t)f->n_outputs + (size_t)o] = f->prev[(size_t)f->out_slot[o] * B + r];
+}
+
 otc_status otc_neat_flat_forward(otc_neat_flat *f, const float *x, int batch, float *y) {
     if (!f || !x || !y || batch < 1)
         return otc_fail(OTC_ERR_ARG, "otc_neat_flat_forward: bad argument (batch %d)", batch);
@@ -380,6 +444,10 @@ otc_status otc_neat_flat_forward(otc_neat_flat *f, const float *x, int batch, fl
         if (s != OTC_OK) return s;
     }
     size_t B = (size_t)batch, n_in = (size_t)f->n_inputs;
+    if (f->ctrnn) {
+        ctrnn_forward(f, x, B, y);
+        return OTC_OK;
+    }
     float *read = f->recurrent ? f->prev : f->cur;
     for (size_t i = 0; i < n_in; i++)
         for (size_t r = 0; r < B; r++) read[i * B + r] = x[r * n_in + i];

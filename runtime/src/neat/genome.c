@@ -29,6 +29,11 @@ float otc_neat_attr_init(const otc_neat_float_attr *a, otc_rng *rng) {
     return otc_neat_attr_clamp(a, a->init_mean + a->init_stdev * otc_rng_normal(rng));
 }
 
+float otc_neat_new_tau(const otc_neat_config *c, otc_rng *rng) {
+    return c->ctrnn ? otc_neat_attr_init(&c->time_constant, rng)
+                    : otc_neat_attr_clamp(&c->time_constant, c->time_constant.init_mean);
+}
+
 float otc_neat_attr_mutate(const otc_neat_float_attr *a, float v, otc_rng *rng) {
     double r = otc_rng_uniform(rng);
     if (r < a->mutate_rate)
@@ -301,7 +306,8 @@ otc_status otc_neat_genome_init(otc_neat_genome *g, const otc_neat_config *c,
     int first_out = n_src, first_hidden = n_src + c->num_outputs;
     otc_status s = OTC_OK;
     for (int i = 0; i < n_src && s == OTC_OK; i++) {
-        otc_neat_node n = {i, i < n_in ? OTC_NEAT_INPUT : OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0};
+        otc_neat_node n = {i, i < n_in ? OTC_NEAT_INPUT : OTC_NEAT_BIAS, OTC_ACT_IDENTITY, 0, 1, 0,
+                           1};
         s = otc_neat_genome_add_node(g, &n);
     }
     for (int i = first_out; i < first_hidden + c->num_hidden && s == OTC_OK; i++) {
@@ -312,7 +318,9 @@ otc_status otc_neat_genome_init(otc_neat_genome *g, const otc_neat_config *c,
                            act,
                            otc_neat_attr_init(&c->bias, rng),
                            otc_neat_attr_init(&c->response, rng),
-                           agg};
+                           agg,
+                           1};
+        n.tau = otc_neat_new_tau(c, rng);
         s = otc_neat_genome_add_node(g, &n);
     }
     if (s != OTC_OK) return s;

@@ -34,6 +34,8 @@ cJSON *otc_neat_genome_to_cjson(const otc_neat_genome *g) {
             if (n->agg != OTC_AGG_SUM &&
                 !cJSON_AddStringToObject(o, "aggregation", otc_agg_name(n->agg)))
                 goto fail;
+            /* the time constant only when not neat-python's default 1, likewise */
+            if (n->tau != 1.0f && !cJSON_AddNumberToObject(o, "time_constant", n->tau)) goto fail;
         }
     }
     for (int i = 0; i < g->n_conns; i++) {
@@ -102,7 +104,7 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
     int idx = 0;
     const cJSON *o;
     cJSON_ArrayForEach(o, nodes) {
-        otc_neat_node n = {0, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0};
+        otc_neat_node n = {0, OTC_NEAT_HIDDEN, OTC_ACT_IDENTITY, 0, 1, 0, 1};
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
         int t = -1;
         for (int k = 0; k < 4 && cJSON_IsString(type); k++)
@@ -141,6 +143,13 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
                 s = otc_fail(OTC_ERR_FORMAT,
                              "node %d: aggregation: not one of sum product min max maxabs median "
                              "mean",
+                             n.id);
+                break;
+            }
+            /* a CTRNN divides by it: positive and finite, or the genome is refused */
+            if (cJSON_GetObjectItemCaseSensitive(o, "time_constant") &&
+                (!get_float(o, "time_constant", &n.tau) || !(n.tau > 0))) {
+                s = otc_fail(OTC_ERR_FORMAT, "node %d: time_constant: not a positive finite number",
                              n.id);
                 break;
             }

@@ -53,7 +53,9 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
                           act,
                           otc_neat_attr_init(&c->bias, rng),
                           otc_neat_attr_init(&c->response, rng),
-                          agg};
+                          agg,
+                          1};
+    node.tau = otc_neat_new_tau(c, rng);
     otc_status s = otc_neat_genome_add_node(g, &node);
     if (s != OTC_OK) return s;
     g->conns[ci].enabled = false;
@@ -147,6 +149,7 @@ void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, ot
         if (is_source(n)) continue;
         n->bias = otc_neat_attr_mutate(&c->bias, n->bias, rng);
         n->response = otc_neat_attr_mutate(&c->response, n->response, rng);
+        if (c->ctrnn) n->tau = otc_neat_attr_mutate(&c->time_constant, n->tau, rng);
         if (c->activation_mutate_rate > 0 && otc_rng_uniform(rng) < c->activation_mutate_rate)
             n->act = c->activation_options[otc_rng_below(rng, (uint32_t)c->n_activation_options)];
         if (c->aggregation_mutate_rate > 0 && otc_rng_uniform(rng) < c->aggregation_mutate_rate)

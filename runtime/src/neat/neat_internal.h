@@ -71,6 +71,13 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
 /* The evaluator's program for the calling thread (NULL before its first batch). */
 otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e);
 
+/* A CTRNN genome's phenotype (phenotype_ctrnn.c): p->graph, p->input and the outputs as
+ * neat-python's CTRNN.advance over the config's ctrnn times, through the neat-python
+ * importer's lowering (otc/neat_python.h); no neuron map (p->n_neurons 0: nothing to write
+ * back). Which neurons are evaluated is otc_neat_ctrnn_evaluated's. */
+otc_status otc_neat_ctrnn_phenotype(const otc_neat_genome *g, const otc_neat_config *c,
+                                    otc_neat_phenotype *p);
+
 /* Genome <-> cJSON tree, for files that hold genomes among other things. */
 struct cJSON;
 struct cJSON *otc_neat_genome_to_cjson(const otc_neat_genome *g);

@@ -58,7 +58,7 @@ typedef struct {
     np_node *nodes;
     int *sorted; /* node indices by id, for lookups */
     double advance, step;
-    bool state_io;
+    bool state_io, otc_names;
 } np_net;
 
 static otc_status bad(const np_net *n, const char *fmt, ...)
@@ -200,6 +200,23 @@ static otc_status function_member(const np_net *n, const cJSON *jn, const char *
     return OTC_OK;
 }
 
+/* An activation by otc's name (options->otc_act_names), its slope from an optional "alpha". */
+static otc_status otc_named_act(const np_net *n, const cJSON *jn, const char *where,
+                                const char *act, np_node *nd) {
+    int a = -1;
+    for (int k = 0; k < OTC_ACT_COUNT && a < 0; k++)
+        if (!strcmp(otc_act_get((otc_act)k)->name, act)) a = k;
+    if (a < 0) return bad(n, "%s: unknown otc activation '%.40s'", where, act);
+    nd->act = (otc_act)a;
+    nd->alpha = otc_act_get(nd->act)->default_a;
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(jn, "activation");
+    if (!cJSON_GetObjectItemCaseSensitive(f, "alpha")) return OTC_OK;
+    double alpha = 0;
+    otc_status st = num_member(n, f, where, "alpha", &alpha);
+    nd->alpha = (float)alpha;
+    return st;
+}
+
 static otc_status read_node(np_net *n, const cJSON *jn, int i, np_node *nd) {
     char where[96];
     snprintf(where, sizeof where, "nodes[%d]", i);
@@ -210,17 +227,20 @@ static otc_status read_node(np_net *n, const cJSON *jn, int i, np_node *nd) {
     const char *act = NULL, *agg = NULL;
     if ((st = function_member(n, jn, where, "activation", &act))) return st;
     if ((st = function_member(n, jn, where, "aggregation", &agg))) return st;
-    int a = -1;
-    for (size_t k = 0; k < sizeof np_acts / sizeof np_acts[0]; k++)
-        if (!strcmp(np_acts[k].name, act)) a = (int)k;
-    if (a < 0)
-        return bad(n,
-                   "%s: unknown activation '%.40s' (neat-python's built-in ones are sigmoid "
-                   "tanh sin gauss relu elu lelu selu softplus identity clamped inv log exp abs "
-                   "hat square cube)",
-                   where, act);
-    nd->act = np_acts[a].act;
-    nd->alpha = np_acts[a].alpha;
+    if (n->otc_names && (st = otc_named_act(n, jn, where, act, nd))) return st;
+    if (!n->otc_names) {
+        int a = -1;
+        for (size_t k = 0; k < sizeof np_acts / sizeof np_acts[0]; k++)
+            if (!strcmp(np_acts[k].name, act)) a = (int)k;
+        if (a < 0)
+            return bad(n,
+                       "%s: unknown activation '%.40s' (neat-python's built-in ones are sigmoid "
+                       "tanh sin gauss relu elu lelu selu softplus identity clamped inv log exp "
+                       "abs hat square cube)",
+                       where, act);
+        nd->act = np_acts[a].act;
+        nd->alpha = np_acts[a].alpha;
+    }
     if ((nd->agg = otc_agg_from_name(agg)) < 0)
         return bad(n,
                    "%s: unknown aggregation '%.40s' (neat-python's are sum product min max "
@@ -564,15 +584,22 @@ static otc_status state_out(const np_net *n, otc_graph *g) {
     return otc_graph_mark_output(g, next);
 }
 
+int otc_neat_python_ctrnn_steps(double advance_time, double time_step, double *last_dt) {
+    double steps_f = ceil(advance_time / time_step - 1e-9);
+    int steps = steps_f < 1 ? 1 : (int)steps_f;
+    if (last_dt) *last_dt = advance_time - time_step * (steps - 1);
+    return steps;
+}
+
 /* CTRNN.advance: whole steps of time_step, the last one what remains; each step
  * v <- decay v + (1 - decay) z with decay = exp(-dt / tau). */
 static otc_status ctrnn_steps(np_net *n, otc_graph *g, otc_id x, otc_id zero, otc_id *v, int *col,
                               otc_id *z) {
-    double steps_f = ceil(n->advance / n->step - 1e-9);
-    int steps = steps_f < 1 ? 1 : (int)steps_f;
+    double last_dt;
+    int steps = otc_neat_python_ctrnn_steps(n->advance, n->step, &last_dt);
     otc_status st;
     for (int s = 0; s < steps; s++) {
-        double dt = s + 1 < steps ? n->step : n->advance - n->step * (steps - 1);
+        double dt = s + 1 < steps ? n->step : last_dt;
         if ((st = neurons(n, g, x, zero, v, col, NULL, z, "n%d.%d", s))) return st;
         for (int k = 0; k < n->n_nodes; k++) {
             double decay = exp(-dt / n->nodes[k].tau);
@@ -743,7 +770,8 @@ static otc_status import(np_net *n, const cJSON *root, const otc_neat_python_opt
     if ((st = read_nodes(n, net)) || (st = read_connections(n, net))) return st;
     /* The graph's size before it is built: a CTRNN is one copy of the network per step, and
      * the model file holds at most OTC_MAX_NODES nodes. */
-    double links = 0, steps = n->type == NP_CTRNN ? ceil(n->advance / n->step - 1e-9) : 1;
+    double links = 0,
+           steps = n->type == NP_CTRNN ? otc_neat_python_ctrnn_steps(n->advance, n->step, NULL) : 1;
     for (int k = 0; k < n->n_nodes; k++) links += n->nodes[k].n_links;
     double nodes = 8 + n->n_out + steps * 6.0 * n->n_nodes;
     if (nodes > OTC_MAX_NODES || steps * (links + n->n_nodes) > (double)OTC_MAX_NODES * 16)
@@ -765,7 +793,9 @@ otc_status otc_neat_python_import(const char *text, size_t len, const char *labe
                                   const otc_neat_python_options *options, otc_graph **out) {
     if (!text || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_python_import: NULL argument");
     *out = NULL;
-    np_net n = {.label = label ? label : "network", .state_io = options && options->state_io};
+    np_net n = {.label = label ? label : "network",
+                .state_io = options && options->state_io,
+                .otc_names = options && options->otc_act_names};
     /* A UTF-8 byte order mark is not JSON, but editors write one. */
     if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
         text += 3;

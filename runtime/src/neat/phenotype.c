@@ -83,7 +83,8 @@ static otc_status ff_order(build_state *b) {
     return OTC_OK;
 }
 
-static otc_status add_neuron(otc_neat_phenotype *p, build_state *b, int ni, otc_id bias_const) {
+static otc_status add_neuron(otc_neat_phenotype *p, build_state *b, int ni, otc_id bias_const,
+                             const otc_neat_config *cfg) {
     const otc_neat_genome *g = b->g;
     const otc_neat_node *node = &g->nodes[ni];
     int k = 0;
@@ -131,6 +132,10 @@ static otc_status add_neuron(otc_neat_phenotype *p, build_state *b, int ni, otc_
     free(cols);
     free(w);
     if (id >= 0 && node->agg != OTC_AGG_SUM && otc_graph_set_agg(p->graph, id, node->agg)) id = -1;
+    float alpha = otc_neat_act_alpha(cfg, node->act); /* neat-python's lelu slope, say */
+    if (id >= 0 && alpha != otc_act_get(node->act)->default_a &&
+        otc_graph_set_alpha(p->graph, id, alpha))
+        id = -1;
     if (id < 0) {
         free(innov);
         return otc_fail_context(OTC_ERR_SHAPE, "phenotype: node %d", node->id);
@@ -180,7 +185,7 @@ static otc_status build(otc_neat_phenotype *p, build_state *b, const otc_neat_co
         }
     }
     for (int k = 0; k < b->n_order; k++)
-        if ((s = add_neuron(p, b, b->order[k], bias_const)) != OTC_OK) return s;
+        if ((s = add_neuron(p, b, b->order[k], bias_const, c)) != OTC_OK) return s;
     for (int i = 0; i < n; i++)
         if (g->nodes[i].type == OTC_NEAT_OUTPUT &&
             (s = otc_graph_mark_output(p->graph, b->built[i])) != OTC_OK)
@@ -215,8 +220,8 @@ otc_status otc_neat_phenotype_build(const otc_neat_genome *g, const otc_neat_con
         for (int i = 0; i < n; i++) b.built[i] = b.delay[i] = -1;
         p->n_inputs = c->num_inputs;
         p->n_outputs = c->num_outputs;
-        p->recurrent = !c->feed_forward;
-        s = build(p, &b, c);
+        p->recurrent = !c->feed_forward || c->ctrnn;
+        s = c->ctrnn ? otc_neat_ctrnn_phenotype(g, c, p) : build(p, &b, c);
     }
     free(b.required);
     free(b.order);

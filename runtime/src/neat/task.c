@@ -115,11 +115,10 @@ static void pole_reset(void *ctx) {
     otc_neat_runner_reset(pc->r);
 }
 
-typedef enum { POLE1, DPV, DPNV } pole_kind;
+typedef enum { POLE1, DPV, DPNV, POLE1_NP } pole_kind;
 
 static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                 otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
-    (void)seed;
     pole_kind kind = (pole_kind)(intptr_t)task->ctx;
     otc_neat_runner r;
     otc_status s = otc_neat_runner_open(task, c, g, &r);
@@ -127,7 +126,9 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     pole_ctx pc = {&r, OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
     otc_pole_result res = {0, 0, 0};
-    if (kind == POLE1) {
+    if (kind == POLE1_NP) {
+        s = otc_np_pole_run(seed, &agent, &res);
+    } else if (kind == POLE1) {
         otc_pole1_config pcfg;
         otc_pole1_default_config(&pcfg);
         pcfg.n_outputs = c->num_outputs;
@@ -141,8 +142,12 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     if (s == OTC_OK) s = pc.status;
     if (s != OTC_OK) return s;
     out->fitness = res.fitness;
-    /* dpnv's success is the champion test (confirm), not a single trial. */
-    out->solved = kind != DPNV && res.success;
+    /* dpnv's success is the champion test (confirm), not a single trial; neat-python's pole
+     * is solved as neat-python stops, at the fitness threshold. */
+    if (kind == POLE1_NP)
+        out->solved = !c->no_fitness_termination && out->fitness >= c->fitness_threshold;
+    else
+        out->solved = kind != DPNV && res.success;
     return OTC_OK;
 }
 
@@ -276,8 +281,21 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         t->ctx = (void *)(intptr_t)(spec[3] == ':'); /* neat-python's fitness */
     } else if (!strcmp(spec, "pole1")) {
         s = check_io(c, spec, OTC_POLE1_N_OBS, 1, 2);
+        if (s == OTC_ERR_CONFIG && c->num_inputs == OTC_NP_POLE_N_OBS) {
+            char why[256]; /* otc_fail writes where otc_last_error reads */
+            snprintf(why, sizeof why, "%s", otc_last_error());
+            s = otc_fail(OTC_ERR_CONFIG,
+                         "%s (neat-python's single-pole example has %d: --task "
+                         "pole1:neat-python)",
+                         why, OTC_NP_POLE_N_OBS);
+        }
         t->evaluate = pole_evaluate;
         t->ctx = (void *)(intptr_t)POLE1;
+    } else if (!strcmp(spec, "pole1:neat-python")) {
+        s = check_io(c, spec, OTC_NP_POLE_N_OBS, 1, 1);
+        t->evaluate = pole_evaluate;
+        t->ctx = (void *)(intptr_t)POLE1_NP;
+        t->action_time = OTC_NP_POLE_TIME_STEP;
     } else if (!strcmp(spec, "dpv")) {
         s = check_io(c, spec, OTC_DPV_N_OBS, 1, 1);
         t->evaluate = pole_evaluate;
@@ -290,11 +308,13 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         t->score_name = "generalisation";
         t->ctx = (void *)(intptr_t)DPNV;
     } else {
-        s = otc_fail(
-            OTC_ERR_ARG,
-            "unknown task '%s' (expected xor, xor:neat-python, pole1, dpv, dpnv, csv:FILE or "
-            "exec:PROGRAM)",
-            spec);
+        /* An environment otc does not simulate (neat-python's lunar-lander example runs
+         * Gymnasium's LunarLander) can drive evolution as an external program. */
+        s = otc_fail(OTC_ERR_ARG,
+                     "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
+                     "dpv, dpnv, csv:FILE or exec:PROGRAM; an environment otc does not have, "
+                     "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
+                     spec);
     }
     if (s != OTC_OK) {
         free(t);
@@ -303,6 +323,19 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     *out = t;
+    return OTC_OK;
+}
+
+otc_status otc_neat_ctrnn_times(otc_neat_config *c, const otc_neat_task *task) {
+    if (!c || !task) return otc_fail(OTC_ERR_ARG, "otc_neat_ctrnn_times: NULL argument");
+    if (!c->ctrnn || c->ctrnn_time_step > 0) return OTC_OK;
+    if (!(task->action_time > 0))
+        return otc_fail(OTC_ERR_CONFIG,
+                        "[DefaultGenome] ctrnn_advance_time, ctrnn_time_step: task %s has no "
+                        "time per action, so a CTRNN needs both (or --advance-time and "
+                        "--time-step)",
+                        task->name);
+    c->ctrnn_advance_time = c->ctrnn_time_step = task->action_time;
     return OTC_OK;
 }
 

@@ -232,6 +232,10 @@ static otc_status to_output_form(csv_ctx *x, otc_dataset **d, int **labels) {
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out) {
     if (c->sequence[0]) return otc_neat_seq_task_create(path, c, out);
+    if (c->ctrnn) /* its rows are scored in batches, each row on its own */
+        return otc_fail(OTC_ERR_CONFIG, "[DefaultGenome] ctrnn: the csv task scores rows on their "
+                                        "own; a CTRNN runs through time: set [Task] sequence to "
+                                        "the sequence-id column");
     if (c->train_steps > 0 && !c->feed_forward)
         return otc_fail(OTC_ERR_CONFIG, "[Hybrid] train_steps: hybrid training of recurrent "
                                         "genomes (feed_forward = false) is through time, on "

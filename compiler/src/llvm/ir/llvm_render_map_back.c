@@ -31,6 +31,72 @@ typedef struct {
     float scale;       /* multiplied after the sum (a Neuron's response) */
 } reduction;
 
+static LLVMValueRef sel(otc_llvm_r *r, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b,
+                        LLVMValueRef yes, LLVMValueRef no) {
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, p, a, b, ""), yes, no, "");
+}
+
+/* g[i] = d agg / d t[i] in every lane, as the interpreter's otc_agg_grad: product, the product
+ * of the others (prefix times suffix); min, max, maxabs, 1 at the first input picked; median,
+ * the middle of the sort with equal values ordered by position (a rank per input: those below
+ * it, and those equal to it before it), a half each when k is even; mean 1/k. */
+static void agg_grads(otc_llvm_r *r, int agg, const LLVMValueRef *t, int k, LLVMValueRef *g) {
+    LLVMValueRef one = konst(r, true, 1.0), zero = konst(r, true, 0.0);
+    switch (agg) {
+    case OTC_AGG_PRODUCT: {
+        LLVMValueRef s = one, p = one;
+        for (int i = k - 1; i >= 0; i--) {
+            g[i] = s;
+            s = LLVMBuildFMul(B, s, t[i], "");
+        }
+        for (int i = 0; i < k; i++) {
+            g[i] = LLVMBuildFMul(B, g[i], p, "");
+            p = LLVMBuildFMul(B, p, t[i], "");
+        }
+        return;
+    }
+    case OTC_AGG_MIN:
+    case OTC_AGG_MAX:
+    case OTC_AGG_MAXABS: {
+        /* the picked input's index (as a float) in each lane: strict comparisons keep the
+         * first of equals */
+        LLVMValueRef best = t[0], idx = zero;
+        if (agg == OTC_AGG_MAXABS) best = otc_llvm_intrinsic(&r->ir, "llvm.fabs", &best, 1);
+        for (int i = 1; i < k; i++) {
+            LLVMValueRef v = t[i];
+            if (agg == OTC_AGG_MAXABS) v = otc_llvm_intrinsic(&r->ir, "llvm.fabs", &v, 1);
+            LLVMRealPredicate p = agg == OTC_AGG_MIN ? LLVMRealOLT : LLVMRealOGT;
+            idx = sel(r, p, v, best, konst(r, true, i), idx);
+            best = sel(r, p, v, best, v, best);
+        }
+        for (int i = 0; i < k; i++) g[i] = sel(r, LLVMRealOEQ, idx, konst(r, true, i), one, zero);
+        return;
+    }
+    case OTC_AGG_MEDIAN:
+        if (k <= 2) break; /* the median of one or two inputs is their mean */
+        for (int i = 0; i < k; i++) {
+            LLVMValueRef rank = zero;
+            for (int j = 0; j < k; j++) {
+                if (j == i) continue;
+                LLVMValueRef below =
+                    sel(r, j < i ? LLVMRealOLE : LLVMRealOLT, t[j], t[i], one, zero);
+                rank = LLVMBuildFAdd(B, rank, below, "");
+            }
+            if (k % 2) {
+                g[i] = sel(r, LLVMRealOEQ, rank, konst(r, true, k / 2), one, zero);
+            } else {
+                LLVMValueRef half = konst(r, true, 0.5);
+                g[i] = sel(r, LLVMRealOEQ, rank, konst(r, true, k / 2 - 1), half,
+                           sel(r, LLVMRealOEQ, rank, konst(r, true, k / 2), half, zero));
+            }
+        }
+        return;
+    default:
+        break;
+    }
+    for (int i = 0; i < k; i++) g[i] = konst(r, true, 1.0 / k); /* the mean */
+}
+
 static bool act_reads(const otc_node *nd, otc_ex_op leaf) {
     const otc_act_info *a = otc_act_get((otc_act)otc_lv_act_of(nd));
     return a && otc_expr_reads(a->df, leaf);
@@ -74,12 +140,33 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
             rd->scale = 1.0f;
         }
         bool gw = needs_grad(r, in[0]);
+        int k = nd->n_inputs - 2;
+        /* Another aggregation than the sum: each input's share d agg / d t_i of the gradient. */
+        LLVMValueRef *share = NULL;
+        if (nd->agg != OTC_AGG_SUM && k > 0) {
+            LLVMValueRef *t = malloc(sizeof *t * (size_t)k);
+            share = malloc(sizeof *share * (size_t)k);
+            if (!t || !share) {
+                free(t);
+                free(share);
+                otc_lv_fail(r, OTC_ERR_NOMEM, "out of memory rendering a neuron's backward");
+                return;
+            }
+            for (int i = 0; i < k; i++)
+                t[i] = LLVMBuildFMul(B, otc_lv_weight(r, in[0], i, true),
+                                     otc_lv_stored(r, in[2 + i], otc_lv_i64(r, nd->cols[i]), true),
+                                     "");
+            agg_grads(r, nd->agg, t, k, share);
+            free(t);
+        }
         for (int i = 2; i < nd->n_inputs; i++) {
             LLVMValueRef col = otc_lv_i64(r, nd->cols[i - 2]);
+            LLVMValueRef di = share ? LLVMBuildFMul(B, d, share[i - 2], "") : d;
+            LLVMValueRef dmi = share ? LLVMBuildFMul(B, dm, share[i - 2], "") : dm;
             if (gw) {
                 reduction *rd = &red[(*n_red)++];
                 otc_lv_accumulate(r, rd->slot,
-                                  LLVMBuildFMul(B, dm, otc_lv_stored(r, in[i], col, true), ""));
+                                  LLVMBuildFMul(B, dmi, otc_lv_stored(r, in[i], col, true), ""));
                 rd->param = in[0];
                 rd->index = i - 2;
                 rd->scale = nd->scale;
@@ -87,9 +174,10 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
             if (needs_grad(r, in[i])) {
                 LLVMValueRef f = LLVMBuildFMul(B, konst(r, true, nd->scale),
                                                otc_lv_weight(r, in[0], i - 2, true), "");
-                add_grad(r, in[i], col, LLVMBuildFMul(B, d, f, ""), true);
+                add_grad(r, in[i], col, LLVMBuildFMul(B, di, f, ""), true);
             }
         }
+        free(share);
         return;
     }
     default: {

@@ -121,6 +121,7 @@ otc_plan_options otc_lvx_fwd_options(const jit_exec *j) {
 otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c) {
     otc_plan_options po = {0};
     po.train = true;
+    po.agg_gradients = true; /* llvm_render_map_back.c's agg_grads */
     po.loss = loss;
     po.fuse = j->o.fuse;
     po.optim = c ? *c : otc_optim_defaults(OTC_OPTIM_ADAM);

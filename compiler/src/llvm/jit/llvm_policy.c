@@ -167,15 +167,6 @@ static const otc_executor_vtable pol_vtable = {
     train_step, reset_state, sync_params, NULL,    NULL,  NULL,     NULL, NULL,
 };
 
-/* The compilers train only summing neurons (compiler: plan_train.c). */
-static bool trains_compiled(const otc_graph *g) {
-    for (int i = 0; g && i < otc_graph_size(g); i++) {
-        const otc_node *nd = otc_graph_node(g, i);
-        if (nd->op == OTC_OP_NEURON && nd->agg != OTC_AGG_SUM) return false;
-    }
-    return true;
-}
-
 otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options) {
     const otc_jit_policy *pol = current();
     otc_exec_options o = options ? *options : (otc_exec_options){0};
@@ -189,7 +180,7 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
                      pol->jit_ns * pol->train_factor * nodes * samples;
         /* A recurrent genome stays interpreted: a switch mid-sequence would drop the
          * interpreter's Delay state (the JIT has no set_state yet). */
-        if (samples > 0 && jit < interp && !otc_graph_is_recurrent(g) && trains_compiled(g)) {
+        if (samples > 0 && jit < interp && !otc_graph_is_recurrent(g)) {
             otc_jit_options jo = otc_jit_defaults();
             jo.defer_forward = true;
             jo.tier = OTC_JIT_TIER_FAST;
