@@ -11,7 +11,10 @@
 typedef struct {
     otc_cr *c;
     const otc_loop_program *p;
-    char text[OTC_LOOP_MAX_OPERANDS + 2][160]; /* operand spellings, then x and x1 */
+    char text[OTC_LOOP_MAX_OPERANDS + 2][400]; /* operand spellings, then x and x1 */
+    int depth;                                 /* open loops (a loop's variable: its number) */
+    int n_open;                                /* open loops and WHEN blocks */
+    bool open_when[2 * OTC_LOOP_MAX_DEPTH];
 } speller;
 
 /* "i0 * 10 + i1 + 3" */
@@ -31,7 +34,7 @@ static void index_text(char *out, size_t len, const otc_loop_index *ix) {
 }
 
 static void element(speller *s, char *out, size_t len, int bf, const otc_loop_index *ix) {
-    char e[96];
+    char e[320];
     index_text(e, sizeof e, ix);
     const otc_loop_buf *b = &s->p->buf[bf];
     if (b->grad)
@@ -92,24 +95,33 @@ static char *tree_text(speller *s, const otc_loop_stmt *st) {
     return text;
 }
 
-static void statement(speller *s, const otc_loop_stmt *st, int *depth) {
+static void statement(speller *s, const otc_loop_stmt *st) {
     otc_cr *c = s->c;
-    if (st->kind == OTC_LOOP_FOR) {
-        otc_cr_line(c, "for (size_t i%d = 0; i%d < %" PRId64 "; i%d++) {", *depth, *depth,
-                    st->count, *depth);
+    if (st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_WHEN) {
+        bool w = st->kind == OTC_LOOP_WHEN;
+        if (s->n_open == 2 * OTC_LOOP_MAX_DEPTH) return; /* the plan nests no deeper */
+        s->open_when[s->n_open++] = w;
+        if (w) { /* size_t arithmetic: a negative index wraps to a huge one, out of range */
+            char e[320];
+            index_text(e, sizeof e, &st->at);
+            otc_cr_line(c, "if ((size_t)(%s) < %" PRId64 ") {", e, st->count);
+        } else {
+            otc_cr_line(c, "for (size_t i%d = 0; i%d < %" PRId64 "; i%d++) {", s->depth, s->depth,
+                        st->count, s->depth);
+            s->depth++;
+        }
         c->indent++;
-        (*depth)++;
         return;
     }
     if (st->kind == OTC_LOOP_END) {
         c->indent--;
         otc_cr_line(c, "}");
-        (*depth)--;
+        if (s->n_open > 0 && !s->open_when[--s->n_open]) s->depth--;
         return;
     }
     char *v = tree_text(s, st);
     if (!v) return;
-    char dst[128];
+    char dst[400];
     switch (st->kind) {
     case OTC_LOOP_LET:
         otc_cr_line(c, "l%d = %s;", st->n, v);
@@ -148,12 +160,13 @@ static bool samples_inner(const otc_loop_program *p) {
 }
 
 static void section(speller *s, otc_loop_section which) {
-    int depth = 0;
+    s->depth = s->n_open = 0;
     bool inner = which == OTC_LOOP_BODY && samples_inner(s->p), open = false;
     for (int i = 0; i < s->p->n_stmts; i++) {
         const otc_loop_stmt *st = &s->p->stmt[i];
         if (st->section != which) continue;
-        bool loop = st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_END;
+        bool loop =
+            st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_END || st->kind == OTC_LOOP_WHEN;
         if (inner && loop && open) {
             s->c->indent--;
             otc_cr_line(s->c, "}");
@@ -164,7 +177,7 @@ static void section(speller *s, otc_loop_section which) {
             s->c->indent++;
             open = true;
         }
-        statement(s, st, &depth);
+        statement(s, st);
     }
     if (open) {
         s->c->indent--;

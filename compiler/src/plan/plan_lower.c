@@ -1,5 +1,6 @@
 /* How each op with a loop structure of its own lowers to a loop program (otc/loops.h),
  * forward and backward: the one description the C and LLVM renderers both spell. */
+#include <float.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,9 @@ typedef struct {
     otc_loop_section section;
     int depth;
     int cap;
+    int64_t count[OTC_LOOP_MAX_DEPTH];      /* the open loops' iterations */
+    int n_open;                             /* open loops and WHEN blocks */
+    bool open_when[2 * OTC_LOOP_MAX_DEPTH]; /* which of them are WHEN blocks */
     otc_status st;
 } builder;
 
@@ -126,14 +130,21 @@ static int loop(builder *b, int64_t n) {
         fail(b, "loops nested too deep");
         return 0;
     }
+    if (b->n_open == 2 * OTC_LOOP_MAX_DEPTH) {
+        fail(b, "loops and conditions nested too deep");
+        return 0;
+    }
     otc_loop_stmt *s = emit(b, OTC_LOOP_FOR);
     if (s) s->count = n;
+    b->open_when[b->n_open++] = false;
+    b->count[b->depth] = n;
     return b->depth++;
 }
 
+/* Closes the innermost loop or WHEN block. */
 static void end(builder *b) {
     emit(b, OTC_LOOP_END);
-    b->depth--;
+    if (b->n_open > 0 && !b->open_when[--b->n_open]) b->depth--;
 }
 
 /* Element base + s1 * i_d1 + s2 * i_d2 (a depth of -1: no term). */
@@ -695,20 +706,22 @@ static void operand_text(otc_text *t, const otc_loop_program *p, const otc_loop_
 
 char *otc_loop_program_text(const otc_loop_program *p) {
     static const char *const section[] = {"before", "body", "after"};
-    static const char *const kind[] = {"for", "end", "let", "store", "add", "sumup", "check"};
+    static const char *const kind[] = {"for", "end",   "let",   "store",
+                                       "add", "sumup", "check", "when"};
     otc_text t;
     otc_text_init(&t);
     otc_text_printf(&t, "%s #%d (%s)\n", p->backward ? "backward" : "forward", (int)p->node,
                     p->batched ? "per sample" : "once");
-    int depth = 0;
+    int depth = 0, loops = 0; /* open blocks, open loops (a loop's variable is its number) */
+    bool is_when[2 * OTC_LOOP_MAX_DEPTH] = {false};
     for (int i = 0; i < p->n_stmts; i++) {
         const otc_loop_stmt *s = &p->stmt[i];
-        if (s->kind == OTC_LOOP_END) depth--;
+        if (s->kind == OTC_LOOP_END && depth > 0 && !is_when[--depth]) loops--;
         otc_text_printf(&t, "%-6s %*s%s", section[s->section], 2 * depth, "", kind[s->kind]);
         switch (s->kind) {
         case OTC_LOOP_FOR:
-            otc_text_printf(&t, " i%d < %" PRId64, depth, s->count);
-            depth++;
+            otc_text_printf(&t, " i%d < %" PRId64, loops++, s->count);
+            if (depth < 2 * OTC_LOOP_MAX_DEPTH) is_when[depth++] = false;
             break;
         case OTC_LOOP_END:
             break;
@@ -727,6 +740,12 @@ char *otc_loop_program_text(const otc_loop_program *p) {
             otc_text_printf(&t, " sum%d", s->n);
             break;
         case OTC_LOOP_CHECK:
+            break;
+        case OTC_LOOP_WHEN:
+            otc_text_puts(&t, " 0 <= ");
+            index_text(&t, &s->at);
+            otc_text_printf(&t, " < %" PRId64, s->count);
+            if (depth < 2 * OTC_LOOP_MAX_DEPTH) is_when[depth++] = true;
             break;
         }
         if (s->tree) {
