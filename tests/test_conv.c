@@ -420,22 +420,6 @@ TEST(conv_model_round_trip) {
     remove(path);
 }
 
-/* The compiler refuses the image ops by name (until it lowers them: then this test goes). */
-TEST(conv_compiler_refuses) {
-    otc_graph *g = otc_graph_new();
-    otc_id x = otc_input(g, "img", (otc_shape){4, {OTC_BATCH, 1, 4, 4}});
-    otc_id m = otc_maxpool2d(g, "pool1", x, &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
-    otc_graph_mark_output(g, m);
-    otc_plan *plan = NULL;
-    otc_plan_options o = {0};
-    CHECK(otc_plan_build(g, &o, &plan) == OTC_ERR_UNSUPPORTED);
-    CHECK_MSG(strstr(otc_last_error(), "op 'maxpool2d' (node 'pool1') is not supported by the "
-                                       "compiler yet"),
-              "%s", otc_last_error());
-    otc_plan_free(plan);
-    otc_graph_free(g);
-}
-
 /* A hand-written model whose conv/pool node carries `fields`: loads or fails with `want`. */
 static void load_hostile(const char *fields, const char *want) {
     char json[2048];

@@ -163,13 +163,6 @@ static otc_status check_node(const otc_plan_ctx *c, otc_id id) {
                             "(a sorting network) take at most %d",
                             otc_plan_label(g, id, lab), nd->n_inputs - 2, OTC_PLAN_MEDIAN_MAX);
         return OTC_OK;
-    case OTC_OP_CONV2D:
-    case OTC_OP_MAXPOOL2D:
-    case OTC_OP_AVGPOOL2D:
-        return otc_fail(OTC_ERR_UNSUPPORTED,
-                        "compiler: op '%s' (node %s) is not supported by the compiler yet (run "
-                        "image models with the interpreter)",
-                        op, otc_plan_label(g, id, lab));
     default:
         if (nd->op < 0 || nd->op >= OTC_OP_COUNT || !otc_op_get(nd->op))
             return otc_fail(OTC_ERR_UNSUPPORTED, "compiler: node %s has unknown op %d",

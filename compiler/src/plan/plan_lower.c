@@ -141,6 +141,30 @@ static int loop(builder *b, int64_t n) {
     return b->depth++;
 }
 
+/* Opens a block that runs only when 0 <= ix < bound, unless the open loops keep ix in range
+ * anyway (then no block: the caller closes one only when this returns true). */
+static bool when(builder *b, otc_loop_index ix, int64_t bound) {
+    int64_t lo = ix.base, hi = ix.base;
+    for (int d = 0; d < b->depth; d++) {
+        int64_t span = ix.stride[d] * (b->count[d] - 1);
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+    }
+    if (lo >= 0 && hi < bound) return false;
+    if (b->n_open == 2 * OTC_LOOP_MAX_DEPTH) {
+        fail(b, "loops and conditions nested too deep");
+        return false;
+    }
+    otc_loop_stmt *s = emit(b, OTC_LOOP_WHEN);
+    if (!s) return false;
+    s->at = ix;
+    s->count = bound;
+    b->open_when[b->n_open++] = true;
+    return true;
+}
+
 /* Closes the innermost loop or WHEN block. */
 static void end(builder *b) {
     emit(b, OTC_LOOP_END);
@@ -537,6 +561,212 @@ static void lower_matmul(builder *b, const otc_node *nd, bool backward, const bo
     }
 }
 
+/* ---- images: convolution and pooling, NCHW per sample ---- */
+
+/* The window geometry of a convolution or a pooling: input [C, H, W], output [OC, OH, OW],
+ * a KH x KW window moved by stride s, its taps d apart, the input padded by p on each side,
+ * G groups of channels (a pooling is C groups of one channel each). */
+typedef struct {
+    int64_t C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, G;
+} window;
+
+/* The row (ih = oh * sh + kh * dh - ph) and column of a tap, as indices of the loops at
+ * depths oh, kh (ow, kw); a block each that runs only when the tap is inside the input
+ * (padding reads nothing: zero for a sum, nothing for a maximum). Returns the blocks opened. */
+static int inside(builder *b, const window *w, int oh, int kh, int ow, int kw, bool *row_open) {
+    *row_open = when(b, at(-w->ph, oh, w->sh, kh, w->dh), w->H);
+    return *row_open + when(b, at(-w->pw, ow, w->sw, kw, w->dw), w->W);
+}
+
+/* Element [ch, ih, iw] of the input; ch = base_ch + the loops' terms added by the caller. */
+static otc_loop_index tap(const window *w, int oh, int kh, int ow, int kw) {
+    otc_loop_index ix = at(-w->ph * w->W - w->pw, oh, w->sh * w->W, kh, w->dh * w->W);
+    ix.stride[ow] += w->sw;
+    ix.stride[kw] += w->dw;
+    return ix;
+}
+
+static void channel(otc_loop_index *ix, int d, int64_t per) {
+    ix->stride[d] += per;
+}
+
+/* conv2d: y[oc, oh, ow] = bias[oc] + sum over the group's input channels c and the taps of
+ * x[c, ih, iw] w[oc, c, kh, kw]. Backward: the input's gradient scattered tap by tap (each
+ * weight read once, the outputs it touched in the inner loops), the weights' gradient a sum
+ * over the output positions per weight, the bias's over each channel's outputs. */
+static void lower_conv(builder *b, const otc_node *nd, const window *w, bool backward,
+                       const bool *needs) {
+    otc_id id = b->p->node, x = nd->inputs[0], wt = nd->inputs[1];
+    otc_id bias = nd->n_inputs > 2 ? nd->inputs[2] : -1;
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW;
+    int xb = buf(b, x, false), wb = buf(b, wt, false);
+    int acc = local(b);
+    bool row;
+    if (!backward) {
+        int g = loop(b, w->G), o = loop(b, OCg), oh = loop(b, w->OH), ow = loop(b, w->OW);
+        otc_loop_index yi = at(0, g, OCg * OHW, o, OHW);
+        yi.stride[oh] += w->OW;
+        yi.stride[ow] += 1;
+        if (bias >= 0)
+            let(b, acc, COPY, OPS(LD(buf(b, bias, false), at(0, g, OCg, o, 1))));
+        else
+            let(b, acc, ZERO, NULL, 0);
+        int c = loop(b, Cg), kh = loop(b, w->KH), kw = loop(b, w->KW);
+        int open = inside(b, w, oh, kh, ow, kw, &row);
+        otc_loop_index xi = tap(w, oh, kh, ow, kw);
+        channel(&xi, g, Cg * HW);
+        channel(&xi, c, HW);
+        otc_loop_index wi = at(0, g, OCg * Cg * KK, o, Cg * KK);
+        wi.stride[c] += KK;
+        wi.stride[kh] += w->KW;
+        wi.stride[kw] += 1;
+        let(b, acc, MUL_ADD, OPS(LOC(acc), LD(xb, xi), LD(wb, wi)));
+        for (int i = 0; i < open; i++) end(b);
+        end(b), end(b), end(b);
+        store(b, buf(b, id, false), yi, COPY, OPS(LOC(acc)));
+        end(b), end(b), end(b), end(b);
+        return;
+    }
+    int gy = buf(b, id, true);
+    for (int part = 0; part < 2; part++) { /* 0: the input's gradient, 1: the weights' */
+        if (!needs[part]) continue;
+        int g = loop(b, w->G), o = loop(b, OCg), c = loop(b, Cg);
+        int kh = loop(b, w->KH), kw = loop(b, w->KW);
+        otc_loop_index wi = at(0, g, OCg * Cg * KK, o, Cg * KK);
+        wi.stride[c] += KK;
+        wi.stride[kh] += w->KW;
+        wi.stride[kw] += 1;
+        if (part == 0)
+            let(b, acc, COPY, OPS(LD(wb, wi)));
+        else
+            let(b, acc, ZERO, NULL, 0);
+        int oh = loop(b, w->OH), ow = loop(b, w->OW);
+        int open = inside(b, w, oh, kh, ow, kw, &row);
+        otc_loop_index xi = tap(w, oh, kh, ow, kw);
+        channel(&xi, g, Cg * HW);
+        channel(&xi, c, HW);
+        otc_loop_index yi = at(0, g, OCg * OHW, o, OHW);
+        yi.stride[oh] += w->OW;
+        yi.stride[ow] += 1;
+        if (part == 0)
+            add(b, buf(b, x, true), xi, PRODUCT, OPS(LD(gy, yi), LOC(acc)));
+        else
+            let(b, acc, MUL_ADD, OPS(LOC(acc), LD(gy, yi), LD(xb, xi)));
+        for (int i = 0; i < open; i++) end(b);
+        end(b), end(b);
+        if (part == 1) add(b, buf(b, wt, true), wi, COPY, OPS(LOC(acc)));
+        end(b), end(b), end(b), end(b), end(b);
+    }
+    if (bias >= 0 && needs[2]) {
+        int oc = loop(b, w->OC);
+        let(b, acc, ZERO, NULL, 0);
+        int e = loop(b, OHW);
+        let(b, acc, SUM2, OPS(LOC(acc), LD(gy, at(0, oc, OHW, e, 1))));
+        end(b);
+        add(b, buf(b, bias, true), at(0, oc, 1, -1, 0), COPY, OPS(LOC(acc)));
+        end(b);
+    }
+}
+
+/* The first tap equal to the maximum takes the gradient (h = 1 - found when x == m, else
+ * 0; found += h): A0 x, A1 m, A2 found. */
+static const otc_expr *const FIRST_HIT =
+    EX_3(OTC_EX_SELECT, EX_2(OTC_EX_EQ, A0, A1), EX_SUB(EX_K(1), A2), EX_K(0));
+
+/* max_pool2d: the maximum over the taps inside the input (padding is never the maximum).
+ * Backward: the output's gradient goes to the first tap (row by row) equal to the output,
+ * the interpreter's and PyTorch's choice among ties. */
+static void lower_max_pool(builder *b, const window *w, bool backward) {
+    otc_id id = b->p->node, x = otc_graph_node(b->g, id)->inputs[0];
+    int64_t HW = w->H * w->W, OHW = w->OH * w->OW;
+    int xb = buf(b, x, false), yb = buf(b, id, false);
+    int m = local(b);
+    bool row;
+    int c = loop(b, w->C), oh = loop(b, w->OH), ow = loop(b, w->OW);
+    otc_loop_index yi = at(0, c, OHW, oh, w->OW);
+    yi.stride[ow] += 1;
+    int u = -1, found = -1, h = -1;
+    if (!backward) {
+        let(b, m, COPY, OPS(K(-FLT_MAX)));
+    } else {
+        u = local(b), found = local(b), h = local(b);
+        let(b, m, COPY, OPS(LD(yb, yi)));
+        let(b, u, COPY, OPS(LD(buf(b, id, true), yi)));
+        let(b, found, ZERO, NULL, 0);
+    }
+    int kh = loop(b, w->KH), kw = loop(b, w->KW);
+    int open = inside(b, w, oh, kh, ow, kw, &row);
+    otc_loop_index xi = tap(w, oh, kh, ow, kw);
+    channel(&xi, c, HW);
+    if (!backward) {
+        let(b, m, RUNNING_MAX, OPS(LOC(m), LD(xb, xi)));
+    } else {
+        let(b, h, FIRST_HIT, OPS(LD(xb, xi), LOC(m), LOC(found)));
+        add(b, buf(b, x, true), xi, PRODUCT, OPS(LOC(h), LOC(u)));
+        let(b, found, SUM2, OPS(LOC(found), LOC(h)));
+    }
+    for (int i = 0; i < open; i++) end(b);
+    end(b), end(b);
+    if (!backward) store(b, yb, yi, COPY, OPS(LOC(m)));
+    end(b), end(b), end(b);
+}
+
+/* avgpool2d: the sum over the taps inside the input over KH*KW (the op spec: padding counts
+ * as zeros in the mean). Backward: each tap inside the input gets the output's gradient over
+ * KH*KW. */
+static void lower_avg_pool(builder *b, const window *w, bool backward) {
+    otc_id id = b->p->node, x = otc_graph_node(b->g, id)->inputs[0];
+    int64_t HW = w->H * w->W, OHW = w->OH * w->OW;
+    double inv = 1.0 / (double)(w->KH * w->KW);
+    int xb = buf(b, x, false);
+    int s = local(b);
+    bool row;
+    int c = loop(b, w->C), oh = loop(b, w->OH), ow = loop(b, w->OW);
+    otc_loop_index yi = at(0, c, OHW, oh, w->OW);
+    yi.stride[ow] += 1;
+    if (!backward)
+        let(b, s, ZERO, NULL, 0);
+    else
+        let(b, s, PRODUCT, OPS(LD(buf(b, id, true), yi), K(inv)));
+    int kh = loop(b, w->KH), kw = loop(b, w->KW);
+    int open = inside(b, w, oh, kh, ow, kw, &row);
+    otc_loop_index xi = tap(w, oh, kh, ow, kw);
+    channel(&xi, c, HW);
+    if (!backward)
+        let(b, s, SUM2, OPS(LOC(s), LD(xb, xi)));
+    else
+        add(b, buf(b, x, true), xi, COPY, OPS(LOC(s)));
+    for (int i = 0; i < open; i++) end(b);
+    end(b), end(b);
+    if (!backward) store(b, buf(b, id, false), yi, PRODUCT, OPS(LOC(s), K(inv)));
+    end(b), end(b), end(b);
+}
+
+/* The window of a conv2d or pooling node from its input's and its own shape (NCHW, the batch
+ * leading when batched). */
+static window window_of(const builder *b, const otc_node *nd) {
+    otc_shape xs = node(b, nd->inputs[0])->shape, ys = nd->shape;
+    const otc_window *v = &nd->win;
+    int xd = xs.ndim - 3, yd = ys.ndim - 3;
+    window w = {.C = xs.dim[xd],
+                .H = xs.dim[xd + 1],
+                .W = xs.dim[xd + 2],
+                .OC = ys.dim[yd],
+                .OH = ys.dim[yd + 1],
+                .OW = ys.dim[yd + 2],
+                .KH = v->kernel_h,
+                .KW = v->kernel_w,
+                .sh = v->stride_h > 0 ? v->stride_h : 1,
+                .sw = v->stride_w > 0 ? v->stride_w : 1,
+                .ph = v->pad_h,
+                .pw = v->pad_w,
+                .dh = v->dilation_h > 0 ? v->dilation_h : 1,
+                .dw = v->dilation_w > 0 ? v->dilation_w : 1,
+                .G = nd->op == OTC_OP_CONV2D && v->groups > 0 ? v->groups : 1};
+    return w;
+}
+
 bool otc_loop_lowers(otc_op op) {
     switch (op) {
     case OTC_OP_SUM:
@@ -550,6 +780,9 @@ bool otc_loop_lowers(otc_op op) {
     case OTC_OP_SLICE:
     case OTC_OP_SELECT:
     case OTC_OP_MATMUL:
+    case OTC_OP_CONV2D:
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D:
         return true;
     default:
         return false;
@@ -636,6 +869,18 @@ otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bo
     case OTC_OP_MATMUL:
         lower_matmul(&b, nd, backward, needs);
         break;
+    case OTC_OP_CONV2D:
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D: {
+        window w = window_of(&b, nd);
+        if (nd->op == OTC_OP_CONV2D)
+            lower_conv(&b, nd, &w, backward, needs);
+        else if (nd->op == OTC_OP_MAXPOOL2D)
+            lower_max_pool(&b, &w, backward);
+        else
+            lower_avg_pool(&b, &w, backward);
+        break;
+    }
     default:
         fail(&b, "has no loop program");
         break;
