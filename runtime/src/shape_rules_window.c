@@ -19,6 +19,33 @@ int otc_window_out(int in, int kernel, int stride, int pad, int dilation) {
     return (int)((padded - span) / stride + 1);
 }
 
+/* "3x3" or "3" when both sides are equal. */
+static void pair(char *buf, size_t len, int h, int w) {
+    if (h == w)
+        snprintf(buf, len, "%d", h);
+    else
+        snprintf(buf, len, "%dx%d", h, w);
+}
+
+const char *otc_window_str(const otc_node *nd, char *buf, size_t len) {
+    if (!buf || !len) return "";
+    buf[0] = '\0';
+    if (!nd ||
+        (nd->op != OTC_OP_CONV2D && nd->op != OTC_OP_MAXPOOL2D && nd->op != OTC_OP_AVGPOOL2D))
+        return buf;
+    const otc_window *w = &nd->win;
+    char s[32], p[32], d[32];
+    pair(s, sizeof s, w->stride_h, w->stride_w);
+    pair(p, sizeof p, w->pad_h, w->pad_w);
+    pair(d, sizeof d, w->dilation_h, w->dilation_w);
+    int n = snprintf(buf, len, "%dx%d stride %s pad %s", w->kernel_h, w->kernel_w, s, p);
+    if (n > 0 && (size_t)n < len && (w->dilation_h != 1 || w->dilation_w != 1))
+        n += snprintf(buf + n, len - (size_t)n, " dilation %s", d);
+    if (n > 0 && (size_t)n < len && w->groups != 1)
+        snprintf(buf + n, len - (size_t)n, " groups %d", w->groups);
+    return buf;
+}
+
 /* "conv2d 'c1'" or "conv2d" for messages. */
 static const char *who(const otc_node_spec *s, char *buf, size_t len) {
     snprintf(buf, len, "%s%s%s%s", otc_op_get(s->op)->name, s->name ? " '" : "",

@@ -160,5 +160,8 @@ otc_id otc_avgpool2d(otc_graph *g, const char *name, otc_id x, const otc_pool2d_
 /* A Conv2d's or pool's output height or width from the input's (the formula of otc_window);
  * 0 when the window does not fit. */
 int otc_window_out(int in, int kernel, int stride, int pad, int dilation);
+/* A Conv2d's or pool's window for people: "5x5 stride 1 pad 2" (dilation and groups when not
+ * 1); "" for other nodes. buf >= 96 bytes. */
+const char *otc_window_str(const otc_node *nd, char *buf, size_t len);
 
 #endif
