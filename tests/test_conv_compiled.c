@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend_support.h"
+#include "otc/compiler.h"
 #include "otc/rng.h"
 
 enum { CLASSES = 3, STEPS = 3 };
@@ -262,4 +263,153 @@ BACKEND_TEST(conv_compiled_random) {
         check_case(k, &c, 100 + (uint64_t)t, what, &gs[t]);
     }
     for (int t = 0; t < CASES; t++) otc_graph_free(gs[t]);
+}
+
+/* ---- the trained CNN shipped: emitted C built for aarch64, run under qemu ---- */
+
+#define SKIP_CODE   77
+#define FASHION_DIR "/usr/share/datasets/fashion-mnist"
+
+enum { TEST_IMAGES = 300, TRAIN_IMAGES = 3000, TRAIN_STEPS = 150, TRAIN_BATCH = 32 };
+
+static bool have(const char *tool) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s > /dev/null 2>&1", tool);
+    return system(cmd) == 0;
+}
+
+static int argmax10(const float *v) {
+    int best = 0;
+    for (int c = 1; c < 10; c++)
+        if (v[c] > v[best]) best = c;
+    return best;
+}
+
+/* The driver: reads TEST_IMAGES images from argv[1], prints each one's class (one call per
+ * image at batch 1, then all of them in one call: both must agree). */
+static const char DRIVER[] =
+    "#include <stdio.h>\n#include \"cnn.h\"\n"
+    "#if CNN_IN_FLOATS != 784 || CNN_OUT_FLOATS != 10\n#error unexpected io\n#endif\n"
+    "#define N 300\n"
+    "static float img[N * 784], out[N * 10];\n"
+    "static float ws[CNN_WORKSPACE_BYTES(N) / sizeof(float) + 1];\n"
+    "static int argmax(const float *v) {\n"
+    "    int b = 0;\n    for (int c = 1; c < 10; c++) if (v[c] > v[b]) b = c;\n    return b;\n}\n"
+    "int main(int argc, char **argv) {\n"
+    "    FILE *f = argc > 1 ? fopen(argv[1], \"rb\") : NULL;\n"
+    "    if (!f || fread(img, sizeof(float), N * 784, f) != N * 784) return 3;\n"
+    "    fclose(f);\n"
+    "    int one[N];\n"
+    "    for (int i = 0; i < N; i++) {\n"
+    "        if (cnn_forward(img + i * 784, out, 1, ws)) return 4;\n"
+    "        one[i] = argmax(out);\n    }\n"
+    "    if (cnn_forward(img, out, N, ws)) return 4;\n"
+    "    for (int i = 0; i < N; i++) {\n"
+    "        if (argmax(out + i * 10) != one[i]) return 5;\n"
+    "        printf(\"%d\\n\", one[i]);\n    }\n"
+    "    return 0;\n}\n";
+
+TEST(conv_emitc_aarch64_qemu) {
+    if (!have("aarch64-linux-gnu-gcc") || !have("qemu-aarch64")) {
+        printf("SKIP: aarch64-linux-gnu-gcc or qemu-aarch64 is not installed "
+               "(scripts/install-deps.sh installs them)\n");
+        exit(SKIP_CODE);
+    }
+    otc_dataset *train = NULL, *test = NULL;
+    otc_idx_options io = {.max_items = TRAIN_IMAGES};
+    if (otc_idx_load_dir(FASHION_DIR, "train", &io, &train, NULL)) {
+        printf("SKIP: no Fashion-MNIST in %s (%s)\n", FASHION_DIR, otc_last_error());
+        exit(SKIP_CODE);
+    }
+    io.max_items = TEST_IMAGES;
+    REQUIRE(otc_idx_load_dir(FASHION_DIR, "t10k", &io, &test, NULL) == OTC_OK);
+    REQUIRE(test->rows == TEST_IMAGES && test->n_features == 784);
+    /* A small LeNet-style CNN, trained by the interpreter on the first 3,000 images. */
+    otc_rng rng;
+    otc_rng_seed(&rng, 3);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "image", (otc_shape){4, {OTC_BATCH, 1, 28, 28}});
+    otc_pool2d_params pool = {.kernel_h = 2, .kernel_w = 2};
+    otc_id h =
+        otc_conv2d_layer(g, x, 4, 5, &(otc_conv2d_params){.pad_h = 2, .pad_w = 2}, &rng, "conv1");
+    h = otc_maxpool2d(g, "pool1", otc_activation(g, OTC_OP_RELU, h, 0), &pool);
+    h = otc_conv2d_layer(g, h, 8, 5, NULL, &rng, "conv2");
+    h = otc_avgpool2d(g, "pool2", otc_activation(g, OTC_OP_RELU, h, 0), &pool);
+    otc_id logits = otc_linear(g, otc_flatten(g, h), 10, &rng, "fc");
+    REQUIRE(logits >= 0);
+    otc_graph_mark_output(g, logits);
+    int model_size = otc_graph_size(g);
+    otc_id lab = otc_input(g, "label", otc_shape_2d(OTC_BATCH, 1));
+    otc_id loss = otc_softmax_ce(g, logits, lab);
+    otc_executor *ex = otc_interpreter_new(g, NULL);
+    otc_optim_config cfg = otc_optim_defaults(OTC_OPTIM_ADAM);
+    cfg.lr = 3e-3f;
+    otc_optimizer *opt = otc_optimizer_new(&cfg);
+    REQUIRE(ex && opt);
+    for (int s = 0; s < TRAIN_STEPS; s++) {
+        int from = (s * TRAIN_BATCH) % (TRAIN_IMAGES - TRAIN_BATCH);
+        float lv;
+        REQUIRE(otc_exec_set_input(ex, x, train->x + (size_t)from * 784, TRAIN_BATCH) == OTC_OK);
+        REQUIRE(otc_exec_set_input(ex, lab, train->y + from, TRAIN_BATCH) == OTC_OK);
+        REQUIRE(otc_exec_train_step(ex, loss, opt, &lv) == OTC_OK);
+    }
+    otc_optimizer_free(opt);
+    otc_exec_free(ex);
+    REQUIRE(otc_graph_truncate(g, model_size) == OTC_OK); /* the model shipped: no loss */
+    /* The interpreter's classes for the test images: a trained model (better than 60%). */
+    ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, x, test->x, TEST_IMAGES) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *lv;
+    REQUIRE(otc_exec_value(ex, logits, &lv, NULL) == OTC_OK);
+    int want[TEST_IMAGES], right = 0;
+    for (int i = 0; i < TEST_IMAGES; i++) {
+        want[i] = argmax10(lv + i * 10);
+        right += want[i] == (int)test->y[i];
+    }
+    CHECK_MSG(right > TEST_IMAGES * 6 / 10, "only %d of %d right: not trained", right, TEST_IMAGES);
+    /* Emitted C (weights compiled in) + the driver, cross-built and run under qemu. */
+    char dir[] = "/tmp/otc_conv_a64_XXXXXX", cmd[2048], path[256];
+    REQUIRE(mkdtemp(dir));
+    otc_emit_c_options eo = otc_emit_c_defaults();
+    eo.name = "cnn";
+    REQUIRE(otc_emit_c_files(g, &eo, dir) == OTC_OK);
+    snprintf(path, sizeof path, "%s/driver.c", dir);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs(DRIVER, f);
+    REQUIRE(fclose(f) == 0);
+    snprintf(path, sizeof path, "%s/images.bin", dir);
+    f = fopen(path, "wb");
+    REQUIRE(f);
+    REQUIRE(fwrite(test->x, sizeof(float), (size_t)TEST_IMAGES * 784, f) ==
+            (size_t)TEST_IMAGES * 784);
+    REQUIRE(fclose(f) == 0);
+    snprintf(cmd, sizeof cmd,
+             "aarch64-linux-gnu-gcc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -I%s -o "
+             "%s/driver %s/driver.c %s/cnn.c -lm && qemu-aarch64 -L /usr/aarch64-linux-gnu "
+             "%s/driver %s/images.bin > %s/classes.txt",
+             dir, dir, dir, dir, dir, dir, dir);
+    CHECK_MSG(system(cmd) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/classes.txt", dir);
+    f = fopen(path, "r");
+    REQUIRE(f);
+    int same = 0, n = 0, c;
+    while (n < TEST_IMAGES && fscanf(f, "%d", &c) == 1) {
+        CHECK_MSG(c == want[n], "image %d: aarch64 says class %d, the interpreter %d", n, c,
+                  want[n]);
+        same += c == want[n];
+        n++;
+    }
+    fclose(f);
+    CHECK_MSG(n == TEST_IMAGES, "%d classes read", n);
+    printf("aarch64 (qemu): %d of %d classes as the interpreter's; %d of %d right\n", same,
+           TEST_IMAGES, right, TEST_IMAGES);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    otc_exec_free(ex);
+    otc_dataset_free(train);
+    otc_dataset_free(test);
+    otc_graph_free(g);
 }
