@@ -85,11 +85,12 @@ typedef struct {
 
 static int run_exec(void *arg) {
     job *j = arg;
-    if (otc_exec_set_input(j->ex, j->in, j->x, j->batch)) return -1;
+    if (otc_exec_set_input(j->ex, j->in, j->x, j->batch) ||
+        otc_exec_set_input(j->ex, j->labels, j->y, j->batch))
+        return -1;
     if (j->train) {
         float l;
-        return otc_exec_set_input(j->ex, j->labels, j->y, j->batch) ||
-                       otc_exec_train_step(j->ex, j->loss, j->opt, &l)
+        return otc_exec_train_step(j->ex, j->loss, j->opt, &l)
                    ? -1
                    : 0;
     }

@@ -590,81 +590,125 @@ static void channel(otc_loop_index *ix, int d, int64_t per) {
     ix->stride[d] += per;
 }
 
+/* Output channels a convolution's loops compute together: U independent sums (a chain of
+ * dependent additions per sum would wait on the adder's latency) sharing each input load.
+ * The largest divisor of the group's output channels up to this. */
+enum { CONV_BLOCK = 4 };
+
+static int64_t conv_block(int64_t ocg) {
+    for (int64_t u = CONV_BLOCK; u > 1; u--)
+        if (ocg % u == 0) return u;
+    return 1;
+}
+
+/* Element of a tensor indexed by output channel g * OCg + ob * U + u (loops g, ob) times
+ * `per`, plus the rest. */
+static void out_channel(otc_loop_index *ix, int g, int ob, int64_t u, int64_t ocg, int64_t U,
+                        int64_t per) {
+    ix->stride[g] += ocg * per;
+    ix->stride[ob] += U * per;
+    ix->base += u * per;
+}
+
+/* ADD's tree for dX: the sum of U products A0 A1 + A2 A3 + ... */
+static const otc_expr *const DOT[CONV_BLOCK + 1] = {
+    NULL, EX_MUL(A0, A1), EX_ADD(EX_MUL(A0, A1), EX_MUL(A2, A3)),
+    EX_ADD(EX_ADD(EX_MUL(A0, A1), EX_MUL(A2, A3)), EX_MUL(A4, A5)),
+    EX_ADD(EX_ADD(EX_MUL(A0, A1), EX_MUL(A2, A3)),
+           EX_ADD(EX_MUL(A4, A5), EX_MUL(EX_ARG(6), EX_ARG(7))))};
+
 /* conv2d: y[oc, oh, ow] = bias[oc] + sum over the group's input channels c and the taps of
- * x[c, ih, iw] w[oc, c, kh, kw]. Backward: the input's gradient scattered tap by tap (each
- * weight read once, the outputs it touched in the inner loops), the weights' gradient a sum
- * over the output positions per weight, the bias's over each channel's outputs. */
+ * x[c, ih, iw] w[oc, c, kh, kw], U output channels at a time. Backward: the input's gradient
+ * scattered tap by tap (U channels' weights read once into locals, then the output positions
+ * they touched), the weights' gradient a sum over the output positions per weight (U
+ * channels' sums at once), the bias's over each channel's outputs. */
 static void lower_conv(builder *b, const otc_node *nd, const window *w, bool backward,
                        const bool *needs) {
     otc_id id = b->p->node, x = nd->inputs[0], wt = nd->inputs[1];
     otc_id bias = nd->n_inputs > 2 ? nd->inputs[2] : -1;
     int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
-    int64_t KK = w->KH * w->KW;
+    int64_t KK = w->KH * w->KW, U = conv_block(OCg);
     int xb = buf(b, x, false), wb = buf(b, wt, false);
-    int acc = local(b);
+    int acc[CONV_BLOCK];
+    for (int64_t u = 0; u < U; u++) acc[u] = local(b);
     bool row;
     if (!backward) {
-        int g = loop(b, w->G), o = loop(b, OCg), oh = loop(b, w->OH), ow = loop(b, w->OW);
-        otc_loop_index yi = at(0, g, OCg * OHW, o, OHW);
-        yi.stride[oh] += w->OW;
-        yi.stride[ow] += 1;
-        if (bias >= 0)
-            let(b, acc, COPY, OPS(LD(buf(b, bias, false), at(0, g, OCg, o, 1))));
-        else
-            let(b, acc, ZERO, NULL, 0);
+        int g = loop(b, w->G), ob = loop(b, OCg / U), oh = loop(b, w->OH), ow = loop(b, w->OW);
+        for (int64_t u = 0; u < U; u++) {
+            otc_loop_index bi = AT0(0);
+            out_channel(&bi, g, ob, u, OCg, U, 1);
+            if (bias >= 0)
+                let(b, acc[u], COPY, OPS(LD(buf(b, bias, false), bi)));
+            else
+                let(b, acc[u], ZERO, NULL, 0);
+        }
         int c = loop(b, Cg), kh = loop(b, w->KH), kw = loop(b, w->KW);
         int open = inside(b, w, oh, kh, ow, kw, &row);
         otc_loop_index xi = tap(w, oh, kh, ow, kw);
         channel(&xi, g, Cg * HW);
         channel(&xi, c, HW);
-        otc_loop_index wi = at(0, g, OCg * Cg * KK, o, Cg * KK);
-        wi.stride[c] += KK;
-        wi.stride[kh] += w->KW;
-        wi.stride[kw] += 1;
-        let(b, acc, MUL_ADD, OPS(LOC(acc), LD(xb, xi), LD(wb, wi)));
+        for (int64_t u = 0; u < U; u++) {
+            otc_loop_index wi = at(0, c, KK, kh, w->KW);
+            wi.stride[kw] += 1;
+            out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+            let(b, acc[u], MUL_ADD, OPS(LOC(acc[u]), LD(xb, xi), LD(wb, wi)));
+        }
         for (int i = 0; i < open; i++) end(b);
         end(b), end(b), end(b);
-        store(b, buf(b, id, false), yi, COPY, OPS(LOC(acc)));
+        for (int64_t u = 0; u < U; u++) {
+            otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+            out_channel(&yi, g, ob, u, OCg, U, OHW);
+            store(b, buf(b, id, false), yi, COPY, OPS(LOC(acc[u])));
+        }
         end(b), end(b), end(b), end(b);
         return;
     }
     int gy = buf(b, id, true);
     for (int part = 0; part < 2; part++) { /* 0: the input's gradient, 1: the weights' */
         if (!needs[part]) continue;
-        int g = loop(b, w->G), o = loop(b, OCg), c = loop(b, Cg);
+        int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg);
         int kh = loop(b, w->KH), kw = loop(b, w->KW);
-        otc_loop_index wi = at(0, g, OCg * Cg * KK, o, Cg * KK);
-        wi.stride[c] += KK;
-        wi.stride[kh] += w->KW;
-        wi.stride[kw] += 1;
-        if (part == 0)
-            let(b, acc, COPY, OPS(LD(wb, wi)));
-        else
-            let(b, acc, ZERO, NULL, 0);
+        otc_loop_index wi[CONV_BLOCK];
+        for (int64_t u = 0; u < U; u++) {
+            wi[u] = at(0, c, KK, kh, w->KW);
+            wi[u].stride[kw] += 1;
+            out_channel(&wi[u], g, ob, u, OCg, U, Cg * KK);
+            if (part == 0)
+                let(b, acc[u], COPY, OPS(LD(wb, wi[u])));
+            else
+                let(b, acc[u], ZERO, NULL, 0);
+        }
         int oh = loop(b, w->OH), ow = loop(b, w->OW);
         int open = inside(b, w, oh, kh, ow, kw, &row);
         otc_loop_index xi = tap(w, oh, kh, ow, kw);
         channel(&xi, g, Cg * HW);
         channel(&xi, c, HW);
-        otc_loop_index yi = at(0, g, OCg * OHW, o, OHW);
-        yi.stride[oh] += w->OW;
-        yi.stride[ow] += 1;
+        otc_loop_index yi[CONV_BLOCK];
+        otc_loop_operand ops[2 * CONV_BLOCK];
+        for (int64_t u = 0; u < U; u++) {
+            yi[u] = at(0, oh, w->OW, ow, 1);
+            out_channel(&yi[u], g, ob, u, OCg, U, OHW);
+            ops[2 * u] = LD(gy, yi[u]);
+            ops[2 * u + 1] = LOC(acc[u]);
+        }
         if (part == 0)
-            add(b, buf(b, x, true), xi, PRODUCT, OPS(LD(gy, yi), LOC(acc)));
+            add(b, buf(b, x, true), xi, DOT[U], ops, (int)(2 * U));
         else
-            let(b, acc, MUL_ADD, OPS(LOC(acc), LD(gy, yi), LD(xb, xi)));
+            for (int64_t u = 0; u < U; u++)
+                let(b, acc[u], MUL_ADD, OPS(LOC(acc[u]), LD(gy, yi[u]), LD(xb, xi)));
         for (int i = 0; i < open; i++) end(b);
         end(b), end(b);
-        if (part == 1) add(b, buf(b, wt, true), wi, COPY, OPS(LOC(acc)));
+        if (part == 1)
+            for (int64_t u = 0; u < U; u++) add(b, buf(b, wt, true), wi[u], COPY, OPS(LOC(acc[u])));
         end(b), end(b), end(b), end(b), end(b);
     }
     if (bias >= 0 && needs[2]) {
         int oc = loop(b, w->OC);
-        let(b, acc, ZERO, NULL, 0);
+        let(b, acc[0], ZERO, NULL, 0);
         int e = loop(b, OHW);
-        let(b, acc, SUM2, OPS(LOC(acc), LD(gy, at(0, oc, OHW, e, 1))));
+        let(b, acc[0], SUM2, OPS(LOC(acc[0]), LD(gy, at(0, oc, OHW, e, 1))));
         end(b);
-        add(b, buf(b, bias, true), at(0, oc, 1, -1, 0), COPY, OPS(LOC(acc)));
+        add(b, buf(b, bias, true), at(0, oc, 1, -1, 0), COPY, OPS(LOC(acc[0])));
         end(b);
     }
 }
