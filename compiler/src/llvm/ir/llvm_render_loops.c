@@ -8,6 +8,8 @@
 
 #define B (r->ir.b)
 
+enum { SHORT_LOOP = 8 }; /* iterations */
+
 typedef struct {
     otc_llvm_r *r;
     const otc_loop_program *p;
@@ -117,7 +119,9 @@ static void statement(speller *s, const otc_loop_stmt *st) {
     case OTC_LOOP_FOR:
         if (s->n_open == 2 * OTC_LOOP_MAX_DEPTH) return; /* the plan nests no deeper */
         s->when_exit[s->n_open++] = NULL;
-        s->loop[s->depth] = (otc_llvm_loop){0};
+        /* A short loop (a convolution's taps) is left to LLVM's unroller: its body is a few
+         * vector operations, and the loop's own counting would cost as much. */
+        s->loop[s->depth] = (otc_llvm_loop){.auto_vectorize = st->count <= SHORT_LOOP};
         otc_lv_loop_begin(r, &s->loop[s->depth], otc_lv_i64(r, st->count));
         s->depth++;
         return;
