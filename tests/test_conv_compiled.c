@@ -265,6 +265,67 @@ BACKEND_TEST(conv_compiled_random) {
     for (int t = 0; t < CASES; t++) otc_graph_free(gs[t]);
 }
 
+/* By hand, on x = 1..9 as a 3x3 image: a 2x2 convolution [[1, 0], [0, -1]] + 0.5 with stride 2
+ * and padding 1 (y = [-0.5, -2.5, -6.5, -3.5]: each output is the top-left tap minus the
+ * bottom-right one, a padding tap reading 0), a 2x2 average pool with stride 2 and padding 1
+ * (the divisor is always 4: [1, 5, 11, 28] / 4) and a 2x2 max pool with stride 1
+ * ([5, 6, 8, 9]). Gradients of sum(y) + sum(maxpool(p)): dw[kh, kw] = the sum of the inputs
+ * each tap read (5, 10, 10, 20), db = 4 outputs; and for the image p = [1 1 0; 1 1 0; 0 0 0]
+ * (ties in every window) the first maximum of each window takes its gradient: p0, p1, p3 and
+ * p4 get 1 each (the last maximum would give p4 all four). */
+BACKEND_TEST(conv_compiled_hand_values) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", (otc_shape){4, {OTC_BATCH, 1, 3, 3}});
+    otc_id z = otc_input(g, "z", otc_shape_2d(OTC_BATCH, 9));
+    const float wv[4] = {1, 0, 0, -1}, bv[1] = {0.5f}, pv[9] = {1, 1, 0, 1, 1, 0, 0, 0, 0};
+    otc_id w = otc_param(g, "w", (otc_shape){4, {1, 1, 2, 2}}, wv);
+    otc_id b = otc_param(g, "b", otc_shape_1d(1), bv);
+    otc_id p = otc_param(g, "p", otc_shape_1d(9), pv);
+    otc_id y =
+        otc_conv2d(g, "conv", x, w, b,
+                   &(otc_conv2d_params){.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1});
+    otc_id a = otc_avgpool2d(
+        g, "avg", x,
+        &(otc_pool2d_params){
+            .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1});
+    otc_pool2d_params one = {.kernel_h = 2, .kernel_w = 2, .stride_h = 1, .stride_w = 1};
+    otc_id m = otc_maxpool2d(g, "max", x, &one);
+    otc_id img = otc_reshape(g, otc_add(g, z, otc_row_broadcast(g, p, z)),
+                             (otc_shape){4, {OTC_BATCH, 1, 3, 3}});
+    otc_id mp = otc_maxpool2d(g, "maxp", img, &one);
+    REQUIRE(y >= 0 && a >= 0 && m >= 0 && mp >= 0);
+    otc_graph_mark_output(g, y);
+    otc_graph_mark_output(g, a);
+    otc_graph_mark_output(g, m);
+    otc_id loss = otc_add(g, otc_sum(g, y), otc_sum(g, mp));
+    REQUIRE(loss >= 0);
+    otc_executor *ex = bk_new(k, g, &(bk_options){.loss = loss});
+    REQUIRE_EX(ex);
+    const float xs[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, zs[9] = {0};
+    REQUIRE(otc_exec_set_input(ex, x, xs, 1) == OTC_OK);
+    REQUIRE(otc_exec_set_input(ex, z, zs, 1) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float want_y[4] = {-0.5f, -2.5f, -6.5f, -3.5f}, want_a[4] = {0.25f, 1.25f, 2.75f, 7};
+    const float want_m[4] = {5, 6, 8, 9};
+    const float *v;
+    REQUIRE(otc_exec_value(ex, y, &v, NULL) == OTC_OK);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(v[i], want_y[i], 1e-6);
+    REQUIRE(otc_exec_value(ex, a, &v, NULL) == OTC_OK);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(v[i], want_a[i], 1e-6);
+    REQUIRE(otc_exec_value(ex, m, &v, NULL) == OTC_OK);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(v[i], want_m[i], 0);
+    REQUIRE(otc_exec_backward(ex, loss) == OTC_OK);
+    const float want_dw[4] = {5, 10, 10, 20}, want_dp[9] = {1, 1, 0, 1, 1, 0, 0, 0, 0};
+    REQUIRE(otc_exec_grad(ex, w, &v) == OTC_OK);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(v[i], want_dw[i], 1e-6);
+    REQUIRE(otc_exec_grad(ex, b, &v) == OTC_OK);
+    CHECK_NEAR(v[0], 4, 1e-6);
+    REQUIRE(otc_exec_grad(ex, p, &v) == OTC_OK);
+    for (int i = 0; i < 9; i++) CHECK_NEAR(v[i], want_dp[i], 0);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
 /* ---- the trained CNN shipped: emitted C built for aarch64, run under qemu ---- */
 
 #define SKIP_CODE   77
