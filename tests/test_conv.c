@@ -348,15 +348,21 @@ static void direct_check(int B, int C, int H, int W, int O, int K, int pad) {
 }
 
 /* A convolution whose im2col does not fit the 2^22-float scratch even for one sample (5184
- * rows x 800 columns): done a block of output rows at a time. */
+ * rows x 800 columns per output row): done a block of output rows at a time. */
 TEST(conv_row_blocks_match_direct) {
     direct_check(1, 64, 10, 808, 2, 9, 0);
 }
 
-/* Samples side by side in blocks of 6 ((144 + 16) x 4096 floats each), the last block
- * holding the seventh alone. */
+/* Samples side by side in blocks of 3 ((72 + 8) x 1024 floats each, 2^17 a block), the last
+ * block holding the seventh alone. */
 TEST(conv_sample_blocks_match_direct) {
-    direct_check(7, 16, 64, 64, 16, 3, 1);
+    direct_check(7, 8, 32, 32, 8, 3, 1);
+}
+
+/* A sample over the block target but within the scratch ((144 + 16) x 4096 floats): one
+ * sample at a time, all its rows. */
+TEST(conv_single_samples_match_direct) {
+    direct_check(3, 16, 64, 64, 16, 3, 1);
 }
 
 /* ---- shapes and errors ---- */

@@ -15,6 +15,11 @@
  * large image is done a block of output rows at a time, so memory stays bounded whatever the
  * model says. */
 #define CONV_SCRATCH_MAX ((size_t)1 << 22)
+/* Samples per block: as many as keep the block (im2col and outputs) within this many floats
+ * (512 KiB), so it is still in L2 when its sgemm reads it. User time of 94 LeNet training
+ * steps at batch 64, one thread (the Fashion-MNIST example on 6,000 images): 1.20 s with
+ * blocks of up to 2^22 floats, 1.00 s at 2^18, 0.97 s at 2^17. */
+#define CONV_BLOCK_TARGET ((size_t)1 << 17)
 
 /* ---- per-thread scratch: grown, never shrunk, freed when the thread ends ---- */
 
@@ -96,7 +101,7 @@ static geom geom_of(const otc_kernel_args *a) {
     g.ohw = g.OH * g.OW;
     /* a sample's im2col block and its outputs (staged for several samples) */
     size_t per_sample = ((size_t)g.ckk + (size_t)g.Og) * (size_t)g.ohw;
-    size_t nb = per_sample ? CONV_SCRATCH_MAX / per_sample : 1;
+    size_t nb = per_sample ? CONV_BLOCK_TARGET / per_sample : 1;
     g.nb = nb < 1 ? 1 : nb > (size_t)g.B ? (g.B > 0 ? g.B : 1) : (int)nb;
     size_t per_row = (size_t)g.ckk * (size_t)g.OW;
     size_t rows = per_row ? CONV_SCRATCH_MAX / per_row : 1;
@@ -121,6 +126,38 @@ static void valid_cols(int OW, int W, int sw, int start, int *lo, int *hi) {
     if (*hi < *lo) *hi = *lo;
 }
 
+/* Short copies and fills (a row of 10 or 28 floats) inline: constant-size memcpy compiles to
+ * vector moves, where a library call per row cost as much as the row (a quarter of a LeNet
+ * training step went to memcpy and memset calls from here). */
+static inline void copy_floats(float *d, const float *s, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(d + i, s + i, 8 * sizeof *d);
+    if (i + 4 <= n) {
+        memcpy(d + i, s + i, 4 * sizeof *d);
+        i += 4;
+    }
+    switch (n - i) {
+    case 3:
+        d[i + 2] = s[i + 2];
+        /* fall through */
+    case 2:
+        d[i + 1] = s[i + 1];
+        /* fall through */
+    case 1:
+        d[i] = s[i];
+        break;
+    default:
+        break;
+    }
+}
+
+static inline void zero_floats(float *d, int n) {
+    static const float zeros[8];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(d + i, zeros, 8 * sizeof *d);
+    for (; i < n; i++) d[i] = 0;
+}
+
 /* col[r * ld + (oh - oh0)*OW + ow] for rows r = (c, kh, kw) of one sample's group channels
  * x[0..Cg), output rows [oh0, oh1): the input element under that kernel tap, 0 in the
  * padding. ld is the block's row length (several samples sit side by side). */
@@ -135,16 +172,16 @@ static void im2col(const geom *g, const float *x, int oh0, int oh1, float *col, 
                     float *r = row + (size_t)(oh - oh0) * g->OW;
                     int ih = oh * g->sh - g->ph + kh * g->dh;
                     if (ih < 0 || ih >= g->H) {
-                        memset(r, 0, (size_t)g->OW * sizeof *r);
+                        zero_floats(r, g->OW);
                         continue;
                     }
                     const float *xr = x + ((size_t)c * g->H + ih) * g->W + start;
-                    for (int ow = 0; ow < lo; ow++) r[ow] = 0;
+                    zero_floats(r, lo);
                     if (g->sw == 1)
-                        memcpy(r + lo, xr + lo, (size_t)(hi - lo) * sizeof *r);
+                        copy_floats(r + lo, xr + lo, hi - lo);
                     else
                         for (int ow = lo; ow < hi; ow++) r[ow] = xr[(size_t)ow * g->sw];
-                    for (int ow = hi; ow < g->OW; ow++) r[ow] = 0;
+                    zero_floats(r + hi, g->OW - hi);
                 }
             }
 }

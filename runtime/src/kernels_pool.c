@@ -24,14 +24,22 @@ static void window(const pgeom *g, int oh, int ow, int *h0, int *h1, int *w0, in
     *w1 = ws + g->KW < g->W ? ws + g->KW : g->W;
 }
 
-/* Index in the plane of the window's first maximum (the shape rule keeps windows non-empty). */
+/* Index in the plane of the window's first maximum (the shape rule keeps windows non-empty).
+ * Branch-free selects: which element wins is data, and a branch on it mispredicts half the
+ * time (the backward spent most of its time there). */
 static int argmax(const pgeom *g, const float *x, int oh, int ow) {
     int h0, h1, w0, w1;
     window(g, oh, ow, &h0, &h1, &w0, &w1);
     int best = h0 * g->W + w0;
+    float bv = x[best];
     for (int h = h0; h < h1; h++)
-        for (int w = w0; w < w1; w++)
-            if (x[h * g->W + w] > x[best]) best = h * g->W + w;
+        for (int w = w0; w < w1; w++) {
+            int i = h * g->W + w;
+            float v = x[i];
+            bool more = v > bv;
+            best = more ? i : best;
+            bv = more ? v : bv;
+        }
     return best;
 }
 
