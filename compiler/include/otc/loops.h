@@ -31,7 +31,7 @@ enum {
     OTC_LOOP_MAX_DEPTH = 8,    /* nested loops (a grouped convolution's nest is 7 deep) */
     OTC_LOOP_MAX_OPERANDS = 8, /* arguments of one statement's tree */
     OTC_LOOP_MAX_BUFS = 64,    /* buffers one program touches */
-    OTC_LOOP_MAX_LOCALS = 8,
+    OTC_LOOP_MAX_LOCALS = 16,  /* a convolution's weight gradient sums 12 at once */
     OTC_LOOP_MAX_SUMS = 2,
     OTC_LOOP_MAX_TREES = 8 /* trees a program composes itself (see otc_loop_program) */
 };

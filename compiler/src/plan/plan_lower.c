@@ -620,6 +620,134 @@ static const otc_expr *const DOT[CONV_BLOCK + 1] = {
     EX_FMA(A4, A5, EX_FMA(A2, A3, EX_MUL(A0, A1))),
     EX_FMA(EX_ARG(6), EX_ARG(7), EX_FMA(A4, A5, EX_FMA(A2, A3, EX_MUL(A0, A1))))};
 
+/* dX by scattering: each weight (U output channels' at once, in locals) times the outputs
+ * it produced, added into the taps' inputs. Any stride. */
+static void conv_dx_scatter(builder *b, const window *w, otc_id x, int wb, int gy, const int *acc,
+                            int64_t U) {
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW;
+    bool row;
+    int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg);
+    int kh = loop(b, w->KH), kw = loop(b, w->KW);
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index wi = at(0, c, KK, kh, w->KW);
+        wi.stride[kw] += 1;
+        out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+        let(b, acc[u], COPY, OPS(LD(wb, wi)));
+    }
+    int oh = loop(b, w->OH), ow = loop(b, w->OW);
+    int open = inside(b, w, oh, kh, ow, kw, &row);
+    otc_loop_index xi = tap(w, oh, kh, ow, kw);
+    channel(&xi, g, Cg * HW);
+    channel(&xi, c, HW);
+    otc_loop_operand ops[2 * CONV_BLOCK];
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+        out_channel(&yi, g, ob, u, OCg, U, OHW);
+        ops[2 * u] = LD(gy, yi);
+        ops[2 * u + 1] = LOC(acc[u]);
+    }
+    add(b, buf(b, x, true), xi, DOT[U], ops, (int)(2 * U));
+    for (int i = 0; i < open; i++) end(b);
+    end(b), end(b), end(b), end(b), end(b), end(b), end(b);
+}
+
+/* dX at stride 1 by gathering (a convolution of the output's gradient with the flipped
+ * weights): gx[c, ih, iw] += sum over the group's output channels o and the taps of
+ * gy[o, ih + ph - kh dh, iw + pw - kw dw] w[o, c, kh, kw], U input channels at once sharing
+ * each gradient load, one pass and one addition per input element. */
+static void conv_dx_gather(builder *b, const window *w, otc_id x, const int *acc) {
+    otc_id id = b->p->node, wt = otc_graph_node(b->g, id)->inputs[1];
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW, U = conv_block(Cg);
+    int gy = buf(b, id, true), wb = buf(b, wt, false);
+    int g = loop(b, w->G), cb = loop(b, Cg / U), ih = loop(b, w->H), iw = loop(b, w->W);
+    for (int64_t u = 0; u < U; u++) let(b, acc[u], ZERO, NULL, 0);
+    int o = loop(b, OCg), kh = loop(b, w->KH);
+    bool row = when(b, at(w->ph, ih, 1, kh, -w->dh), w->OH);
+    int kw = loop(b, w->KW);
+    bool col = when(b, at(w->pw, iw, 1, kw, -w->dw), w->OW);
+    otc_loop_index yi = at(w->ph * w->OW + w->pw, ih, w->OW, iw, 1);
+    yi.stride[kh] -= w->dh * w->OW;
+    yi.stride[kw] -= w->dw;
+    yi.stride[g] += OCg * OHW;
+    yi.stride[o] += OHW;
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index wi = at(u * KK, g, OCg * Cg * KK, o, Cg * KK);
+        wi.stride[cb] += U * KK;
+        wi.stride[kh] += w->KW;
+        wi.stride[kw] += 1;
+        let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(gy, yi), LD(wb, wi)));
+    }
+    if (col) end(b);
+    end(b); /* kw */
+    if (row) end(b);
+    end(b), end(b); /* kh, o */
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index xi = at(u * HW, ih, w->W, iw, 1);
+        xi.stride[g] += Cg * HW;
+        xi.stride[cb] += U * HW;
+        add(b, buf(b, x, true), xi, COPY, OPS(LOC(acc[u])));
+    }
+    end(b), end(b), end(b), end(b);
+}
+
+/* Accumulators of the weights' gradient: U output channels times KWB taps of a row. */
+enum { DW_SUMS = 12 };
+
+/* The weight gradient's blocking: U output channels (returned) times *kwb taps of a row. */
+static int64_t dw_block(const window *w, int64_t *kwb) {
+    int64_t OCg = w->OC / w->G;
+    *kwb = w->KW <= DW_SUMS / 2 ? w->KW : 1;
+    for (int64_t u = CONV_BLOCK; u > 1; u--)
+        if (OCg % u == 0 && u * *kwb <= DW_SUMS) return u;
+    return 1;
+}
+
+/* dW: w[o, c, kh, kw] gets the sum over the output positions of gy[o, oh, ow] x[tap]; U
+ * output channels and a whole row of KW taps (when it is short) summed at once, so one pass
+ * over the positions serves U * KW weights, each load feeding several sums. */
+static void conv_dw(builder *b, const window *w, otc_id x, otc_id wt, int gy, const int *acc) {
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW;
+    int64_t KWB, U = dw_block(w, &KWB);
+    int xb = buf(b, x, false), gw = buf(b, wt, true);
+    int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg), kh = loop(b, w->KH);
+    int kw = KWB == 1 ? loop(b, w->KW) : -1;
+    for (int64_t k = 0; k < U * KWB; k++) let(b, acc[k], ZERO, NULL, 0);
+    int oh = loop(b, w->OH);
+    bool row = when(b, at(-w->ph, oh, w->sh, kh, w->dh), w->H);
+    int ow = loop(b, w->OW);
+    for (int64_t t = 0; t < KWB; t++) {
+        otc_loop_index col = at(-w->pw + t * w->dw, ow, w->sw, kw, kw >= 0 ? w->dw : 0);
+        bool in = when(b, col, w->W);
+        otc_loop_index xi =
+            at(-w->ph * w->W - w->pw + t * w->dw, oh, w->sh * w->W, kh, w->dh * w->W);
+        xi.stride[ow] += w->sw;
+        if (kw >= 0) xi.stride[kw] += w->dw;
+        channel(&xi, g, Cg * HW);
+        channel(&xi, c, HW);
+        for (int64_t u = 0; u < U; u++) {
+            otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+            out_channel(&yi, g, ob, u, OCg, U, OHW);
+            let(b, acc[u * KWB + t], MAC, OPS(LOC(acc[u * KWB + t]), LD(gy, yi), LD(xb, xi)));
+        }
+        if (in) end(b);
+    }
+    end(b); /* ow */
+    if (row) end(b);
+    end(b); /* oh */
+    for (int64_t u = 0; u < U; u++)
+        for (int64_t t = 0; t < KWB; t++) {
+            otc_loop_index wi = at(t, c, KK, kh, w->KW);
+            if (kw >= 0) wi.stride[kw] += 1;
+            out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+            add(b, gw, wi, COPY, OPS(LOC(acc[u * KWB + t])));
+        }
+    if (kw >= 0) end(b);
+    end(b), end(b), end(b), end(b);
+}
+
 /* conv2d: y[oc, oh, ow] = bias[oc] + sum over the group's input channels c and the taps of
  * x[c, ih, iw] w[oc, c, kh, kw], U output channels at a time. Backward: the input's gradient
  * scattered tap by tap (U channels' weights read once into locals, then the output positions
@@ -632,8 +760,15 @@ static void lower_conv(builder *b, const otc_node *nd, const window *w, bool bac
     int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
     int64_t KK = w->KH * w->KW, U = conv_block(OCg);
     int xb = buf(b, x, false), wb = buf(b, wt, false);
-    int acc[CONV_BLOCK];
-    for (int64_t u = 0; u < U; u++) acc[u] = local(b);
+    /* The sums: U outputs forward; backward as many as the largest part needs. */
+    int64_t sums = U, kwb, dw_u = dw_block(w, &kwb);
+    if (backward) {
+        sums = 1;
+        if (needs[0]) sums = w->sh == 1 && w->sw == 1 ? conv_block(Cg) : U;
+        if (needs[1] && dw_u * kwb > sums) sums = dw_u * kwb;
+    }
+    int acc[DW_SUMS];
+    for (int64_t u = 0; u < sums; u++) acc[u] = local(b);
     bool row;
     if (!backward) {
         int g = loop(b, w->G), ob = loop(b, OCg / U), oh = loop(b, w->OH), ow = loop(b, w->OW);
@@ -667,44 +802,11 @@ static void lower_conv(builder *b, const otc_node *nd, const window *w, bool bac
         return;
     }
     int gy = buf(b, id, true);
-    for (int part = 0; part < 2; part++) { /* 0: the input's gradient, 1: the weights' */
-        if (!needs[part]) continue;
-        int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg);
-        int kh = loop(b, w->KH), kw = loop(b, w->KW);
-        otc_loop_index wi[CONV_BLOCK];
-        for (int64_t u = 0; u < U; u++) {
-            wi[u] = at(0, c, KK, kh, w->KW);
-            wi[u].stride[kw] += 1;
-            out_channel(&wi[u], g, ob, u, OCg, U, Cg * KK);
-            if (part == 0)
-                let(b, acc[u], COPY, OPS(LD(wb, wi[u])));
-            else
-                let(b, acc[u], ZERO, NULL, 0);
-        }
-        int oh = loop(b, w->OH), ow = loop(b, w->OW);
-        int open = inside(b, w, oh, kh, ow, kw, &row);
-        otc_loop_index xi = tap(w, oh, kh, ow, kw);
-        channel(&xi, g, Cg * HW);
-        channel(&xi, c, HW);
-        otc_loop_index yi[CONV_BLOCK];
-        otc_loop_operand ops[2 * CONV_BLOCK];
-        for (int64_t u = 0; u < U; u++) {
-            yi[u] = at(0, oh, w->OW, ow, 1);
-            out_channel(&yi[u], g, ob, u, OCg, U, OHW);
-            ops[2 * u] = LD(gy, yi[u]);
-            ops[2 * u + 1] = LOC(acc[u]);
-        }
-        if (part == 0)
-            add(b, buf(b, x, true), xi, DOT[U], ops, (int)(2 * U));
-        else
-            for (int64_t u = 0; u < U; u++)
-                let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(gy, yi[u]), LD(xb, xi)));
-        for (int i = 0; i < open; i++) end(b);
-        end(b), end(b);
-        if (part == 1)
-            for (int64_t u = 0; u < U; u++) add(b, buf(b, wt, true), wi[u], COPY, OPS(LOC(acc[u])));
-        end(b), end(b), end(b), end(b), end(b);
-    }
+    if (needs[0] && w->sh == 1 && w->sw == 1)
+        conv_dx_gather(b, w, x, acc);
+    else if (needs[0])
+        conv_dx_scatter(b, w, x, wb, gy, acc, U);
+    if (needs[1]) conv_dw(b, w, x, wt, gy, acc);
     if (bias >= 0 && needs[2]) {
         int oc = loop(b, w->OC);
         let(b, acc[0], ZERO, NULL, 0);
