@@ -90,9 +90,7 @@ static int run_exec(void *arg) {
         return -1;
     if (j->train) {
         float l;
-        return otc_exec_train_step(j->ex, j->loss, j->opt, &l)
-                   ? -1
-                   : 0;
+        return otc_exec_train_step(j->ex, j->loss, j->opt, &l) ? -1 : 0;
     }
     const float *v;
     return otc_exec_forward(j->ex) || otc_exec_value(j->ex, j->out, &v, NULL) ? -1 : 0;
@@ -239,14 +237,21 @@ int main(int argc, char **argv) {
     c.batch = B;
     t[2][2] = median_time(run_c, &c);
 
-    /* sizes: the inference code's object (text + data: the weights are compiled in) */
-    snprintf(cmd, sizeof cmd, "size %s | tail -1 > %s/size.txt", obj, dir);
-    long text = -1, data = -1;
+    /* sizes: the inference code's object, its code (.text) and its constant data (.rodata
+     * and .data: the weights are compiled in) */
+    snprintf(cmd, sizeof cmd, "size -A %s > %s/size.txt", obj, dir);
+    long text = 0, data = 0;
     if (system(cmd) == 0) {
-        char p[160];
+        char p[160], sec[64];
+        long n, addr;
         snprintf(p, sizeof p, "%s/size.txt", dir);
         FILE *f = fopen(p, "r");
-        if (f && fscanf(f, "%ld %ld", &text, &data) != 2) text = data = -1;
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "%63s %ld %ld", sec, &n, &addr) == 3) {
+                if (!strcmp(sec, ".text")) text += n;
+                if (!strncmp(sec, ".rodata", 7) || !strcmp(sec, ".data")) data += n;
+            }
         if (f) fclose(f);
     }
 
@@ -273,7 +278,8 @@ int main(int argc, char **argv) {
         printf("\n");
     }
     if (!torch[1].have) printf("(no PyTorch columns: bench/images_torch.py or torch missing)\n");
-    printf("emitted C for inference (cc -O2): code %ld bytes, weights %ld bytes (%lld floats)\n",
+    printf("emitted C for inference (cc -O2): code %ld bytes, constant data %ld bytes (the "
+           "weights: %lld floats)\n",
            text, data, (long long)n_w);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) return 1;
