@@ -248,7 +248,7 @@ static void check_case(bk *k, const conv_case *c, uint64_t seed, const char *wha
 BACKEND_TEST(conv_compiled_random) {
     otc_rng r;
     otc_rng_seed(&r, 17);
-    enum { CASES = 12 };
+    enum { CASES = 24 };
     otc_graph *gs[CASES] = {NULL};
     for (int t = 0; t < CASES; t++) {
         conv_case c = random_case(&r);

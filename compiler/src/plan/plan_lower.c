@@ -586,6 +586,32 @@ static otc_loop_index tap(const window *w, int oh, int kh, int ow, int kw) {
     return ix;
 }
 
+/* Moves an index's loop d to start at `start` (the loop then counts from 0 over a part of
+ * its range). */
+static void shift(otc_loop_index *ix, int d, int64_t start) {
+    ix->base += ix->stride[d] * start;
+}
+
+/* The parts of 0 .. n-1 (o) where the taps o s + lo .. o s + hi may leave 0 .. bound-1 and the
+ * interior where none can: a convolution's loop nest is written once per part, so WHEN keeps
+ * out of the interior (where nearly all the work is). Returns the parts (up to 3). */
+static int parts(int64_t n, int64_t s, int64_t lo, int64_t hi, int64_t bound, int64_t *start,
+                 int64_t *count) {
+    int64_t a = lo >= 0 ? 0 : (-lo + s - 1) / s;                   /* first o with o s + lo >= 0 */
+    int64_t z = bound - 1 - hi < 0 ? 0 : (bound - 1 - hi) / s + 1; /* past the last inside */
+    if (a > n) a = n;
+    if (z > n) z = n;
+    if (z < a) z = a;
+    int k = 0;
+    const int64_t cut[4] = {0, a, z, n};
+    for (int i = 0; i < 3; i++)
+        if (cut[i + 1] > cut[i]) {
+            start[k] = cut[i];
+            count[k++] = cut[i + 1] - cut[i];
+        }
+    return k;
+}
+
 static void channel(otc_loop_index *ix, int d, int64_t per) {
     ix->stride[d] += per;
 }
@@ -661,35 +687,51 @@ static void conv_dx_gather(builder *b, const window *w, otc_id x, const int *acc
     int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
     int64_t KK = w->KH * w->KW, U = conv_block(Cg);
     int gy = buf(b, id, true), wb = buf(b, wt, false);
-    int g = loop(b, w->G), cb = loop(b, Cg / U), ih = loop(b, w->H), iw = loop(b, w->W);
-    for (int64_t u = 0; u < U; u++) let(b, acc[u], ZERO, NULL, 0);
-    int o = loop(b, OCg), kh = loop(b, w->KH);
-    bool row = when(b, at(w->ph, ih, 1, kh, -w->dh), w->OH);
-    int kw = loop(b, w->KW);
-    bool col = when(b, at(w->pw, iw, 1, kw, -w->dw), w->OW);
-    otc_loop_index yi = at(w->ph * w->OW + w->pw, ih, w->OW, iw, 1);
-    yi.stride[kh] -= w->dh * w->OW;
-    yi.stride[kw] -= w->dw;
-    yi.stride[g] += OCg * OHW;
-    yi.stride[o] += OHW;
-    for (int64_t u = 0; u < U; u++) {
-        otc_loop_index wi = at(u * KK, g, OCg * Cg * KK, o, Cg * KK);
-        wi.stride[cb] += U * KK;
-        wi.stride[kh] += w->KW;
-        wi.stride[kw] += 1;
-        let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(gy, yi), LD(wb, wi)));
-    }
-    if (col) end(b);
-    end(b); /* kw */
-    if (row) end(b);
-    end(b), end(b); /* kh, o */
-    for (int64_t u = 0; u < U; u++) {
-        otc_loop_index xi = at(u * HW, ih, w->W, iw, 1);
-        xi.stride[g] += Cg * HW;
-        xi.stride[cb] += U * HW;
-        add(b, buf(b, x, true), xi, COPY, OPS(LOC(acc[u])));
-    }
-    end(b), end(b), end(b), end(b);
+    int64_t hs[3], hn[3], ws[3], wn[3];
+    int nh = parts(w->H, 1, w->ph - (w->KH - 1) * w->dh, w->ph, w->OH, hs, hn);
+    int nw = parts(w->W, 1, w->pw - (w->KW - 1) * w->dw, w->pw, w->OW, ws, wn);
+    int g = loop(b, w->G), cb = loop(b, Cg / U);
+    for (int ph = 0; ph < nh; ph++)
+        for (int pw = 0; pw < nw; pw++) {
+            int ih = loop(b, hn[ph]), iw = loop(b, wn[pw]);
+            for (int64_t u = 0; u < U; u++) let(b, acc[u], ZERO, NULL, 0);
+            int o = loop(b, OCg), kh = loop(b, w->KH);
+            otc_loop_index rix = at(w->ph, ih, 1, kh, -w->dh);
+            shift(&rix, ih, hs[ph]);
+            bool row = when(b, rix, w->OH);
+            int kw = loop(b, w->KW);
+            otc_loop_index cix = at(w->pw, iw, 1, kw, -w->dw);
+            shift(&cix, iw, ws[pw]);
+            bool col = when(b, cix, w->OW);
+            otc_loop_index yi = at(w->ph * w->OW + w->pw, ih, w->OW, iw, 1);
+            yi.stride[kh] -= w->dh * w->OW;
+            yi.stride[kw] -= w->dw;
+            yi.stride[g] += OCg * OHW;
+            yi.stride[o] += OHW;
+            shift(&yi, ih, hs[ph]);
+            shift(&yi, iw, ws[pw]);
+            for (int64_t u = 0; u < U; u++) {
+                otc_loop_index wi = at(u * KK, g, OCg * Cg * KK, o, Cg * KK);
+                wi.stride[cb] += U * KK;
+                wi.stride[kh] += w->KW;
+                wi.stride[kw] += 1;
+                let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(gy, yi), LD(wb, wi)));
+            }
+            if (col) end(b);
+            end(b); /* kw */
+            if (row) end(b);
+            end(b), end(b); /* kh, o */
+            for (int64_t u = 0; u < U; u++) {
+                otc_loop_index xi = at(u * HW, ih, w->W, iw, 1);
+                xi.stride[g] += Cg * HW;
+                xi.stride[cb] += U * HW;
+                shift(&xi, ih, hs[ph]);
+                shift(&xi, iw, ws[pw]);
+                add(b, buf(b, x, true), xi, COPY, OPS(LOC(acc[u])));
+            }
+            end(b), end(b);
+        }
+    end(b), end(b);
 }
 
 /* Accumulators of the weights' gradient: U output channels times KWB taps of a row. */
@@ -715,28 +757,42 @@ static void conv_dw(builder *b, const window *w, otc_id x, otc_id wt, int gy, co
     int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg), kh = loop(b, w->KH);
     int kw = KWB == 1 ? loop(b, w->KW) : -1;
     for (int64_t k = 0; k < U * KWB; k++) let(b, acc[k], ZERO, NULL, 0);
-    int oh = loop(b, w->OH);
-    bool row = when(b, at(-w->ph, oh, w->sh, kh, w->dh), w->H);
-    int ow = loop(b, w->OW);
-    for (int64_t t = 0; t < KWB; t++) {
-        otc_loop_index col = at(-w->pw + t * w->dw, ow, w->sw, kw, kw >= 0 ? w->dw : 0);
-        bool in = when(b, col, w->W);
-        otc_loop_index xi =
-            at(-w->ph * w->W - w->pw + t * w->dw, oh, w->sh * w->W, kh, w->dh * w->W);
-        xi.stride[ow] += w->sw;
-        if (kw >= 0) xi.stride[kw] += w->dw;
-        channel(&xi, g, Cg * HW);
-        channel(&xi, c, HW);
-        for (int64_t u = 0; u < U; u++) {
-            otc_loop_index yi = at(0, oh, w->OW, ow, 1);
-            out_channel(&yi, g, ob, u, OCg, U, OHW);
-            let(b, acc[u * KWB + t], MAC, OPS(LOC(acc[u * KWB + t]), LD(gy, yi), LD(xb, xi)));
+    int64_t hs[3], hn[3], ws[3], wn[3];
+    int nh = parts(w->OH, w->sh, -w->ph, (w->KH - 1) * w->dh - w->ph, w->H, hs, hn);
+    int nw = parts(w->OW, w->sw, -w->pw, (w->KW - 1) * w->dw - w->pw, w->W, ws, wn);
+    for (int ph = 0; ph < nh; ph++)
+        for (int pw = 0; pw < nw; pw++) {
+            int oh = loop(b, hn[ph]);
+            otc_loop_index rix = at(-w->ph, oh, w->sh, kh, w->dh);
+            shift(&rix, oh, hs[ph]);
+            bool row = when(b, rix, w->H);
+            int ow = loop(b, wn[pw]);
+            for (int64_t t = 0; t < KWB; t++) {
+                otc_loop_index col = at(-w->pw + t * w->dw, ow, w->sw, kw, kw >= 0 ? w->dw : 0);
+                shift(&col, ow, ws[pw]);
+                bool in = when(b, col, w->W);
+                otc_loop_index xi =
+                    at(-w->ph * w->W - w->pw + t * w->dw, oh, w->sh * w->W, kh, w->dh * w->W);
+                xi.stride[ow] += w->sw;
+                if (kw >= 0) xi.stride[kw] += w->dw;
+                shift(&xi, oh, hs[ph]);
+                shift(&xi, ow, ws[pw]);
+                channel(&xi, g, Cg * HW);
+                channel(&xi, c, HW);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+                    shift(&yi, oh, hs[ph]);
+                    shift(&yi, ow, ws[pw]);
+                    out_channel(&yi, g, ob, u, OCg, U, OHW);
+                    let(b, acc[u * KWB + t], MAC,
+                        OPS(LOC(acc[u * KWB + t]), LD(gy, yi), LD(xb, xi)));
+                }
+                if (in) end(b);
+            }
+            end(b); /* ow */
+            if (row) end(b);
+            end(b); /* oh */
         }
-        if (in) end(b);
-    }
-    end(b); /* ow */
-    if (row) end(b);
-    end(b); /* oh */
     for (int64_t u = 0; u < U; u++)
         for (int64_t t = 0; t < KWB; t++) {
             otc_loop_index wi = at(t, c, KK, kh, w->KW);
@@ -769,36 +825,52 @@ static void lower_conv(builder *b, const otc_node *nd, const window *w, bool bac
     }
     int acc[DW_SUMS];
     for (int64_t u = 0; u < sums; u++) acc[u] = local(b);
-    bool row;
     if (!backward) {
-        int g = loop(b, w->G), ob = loop(b, OCg / U), oh = loop(b, w->OH), ow = loop(b, w->OW);
-        for (int64_t u = 0; u < U; u++) {
-            otc_loop_index bi = AT0(0);
-            out_channel(&bi, g, ob, u, OCg, U, 1);
-            if (bias >= 0)
-                let(b, acc[u], COPY, OPS(LD(buf(b, bias, false), bi)));
-            else
-                let(b, acc[u], ZERO, NULL, 0);
-        }
-        int c = loop(b, Cg), kh = loop(b, w->KH), kw = loop(b, w->KW);
-        int open = inside(b, w, oh, kh, ow, kw, &row);
-        otc_loop_index xi = tap(w, oh, kh, ow, kw);
-        channel(&xi, g, Cg * HW);
-        channel(&xi, c, HW);
-        for (int64_t u = 0; u < U; u++) {
-            otc_loop_index wi = at(0, c, KK, kh, w->KW);
-            wi.stride[kw] += 1;
-            out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
-            let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(xb, xi), LD(wb, wi)));
-        }
-        for (int i = 0; i < open; i++) end(b);
-        end(b), end(b), end(b);
-        for (int64_t u = 0; u < U; u++) {
-            otc_loop_index yi = at(0, oh, w->OW, ow, 1);
-            out_channel(&yi, g, ob, u, OCg, U, OHW);
-            store(b, buf(b, id, false), yi, COPY, OPS(LOC(acc[u])));
-        }
-        end(b), end(b), end(b), end(b);
+        int64_t hs[3], hn[3], ws[3], wn[3];
+        int nh = parts(w->OH, w->sh, -w->ph, (w->KH - 1) * w->dh - w->ph, w->H, hs, hn);
+        int nw = parts(w->OW, w->sw, -w->pw, (w->KW - 1) * w->dw - w->pw, w->W, ws, wn);
+        int g = loop(b, w->G), ob = loop(b, OCg / U);
+        for (int ph = 0; ph < nh; ph++)
+            for (int pw = 0; pw < nw; pw++) {
+                int oh = loop(b, hn[ph]), ow = loop(b, wn[pw]);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index bi = AT0(0);
+                    out_channel(&bi, g, ob, u, OCg, U, 1);
+                    if (bias >= 0)
+                        let(b, acc[u], COPY, OPS(LD(buf(b, bias, false), bi)));
+                    else
+                        let(b, acc[u], ZERO, NULL, 0);
+                }
+                int c = loop(b, Cg), kh = loop(b, w->KH), kw = loop(b, w->KW);
+                otc_loop_index rix = at(-w->ph, oh, w->sh, kh, w->dh);
+                otc_loop_index cix = at(-w->pw, ow, w->sw, kw, w->dw);
+                shift(&rix, oh, hs[ph]);
+                shift(&cix, ow, ws[pw]);
+                int open = when(b, rix, w->H);
+                open += when(b, cix, w->W);
+                otc_loop_index xi = tap(w, oh, kh, ow, kw);
+                shift(&xi, oh, hs[ph]);
+                shift(&xi, ow, ws[pw]);
+                channel(&xi, g, Cg * HW);
+                channel(&xi, c, HW);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index wi = at(0, c, KK, kh, w->KW);
+                    wi.stride[kw] += 1;
+                    out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+                    let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(xb, xi), LD(wb, wi)));
+                }
+                for (int i = 0; i < open; i++) end(b);
+                end(b), end(b), end(b);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+                    shift(&yi, oh, hs[ph]);
+                    shift(&yi, ow, ws[pw]);
+                    out_channel(&yi, g, ob, u, OCg, U, OHW);
+                    store(b, buf(b, id, false), yi, COPY, OPS(LOC(acc[u])));
+                }
+                end(b), end(b);
+            }
+        end(b), end(b);
         return;
     }
     int gy = buf(b, id, true);
