@@ -507,3 +507,114 @@ TEST(conv_model_hostile_attributes) {
                  "\"groups\":1",
                  "field \"shape\"");
 }
+
+/* ---- against PyTorch (tests/conv_torch_ref.py, run by the ctest conv_torch) ---- */
+
+/* n numbers from f into a fresh array (NULL on a short file). */
+static float *read_floats(FILE *f, size_t n) {
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; v && i < n; i++)
+        if (fscanf(f, "%f", &v[i]) != 1) {
+            free(v);
+            return NULL;
+        }
+    return v;
+}
+
+static void check_close(const char *what, const float *got, const float *want, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]) / (1 + fabs(want[i]));
+        if (d > worst) worst = d;
+    }
+    CHECK_MSG(worst < 1e-5, "%s: worst relative difference %g from PyTorch", what, worst);
+}
+
+/* Forward and gradients of sum(op(x) * R) against PyTorch's, case by case. */
+TEST(conv_torch_file) {
+    const char *path = getenv("OTC_TORCH_REF");
+    if (!path) {
+        printf("OTC_TORCH_REF not set: run through the ctest conv_torch\n");
+        return;
+    }
+    FILE *f = fopen(path, "r");
+    REQUIRE(f);
+    char op[16];
+    int cases = 0;
+    while (fscanf(f, "%15s", op) == 1) {
+        bool conv = !strcmp(op, "conv");
+        int B, C, H, W, O = 0, KH, KW, sh, sw, ph, pw, dh = 1, dw = 1, groups = 1, bias = 0;
+        if (conv)
+            REQUIRE(fscanf(f, "%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d", &B, &C, &H, &W, &O,
+                           &KH, &KW, &sh, &sw, &ph, &pw, &dh, &dw, &groups, &bias) == 15);
+        else
+            REQUIRE(fscanf(f, "%d %d %d %d %d %d %d %d %d %d", &B, &C, &H, &W, &KH, &KW, &sh, &sw,
+                           &ph, &pw) == 10);
+        otc_graph *g = otc_graph_new();
+        otc_id x = param4(g, "x", B, C, H, W, NULL), w = -1, b = -1, y;
+        size_t nx = (size_t)B * C * H * W, nw = 0;
+        float *xv = read_floats(f, nx), *wv = NULL, *bv = NULL;
+        REQUIRE(xv);
+        memcpy(otc_graph_param(g, x)->data, xv, nx * sizeof *xv);
+        if (conv) {
+            nw = (size_t)O * (C / groups) * KH * KW;
+            wv = read_floats(f, nw);
+            REQUIRE(wv);
+            w = param4(g, "w", O, C / groups, KH, KW, wv);
+            if (bias) {
+                bv = read_floats(f, (size_t)O);
+                REQUIRE(bv);
+                b = otc_param(g, "b", otc_shape_1d(O), bv);
+            }
+            otc_conv2d_params p = {sh, sw, ph, pw, dh, dw, groups};
+            y = otc_conv2d(g, "conv", x, w, b, &p);
+        } else {
+            otc_pool2d_params p = {KH, KW, sh, sw, ph, pw};
+            y = !strcmp(op, "maxpool") ? otc_maxpool2d(g, "pool", x, &p)
+                                       : otc_avgpool2d(g, "pool", x, &p);
+        }
+        REQUIRE(y >= 0);
+        otc_shape ys = otc_graph_node(g, y)->shape;
+        size_t ny = otc_shape_size(ys);
+        float *rv = read_floats(f, ny), *want_y = read_floats(f, ny), *want_gx = read_floats(f, nx);
+        float *want_gw = conv ? read_floats(f, nw) : NULL;
+        float *want_gb = conv && bias ? read_floats(f, (size_t)O) : NULL;
+        REQUIRE(rv && want_y && want_gx && (!conv || want_gw) && (!bias || want_gb));
+        otc_id r = otc_param(g, "R", ys, rv);
+        otc_id loss = otc_sum(g, otc_mul(g, y, r));
+        otc_executor *ex = otc_interpreter_new(g, NULL);
+        REQUIRE(ex);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK && otc_exec_backward(ex, loss) == OTC_OK);
+        const float *got;
+        char what[64];
+        snprintf(what, sizeof what, "%s case %d: y", op, cases);
+        REQUIRE(otc_exec_value(ex, y, &got, NULL) == OTC_OK);
+        check_close(what, got, want_y, ny);
+        snprintf(what, sizeof what, "%s case %d: dx", op, cases);
+        REQUIRE(otc_exec_grad(ex, x, &got) == OTC_OK);
+        check_close(what, got, want_gx, nx);
+        if (conv) {
+            snprintf(what, sizeof what, "%s case %d: dw", op, cases);
+            REQUIRE(otc_exec_grad(ex, w, &got) == OTC_OK);
+            check_close(what, got, want_gw, nw);
+        }
+        if (bias) {
+            snprintf(what, sizeof what, "%s case %d: db", op, cases);
+            REQUIRE(otc_exec_grad(ex, b, &got) == OTC_OK);
+            check_close(what, got, want_gb, (size_t)O);
+        }
+        otc_exec_free(ex);
+        otc_graph_free(g);
+        free(xv);
+        free(wv);
+        free(bv);
+        free(rv);
+        free(want_y);
+        free(want_gx);
+        free(want_gw);
+        free(want_gb);
+        cases++;
+    }
+    fclose(f);
+    CHECK_MSG(cases == 8, "%d cases in %s, 8 expected", cases, path);
+}

@@ -210,12 +210,11 @@ static void col2im(const geom *g, const float *col, int oh0, int oh1, float *gx,
 /* One block: samples [b0, b0 + nb) whole, or (nb 1) output rows [oh0, oh1) of sample b0. */
 typedef struct {
     int b0, nb, oh0, oh1;
-    int n;     /* columns of the block: nb * (oh1 - oh0) * OW */
-    size_t ld; /* = n */
+    int n; /* columns of the block (its row length): nb * (oh1 - oh0) * OW */
 } block;
 
-/* Calls fn(g, blk, ...) for every block of the batch, in order. */
-#define FOR_BLOCKS(g, blk) for (block blk = {0, 0, 0, 0, 0, 0}; next_block(g, &blk);)
+/* blk runs over the blocks of the batch, in order. */
+#define FOR_BLOCKS(g, blk) for (block blk = {0, 0, 0, 0, 0}; next_block(g, &blk);)
 
 static bool next_block(const geom *g, block *b) {
     if (b->nb == 0) { /* first */
@@ -231,7 +230,6 @@ static bool next_block(const geom *g, block *b) {
     b->nb = g->B - b->b0 < g->nb ? g->B - b->b0 : g->nb;
     b->oh1 = b->oh0 + g->block_rows < g->OH ? b->oh0 + g->block_rows : g->OH;
     b->n = b->nb * (b->oh1 - b->oh0) * g->OW;
-    b->ld = (size_t)b->n;
     return true;
 }
 
@@ -243,7 +241,7 @@ static const float *group_x(const geom *g, const float *x, int b, int gi) {
 static void block_im2col(const geom *g, const block *b, const float *x, int gi, float *col) {
     for (int j = 0; j < b->nb; j++)
         im2col(g, group_x(g, x, b->b0 + j, gi), b->oh0, b->oh1,
-               col + (size_t)j * (size_t)(b->oh1 - b->oh0) * g->OW, b->ld);
+               col + (size_t)j * (size_t)(b->oh1 - b->oh0) * g->OW, (size_t)b->n);
 }
 
 otc_status otc_fwd_conv2d(const otc_kernel_args *a) {
@@ -265,16 +263,16 @@ otc_status otc_fwd_conv2d(const otc_kernel_args *a) {
             if (b.nb == 1) {
                 /* y[Og, n] = w[Og, ckk] col[ckk, n], straight into y (rows ohw apart) */
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.Og, b.n, g.ckk, 1.0f, wg,
-                            g.ckk, col, (int)b.ld, 0.0f, y0, g.ohw);
+                            g.ckk, col, b.n, 0.0f, y0, g.ohw);
                 continue;
             }
             /* stage[Og, nb*ohw], then each sample's channels to their place in y */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g.Og, b.n, g.ckk, 1.0f, wg,
-                        g.ckk, col, (int)b.ld, 0.0f, stage, b.n);
+                        g.ckk, col, b.n, 0.0f, stage, b.n);
             for (int j = 0; j < b.nb; j++)
                 for (int o = 0; o < g.Og; o++)
                     memcpy(y0 + ((size_t)j * g.O + o) * g.ohw,
-                           stage + (size_t)o * b.ld + (size_t)j * g.ohw,
+                           stage + (size_t)o * (size_t)b.n + (size_t)j * g.ohw,
                            (size_t)g.ohw * sizeof *stage);
         }
     }
@@ -322,7 +320,7 @@ void otc_bwd_conv2d(const otc_kernel_args *a) {
             if (b.nb > 1) {
                 for (int j = 0; j < b.nb; j++)
                     for (int o = 0; o < g.Og; o++)
-                        memcpy(stage + (size_t)o * b.ld + (size_t)j * g.ohw,
+                        memcpy(stage + (size_t)o * (size_t)b.n + (size_t)j * g.ohw,
                                g0 + ((size_t)j * g.O + o) * g.ohw, (size_t)g.ohw * sizeof *stage);
                 gyb = stage;
                 ldg = b.n;
@@ -331,15 +329,16 @@ void otc_bwd_conv2d(const otc_kernel_args *a) {
                 /* gw[Og, ckk] += gy[Og, n] col[ckk, n]^T */
                 block_im2col(&g, &b, x, gi, col);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g.Og, g.ckk, b.n, 1.0f, gyb,
-                            ldg, col, (int)b.ld, 1.0f, gw + (size_t)gi * g.Og * g.ckk, g.ckk);
+                            ldg, col, b.n, 1.0f, gw + (size_t)gi * g.Og * g.ckk, g.ckk);
             }
             if (gx) {
                 /* col[ckk, n] = w[Og, ckk]^T gy[Og, n], scattered back into gx */
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, g.ckk, b.n, g.Og, 1.0f, wg,
-                            g.ckk, gyb, ldg, 0.0f, col, (int)b.ld);
+                            g.ckk, gyb, ldg, 0.0f, col, b.n);
                 for (int j = 0; j < b.nb; j++)
                     col2im(&g, col + (size_t)j * (size_t)(b.oh1 - b.oh0) * g.OW, b.oh0, b.oh1,
-                           gx + ((size_t)(b.b0 + j) * g.C + (size_t)gi * g.Cg) * g.H * g.W, b.ld);
+                           gx + ((size_t)(b.b0 + j) * g.C + (size_t)gi * g.Cg) * g.H * g.W,
+                           (size_t)b.n);
             }
         }
     }
