@@ -25,7 +25,7 @@ if(TARGET otc_cli AND OTC_BASH)
             viz viz_errors outputs_atomic shipped_example recurrent
             recurrent_errors import exec_task images images_errors)
   if(TARGET otc_compiler AND OTC_LLVM_LIB) # as frontend/CMakeLists.txt decides on --jit
-    list(APPEND cases jit)
+    list(APPEND cases jit images_compiled)
   endif()
   foreach(case ${cases})
     add_test(NAME cli_${case}

@@ -759,6 +759,21 @@ case_images() {
     out_has 'data                   img'
 }
 
+# The CNN compiled: trained by the JIT, run by the JIT, shipped as C that builds and agrees.
+case_images_compiled() {
+    idx_set "$WORK/img" train 60
+    idx_set "$WORK/img" t10k 30
+    local cnn=$MODELS/cnn.otm
+    run 0 train "$cnn" --data "idx:$WORK/img" --epochs 40 --batch 8 --lr 0.05 --jit \
+        --out "$WORK/cnn_jit.otm" --seed 2
+    out_has "epoch 40/40"
+    run 0 run "$WORK/cnn_jit.otm" --data "idx:$WORK/img" --argmax --jit -o "$WORK/p.csv"
+    err_has "accuracy 1.0000 (30 of 30) on the test images of idx:$WORK/img"
+    run 0 compile "$WORK/cnn_jit.otm" --emit-c "$WORK/c" --name cnn
+    cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -c "$WORK/c/cnn.c" -o "$WORK/c/cnn.o" ||
+        fail "the emitted CNN does not build"
+}
+
 # Bad IDX data: exit 2 and a message naming the file and the field, never a crash.
 case_images_errors() {
     local cnn=$MODELS/cnn.otm d=$WORK/bad
