@@ -143,6 +143,17 @@ class TorchGraph:
         if op == "select":
             axis, start = n["axis"], n["start"]
             return lambda v: v[i0].select(axis, start)
+        if op == "conv2d":
+            b = ins[2] if len(ins) > 2 else None
+            kw = dict(stride=tuple(n["stride"]), padding=tuple(n["padding"]),
+                      dilation=tuple(n["dilation"]), groups=n["groups"])
+            return lambda v: F.conv2d(v[i0], v[i1], v[b] if b is not None else None, **kw)
+        if op in ("maxpool2d", "avgpool2d"):
+            k, s, p = tuple(n["kernel"]), tuple(n["stride"]), tuple(n["padding"])
+            if op == "maxpool2d":
+                return lambda v: F.max_pool2d(v[i0], k, s, p)
+            # padding counts as zeros in the mean, as otc's avgpool2d
+            return lambda v: F.avg_pool2d(v[i0], k, s, p, count_include_pad=True)
         if op == "neuron":
             srcs, cols, scale, act, batch = ins[2:], n["cols"], n["scale"], n["act"], self.batch
             if srcs:

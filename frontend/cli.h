@@ -87,6 +87,17 @@ typedef struct {
 /* Loads a CSV of numbers; errors as for otc_cli_load_model. */
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);
 
+/* ---- image data (cli_idx.c) ---- */
+/* `--data idx:DIR`: IDX image files in DIR (train-images-idx3-ubyte.gz, ...). */
+#define OTC_CLI_IDX_PREFIX "idx:"
+/* DIR when data is "idx:DIR", else NULL. */
+const char *otc_cli_idx_dir(const char *data);
+/* Loads the split ("train" or "t10k") of idx:DIR: each image one row ([1,H,W], pixels /255),
+ * the label the one target; checks that the model's one input takes H*W values per sample.
+ * Errors as for otc_cli_load_model. */
+int otc_cli_load_idx(const char *cmd, const char *data, const char *split, const otc_graph *g,
+                     const char *model_path, otc_dataset **out);
+
 /* ---- recurrent models ---- */
 /* A recurrent model (otc_graph_is_recurrent) reads its CSV rows as the time steps of
  * sequences rather than independent samples. */

@@ -164,6 +164,21 @@ char *otc_bench_export(const otc_graph *g, otc_id loss, int batch, bool train,
         case OTC_OP_SCALE:
             cJSON_AddNumberToObject(n, "scale", nd->scale);
             break;
+        case OTC_OP_CONV2D:
+        case OTC_OP_MAXPOOL2D:
+        case OTC_OP_AVGPOOL2D: {
+            /* as the model file stores them: [h, w] pairs and the groups */
+            const otc_window *w = &nd->win;
+            const int pairs[4][2] = {{w->kernel_h, w->kernel_w},
+                                     {w->stride_h, w->stride_w},
+                                     {w->pad_h, w->pad_w},
+                                     {w->dilation_h, w->dilation_w}};
+            static const char *const keys[4] = {"kernel", "stride", "padding", "dilation"};
+            for (int k = 0; k < 4; k++)
+                cJSON_AddItemToObject(n, keys[k], cJSON_CreateIntArray(pairs[k], 2));
+            cJSON_AddNumberToObject(n, "groups", w->groups);
+            break;
+        }
         case OTC_OP_CONCAT:
         case OTC_OP_SLICE:
         case OTC_OP_SELECT:

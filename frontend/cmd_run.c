@@ -1,7 +1,8 @@
 /* `otc run MODEL.otm --input FILE.csv [--output FILE.csv]`: batch inference, one CSV row of
- * outputs per input row, written atomically (or to standard output). A recurrent model reads
- * the rows as the time steps of sequences (the file, or each --sequence id's run of rows), each
- * from a reset state. */
+ * outputs per input row, written atomically (or to standard output). `--data idx:DIR` runs
+ * DIR's IDX test images (t10k-*) instead and reports the accuracy against their labels. A recurrent
+ * model reads the rows as the time steps of sequences (the file, or each --sequence id's run of
+ * rows), each from a reset state. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,19 @@
 #endif
 
 const char otc_cmd_run_summary[] = "run a model on the rows of a CSV file";
+
+/* Rows whose largest output column is their label. */
+static long correct_rows(const float *out, int width, const float *labels, int rows) {
+    long ok = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *row = out + (size_t)r * (size_t)width;
+        int best = 0;
+        for (int j = 1; j < width; j++)
+            if (row[j] > row[best]) best = j;
+        ok += best == (int)labels[r];
+    }
+    return ok;
+}
 
 /* Header cells for every output: its name, with _0, _1, ... when it has several columns. */
 static void write_header(FILE *f, const otc_graph *g, const int *width, bool argmax) {
@@ -79,10 +93,14 @@ static int run_rows(otc_executor *ex, const otc_graph *g, otc_id in, const float
 
 int otc_cmd_run(int argc, char **argv) {
     const char *input = NULL, *output = NULL, *features = NULL, *drop = NULL, *sequence = NULL;
+    const char *data = NULL;
     bool header = false, no_header = false, argmax = false, jit = false;
     int batch = 256;
     const otc_opt opts[] = {
         {"--input,-i", OTC_OPT_STRING, &input, "FILE.csv: rows to run the model on"},
+        {"--data", OTC_OPT_STRING, &data,
+         "idx:DIR: instead of --input, DIR's IDX test images (t10k-*, pixels scaled to [0, 1]); "
+         "the accuracy against their labels goes to standard error"},
         {"--output,-o", OTC_OPT_STRING, &output,
          "FILE.csv: where to write the outputs (default: standard output)"},
         {"--features", OTC_OPT_STRING, &features,
@@ -105,6 +123,13 @@ int otc_cmd_run(int argc, char **argv) {
     int rc = otc_cli_parse("run", "MODEL.otm --input FILE.csv [--output FILE.csv] [options]", opts,
                            (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
+    if (data && input) return otc_cli_error("run", "use --input or --data, not both");
+    if (data && !otc_cli_idx_dir(data))
+        return otc_cli_error("run", "--data takes idx:DIR (for a CSV file use --input)");
+    if (data && (features || drop || sequence || header || no_header))
+        return otc_cli_error("run", "--data idx:DIR takes no --features, --drop, --sequence or "
+                                    "--header/--no-header");
+    if (data) input = data;
     if (!input) return otc_cli_error("run", "missing --input FILE.csv (try 'otc run --help')");
     if (batch < 1) return otc_cli_error("run", "--batch must be at least 1, not %d", batch);
     if (header && no_header) return otc_cli_error("run", "--header and --no-header conflict");
@@ -135,7 +160,13 @@ int otc_cmd_run(int argc, char **argv) {
         rc = otc_cli_needs_recurrent("run", pos[0], "--sequence");
         goto done;
     }
-    if (recurrent) {
+    if (recurrent && data) {
+        rc = otc_cli_error("run", "%s is recurrent; IDX images are independent samples", pos[0]);
+        goto done;
+    }
+    if (data) {
+        if ((rc = otc_cli_load_idx("run", data, "t10k", g, pos[0], &d))) goto done;
+    } else if (recurrent) {
         co.sequence = sequence;
         if ((rc = otc_cli_load_seq_csv("run", input, &co, &sd))) goto done;
         d = sd->data; /* owned by sd */
@@ -208,13 +239,22 @@ int otc_cmd_run(int argc, char **argv) {
                               1, out, width, argmax, mem, pos[0]);
         }
     }
+    long correct = 0;
     for (int r0 = 0; !recurrent && r0 < d->rows && !rc; r0 += batch) {
         int rows = d->rows - r0 < batch ? d->rows - r0 : batch;
         otc_exec_reset_state(ex); /* rows are independent samples */
         rc = run_rows(ex, g, in, d->x + (size_t)r0 * (size_t)d->n_features, rows, out, width,
                       argmax, mem, pos[0]);
+        if (!rc && data && width[0] >= 2)
+            correct += correct_rows(out[0], width[0], d->y + r0, rows);
     }
     if (rc) goto done;
+    if (data && width[0] >= 2) {
+        char sdata[512];
+        fprintf(stderr, "otc run: accuracy %.4f (%ld of %d) on the test images of %s\n",
+                (double)correct / d->rows, correct, d->rows,
+                otc_cli_printable(data, sdata, sizeof sdata));
+    }
     if (fclose(mem) != 0) {
         mem = NULL;
         rc = otc_cli_error("run", "out of memory");

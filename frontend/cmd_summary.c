@@ -228,7 +228,10 @@ int otc_cmd_summary(int argc, char **argv) {
                                        cell_name(g, p, pn, sizeof pn));
             if (ul >= sizeof used) ul = sizeof used - 1;
         }
-        char pbuf[32];
+        char pbuf[32], win[96];
+        /* a convolution's or pool's window after its parameters */
+        if (*otc_window_str(nd, win, sizeof win) && ul + 2 < sizeof used)
+            snprintf(used + ul, sizeof used - ul, "%s%s", ul ? "; " : "", win);
         if (nd->op == OTC_OP_NEURON) {
             const otc_act_info *act = otc_act_get((otc_act)nd->act);
             snprintf(used, sizeof used, "%s, %d inputs%s%s", act ? act->name : "?",

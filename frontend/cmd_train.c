@@ -394,7 +394,9 @@ int otc_cmd_train(int argc, char **argv) {
     uint64_t seed = 1;
     bool header = false, no_header = false, jit = false;
     const otc_opt opts[] = {
-        {"--data", OTC_OPT_STRING, &data, "FILE.csv: training rows"},
+        {"--data", OTC_OPT_STRING, &data,
+         "FILE.csv: training rows; or idx:DIR, IDX images and labels (DIR's train-* files, "
+         "pixels scaled to [0, 1], --val-split held out from them)"},
         {"--target", OTC_OPT_STRING, &target, "COLS: target column(s), by name or 0-based index"},
         {"--features", OTC_OPT_STRING, &features, "COLS: input columns (default: the others)"},
         {"--out", OTC_OPT_STRING, &out, "FILE.otm: where to save the trained model"},
@@ -429,6 +431,11 @@ int otc_cmd_train(int argc, char **argv) {
                            opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 1, 1);
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
     if (!data) return otc_cli_error("train", "missing --data FILE.csv (try 'otc train --help')");
+    bool idx = otc_cli_idx_dir(data) != NULL;
+    if (idx && (target || features || sequence || header || no_header))
+        return otc_cli_error("train", "--data idx:DIR brings its own labels and images: leave out "
+                                      "--target, --features, --sequence and --header/--no-header");
+    if (idx) target = "label";
     if (!target) return otc_cli_error("train", "missing --target COLS (try 'otc train --help')");
     if (!out) return otc_cli_error("train", "missing --out FILE.otm (try 'otc train --help')");
     if (epochs < 1 || epochs > 1000000)
@@ -475,6 +482,10 @@ int otc_cmd_train(int argc, char **argv) {
         rc = otc_cli_needs_recurrent("train", pos[0], sequence ? "--sequence" : "--bptt");
         goto done;
     }
+    if (recurrent && idx) {
+        rc = otc_cli_error("train", "%s is recurrent; IDX images are independent samples", sm);
+        goto done;
+    }
     if (recurrent && jit) {
         rc = otc_cli_error("train",
                            "%s is recurrent: backpropagation through time runs in the "
@@ -503,6 +514,8 @@ int otc_cmd_train(int argc, char **argv) {
             rc = otc_cli_error("train", "out of memory");
             goto done;
         }
+    } else if (idx) {
+        if ((rc = otc_cli_load_idx("train", data, "train", t.g, pos[0], &d))) goto done;
     } else if ((rc = otc_cli_load_csv("train", data, &co, &d))) {
         goto done;
     }

@@ -31,7 +31,14 @@ step "4. train: an MLP on iris, with a loss plot"
 show "$otc" train "$ex/models/iris_mlp.otm" --data "$ex/data/iris.csv" --target species \
   --epochs 40 --batch 16 --out iris.otm --plot iris_loss.svg | tail -3
 
-step "5. compile: standalone C (no malloc, no dependencies), built and checked against otc run"
+step "5. images: a LeNet CNN on Fashion-MNIST (one epoch on 12,000 images; the full run reaches 90%)"
+fm=/usr/share/datasets/fashion-mnist
+show "$root/build/release/examples/example_fashion_mnist" --epochs 1 --train 12000 --test 2000 \
+  --threshold 0.7 --save fashion.otm
+show "$otc" summary fashion.otm | sed -n '3,10p'
+show "$otc" run fashion.otm --data "idx:$fm" --argmax -o fashion_predictions.csv
+
+step "6. compile: standalone C (no malloc, no dependencies), built and checked against otc run"
 show "$otc" compile iris.otm --emit-c iris_c --name iris
 cc -std=c99 -O3 -Wall -Wextra -Werror -pedantic -DOTC_MODEL=iris -DOTC_MODEL_UPPER=IRIS \
   -I iris_c "$ex/deploy/csv_main.c" iris_c/iris.c -lm -o iris_native
@@ -42,10 +49,10 @@ paste -d, native.csv interpreted.csv | awk -F, '{ for (i = 1; i <= 3; i++) { d =
   if (d < 0) d = -d; s = ($(i+3) < 0 ? -$(i+3) : $(i+3)); r = d / (s > 1 ? s : 1);
   if (r > m) m = r } } END { printf "emitted C vs interpreter on %d rows: max relative difference %.2g\n", NR, m }'
 
-step "6. compare: interpreter vs LLVM JIT vs emitted C, and PyTorch eager on the same graph"
+step "7. compare: interpreter vs LLVM JIT vs emitted C, and PyTorch eager on the same graph"
 export OPENBLAS_NUM_THREADS=1
 show "$otc" bench circle.otm --batch 256 --train --export circle.json
 show /usr/bin/python3 "$root/bench/torch_compare.py" circle.json
 show "$otc" bench --random 100 --connections 300 --seed 1 --batch 1
 
-printf '\nwrote %s: xor.otm circle.otm iris.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/\n' "$out"
+printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/\n' "$out"

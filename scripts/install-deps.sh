@@ -24,6 +24,8 @@ table=(
   "libgfortran-12-dev"         # static OpenBLAS links -lgfortran (install_tree's static consumer)
   "libcjson-dev"
   "libinih-dev"
+  "zlib1g-dev"                  # gzip-compressed IDX image files
+  "dataset-fashion-mnist"      # the image example's data (/usr/share/datasets/fashion-mnist)
   "libgraphviz-dev"
   "graphviz                    dot"
   "llvm-19                     llvm-config-19"

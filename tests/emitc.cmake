@@ -11,7 +11,7 @@ if(TARGET test_recurrent_compiled AND TARGET otc_compiler AND OTC_LLVM_LIB)
   target_compile_definitions(test_recurrent_compiled PRIVATE OTC_TEST_JIT=1)
 endif()
 # The cross-compiling tests exit 77 when the Arm toolchain is not installed.
-foreach(t emitc_cross_aarch64_qemu emitc_cross_armhf)
+foreach(t emitc_cross_aarch64_qemu emitc_cross_armhf conv_emitc_aarch64_qemu)
   if(TEST ${t})
     set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
   endif()

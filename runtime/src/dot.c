@@ -221,6 +221,11 @@ static void emit_node(dot_ctx *c, otc_id id) {
         if (nd->op == OTC_OP_SCALE) otc_text_printf(&c->b, " &#215;%.4g", (double)nd->scale);
         if (nd->op == OTC_OP_LEAKY_RELU || nd->op == OTC_OP_ELU)
             otc_text_printf(&c->b, " a=%.3g", (double)nd->alpha);
+        char win[96];
+        if (*otc_window_str(nd, win, sizeof win)) {
+            otc_text_printf(&c->b, "<BR/>");
+            otc_text_xml(&c->b, win);
+        }
     }
     otc_text_printf(&c->b, "</FONT>");
     /* Folded parameters: one small line each, so an MLP reads as its layers. */

@@ -275,7 +275,7 @@ const char *otc_graph_meta_key(const otc_graph *g, int i) {
 /* The spec a node was built from (for rechecking its shape or rebuilding it elsewhere). */
 static otc_node_spec spec_of(const otc_node *n) {
     return (otc_node_spec){n->op,    n->name, n->n_inputs, n->inputs, n->cols, n->shape, n->alpha,
-                           n->scale, n->act,  n->axis,     n->start,  n->len,  n->agg};
+                           n->scale, n->act,  n->axis,     n->start,  n->len,  n->agg,   n->win};
 }
 
 /* A delay holds the previous value of its source, so the two shapes must be the same. */
@@ -370,6 +370,8 @@ otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec) {
     n.axis = spec->axis;
     n.start = spec->start;
     n.len = spec->len;
+    if (spec->op == OTC_OP_CONV2D || spec->op == OTC_OP_MAXPOOL2D || spec->op == OTC_OP_AVGPOOL2D)
+        n.win = spec->win;
     n.name = dup_str(spec->name);
     bool ok = !spec->name || n.name;
     if (n.n_inputs > 0) {

@@ -165,3 +165,55 @@ otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape) {
         .op = OTC_OP_DELAY, .name = name, .n_inputs = 1, .inputs = &self, .shape = shape};
     return otc_graph_add(g, &s);
 }
+
+/* Zero means 1 for stride, dilation and groups: a zero-initialised params struct is the
+ * plain convolution. */
+static int one_if_zero(int v) {
+    return v == 0 ? 1 : v;
+}
+
+otc_id otc_conv2d(otc_graph *g, const char *name, otc_id x, otc_id w, otc_id b,
+                  const otc_conv2d_params *params) {
+    otc_conv2d_params p = params ? *params : (otc_conv2d_params){0};
+    const otc_node *wn = g ? otc_graph_node(g, w) : NULL;
+    otc_window win = {.stride_h = one_if_zero(p.stride_h),
+                      .stride_w = one_if_zero(p.stride_w),
+                      .pad_h = p.pad_h,
+                      .pad_w = p.pad_w,
+                      .dilation_h = one_if_zero(p.dilation_h),
+                      .dilation_w = one_if_zero(p.dilation_w),
+                      .groups = one_if_zero(p.groups)};
+    /* The kernel is the weight's; a weight that is not 4-d is reported by the shape rule. */
+    if (wn && wn->shape.ndim == 4) {
+        win.kernel_h = wn->shape.dim[2];
+        win.kernel_w = wn->shape.dim[3];
+    }
+    otc_id in[3] = {x, w, b};
+    otc_node_spec s = {
+        .op = OTC_OP_CONV2D, .name = name, .n_inputs = b >= 0 ? 3 : 2, .inputs = in, .win = win};
+    return otc_graph_add(g, &s);
+}
+
+static otc_id pool(otc_graph *g, otc_op op, const char *name, otc_id x,
+                   const otc_pool2d_params *params) {
+    otc_pool2d_params p = params ? *params : (otc_pool2d_params){0};
+    otc_window win = {.kernel_h = p.kernel_h,
+                      .kernel_w = p.kernel_w,
+                      .stride_h = p.stride_h ? p.stride_h : p.kernel_h,
+                      .stride_w = p.stride_w ? p.stride_w : p.kernel_w,
+                      .pad_h = p.pad_h,
+                      .pad_w = p.pad_w,
+                      .dilation_h = 1,
+                      .dilation_w = 1,
+                      .groups = 1};
+    otc_node_spec s = {.op = op, .name = name, .n_inputs = 1, .inputs = &x, .win = win};
+    return otc_graph_add(g, &s);
+}
+
+otc_id otc_maxpool2d(otc_graph *g, const char *name, otc_id x, const otc_pool2d_params *params) {
+    return pool(g, OTC_OP_MAXPOOL2D, name, x, params);
+}
+
+otc_id otc_avgpool2d(otc_graph *g, const char *name, otc_id x, const otc_pool2d_params *params) {
+    return pool(g, OTC_OP_AVGPOOL2D, name, x, params);
+}

@@ -26,6 +26,9 @@
  *     (the mean of the op's per-element loss, otc_op_loss_expr / otc_op_loss_grad_expr)
  *   softmax_ce   otc_fwd_softmax_ce     otc_bwd_softmax_ce
  *   neuron       otc_fwd_neuron         otc_bwd_neuron
+ *   conv2d       otc_fwd_conv2d         otc_bwd_conv2d
+ *   maxpool2d    otc_fwd_maxpool2d      otc_bwd_maxpool2d
+ *   avgpool2d    otc_fwd_avgpool2d      otc_bwd_avgpool2d
  *   input, parameter, delay: NULL / NULL (the interpreter handles them itself)
  *
  * Gradient conventions a compiled backend must match:
@@ -33,6 +36,9 @@
  *     derivative tree of ops.c (BCE clamps p and uses the clamped p without masking).
  *   - softmax_ce's labels, row_broadcast's `like` and a Delay's input get no gradient.
  *   - Activations (ops and Neuron) take their parameter `a` from node->alpha.
+ *   - maxpool2d: a window's gradient goes to its first maximum in row-major order (ties:
+ *     the first); padding is never the maximum. avgpool2d divides by KH*KW always (padding
+ *     counts as zeros, PyTorch's count_include_pad=True).
  */
 
 /* Activations shared by the activation ops and the Neuron (kernels_act.c): y = f(x) (in place
@@ -98,5 +104,13 @@ void otc_bwd_softmax_ce(const otc_kernel_args *a);
 /* NEAT (kernels_neuron.c) */
 otc_status otc_fwd_neuron(const otc_kernel_args *a);
 void otc_bwd_neuron(const otc_kernel_args *a);
+
+/* images, NCHW (kernels_conv.c, kernels_pool.c) */
+otc_status otc_fwd_conv2d(const otc_kernel_args *a);
+void otc_bwd_conv2d(const otc_kernel_args *a);
+otc_status otc_fwd_maxpool2d(const otc_kernel_args *a);
+void otc_bwd_maxpool2d(const otc_kernel_args *a);
+otc_status otc_fwd_avgpool2d(const otc_kernel_args *a);
+void otc_bwd_avgpool2d(const otc_kernel_args *a);
 
 #endif

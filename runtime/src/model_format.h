@@ -35,6 +35,9 @@ enum {
     OTM_F_AXIS = 1 << 4,
     OTM_F_START = 1 << 5,
     OTM_F_LEN = 1 << 6,
+    /* Conv2d and pooling: "kernel", "stride", "padding", "dilation" ([h, w] each) and
+     * "groups" (otc_window) */
+    OTM_F_WINDOW = 1 << 7,
 };
 
 static inline unsigned otm_op_fields(otc_op op) {
@@ -45,6 +48,10 @@ static inline unsigned otm_op_fields(otc_op op) {
         return OTM_F_ALPHA | OTM_F_SCALE | OTM_F_ACT | OTM_F_COLS;
     case OTC_OP_CONCAT:
         return OTM_F_AXIS;
+    case OTC_OP_CONV2D:
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D:
+        return OTM_F_WINDOW;
     /* Select's len is always 1, but it is stored so a loaded node equals the built one. */
     case OTC_OP_SLICE:
     case OTC_OP_SELECT:

@@ -212,6 +212,33 @@ static otc_status check_inputs(const loader *L, otc_op op, int i, const int *inp
     return OTC_OK;
 }
 
+/* An [h, w] pair of window attributes in 0..OTC_MAX_DIM (the shape rule checks the rest). */
+static otc_status pair_field(const cJSON *jn, const char *key, int *h, int *w) {
+    int *v = NULL, n = 0;
+    otc_status st = int_array_field(jn, key, 2, 0, OTC_MAX_DIM, &v, &n);
+    if (st == OTC_OK && n != 2)
+        st = otc_fail(OTC_ERR_FORMAT, "field \"%s\": expected [h, w], got %d entries", key, n);
+    if (st == OTC_OK) {
+        *h = v[0];
+        *w = v[1];
+    }
+    free(v);
+    return st;
+}
+
+static otc_status read_window(const cJSON *jn, otc_window *w) {
+    otc_status st;
+    long long v;
+    if ((st = pair_field(jn, "kernel", &w->kernel_h, &w->kernel_w)) ||
+        (st = pair_field(jn, "stride", &w->stride_h, &w->stride_w)) ||
+        (st = pair_field(jn, "padding", &w->pad_h, &w->pad_w)) ||
+        (st = pair_field(jn, "dilation", &w->dilation_h, &w->dilation_w)) ||
+        (st = int_field(jn, "groups", 0, OTC_MAX_DIM, &v)))
+        return st;
+    w->groups = (int)v;
+    return OTC_OK;
+}
+
 /* The fields this op stores (otm_op_fields), all required; *cols is owned by the caller. */
 static otc_status read_op_fields(const cJSON *jn, otc_node_spec *spec, int **cols) {
     unsigned fields = otm_op_fields(spec->op);
@@ -255,6 +282,7 @@ static otc_status read_op_fields(const cJSON *jn, otc_node_spec *spec, int **col
         if ((st = int_field(jn, "len", 0, OTC_MAX_DIM, &v)) != OTC_OK) return st;
         spec->len = (int)v;
     }
+    if ((fields & OTM_F_WINDOW) && (st = read_window(jn, &spec->win)) != OTC_OK) return st;
     return OTC_OK;
 }
 

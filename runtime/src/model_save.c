@@ -89,6 +89,14 @@ static otc_status node_json(const otc_graph *g, otc_id id, uint64_t *offset, cJS
     if (ok && (fields & OTM_F_AXIS)) ok = add_item(o, "axis", cJSON_CreateNumber(n->axis));
     if (ok && (fields & OTM_F_START)) ok = add_item(o, "start", cJSON_CreateNumber(n->start));
     if (ok && (fields & OTM_F_LEN)) ok = add_item(o, "len", cJSON_CreateNumber(n->len));
+    if (ok && (fields & OTM_F_WINDOW)) {
+        const otc_window *w = &n->win;
+        ok = add_item(o, "kernel", int_array((int[]){w->kernel_h, w->kernel_w}, 2)) &&
+             add_item(o, "stride", int_array((int[]){w->stride_h, w->stride_w}, 2)) &&
+             add_item(o, "padding", int_array((int[]){w->pad_h, w->pad_w}, 2)) &&
+             add_item(o, "dilation", int_array((int[]){w->dilation_h, w->dilation_w}, 2)) &&
+             add_item(o, "groups", cJSON_CreateNumber(w->groups));
+    }
     if (ok && n->op == OTC_OP_PARAMETER) {
         if (!n->value || n->value->size != otc_shape_size(n->shape) ||
             (n->value->size && !n->value->data)) {

@@ -116,6 +116,12 @@ static const otc_op_def defs[] = {
     ROW(OTC_OP_NEURON, "neuron", 2, -1, OTC_OPKIND_NEURON, -1, otc_shape_neuron, otc_fwd_neuron,
         otc_bwd_neuron),
     ROW(OTC_OP_DELAY, "delay", 1, 1, OTC_OPKIND_STATE, -1, otc_shape_delay, NULL, NULL),
+    ROW(OTC_OP_CONV2D, "conv2d", 2, 3, OTC_OPKIND_STRUCTURAL, -1, otc_shape_conv2d, otc_fwd_conv2d,
+        otc_bwd_conv2d),
+    ROW(OTC_OP_MAXPOOL2D, "maxpool2d", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_pool2d,
+        otc_fwd_maxpool2d, otc_bwd_maxpool2d),
+    ROW(OTC_OP_AVGPOOL2D, "avgpool2d", 1, 1, OTC_OPKIND_STRUCTURAL, -1, otc_shape_pool2d,
+        otc_fwd_avgpool2d, otc_bwd_avgpool2d),
 };
 
 _Static_assert(sizeof defs / sizeof defs[0] == OTC_OP_COUNT, "every op has its row");

@@ -20,5 +20,8 @@ otc_status otc_shape_loss(const otc_graph *g, const otc_node_spec *s, otc_shape 
 otc_status otc_shape_softmax_ce(const otc_graph *g, const otc_node_spec *s, otc_shape *out);
 otc_status otc_shape_neuron(const otc_graph *g, const otc_node_spec *s, otc_shape *out);
 otc_status otc_shape_delay(const otc_graph *g, const otc_node_spec *s, otc_shape *out);
+/* shape_rules_window.c */
+otc_status otc_shape_conv2d(const otc_graph *g, const otc_node_spec *s, otc_shape *out);
+otc_status otc_shape_pool2d(const otc_graph *g, const otc_node_spec *s, otc_shape *out);
 
 #endif

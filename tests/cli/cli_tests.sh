@@ -704,6 +704,135 @@ case_shipped_example() {
     run 0 train "$m" --data "$IRIS_CSV" --target species --epochs 2 --out "$WORK/t.otm"
 }
 
+# ---- images: IDX files written here (plain bytes: the reader takes gzip or not) ----
+
+# be32 N: N as 4 big-endian bytes, in printf escapes.
+be32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((($1 >> 24) & 255)) $((($1 >> 16) & 255)) \
+    $((($1 >> 8) & 255)) $(($1 & 255)); }
+
+# idx_set DIR SPLIT N: N 4x4 images of three classes (class k = i % 3: the top-left, the
+# top-right or the bottom half lit, 200 on 10), images and labels in the MNIST names.
+idx_set() {
+    local dir=$1 split=$2 n=$3 img lab="" i p k
+    img="\\x00\\x00\\x08\\x03$(be32 "$n")$(be32 4)$(be32 4)"
+    lab="\\x00\\x00\\x08\\x01$(be32 "$n")"
+    for ((i = 0; i < n; i++)); do
+        k=$((i % 3))
+        for ((p = 0; p < 16; p++)); do
+            local r=$((p / 4)) c=$((p % 4)) on=0
+            case $k in
+                0) [ $r -lt 2 ] && [ $c -lt 2 ] && on=1 ;;
+                1) [ $r -lt 2 ] && [ $c -ge 2 ] && on=1 ;;
+                2) [ $r -ge 2 ] && on=1 ;;
+            esac
+            if [ $on = 1 ]; then img+='\xc8'; else img+='\x0a'; fi
+        done
+        lab+=$(printf '\\x%02x' $k)
+    done
+    mkdir -p "$dir"
+    printf "$img" >"$dir/$split-images-idx3-ubyte"
+    printf "$lab" >"$dir/$split-labels-idx1-ubyte"
+}
+
+case_images() {
+    idx_set "$WORK/img" train 60
+    idx_set "$WORK/img" t10k 30
+    local cnn=$MODELS/cnn.otm
+    run 0 summary "$cnn"
+    out_has "conv2d"
+    out_has "3x3 stride 1 pad 1"
+    out_has "maxpool2d      [B,2,2,2]"
+    out_has "1x2 stride 1x2 pad 0"
+    out_has "params   35 (35 trainable)"
+    run 0 viz "$cnn" -o "$WORK/cnn.dot" --format dot
+    grep -q '3x3 stride 1 pad 1' "$WORK/cnn.dot" || fail "viz lacks the conv's window"
+    run 0 train "$cnn" --data "idx:$WORK/img" --epochs 40 --batch 8 --lr 0.05 \
+        --out "$WORK/cnn_trained.otm" --seed 2
+    out_has "60 rows (48 train, 12 validation), loss ce"
+    out_has "epoch 40/40"
+    # three classes that one lit quadrant tells apart: learnt exactly
+    run 0 run "$WORK/cnn_trained.otm" --data "idx:$WORK/img" --argmax -o "$WORK/p.csv"
+    err_has "accuracy 1.0000 (30 of 30) on the test images of idx:$WORK/img"
+    [ "$(sed -n 2p "$WORK/p.csv" | awk -F, '{ print $NF }')" = 0 ] || fail "image 0 is class 0"
+    [ "$(sed -n 3p "$WORK/p.csv" | awk -F, '{ print $NF }')" = 1 ] || fail "image 1 is class 1"
+    run 0 summary "$WORK/cnn_trained.otm"
+    out_has 'data                   img'
+}
+
+# The CNN compiled: trained by the JIT, run by the JIT, shipped as C that builds and agrees.
+case_images_compiled() {
+    idx_set "$WORK/img" train 60
+    idx_set "$WORK/img" t10k 30
+    local cnn=$MODELS/cnn.otm
+    run 0 train "$cnn" --data "idx:$WORK/img" --epochs 40 --batch 8 --lr 0.05 --jit \
+        --out "$WORK/cnn_jit.otm" --seed 2
+    out_has "epoch 40/40"
+    run 0 run "$WORK/cnn_jit.otm" --data "idx:$WORK/img" --argmax --jit -o "$WORK/p.csv"
+    err_has "accuracy 1.0000 (30 of 30) on the test images of idx:$WORK/img"
+    run 0 compile "$WORK/cnn_jit.otm" --emit-c "$WORK/c" --name cnn
+    cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -c "$WORK/c/cnn.c" -o "$WORK/c/cnn.o" ||
+        fail "the emitted CNN does not build"
+}
+
+# Bad IDX data: exit 2 and a message naming the file and the field, never a crash.
+case_images_errors() {
+    local cnn=$MODELS/cnn.otm d=$WORK/bad
+    idx_set "$d" train 6
+    idx_set "$d" t10k 6
+    local im=$d/train-images-idx3-ubyte lb=$d/train-labels-idx1-ubyte
+    cp "$im" "$WORK/good_im"
+    cp "$lb" "$WORK/good_lb"
+    # wrong magic
+    printf '\x00\x00\x08\x01' | dd of="$im" bs=1 conv=notrunc status=none
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "$im: magic: 0x00000801, expected 0x00000803"
+    # one image short of its header, and one byte too many
+    head -c $(($(wc -c <"$WORK/good_im") - 1)) "$WORK/good_im" >"$im"
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "$im: pixels: the header's dimensions need 96 bytes, the file holds only 95"
+    { cat "$WORK/good_im"; printf 'x'; } >"$im"
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "holds more than the 96 bytes"
+    cp "$WORK/good_im" "$im"
+    # an absurd dimension
+    printf "\\x00\\x00\\x08\\x03$(be32 6)$(be32 100000000)$(be32 4)" >"$im"
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "$im: dimension 1 (rows): 100000000 is outside"
+    cp "$WORK/good_im" "$im"
+    # a label out of range, and counts that differ
+    printf '\x0c' | dd of="$lb" bs=1 seek=9 conv=notrunc status=none
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "$lb: label of item 1: 12 is not below 10 classes"
+    printf "\\x00\\x00\\x08\\x01$(be32 5)\\x00\\x01\\x02\\x00\\x01" >"$lb"
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "$lb: item count: 5 labels, but $im holds 6 images"
+    cp "$WORK/good_lb" "$lb"
+    # a label the model's 3 outputs cannot take
+    printf '\x05' | dd of="$lb" bs=1 seek=9 conv=notrunc status=none
+    run 2 train "$cnn" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "class 5 is not an integer in 0..2"
+    cp "$WORK/good_lb" "$lb"
+    # the same for run, on the test files
+    printf 'garbage!' >"$d/t10k-images-idx3-ubyte"
+    run 2 run "$cnn" --data "idx:$d"
+    err_has "t10k-images-idx3-ubyte: magic"
+    # no such directory, no directory, images the model does not take, misused options
+    run 2 train "$cnn" --data "idx:$WORK/nowhere" --out "$WORK/t.otm"
+    err_has "$WORK/nowhere: not a directory"
+    run 2 train "$cnn" --data "idx:" --out "$WORK/t.otm"
+    err_has "give the directory after idx:"
+    run 2 train "$IRIS" --data "idx:$d" --out "$WORK/t.otm"
+    err_has "holds 4x4 images (16 values each), but the input [B,4]"
+    run 2 train "$cnn" --data "idx:$d" --target species --out "$WORK/t.otm"
+    err_has "leave out --target"
+    run 2 run "$cnn" --data "$IRIS_CSV"
+    err_has "--data takes idx:DIR"
+    run 2 run "$cnn" --data "idx:$d" --input "$IRIS_CSV"
+    err_has "not both"
+    [ ! -e "$WORK/t.otm" ] || fail "a failed run wrote its output"
+    err_clean
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2

@@ -1,7 +1,7 @@
 /* Writes the small models the CLI tests run on into a directory: a NEAT-style network of
  * neurons with genome metadata, one with unreadable metadata, and models each wrong for
  * `train` and `run` in one way (two inputs, no outputs, no Input, no batch, nothing to train),
- * and a recurrent one (a weighted running sum through a Delay).
+ * a recurrent one (a weighted running sum through a Delay), and a small CNN on 4x4 images.
  * Usage: make_test_models OUTDIR */
 #include <stdio.h>
 #include <string.h>
@@ -108,5 +108,20 @@ int main(int argc, char **argv) {
     otc_id h = otc_add(g, otc_matmul(g, x, pw), otc_matmul(g, prev, pu));
     bad |= h < 0 || otc_graph_set_input(g, prev, 0, h) || otc_graph_mark_output(g, h) ||
            save(g, dir, "running_sum.otm");
+
+    /* a CNN for 4x4 one-channel images and 3 classes: conv 3x3 (2 channels, padding 1),
+     * relu, maxpool 2, avgpool 1x2, flatten, a dense layer to the logits */
+    g = otc_graph_new();
+    otc_rng rng;
+    otc_rng_seed(&rng, 5);
+    x = otc_input(g, "image", (otc_shape){4, {OTC_BATCH, 1, 4, 4}});
+    otc_id c =
+        otc_conv2d_layer(g, x, 2, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "conv1");
+    otc_id mp = otc_maxpool2d(g, "pool1", otc_activation(g, OTC_OP_RELU, c, 0),
+                              &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    otc_id ap = otc_avgpool2d(g, "pool2", mp, &(otc_pool2d_params){.kernel_h = 1, .kernel_w = 2});
+    otc_id logits = otc_linear(g, otc_flatten(g, ap), 3, &rng, "fc");
+    bad |= logits < 0 || otc_graph_set_name(g, logits, "logits") ||
+           otc_graph_mark_output(g, logits) || save(g, dir, "cnn.otm");
     return bad ? 1 : 0;
 }

@@ -28,10 +28,10 @@
  * they spell loops, loads, stores and the trees.
  */
 enum {
-    OTC_LOOP_MAX_DEPTH = 4,    /* nested loops */
-    OTC_LOOP_MAX_OPERANDS = 6, /* arguments of one statement's tree */
+    OTC_LOOP_MAX_DEPTH = 8,    /* nested loops (a grouped convolution's nest is 7 deep) */
+    OTC_LOOP_MAX_OPERANDS = 8, /* arguments of one statement's tree */
     OTC_LOOP_MAX_BUFS = 64,    /* buffers one program touches */
-    OTC_LOOP_MAX_LOCALS = 8,
+    OTC_LOOP_MAX_LOCALS = 16,  /* a convolution's weight gradient sums 12 at once */
     OTC_LOOP_MAX_SUMS = 2,
     OTC_LOOP_MAX_TREES = 8 /* trees a program composes itself (see otc_loop_program) */
 };
@@ -67,12 +67,16 @@ typedef struct {
 
 typedef enum {
     OTC_LOOP_FOR,   /* opens loop number depth (0, 1, ...) of .count iterations */
-    OTC_LOOP_END,   /* closes the innermost loop */
+    OTC_LOOP_END,   /* closes the innermost loop or WHEN block */
     OTC_LOOP_LET,   /* local .n = tree */
     OTC_LOOP_STORE, /* buffer .n at .at = tree */
     OTC_LOOP_ADD,   /* buffer .n at .at += tree (a gradient; padding samples add nothing) */
     OTC_LOOP_SUMUP, /* batch sum .n += tree, over the real samples only */
-    OTC_LOOP_CHECK  /* tree, a truth, must hold; else the call fails naming the node */
+    OTC_LOOP_CHECK, /* tree, a truth, must hold; else the call fails naming the node */
+    /* Opens a block (closed by END) that runs only when 0 <= .at < .count, .at read as a
+     * plain number (no buffer, no sample): the same for every sample, so a branch and never
+     * a mask. A convolution's padding: the taps that fall outside the input are skipped. */
+    OTC_LOOP_WHEN
 } otc_loop_stmt_kind;
 
 typedef enum { OTC_LOOP_BEFORE, OTC_LOOP_BODY, OTC_LOOP_AFTER } otc_loop_section;
@@ -81,7 +85,7 @@ typedef struct {
     otc_loop_stmt_kind kind;
     otc_loop_section section;
     int n;         /* LET: local; STORE/ADD: buffer; SUMUP: sum */
-    int64_t count; /* FOR */
+    int64_t count; /* FOR; WHEN: the bound */
     otc_loop_index at;
     const otc_expr *tree;
     otc_loop_operand x, x1; /* the leaves OTC_EX_X and OTC_EX_X1, when the tree reads them */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "otc/loops.h"
 #include "render_c_internal.h"
 
 #define V(id)     (otc_plan_owner(c->plan, (id)))
@@ -352,20 +353,10 @@ static void backward_step(otc_cr *c, otc_id id) {
     case OTC_OP_MATMUL:
         bw_matmul(c, id);
         break;
-    case OTC_OP_SUM:
-    case OTC_OP_MEAN:
-    case OTC_OP_SOFTMAX:
-    case OTC_OP_LOG_SOFTMAX:
-    case OTC_OP_MSE:
-    case OTC_OP_BCE:
-    case OTC_OP_SOFTMAX_CE:
-    case OTC_OP_CONCAT:
-    case OTC_OP_SLICE:
-    case OTC_OP_SELECT:
-        otc_cr_loop_program(c, id, true);
-        break;
     default:
-        if (nd->op == OTC_OP_ROW_BROADCAST || otc_op_map_expr(nd->op)) {
+        if (otc_loop_lowers(nd->op)) {
+            otc_cr_loop_program(c, id, true);
+        } else if (nd->op == OTC_OP_ROW_BROADCAST || otc_op_map_expr(nd->op)) {
             bw_elementwise(c, id);
         } else if (!c->st) { /* an op without a rule here is an error, never a silent zero */
             char lab[64];

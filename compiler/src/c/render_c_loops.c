@@ -11,8 +11,23 @@
 typedef struct {
     otc_cr *c;
     const otc_loop_program *p;
-    char text[OTC_LOOP_MAX_OPERANDS + 2][160]; /* operand spellings, then x and x1 */
+    char text[OTC_LOOP_MAX_OPERANDS + 2][400]; /* operand spellings, then x and x1 */
+    int depth;                                 /* open loops (a loop's variable: its number) */
+    int n_open;                                /* open loops and WHEN blocks */
+    bool open_when[2 * OTC_LOOP_MAX_DEPTH];
+    bool chunk; /* in a chunk of CHUNK samples: a per-sample local is an array of them */
 } speller;
+
+/* Samples a batched body with locals runs at once (see section): one AVX vector, two NEON
+ * ones; gcc and clang vectorise the fixed-count loop over them at -O2. */
+enum { CHUNK = 8 };
+
+static void local_text(const speller *s, char *out, size_t len, int n) {
+    if (s->chunk && !s->p->local_uniform[n])
+        snprintf(out, len, "L%d[b - b0]", n);
+    else
+        snprintf(out, len, "l%d", n);
+}
 
 /* "i0 * 10 + i1 + 3" */
 static void index_text(char *out, size_t len, const otc_loop_index *ix) {
@@ -31,7 +46,7 @@ static void index_text(char *out, size_t len, const otc_loop_index *ix) {
 }
 
 static void element(speller *s, char *out, size_t len, int bf, const otc_loop_index *ix) {
-    char e[96];
+    char e[320];
     index_text(e, sizeof e, ix);
     const otc_loop_buf *b = &s->p->buf[bf];
     if (b->grad)
@@ -46,7 +61,7 @@ static void operand(speller *s, char *out, size_t len, const otc_loop_operand *o
         element(s, out, len, o->n, &o->at);
         return;
     case OTC_LOOP_LOCAL:
-        snprintf(out, len, "l%d", o->n);
+        local_text(s, out, len, o->n);
         return;
     case OTC_LOOP_VAR:
         snprintf(out, len, "(float)i%d", o->n);
@@ -92,27 +107,37 @@ static char *tree_text(speller *s, const otc_loop_stmt *st) {
     return text;
 }
 
-static void statement(speller *s, const otc_loop_stmt *st, int *depth) {
+static void statement(speller *s, const otc_loop_stmt *st) {
     otc_cr *c = s->c;
-    if (st->kind == OTC_LOOP_FOR) {
-        otc_cr_line(c, "for (size_t i%d = 0; i%d < %" PRId64 "; i%d++) {", *depth, *depth,
-                    st->count, *depth);
+    if (st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_WHEN) {
+        bool w = st->kind == OTC_LOOP_WHEN;
+        if (s->n_open == 2 * OTC_LOOP_MAX_DEPTH) return; /* the plan nests no deeper */
+        s->open_when[s->n_open++] = w;
+        if (w) { /* size_t arithmetic: a negative index wraps to a huge one, out of range */
+            char e[320];
+            index_text(e, sizeof e, &st->at);
+            otc_cr_line(c, "if ((size_t)(%s) < %" PRId64 ") {", e, st->count);
+        } else {
+            otc_cr_line(c, "for (size_t i%d = 0; i%d < %" PRId64 "; i%d++) {", s->depth, s->depth,
+                        st->count, s->depth);
+            s->depth++;
+        }
         c->indent++;
-        (*depth)++;
         return;
     }
     if (st->kind == OTC_LOOP_END) {
         c->indent--;
         otc_cr_line(c, "}");
-        (*depth)--;
+        if (s->n_open > 0 && !s->open_when[--s->n_open]) s->depth--;
         return;
     }
     char *v = tree_text(s, st);
     if (!v) return;
-    char dst[128];
+    char dst[400];
     switch (st->kind) {
     case OTC_LOOP_LET:
-        otc_cr_line(c, "l%d = %s;", st->n, v);
+        local_text(s, dst, sizeof dst, st->n);
+        otc_cr_line(c, "%s = %s;", dst, v);
         break;
     case OTC_LOOP_STORE:
         element(s, dst, sizeof dst, st->n, &st->at);
@@ -147,24 +172,30 @@ static bool samples_inner(const otc_loop_program *p) {
     return true;
 }
 
-static void section(speller *s, otc_loop_section which) {
-    int depth = 0;
-    bool inner = which == OTC_LOOP_BODY && samples_inner(s->p), open = false;
+/* A section; `inner`: each run of statements in a loop of its own over the samples (all of
+ * them, or with s->chunk those of the chunk from b0). */
+static void section(speller *s, otc_loop_section which, bool inner) {
+    s->depth = s->n_open = 0;
+    bool open = false;
     for (int i = 0; i < s->p->n_stmts; i++) {
         const otc_loop_stmt *st = &s->p->stmt[i];
         if (st->section != which) continue;
-        bool loop = st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_END;
+        bool loop =
+            st->kind == OTC_LOOP_FOR || st->kind == OTC_LOOP_END || st->kind == OTC_LOOP_WHEN;
         if (inner && loop && open) {
             s->c->indent--;
             otc_cr_line(s->c, "}");
             open = false;
         }
         if (inner && !loop && !open) {
-            otc_cr_line(s->c, "for (size_t b = 0; b < B; b++) {");
+            if (s->chunk)
+                otc_cr_line(s->c, "for (size_t b = b0; b < b0 + %d; b++) {", CHUNK);
+            else
+                otc_cr_line(s->c, "for (size_t b = 0; b < B; b++) {");
             s->c->indent++;
             open = true;
         }
-        statement(s, st, &depth);
+        statement(s, st);
     }
     if (open) {
         s->c->indent--;
@@ -202,17 +233,29 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
     }
     for (int i = 0; i < p->n_sums; i++) otc_cr_line(c, "double sum%d = 0.0;", i);
     speller s = {.c = c, .p = p};
-    section(&s, OTC_LOOP_BEFORE);
-    bool per_sample = p->batched && !samples_inner(p);
-    if (per_sample) {
-        otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
+    section(&s, OTC_LOOP_BEFORE, false);
+    if (!p->batched || samples_inner(p)) {
+        section(&s, OTC_LOOP_BODY, p->batched);
+    } else {
+        /* Locals hold a value per sample: whole chunks of CHUNK samples run each statement
+         * over the chunk (arrays of locals, contiguous loads: vector code), the last B % CHUNK
+         * samples one at a time. */
+        otc_cr_line(c, "size_t b0 = 0;");
+        otc_cr_line(c, "for (; b0 + %d <= B; b0 += %d) {", CHUNK, CHUNK);
         c->indent++;
-    }
-    section(&s, OTC_LOOP_BODY);
-    if (per_sample) {
+        for (int i = 0; i < p->n_locals; i++)
+            if (!p->local_uniform[i]) otc_cr_line(c, "float L%d[%d] = {0.0f};", i, CHUNK);
+        s.chunk = true;
+        section(&s, OTC_LOOP_BODY, true);
+        s.chunk = false;
+        c->indent--;
+        otc_cr_line(c, "}");
+        otc_cr_line(c, "for (size_t b = b0; b < B; b++) {");
+        c->indent++;
+        section(&s, OTC_LOOP_BODY, false);
         c->indent--;
         otc_cr_line(c, "}");
     }
-    section(&s, OTC_LOOP_AFTER);
+    section(&s, OTC_LOOP_AFTER, false);
     otc_loop_program_free(p);
 }

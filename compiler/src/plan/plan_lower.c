@@ -1,5 +1,6 @@
 /* How each op with a loop structure of its own lowers to a loop program (otc/loops.h),
  * forward and backward: the one description the C and LLVM renderers both spell. */
+#include <float.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,9 @@ typedef struct {
     otc_loop_section section;
     int depth;
     int cap;
+    int64_t count[OTC_LOOP_MAX_DEPTH];      /* the open loops' iterations */
+    int n_open;                             /* open loops and WHEN blocks */
+    bool open_when[2 * OTC_LOOP_MAX_DEPTH]; /* which of them are WHEN blocks */
     otc_status st;
 } builder;
 
@@ -126,14 +130,45 @@ static int loop(builder *b, int64_t n) {
         fail(b, "loops nested too deep");
         return 0;
     }
+    if (b->n_open == 2 * OTC_LOOP_MAX_DEPTH) {
+        fail(b, "loops and conditions nested too deep");
+        return 0;
+    }
     otc_loop_stmt *s = emit(b, OTC_LOOP_FOR);
     if (s) s->count = n;
+    b->open_when[b->n_open++] = false;
+    b->count[b->depth] = n;
     return b->depth++;
 }
 
+/* Opens a block that runs only when 0 <= ix < bound, unless the open loops keep ix in range
+ * anyway (then no block: the caller closes one only when this returns true). */
+static bool when(builder *b, otc_loop_index ix, int64_t bound) {
+    int64_t lo = ix.base, hi = ix.base;
+    for (int d = 0; d < b->depth; d++) {
+        int64_t span = ix.stride[d] * (b->count[d] - 1);
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+    }
+    if (lo >= 0 && hi < bound) return false;
+    if (b->n_open == 2 * OTC_LOOP_MAX_DEPTH) {
+        fail(b, "loops and conditions nested too deep");
+        return false;
+    }
+    otc_loop_stmt *s = emit(b, OTC_LOOP_WHEN);
+    if (!s) return false;
+    s->at = ix;
+    s->count = bound;
+    b->open_when[b->n_open++] = true;
+    return true;
+}
+
+/* Closes the innermost loop or WHEN block. */
 static void end(builder *b) {
     emit(b, OTC_LOOP_END);
-    b->depth--;
+    if (b->n_open > 0 && !b->open_when[--b->n_open]) b->depth--;
 }
 
 /* Element base + s1 * i_d1 + s2 * i_d2 (a depth of -1: no term). */
@@ -526,6 +561,433 @@ static void lower_matmul(builder *b, const otc_node *nd, bool backward, const bo
     }
 }
 
+/* ---- images: convolution and pooling, NCHW per sample ---- */
+
+/* The window geometry of a convolution or a pooling: input [C, H, W], output [OC, OH, OW],
+ * a KH x KW window moved by stride s, its taps d apart, the input padded by p on each side,
+ * G groups of channels (a pooling is C groups of one channel each). */
+typedef struct {
+    int64_t C, H, W, OC, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, G;
+} window;
+
+/* The row (ih = oh * sh + kh * dh - ph) and column of a tap, as indices of the loops at
+ * depths oh, kh (ow, kw); a block each that runs only when the tap is inside the input
+ * (padding reads nothing: zero for a sum, nothing for a maximum). Returns the blocks opened. */
+static int inside(builder *b, const window *w, int oh, int kh, int ow, int kw, bool *row_open) {
+    *row_open = when(b, at(-w->ph, oh, w->sh, kh, w->dh), w->H);
+    return *row_open + when(b, at(-w->pw, ow, w->sw, kw, w->dw), w->W);
+}
+
+/* Element [ch, ih, iw] of the input; ch = base_ch + the loops' terms added by the caller. */
+static otc_loop_index tap(const window *w, int oh, int kh, int ow, int kw) {
+    otc_loop_index ix = at(-w->ph * w->W - w->pw, oh, w->sh * w->W, kh, w->dh * w->W);
+    ix.stride[ow] += w->sw;
+    ix.stride[kw] += w->dw;
+    return ix;
+}
+
+/* Moves an index's loop d to start at `start` (the loop then counts from 0 over a part of
+ * its range). */
+static void shift(otc_loop_index *ix, int d, int64_t start) {
+    ix->base += ix->stride[d] * start;
+}
+
+/* The parts of 0 .. n-1 (o) where the taps o s + lo .. o s + hi may leave 0 .. bound-1 and the
+ * interior where none can: a convolution's loop nest is written once per part, so WHEN keeps
+ * out of the interior (where nearly all the work is). Returns the parts (up to 3). */
+static int parts(int64_t n, int64_t s, int64_t lo, int64_t hi, int64_t bound, int64_t *start,
+                 int64_t *count) {
+    int64_t a = lo >= 0 ? 0 : (-lo + s - 1) / s;                   /* first o with o s + lo >= 0 */
+    int64_t z = bound - 1 - hi < 0 ? 0 : (bound - 1 - hi) / s + 1; /* past the last inside */
+    if (a > n) a = n;
+    if (z > n) z = n;
+    if (z < a) z = a;
+    int k = 0;
+    const int64_t cut[4] = {0, a, z, n};
+    for (int i = 0; i < 3; i++)
+        if (cut[i + 1] > cut[i]) {
+            start[k] = cut[i];
+            count[k++] = cut[i + 1] - cut[i];
+        }
+    return k;
+}
+
+static void channel(otc_loop_index *ix, int d, int64_t per) {
+    ix->stride[d] += per;
+}
+
+/* Output channels a convolution's loops compute together: U independent sums (a chain of
+ * dependent additions per sum would wait on the adder's latency) sharing each input load.
+ * The largest divisor of the group's output channels up to this. */
+enum { CONV_BLOCK = 4 };
+
+static int64_t conv_block(int64_t ocg) {
+    for (int64_t u = CONV_BLOCK; u > 1; u--)
+        if (ocg % u == 0) return u;
+    return 1;
+}
+
+/* Element of a tensor indexed by output channel g * OCg + ob * U + u (loops g, ob) times
+ * `per`, plus the rest. */
+static void out_channel(otc_loop_index *ix, int g, int ob, int64_t u, int64_t ocg, int64_t U,
+                        int64_t per) {
+    ix->stride[g] += ocg * per;
+    ix->stride[ob] += U * per;
+    ix->base += u * per;
+}
+
+/* A convolution's multiply-add acc + a b (A0 acc, A1 a, A2 b), fused where the machine can:
+ * one instruction and one rounding (the interpreter's sgemm fuses too). */
+static const otc_expr *const MAC = EX_FMA(A1, A2, A0);
+
+/* ADD's tree for dX: the sum of U products A0 A1 + A2 A3 + ... */
+static const otc_expr *const DOT[CONV_BLOCK + 1] = {
+    NULL, EX_MUL(A0, A1), EX_FMA(A2, A3, EX_MUL(A0, A1)),
+    EX_FMA(A4, A5, EX_FMA(A2, A3, EX_MUL(A0, A1))),
+    EX_FMA(EX_ARG(6), EX_ARG(7), EX_FMA(A4, A5, EX_FMA(A2, A3, EX_MUL(A0, A1))))};
+
+/* dX by scattering: each weight (U output channels' at once, in locals) times the outputs
+ * it produced, added into the taps' inputs. Any stride. */
+static void conv_dx_scatter(builder *b, const window *w, otc_id x, int wb, int gy, const int *acc,
+                            int64_t U) {
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW;
+    bool row;
+    int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg);
+    int kh = loop(b, w->KH), kw = loop(b, w->KW);
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index wi = at(0, c, KK, kh, w->KW);
+        wi.stride[kw] += 1;
+        out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+        let(b, acc[u], COPY, OPS(LD(wb, wi)));
+    }
+    int oh = loop(b, w->OH), ow = loop(b, w->OW);
+    int open = inside(b, w, oh, kh, ow, kw, &row);
+    otc_loop_index xi = tap(w, oh, kh, ow, kw);
+    channel(&xi, g, Cg * HW);
+    channel(&xi, c, HW);
+    otc_loop_operand ops[2 * CONV_BLOCK];
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+        out_channel(&yi, g, ob, u, OCg, U, OHW);
+        ops[2 * u] = LD(gy, yi);
+        ops[2 * u + 1] = LOC(acc[u]);
+    }
+    add(b, buf(b, x, true), xi, DOT[U], ops, (int)(2 * U));
+    for (int i = 0; i < open; i++) end(b);
+    end(b), end(b), end(b), end(b), end(b), end(b), end(b);
+}
+
+/* dX at stride 1 by gathering (a convolution of the output's gradient with the flipped
+ * weights): gx[c, ih, iw] += sum over the group's output channels o and the taps of
+ * gy[o, ih + ph - kh dh, iw + pw - kw dw] w[o, c, kh, kw], U input channels at once sharing
+ * each gradient load, one pass and one addition per input element. */
+static void conv_dx_gather(builder *b, const window *w, otc_id x, const int *acc) {
+    otc_id id = b->p->node, wt = otc_graph_node(b->g, id)->inputs[1];
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW, U = conv_block(Cg);
+    int gy = buf(b, id, true), wb = buf(b, wt, false);
+    int64_t hs[3], hn[3], ws[3], wn[3];
+    int nh = parts(w->H, 1, w->ph - (w->KH - 1) * w->dh, w->ph, w->OH, hs, hn);
+    int nw = parts(w->W, 1, w->pw - (w->KW - 1) * w->dw, w->pw, w->OW, ws, wn);
+    int g = loop(b, w->G), cb = loop(b, Cg / U);
+    for (int ph = 0; ph < nh; ph++)
+        for (int pw = 0; pw < nw; pw++) {
+            int ih = loop(b, hn[ph]), iw = loop(b, wn[pw]);
+            for (int64_t u = 0; u < U; u++) let(b, acc[u], ZERO, NULL, 0);
+            int o = loop(b, OCg), kh = loop(b, w->KH);
+            otc_loop_index rix = at(w->ph, ih, 1, kh, -w->dh);
+            shift(&rix, ih, hs[ph]);
+            bool row = when(b, rix, w->OH);
+            int kw = loop(b, w->KW);
+            otc_loop_index cix = at(w->pw, iw, 1, kw, -w->dw);
+            shift(&cix, iw, ws[pw]);
+            bool col = when(b, cix, w->OW);
+            otc_loop_index yi = at(w->ph * w->OW + w->pw, ih, w->OW, iw, 1);
+            yi.stride[kh] -= w->dh * w->OW;
+            yi.stride[kw] -= w->dw;
+            yi.stride[g] += OCg * OHW;
+            yi.stride[o] += OHW;
+            shift(&yi, ih, hs[ph]);
+            shift(&yi, iw, ws[pw]);
+            for (int64_t u = 0; u < U; u++) {
+                otc_loop_index wi = at(u * KK, g, OCg * Cg * KK, o, Cg * KK);
+                wi.stride[cb] += U * KK;
+                wi.stride[kh] += w->KW;
+                wi.stride[kw] += 1;
+                let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(gy, yi), LD(wb, wi)));
+            }
+            if (col) end(b);
+            end(b); /* kw */
+            if (row) end(b);
+            end(b), end(b); /* kh, o */
+            for (int64_t u = 0; u < U; u++) {
+                otc_loop_index xi = at(u * HW, ih, w->W, iw, 1);
+                xi.stride[g] += Cg * HW;
+                xi.stride[cb] += U * HW;
+                shift(&xi, ih, hs[ph]);
+                shift(&xi, iw, ws[pw]);
+                add(b, buf(b, x, true), xi, COPY, OPS(LOC(acc[u])));
+            }
+            end(b), end(b);
+        }
+    end(b), end(b);
+}
+
+/* Accumulators of the weights' gradient: U output channels times KWB taps of a row. */
+enum { DW_SUMS = 12 };
+
+/* The weight gradient's blocking: U output channels (returned) times *kwb taps of a row. */
+static int64_t dw_block(const window *w, int64_t *kwb) {
+    int64_t OCg = w->OC / w->G;
+    *kwb = w->KW <= DW_SUMS / 2 ? w->KW : 1;
+    for (int64_t u = CONV_BLOCK; u > 1; u--)
+        if (OCg % u == 0 && u * *kwb <= DW_SUMS) return u;
+    return 1;
+}
+
+/* dW: w[o, c, kh, kw] gets the sum over the output positions of gy[o, oh, ow] x[tap]; U
+ * output channels and a whole row of KW taps (when it is short) summed at once, so one pass
+ * over the positions serves U * KW weights, each load feeding several sums. */
+static void conv_dw(builder *b, const window *w, otc_id x, otc_id wt, int gy, const int *acc) {
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW;
+    int64_t KWB, U = dw_block(w, &KWB);
+    int xb = buf(b, x, false), gw = buf(b, wt, true);
+    int g = loop(b, w->G), ob = loop(b, OCg / U), c = loop(b, Cg), kh = loop(b, w->KH);
+    int kw = KWB == 1 ? loop(b, w->KW) : -1;
+    for (int64_t k = 0; k < U * KWB; k++) let(b, acc[k], ZERO, NULL, 0);
+    int64_t hs[3], hn[3], ws[3], wn[3];
+    int nh = parts(w->OH, w->sh, -w->ph, (w->KH - 1) * w->dh - w->ph, w->H, hs, hn);
+    int nw = parts(w->OW, w->sw, -w->pw, (w->KW - 1) * w->dw - w->pw, w->W, ws, wn);
+    for (int ph = 0; ph < nh; ph++)
+        for (int pw = 0; pw < nw; pw++) {
+            int oh = loop(b, hn[ph]);
+            otc_loop_index rix = at(-w->ph, oh, w->sh, kh, w->dh);
+            shift(&rix, oh, hs[ph]);
+            bool row = when(b, rix, w->H);
+            int ow = loop(b, wn[pw]);
+            for (int64_t t = 0; t < KWB; t++) {
+                otc_loop_index col = at(-w->pw + t * w->dw, ow, w->sw, kw, kw >= 0 ? w->dw : 0);
+                shift(&col, ow, ws[pw]);
+                bool in = when(b, col, w->W);
+                otc_loop_index xi =
+                    at(-w->ph * w->W - w->pw + t * w->dw, oh, w->sh * w->W, kh, w->dh * w->W);
+                xi.stride[ow] += w->sw;
+                if (kw >= 0) xi.stride[kw] += w->dw;
+                shift(&xi, oh, hs[ph]);
+                shift(&xi, ow, ws[pw]);
+                channel(&xi, g, Cg * HW);
+                channel(&xi, c, HW);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+                    shift(&yi, oh, hs[ph]);
+                    shift(&yi, ow, ws[pw]);
+                    out_channel(&yi, g, ob, u, OCg, U, OHW);
+                    let(b, acc[u * KWB + t], MAC,
+                        OPS(LOC(acc[u * KWB + t]), LD(gy, yi), LD(xb, xi)));
+                }
+                if (in) end(b);
+            }
+            end(b); /* ow */
+            if (row) end(b);
+            end(b); /* oh */
+        }
+    for (int64_t u = 0; u < U; u++)
+        for (int64_t t = 0; t < KWB; t++) {
+            otc_loop_index wi = at(t, c, KK, kh, w->KW);
+            if (kw >= 0) wi.stride[kw] += 1;
+            out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+            add(b, gw, wi, COPY, OPS(LOC(acc[u * KWB + t])));
+        }
+    if (kw >= 0) end(b);
+    end(b), end(b), end(b), end(b);
+}
+
+/* conv2d: y[oc, oh, ow] = bias[oc] + sum over the group's input channels c and the taps of
+ * x[c, ih, iw] w[oc, c, kh, kw], U output channels at a time. Backward: the input's gradient
+ * scattered tap by tap (U channels' weights read once into locals, then the output positions
+ * they touched), the weights' gradient a sum over the output positions per weight (U
+ * channels' sums at once), the bias's over each channel's outputs. */
+static void lower_conv(builder *b, const otc_node *nd, const window *w, bool backward,
+                       const bool *needs) {
+    otc_id id = b->p->node, x = nd->inputs[0], wt = nd->inputs[1];
+    otc_id bias = nd->n_inputs > 2 ? nd->inputs[2] : -1;
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW, U = conv_block(OCg);
+    int xb = buf(b, x, false), wb = buf(b, wt, false);
+    /* The sums: U outputs forward; backward as many as the largest part needs. */
+    int64_t sums = U, kwb, dw_u = dw_block(w, &kwb);
+    if (backward) {
+        sums = 1;
+        if (needs[0]) sums = w->sh == 1 && w->sw == 1 ? conv_block(Cg) : U;
+        if (needs[1] && dw_u * kwb > sums) sums = dw_u * kwb;
+    }
+    int acc[DW_SUMS];
+    for (int64_t u = 0; u < sums; u++) acc[u] = local(b);
+    if (!backward) {
+        int64_t hs[3], hn[3], ws[3], wn[3];
+        int nh = parts(w->OH, w->sh, -w->ph, (w->KH - 1) * w->dh - w->ph, w->H, hs, hn);
+        int nw = parts(w->OW, w->sw, -w->pw, (w->KW - 1) * w->dw - w->pw, w->W, ws, wn);
+        int g = loop(b, w->G), ob = loop(b, OCg / U);
+        for (int ph = 0; ph < nh; ph++)
+            for (int pw = 0; pw < nw; pw++) {
+                int oh = loop(b, hn[ph]), ow = loop(b, wn[pw]);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index bi = AT0(0);
+                    out_channel(&bi, g, ob, u, OCg, U, 1);
+                    if (bias >= 0)
+                        let(b, acc[u], COPY, OPS(LD(buf(b, bias, false), bi)));
+                    else
+                        let(b, acc[u], ZERO, NULL, 0);
+                }
+                int c = loop(b, Cg), kh = loop(b, w->KH), kw = loop(b, w->KW);
+                otc_loop_index rix = at(-w->ph, oh, w->sh, kh, w->dh);
+                otc_loop_index cix = at(-w->pw, ow, w->sw, kw, w->dw);
+                shift(&rix, oh, hs[ph]);
+                shift(&cix, ow, ws[pw]);
+                int open = when(b, rix, w->H);
+                open += when(b, cix, w->W);
+                otc_loop_index xi = tap(w, oh, kh, ow, kw);
+                shift(&xi, oh, hs[ph]);
+                shift(&xi, ow, ws[pw]);
+                channel(&xi, g, Cg * HW);
+                channel(&xi, c, HW);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index wi = at(0, c, KK, kh, w->KW);
+                    wi.stride[kw] += 1;
+                    out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+                    let(b, acc[u], MAC, OPS(LOC(acc[u]), LD(xb, xi), LD(wb, wi)));
+                }
+                for (int i = 0; i < open; i++) end(b);
+                end(b), end(b), end(b);
+                for (int64_t u = 0; u < U; u++) {
+                    otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+                    shift(&yi, oh, hs[ph]);
+                    shift(&yi, ow, ws[pw]);
+                    out_channel(&yi, g, ob, u, OCg, U, OHW);
+                    store(b, buf(b, id, false), yi, COPY, OPS(LOC(acc[u])));
+                }
+                end(b), end(b);
+            }
+        end(b), end(b);
+        return;
+    }
+    int gy = buf(b, id, true);
+    if (needs[0] && w->sh == 1 && w->sw == 1)
+        conv_dx_gather(b, w, x, acc);
+    else if (needs[0])
+        conv_dx_scatter(b, w, x, wb, gy, acc, U);
+    if (needs[1]) conv_dw(b, w, x, wt, gy, acc);
+    if (bias >= 0 && needs[2]) {
+        int oc = loop(b, w->OC);
+        let(b, acc[0], ZERO, NULL, 0);
+        int e = loop(b, OHW);
+        let(b, acc[0], SUM2, OPS(LOC(acc[0]), LD(gy, at(0, oc, OHW, e, 1))));
+        end(b);
+        add(b, buf(b, bias, true), at(0, oc, 1, -1, 0), COPY, OPS(LOC(acc[0])));
+        end(b);
+    }
+}
+
+/* The first tap equal to the maximum takes the gradient (h = 1 - found when x == m, else
+ * 0; found += h): A0 x, A1 m, A2 found. */
+static const otc_expr *const FIRST_HIT =
+    EX_3(OTC_EX_SELECT, EX_2(OTC_EX_EQ, A0, A1), EX_SUB(EX_K(1), A2), EX_K(0));
+
+/* max_pool2d: the maximum over the taps inside the input (padding is never the maximum).
+ * Backward: the output's gradient goes to the first tap (row by row) equal to the output,
+ * the interpreter's and PyTorch's choice among ties. */
+static void lower_max_pool(builder *b, const window *w, bool backward) {
+    otc_id id = b->p->node, x = otc_graph_node(b->g, id)->inputs[0];
+    int64_t HW = w->H * w->W, OHW = w->OH * w->OW;
+    int xb = buf(b, x, false), yb = buf(b, id, false);
+    int m = local(b);
+    bool row;
+    int c = loop(b, w->C), oh = loop(b, w->OH), ow = loop(b, w->OW);
+    otc_loop_index yi = at(0, c, OHW, oh, w->OW);
+    yi.stride[ow] += 1;
+    int u = -1, found = -1, h = -1;
+    if (!backward) {
+        let(b, m, COPY, OPS(K(-FLT_MAX)));
+    } else {
+        u = local(b), found = local(b), h = local(b);
+        let(b, m, COPY, OPS(LD(yb, yi)));
+        let(b, u, COPY, OPS(LD(buf(b, id, true), yi)));
+        let(b, found, ZERO, NULL, 0);
+    }
+    int kh = loop(b, w->KH), kw = loop(b, w->KW);
+    int open = inside(b, w, oh, kh, ow, kw, &row);
+    otc_loop_index xi = tap(w, oh, kh, ow, kw);
+    channel(&xi, c, HW);
+    if (!backward) {
+        let(b, m, RUNNING_MAX, OPS(LOC(m), LD(xb, xi)));
+    } else {
+        let(b, h, FIRST_HIT, OPS(LD(xb, xi), LOC(m), LOC(found)));
+        add(b, buf(b, x, true), xi, PRODUCT, OPS(LOC(h), LOC(u)));
+        let(b, found, SUM2, OPS(LOC(found), LOC(h)));
+    }
+    for (int i = 0; i < open; i++) end(b);
+    end(b), end(b);
+    if (!backward) store(b, yb, yi, COPY, OPS(LOC(m)));
+    end(b), end(b), end(b);
+}
+
+/* avgpool2d: the sum over the taps inside the input over KH*KW (the op spec: padding counts
+ * as zeros in the mean). Backward: each tap inside the input gets the output's gradient over
+ * KH*KW. */
+static void lower_avg_pool(builder *b, const window *w, bool backward) {
+    otc_id id = b->p->node, x = otc_graph_node(b->g, id)->inputs[0];
+    int64_t HW = w->H * w->W, OHW = w->OH * w->OW;
+    double inv = 1.0 / (double)(w->KH * w->KW);
+    int xb = buf(b, x, false);
+    int s = local(b);
+    bool row;
+    int c = loop(b, w->C), oh = loop(b, w->OH), ow = loop(b, w->OW);
+    otc_loop_index yi = at(0, c, OHW, oh, w->OW);
+    yi.stride[ow] += 1;
+    if (!backward)
+        let(b, s, ZERO, NULL, 0);
+    else
+        let(b, s, PRODUCT, OPS(LD(buf(b, id, true), yi), K(inv)));
+    int kh = loop(b, w->KH), kw = loop(b, w->KW);
+    int open = inside(b, w, oh, kh, ow, kw, &row);
+    otc_loop_index xi = tap(w, oh, kh, ow, kw);
+    channel(&xi, c, HW);
+    if (!backward)
+        let(b, s, SUM2, OPS(LOC(s), LD(xb, xi)));
+    else
+        add(b, buf(b, x, true), xi, COPY, OPS(LOC(s)));
+    for (int i = 0; i < open; i++) end(b);
+    end(b), end(b);
+    if (!backward) store(b, buf(b, id, false), yi, PRODUCT, OPS(LOC(s), K(inv)));
+    end(b), end(b), end(b);
+}
+
+/* The window of a conv2d or pooling node from its input's and its own shape (NCHW, the batch
+ * leading when batched). */
+static window window_of(const builder *b, const otc_node *nd) {
+    otc_shape xs = node(b, nd->inputs[0])->shape, ys = nd->shape;
+    const otc_window *v = &nd->win;
+    int xd = xs.ndim - 3, yd = ys.ndim - 3;
+    window w = {.C = xs.dim[xd],
+                .H = xs.dim[xd + 1],
+                .W = xs.dim[xd + 2],
+                .OC = ys.dim[yd],
+                .OH = ys.dim[yd + 1],
+                .OW = ys.dim[yd + 2],
+                .KH = v->kernel_h,
+                .KW = v->kernel_w,
+                .sh = v->stride_h > 0 ? v->stride_h : 1,
+                .sw = v->stride_w > 0 ? v->stride_w : 1,
+                .ph = v->pad_h,
+                .pw = v->pad_w,
+                .dh = v->dilation_h > 0 ? v->dilation_h : 1,
+                .dw = v->dilation_w > 0 ? v->dilation_w : 1,
+                .G = nd->op == OTC_OP_CONV2D && v->groups > 0 ? v->groups : 1};
+    return w;
+}
+
 bool otc_loop_lowers(otc_op op) {
     switch (op) {
     case OTC_OP_SUM:
@@ -539,6 +1001,9 @@ bool otc_loop_lowers(otc_op op) {
     case OTC_OP_SLICE:
     case OTC_OP_SELECT:
     case OTC_OP_MATMUL:
+    case OTC_OP_CONV2D:
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D:
         return true;
     default:
         return false;
@@ -625,6 +1090,18 @@ otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bo
     case OTC_OP_MATMUL:
         lower_matmul(&b, nd, backward, needs);
         break;
+    case OTC_OP_CONV2D:
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D: {
+        window w = window_of(&b, nd);
+        if (nd->op == OTC_OP_CONV2D)
+            lower_conv(&b, nd, &w, backward, needs);
+        else if (nd->op == OTC_OP_MAXPOOL2D)
+            lower_max_pool(&b, &w, backward);
+        else
+            lower_avg_pool(&b, &w, backward);
+        break;
+    }
     default:
         fail(&b, "has no loop program");
         break;
@@ -695,20 +1172,22 @@ static void operand_text(otc_text *t, const otc_loop_program *p, const otc_loop_
 
 char *otc_loop_program_text(const otc_loop_program *p) {
     static const char *const section[] = {"before", "body", "after"};
-    static const char *const kind[] = {"for", "end", "let", "store", "add", "sumup", "check"};
+    static const char *const kind[] = {"for", "end",   "let",   "store",
+                                       "add", "sumup", "check", "when"};
     otc_text t;
     otc_text_init(&t);
     otc_text_printf(&t, "%s #%d (%s)\n", p->backward ? "backward" : "forward", (int)p->node,
                     p->batched ? "per sample" : "once");
-    int depth = 0;
+    int depth = 0, loops = 0; /* open blocks, open loops (a loop's variable is its number) */
+    bool is_when[2 * OTC_LOOP_MAX_DEPTH] = {false};
     for (int i = 0; i < p->n_stmts; i++) {
         const otc_loop_stmt *s = &p->stmt[i];
-        if (s->kind == OTC_LOOP_END) depth--;
+        if (s->kind == OTC_LOOP_END && depth > 0 && !is_when[--depth]) loops--;
         otc_text_printf(&t, "%-6s %*s%s", section[s->section], 2 * depth, "", kind[s->kind]);
         switch (s->kind) {
         case OTC_LOOP_FOR:
-            otc_text_printf(&t, " i%d < %" PRId64, depth, s->count);
-            depth++;
+            otc_text_printf(&t, " i%d < %" PRId64, loops++, s->count);
+            if (depth < 2 * OTC_LOOP_MAX_DEPTH) is_when[depth++] = false;
             break;
         case OTC_LOOP_END:
             break;
@@ -727,6 +1206,12 @@ char *otc_loop_program_text(const otc_loop_program *p) {
             otc_text_printf(&t, " sum%d", s->n);
             break;
         case OTC_LOOP_CHECK:
+            break;
+        case OTC_LOOP_WHEN:
+            otc_text_puts(&t, " 0 <= ");
+            index_text(&t, &s->at);
+            otc_text_printf(&t, " < %" PRId64, s->count);
+            if (depth < 2 * OTC_LOOP_MAX_DEPTH) is_when[depth++] = true;
             break;
         }
         if (s->tree) {

@@ -78,6 +78,34 @@ void otc_dataloader_free(otc_dataloader *dl);
 int otc_dataloader_next(otc_dataloader *dl, const float **x, const float **y);
 int otc_dataloader_batches(const otc_dataloader *dl); /* per epoch */
 
+/* ---- images: the IDX format of MNIST-style data sets ----
+ * An images file (magic 0x00000803: unsigned bytes, 3 dimensions [n, rows, cols], each a
+ * big-endian u32) and a labels file (0x00000801: [n]), gzip-compressed or plain (zlib reads
+ * both). Loaded into an otc_dataset whose row i is image i as [1, rows, cols] in NCHW order
+ * (n_features = rows*cols, each pixel scaled to [0, 1] by /255) and whose one target is the
+ * label, a class index; otc_dataloader then gives seeded shuffled batches of it. Every field
+ * is checked against the file: the magic, dimensions (at most OTC_MAX_DIM each, the images'
+ * total at most OTC_MAX_ELEMS), the data's length against the dimensions (truncated or
+ * trailing bytes), labels below `classes`, and equal image and label counts; an error names
+ * the file and the field. Memory grows with the data actually read, not with what a header
+ * claims. */
+typedef struct {
+    int max_items; /* read the first this many images and labels; 0: all */
+    int classes;   /* labels must be below this; 0: 10 */
+} otc_idx_options;
+
+typedef struct {
+    int items, height, width; /* what was loaded: images of height x width (one channel) */
+} otc_idx_info;
+
+otc_status otc_idx_load(const char *images_path, const char *labels_path,
+                        const otc_idx_options *opt, otc_dataset **out, otc_idx_info *info);
+/* The split "train" or "t10k" of a directory laid out as the MNIST distributions are:
+ * DIR/<split>-images-idx3-ubyte.gz and DIR/<split>-labels-idx1-ubyte.gz (or the same names
+ * without .gz). */
+otc_status otc_idx_load_dir(const char *dir, const char *split, const otc_idx_options *opt,
+                            otc_dataset **out, otc_idx_info *info);
+
 /* ---- sequences ----
  * Sequence i is rows start[i] .. start[i] + len[i] - 1 of data, in time order; each row is
  * one step's features and targets. */

@@ -10,6 +10,16 @@
 
 typedef int32_t otc_id; /* -1 is "no node" and what builders return on error */
 
+/* The window of a Conv2d or pooling node (NCHW). Output size along H (W alike):
+ * OH = (H + 2 pad_h - dilation_h (kernel_h - 1) - 1) / stride_h + 1, at least 1. */
+typedef struct {
+    int kernel_h, kernel_w;     /* pooling: the window; Conv2d: its weight's KH, KW */
+    int stride_h, stride_w;     /* >= 1 */
+    int pad_h, pad_w;           /* >= 0 on each side; pooling: at most half the kernel */
+    int dilation_h, dilation_w; /* Conv2d: >= 1; pooling: 1 */
+    int groups;                 /* Conv2d: >= 1, divides C and O; pooling: 1 */
+} otc_window;
+
 /* A read-only view of a node; change a graph only through the functions below. */
 typedef struct {
     otc_op op;
@@ -25,6 +35,7 @@ typedef struct {
     int axis, start, len; /* Concat/Slice/Select */
     otc_tensor *value;    /* Parameter: its values (owned by the graph) */
     bool trainable;       /* Parameter: updated by optimisers */
+    otc_window win;       /* Conv2d, MaxPool2d, AvgPool2d (all zero for other ops) */
 } otc_node;
 
 typedef struct otc_graph otc_graph;
@@ -81,7 +92,8 @@ typedef struct {
     float alpha, scale;
     int act;
     int axis, start, len;
-    int agg; /* Neuron: otc_agg (0, sum, when left out) */
+    int agg;        /* Neuron: otc_agg (0, sum, when left out) */
+    otc_window win; /* Conv2d (kernel_h/w must match the weight), MaxPool2d, AvgPool2d */
 } otc_node_spec;
 otc_id otc_graph_add(otc_graph *g, const otc_node_spec *spec);
 /* Rewire input `slot` of `node` (shapes rechecked); may create a cycle, which
@@ -125,5 +137,33 @@ otc_status otc_graph_set_alpha(otc_graph *g, otc_id neuron, float alpha);
 /* A delay of a value of `shape`; connect its source later with otc_graph_set_input(.., 0, src).
  * Until connected its input is itself (it then holds zeros). */
 otc_id otc_delay(otc_graph *g, const char *name, otc_shape shape);
+
+/* Conv2d attributes for otc_conv2d; a zero stride, dilation or groups means 1, so
+ * (otc_conv2d_params){.pad_h = 2, .pad_w = 2} is a stride-1 "same" 5x5 convolution. */
+typedef struct {
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+    int dilation_h, dilation_w;
+    int groups;
+} otc_conv2d_params;
+/* y = conv2d(x [B,C,H,W], w [O,C/groups,KH,KW]) + b [O] (bias -1 for none); params NULL for
+ * stride 1, no padding, dilation 1, one group. name may be NULL. Cross-correlation, as
+ * PyTorch's Conv2d. */
+otc_id otc_conv2d(otc_graph *g, const char *name, otc_id x, otc_id w, otc_id b,
+                  const otc_conv2d_params *params);
+/* Pooling attributes; a zero stride means the kernel (PyTorch's default). */
+typedef struct {
+    int kernel_h, kernel_w;
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+} otc_pool2d_params;
+otc_id otc_maxpool2d(otc_graph *g, const char *name, otc_id x, const otc_pool2d_params *params);
+otc_id otc_avgpool2d(otc_graph *g, const char *name, otc_id x, const otc_pool2d_params *params);
+/* A Conv2d's or pool's output height or width from the input's (the formula of otc_window);
+ * 0 when the window does not fit. */
+int otc_window_out(int in, int kernel, int stride, int pad, int dilation);
+/* A Conv2d's or pool's window for people: "5x5 stride 1 pad 2" (dilation and groups when not
+ * 1); "" for other nodes. buf >= 96 bytes. */
+const char *otc_window_str(const otc_node *nd, char *buf, size_t len);
 
 #endif

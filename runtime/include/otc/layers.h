@@ -15,6 +15,14 @@ otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const 
 otc_id otc_mlp(otc_graph *g, otc_id x, int n, const int *sizes, otc_op hidden_act, int out_act,
                otc_rng *rng);
 
+/* A Conv2d layer over x [B,C,H,W]: weight [out_channels, C/groups, kernel, kernel] and bias
+ * [out_channels], both U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from rng with fan_in =
+ * C/groups*kernel*kernel (PyTorch's Conv2d default), named "<prefix>.weight"/"<prefix>.bias"
+ * and the conv node "<prefix>" when prefix is given. params as otc_conv2d (NULL: stride 1,
+ * no padding). Returns y [B,out_channels,OH,OW] or -1 (the graph as it was). */
+otc_id otc_conv2d_layer(otc_graph *g, otc_id x, int out_channels, int kernel,
+                        const otc_conv2d_params *params, otc_rng *rng, const char *prefix);
+
 /* ---- recurrent layers ----
  * Each builds one time step: x [B, in] at step t -> h_t [B, hidden] of the last layer, with
  * Delay nodes holding every layer's h (and LSTM's c) for the next step, zeros after

@@ -64,6 +64,13 @@ typedef enum {
                       node's aggregation (otc_agg, sum unless set);
                       inputs (W [k], b [1], src_0 .. src_{k-1}), node.cols[i] */
     OTC_OP_DELAY,  /* the value its input had on the previous step (zeros at first) */
+    /* images, NCHW with the batch leading; attributes in node.win (otc/graph.h otc_window) */
+    OTC_OP_CONV2D,    /* (x [B,C,H,W], weight [O,C/groups,KH,KW], optional bias [O]) ->
+                         [B,O,OH,OW]; stride, padding (zeros), dilation, groups */
+    OTC_OP_MAXPOOL2D, /* x [B,C,H,W] -> [B,C,OH,OW]; kernel, stride, padding (never chosen);
+                         the gradient goes to the first maximum of each window */
+    OTC_OP_AVGPOOL2D, /* as maxpool2d, the mean of each window; padding counts as zeros in it
+                         (PyTorch's count_include_pad=True: the divisor is always KH*KW) */
     OTC_OP_COUNT
 } otc_op;
 

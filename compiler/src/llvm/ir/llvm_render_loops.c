@@ -8,6 +8,8 @@
 
 #define B (r->ir.b)
 
+enum { SHORT_LOOP = 8 }; /* iterations */
+
 typedef struct {
     otc_llvm_r *r;
     const otc_loop_program *p;
@@ -16,6 +18,8 @@ typedef struct {
     LLVMValueRef sum_value[OTC_LOOP_MAX_SUMS]; /* AFTER: the sums over the batch */
     otc_llvm_loop loop[OTC_LOOP_MAX_DEPTH];
     int depth;
+    int n_open; /* open loops and WHEN blocks; a WHEN block's exit, NULL for a loop */
+    LLVMBasicBlockRef when_exit[2 * OTC_LOOP_MAX_DEPTH];
 } speller;
 
 static LLVMTypeRef type(const speller *s) {
@@ -27,14 +31,21 @@ static LLVMValueRef widen(speller *s, LLVMValueRef v) {
     return s->vec ? otc_lv_splat(s->r, v) : v;
 }
 
-static LLVMValueRef element_ptr(speller *s, int bf, const otc_loop_index *ix, bool *batched) {
+/* base + sum of stride[d] * i_d as an i64. */
+static LLVMValueRef index_value(speller *s, const otc_loop_index *ix) {
     otc_llvm_r *r = s->r;
-    const otc_loop_buf *b = &s->p->buf[bf];
     LLVMValueRef e = otc_lv_i64(r, ix->base);
     for (int d = 0; d < OTC_LOOP_MAX_DEPTH; d++)
         if (ix->stride[d])
             e = LLVMBuildAdd(B, e, LLVMBuildMul(B, s->loop[d].i, otc_lv_i64(r, ix->stride[d]), ""),
                              "");
+    return e;
+}
+
+static LLVMValueRef element_ptr(speller *s, int bf, const otc_loop_index *ix, bool *batched) {
+    otc_llvm_r *r = s->r;
+    const otc_loop_buf *b = &s->p->buf[bf];
+    LLVMValueRef e = index_value(s, ix);
     *batched = r->plan->values[otc_plan_owner(r->plan, b->node)].batched;
     LLVMValueRef base = b->grad ? otc_lv_grad_base(r, b->node) : otc_lv_value_base(r, b->node);
     if (*batched && !s->vec) {
@@ -106,13 +117,35 @@ static void statement(speller *s, const otc_loop_stmt *st) {
     otc_llvm_r *r = s->r;
     switch (st->kind) {
     case OTC_LOOP_FOR:
-        s->loop[s->depth] = (otc_llvm_loop){0};
+        if (s->n_open == 2 * OTC_LOOP_MAX_DEPTH) return; /* the plan nests no deeper */
+        s->when_exit[s->n_open++] = NULL;
+        /* A short loop (a convolution's taps) is left to LLVM's unroller: its body is a few
+         * vector operations, and the loop's own counting would cost as much. */
+        s->loop[s->depth] = (otc_llvm_loop){.auto_vectorize = st->count <= SHORT_LOOP};
         otc_lv_loop_begin(r, &s->loop[s->depth], otc_lv_i64(r, st->count));
         s->depth++;
         return;
-    case OTC_LOOP_END:
-        otc_lv_loop_end(r, &s->loop[--s->depth]);
+    case OTC_LOOP_WHEN: { /* unsigned: a negative index is a huge one, out of range */
+        if (s->n_open == 2 * OTC_LOOP_MAX_DEPTH) return;
+        LLVMValueRef in =
+            LLVMBuildICmp(B, LLVMIntULT, index_value(s, &st->at), otc_lv_i64(r, st->count), "");
+        LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "when");
+        LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "when_done");
+        LLVMBuildCondBr(B, in, then, exit);
+        LLVMPositionBuilderAtEnd(B, then);
+        s->when_exit[s->n_open++] = exit;
         return;
+    }
+    case OTC_LOOP_END: {
+        LLVMBasicBlockRef exit = s->n_open > 0 ? s->when_exit[--s->n_open] : NULL;
+        if (exit) {
+            LLVMBuildBr(B, exit);
+            LLVMPositionBuilderAtEnd(B, exit);
+        } else if (s->depth > 0) {
+            otc_lv_loop_end(r, &s->loop[--s->depth]);
+        }
+        return;
+    }
     case OTC_LOOP_LET:
         otc_lv_store(r, value(s, st), s->local[st->n]);
         return;
@@ -125,7 +158,10 @@ static void statement(speller *s, const otc_loop_stmt *st) {
     case OTC_LOOP_ADD: {
         bool kb;
         LLVMValueRef v = otc_lv_masked(r, value(s, st));
-        otc_lv_accumulate(r, element_ptr(s, st->n, &st->at, &kb), v);
+        LLVMValueRef ptr = element_ptr(s, st->n, &st->at, &kb);
+        /* An unbatched gradient (a convolution's weights) gets the chunk's samples' sum. */
+        if (s->vec && !kb) v = otc_lv_hsum(r, v);
+        otc_lv_accumulate(r, ptr, v);
         return;
     }
     case OTC_LOOP_SUMUP:
