@@ -475,13 +475,6 @@ int otc_cmd_train(int argc, char **argv) {
         rc = otc_cli_needs_recurrent("train", pos[0], sequence ? "--sequence" : "--bptt");
         goto done;
     }
-    if (recurrent && jit) {
-        rc = otc_cli_error("train",
-                           "%s is recurrent: backpropagation through time runs in the "
-                           "interpreter only (leave out --jit)",
-                           sm);
-        goto done;
-    }
     int longest = 0;
     if (recurrent) {
         co.sequence = sequence;

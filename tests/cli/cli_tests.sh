@@ -496,6 +496,23 @@ case_jit() {
     run 0 train "$MODELS/two_outputs.otm" --data "$WORK/xor.csv" --target y --epochs 2 --jit \
         --out "$WORK/two.otm"
     out_has "loss ce"
+    # a recurrent model trains through time compiled (whole sequences and truncated) to the
+    # interpreter's weights: the same outputs on the same steps
+    running_sums "$WORK/sums.csv"
+    local bptt
+    for bptt in "" "--bptt 2"; do
+        # shellcheck disable=SC2086
+        run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --epochs 20 \
+            --lr 0.05 --jit --out "$WORK/rj.otm" $bptt
+        out_has "parameters, jit"
+        # shellcheck disable=SC2086
+        run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --epochs 20 \
+            --lr 0.05 --out "$WORK/ri.otm" $bptt
+        printf 'x\n1\n2\n3\n-2\n' >"$WORK/steps.csv"
+        run 0 run "$WORK/rj.otm" --input "$WORK/steps.csv" --output "$WORK/a.csv"
+        run 0 run "$WORK/ri.otm" --input "$WORK/steps.csv" --output "$WORK/b.csv"
+        numbers_agree "$WORK/a.csv" "$WORK/b.csv" || fail "JIT-trained recurrent weights differ $bptt"
+    done
 }
 
 case_import() {
