@@ -11,11 +11,13 @@
  * holding the state before the window (state_in), at step t > 0 its source's copy at step
  * t - 1, so gradients cross steps exactly along the Delay edges and stop at step 0, as
  * otc_exec_seq_backward's do. What the Delays hold after the last step (state_out) is marked
- * as the unrolled graph's outputs, in Delay order (a node two Delays share is marked once):
- * truncated BPTT feeds a window's state_out into the next window's state_in.
+ * as the unrolled graph's outputs, in Delay order (a node two Delays share is marked once;
+ * unnamed ones named "<delay>.next"): truncated BPTT feeds a window's state_out into the
+ * next window's state_in. Step t's copy of an Input is named "<input>.step<t>".
  *
  * With a loss (a scalar node of the step graph), `total` = sum_t weight_t * loss_t, each
- * weight a frozen Parameter [1] (initialised to 1/T) the caller may rewrite, so one unrolled
+ * weight a frozen Parameter "loss_weight.step<t>" (initialised to 1/T, the mean over the
+ * steps) the caller may rewrite, so one unrolled
  * graph serves every weighting of its steps.
  */
 typedef struct {
@@ -28,7 +30,7 @@ typedef struct {
     otc_id *inputs;   /* [steps * n_inputs]: step t's Input for input k at t * n_inputs + k */
     int n_delays;
     otc_id *delays;    /* [n_delays] the step graph's Delay ids, in id order */
-    otc_id *state_in;  /* [n_delays] Inputs "<delay>@init": each Delay's value before step 0 */
+    otc_id *state_in;  /* [n_delays] Inputs "<delay>.init": each Delay's value before step 0 */
     otc_id *state_out; /* [n_delays] what each Delay holds after the last step */
     otc_id *weights;   /* [steps] the loss weights (frozen Parameters [1]), or NULL */
     otc_id total;      /* the weighted loss, or -1 */

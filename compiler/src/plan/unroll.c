@@ -18,14 +18,14 @@ void otc_unrolled_free(otc_unrolled *u) {
     free(u);
 }
 
-/* "<name>@<tag>" for a copy (names stay unique: '@' never appears in the step graph's own
- * names the generator or layers give; a clash is an error from the builder). */
+/* "<name>.<tag>" for a copy ("x.step3", "h.init"): C-header friendly; a clash with a name the
+ * step graph already has is an error from the builder. */
 static void copy_name(const otc_graph *g, otc_id id, const char *tag, char *buf, size_t len) {
     const otc_node *nd = otc_graph_node(g, id);
     if (nd->name)
-        snprintf(buf, len, "%s@%s", nd->name, tag);
+        snprintf(buf, len, "%s.%s", nd->name, tag);
     else
-        snprintf(buf, len, "node%d@%s", (int)id, tag);
+        snprintf(buf, len, "node%d.%s", (int)id, tag);
 }
 
 static otc_status unroll(const otc_graph *g, otc_unrolled *u, otc_id loss) {
@@ -61,7 +61,7 @@ static otc_status unroll(const otc_graph *g, otc_unrolled *u, otc_id loss) {
     }
     for (int t = 0; t < T && !st; t++) {
         otc_id *m = u->map + (size_t)t * n;
-        snprintf(tag, sizeof tag, "%d", t);
+        snprintf(tag, sizeof tag, "step%d", t);
         for (int i = 0; i < n && !st; i++) {
             otc_id id = order[i];
             const otc_node *nd = otc_graph_node(g, id);
@@ -105,12 +105,18 @@ static otc_status unroll(const otc_graph *g, otc_unrolled *u, otc_id loss) {
         bool marked = false;
         for (int i = 0; i < otc_graph_output_count(ug); i++)
             marked |= otc_graph_output(ug, i) == u->state_out[k];
-        if (!marked) st = otc_graph_mark_output(ug, u->state_out[k]);
+        if (marked) continue;
+        st = otc_graph_mark_output(ug, u->state_out[k]);
+        /* Named for the emitted header's layout, unless it has a name (an input's). */
+        if (!st && !otc_graph_node(ug, u->state_out[k])->name) {
+            copy_name(g, u->delays[k], "next", name, sizeof name);
+            st = otc_graph_set_name(ug, u->state_out[k], name);
+        }
     }
     if (loss >= 0 && !st) {
         for (int t = 0; t < T && !st; t++) {
             float w0 = 1.0f / (float)T;
-            snprintf(name, sizeof name, "loss_weight@%d", t);
+            snprintf(name, sizeof name, "loss_weight.step%d", t);
             u->weights[t] = otc_param(ug, name, otc_graph_node(g, loss)->shape, &w0);
             if (u->weights[t] < 0 || otc_graph_set_trainable(ug, u->weights[t], false)) {
                 st = otc_fail_context(OTC_ERR_ARG, "unroll: loss weight");
