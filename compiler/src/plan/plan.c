@@ -133,9 +133,9 @@ static otc_status check_node(const otc_plan_ctx *c, otc_id id) {
     case OTC_OP_DELAY:
         if (c->p->options.train)
             return otc_fail(OTC_ERR_UNSUPPORTED,
-                            "compiler: op '%s' (node %s): compiled training through time is "
-                            "not supported yet (train recurrent models with the interpreter; "
-                            "compiled forward steps work)",
+                            "compiler: op '%s' (node %s): a training plan is feed-forward; "
+                            "train a recurrent graph through time unrolled (otc_unroll, the "
+                            "executors' seq_ calls, otc compile --train --bptt K)",
                             op, otc_plan_label(g, id, lab));
         if (!otc_shape_is_batched(nd->shape))
             return otc_fail(OTC_ERR_UNSUPPORTED,
