@@ -275,7 +275,7 @@ static otc_graph *random_recurrent(uint64_t seed, int neurons) {
 }
 
 TEST(bptt_compiled_random_graphs) {
-    enum { N = 24, WITH_C = 6 };
+    enum { N = 16, WITH_C = 4 };
     double wg = 0, wt = 0;
     int recurrent = 0;
     for (int i = 0; i < N; i++) {
