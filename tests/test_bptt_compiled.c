@@ -161,8 +161,11 @@ static bool check_gradients(const scase *c, int steps, bool with_emitc, double *
 }
 
 /* TRAIN_STEPS Adam steps of truncated BPTT: windows of K steps over sequences of T_SEQ steps
- * (each from a reset state, the state carried between its windows), loss weights 1/K. */
-static bool train_exec(otc_executor *ex, const scase *c, const otc_optim_config *oc) {
+ * (each from a reset state, the state carried between its windows), loss weights 1/K. With
+ * peek, every other step reads a gradient before the update (the JIT then runs backward and
+ * the update apart instead of its fused step, on the same moments). */
+static bool train_exec_peek(otc_executor *ex, const scase *c, const otc_optim_config *oc,
+                            bool peek) {
     otc_optimizer *opt = otc_optimizer_new(oc);
     float w[K];
     for (int t = 0; t < K; t++) w[t] = 1.0f / K;
@@ -170,10 +173,19 @@ static bool train_exec(otc_executor *ex, const scase *c, const otc_optim_config 
     for (int s = 0; ok && s < TRAIN_STEPS; s++) {
         int t0 = (s * K) % T_SEQ;
         if (t0 == 0) otc_exec_reset_state(ex);
-        ok = window(ex, c, t0, K, w) && otc_exec_optimizer_step(ex, opt) == OTC_OK;
+        ok = window(ex, c, t0, K, w);
+        const float *g;
+        for (otc_id p = 0; ok && peek && s % 2 == 1 && p < otc_graph_size(c->g); p++)
+            if (otc_graph_node(c->g, p)->op == OTC_OP_PARAMETER)
+                ok = otc_exec_grad(ex, p, &g) == OTC_OK;
+        ok = ok && otc_exec_optimizer_step(ex, opt) == OTC_OK;
     }
     otc_optimizer_free(opt);
     return ok && otc_exec_sync_params(ex) == OTC_OK;
+}
+
+static bool train_exec(otc_executor *ex, const scase *c, const otc_optim_config *oc) {
+    return train_exec_peek(ex, c, oc, false);
 }
 
 /* The same with the emitted C's fused train_step over the unrolled window; the state goes
@@ -291,6 +303,39 @@ TEST(bptt_compiled_random_graphs) {
             recurrent, wg, wt);
     CHECK(recurrent >= N * 3 / 4);
 }
+
+#ifdef OTC_TEST_JIT
+/* The JIT's two update paths (the fused training step, and backward then the rule's trees)
+ * alternating on one optimiser: the interpreter's weights, for SGD with momentum and AdamW. */
+TEST(bptt_compiled_jit_update_paths) {
+    double worst = 0;
+    for (int k = 0; k < 2; k++) {
+        scase c;
+        REQUIRE(scase_init(&c, random_recurrent(5150 + (uint64_t)k, 6), 8));
+        otc_optim_config oc = otc_optim_defaults(k ? OTC_OPTIM_ADAMW : OTC_OPTIM_SGD);
+        oc.lr = 0.02f;
+        if (!k)
+            oc.momentum = 0.9f;
+        else
+            oc.weight_decay = 0.01f;
+        otc_graph *gi = otc_graph_clone(c.g), *gj = otc_graph_clone(c.g);
+        scase ci = c, cj = c;
+        ci.g = gi;
+        cj.g = gj;
+        otc_executor *ip = otc_interpreter_new(gi, NULL), *jit = otc_jit_executor_new(gj, NULL);
+        REQUIRE(ip && jit);
+        CHECK(train_exec(ip, &ci, &oc));
+        CHECK(train_exec_peek(jit, &cj, &oc, true));
+        CHECK(same_params(gj, gi, 1e-3, &worst, "jit weights (both update paths)"));
+        otc_exec_free(ip);
+        otc_exec_free(jit);
+        otc_graph_free(gi);
+        otc_graph_free(gj);
+        scase_free(&c);
+    }
+    fprintf(stderr, "worst weight difference %.3g\n", worst);
+}
+#endif
 
 static otc_graph *layer_graph(otc_cell cell, uint64_t seed) {
     otc_graph *g = otc_graph_new();

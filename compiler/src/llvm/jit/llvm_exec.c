@@ -563,7 +563,9 @@ static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     if (id < 0 || id >= j->n || otc_graph_node(ex->graph, id)->op != OTC_OP_PARAMETER)
         return otc_fail(OTC_ERR_ARG, "grad: node #%d is not a parameter", (int)id);
     if (!data) return otc_fail(OTC_ERR_ARG, "grad: data is NULL");
-    if (otc_lvx_seq_grad(j, id, data)) return OTC_OK;
+    bool seq = false;
+    otc_status sst = otc_lvx_seq_grad(j, id, data, &seq);
+    if (sst || seq) return sst;
     if (!j->has_train)
         return otc_fail(OTC_ERR_STATE, "grad: no backward has run on this JIT executor");
     const otc_plan_value *v = &j->train.plan->values[id];
@@ -622,8 +624,7 @@ static otc_status orphans_ready(jit_exec *j, const otc_optim_config *c) {
     return OTC_OK;
 }
 
-static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
-    jit_exec *j = as_jit(ex);
+otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "train_step: this executor was built for inference");
     if (!opt) return otc_fail(OTC_ERR_ARG, "train_step: no optimiser");
@@ -641,6 +642,14 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
         st = orphans_ready(j, c);
         if (st) return st;
     }
+    return OTC_OK;
+}
+
+static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
+    jit_exec *j = as_jit(ex);
+    otc_status st = otc_lvx_train_prepare(j, loss, opt);
+    if (st) return st;
+    const otc_optim_config *c = otc_optimizer_config(opt);
     otc_llvm_args a;
     st = prepare(j, &j->train, &a);
     if (!st) st = grads_for(j, &a);

@@ -101,6 +101,8 @@ void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *cons
 /* The training plan's forward and backward for loss from the staged inputs (no update);
  * parameter gradients accumulate into j->grads. */
 otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss);
+/* The training plan for loss and optimiser state for opt (fresh moments for a new opt). */
+otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt);
 /* Write a Delay's state: rows of `batch` samples (a new batch zeros the other Delays). */
 otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, int batch);
 
@@ -110,11 +112,11 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
 otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt);
 /* Hooks from the executor's operations: a forward's inputs and pre-step state (p the plan
  * about to run, its work laid out at j->stride); a reset or set_state; zero_grad; grad
- * (true with *data set when the sequence gradients answer); destroy. */
+ * (*answered with *data set when the sequence gradients answer); destroy. */
 otc_status otc_lvx_seq_record(jit_exec *j, jit_plan *p);
 void otc_lvx_seq_cut(jit_exec *j);
 void otc_lvx_seq_zero(jit_exec *j);
-bool otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data);
+otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered);
 void otc_lvx_seq_free(jit_exec *j);
 
 #endif

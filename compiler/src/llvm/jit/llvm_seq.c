@@ -1,14 +1,18 @@
 /* Backpropagation through time in the JIT: the recorded window's steps unrolled into one
- * feed-forward graph (otc/unroll.h) whose compiled training plan runs forward and backward
- * in one call. The step forwards run the recurrent forward plan as always (values per step);
- * each forward also stages its inputs, and the first one the state it starts from. The
- * gradients are summed per parameter of the step graph; the optimiser update is the
- * runtime's, on the same otc_optimizer the interpreter would step, so the two backends train
- * alike whatever the windows' lengths. */
+ * feed-forward graph (otc/unroll.h) whose compiled training plan runs forward, backward and
+ * the optimiser update in one call. The step forwards run the recurrent forward plan as
+ * always (values per step); each forward also stages its inputs, and the first one the state
+ * it starts from. seq_backward only stages the window: an optimizer_step right after it (the
+ * usual loop: zero_grad, seq_backward, optimizer_step) is the unrolled plan's fused training
+ * step; reading a gradient first, or adding a window to gradients not zeroed, runs the
+ * forward and backward alone and the update is then the same rule's trees evaluated here.
+ * The optimiser's moments and step count are kept here per step-graph parameter, handed to
+ * whichever unrolled executor (window length) runs, so the updates are the interpreter's. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "llvm_exec.h"
+#include "otc/expr.h"
 #include "otc/limits.h"
 #include "otc/unroll.h"
 
@@ -41,14 +45,17 @@ struct jit_seq {
     float *acc;
     int64_t acc_floats;
     bool has_grads;
+    bool dirty;   /* acc holds gradients (not zeroed since) */
+    bool pending; /* a window staged in `pend`, its gradient not yet computed */
+    seq_entry *pend;
+    float *mom; /* the optimiser's moments: m at g_off, v at acc_floats + g_off */
+    const otc_optimizer *mopt;
+    long t;       /* its steps so far */
     int n_params; /* the graph's Parameters, id order */
     otc_id *params;
     const float **src;
     otc_id *ids;
     float *wbuf;
-    float **wptr;
-    const float **gptr;
-    size_t *sizes;
     otc_id *w_ids; /* [max_steps]: the loss weights handed to the unrolled executor */
     const float **w_src;
     float *w_val;
@@ -75,13 +82,11 @@ void otc_lvx_seq_free(jit_exec *j) {
     free(s->init);
     free(s->g_off);
     free(s->acc);
+    free(s->mom);
     free(s->params);
     free(s->src);
     free(s->ids);
     free(s->wbuf);
-    free(s->wptr);
-    free(s->gptr);
-    free(s->sizes);
     free(s->w_ids);
     free(s->w_src);
     free(s->w_val);
@@ -121,13 +126,11 @@ static otc_status seq_new(jit_exec *j) {
     }
     size_t np = (size_t)s->n_params + 1;
     s->acc = calloc((size_t)s->acc_floats + 1, sizeof *s->acc);
+    s->mom = calloc(2 * (size_t)s->acc_floats + 1, sizeof *s->mom);
     s->wbuf = calloc((size_t)s->acc_floats + 1, sizeof *s->wbuf);
     s->src = calloc(np, sizeof *s->src);
     s->ids = calloc(np, sizeof *s->ids);
-    s->wptr = calloc(np, sizeof *s->wptr);
-    s->gptr = calloc(np, sizeof *s->gptr);
-    s->sizes = calloc(np, sizeof *s->sizes);
-    if (!s->acc || !s->wbuf || !s->src || !s->ids || !s->wptr || !s->gptr || !s->sizes)
+    if (!s->acc || !s->mom || !s->wbuf || !s->src || !s->ids)
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     return OTC_OK;
 }
@@ -226,14 +229,50 @@ void otc_lvx_seq_cut(jit_exec *j) {
 }
 
 void otc_lvx_seq_zero(jit_exec *j) {
-    if (j->seq) memset(j->seq->acc, 0, (size_t)j->seq->acc_floats * sizeof(float));
+    struct jit_seq *s = j->seq;
+    if (!s) return;
+    memset(s->acc, 0, (size_t)s->acc_floats * sizeof(float));
+    s->dirty = false;
+    s->pending = false; /* a staged window's gradient is dropped with the rest */
 }
 
-bool otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data) {
+/* The unrolled executor's parameter gradients added to acc (frozen or unreached: zero). */
+static void add_grads(jit_exec *j, seq_entry *e) {
     struct jit_seq *s = j->seq;
-    if (!s || !s->has_grads || s->g_off[id] < 0) return false;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const float *gd;
+        if (otc_exec_grad(e->ex, e->u->map[id], &gd)) continue;
+        float *acc = s->acc + s->g_off[id];
+        size_t m = otc_graph_node(j->base.graph, id)->value->size;
+        for (size_t k = 0; k < m; k++) acc[k] += gd[k];
+    }
+    s->dirty = true;
+    s->has_grads = true;
+}
+
+/* The staged window's forward and backward alone, its gradients added. */
+static otc_status materialize(jit_exec *j) {
+    struct jit_seq *s = j->seq;
+    if (!s->pending) return OTC_OK;
+    s->pending = false;
+    seq_entry *e = s->pend;
+    otc_exec_zero_grad(e->ex);
+    otc_status st = otc_lvx_forward_backward(as_jit(e->ex), e->u->total);
+    if (st) return otc_fail_context(st, "the compiled steps through time");
+    add_grads(j, e);
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered) {
+    struct jit_seq *s = j->seq;
+    *answered = false;
+    if (!s || !s->has_grads || s->g_off[id] < 0) return OTC_OK;
+    otc_status st = materialize(j);
+    if (st) return st;
     *data = s->acc + s->g_off[id];
-    return true;
+    *answered = true;
+    return OTC_OK;
 }
 
 /* The unrolled executor for (steps, loss): from the cache, or unrolled and compiled now. */
@@ -289,7 +328,8 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
                         otc_lvx_label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
     int T = s->recorded, B = s->batch;
     seq_entry *e = NULL;
-    otc_status st = entry_for(j, T, loss, &e);
+    otc_status st = materialize(j); /* an earlier window still staged: its gradient first */
+    if (!st) st = entry_for(j, T, loss, &e);
     if (st) return st;
     const otc_unrolled *u = e->u;
     /* This executor's newest weights and the steps' loss weights into the unrolled one. */
@@ -316,18 +356,53 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
     for (int k = 0; k < s->n_delays && !st; k++)
         st = otc_exec_set_input(e->ex, u->state_in[k], s->init + s->d_off[k] * B, B);
     if (st) return st;
-    otc_exec_zero_grad(e->ex);
-    if ((st = otc_lvx_forward_backward(uj, u->total)))
-        return otc_fail_context(st, "the compiled steps through time");
+    s->pend = e;
+    s->pending = true;
+    s->has_grads = true;
+    /* Onto gradients already there: compute now. Else optimizer_step may fuse it. */
+    return s->dirty ? materialize(j) : OTC_OK;
+}
+
+/* The staged window through the unrolled plan's fused training step, with this executor's
+ * moments and step count; its gradients, moments and weights come back. */
+static otc_status fused_step(jit_exec *j, otc_optimizer *opt) {
+    struct jit_seq *s = j->seq;
+    seq_entry *e = s->pend;
+    const otc_unrolled *u = e->u;
+    jit_exec *uj = as_jit(e->ex);
+    s->pending = false;
+    otc_status st = otc_lvx_train_prepare(uj, u->total, opt);
+    if (st) return otc_fail_context(st, "the compiled steps through time");
+    const otc_plan *pl = uj->train.plan;
+    size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
-        const float *gd;
-        if (otc_exec_grad(e->ex, u->map[id], &gd)) continue; /* frozen or not reached: zero */
-        float *acc = s->acc + s->g_off[id];
-        size_t m = otc_graph_node(ex->graph, id)->value->size;
-        for (size_t k = 0; k < m; k++) acc[k] += gd[k];
+        const otc_plan_value *v = &pl->values[u->map[id]];
+        if (v->storage != OTC_STORE_PARAM) continue;
+        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
+        memcpy(uj->state + v->param_offset, s->mom + at, n);
+        memcpy(uj->state + pf + (size_t)v->param_offset, s->mom + af + at, n);
     }
-    s->has_grads = true;
+    uj->t = s->t;
+    st = otc_exec_train_step(e->ex, u->total, opt, NULL);
+    if (st) return otc_fail_context(st, "the compiled steps through time");
+    s->t = uj->t;
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[u->map[id]];
+        size_t at = (size_t)s->g_off[id];
+        if (v->storage == OTC_STORE_PARAM) {
+            size_t bytes = (size_t)v->size * sizeof(float);
+            memcpy(s->mom + at, uj->state + v->param_offset, bytes);
+            memcpy(s->mom + af + at, uj->state + pf + (size_t)v->param_offset, bytes);
+        }
+        if ((st = otc_exec_value(e->ex, u->map[id], &s->src[n], NULL))) return st;
+        s->ids[n++] = id;
+    }
+    memset(s->acc, 0, af * sizeof(float));
+    add_grads(j, e);
+    otc_lvx_params_set(j, n, s->ids, s->src);
     return OTC_OK;
 }
 
@@ -344,8 +419,21 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         }
     }
     struct jit_seq *s = j->seq;
-    /* The trainable parameters in id order with their gradients, as the interpreter steps
-     * them; updated in a copy, then written back into the compiled plans. */
+    if (s->mopt != opt) { /* a new optimiser: fresh moments, step count from zero */
+        memset(s->mom, 0, 2 * (size_t)s->acc_floats * sizeof(float));
+        s->t = 0;
+        s->mopt = opt;
+    }
+    if (s->pending) return fused_step(j, opt);
+    /* The gradients as they are: the rule's trees over each trainable parameter (in a copy
+     * of the weights, then written back into the compiled plans). */
+    const otc_optim_config *c = otc_optimizer_config(opt);
+    const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(c));
+    float args[OTC_OPTIM_ARG_COUNT];
+    otc_optim_step_args(c, s->t + 1, args);
+    otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
+    for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, args[k]};
+    const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
     int n = 0;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
@@ -354,16 +442,21 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         const float *w;
         otc_status st = otc_exec_value(ex, id, &w, NULL);
         if (st) return st;
-        float *dst = s->wbuf + s->g_off[id];
-        memcpy(dst, w, nd->value->size * sizeof(float));
+        size_t at = (size_t)s->g_off[id], size = nd->value->size;
+        float *p = s->wbuf + at, *m = s->mom + at, *v = s->mom + s->acc_floats + at;
+        memcpy(p, w, size * sizeof(float));
+        arg[OTC_OPTIM_ARG_P].v = p;
+        arg[OTC_OPTIM_ARG_G].v = s->acc + at;
+        arg[OTC_OPTIM_ARG_M].v = m;
+        arg[OTC_OPTIM_ARG_V].v = v;
+        /* m, then v, then p: each tree reads what the one before it wrote. */
+        if (rule->m) otc_expr_eval_n(rule->m, &in, m, size);
+        if (rule->v) otc_expr_eval_n(rule->v, &in, v, size);
+        otc_expr_eval_n(rule->p, &in, p, size);
         s->ids[n] = id;
-        s->wptr[n] = dst;
-        s->src[n] = dst;
-        s->gptr[n] = s->acc + s->g_off[id];
-        s->sizes[n++] = nd->value->size;
+        s->src[n++] = p;
     }
-    otc_status st = otc_optimizer_step(opt, n, s->wptr, s->gptr, s->sizes);
-    if (st) return st;
+    s->t++;
     otc_lvx_params_set(j, n, s->ids, s->src);
     return OTC_OK;
 }
