@@ -33,9 +33,10 @@ otc_jit_options otc_jit_defaults(void);
 
 /* The JIT executor. A recurrent graph (Delay nodes) runs as a step function (reset_state,
  * set_state) and trains through time with seq_begin / seq_backward / optimizer_step: the
- * recorded window is unrolled (otc/unroll.h) and its compiled training plan gives the
- * gradients (cached per window length; seq_state_grad is not available), the update is the
- * runtime's on the caller's optimiser, as the interpreter's. The forward code is compiled here; the
+ * recorded window is unrolled (otc/unroll.h, cached per window length) and an optimizer_step
+ * right after seq_backward is its fused training step (read a gradient first and backward runs
+ * alone, the update after it); the moments are the executor's, shared by every window length.
+ * seq_state_grad is not available. The forward code is compiled here; the
  * training code on the first backward or train_step for a given loss (a compile error surfaces
  * there). Compiled backends keep their own copy of the weights: read from the graph here, written
  * back by otc_exec_sync_params; the optimiser state (moments, step count) lives in the executor and
