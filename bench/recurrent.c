@@ -1,9 +1,11 @@
-/* Recurrent layers in the interpreter against PyTorch eager: a training step (forward over the
- * sequence, backpropagation through time, Adam) and batch-1 inference of one time step, for the
+/* Recurrent layers in the interpreter and the LLVM JIT (when built) against PyTorch eager: a
+ * training step (forward over the sequence, backpropagation through time, Adam; the JIT's is the
+ * unrolled window's compiled forward and backward) and batch-1 inference of one time step, for the
  * parity-sized LSTM/GRU (1→16, 10 steps, batch 32) and a larger one (32→128, 50 steps, batch
  * 64). PyTorch's figures come from bench/recurrent_torch.py run in the same process's run, at
  * 1 and 2 threads; its columns are left out when torch is not installed. The interpreter's
  * only threads are OpenBLAS's (its products), set to 1 and 2 the same way.
+ * With the JIT it also times compiling a 100-neuron recurrent genome at the fast tier.
  * Usage: recurrent [--quick]   (--quick: the small configurations only) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,10 @@
 #include <cblas.h>
 
 #include "otc/otc.h"
+#include "otc/random_graph.h"
+#ifdef OTC_BENCH_JIT
+#include "otc/jit.h"
+#endif
 
 #ifndef OTC_SOURCE_DIR
 #define OTC_SOURCE_DIR "."
@@ -49,7 +55,7 @@ typedef struct {
 } bench_net;
 
 /* x -> the layer -> h; with a target, the MSE of h against it at every step. */
-static int build(bench_net *n, const config *c, bool train, int batch) {
+static int build(bench_net *n, const config *c, bool train, int batch, bool jit) {
     otc_rng rng;
     otc_rng_seed(&rng, 1);
     n->c = c;
@@ -72,6 +78,16 @@ static int build(bench_net *n, const config *c, bool train, int batch) {
         if (n->loss < 0 || !n->opt) return -1;
     }
     otc_exec_options eo = {.inference = !train};
+#ifdef OTC_BENCH_JIT
+    if (jit) {
+        otc_jit_options jo = otc_jit_defaults();
+        jo.inference = !train;
+        n->ex = otc_jit_executor_new(n->g, &jo);
+        return n->ex ? 0 : -1;
+    }
+#else
+    (void)jit;
+#endif
     n->ex = otc_interpreter_new(n->g, &eo);
     return n->ex ? 0 : -1;
 }
@@ -180,24 +196,31 @@ int main(int argc, char **argv) {
         {OTC_CELL_GRU, 32, 128, 50, 64},
     };
     int n = quick ? 2 : 4;
-    double train[4][3], infer[4][3];
-    for (int i = 0; i < n; i++)
-        for (int th = 1; th <= 2; th++) {
-            openblas_set_num_threads(th);
-            bench_net tn = {0}, in = {0};
-            if (build(&tn, &all[i], true, all[i].batch) || build(&in, &all[i], false, 1)) {
-                fprintf(stderr, "recurrent: %s\n", otc_last_error());
-                return 2;
+#ifdef OTC_BENCH_JIT
+    const int backends = 2; /* interpreter, JIT */
+#else
+    const int backends = 1;
+#endif
+    double train[2][4][3], infer[2][4][3];
+    for (int be = 0; be < backends; be++)
+        for (int i = 0; i < n; i++)
+            for (int th = 1; th <= 2; th++) {
+                openblas_set_num_threads(th);
+                bench_net tn = {0}, in = {0};
+                if (build(&tn, &all[i], true, all[i].batch, be == 1) ||
+                    build(&in, &all[i], false, 1, be == 1)) {
+                    fprintf(stderr, "recurrent: %s\n", otc_last_error());
+                    return 2;
+                }
+                train[be][i][th] = median_time(train_step, &tn);
+                infer[be][i][th] = median_time(infer_step, &in);
+                release(&tn);
+                release(&in);
+                if (train[be][i][th] < 0 || infer[be][i][th] < 0) {
+                    fprintf(stderr, "recurrent: %s\n", otc_last_error());
+                    return 2;
+                }
             }
-            train[i][th] = median_time(train_step, &tn);
-            infer[i][th] = median_time(infer_step, &in);
-            release(&tn);
-            release(&in);
-            if (train[i][th] < 0 || infer[i][th] < 0) {
-                fprintf(stderr, "recurrent: %s\n", otc_last_error());
-                return 2;
-            }
-        }
     torch_row rows[4] = {0};
     read_torch(all, n, rows);
     bool torch = false;
@@ -205,22 +228,27 @@ int main(int argc, char **argv) {
 
     printf("training step (forward + BPTT + Adam), ms  |  batch-1 inference, us per time step\n"
            "(median of 7 blocks; 1t/2t: OpenBLAS or PyTorch threads)\n");
-    printf("  %-22s %9s %9s", "layer", "otc 1t", "otc 2t");
+    static const char *col[2][2] = {{"otc 1t", "otc 2t"}, {"jit 1t", "jit 2t"}};
+    printf("  %-22s", "layer");
+    for (int be = 0; be < backends; be++) printf(" %9s %9s", col[be][0], col[be][1]);
     if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
-    printf(" %9s %9s", "otc 1t", "otc 2t");
+    for (int be = 0; be < backends; be++) printf(" %9s %9s", col[be][0], col[be][1]);
     if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
     putchar('\n');
     for (int i = 0; i < n; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s %d->%d T%d B%d", cell_name(all[i].cell), all[i].in,
                  all[i].hidden, all[i].steps, all[i].batch);
-        printf("  %-22s %9.3f %9.3f", name, train[i][1] * 1e3, train[i][2] * 1e3);
+        printf("  %-22s", name);
+        for (int be = 0; be < backends; be++)
+            printf(" %9.3f %9.3f", train[be][i][1] * 1e3, train[be][i][2] * 1e3);
         for (int th = 1; torch && th <= 2; th++)
             if (rows[i].have[th])
                 printf(" %9.3f", rows[i].train_ms[th]);
             else
                 printf(" %9s", "-");
-        printf(" %9.2f %9.2f", infer[i][1] * 1e6, infer[i][2] * 1e6);
+        for (int be = 0; be < backends; be++)
+            printf(" %9.2f %9.2f", infer[be][i][1] * 1e6, infer[be][i][2] * 1e6);
         for (int th = 1; torch && th <= 2; th++)
             if (rows[i].have[th])
                 printf(" %9.2f", rows[i].infer_us[th]);
@@ -229,5 +257,33 @@ int main(int argc, char **argv) {
         putchar('\n');
     }
     if (!torch) printf("  (PyTorch columns left out: /usr/bin/python3 cannot import torch)\n");
+#ifdef OTC_BENCH_JIT
+    /* Compiling a 100-neuron recurrent genome (forward step) at the fast tier, as the
+     * evolve policy does: median of 7 fresh compiles (no structure cache). */
+    otc_testgen_neat_options go = otc_testgen_neat_defaults(100);
+    go.recurrent = 0.2f;
+    double ms[7];
+    int nodes = 0;
+    for (int r = 0; r < 7; r++) {
+        otc_graph *g = otc_testgen_neat(100 + (uint64_t)r, &go);
+        otc_jit_options jo = otc_jit_defaults();
+        jo.tier = OTC_JIT_TIER_FAST;
+        jo.inference = true;
+        jo.no_cache = true;
+        double t0 = now();
+        otc_executor *ex = g ? otc_jit_executor_new(g, &jo) : NULL;
+        ms[r] = (now() - t0) * 1e3;
+        if (!ex) {
+            fprintf(stderr, "recurrent: %s\n", otc_last_error());
+            return 2;
+        }
+        nodes = otc_graph_size(g);
+        otc_exec_free(ex);
+        otc_graph_free(g);
+    }
+    qsort(ms, 7, sizeof ms[0], cmp_double);
+    printf("compile, 100-neuron recurrent genome (%d nodes), fast tier: %.2f ms (median of 7)\n",
+           nodes, ms[3]);
+#endif
     return 0;
 }

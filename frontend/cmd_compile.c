@@ -92,7 +92,7 @@ int otc_cmd_compile(int argc, char **argv) {
     const char *emit_c = NULL, *name = NULL, *loss = "mse", *optim = "adam", *fuse = NULL,
                *plan_dot = NULL;
     const char *emit_ll = NULL, *emit_s = NULL, *emit_obj = NULL, *target = NULL; /* LLVM */
-    int batch = 0;
+    int batch = 0, bptt = 0;
     bool dynamic = false, train = false, nesterov = false, verbose = false;
     double lr = -1.0, momentum = 0.0, weight_decay = -1.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     const otc_opt opts[] = {
@@ -105,6 +105,10 @@ int otc_cmd_compile(int argc, char **argv) {
          "any batch; the workspace size is a function of it (the default)"},
         {"--train", OTC_OPT_FLAG, &train,
          "also emit NAME_train_step: forward, backward and the optimiser update in place"},
+        {"--bptt", OTC_OPT_INT, &bptt,
+         "K: a recurrent model trains through K time steps per call: the emitted model is K "
+         "steps unrolled (inputs: the state before them and each step's inputs; outputs: the "
+         "state after them)"},
         {"--loss", OTC_OPT_STRING, &loss,
          "mse|bce|softmax_ce: the training loss over the outputs (default mse)"},
         {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: the optimiser (default adam)"},
@@ -217,7 +221,35 @@ int otc_cmd_compile(int argc, char **argv) {
     if ((rc = otc_cli_load_model("compile", pos[0], &g))) return rc;
     otc_plan *fwd = NULL, *big = NULL, *tr = NULL;
     otc_status st = OTC_OK;
+    otc_unrolled *u = NULL;
+    bool recurrent = otc_graph_is_recurrent(g);
+    if (bptt < 0 || (bptt > 0 && !train) || (bptt > 0 && !recurrent)) {
+        rc = bptt < 0 ? otc_cli_error("compile", "--bptt must be at least 1 step, not %d", bptt)
+             : !train ? otc_cli_error("compile", "--bptt goes with --train (the time steps "
+                                                 "one training call runs through)")
+                      : otc_cli_needs_recurrent("compile", pos[0], "--bptt");
+        otc_graph_free(g);
+        return rc;
+    }
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
+    if (!st && train && recurrent) {
+        if (bptt < 1) {
+            char sm[512];
+            otc_graph_free(g);
+            return otc_cli_error("compile",
+                                 "%s is recurrent: training through time needs --bptt K (the "
+                                 "time steps one training call runs through)",
+                                 otc_cli_printable(pos[0], sm, sizeof sm));
+        }
+        /* The model K steps unrolled: one feed-forward graph the plan trains as any other. */
+        st = otc_unroll(g, bptt, o.loss, &u);
+        if (!st) {
+            otc_graph_free(g);
+            g = u->graph;
+            u->graph = NULL;
+            o.loss = u->total;
+        }
+    }
     if (!st) st = otc_emit_c_plans(g, &o, &fwd, &big, &tr);
     if (!st && batch > 0) {
         /* A fixed batch makes the workspace a constant the caller allocates: one larger than
@@ -272,5 +304,6 @@ int otc_cmd_compile(int argc, char **argv) {
     otc_plan_free(big);
     otc_plan_free(tr);
     otc_graph_free(g);
+    otc_unrolled_free(u);
     return rc;
 }

@@ -486,13 +486,6 @@ int otc_cmd_train(int argc, char **argv) {
         rc = otc_cli_error("train", "%s is recurrent; IDX images are independent samples", sm);
         goto done;
     }
-    if (recurrent && jit) {
-        rc = otc_cli_error("train",
-                           "%s is recurrent: backpropagation through time runs in the "
-                           "interpreter only (leave out --jit)",
-                           sm);
-        goto done;
-    }
     int longest = 0;
     if (recurrent) {
         co.sequence = sequence;

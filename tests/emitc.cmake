@@ -31,3 +31,18 @@ if(TARGET otc_cli)
                    ${PROJECT_SOURCE_DIR})
   set_tests_properties(deploy_pole_balancer PROPERTIES TIMEOUT 300)
 endif()
+# Compiled training through time: interpreter, JIT and the emitted C of unrolled graphs.
+if(TARGET test_bptt_compiled)
+  target_sources(test_bptt_compiled PRIVATE ${CMAKE_CURRENT_LIST_DIR}/emitc_executor.c
+                                            ${CMAKE_CURRENT_LIST_DIR}/emitc_support.c)
+  target_link_libraries(test_bptt_compiled PRIVATE otc_testgen ${CMAKE_DL_LIBS})
+  if(TARGET otc_compiler AND OTC_LLVM_LIB)
+    target_compile_definitions(test_bptt_compiled PRIVATE OTC_TEST_JIT=1)
+  endif()
+endif()
+# Each builds its emitted C with the system compiler, case by case: slow on a loaded machine.
+foreach(t bptt_compiled_random_graphs bptt_compiled_layers)
+  if(TEST ${t})
+    set_tests_properties(${t} PROPERTIES TIMEOUT 900)
+  endif()
+endforeach()

@@ -383,6 +383,55 @@ TEST(jit_policy_switches_when_work_pays) {
     otc_graph_free(g);
 }
 
+/* A recurrent genome under the policy: interpreted, then compiled mid-sequence with the
+ * interpreter's Delay state handed over (set_state), so every step's outputs stay those of
+ * an interpreter run alone; after a reset both start from zeros again. */
+TEST(jit_policy_recurrent_switch_carries_state) {
+    otc_testgen_neat_options go = otc_testgen_neat_defaults(12);
+    go.recurrent = 0.4f;
+    go.n_outputs = 2;
+    go.act_mask = (1u << OTC_ACT_TANH) | (1u << OTC_ACT_SIGMOID) | (1u << OTC_ACT_SIN);
+    otc_graph *g = otc_testgen_neat(4242, &go);
+    NEED(g && otc_graph_is_recurrent(g));
+    otc_jit_policy pol = otc_jit_policy_defaults();
+    pol.compile_ms = 0.0;
+    pol.compile_ms_per_node = 60.0 * pol.interp_ns * 1e-6; /* 30 steps of 2 samples */
+    otc_jit_policy_set(&pol);
+    otc_jit_policy_stats before = otc_jit_policy_info();
+    otc_exec_options o = {.inference = true};
+    otc_executor *ex = otc_jit_policy_executor(g, &o), *ref = otc_interpreter_new(g, &o);
+    NEED(ex && ref);
+    otc_rng rng;
+    otc_rng_seed(&rng, 5);
+    for (int t = 0; t < 80; t++) {
+        if (t == 60) { /* a new sequence */
+            otc_exec_reset_state(ex);
+            otc_exec_reset_state(ref);
+        }
+        float **rows = jit_random_inputs(g, 2, &rng);
+        NEED(rows && jit_set_all(ex, g, rows, 2) && jit_set_all(ref, g, rows, 2));
+        jit_free_rows(g, rows);
+        NEED(otc_exec_forward(ex) == OTC_OK && otc_exec_forward(ref) == OTC_OK);
+        for (int k = 0; k < otc_graph_output_count(g); k++) {
+            const float *a, *b;
+            otc_id out = otc_graph_output(g, k);
+            NEED(otc_exec_value(ex, out, &a, NULL) == OTC_OK);
+            NEED(otc_exec_value(ref, out, &b, NULL) == OTC_OK);
+            for (int i = 0; i < 2; i++)
+                CHECK_MSG(jit_close_to(a[i], b[i], 1e-4), "step %d output %d: %g vs %g", t, k,
+                          (double)a[i], (double)b[i]);
+        }
+        otc_jit_policy_stats now = otc_jit_policy_info();
+        CHECK_MSG(now.compiled - before.compiled == (t >= 30 ? 1 : 0), "step %d: %ld compiled", t,
+                  now.compiled - before.compiled);
+    }
+    CHECK(strcmp(otc_exec_backend(ex), "adaptive") == 0);
+    otc_exec_free(ex);
+    otc_exec_free(ref);
+    otc_jit_policy_set(NULL);
+    otc_graph_free(g);
+}
+
 /* The optimiser update is one set of trees (runtime/src/optim_rules.c) that the interpreter
  * evaluates and the JIT builds with the same operations in the same order, so the weights
  * agree bit for bit. The loss sum(w * w) has the gradient 2w exactly in both (only exact

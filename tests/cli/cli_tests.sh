@@ -496,6 +496,23 @@ case_jit() {
     run 0 train "$MODELS/two_outputs.otm" --data "$WORK/xor.csv" --target y --epochs 2 --jit \
         --out "$WORK/two.otm"
     out_has "loss ce"
+    # a recurrent model trains through time compiled (whole sequences and truncated) to the
+    # interpreter's weights: the same outputs on the same steps
+    running_sums "$WORK/sums.csv"
+    local bptt
+    for bptt in "" "--bptt 2"; do
+        # shellcheck disable=SC2086
+        run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --epochs 20 \
+            --lr 0.05 --jit --out "$WORK/rj.otm" $bptt
+        out_has "parameters, jit"
+        # shellcheck disable=SC2086
+        run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --epochs 20 \
+            --lr 0.05 --out "$WORK/ri.otm" $bptt
+        printf 'x\n1\n2\n3\n-2\n' >"$WORK/steps.csv"
+        run 0 run "$WORK/rj.otm" --input "$WORK/steps.csv" --output "$WORK/a.csv"
+        run 0 run "$WORK/ri.otm" --input "$WORK/steps.csv" --output "$WORK/b.csv"
+        numbers_agree "$WORK/a.csv" "$WORK/b.csv" || fail "JIT-trained recurrent weights differ $bptt"
+    done
 }
 
 case_import() {
@@ -689,6 +706,17 @@ case_recurrent_errors() {
     err_has "has no Delay node, so its rows are independent samples"
     run 2 train "$IRIS" --data "$IRIS_CSV" --target species --bptt 2 --out "$WORK/t.otm"
     err_has "--bptt is for recurrent models"
+    # compile: a recurrent model's training step runs through --bptt K steps (unrolled)
+    run 2 compile "$RSUM" --emit-c "$WORK/rc" --train
+    err_has "is recurrent: training through time needs --bptt K"
+    run 2 compile "$RSUM" --emit-c "$WORK/rc" --bptt 3
+    err_has "--bptt goes with --train"
+    run 2 compile "$IRIS" --emit-c "$WORK/rc" --train --bptt 3
+    err_has "--bptt is for recurrent models"
+    run 0 compile "$RSUM" --emit-c "$WORK/rc" --train --bptt 3 --name rs
+    grep -q "'h_prev.init'" "$WORK/rc/rs.h" && grep -q "'x.step2'" "$WORK/rc/rs.h" &&
+        grep -q "'h_prev.next'" "$WORK/rc/rs.h" && grep -q "rs_train_step" "$WORK/rc/rs.h" ||
+        fail "the unrolled training header: $(head -c 600 "$WORK/rc/rs.h")"
     err_clean
 }
 

@@ -5,6 +5,7 @@
 
 #include "otc/plan.h"
 #include "otc/render_c.h"
+#include "otc/unroll.h"
 
 /* Add a loss over g's outputs for training: OTC_OP_MSE or OTC_OP_BCE against a new Input
  * "target" shaped like the outputs (several outputs are concatenated along axis 1, in

@@ -31,13 +31,18 @@ typedef struct {
 /* Defaults: training allowed, cache on, host vector width, default fusion, BLAS on. */
 otc_jit_options otc_jit_defaults(void);
 
-/* The JIT executor. The forward code is compiled here; the training code on the first
- * backward or train_step for a given loss (a compile error surfaces there). Compiled
- * backends keep their own copy of the weights: read from the graph here, written back by
- * otc_exec_sync_params; the optimiser state (moments, step count) lives in the executor
- * and restarts when a different otc_optimizer is passed. value() serves outputs, inputs,
- * parameters and the loss; intermediate values the plan keeps in registers are an
- * OTC_ERR_UNSUPPORTED error (mark them as outputs). NULL with otc_last_error on failure. */
+/* The JIT executor. A recurrent graph (Delay nodes) runs as a step function (reset_state,
+ * set_state) and trains through time with seq_begin / seq_backward / optimizer_step: the
+ * recorded window is unrolled (otc/unroll.h, cached per window length) and an optimizer_step
+ * right after seq_backward is its fused training step (read a gradient first and backward runs
+ * alone, the update after it); the moments are the executor's, shared by every window length.
+ * seq_state_grad is not available. The forward code is compiled here; the
+ * training code on the first backward or train_step for a given loss (a compile error surfaces
+ * there). Compiled backends keep their own copy of the weights: read from the graph here, written
+ * back by otc_exec_sync_params; the optimiser state (moments, step count) lives in the executor and
+ * restarts when a different otc_optimizer is passed. value() serves outputs, inputs, parameters and
+ * the loss; intermediate values the plan keeps in registers are an OTC_ERR_UNSUPPORTED error (mark
+ * them as outputs). NULL with otc_last_error on failure. */
 otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options);
 
 /* Executors for n graphs compiled together: the plans of all of them in one LLVM module, so
@@ -83,7 +88,8 @@ void otc_jit_cache_set_capacity(int entries);
  *    compiled; inputs set so far are replayed;
  *  - training (hybrid evolve/train): decided at creation from train_samples, the expected
  *    steps x batch of one genome's training.
- * Graphs the compiler cannot lower (recurrent Delay nodes) stay interpreted. */
+ * A recurrent genome switched mid-sequence takes the interpreter's Delay state with it
+ * (set_state). Graphs the compiler cannot lower stay interpreted. */
 typedef struct {
     double interp_ns;           /* interpreter: ns per node-sample of forward (batch 1) */
     double jit_ns;              /* JIT: the same */
@@ -105,7 +111,7 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
 typedef struct {
     long executors; /* made by the policy */
     long compiled;  /* of them, switched to (or started with) compiled code */
-    long failed;    /* could not be compiled (e.g. recurrent): stayed interpreted */
+    long failed;    /* could not be compiled: stayed interpreted */
 } otc_jit_policy_stats;
 otc_jit_policy_stats otc_jit_policy_info(void);
 

@@ -158,6 +158,8 @@ typedef struct {
      * large batches want; a single sample wants everything in one loop. */
     bool split_libm;
     bool no_sharing;        /* every value its own space (to measure what sharing saves) */
+    bool keep_loss;         /* inference: also compute `loss` and keep its value (a recurrent
+                               step that reports its loss while it is trained through time) */
     otc_optim_config optim; /* train */
     /* train: the renderer has the gradients of Neurons that aggregate otherwise than by the
      * sum (the C renderer does; a plan for a renderer without them refuses such neurons). */

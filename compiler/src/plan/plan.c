@@ -133,9 +133,9 @@ static otc_status check_node(const otc_plan_ctx *c, otc_id id) {
     case OTC_OP_DELAY:
         if (c->p->options.train)
             return otc_fail(OTC_ERR_UNSUPPORTED,
-                            "compiler: op '%s' (node %s): compiled training through time is "
-                            "not supported yet (train recurrent models with the interpreter; "
-                            "compiled forward steps work)",
+                            "compiler: op '%s' (node %s): a training plan is feed-forward; "
+                            "train a recurrent graph through time unrolled (otc_unroll, the "
+                            "executors' seq_ calls, otc compile --train --bptt K)",
                             op, otc_plan_label(g, id, lab));
         if (!otc_shape_is_batched(nd->shape))
             return otc_fail(OTC_ERR_UNSUPPORTED,
@@ -216,11 +216,12 @@ static otc_status order_nodes(otc_plan_ctx *c) {
     const otc_graph *g = c->g;
     /* A training plan computes the loss and the outputs too, so its forward can stand for
      * the plain one (an executor's forward with the targets set runs it). */
-    int n_out = otc_graph_output_count(g), n_roots = n_out + (p->options.train ? 1 : 0);
+    bool with_loss = p->options.train || (p->options.keep_loss && p->options.loss >= 0);
+    int n_out = otc_graph_output_count(g), n_roots = n_out + (with_loss ? 1 : 0);
     otc_id *roots = malloc(((size_t)n_roots + 1) * sizeof *roots);
     if (!roots) return otc_fail(OTC_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_out; i++) roots[i] = otc_graph_output(g, i);
-    if (p->options.train) roots[n_out] = p->options.loss;
+    if (with_loss) roots[n_out] = p->options.loss;
     otc_status st = walk_closed(g, roots, n_roots, c->included, c->order, &c->n_order);
     free(roots);
     for (int i = 0; !st && i < c->n_order; i++) st = check_node(c, c->order[i]);
@@ -385,6 +386,7 @@ otc_status otc_plan_build(const otc_graph *g, const otc_plan_options *options, o
     }
     if (!st) st = order_nodes(&c);
     if (!st) st = lay_out_io(&c);
+    if (!st && o.keep_loss && !o.train && o.loss >= 0) c.external[otc_plan_owner(p, o.loss)] = true;
     if (!st && o.train) {
         c.external[otc_plan_owner(p, o.loss)] = true; /* train_step reports it */
         st = otc_plan_mark_training(&c);

@@ -136,7 +136,8 @@ static otc_status train(const otc_neat_config *c, const seq_ctx *x, otc_neat_phe
     otc_id t, loss;
     otc_status s = otc_neat_hybrid_loss(ph, x->n_out, &t, &loss);
     if (s != OTC_OK) return s;
-    /* BPTT is the interpreter's: compiled executors have no recording of steps. */
+    /* BPTT in the interpreter: the evolve policy's executors (the task's make_executor) do not
+     * record steps; the JIT executor does (otc/jit.h), but hybrid training is short. */
     otc_executor *ex = otc_interpreter_new(ph->graph, &(otc_exec_options){.inference = false});
     if (!ex) return otc_fail_context(OTC_ERR_STATE, "hybrid training executor");
     otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_ADAM);

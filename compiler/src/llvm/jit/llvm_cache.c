@@ -57,6 +57,7 @@ static otc_status make_key(const otc_plan *plan, const otc_llvm_render_options *
     put_i(k, plan->options.loss);
     put_i(k, plan->options.fuse);
     put_i(k, plan->options.no_sharing);
+    put_i(k, plan->options.keep_loss);
     put_i(k, n);
     for (int id = 0; id < n; id++) {
         const otc_node *nd = otc_graph_node(g, id);

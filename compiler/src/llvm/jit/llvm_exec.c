@@ -39,8 +39,11 @@ void otc_lvx_plan_free(jit_plan *p) {
 
 void otc_lvx_destroy(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
+    otc_lvx_seq_free(j);
     otc_lvx_plan_free(&j->fwd);
     otc_lvx_plan_free(&j->train);
+    otc_lvx_plan_free(&j->fwdl);
+    free(j->pre);
     for (int i = 0; i < j->n_inputs; i++) free(j->inputs[i].data);
     free(j->inputs);
     if (j->scratch)
@@ -106,6 +109,24 @@ static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int 
     return OTC_OK;
 }
 
+/* The state in `from`'s layout (its slots at `src`, a work buffer of that plan) into `to`'s
+ * slots, Delay by Delay (two step plans of one graph place them differently). */
+static void move_state(jit_exec *j, const jit_plan *from, const float *src, jit_plan *to,
+                       int64_t S) {
+    for (otc_id id = 0; id < j->n; id++) {
+        if (otc_graph_node(j->base.graph, id)->op != OTC_OP_DELAY) continue;
+        const otc_plan_value *a = &from->plan->values[id], *b = &to->plan->values[id];
+        if (b->storage != OTC_STORE_WORK) continue;
+        float *dst = to->work + otc_extent_at(b->offset, S);
+        if (a->storage != OTC_STORE_WORK)
+            memset(dst, 0, (size_t)(b->size * S) * sizeof(float));
+        else
+            memcpy(dst, src + otc_extent_at(a->offset, S) - from->plan->state_offset,
+                   (size_t)(b->size * S) * sizeof(float));
+    }
+    to->state_batch = from->state_batch;
+}
+
 /* Fills the argument block for plan p at the inputs' batch (assembling multi-input rows). */
 static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
     const otc_plan *pl = p->plan;
@@ -143,6 +164,8 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         memset(p->work + pl->state_offset, 0, (size_t)(pl->state_per_sample * S) * sizeof(float));
         p->state_batch = batch;
     }
+    if (pl->state_per_sample > 0 && j->live && j->live != p && j->live->state_batch == batch)
+        move_state(j, j->live, j->live->work + j->live->plan->state_offset, p, S);
     const float *rows_of[2] = {NULL, NULL};
     for (int s = 0; s < 2; s++) {
         if (p->n_stream[s] == 0) continue;
@@ -208,14 +231,56 @@ static bool inputs_set(const jit_exec *j, const jit_plan *p) {
     return true;
 }
 
-static otc_status run_forward(jit_exec *j, jit_plan *p) {
+static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
     otc_llvm_args a;
     otc_status st = prepare(j, p, &a);
+    if (!st && j->seq && record) st = otc_lvx_seq_record(j, p);
     if (st) return st;
+    const otc_plan *pl = p->plan;
+    if (pl->state_per_sample > 0) {
+        /* Keep the state this step reads: a loss read afterwards reruns the step. */
+        size_t n = (size_t)(pl->state_per_sample * j->stride);
+        if (!grow(&j->pre, &j->pre_cap, n)) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+        memcpy(j->pre, p->work + pl->state_offset, n * sizeof(float));
+        j->live = p;
+    }
     j->last = NULL;
     st = run_status(j, p->mod->fn[OTC_JIT_FORWARD](&a));
     if (!st) j->last = p;
     return st;
+}
+
+static otc_status run_forward(jit_exec *j, jit_plan *p) {
+    return run_forward_as(j, p, true);
+}
+
+/* A recurrent step's loss, read after a forward whose plan does not compute it: the step
+ * plan with the loss, from the state the step read, run again (not recorded twice); it then
+ * runs the steps while the targets are set. */
+static otc_status loss_step(jit_exec *j, otc_id loss) {
+    jit_plan *ran = j->last;
+    if (!j->has_fwdl || j->fwdl.plan->options.loss != loss) {
+        if (j->live == &j->fwdl) j->live = NULL;
+        otc_lvx_plan_free(&j->fwdl);
+        j->has_fwdl = false;
+        otc_plan_options po = otc_lvx_fwd_options(j);
+        po.loss = loss;
+        po.keep_loss = true;
+        otc_status st = otc_lvx_plan_make(j, &j->fwdl, &po, false);
+        if (st) {
+            otc_lvx_plan_free(&j->fwdl);
+            return st;
+        }
+        j->has_fwdl = true;
+    }
+    jit_plan *p = &j->fwdl;
+    int64_t S = j->stride;
+    if (!grow(&p->work, &p->work_cap, (size_t)otc_extent_at(p->plan->work, S)))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)j->batch);
+    move_state(j, ran, j->pre, p, S);
+    p->state_batch = j->batch;
+    j->live = p;
+    return run_forward_as(j, p, false);
 }
 
 static otc_status forward(otc_executor *ex) {
@@ -226,19 +291,79 @@ static otc_status forward(otc_executor *ex) {
                         otc_graph_size(ex->graph), j->n);
     if (j->has_train && covers_outputs(j, j->train.plan) && inputs_set(j, &j->train))
         return run_forward(j, &j->train);
-    if (!j->has_fwd) {
-        if (otc_graph_output_count(ex->graph) == 0)
-            return otc_fail(OTC_ERR_STATE, "forward: the graph has no outputs to compute (mark "
-                                           "one, or train a loss first)");
-        otc_plan_options po = otc_lvx_fwd_options(j);
-        otc_status st = otc_lvx_plan_make(j, &j->fwd, &po, false);
-        if (st) {
-            otc_lvx_plan_free(&j->fwd);
-            return st;
-        }
-        j->has_fwd = true;
+    if (j->has_fwdl && inputs_set(j, &j->fwdl)) return run_forward(j, &j->fwdl);
+    otc_status st = otc_lvx_fwd_ready(j);
+    return st ? st : run_forward(j, &j->fwd);
+}
+
+otc_status otc_lvx_fwd_ready(jit_exec *j) {
+    if (j->has_fwd) return OTC_OK;
+    if (otc_graph_output_count(j->base.graph) == 0)
+        return otc_fail(OTC_ERR_STATE, "forward: the graph has no outputs to compute (mark "
+                                       "one, or train a loss first)");
+    otc_plan_options po = otc_lvx_fwd_options(j);
+    otc_status st = otc_lvx_plan_make(j, &j->fwd, &po, false);
+    if (st) {
+        otc_lvx_plan_free(&j->fwd);
+        return st;
     }
-    return run_forward(j, &j->fwd);
+    j->has_fwd = true;
+    return OTC_OK;
+}
+
+void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *const *src) {
+    jit_plan *plans[3] = {j->has_fwd ? &j->fwd : NULL, j->has_train ? &j->train : NULL,
+                          j->has_fwdl ? &j->fwdl : NULL};
+    for (int k = 0; k < 3; k++)
+        if (plans[k]) otc_lvx_refresh_weights(j, plans[k]);
+    for (int i = 0; i < n; i++) {
+        bool held = false;
+        for (int k = 0; k < 3; k++) {
+            jit_plan *p = plans[k];
+            if (!p || p->plan->values[ids[i]].storage != OTC_STORE_PARAM) continue;
+            const otc_plan_value *v = &p->plan->values[ids[i]];
+            memcpy(p->weights + v->param_offset, src[i], (size_t)v->size * sizeof(float));
+            held = true;
+        }
+        otc_tensor *t = otc_graph_param(j->base.graph, ids[i]);
+        if (!held && t) memcpy(t->data, src[i], t->size * sizeof(float));
+    }
+    /* Every plan now holds the newest weights. */
+    j->wver++;
+    for (int k = 0; k < 3; k++)
+        if (plans[k]) plans[k]->wver = j->wver;
+    for (int k = 2; k >= 0; k--)
+        if (plans[k]) j->wsrc = plans[k];
+}
+
+otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, int batch) {
+    jit_exec *j = as_jit(ex);
+    char lab[64];
+    if (delay < 0 || delay >= j->n || otc_graph_node(ex->graph, delay)->op != OTC_OP_DELAY)
+        return otc_fail(OTC_ERR_ARG, "set_state: node #%d is not a delay", (int)delay);
+    if (!data || batch < 1)
+        return otc_fail(OTC_ERR_ARG, "set_state: no data or a batch of %d for %s", batch,
+                        otc_lvx_label(j, delay, lab));
+    otc_status st = otc_lvx_fwd_ready(j);
+    if (st) return st;
+    jit_plan *p = j->live ? j->live : &j->fwd;
+    const otc_plan *pl = p->plan;
+    const otc_plan_value *v = &pl->values[delay];
+    if (v->storage != OTC_STORE_WORK) return OTC_OK; /* no output reads it: nothing to hold */
+    int64_t S = (batch + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
+    if (!grow(&p->work, &p->work_cap, (size_t)otc_extent_at(pl->work, S)))
+        return otc_fail(OTC_ERR_NOMEM, "set_state: out of memory for a batch of %d", batch);
+    if (p->state_batch != batch) { /* the other Delays start from zeros, as in the interpreter */
+        memset(p->work + pl->state_offset, 0, (size_t)(pl->state_per_sample * S) * sizeof(float));
+        p->state_batch = batch;
+    }
+    j->live = p;
+    float *base = p->work + otc_extent_at(v->offset, S);
+    for (int64_t e = 0; e < v->size; e++)
+        for (int64_t b = 0; b < batch; b++) base[e * S + b] = data[b * v->size + e];
+    otc_lvx_seq_cut(j);
+    if (j->last == p) j->last = NULL; /* the slot no longer holds the next state's source */
+    return OTC_OK;
 }
 
 static float *scratch_for(jit_exec *j, otc_id id, size_t n) {
@@ -273,6 +398,13 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
                             otc_lvx_label(j, id, lab));
         *data = j->inputs[k].data;
         return OTC_OK;
+    }
+    if (p == &j->fwd && p->plan->values[id].storage == OTC_STORE_NONE &&
+        otc_op_get(nd->op)->kind == OTC_OPKIND_LOSS && !otc_shape_is_batched(nd->shape) &&
+        otc_graph_is_recurrent(ex->graph)) {
+        otc_status st = loss_step(j, id);
+        if (st) return st;
+        p = j->last;
     }
     const otc_plan *pl = p->plan;
     otc_id o = otc_plan_owner(pl, id);
@@ -414,6 +546,15 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
     return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
 }
 
+otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss) {
+    otc_status st = ensure_train(j, loss, NULL);
+    if (!st) st = run_forward(j, &j->train);
+    otc_llvm_args a;
+    if (!st) st = prepare(j, &j->train, &a);
+    if (!st) st = grads_for(j, &a);
+    return st ? st : run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
+}
+
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     jit_exec *j = as_jit(ex);
     char lab[64];
@@ -422,6 +563,9 @@ static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     if (id < 0 || id >= j->n || otc_graph_node(ex->graph, id)->op != OTC_OP_PARAMETER)
         return otc_fail(OTC_ERR_ARG, "grad: node #%d is not a parameter", (int)id);
     if (!data) return otc_fail(OTC_ERR_ARG, "grad: data is NULL");
+    bool seq = false;
+    otc_status sst = otc_lvx_seq_grad(j, id, data, &seq);
+    if (sst || seq) return sst;
     if (!j->has_train)
         return otc_fail(OTC_ERR_STATE, "grad: no backward has run on this JIT executor");
     const otc_plan_value *v = &j->train.plan->values[id];
@@ -436,6 +580,7 @@ static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
 
 static void zero_grad(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
+    otc_lvx_seq_zero(j);
     if (j->has_train && j->grads)
         memset(j->grads, 0, (size_t)j->train.plan->param_floats * sizeof(float));
 }
@@ -479,8 +624,7 @@ static otc_status orphans_ready(jit_exec *j, const otc_optim_config *c) {
     return OTC_OK;
 }
 
-static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
-    jit_exec *j = as_jit(ex);
+otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "train_step: this executor was built for inference");
     if (!opt) return otc_fail(OTC_ERR_ARG, "train_step: no optimiser");
@@ -498,6 +642,14 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
         st = orphans_ready(j, c);
         if (st) return st;
     }
+    return OTC_OK;
+}
+
+static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
+    jit_exec *j = as_jit(ex);
+    otc_status st = otc_lvx_train_prepare(j, loss, opt);
+    if (st) return st;
+    const otc_optim_config *c = otc_optimizer_config(opt);
     otc_llvm_args a;
     st = prepare(j, &j->train, &a);
     if (!st) st = grads_for(j, &a);
@@ -534,6 +686,9 @@ static void reset_state(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
     j->fwd.state_batch = 0;
     j->train.state_batch = 0;
+    j->fwdl.state_batch = 0;
+    j->live = NULL;
+    otc_lvx_seq_cut(j);
 }
 
 static otc_status sync_params(otc_executor *ex) {
@@ -550,6 +705,20 @@ static otc_status sync_params(otc_executor *ex) {
 }
 
 const otc_executor_vtable otc_lvx_vtable = {
-    "jit",      otc_lvx_destroy, set_input,   forward, value, backward, grad, zero_grad,
-    train_step, reset_state,     sync_params, NULL,    NULL,  NULL,     NULL, NULL,
+    "jit",
+    otc_lvx_destroy,
+    set_input,
+    forward,
+    value,
+    backward,
+    grad,
+    zero_grad,
+    train_step,
+    reset_state,
+    sync_params,
+    otc_lvx_seq_begin,
+    otc_lvx_seq_backward,
+    NULL, /* seq_state_grad: the unrolled plan keeps no gradient for its state inputs */
+    otc_lvx_set_state,
+    otc_lvx_optimizer_step,
 };

@@ -32,6 +32,8 @@ typedef struct {
     int batch; /* -1 until set */
 } jit_input;
 
+struct jit_seq; /* training through time (llvm_seq.c) */
+
 typedef struct {
     otc_executor base;
     otc_jit_options o;
@@ -39,6 +41,15 @@ typedef struct {
     int n; /* graph size at creation */
     jit_plan fwd, train;
     bool has_fwd, has_train;
+    /* Recurrent graphs: the step plan that also computes a loss (fwd + keep_loss), made when
+     * the loss is first read after a step; forward runs it while its inputs (the targets)
+     * are set. `live` is the plan whose slots hold the current state (NULL: zeros), `pre`
+     * the state the last step read (in the layout of the plan that ran it). */
+    jit_plan fwdl;
+    bool has_fwdl;
+    jit_plan *live;
+    float *pre;
+    size_t pre_cap;
     long wver; /* latest weights version, held by `wsrc` */
     jit_plan *wsrc;
     float *grads; /* training plan layout */
@@ -62,6 +73,7 @@ typedef struct {
     float **scratch; /* per node: a sample-major copy for value() */
     size_t *scratch_cap;
     otc_jit_stats stats;
+    struct jit_seq *seq; /* recurrent graphs: BPTT state, NULL until seq_begin */
 } jit_exec;
 
 extern const otc_executor_vtable otc_lvx_vtable;
@@ -80,5 +92,31 @@ otc_plan_options otc_lvx_fwd_options(const jit_exec *j);
 otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c);
 /* The gradient buffer's parameter part for a new training plan. */
 otc_status otc_lvx_train_ready(jit_exec *j);
+
+/* Ensure the forward plan exists (compiled on first use). */
+otc_status otc_lvx_fwd_ready(jit_exec *j);
+/* Overwrite parameters (by id) in every compiled plan's weights (or, where no plan holds
+ * one, the graph's tensor); they become the newest weights. */
+void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *const *src);
+/* The training plan's forward and backward for loss from the staged inputs (no update);
+ * parameter gradients accumulate into j->grads. */
+otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss);
+/* The training plan for loss and optimiser state for opt (fresh moments for a new opt). */
+otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt);
+/* Write a Delay's state: rows of `batch` samples (a new batch zeros the other Delays). */
+otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, int batch);
+
+/* llvm_seq.c: backpropagation through time by unrolling (otc/unroll.h). */
+otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps);
+otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weight);
+otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt);
+/* Hooks from the executor's operations: a forward's inputs and pre-step state (p the plan
+ * about to run, its work laid out at j->stride); a reset or set_state; zero_grad; grad
+ * (*answered with *data set when the sequence gradients answer); destroy. */
+otc_status otc_lvx_seq_record(jit_exec *j, jit_plan *p);
+void otc_lvx_seq_cut(jit_exec *j);
+void otc_lvx_seq_zero(jit_exec *j);
+otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered);
+void otc_lvx_seq_free(jit_exec *j);
 
 #endif

@@ -61,7 +61,13 @@ typedef struct {
     otc_executor base;
     otc_executor *inner;
     otc_exec_options o;
-    bool compiled, given_up;
+    bool compiled, given_up, recurrent;
+    /* Recurrent graphs: each Delay's next value, kept after the interpreted step before the
+     * switch (the next step's inputs make the interpreter's values stale). */
+    bool stepped; /* kept since the last reset */
+    int last_batch;
+    float *state;
+    size_t state_cap;
     int nodes;
     double work, threshold; /* node-samples interpreted so far / worth a compile */
     /* Inputs as last set, replayed into the compiled executor at the switch. */
@@ -84,7 +90,37 @@ static void destroy(otc_executor *ex) {
     free(p->data);
     free(p->cap);
     free(p->batch);
+    free(p->state);
     free(p);
+}
+
+/* Keep every Delay's next value (its source's value now), Delay after Delay. */
+static otc_status keep_state(pol_exec *p, int batch) {
+    const otc_graph *g = p->base.graph;
+    size_t need = 0;
+    for (otc_id d = 0; d < otc_graph_size(g); d++)
+        if (otc_graph_node(g, d)->op == OTC_OP_DELAY)
+            need += otc_shape_size(otc_graph_node(g, d)->shape) * (size_t)batch;
+    if (need > p->state_cap) {
+        float *s = realloc(p->state, need * sizeof(float));
+        if (!s) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+        p->state = s;
+        p->state_cap = need;
+    }
+    size_t at = 0;
+    for (otc_id d = 0; d < otc_graph_size(g); d++) {
+        const otc_node *nd = otc_graph_node(g, d);
+        if (nd->op != OTC_OP_DELAY) continue;
+        const float *v;
+        size_t n = otc_shape_size(nd->shape) * (size_t)batch;
+        otc_status st = otc_exec_value(p->inner, nd->inputs[0], &v, NULL);
+        if (st) return st;
+        memcpy(p->state + at, v, n * sizeof(float));
+        at += n;
+    }
+    p->stepped = true;
+    p->last_batch = batch;
+    return OTC_OK;
 }
 
 static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int batch) {
@@ -116,6 +152,16 @@ static void switch_to_jit(pol_exec *p) {
     for (int i = 0; ok && i < p->n_inputs; i++)
         if (p->batch[i] > 0)
             ok = otc_exec_set_input(jit, p->ids[i], p->data[i], p->batch[i]) == OTC_OK;
+    /* Mid-sequence: each Delay's next value is its source's value at the interpreter's last
+     * step, handed over with set_state, so the compiled steps carry on where it stopped. */
+    const otc_graph *g = p->base.graph;
+    size_t at = 0;
+    for (otc_id d = 0; ok && p->stepped && d < otc_graph_size(g); d++) {
+        const otc_node *nd = otc_graph_node(g, d);
+        if (nd->op != OTC_OP_DELAY) continue;
+        ok = otc_exec_set_state(jit, d, p->state + at, p->last_batch) == OTC_OK;
+        at += otc_shape_size(nd->shape) * (size_t)p->last_batch;
+    }
     if (!ok) {
         otc_exec_free(jit);
         p->given_up = true; /* interpret it to the end */
@@ -135,7 +181,14 @@ static otc_status forward(otc_executor *ex) {
         for (int i = 0; i < p->n_inputs; i++)
             if (p->batch[i] > batch) batch = p->batch[i];
         if (p->work >= p->threshold) switch_to_jit(p);
-        p->work += (double)p->nodes * batch;
+        if (!p->compiled) {
+            p->work += (double)p->nodes * batch;
+            otc_status st = otc_exec_forward(p->inner);
+            /* The switch comes at the next step: keep the state it starts from. */
+            if (!st && p->recurrent && p->work >= p->threshold && keep_state(p, batch))
+                p->given_up = true; /* its values cannot be read: interpret to the end */
+            return st;
+        }
     }
     return otc_exec_forward(p->inner);
 }
@@ -156,6 +209,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     return otc_exec_train_step(as_pol(ex)->inner, loss, opt, lv);
 }
 static void reset_state(otc_executor *ex) {
+    as_pol(ex)->stepped = false;
     otc_exec_reset_state(as_pol(ex)->inner);
 }
 static otc_status sync_params(otc_executor *ex) {
@@ -178,8 +232,8 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         double interp = pol->interp_ns * pol->train_factor * nodes * samples;
         double jit = compile_ns(pol, nodes) * pol->train_factor +
                      pol->jit_ns * pol->train_factor * nodes * samples;
-        /* A recurrent genome stays interpreted: a switch mid-sequence would drop the
-         * interpreter's Delay state (the JIT has no set_state yet). */
+        /* Recurrent genomes train through time in the sequence task, which runs its own
+         * executor; here only feed-forward ones are trained compiled. */
         if (samples > 0 && jit < interp && !otc_graph_is_recurrent(g)) {
             otc_jit_options jo = otc_jit_defaults();
             jo.defer_forward = true;
@@ -216,6 +270,6 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
         return NULL;
     }
     for (int i = 0; i < p->n_inputs; i++) p->ids[i] = otc_graph_input(g, i);
-    p->given_up = otc_graph_is_recurrent(g); /* never compiled: see forward */
+    p->recurrent = otc_graph_is_recurrent(g);
     return &p->base;
 }

@@ -1,0 +1,462 @@
+/* Backpropagation through time in the JIT: the recorded window's steps unrolled into one
+ * feed-forward graph (otc/unroll.h) whose compiled training plan runs forward, backward and
+ * the optimiser update in one call. The step forwards run the recurrent forward plan as
+ * always (values per step); each forward also stages its inputs, and the first one the state
+ * it starts from. seq_backward only stages the window: an optimizer_step right after it (the
+ * usual loop: zero_grad, seq_backward, optimizer_step) is the unrolled plan's fused training
+ * step; reading a gradient first, or adding a window to gradients not zeroed, runs the
+ * forward and backward alone and the update is then the same rule's trees evaluated here.
+ * The optimiser's moments and step count are kept here per step-graph parameter, handed to
+ * whichever unrolled executor (window length) runs, so the updates are the interpreter's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llvm_exec.h"
+#include "otc/expr.h"
+#include "otc/limits.h"
+#include "otc/unroll.h"
+
+/* Unrolled executors kept per executor (window lengths and losses in use: a truncated run has
+ * its full windows and a last shorter one). */
+#define SEQ_CACHE 4
+
+typedef struct {
+    int steps;
+    otc_id loss;
+    otc_unrolled *u;
+    otc_executor *ex;
+    long used;
+} seq_entry;
+
+struct jit_seq {
+    bool recording, cut;
+    int max_steps, recorded, batch;
+    int64_t in_floats; /* per sample, all inputs */
+    int64_t *in_off;   /* per input: floats before it in a sample's staged row */
+    float *staged;     /* [step][input block of batch rows] */
+    size_t staged_cap;
+    int n_delays;
+    otc_id *delays;
+    int64_t *d_off; /* per delay: floats before it in a sample's state */
+    int64_t state_floats;
+    float *init; /* the window's starting state, per delay batch rows */
+    size_t init_cap;
+    int64_t *g_off; /* per node: its gradient's offset in acc, -1 for non-parameters */
+    float *acc;
+    int64_t acc_floats;
+    bool has_grads;
+    bool dirty;   /* acc holds gradients (not zeroed since) */
+    bool pending; /* a window staged in `pend`, its gradient not yet computed */
+    seq_entry *pend;
+    float *mom; /* the optimiser's moments: m at g_off, v at acc_floats + g_off */
+    const otc_optimizer *mopt;
+    long t;       /* its steps so far */
+    int n_params; /* the graph's Parameters, id order */
+    otc_id *params;
+    const float **src;
+    otc_id *ids;
+    float *wbuf;
+    otc_id *w_ids; /* [max_steps]: the loss weights handed to the unrolled executor */
+    const float **w_src;
+    float *w_val;
+    int w_cap;
+    seq_entry cache[SEQ_CACHE];
+    long tick;
+};
+
+static jit_exec *as_jit(otc_executor *ex) {
+    return (jit_exec *)ex;
+}
+
+void otc_lvx_seq_free(jit_exec *j) {
+    struct jit_seq *s = j->seq;
+    if (!s) return;
+    for (int i = 0; i < SEQ_CACHE; i++) {
+        otc_exec_free(s->cache[i].ex);
+        otc_unrolled_free(s->cache[i].u);
+    }
+    free(s->in_off);
+    free(s->staged);
+    free(s->delays);
+    free(s->d_off);
+    free(s->init);
+    free(s->g_off);
+    free(s->acc);
+    free(s->mom);
+    free(s->params);
+    free(s->src);
+    free(s->ids);
+    free(s->wbuf);
+    free(s->w_ids);
+    free(s->w_src);
+    free(s->w_val);
+    free(s);
+    j->seq = NULL;
+}
+
+static otc_status seq_new(jit_exec *j) {
+    const otc_graph *g = j->base.graph;
+    struct jit_seq *s = calloc(1, sizeof *s);
+    if (!s) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    j->seq = s;
+    int n = j->n;
+    s->in_off = calloc((size_t)j->n_inputs + 1, sizeof *s->in_off);
+    s->delays = calloc((size_t)n + 1, sizeof *s->delays);
+    s->d_off = calloc((size_t)n + 1, sizeof *s->d_off);
+    s->g_off = calloc((size_t)n + 1, sizeof *s->g_off);
+    s->params = calloc((size_t)n + 1, sizeof *s->params);
+    if (!s->in_off || !s->delays || !s->d_off || !s->g_off || !s->params)
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    for (int i = 0; i < j->n_inputs; i++) {
+        s->in_off[i] = s->in_floats;
+        s->in_floats += (int64_t)otc_shape_size(otc_graph_node(g, j->inputs[i].id)->shape);
+    }
+    for (otc_id id = 0; id < n; id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        s->g_off[id] = -1;
+        if (nd->op == OTC_OP_DELAY) {
+            s->d_off[s->n_delays] = s->state_floats;
+            s->delays[s->n_delays++] = id;
+            s->state_floats += (int64_t)otc_shape_size(nd->shape);
+        } else if (nd->op == OTC_OP_PARAMETER) {
+            s->g_off[id] = s->acc_floats;
+            s->acc_floats += (int64_t)nd->value->size;
+            s->params[s->n_params++] = id;
+        }
+    }
+    size_t np = (size_t)s->n_params + 1;
+    s->acc = calloc((size_t)s->acc_floats + 1, sizeof *s->acc);
+    s->mom = calloc(2 * (size_t)s->acc_floats + 1, sizeof *s->mom);
+    s->wbuf = calloc((size_t)s->acc_floats + 1, sizeof *s->wbuf);
+    s->src = calloc(np, sizeof *s->src);
+    s->ids = calloc(np, sizeof *s->ids);
+    if (!s->acc || !s->mom || !s->wbuf || !s->src || !s->ids)
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
+    jit_exec *j = as_jit(ex);
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "seq_begin: this executor was built for inference");
+    if (max_steps < 1 || max_steps > OTC_MAX_SEQ_STEPS)
+        return otc_fail(OTC_ERR_ARG, "seq_begin: max_steps %d outside 1..%d", max_steps,
+                        OTC_MAX_SEQ_STEPS);
+    if (!j->seq) {
+        otc_status st = seq_new(j);
+        if (st) {
+            otc_lvx_seq_free(j);
+            return st;
+        }
+    }
+    struct jit_seq *s = j->seq;
+    if (max_steps > s->w_cap) {
+        free(s->w_ids);
+        free(s->w_src);
+        free(s->w_val);
+        s->w_ids = malloc((size_t)max_steps * sizeof *s->w_ids);
+        s->w_src = malloc((size_t)max_steps * sizeof *s->w_src);
+        s->w_val = malloc((size_t)max_steps * sizeof *s->w_val);
+        s->w_cap = s->w_ids && s->w_src && s->w_val ? max_steps : 0;
+        if (!s->w_cap) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    }
+    s->recording = true;
+    s->cut = false;
+    s->max_steps = max_steps;
+    s->recorded = 0;
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_record(jit_exec *j, jit_plan *p) {
+    struct jit_seq *s = j->seq;
+    if (!s->recording) return OTC_OK;
+    int64_t B = j->batch, S = j->stride;
+    if (s->recorded >= s->max_steps)
+        return otc_fail(OTC_ERR_STATE, "forward: more than the %d steps seq_begin allowed",
+                        s->max_steps);
+    if (s->recorded == 0) {
+        uint64_t bytes = (uint64_t)s->max_steps * (uint64_t)(s->in_floats * B) * sizeof(float);
+        otc_status st = otc_memory_check(bytes, "the recorded steps' inputs");
+        if (st) return st;
+        size_t need = (size_t)(s->max_steps * s->in_floats * B);
+        size_t ineed = (size_t)(s->state_floats * B);
+        if (need > s->staged_cap) {
+            float *q = realloc(s->staged, (need + 1) * sizeof *q);
+            if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+            s->staged = q;
+            s->staged_cap = need;
+        }
+        if (ineed > s->init_cap) {
+            float *q = realloc(s->init, (ineed + 1) * sizeof *q);
+            if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+            s->init = q;
+            s->init_cap = ineed;
+        }
+        s->batch = (int)B;
+        /* The state this step reads: the Delays' slots (prepare has zeroed them after a
+         * reset or for a new batch). A Delay no output reads has no slot and stays zero. */
+        for (int k = 0; k < s->n_delays; k++) {
+            const otc_plan_value *v = &p->plan->values[s->delays[k]];
+            float *dst = s->init + s->d_off[k] * B;
+            int64_t n = (int64_t)otc_shape_size(otc_graph_node(j->base.graph, s->delays[k])->shape);
+            if (p->plan->state_per_sample == 0 || v->storage != OTC_STORE_WORK) {
+                memset(dst, 0, (size_t)(n * B) * sizeof(float));
+                continue;
+            }
+            const float *base = p->work + otc_extent_at(v->offset, S);
+            for (int64_t e = 0; e < n; e++)
+                for (int64_t b = 0; b < B; b++) dst[b * n + e] = base[e * S + b];
+        }
+    } else if (B != s->batch) {
+        return otc_fail(OTC_ERR_SHAPE, "forward: batch %d in a sequence recorded at batch %d",
+                        (int)B, s->batch);
+    }
+    float *row = s->staged + (size_t)(s->recorded * s->in_floats * B);
+    for (int i = 0; i < j->n_inputs; i++) {
+        int64_t n = (int64_t)otc_shape_size(otc_graph_node(j->base.graph, j->inputs[i].id)->shape);
+        float *dst = row + s->in_off[i] * B;
+        if (j->inputs[i].batch == B)
+            memcpy(dst, j->inputs[i].data, (size_t)(n * B) * sizeof(float));
+        else
+            memset(dst, 0, (size_t)(n * B) * sizeof(float)); /* not read by this step */
+    }
+    s->recorded++;
+    return OTC_OK;
+}
+
+void otc_lvx_seq_cut(jit_exec *j) {
+    if (j->seq && j->seq->recording && j->seq->recorded > 0) j->seq->cut = true;
+}
+
+void otc_lvx_seq_zero(jit_exec *j) {
+    struct jit_seq *s = j->seq;
+    if (!s) return;
+    memset(s->acc, 0, (size_t)s->acc_floats * sizeof(float));
+    s->dirty = false;
+    s->pending = false; /* a staged window's gradient is dropped with the rest */
+}
+
+/* The unrolled executor's parameter gradients added to acc (frozen or unreached: zero). */
+static void add_grads(jit_exec *j, seq_entry *e) {
+    struct jit_seq *s = j->seq;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const float *gd;
+        if (otc_exec_grad(e->ex, e->u->map[id], &gd)) continue;
+        float *acc = s->acc + s->g_off[id];
+        size_t m = otc_graph_node(j->base.graph, id)->value->size;
+        for (size_t k = 0; k < m; k++) acc[k] += gd[k];
+    }
+    s->dirty = true;
+    s->has_grads = true;
+}
+
+/* The staged window's forward and backward alone, its gradients added. */
+static otc_status materialize(jit_exec *j) {
+    struct jit_seq *s = j->seq;
+    if (!s->pending) return OTC_OK;
+    s->pending = false;
+    seq_entry *e = s->pend;
+    otc_exec_zero_grad(e->ex);
+    otc_status st = otc_lvx_forward_backward(as_jit(e->ex), e->u->total);
+    if (st) return otc_fail_context(st, "the compiled steps through time");
+    add_grads(j, e);
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered) {
+    struct jit_seq *s = j->seq;
+    *answered = false;
+    if (!s || !s->has_grads || s->g_off[id] < 0) return OTC_OK;
+    otc_status st = materialize(j);
+    if (st) return st;
+    *data = s->acc + s->g_off[id];
+    *answered = true;
+    return OTC_OK;
+}
+
+/* The unrolled executor for (steps, loss): from the cache, or unrolled and compiled now. */
+static otc_status entry_for(jit_exec *j, int steps, otc_id loss, seq_entry **out) {
+    struct jit_seq *s = j->seq;
+    seq_entry *e = NULL;
+    for (int i = 0; i < SEQ_CACHE && !e; i++)
+        if (s->cache[i].ex && s->cache[i].steps == steps && s->cache[i].loss == loss)
+            e = &s->cache[i];
+    if (!e) {
+        e = &s->cache[0];
+        for (int i = 1; i < SEQ_CACHE; i++)
+            if (!s->cache[i].ex || (e->ex && s->cache[i].used < e->used)) e = &s->cache[i];
+        otc_exec_free(e->ex);
+        otc_unrolled_free(e->u);
+        memset(e, 0, sizeof *e);
+        otc_status st = otc_unroll(j->base.graph, steps, loss, &e->u);
+        if (st) return otc_fail_context(st, "compiling %d steps through time", steps);
+        otc_jit_options jo = j->o;
+        jo.inference = false;
+        jo.defer_forward = true;
+        e->ex = otc_jit_executor_new(e->u->graph, &jo);
+        if (!e->ex) {
+            otc_unrolled_free(e->u);
+            e->u = NULL;
+            return otc_fail_context(OTC_ERR_STATE, "compiling %d steps through time", steps);
+        }
+        e->steps = steps;
+        e->loss = loss;
+    }
+    e->used = ++s->tick;
+    *out = e;
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weight) {
+    jit_exec *j = as_jit(ex);
+    struct jit_seq *s = j->seq;
+    char lab[64], shp[64];
+    if (!s || !s->recording || s->recorded == 0)
+        return otc_fail(OTC_ERR_STATE,
+                        "seq_backward: no recorded steps (seq_begin, then forward each step)");
+    s->recording = false;
+    if (s->cut)
+        return otc_fail(OTC_ERR_UNSUPPORTED,
+                        "seq_backward: the state was reset or set during the recording; the JIT "
+                        "trains through whole windows (begin the recording after it)");
+    if (loss < 0 || loss >= j->n)
+        return otc_fail(OTC_ERR_ARG, "seq_backward: no node #%d", (int)loss);
+    const otc_node *ln = otc_graph_node(ex->graph, loss);
+    if (otc_shape_is_batched(ln->shape) || otc_shape_size(ln->shape) != 1)
+        return otc_fail(OTC_ERR_SHAPE, "seq_backward: loss %s has shape %s, not a single value",
+                        otc_lvx_label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
+    int T = s->recorded, B = s->batch;
+    seq_entry *e = NULL;
+    otc_status st = materialize(j); /* an earlier window still staged: its gradient first */
+    if (!st) st = entry_for(j, T, loss, &e);
+    if (st) return st;
+    const otc_unrolled *u = e->u;
+    /* This executor's newest weights and the steps' loss weights into the unrolled one. */
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        if ((st = otc_exec_value(ex, id, &s->src[n], NULL))) return st;
+        s->ids[n++] = u->map[id];
+    }
+    jit_exec *uj = as_jit(e->ex);
+    otc_lvx_params_set(uj, n, s->ids, s->src);
+    for (int t = 0; t < T; t++) {
+        s->w_val[t] = weight ? weight[t] : 1.0f;
+        s->w_ids[t] = u->weights[t];
+        s->w_src[t] = s->w_val + t;
+    }
+    otc_lvx_params_set(uj, T, s->w_ids, s->w_src);
+    for (int t = 0; t < T && !st; t++) {
+        const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
+        for (int i = 0; i < u->n_inputs && !st; i++)
+            st = otc_exec_set_input(e->ex, u->inputs[t * u->n_inputs + i], row + s->in_off[i] * B,
+                                    B);
+    }
+    for (int k = 0; k < s->n_delays && !st; k++)
+        st = otc_exec_set_input(e->ex, u->state_in[k], s->init + s->d_off[k] * B, B);
+    if (st) return st;
+    s->pend = e;
+    s->pending = true;
+    s->has_grads = true;
+    /* Onto gradients already there: compute now. Else optimizer_step may fuse it. */
+    return s->dirty ? materialize(j) : OTC_OK;
+}
+
+/* The staged window through the unrolled plan's fused training step, with this executor's
+ * moments and step count; its gradients, moments and weights come back. */
+static otc_status fused_step(jit_exec *j, otc_optimizer *opt) {
+    struct jit_seq *s = j->seq;
+    seq_entry *e = s->pend;
+    const otc_unrolled *u = e->u;
+    jit_exec *uj = as_jit(e->ex);
+    s->pending = false;
+    otc_status st = otc_lvx_train_prepare(uj, u->total, opt);
+    if (st) return otc_fail_context(st, "the compiled steps through time");
+    const otc_plan *pl = uj->train.plan;
+    size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[u->map[id]];
+        if (v->storage != OTC_STORE_PARAM) continue;
+        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
+        memcpy(uj->state + v->param_offset, s->mom + at, n);
+        memcpy(uj->state + pf + (size_t)v->param_offset, s->mom + af + at, n);
+    }
+    uj->t = s->t;
+    st = otc_exec_train_step(e->ex, u->total, opt, NULL);
+    if (st) return otc_fail_context(st, "the compiled steps through time");
+    s->t = uj->t;
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[u->map[id]];
+        size_t at = (size_t)s->g_off[id];
+        if (v->storage == OTC_STORE_PARAM) {
+            size_t bytes = (size_t)v->size * sizeof(float);
+            memcpy(s->mom + at, uj->state + v->param_offset, bytes);
+            memcpy(s->mom + af + at, uj->state + pf + (size_t)v->param_offset, bytes);
+        }
+        if ((st = otc_exec_value(e->ex, u->map[id], &s->src[n], NULL))) return st;
+        s->ids[n++] = id;
+    }
+    memset(s->acc, 0, af * sizeof(float));
+    add_grads(j, e);
+    otc_lvx_params_set(j, n, s->ids, s->src);
+    return OTC_OK;
+}
+
+otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
+    jit_exec *j = as_jit(ex);
+    if (!opt) return otc_fail(OTC_ERR_ARG, "optimizer_step: no optimiser");
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "optimizer_step: this executor was built for inference");
+    if (!j->seq) {
+        otc_status st = seq_new(j);
+        if (st) {
+            otc_lvx_seq_free(j);
+            return st;
+        }
+    }
+    struct jit_seq *s = j->seq;
+    if (s->mopt != opt) { /* a new optimiser: fresh moments, step count from zero */
+        memset(s->mom, 0, 2 * (size_t)s->acc_floats * sizeof(float));
+        s->t = 0;
+        s->mopt = opt;
+    }
+    if (s->pending) return fused_step(j, opt);
+    /* The gradients as they are: the rule's trees over each trainable parameter (in a copy
+     * of the weights, then written back into the compiled plans). */
+    const otc_optim_config *c = otc_optimizer_config(opt);
+    const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(c));
+    float args[OTC_OPTIM_ARG_COUNT];
+    otc_optim_step_args(c, s->t + 1, args);
+    otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
+    for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, args[k]};
+    const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const otc_node *nd = otc_graph_node(ex->graph, id);
+        if (!nd->trainable) continue;
+        const float *w;
+        otc_status st = otc_exec_value(ex, id, &w, NULL);
+        if (st) return st;
+        size_t at = (size_t)s->g_off[id], size = nd->value->size;
+        float *p = s->wbuf + at, *m = s->mom + at, *v = s->mom + s->acc_floats + at;
+        memcpy(p, w, size * sizeof(float));
+        arg[OTC_OPTIM_ARG_P].v = p;
+        arg[OTC_OPTIM_ARG_G].v = s->acc + at;
+        arg[OTC_OPTIM_ARG_M].v = m;
+        arg[OTC_OPTIM_ARG_V].v = v;
+        /* m, then v, then p: each tree reads what the one before it wrote. */
+        if (rule->m) otc_expr_eval_n(rule->m, &in, m, size);
+        if (rule->v) otc_expr_eval_n(rule->v, &in, v, size);
+        otc_expr_eval_n(rule->p, &in, p, size);
+        s->ids[n] = id;
+        s->src[n++] = p;
+    }
+    s->t++;
+    otc_lvx_params_set(j, n, s->ids, s->src);
+    return OTC_OK;
+}
