@@ -341,8 +341,8 @@ static bool have(const char *tool) {
 
 static int argmax10(const float *v) {
     int best = 0;
-    for (int c = 1; c < 10; c++)
-        if (v[c] > v[best]) best = c;
+    for (int k = 1; k < 10; k++)
+        if (v[k] > v[best]) best = k;
     return best;
 }
 
@@ -355,7 +355,7 @@ static const char DRIVER[] =
     "static float img[N * 784], out[N * 10];\n"
     "static float ws[CNN_WORKSPACE_BYTES(N) / sizeof(float) + 1];\n"
     "static int argmax(const float *v) {\n"
-    "    int b = 0;\n    for (int c = 1; c < 10; c++) if (v[c] > v[b]) b = c;\n    return b;\n}\n"
+    "    int b = 0;\n    for (int k = 1; k < 10; k++) if (v[k] > v[b]) b = k;\n    return b;\n}\n"
     "int main(int argc, char **argv) {\n"
     "    FILE *f = argc > 1 ? fopen(argv[1], \"rb\") : NULL;\n"
     "    if (!f || fread(img, sizeof(float), N * 784, f) != N * 784) return 3;\n"

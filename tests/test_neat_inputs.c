@@ -340,7 +340,8 @@ TEST(neat_checkpoint_other_task_or_config_refused) {
     /* a recorded key this otc does not know */
     j = cJSON_Duplicate(good, 1);
     cJSON_AddStringToObject(at(j, "config", -1)->child, "future_key", "1");
-    expect_error(load(j, &c, "xor"), OTC_ERR_CONFIG, ": config: records", NULL);
+    expect_error(load(j, &c, "xor"), OTC_ERR_CONFIG, ": config: [NEAT] future_key = '1'",
+                 "this config leaves it out");
     cJSON_Delete(j);
     /* the same config and task: resumes */
     CHECK(load(good, &c, "xor") == OTC_OK);

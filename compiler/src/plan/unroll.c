@@ -82,9 +82,19 @@ static otc_status unroll(const otc_graph *g, otc_unrolled *u, otc_id loss) {
                 break;
             default: {
                 for (int j = 0; j < nd->n_inputs; j++) ins[j] = m[nd->inputs[j]];
-                otc_node_spec s = {nd->op,    NULL,      nd->n_inputs, ins,     nd->cols,
-                                   nd->shape, nd->alpha, nd->scale,    nd->act, nd->axis,
-                                   nd->start, nd->len,   nd->agg};
+                otc_node_spec s = {.op = nd->op,
+                                   .n_inputs = nd->n_inputs,
+                                   .inputs = ins,
+                                   .cols = nd->cols,
+                                   .shape = nd->shape,
+                                   .alpha = nd->alpha,
+                                   .scale = nd->scale,
+                                   .act = nd->act,
+                                   .axis = nd->axis,
+                                   .start = nd->start,
+                                   .len = nd->len,
+                                   .agg = nd->agg,
+                                   .win = nd->win};
                 m[id] = otc_graph_add(ug, &s);
                 if (m[id] < 0) {
                     char lab[64];

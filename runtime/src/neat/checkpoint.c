@@ -233,6 +233,18 @@ static void compare_key(void *ctx, const char *section, const char *key, const c
     snprintf(cc->now, sizeof cc->now, "%s", value);
 }
 
+/* Is [section] key among this config's keys? (A recorded key the config does not list.) */
+typedef struct {
+    const char *section, *key;
+    bool found;
+} key_find;
+
+static void find_key(void *ctx, const char *section, const char *key, const char *value) {
+    (void)value;
+    key_find *f = ctx;
+    if (!strcmp(f->section, section) && !strcmp(f->key, key)) f->found = true;
+}
+
 static otc_status check_origin(const cJSON *root, const char *path, const otc_neat_config *c,
                                const char *task, otc_neat_population *p) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "task");
@@ -251,14 +263,31 @@ static otc_status check_origin(const cJSON *root, const char *path, const otc_ne
                    "config: [%s] %s: the checkpoint was made with '%s', this config has '%s' "
                    "(resume with the config the run started with)",
                    cc.section, cc.key, cc.was, cc.now);
+    /* Without ctrnn this config lists no CTRNN keys: name the cause, not its first key. */
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cc.recorded, "DefaultGenome"), "ctrnn");
+    if (!c->ctrnn && cJSON_IsString(rc) && !strcmp(rc->valuestring, "true"))
+        return bad(path, OTC_ERR_CONFIG,
+                   "config: [DefaultGenome] ctrnn: the checkpoint's run evolves CTRNN genomes "
+                   "(resume with --ctrnn or the config's ctrnn = true)");
     int recorded = 0;
     const cJSON *sec, *k;
     cJSON_ArrayForEach(sec, cc.recorded) {
         if (!cJSON_IsObject(sec))
             return bad(path, OTC_ERR_FORMAT, "config: [%s]: not an object", sec->string);
-        cJSON_ArrayForEach(k, sec) recorded++;
+        cJSON_ArrayForEach(k, sec) {
+            recorded++;
+            key_find f = {.section = sec->string, .key = k->string};
+            otc_neat_config_list(c, find_key, &f);
+            if (!f.found)
+                return bad(path, OTC_ERR_CONFIG,
+                           "config: [%s] %s = '%s': the checkpoint was made with it, this config "
+                           "leaves it out (resume with the config and options the run started "
+                           "with)",
+                           sec->string, k->string, cJSON_IsString(k) ? k->valuestring : "?");
+        }
     }
-    if (recorded != cc.n)
+    if (recorded != cc.n) /* every recorded key known: one is there twice */
         return bad(path, OTC_ERR_CONFIG,
                    "config: records %d keys, this otc knows %d (made by another version?)",
                    recorded, cc.n);
