@@ -86,9 +86,8 @@ otc_status otc_neat_genome_from_cjson(const struct cJSON *j, otc_neat_genome **o
 double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n);
 
 /* neat-python's rules (neat_python_rules.c), taken when config.np_evolution: its genome
- * distance (node genes and connection genes), speciation, and reproduction; and its offspring
- * counts (compute_spawn from adjusted fitnesses af and previous sizes prev, then
- * _adjust_spawn_exact to total pop, none below min_size). */
+ * distance (node genes and connection genes), speciation, and reproduction (its offspring
+ * counts: otc_neat_np_spawn in otc/neat.h). */
 double otc_neat_np_distance(const otc_neat_genome *a, const otc_neat_genome *b,
                             const otc_neat_config *c);
 otc_status otc_neat_np_speciate(otc_neat_population *p);
