@@ -945,8 +945,9 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_SEQ_STEPS:
         snprintf(buf, size, "%s", *(const bool *)src ? "last" : "all");
         return true;
-    case K_RULES:
-        snprintf(buf, size, "%s", *(const bool *)src ? "neat-python" : "otc");
+    case K_RULES: /* listed only when neat-python's: checkpoints of otc's rules predate it */
+        if (!*(const bool *)src) return false;
+        snprintf(buf, size, "neat-python");
         return true;
     case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:
