@@ -784,6 +784,53 @@ TEST(neat_np_distance_hand_computed) {
     otc_neat_genome_free(b);
 }
 
+/* neat-python's structural mutations: add node splits a disabled connection too, with a
+ * zero-bias node (whatever bias_init says), in-weight 1 and the old weight out; deleting a
+ * connection prunes a hidden node left without an enabled path to an output (a node with no
+ * input that still feeds the output stays, as in neat-python's required_for_output). */
+TEST(neat_np_structural_mutations) {
+    otc_neat_config c = base_config();
+    c.np_evolution = true;
+    otc_neat_innovations *t = otc_neat_innovations_new(4, 4);
+    otc_rng rng;
+    otc_rng_seed(&rng, 31);
+    const int one[1][3] = {{1, 0, 2}};
+    const float w1[1] = {0.7f};
+    for (int k = 0; k < 20; k++) {
+        otc_neat_genome *g = make_genome(one, 1, w1, false);
+        g->conns[0].enabled = false;
+        REQUIRE(otc_neat_mutate_add_node(g, &c, t, &rng) == OTC_OK);
+        REQUIRE(g->n_nodes == 5 && g->n_conns == 3);
+        const otc_neat_node *n = &g->nodes[4];
+        CHECK(n->type == OTC_NEAT_HIDDEN && n->bias == 0.0f);
+        const otc_neat_conn *in = otc_neat_genome_find_pair(g, 0, n->id);
+        const otc_neat_conn *out = otc_neat_genome_find_pair(g, n->id, 2);
+        REQUIRE(in && out);
+        CHECK(in->enabled && out->enabled && in->weight == 1.0f && out->weight == 0.7f);
+        otc_neat_genome_free(g);
+    }
+    c.node_add_prob = c.conn_add_prob = c.node_delete_prob = 0;
+    c.conn_delete_prob = 1;
+    c.single_structural_mutation = false;
+    const int via3[2][3] = {{1, 0, 3}, {2, 3, 2}};
+    const float w2[2] = {1, 1};
+    int pruned = 0, kept = 0;
+    for (int k = 0; k < 40; k++) {
+        otc_neat_genome *g = make_genome(via3, 2, w2, false);
+        REQUIRE(otc_neat_mutate(g, &c, t, &rng) == OTC_OK);
+        if (g->n_conns == 0) { /* 3 -> 2 went: node 3 reaches no output */
+            CHECK(g->n_nodes == 3 && !otc_neat_genome_find_node(g, 3));
+            pruned++;
+        } else { /* 0 -> 3 went: node 3 still feeds the output */
+            CHECK(g->n_conns == 1 && g->conns[0].in == 3 && otc_neat_genome_find_node(g, 3));
+            kept++;
+        }
+        otc_neat_genome_free(g);
+    }
+    CHECK(pruned > 0 && kept > 0);
+    otc_neat_innovations_free(t);
+}
+
 /* A config in neat-python's dialect takes neat-python's rules; one otc key, or the key
  * evolution, says otherwise. */
 TEST(neat_np_evolution_follows_dialect) {
