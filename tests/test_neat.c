@@ -22,6 +22,7 @@ static otc_neat_config base_config(void) {
     otc_neat_config c;
     otc_status s = otc_neat_config_parse(base_ini, "base.ini", &c);
     if (s != OTC_OK) fprintf(stderr, "%s\n", otc_last_error());
+    c.np_evolution = false; /* these tests are of otc's rules; neat-python's have their own */
     return c;
 }
 
@@ -726,6 +727,130 @@ TEST(neat_stanley_offspring_counts) {
     const double shared2[2] = {0.25, 0.75};
     otc_neat_stanley_offspring(2, size2, shared2, 8, spawn);
     CHECK(spawn[0] == 2 && spawn[1] == 6);
+}
+
+/* neat-python's compute_spawn then _adjust_spawn_exact, by hand. af 0.5, 0.25, 0 (sum 0.75)
+ * of 150 from sizes 50 each, min 2: targets 100, 50, 2; halfway moves 50 -> 75, 50 -> 50
+ * (d = 0), 50 -> 26; total 151, norm 150/151: 74.50 -> 75, 49.67 -> 50, 25.83 -> 26 (151);
+ * the largest gives one back: 74, 50, 26. */
+TEST(neat_np_spawn_hand_computed) {
+    int spawn[3];
+    const double af[3] = {0.5, 0.25, 0.0};
+    const int prev[3] = {50, 50, 50};
+    otc_neat_np_spawn(3, af, prev, 150, 2, spawn);
+    CHECK(spawn[0] == 74 && spawn[1] == 50 && spawn[2] == 26);
+    /* Python's round halves to even: target 10 from 5 is d = 2.5 -> 2 (7), the other target
+     * 1 from 5 is d = -2 (3); total 10, nothing to adjust. Half away from zero would say 8. */
+    const double af2[2] = {1.0, 0.0};
+    const int prev2[2] = {5, 5};
+    otc_neat_np_spawn(2, af2, prev2, 10, 1, spawn);
+    CHECK(spawn[0] == 7 && spawn[1] == 3);
+    /* d = 0.5 rounds to 0 and moves by one: 3 -> 4; 1 stays; norm 4/5: 3.2 -> 3, 0.8 -> 1. */
+    const int prev3[2] = {3, 1};
+    otc_neat_np_spawn(2, af2, prev3, 4, 1, spawn);
+    CHECK(spawn[0] == 3 && spawn[1] == 1);
+    /* equal shares 10/3 from 1 each: d = 1.17 -> 2 each, norm 10/6 -> 3 each (9); the
+     * smallest gain first, the first of equals: 4, 3, 3. */
+    const double af4[3] = {1, 1, 1};
+    const int prev4[3] = {1, 1, 1};
+    otc_neat_np_spawn(3, af4, prev4, 10, 1, spawn);
+    CHECK(spawn[0] == 4 && spawn[1] == 3 && spawn[2] == 3);
+}
+
+/* neat-python's genome distance, by hand. Node genes (outputs and hidden, not inputs): A has
+ * 2, 3; B has 2, 3, 4. Node 2: |0 - 0.5| bias + |1 - 1.5| response = 1; node 3: aggregation
+ * differs = 1; times 0.5 = 1; node 4 disjoint (1 x 1): (1 + 1) / 3 = 2/3. Connections: A 1 2 3,
+ * B 1 2 4 6 (A's max 3): innovation 1 |0.5 - 1.5| = 1, 2 enabled differs = 1, times 0.5 = 1;
+ * A's 3 disjoint (below 6), B's 4 and 6 excess: (1 + 1 + 2) / 4 = 1. Total 5/3. */
+TEST(neat_np_distance_hand_computed) {
+    const int ca[3][3] = {{1, 0, 2}, {2, 1, 2}, {3, 0, 3}};
+    const int cb[4][3] = {{1, 0, 2}, {2, 1, 2}, {4, 0, 4}, {6, 4, 2}};
+    const float wa[3] = {0.5f, -1, 2}, wb[4] = {1.5f, -1, 1, 1};
+    otc_neat_genome *a = make_genome(ca, 3, wa, false), *b = make_genome(cb, 4, wb, true);
+    REQUIRE(a && b);
+    otc_neat_genome_find_node(b, 2)->bias = 0.5f;
+    otc_neat_genome_find_node(b, 2)->response = 1.5f;
+    otc_neat_genome_find_node(b, 3)->agg = 1;
+    b->conns[1].enabled = false;
+    otc_neat_config c = base_config();
+    c.np_evolution = true;
+    c.compatibility_disjoint_coefficient = 1.0;
+    c.compatibility_excess_coefficient = 1.0;
+    c.compatibility_weight_coefficient = 0.5;
+    CHECK_NEAR(otc_neat_distance(a, b, &c), 5.0 / 3.0, 1e-6);
+    CHECK_NEAR(otc_neat_distance(b, a, &c), 5.0 / 3.0, 1e-6);
+    CHECK_NEAR(otc_neat_distance(a, a, &c), 0.0, 0);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+}
+
+/* neat-python's structural mutations: add node splits a disabled connection too, with a
+ * zero-bias node (whatever bias_init says), in-weight 1 and the old weight out; deleting a
+ * connection prunes a hidden node left without an enabled path to an output (a node with no
+ * input that still feeds the output stays, as in neat-python's required_for_output). */
+TEST(neat_np_structural_mutations) {
+    otc_neat_config c = base_config();
+    c.np_evolution = true;
+    otc_neat_innovations *t = otc_neat_innovations_new(4, 4);
+    otc_rng rng;
+    otc_rng_seed(&rng, 31);
+    const int one[1][3] = {{1, 0, 2}};
+    const float w1[1] = {0.7f};
+    for (int k = 0; k < 20; k++) {
+        otc_neat_genome *g = make_genome(one, 1, w1, false);
+        g->conns[0].enabled = false;
+        REQUIRE(otc_neat_mutate_add_node(g, &c, t, &rng) == OTC_OK);
+        REQUIRE(g->n_nodes == 5 && g->n_conns == 3);
+        const otc_neat_node *n = &g->nodes[4];
+        CHECK(n->type == OTC_NEAT_HIDDEN && n->bias == 0.0f);
+        const otc_neat_conn *in = otc_neat_genome_find_pair(g, 0, n->id);
+        const otc_neat_conn *out = otc_neat_genome_find_pair(g, n->id, 2);
+        REQUIRE(in && out);
+        CHECK(in->enabled && out->enabled && in->weight == 1.0f && out->weight == 0.7f);
+        otc_neat_genome_free(g);
+    }
+    c.node_add_prob = c.conn_add_prob = c.node_delete_prob = 0;
+    c.conn_delete_prob = 1;
+    c.single_structural_mutation = false;
+    const int via3[2][3] = {{1, 0, 3}, {2, 3, 2}};
+    const float w2[2] = {1, 1};
+    int pruned = 0, kept = 0;
+    for (int k = 0; k < 40; k++) {
+        otc_neat_genome *g = make_genome(via3, 2, w2, false);
+        REQUIRE(otc_neat_mutate(g, &c, t, &rng) == OTC_OK);
+        if (g->n_conns == 0) { /* 3 -> 2 went: node 3 reaches no output */
+            CHECK(g->n_nodes == 3 && !otc_neat_genome_find_node(g, 3));
+            pruned++;
+        } else { /* 0 -> 3 went: node 3 still feeds the output */
+            CHECK(g->n_conns == 1 && g->conns[0].in == 3 && otc_neat_genome_find_node(g, 3));
+            kept++;
+        }
+        otc_neat_genome_free(g);
+    }
+    CHECK(pruned > 0 && kept > 0);
+    otc_neat_innovations_free(t);
+}
+
+/* A config in neat-python's dialect takes neat-python's rules; one otc key, or the key
+ * evolution, says otherwise. */
+TEST(neat_np_evolution_follows_dialect) {
+    otc_neat_config c;
+    const char *np = base_ini; /* no otc key */
+    char buf[512];
+    REQUIRE(otc_neat_config_parse(np, "np.ini", &c) == OTC_OK);
+    CHECK(c.np_evolution);
+    snprintf(buf, sizeof buf, "%s[DefaultReproduction]\ncrossover_rate = 0.5\n", np);
+    REQUIRE(otc_neat_config_parse(buf, "otc.ini", &c) == OTC_OK);
+    CHECK(!c.np_evolution);
+    snprintf(buf, sizeof buf,
+             "%s[NEAT]\nevolution = neat-python\n[DefaultReproduction]\n"
+             "crossover_rate = 0.5\n",
+             np);
+    REQUIRE(otc_neat_config_parse(buf, "both.ini", &c) == OTC_OK);
+    CHECK(c.np_evolution);
+    snprintf(buf, sizeof buf, "%s[NEAT]\nevolution = otc\n", np);
+    REQUIRE(otc_neat_config_parse(buf, "o.ini", &c) == OTC_OK);
+    CHECK(!c.np_evolution && c.np_functions);
 }
 
 TEST(neat_config_reference_keys) {

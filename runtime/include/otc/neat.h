@@ -192,6 +192,10 @@ otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_n
  * accumulate across members and species and are paid out as they pass 1, and a child lost to
  * rounding goes to the species expecting most (the last of equals). spawn[k] gets the counts. */
 void otc_neat_stanley_offspring(int n, const int *size, const double *shared, int pop, int *spawn);
+/* neat-python's offspring counts (reproduction.py compute_spawn, then _adjust_spawn_exact):
+ * species with adjusted fitnesses af and previous sizes prev move halfway to their share of
+ * pop (at least min_size), rounded as Python rounds (halves to even), then made to total pop. */
+void otc_neat_np_spawn(int n, const double *af, const int *prev, int pop, int min_size, int *spawn);
 
 /* ---- files ------------------------------------------------------------------------------------
  */

@@ -83,6 +83,11 @@ typedef struct {
      * exp(-5x^2), 0.2 softplus(5x), lelu's slope 0.005) rather than otc's: the key
      * activation_functions, else true for a config that uses no otc extension key. */
     bool np_functions;
+    /* Evolution follows neat-python's rules (its speciation, distance with node genes,
+     * compute_spawn, per-species elitism, crossover-then-mutate children, one-try structural
+     * mutations, dangling-node pruning) rather than otc's: the key [NEAT] evolution, else
+     * true for a config that uses no otc extension key (as np_functions). */
+    bool np_evolution;
     double weight_mutate_genome_rate; /* otc: chance a child's weights are considered at all */
     /* otc: false = neat-python's per-weight Gaussian perturb/replace; true = Stanley's
      * mutate_link_weights: half the time "severe" (each weight perturbed 70%, replaced 20%),

@@ -35,7 +35,8 @@ typedef enum {
     K_SEED,
     K_SECONDS,  /* a positive double that does not change a run's result (not listed) */
     K_AGG_RATE, /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
-    K_FUNCS     /* activation_functions: neat-python or otc */
+    K_FUNCS,    /* activation_functions: neat-python or otc */
+    K_RULES     /* evolution: neat-python or otc */
 } key_kind;
 
 typedef struct {
@@ -105,6 +106,7 @@ static const key_def keys[] = {
     {"DefaultGenome", "ctrnn_advance_time", K_DOUBLE, OFF(ctrnn_advance_time), false, 0, BIG},
     {"DefaultGenome", "ctrnn_time_step", K_DOUBLE, OFF(ctrnn_time_step), false, 0, BIG},
     {"DefaultGenome", "activation_functions", K_FUNCS, OFF(np_functions), false, 0, 0},
+    {"NEAT", "evolution", K_RULES, OFF(np_evolution), false, 0, 0},
     {"DefaultGenome", "weight_mutate_genome_rate", K_DOUBLE, OFF(weight_mutate_genome_rate), false,
      0, 1},
     {"DefaultGenome", "weight_mutate_stanley", K_BOOL, OFF(weight_mutate_stanley), false, 0, 0},
@@ -350,6 +352,7 @@ typedef struct {
     int seen[N_KEYS]; /* the line each key was given on, 0: not given */
     bool otc_key;     /* an otc extension key was given */
     int functions;    /* activation_functions: -1 not given, 0 otc, 1 neat-python */
+    int rules;        /* evolution: -1 not given, 0 otc, 1 neat-python */
     /* activation_default / _options as written, resolved once the dialect is known */
     char act_default[64], act_options[512];
     bool failed;
@@ -514,6 +517,15 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             return fail_key(st, section, name, "bad value '%s' (expected neat-python or otc)",
                             value);
         return true;
+    case K_RULES:
+        if (!strcmp(value, "neat-python"))
+            st->rules = 1;
+        else if (!strcmp(value, "otc"))
+            st->rules = 0;
+        else
+            return fail_key(st, section, name, "bad value '%s' (expected neat-python or otc)",
+                            value);
+        return true;
     case K_AGGR: {
         if (!strcmp(value, "random")) {
             st->c->aggregation_random = true;
@@ -672,6 +684,7 @@ static char *reader(char *str, int num, void *stream) {
 static void resolve_activations(parse_state *st) {
     otc_neat_config *c = st->c;
     bool np = c->np_functions = st->functions >= 0 ? st->functions == 1 : !st->otc_key;
+    c->np_evolution = st->rules >= 0 ? st->rules == 1 : !st->otc_key;
     if (st->act_default[0]) c->activation_default = (otc_act)act_in_dialect(st->act_default, np);
     if (!st->act_options[0]) return;
     char buf[sizeof st->act_options];
@@ -819,8 +832,12 @@ otc_status otc_neat_config_parse(const char *text, const char *name, otc_neat_co
     /* The reader counts a line when it hands it over; the handler sees that count. A UTF-8
      * byte order mark at the start is skipped. */
     if (!strncmp(text, "\xEF\xBB\xBF", 3)) text += 3;
-    parse_state st = {
-        .file = name ? name : "config", .c = &c, .text = text, .line = 0, .functions = -1};
+    parse_state st = {.file = name ? name : "config",
+                      .c = &c,
+                      .text = text,
+                      .line = 0,
+                      .functions = -1,
+                      .rules = -1};
     int rc = ini_parse_stream(reader, &st, handler, &st);
     if (st.failed) return st.status;
     if (rc > 0)
@@ -927,6 +944,10 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         return true;
     case K_SEQ_STEPS:
         snprintf(buf, size, "%s", *(const bool *)src ? "last" : "all");
+        return true;
+    case K_RULES: /* listed only when neat-python's: checkpoints of otc's rules predate it */
+        if (!*(const bool *)src) return false;
+        snprintf(buf, size, "neat-python");
         return true;
     case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:

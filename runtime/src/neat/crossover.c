@@ -6,14 +6,15 @@
 
 /* The fitter parent; on equal fitness the smaller genome, as Stanley's reference code. Its
  * gene set bounds the child's, so a child of acyclic parents is acyclic. */
-static bool a_is_fitter(const otc_neat_genome *a, const otc_neat_genome *b) {
-    if (a->fitness != b->fitness) return a->fitness > b->fitness;
+static bool a_is_fitter(const otc_neat_genome *a, const otc_neat_genome *b,
+                        const otc_neat_config *c) {
+    if (a->fitness != b->fitness || c->np_evolution) return a->fitness > b->fitness;
     return a->n_conns <= b->n_conns;
 }
 
 otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_genome *b,
                                    const otc_neat_config *c, otc_rng *rng, otc_neat_genome *k) {
-    if (!a_is_fitter(a, b)) {
+    if (!a_is_fitter(a, b, c)) {
         const otc_neat_genome *tmp = a;
         a = b;
         b = tmp;
@@ -86,6 +87,7 @@ otc_status otc_neat_crossover(const otc_neat_genome *a, const otc_neat_genome *b
 
 double otc_neat_distance(const otc_neat_genome *a, const otc_neat_genome *b,
                          const otc_neat_config *c) {
+    if (c->np_evolution) return otc_neat_np_distance(a, b, c);
     /* Walk both innovation-sorted lists. While both have genes left, an unmatched gene lies
      * below the other genome's current (so its last) innovation: disjoint. Whatever remains of
      * one list once the other is done lies beyond the other's last innovation: excess. */

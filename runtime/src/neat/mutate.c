@@ -24,9 +24,16 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
      * fed only by a constant is a constant. */
     int n_cand = 0;
     for (int i = 0; i < g->n_conns; i++) n_cand += splittable(g, i);
-    if (!n_cand) return OTC_OK;
+    if (c->np_evolution) n_cand = g->n_conns; /* neat-python splits any, even disabled ones */
+    if (!n_cand) {
+        if (c->np_evolution && c->structural_mutation_surer)
+            return otc_neat_mutate_add_conn(g, c, t, rng);
+        return OTC_OK;
+    }
     int ci = -1;
-    if (c->node_add_prefer_old && g->n_conns < 15) {
+    if (c->np_evolution) {
+        ci = (int)otc_rng_below(rng, (uint32_t)n_cand);
+    } else if (c->node_add_prefer_old && g->n_conns < 15) {
         /* Stanley's walk (NEAT's mutate_add_node for genomes of < 15 genes): start at the
          * oldest splittable gene and move on with probability 0.3 (always past bias genes),
          * so the oldest connections are split most and splits do not chain onto the newest
@@ -43,6 +50,8 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
     }
     otc_neat_conn old = g->conns[ci];
     int id = otc_neat_innovation_split(t, old.innov, false);
+    /* neat-python: a genome that already has this split's node (from crossover) is left as is */
+    if (id >= 0 && c->np_evolution && otc_neat_genome_find_node(g, id)) return OTC_OK;
     if (id >= 0 && otc_neat_genome_find_node(g, id))
         id = otc_neat_innovation_split(t, old.innov, true);
     if (id < 0) return otc_fail(OTC_ERR_NOMEM, "out of memory for innovations");
@@ -56,6 +65,7 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
                           agg,
                           1};
     node.tau = otc_neat_new_tau(c, rng);
+    if (c->np_evolution) node.bias = 0; /* neat-python: as neutral as it can be */
     otc_status s = otc_neat_genome_add_node(g, &node);
     if (s != OTC_OK) return s;
     g->conns[ci].enabled = false;
@@ -68,8 +78,38 @@ otc_status otc_neat_mutate_add_node(otc_neat_genome *g, const otc_neat_config *c
     return s;
 }
 
+/* neat-python's mutate_add_connection: one try, a destination among the output and hidden
+ * nodes, a source among the input and hidden nodes; an existing pair is re-enabled under
+ * structural_mutation_surer. */
+static otc_status np_add_conn(otc_neat_genome *g, const otc_neat_config *c, otc_neat_innovations *t,
+                              otc_rng *rng) {
+    int n = g->n_nodes, n_dst = 0;
+    for (int i = 0; i < n; i++) n_dst += !is_source(&g->nodes[i]);
+    int n_src = n - n_dst + otc_neat_genome_hidden_count(g);
+    if (!n_dst || !n_src) return OTC_OK;
+    int k = (int)otc_rng_below(rng, (uint32_t)n_dst), j = (int)otc_rng_below(rng, (uint32_t)n_src);
+    const otc_neat_node *a = NULL, *b = NULL;
+    for (int i = 0; i < n; i++) {
+        const otc_neat_node *x = &g->nodes[i];
+        if (!is_source(x) && k-- == 0) b = x;
+        if (x->type != OTC_NEAT_OUTPUT && j-- == 0) a = x;
+    }
+    otc_neat_conn *old = otc_neat_genome_find_pair(g, a->id, b->id);
+    if (old) {
+        if (c->structural_mutation_surer) old->enabled = true;
+        return OTC_OK;
+    }
+    if (c->feed_forward && otc_neat_creates_cycle(g, a->id, b->id)) return OTC_OK;
+    int innov = otc_neat_innovation_conn(t, a->id, b->id);
+    if (innov < 0) return otc_fail(OTC_ERR_NOMEM, "out of memory for innovations");
+    otc_neat_conn conn = {innov, a->id, b->id, otc_neat_attr_init(&c->weight, rng),
+                          c->enabled_default};
+    return otc_neat_genome_add_conn(g, &conn);
+}
+
 otc_status otc_neat_mutate_add_conn(otc_neat_genome *g, const otc_neat_config *c,
                                     otc_neat_innovations *t, otc_rng *rng) {
+    if (c->np_evolution) return np_add_conn(g, c, t, rng);
     int n = g->n_nodes, n_dst = 0;
     for (int i = 0; i < n; i++) n_dst += !is_source(&g->nodes[i]);
     if (!n_dst) return OTC_OK;
@@ -103,6 +143,42 @@ otc_status otc_neat_mutate_add_conn(otc_neat_genome *g, const otc_neat_config *c
 static void remove_conn_at(otc_neat_genome *g, int i) {
     memmove(g->conns + i, g->conns + i + 1, sizeof *g->conns * (size_t)(g->n_conns - i - 1));
     g->n_conns--;
+}
+
+/* neat-python's _prune_dangling_nodes: hidden nodes with no enabled path to an output go,
+ * with their connections. */
+static void prune_dangling(otc_neat_genome *g) {
+    bool *need = calloc((size_t)g->n_nodes + 1, sizeof *need);
+    if (!need) return; /* pruning is tidying: without memory the genome stays as it is */
+    for (int i = 0; i < g->n_nodes; i++) need[i] = g->nodes[i].type != OTC_NEAT_HIDDEN;
+    for (bool grew = true; grew;) { /* backwards from the outputs, one layer per pass */
+        grew = false;
+        for (int k = 0; k < g->n_conns; k++) {
+            const otc_neat_conn *cn = &g->conns[k];
+            if (!cn->enabled) continue;
+            int src = -1, dst = -1;
+            for (int i = 0; i < g->n_nodes; i++) {
+                if (g->nodes[i].id == cn->in) src = i;
+                if (g->nodes[i].id == cn->out) dst = i;
+            }
+            bool dst_live =
+                dst >= 0 && need[dst] &&
+                (g->nodes[dst].type == OTC_NEAT_OUTPUT || g->nodes[dst].type == OTC_NEAT_HIDDEN);
+            if (src >= 0 && dst_live && !need[src]) need[src] = grew = true;
+        }
+    }
+    int kept = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (need[i]) {
+            g->nodes[kept++] = g->nodes[i];
+            continue;
+        }
+        int id = g->nodes[i].id;
+        for (int k = g->n_conns - 1; k >= 0; k--)
+            if (g->conns[k].in == id || g->conns[k].out == id) remove_conn_at(g, k);
+    }
+    g->n_nodes = kept;
+    free(need);
 }
 
 void otc_neat_mutate_delete_node(otc_neat_genome *g, otc_rng *rng) {
@@ -176,6 +252,7 @@ otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_nea
                            otc_rng *rng) {
     otc_status s = OTC_OK;
     int n_nodes0 = g->n_nodes, n_conns0 = g->n_conns;
+    bool deleted = false;
     if (c->single_structural_mutation) {
         double sum =
             c->node_add_prob + c->node_delete_prob + c->conn_add_prob + c->conn_delete_prob;
@@ -186,11 +263,11 @@ otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_nea
             if (s == OTC_OK && g->n_nodes == before && c->structural_mutation_surer)
                 s = otc_neat_mutate_add_conn(g, c, t, rng);
         } else if (r < (c->node_add_prob + c->node_delete_prob) / div) {
-            otc_neat_mutate_delete_node(g, rng);
+            otc_neat_mutate_delete_node(g, rng), deleted = true;
         } else if (r < (c->node_add_prob + c->node_delete_prob + c->conn_add_prob) / div) {
             s = otc_neat_mutate_add_conn(g, c, t, rng);
         } else if (r < sum / div) {
-            otc_neat_mutate_delete_conn(g, rng);
+            otc_neat_mutate_delete_conn(g, rng), deleted = true;
         }
     } else {
         if (otc_rng_uniform(rng) < c->node_add_prob) {
@@ -200,13 +277,14 @@ otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_nea
                 s = otc_neat_mutate_add_conn(g, c, t, rng);
         }
         if (s == OTC_OK && otc_rng_uniform(rng) < c->node_delete_prob)
-            otc_neat_mutate_delete_node(g, rng);
+            otc_neat_mutate_delete_node(g, rng), deleted = true;
         if (s == OTC_OK && otc_rng_uniform(rng) < c->conn_add_prob)
             s = otc_neat_mutate_add_conn(g, c, t, rng);
         if (s == OTC_OK && otc_rng_uniform(rng) < c->conn_delete_prob)
-            otc_neat_mutate_delete_conn(g, rng);
+            otc_neat_mutate_delete_conn(g, rng), deleted = true;
     }
     if (s != OTC_OK) return s;
+    if (deleted && c->np_evolution) prune_dangling(g);
     /* The NEAT paper's code mutates either the structure or the weights of a child, which
      * keeps a new node from arriving together with a weight change that hides its value. */
     bool structural = g->n_nodes != n_nodes0 || g->n_conns != n_conns0;

@@ -84,6 +84,15 @@ struct cJSON *otc_neat_genome_to_cjson(const otc_neat_genome *g);
 otc_status otc_neat_genome_from_cjson(const struct cJSON *j, otc_neat_genome **out);
 /* Statistic aggregation used for fitness criteria and species fitness. */
 double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n);
+
+/* neat-python's rules (neat_python_rules.c), taken when config.np_evolution: its genome
+ * distance (node genes and connection genes), speciation, and reproduction (its offspring
+ * counts: otc_neat_np_spawn in otc/neat.h). */
+double otc_neat_np_distance(const otc_neat_genome *a, const otc_neat_genome *b,
+                            const otc_neat_config *c);
+otc_status otc_neat_np_speciate(otc_neat_population *p);
+otc_status otc_neat_np_reproduce(otc_neat_population *p);
+void otc_neat_np_spawn(int n, const double *af, const int *prev, int pop, int min_size, int *spawn);
 otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats *s);
 
 /* The flat program bound to the calling thread while it evaluates genomes (evaluate.c binds a

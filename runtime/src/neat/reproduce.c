@@ -213,6 +213,7 @@ typedef struct {
 } ranked_species;
 
 otc_status otc_neat_reproduce(otc_neat_population *p) {
+    if (p->config.np_evolution) return otc_neat_np_reproduce(p);
     const otc_neat_config *c = &p->config;
     otc_rng rng;
     otc_rng_seed(&rng, otc_neat_mix_seed(p->seed, (uint64_t)p->generation, 0x5EEDull << 32));

@@ -44,6 +44,7 @@ int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *
 
 otc_status otc_neat_speciate(otc_neat_population *p) {
     if (!p) return otc_fail(OTC_ERR_ARG, "otc_neat_speciate: NULL population");
+    if (p->config.np_evolution) return otc_neat_np_speciate(p);
     const otc_neat_config *c = &p->config;
     for (int s = 0; s < p->n_species; s++) {
         /* Member lists are sized for the whole population, which may have changed size. */
