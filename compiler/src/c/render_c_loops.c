@@ -257,7 +257,8 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
     section(&s, OTC_LOOP_BEFORE, false);
     if (px) {
         /* its buffers are the program's own: declared above */
-        otc_cr_line(c, "if (B == 1) { /* one sample: vectorised across its pixels */");
+        /* S == 1: a batch of one in the layout (a fixed layout's S may be larger) */
+        otc_cr_line(c, "if (S == 1) { /* one sample: vectorised across its pixels */");
         c->indent++;
         /* Each innermost loop's iterations store distinct elements and read the output
          * only where they store it (otc_plan_lower_pixels). */
