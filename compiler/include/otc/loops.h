@@ -124,6 +124,12 @@ void otc_loop_program_free(otc_loop_program *p);
  * gives one (needs_grad). */
 otc_status otc_plan_lower(const otc_plan *plan, otc_id id, bool backward, otc_loop_program **out);
 
+/* A conv2d node's forward for ONE sample with its innermost loops over a row's output pixels
+ * (contiguous elements), for a renderer to vectorise across pixels when there is a single
+ * sample; the same sums in the same order as otc_plan_lower's. *out = NULL (and OTC_OK) when
+ * the node has no such variant. */
+otc_status otc_plan_lower_pixels(const otc_plan *plan, otc_id id, otc_loop_program **out);
+
 /* The program as text, one statement a line (for tests and `--print-plan` style dumps). */
 char *otc_loop_program_text(const otc_loop_program *p);
 

@@ -39,6 +39,7 @@ typedef struct {
     bool math_used[2][OTC_CRM_COUNT]; /* math the code calls: [0] vector loops, [1] scalar */
     char inline_macro[80];            /* "NAME_INLINE" (otc_cr_inline) */
     char outline_macro[80];           /* "NAME_OUTLINE" */
+    bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
     int n_helpers;
     otc_status st;

@@ -15,7 +15,8 @@ typedef struct {
     int depth;                                 /* open loops (a loop's variable: its number) */
     int n_open;                                /* open loops and WHEN blocks */
     bool open_when[2 * OTC_LOOP_MAX_DEPTH];
-    bool chunk; /* in a chunk of CHUNK samples: a per-sample local is an array of them */
+    bool chunk;       /* in a chunk of CHUNK samples: a per-sample local is an array of them */
+    bool independent; /* innermost loops' iterations are independent (a one-sample variant) */
 } speller;
 
 /* Samples a batched body with locals runs at once (see section): one AVX vector, two NEON
@@ -195,6 +196,17 @@ static void section(speller *s, otc_loop_section which, bool inner) {
             s->c->indent++;
             open = true;
         }
+        if (s->independent && st->kind == OTC_LOOP_FOR && i + 1 < s->p->n_stmts &&
+            s->p->stmt[i + 1].kind == OTC_LOOP_STORE) {
+            /* Tells the compiler what it cannot prove (the buffers are block-scope restrict
+             * pointers, which gcc does not trust): measured 1.3x on the LeNet at batch 1,
+             * without a runtime overlap check per row. */
+            otc_cr_line(s->c, "#if defined(__clang__)");
+            otc_cr_line(s->c, "#pragma clang loop vectorize(assume_safety)");
+            otc_cr_line(s->c, "#elif defined(__GNUC__)");
+            otc_cr_line(s->c, "#pragma GCC ivdep");
+            otc_cr_line(s->c, "#endif");
+        }
         statement(s, st);
     }
     if (open) {
@@ -208,6 +220,15 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
     otc_status st = otc_plan_lower(c->plan, id, backward, &p);
     if (st) {
         if (!c->st) c->st = st;
+        return;
+    }
+    /* A convolution with a single sample runs a variant of its own, vectorised across the
+     * sample's pixels instead of the (absent) other samples. */
+    otc_loop_program *px = NULL;
+    if (!backward && p->batched) st = otc_plan_lower_pixels(c->plan, id, &px);
+    if (st) {
+        if (!c->st) c->st = st;
+        otc_loop_program_free(p);
         return;
     }
     for (int i = 0; i < p->n_bufs; i++) {
@@ -234,6 +255,21 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
     for (int i = 0; i < p->n_sums; i++) otc_cr_line(c, "double sum%d = 0.0;", i);
     speller s = {.c = c, .p = p};
     section(&s, OTC_LOOP_BEFORE, false);
+    if (px) {
+        /* its buffers are the program's own: declared above */
+        /* S == 1: a batch of one in the layout (a fixed layout's S may be larger) */
+        otc_cr_line(c, "if (S == 1) { /* one sample: vectorised across its pixels */");
+        c->indent++;
+        /* Each innermost loop's iterations store distinct elements and read the output
+         * only where they store it (otc_plan_lower_pixels). */
+        speller one = {.c = c, .p = px, .independent = true};
+        c->one_sample = true;
+        section(&one, OTC_LOOP_BODY, false);
+        c->one_sample = false;
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+    }
     if (!p->batched || samples_inner(p)) {
         section(&s, OTC_LOOP_BODY, p->batched);
     } else {
@@ -256,6 +292,11 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
         c->indent--;
         otc_cr_line(c, "}");
     }
+    if (px) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
     section(&s, OTC_LOOP_AFTER, false);
+    otc_loop_program_free(px);
     otc_loop_program_free(p);
 }

@@ -127,7 +127,7 @@ static void at(otc_cr *c, char *buf, size_t len, otc_id id, const char *elem, ch
     const otc_plan *p = c->plan;
     otc_id o = otc_plan_owner(p, id);
     const otc_plan_value *v = &p->values[o];
-    if (!v->batched)
+    if (!v->batched || c->one_sample) /* one sample: S = 1, b = 0 */
         snprintf(buf, len, "%c%d[%s]", prefix, (int)o, elem);
     else if (!strcmp(elem, "0"))
         snprintf(buf, len, "%c%d[b]", prefix, (int)o);

@@ -890,6 +890,72 @@ static void lower_conv(builder *b, const otc_node *nd, const window *w, bool bac
     }
 }
 
+/* Taps of a KH x KW window beyond which the one-sample convolution (below) is not unrolled. */
+enum { PIXELS_MAX_TAPS = 64 };
+
+/* The outputs o (0 .. n-1) whose tap o s + lo lies inside 0 .. bound-1: from *first, *count of
+ * them (a run: the taps move by s > 0 per output). */
+static void tap_run(int64_t n, int64_t s, int64_t lo, int64_t bound, int64_t *first,
+                    int64_t *count) {
+    int64_t a = lo >= 0 ? 0 : (-lo + s - 1) / s;
+    int64_t z = bound - 1 - lo < 0 ? 0 : (bound - 1 - lo) / s + 1;
+    if (a > n) a = n;
+    if (z > n) z = n;
+    *first = a;
+    *count = z > a ? z - a : 0;
+}
+
+/* conv2d forward for ONE sample, its innermost loop over a row's output pixels (contiguous
+ * elements when the stride is 1, which a compiler vectorises when there are no samples to
+ * vectorise over): y = bias, then per input channel and tap (the taps unrolled, each over the
+ * outputs it reaches, so padding costs no branch) y = fma(x, w, y) for U output channels at
+ * once sharing the input's load. The same multiply-adds in the same order as lower_conv's. */
+static void lower_conv_pixels(builder *b, const otc_node *nd, const window *w) {
+    otc_id id = b->p->node, x = nd->inputs[0], wt = nd->inputs[1];
+    otc_id bias = nd->n_inputs > 2 ? nd->inputs[2] : -1;
+    int64_t Cg = w->C / w->G, OCg = w->OC / w->G, HW = w->H * w->W, OHW = w->OH * w->OW;
+    int64_t KK = w->KH * w->KW, U = conv_block(OCg);
+    int xb = buf(b, x, false), wb = buf(b, wt, false), yb = buf(b, id, false);
+    int g = loop(b, w->G), ob = loop(b, OCg / U);
+    int oh = loop(b, w->OH), ow = loop(b, w->OW);
+    for (int64_t u = 0; u < U; u++) {
+        otc_loop_index yi = at(0, oh, w->OW, ow, 1);
+        out_channel(&yi, g, ob, u, OCg, U, OHW);
+        if (bias >= 0) {
+            otc_loop_index bi = AT0(0);
+            out_channel(&bi, g, ob, u, OCg, U, 1);
+            store(b, yb, yi, COPY, OPS(LD(buf(b, bias, false), bi)));
+        } else {
+            store(b, yb, yi, ZERO, NULL, 0);
+        }
+    }
+    end(b), end(b);
+    int c = loop(b, Cg);
+    for (int64_t kh = 0; kh < w->KH; kh++)
+        for (int64_t kw = 0; kw < w->KW; kw++) {
+            int64_t h0, hn, w0, wn;
+            tap_run(w->OH, w->sh, kh * w->dh - w->ph, w->H, &h0, &hn);
+            tap_run(w->OW, w->sw, kw * w->dw - w->pw, w->W, &w0, &wn);
+            if (!hn || !wn) continue; /* the tap only ever reads padding */
+            oh = loop(b, hn), ow = loop(b, wn);
+            otc_loop_index xi =
+                at((h0 * w->sh + kh * w->dh - w->ph) * w->W + w0 * w->sw + kw * w->dw - w->pw, oh,
+                   w->sh * w->W, ow, w->sw);
+            channel(&xi, g, Cg * HW);
+            channel(&xi, c, HW);
+            for (int64_t u = 0; u < U; u++) {
+                otc_loop_index yi = at(h0 * w->OW + w0, oh, w->OW, ow, 1);
+                out_channel(&yi, g, ob, u, OCg, U, OHW);
+                otc_loop_index wi = at(kh * w->KW + kw, c, KK, -1, 0);
+                out_channel(&wi, g, ob, u, OCg, U, Cg * KK);
+                store(b, yb, yi, MAC, OPS(LD(yb, yi), LD(xb, xi), LD(wb, wi)));
+            }
+            end(b), end(b);
+        }
+    end(b); /* c */
+    end(b), end(b);
+}
+
 /* The first tap equal to the maximum takes the gradient (h = 1 - found when x == m, else
  * 0; found += h): A0 x, A1 m, A2 found. */
 static const otc_expr *const FIRST_HIT =
@@ -1042,8 +1108,9 @@ static void drop_unused_bufs(otc_loop_program *p) {
     }
 }
 
-otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bool *needs_grad,
-                          otc_loop_program **out) {
+/* otc_loop_lower; `pixels`: the one-sample variant (otc_plan_lower_pixels). */
+static otc_status lower(const otc_graph *g, otc_id id, bool backward, const bool *needs_grad,
+                        bool pixels, otc_loop_program **out) {
     *out = NULL;
     const otc_node *nd = otc_graph_node(g, id);
     if (!nd) return otc_fail(OTC_ERR_ARG, "plan: no node #%d to lower", (int)id);
@@ -1094,7 +1161,9 @@ otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bo
     case OTC_OP_MAXPOOL2D:
     case OTC_OP_AVGPOOL2D: {
         window w = window_of(&b, nd);
-        if (nd->op == OTC_OP_CONV2D)
+        if (pixels)
+            lower_conv_pixels(&b, nd, &w);
+        else if (nd->op == OTC_OP_CONV2D)
             lower_conv(&b, nd, &w, backward, needs);
         else if (nd->op == OTC_OP_MAXPOOL2D)
             lower_max_pool(&b, &w, backward);
@@ -1113,6 +1182,23 @@ otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bo
     drop_unused_bufs(p);
     *out = p;
     return OTC_OK;
+}
+
+otc_status otc_loop_lower(const otc_graph *g, otc_id id, bool backward, const bool *needs_grad,
+                          otc_loop_program **out) {
+    return lower(g, id, backward, needs_grad, false, out);
+}
+
+otc_status otc_plan_lower_pixels(const otc_plan *plan, otc_id id, otc_loop_program **out) {
+    *out = NULL;
+    const otc_node *nd = otc_graph_node(plan->graph, id);
+    if (!nd || nd->op != OTC_OP_CONV2D || nd->n_inputs < 2) return OTC_OK;
+    const otc_node *x = otc_graph_node(plan->graph, nd->inputs[0]);
+    const otc_node *wt = otc_graph_node(plan->graph, nd->inputs[1]);
+    if (!otc_shape_is_batched(x->shape) || wt->shape.ndim != 4 ||
+        wt->shape.dim[2] * wt->shape.dim[3] > PIXELS_MAX_TAPS)
+        return OTC_OK;
+    return lower(plan->graph, id, false, NULL, true, out);
 }
 
 otc_status otc_plan_lower(const otc_plan *plan, otc_id id, bool backward, otc_loop_program **out) {
