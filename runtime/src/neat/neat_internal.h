@@ -57,6 +57,8 @@ otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_geno
  * out of memory. otc_neat_recycle gives g back (freed when the spares are full). */
 otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p);
 void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g);
+/* next[0 .. made) replace p's genomes (recycled), unevaluated and in no species yet. */
+void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, int made);
 
 /* Append a species with a copy of rep as representative; returns its index or -1. */
 int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *rep, int created);

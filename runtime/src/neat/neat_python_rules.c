@@ -412,15 +412,8 @@ otc_status otc_neat_np_reproduce(otc_neat_population *p) {
         }
     }
     p->n_species = kept;
-    for (int i = 0; i < p->n_genomes; i++) otc_neat_recycle(p, p->genomes[i]);
-    free(p->genomes);
-    p->genomes = next;
-    p->n_genomes = made;
+    otc_neat_adopt_generation(p, next, made);
     next = NULL;
-    for (int i = 0; i < made; i++) {
-        p->genomes[i]->evaluated = false;
-        p->genomes[i]->species = 0;
-    }
     st = otc_neat_np_speciate(p);
 done:
     if (next)

@@ -212,6 +212,19 @@ typedef struct {
     int n_parents;
 } ranked_species;
 
+/* The children replace the population (the old genomes' memory kept for the next ones),
+ * unevaluated and not yet in a species. */
+void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, int made) {
+    for (int i = 0; i < p->n_genomes; i++) otc_neat_recycle(p, p->genomes[i]);
+    free(p->genomes);
+    p->genomes = next;
+    p->n_genomes = made;
+    for (int i = 0; i < made; i++) {
+        next[i]->evaluated = false;
+        next[i]->species = 0;
+    }
+}
+
 otc_status otc_neat_reproduce(otc_neat_population *p) {
     if (p->config.np_evolution) return otc_neat_np_reproduce(p);
     const otc_neat_config *c = &p->config;
@@ -425,15 +438,8 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         }
     }
     p->n_species = kept;
-    for (int i = 0; i < p->n_genomes; i++) otc_neat_recycle(p, p->genomes[i]);
-    free(p->genomes);
-    p->genomes = next;
-    p->n_genomes = made;
+    otc_neat_adopt_generation(p, next, made);
     next = NULL;
-    for (int i = 0; i < made; i++) {
-        p->genomes[i]->evaluated = false;
-        p->genomes[i]->species = 0;
-    }
     st = otc_neat_speciate(p);
 done:
     if (next)
