@@ -57,6 +57,9 @@ otc_status otc_neat_crossover_into(const otc_neat_genome *a, const otc_neat_geno
  * out of memory. otc_neat_recycle gives g back (freed when the spares are full). */
 otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p);
 void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g);
+/* Each species' fitness over its members and when it last improved (vals: scratch of at
+ * least the population's size). */
+void otc_neat_species_score(otc_neat_population *p, double *vals);
 /* next[0 .. made) replace p's genomes (recycled), unevaluated and in no species yet. */
 void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, int made);
 

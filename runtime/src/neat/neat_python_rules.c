@@ -241,16 +241,8 @@ static int np_stagnation(otc_neat_population *p, int *alive) {
         free(order);
         return -1;
     }
-    for (int s = 0; s < ns; s++) {
-        otc_neat_species *sp = &p->species[s];
-        for (int k = 0; k < sp->n_members; k++) vals[k] = p->genomes[sp->members[k]]->fitness;
-        sp->fitness = otc_neat_aggregate(c->species_fitness_func, vals, sp->n_members);
-        if (sp->fitness > sp->best_fitness) {
-            sp->best_fitness = sp->fitness;
-            sp->last_improved = p->generation;
-        }
-        order[s] = s;
-    }
+    otc_neat_species_score(p, vals);
+    for (int s = 0; s < ns; s++) order[s] = s;
     for (int i = 1; i < ns; i++) /* stable, ascending fitness */
         for (int j = i; j > 0 && p->species[order[j]].fitness < p->species[order[j - 1]].fitness;
              j--) {

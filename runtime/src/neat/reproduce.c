@@ -212,6 +212,21 @@ typedef struct {
     int n_parents;
 } ranked_species;
 
+/* Each species' fitness (the config's species_fitness_func over its members' fitnesses) and
+ * the generation it last improved; vals holds at least the population's size. */
+void otc_neat_species_score(otc_neat_population *p, double *vals) {
+    const otc_neat_config *c = &p->config;
+    for (int s = 0; s < p->n_species; s++) {
+        otc_neat_species *sp = &p->species[s];
+        for (int k = 0; k < sp->n_members; k++) vals[k] = p->genomes[sp->members[k]]->fitness;
+        sp->fitness = otc_neat_aggregate(c->species_fitness_func, vals, sp->n_members);
+        if (sp->fitness > sp->best_fitness) {
+            sp->best_fitness = sp->fitness;
+            sp->last_improved = p->generation;
+        }
+    }
+}
+
 /* The children replace the population (the old genomes' memory kept for the next ones),
  * unevaluated and not yet in a species. */
 void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, int made) {
@@ -246,16 +261,8 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
         goto done;
     }
     /* Species fitness and stagnation. */
-    for (int s = 0; s < ns; s++) {
-        otc_neat_species *sp = &p->species[s];
-        for (int k = 0; k < sp->n_members; k++) vals[k] = p->genomes[sp->members[k]]->fitness;
-        sp->fitness = otc_neat_aggregate(c->species_fitness_func, vals, sp->n_members);
-        if (sp->fitness > sp->best_fitness) {
-            sp->best_fitness = sp->fitness;
-            sp->last_improved = p->generation;
-        }
-        rank[s] = s;
-    }
+    otc_neat_species_score(p, vals);
+    for (int s = 0; s < ns; s++) rank[s] = s;
     /* Rank species by fitness (best first, then older first) for species elitism. */
     for (int i = 1; i < ns; i++)
         for (int j = i; j > 0; j--) {

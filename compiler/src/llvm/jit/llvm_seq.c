@@ -135,6 +135,14 @@ static otc_status seq_new(jit_exec *j) {
     return OTC_OK;
 }
 
+/* The sequence state, made on first use (and left unmade when that fails). */
+static otc_status seq_ensure(jit_exec *j) {
+    if (j->seq) return OTC_OK;
+    otc_status st = seq_new(j);
+    if (st != OTC_OK) otc_lvx_seq_free(j);
+    return st;
+}
+
 otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
     jit_exec *j = as_jit(ex);
     if (j->o.inference)
@@ -142,13 +150,8 @@ otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
     if (max_steps < 1 || max_steps > OTC_MAX_SEQ_STEPS)
         return otc_fail(OTC_ERR_ARG, "seq_begin: max_steps %d outside 1..%d", max_steps,
                         OTC_MAX_SEQ_STEPS);
-    if (!j->seq) {
-        otc_status st = seq_new(j);
-        if (st) {
-            otc_lvx_seq_free(j);
-            return st;
-        }
-    }
+    otc_status made = seq_ensure(j);
+    if (made != OTC_OK) return made;
     struct jit_seq *s = j->seq;
     if (max_steps > s->w_cap) {
         free(s->w_ids);
@@ -411,13 +414,8 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
     if (!opt) return otc_fail(OTC_ERR_ARG, "optimizer_step: no optimiser");
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "optimizer_step: this executor was built for inference");
-    if (!j->seq) {
-        otc_status st = seq_new(j);
-        if (st) {
-            otc_lvx_seq_free(j);
-            return st;
-        }
-    }
+    otc_status made = seq_ensure(j);
+    if (made != OTC_OK) return made;
     struct jit_seq *s = j->seq;
     if (s->mopt != opt) { /* a new optimiser: fresh moments, step count from zero */
         memset(s->mom, 0, 2 * (size_t)s->acc_floats * sizeof(float));
