@@ -16,20 +16,10 @@
 
 #include <cblas.h>
 
+#include "bench_timing.h"
 #include "otc/otc.h"
 
 static double block_seconds = 0.3;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef struct {
     otc_executor *ex;
@@ -51,29 +41,6 @@ static int run(job *j) {
     }
     const float *v;
     return otc_exec_forward(j->ex) || otc_exec_value(j->ex, j->out, &v, NULL) ? -1 : 0;
-}
-
-/* Median seconds per call over 7 blocks, together about block_seconds. */
-static double median_time(int (*fn)(void *), void *arg) {
-    enum { BLOCKS = 7 };
-    for (int i = 0; i < 2; i++)
-        if (fn(arg)) return -1;
-    long calls = 1;
-    for (;;) {
-        double t0 = now();
-        for (long i = 0; i < calls; i++) fn(arg);
-        if ((now() - t0) * BLOCKS >= block_seconds || calls >= (1L << 20)) break;
-        calls *= 2;
-    }
-    double t[BLOCKS];
-    for (int b = 0; b < BLOCKS; b++) {
-        double t0 = now();
-        for (long i = 0; i < calls; i++)
-            if (fn(arg)) return -1;
-        t[b] = (now() - t0) / (double)calls;
-    }
-    qsort(t, BLOCKS, sizeof t[0], cmp_double);
-    return t[BLOCKS / 2];
 }
 
 static int run_job(void *j) {
@@ -116,7 +83,7 @@ static double time_cnn(bool train, int batch) {
     if (j.out >= 0 && j.loss >= 0 && j.opt && j.ex && j.x && j.y) {
         for (int i = 0; i < batch * 784; i++) j.x[i] = otc_rng_uniform(&rng);
         for (int i = 0; i < batch; i++) j.y[i] = (float)otc_rng_below(&rng, 10);
-        t = median_time(run_job, &j);
+        t = bench_median_time(run_job, &j, block_seconds);
     }
     free(j.x);
     free(j.y);
@@ -162,7 +129,7 @@ static double conv_gflops(bool backward) {
     if (c.loss >= 0 && c.ex && c.data) {
         for (size_t i = 0; i < (size_t)LB * LC * LH * LH; i++)
             c.data[i] = otc_rng_uniform(&rng) - 0.5f;
-        t = median_time(run_conv, &c);
+        t = bench_median_time(run_conv, &c, block_seconds);
     }
     free(c.data);
     otc_exec_free(c.ex);
@@ -186,7 +153,7 @@ static double sgemm_gflops(void) {
     size_t M = LO, K = LC * LK * LK, N = (size_t)LB * LH * LH;
     gemm_job m = {calloc(M * K, sizeof(float)), calloc(K * N, sizeof(float)),
                   calloc(M * N, sizeof(float))};
-    double t = m.a && m.b && m.c ? median_time(run_gemm, &m) : -1;
+    double t = m.a && m.b && m.c ? bench_median_time(run_gemm, &m, block_seconds) : -1;
     free(m.a);
     free(m.b);
     free(m.c);

@@ -15,42 +15,10 @@
 
 #include "otc/compiler.h"
 #include "otc/jit.h"
+#include "bench_timing.h"
 #include "otc/otc.h"
 
 static double block_seconds = 0.3;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median seconds per call over 7 blocks, together about block_seconds. */
-static double median_time(int (*fn)(void *), void *arg) {
-    enum { BLOCKS = 7 };
-    for (int i = 0; i < 2; i++)
-        if (fn(arg)) return -1;
-    long n = 1;
-    for (;;) {
-        double t0 = now();
-        for (long i = 0; i < n; i++) fn(arg);
-        if ((now() - t0) * BLOCKS >= block_seconds || n >= 1L << 20) break;
-        n *= 2;
-    }
-    double t[BLOCKS];
-    for (int b = 0; b < BLOCKS; b++) {
-        double t0 = now();
-        for (long i = 0; i < n; i++) fn(arg);
-        t[b] = (now() - t0) / (double)n;
-    }
-    qsort(t, BLOCKS, sizeof t[0], cmp_double);
-    return t[BLOCKS / 2];
-}
 
 /* The example's network (examples/fashion_mnist.c). */
 static otc_graph *lenet(otc_id *x, otc_id *labels, otc_id *out, otc_id *loss) {
@@ -174,11 +142,11 @@ int main(int argc, char **argv) {
         }
         otc_optimizer *opt = otc_optimizer_new(&cfg);
         job j = {tr, opt, x, labels, loss, out, B, xs, ys, true};
-        t[backend][0] = median_time(run_exec, &j);
+        t[backend][0] = bench_median_time(run_exec, &j, block_seconds);
         job i1 = {inf, NULL, x, labels, loss, out, 1, xs, ys, false}, i64 = i1;
         i64.batch = B;
-        t[backend][1] = median_time(run_exec, &i1);
-        t[backend][2] = median_time(run_exec, &i64);
+        t[backend][1] = bench_median_time(run_exec, &i1, block_seconds);
+        t[backend][2] = bench_median_time(run_exec, &i64, block_seconds);
         otc_optimizer_free(opt);
         otc_exec_free(tr);
         otc_exec_free(inf);
@@ -230,12 +198,12 @@ int main(int argc, char **argv) {
     c.params = aligned_alloc(64, ((size_t)(3 * n_w + 16) * 4 + 63) / 64 * 64);
     c.ws = aligned_alloc(64, (wsb + 63) / 64 * 64);
     init(c.params);
-    t[2][0] = median_time(run_c, &c);
+    t[2][0] = bench_median_time(run_c, &c, block_seconds);
     c.train = false;
     c.batch = 1;
-    t[2][1] = median_time(run_c, &c);
+    t[2][1] = bench_median_time(run_c, &c, block_seconds);
     c.batch = B;
-    t[2][2] = median_time(run_c, &c);
+    t[2][2] = bench_median_time(run_c, &c, block_seconds);
 
     /* sizes: the inference code's object, its code (.text) and its constant data (.rodata
      * and .data: the weights are compiled in) */

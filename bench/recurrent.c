@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include "bench_timing.h"
 #include "otc/otc.h"
 #include "otc/random_graph.h"
 #ifdef OTC_BENCH_JIT
@@ -31,17 +32,6 @@ typedef struct {
 
 static const char *cell_name(otc_cell c) {
     return c == OTC_CELL_LSTM ? "lstm" : c == OTC_CELL_GRU ? "gru" : "rnn";
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef struct {
@@ -137,19 +127,19 @@ static double median_time(int (*fn)(bench_net *), bench_net *n) {
         if (fn(n)) return -1;
     long calls = 1;
     for (;;) {
-        double t0 = now();
+        double t0 = bench_now();
         for (long i = 0; i < calls; i++) fn(n);
-        if ((now() - t0) * BLOCKS >= 0.3 || calls >= (1L << 20)) break;
+        if ((bench_now() - t0) * BLOCKS >= 0.3 || calls >= (1L << 20)) break;
         calls *= 2;
     }
     double times[BLOCKS];
     for (int b = 0; b < BLOCKS; b++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (long i = 0; i < calls; i++)
             if (fn(n)) return -1;
-        times[b] = (now() - t0) / (double)calls;
+        times[b] = (bench_now() - t0) / (double)calls;
     }
-    qsort(times, BLOCKS, sizeof times[0], cmp_double);
+    qsort(times, BLOCKS, sizeof times[0], bench_cmp_double);
     return times[BLOCKS / 2];
 }
 
@@ -270,9 +260,9 @@ int main(int argc, char **argv) {
         jo.tier = OTC_JIT_TIER_FAST;
         jo.inference = true;
         jo.no_cache = true;
-        double t0 = now();
+        double t0 = bench_now();
         otc_executor *ex = g ? otc_jit_executor_new(g, &jo) : NULL;
-        ms[r] = (now() - t0) * 1e3;
+        ms[r] = (bench_now() - t0) * 1e3;
         if (!ex) {
             fprintf(stderr, "recurrent: %s\n", otc_last_error());
             return 2;
@@ -281,7 +271,7 @@ int main(int argc, char **argv) {
         otc_exec_free(ex);
         otc_graph_free(g);
     }
-    qsort(ms, 7, sizeof ms[0], cmp_double);
+    qsort(ms, 7, sizeof ms[0], bench_cmp_double);
     printf("compile, 100-neuron recurrent genome (%d nodes), fast tier: %.2f ms (median of 7)\n",
            nodes, ms[3]);
 #endif
