@@ -28,6 +28,12 @@ typedef struct {
     double fitness; /* pole1 and dpv: steps; dpnv: Gruau's anti-wiggle fitness */
 } otc_pole_result;
 
+/* ---- Physics helpers ---------------------------------------------------------------------- */
+
+/* sin and cos as the pole tasks compute them: polynomials (under one ulp) for |x| <= pi/4,
+ * libm outside. NULL outputs are not allowed. */
+void otc_pole_sincos(double x, double *s, double *c);
+
 /* ---- Single pole (pole1) ------------------------------------------------------------------
  * Sutton/Anderson/Barto cart-pole as in Stanley's pole1.cpp, in double precision: cart 1 kg,
  * pole 0.1 kg, half-length 0.5 m, g = 9.8, bang-bang ±10 N, one Euler step of 0.02 s per action,

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "otc/pole.h"
+#include "pole_trig.h"
 
 /* The reference's constants, digit for digit, so trajectories and failure steps match it. */
 #define DP_MUP         0.000002
@@ -21,27 +22,31 @@
 #define JIGGLE_WINDOW  100
 
 /* Accelerations (derivs[1], [3], [5]) for the state st under `force`, as the reference's
- * CartPole::step; derivs[0], [2], [4] are the caller's (the velocities). */
+ * CartPole::step; derivs[0], [2], [4] are the caller's (the velocities). sin and cos come from
+ * pole_trig.h, and the reference's divisions by constants are multiplications by their
+ * quotients: one division is left, by the total effective mass. */
 static void dp_accel(double force, const double *st, double *derivs) {
-    double costheta_1 = cos(st[2]), sintheta_1 = sin(st[2]);
-    double costheta_2 = cos(st[4]), sintheta_2 = sin(st[4]);
-    double gsintheta_1 = DP_GRAVITY * sintheta_1;
-    double gsintheta_2 = DP_GRAVITY * sintheta_2;
-    double ml_1 = DP_LENGTH_1 * DP_MASS_POLE_1;
-    double ml_2 = DP_LENGTH_2 * DP_MASS_POLE_2;
-    double temp_1 = DP_MUP * st[3] / ml_1;
-    double temp_2 = DP_MUP * st[5] / ml_2;
+    double sintheta_1, costheta_1, sintheta_2, costheta_2;
+    double gsintheta_1, gsintheta_2, temp_1, temp_2, fi_1, fi_2, mi_1, mi_2;
+    const double ml_1 = DP_LENGTH_1 * DP_MASS_POLE_1;
+    const double ml_2 = DP_LENGTH_2 * DP_MASS_POLE_2;
+    pole_sincos(st[2], &sintheta_1, &costheta_1);
+    pole_sincos(st[4], &sintheta_2, &costheta_2);
+    gsintheta_1 = DP_GRAVITY * sintheta_1;
+    gsintheta_2 = DP_GRAVITY * sintheta_2;
+    temp_1 = st[3] * (DP_MUP / ml_1);
+    temp_2 = st[5] * (DP_MUP / ml_2);
     /* Effective forces and masses the poles put on the cart. */
-    double fi_1 = (ml_1 * st[3] * st[3] * sintheta_1) +
-                  (0.75 * DP_MASS_POLE_1 * costheta_1 * (temp_1 + gsintheta_1));
-    double fi_2 = (ml_2 * st[5] * st[5] * sintheta_2) +
-                  (0.75 * DP_MASS_POLE_2 * costheta_2 * (temp_2 + gsintheta_2));
-    double mi_1 = DP_MASS_POLE_1 * (1 - (0.75 * costheta_1 * costheta_1));
-    double mi_2 = DP_MASS_POLE_2 * (1 - (0.75 * costheta_2 * costheta_2));
+    fi_1 = (ml_1 * st[3] * st[3] * sintheta_1) +
+           (0.75 * DP_MASS_POLE_1 * costheta_1 * (temp_1 + gsintheta_1));
+    fi_2 = (ml_2 * st[5] * st[5] * sintheta_2) +
+           (0.75 * DP_MASS_POLE_2 * costheta_2 * (temp_2 + gsintheta_2));
+    mi_1 = DP_MASS_POLE_1 * (1 - (0.75 * costheta_1 * costheta_1));
+    mi_2 = DP_MASS_POLE_2 * (1 - (0.75 * costheta_2 * costheta_2));
 
     derivs[1] = (force + fi_1 + fi_2) / (mi_1 + mi_2 + DP_MASS_CART);
-    derivs[3] = -0.75 * (derivs[1] * costheta_1 + gsintheta_1 + temp_1) / DP_LENGTH_1;
-    derivs[5] = -0.75 * (derivs[1] * costheta_2 + gsintheta_2 + temp_2) / DP_LENGTH_2;
+    derivs[3] = (derivs[1] * costheta_1 + gsintheta_1 + temp_1) * (-0.75 / DP_LENGTH_1);
+    derivs[5] = (derivs[1] * costheta_2 + gsintheta_2 + temp_2) * (-0.75 / DP_LENGTH_2);
 }
 
 /* Full derivative of the 6-vector. */

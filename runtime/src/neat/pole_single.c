@@ -4,6 +4,7 @@
 
 #include "otc/pole.h"
 #include "otc/rng.h"
+#include "pole_trig.h"
 
 #define POLE1_GRAVITY      9.8
 #define POLE1_MASS_CART    1.0
@@ -40,11 +41,15 @@ void otc_pole1_random_start(uint64_t seed, otc_pole1_state *st) {
 void otc_pole1_step(otc_pole1_state *st, int push_right) {
     double x = st->s[0], dx = st->s[1], th = st->s[2], dth = st->s[3];
     double force = push_right ? POLE1_FORCE_MAG : -POLE1_FORCE_MAG;
-    double c = cos(th), s = sin(th);
-    double temp = (force + POLE1_POLEMASS_LEN * dth * dth * s) / POLE1_TOTAL_MASS;
-    double thacc = (POLE1_GRAVITY * s - c * temp) /
-                   (POLE1_LENGTH * (POLE1_FOURTHIRDS - POLE1_MASS_POLE * c * c / POLE1_TOTAL_MASS));
-    double xacc = temp - POLE1_POLEMASS_LEN * thacc * c / POLE1_TOTAL_MASS;
+    /* The reference's divisions by the total mass as multiplications by its inverse (one
+     * division is left); sin and cos from pole_trig.h. */
+    const double inv_mass = 1.0 / POLE1_TOTAL_MASS;
+    double c, s, temp, thacc, xacc;
+    pole_sincos(th, &s, &c);
+    temp = (force + POLE1_POLEMASS_LEN * dth * dth * s) * inv_mass;
+    thacc = (POLE1_GRAVITY * s - c * temp) /
+            (POLE1_LENGTH * (POLE1_FOURTHIRDS - POLE1_MASS_POLE * c * c * inv_mass));
+    xacc = temp - POLE1_POLEMASS_LEN * thacc * c * inv_mass;
     /* Euler: positions advance with the old velocities. */
     st->s[0] = x + POLE1_TAU * dx;
     st->s[1] = dx + POLE1_TAU * xacc;
