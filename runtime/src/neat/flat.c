@@ -208,6 +208,8 @@ static void mark_needed(otc_neat_flat *f, const otc_neat_genome *g) {
  * comes after its sources; reaching a node still on the path is a cycle. */
 static otc_status ff_order(otc_neat_flat *f, const otc_neat_genome *g) {
     int n = 0;
+    /* The walks reach exactly the nodes mark_needed would mark: no separate pass for it. */
+    for (int i = 0; i < g->n_nodes; i++) f->mark[i] = g->nodes[i].type == OTC_NEAT_OUTPUT;
     for (int r = 0; r < g->n_nodes; r++) {
         if (g->nodes[r].type != OTC_NEAT_OUTPUT || f->mark[r] != 1) continue;
         int top = 0;
@@ -256,12 +258,12 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
     }
     otc_status s = collect_edges(f, g);
     if (s != OTC_OK) return s;
-    mark_needed(f, g);
     if (f->recurrent) {
+        mark_needed(f, g);
         /* Every non-input source is read a step late: any order will do. */
         for (int i = 0; i < nn; i++)
             if (f->mark[i] && !is_source(&g->nodes[i])) f->order[f->n_neurons++] = i;
-    } else if ((s = ff_order(f, g)) != OTC_OK) {
+    } else if ((s = ff_order(f, g)) != OTC_OK) { /* which only visits needed nodes */
         f->n_neurons = 0;
         return s;
     }
