@@ -350,7 +350,7 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
     return OTC_OK;
 }
 
-/* Value arrays for `batch` rows, state zero, the bias slot 1 in both arrays. */
+/* Value arrays for `batch` rows, state zero (recurrent), the bias slot 1 in both arrays. */
 static otc_status layout(otc_neat_flat *f, int batch) {
     size_t slots = (size_t)f->n_inputs + 1 + (size_t)f->n_neurons, need = slots * (size_t)batch;
     if (need > f->cap_vals) {
@@ -361,8 +361,12 @@ static otc_status layout(otc_neat_flat *f, int batch) {
             return otc_fail(OTC_ERR_NOMEM, "out of memory for a flat program's values");
         f->cap_vals = cap;
     }
-    memset(f->cur, 0, need * sizeof *f->cur);
-    memset(f->prev, 0, need * sizeof *f->prev);
+    /* Recurrent state starts at zero. A feed-forward forward writes every slot it reads
+     * (inputs, then neurons in evaluation order) before reading it: only the bias is set. */
+    if (f->recurrent) {
+        memset(f->cur, 0, need * sizeof *f->cur);
+        memset(f->prev, 0, need * sizeof *f->prev);
+    }
     for (int r = 0; r < batch; r++)
         f->cur[(size_t)f->n_inputs * (size_t)batch + (size_t)r] =
             f->prev[(size_t)f->n_inputs * (size_t)batch + (size_t)r] = 1.0f;
