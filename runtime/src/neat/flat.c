@@ -208,6 +208,8 @@ static void mark_needed(otc_neat_flat *f, const otc_neat_genome *g) {
  * comes after its sources; reaching a node still on the path is a cycle. */
 static otc_status ff_order(otc_neat_flat *f, const otc_neat_genome *g) {
     int n = 0;
+    /* The walks reach exactly the nodes mark_needed would mark: no separate pass for it. */
+    for (int i = 0; i < g->n_nodes; i++) f->mark[i] = g->nodes[i].type == OTC_NEAT_OUTPUT;
     for (int r = 0; r < g->n_nodes; r++) {
         if (g->nodes[r].type != OTC_NEAT_OUTPUT || f->mark[r] != 1) continue;
         int top = 0;
@@ -256,12 +258,12 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
     }
     otc_status s = collect_edges(f, g);
     if (s != OTC_OK) return s;
-    mark_needed(f, g);
     if (f->recurrent) {
+        mark_needed(f, g);
         /* Every non-input source is read a step late: any order will do. */
         for (int i = 0; i < nn; i++)
             if (f->mark[i] && !is_source(&g->nodes[i])) f->order[f->n_neurons++] = i;
-    } else if ((s = ff_order(f, g)) != OTC_OK) {
+    } else if ((s = ff_order(f, g)) != OTC_OK) { /* which only visits needed nodes */
         f->n_neurons = 0;
         return s;
     }
@@ -348,7 +350,7 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
     return OTC_OK;
 }
 
-/* Value arrays for `batch` rows, state zero, the bias slot 1 in both arrays. */
+/* Value arrays for `batch` rows, state zero (recurrent), the bias slot 1 in both arrays. */
 static otc_status layout(otc_neat_flat *f, int batch) {
     size_t slots = (size_t)f->n_inputs + 1 + (size_t)f->n_neurons, need = slots * (size_t)batch;
     if (need > f->cap_vals) {
@@ -359,8 +361,12 @@ static otc_status layout(otc_neat_flat *f, int batch) {
             return otc_fail(OTC_ERR_NOMEM, "out of memory for a flat program's values");
         f->cap_vals = cap;
     }
-    memset(f->cur, 0, need * sizeof *f->cur);
-    memset(f->prev, 0, need * sizeof *f->prev);
+    /* Recurrent state starts at zero. A feed-forward forward writes every slot it reads
+     * (inputs, then neurons in evaluation order) before reading it: only the bias is set. */
+    if (f->recurrent) {
+        memset(f->cur, 0, need * sizeof *f->cur);
+        memset(f->prev, 0, need * sizeof *f->prev);
+    }
     for (int r = 0; r < batch; r++)
         f->cur[(size_t)f->n_inputs * (size_t)batch + (size_t)r] =
             f->prev[(size_t)f->n_inputs * (size_t)batch + (size_t)r] = 1.0f;
