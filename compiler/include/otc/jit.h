@@ -26,6 +26,12 @@ typedef struct {
     bool defer_forward;  /* compile the forward plan on its first use, not at creation (for
                             executors that mostly train: train_step compiles its own plan) */
     otc_jit_tier tier;   /* default: optimised */
+    bool exact;          /* the interpreter's arithmetic bit for bit for neuron graphs (NEAT
+                            phenotypes): each weighted sum and its bias rounded as separate
+                            multiplies and adds, exp/tanh/sin... the C library's functions
+                            the interpreter calls (not the vectorisable trees), multiply-adds
+                            in expressions always fused (llvm.fma, as its fmaf). Slower per
+                            element; for batch-1 steps lanes = 1 suits it */
 } otc_jit_options;
 
 /* Defaults: training allowed, cache on, host vector width, default fusion, BLAS on. */

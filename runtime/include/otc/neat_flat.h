@@ -29,6 +29,12 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
 otc_status otc_neat_flat_forward(otc_neat_flat *f, const float *x, int batch, float *y);
 /* Recurrent state back to zero (the start of an episode). */
 void otc_neat_flat_reset(otc_neat_flat *f);
+/* A recurrent program's state for the neuron with gene id `id`: its value at the last step
+ * (what the next step reads; zeros after a reset), one float per row of the last batch, into
+ * out. *rows gets that row count (0 before the first step: the state is zero). OTC_ERR_ARG
+ * when the program is not recurrent or does not evaluate that node. For handing a genome's
+ * state over to other code mid-episode (the phenotype graph's Delay of that node). */
+otc_status otc_neat_flat_state(const otc_neat_flat *f, int id, float *out, int cap, int *rows);
 /* Neurons the program evaluates (the bias constant not counted), for tests and tools. */
 int otc_neat_flat_neurons(const otc_neat_flat *f);
 

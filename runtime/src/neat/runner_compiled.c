@@ -1,0 +1,64 @@
+/* A runner's switch from the flat program to compiled code (otc_neat_task.make_compiled): the
+ * genome's phenotype graph under the task's compiled executor, taking over mid-episode with
+ * the flat program's recurrent state, for genomes that run long enough to pay for a compile. */
+#include <stdlib.h>
+
+#include "neat_internal.h"
+
+/* Can the compiled code compute what the flat program computes? Not for a CTRNN (its graph is
+ * another construction) or a neuron that does not sum (the aggregations' code differs). */
+static bool switchable(const otc_neat_config *c, const otc_neat_genome *g) {
+    if (c->ctrnn) return false;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].agg != OTC_AGG_SUM) return false;
+    return true;
+}
+
+/* Each Delay's next value is its neuron's value at the flat program's last step. */
+static otc_status hand_over(otc_neat_runner *r) {
+    const otc_graph *gr = r->ph->graph;
+    float one[1];
+    int rows = 0;
+    float *buf = NULL;
+    int cap = 0;
+    otc_status s = OTC_OK;
+    for (otc_id d = 0; d < otc_graph_size(gr) && s == OTC_OK; d++) {
+        const otc_node *nd = otc_graph_node(gr, d);
+        if (nd->op != OTC_OP_DELAY) continue;
+        int id = -1;
+        for (int k = 0; k < r->ph->n_neurons; k++)
+            if (r->ph->neurons[k].neuron == nd->inputs[0]) id = r->ph->neurons[k].node_id;
+        if (id < 0) return otc_fail(OTC_ERR_STATE, "runner: a Delay without its neuron");
+        s = otc_neat_flat_state(r->flat, id, buf ? buf : one, buf ? cap : 1, &rows);
+        if (s != OTC_OK && rows > cap) { /* more rows than one: room for them, then again */
+            free(buf);
+            if (!(buf = malloc(sizeof *buf * (size_t)rows)))
+                return otc_fail(OTC_ERR_NOMEM, "out of memory handing state over");
+            cap = rows;
+            s = otc_neat_flat_state(r->flat, id, buf, cap, &rows);
+        }
+        if (s == OTC_OK && rows > 0) s = otc_exec_set_state(r->ex, d, buf ? buf : one, rows);
+    }
+    free(buf);
+    return s;
+}
+
+otc_status otc_neat_runner_switch(otc_neat_runner *r) {
+    r->fixed = true; /* one attempt: on failure the flat program carries on */
+    if (!switchable(r->c, r->g)) return OTC_OK;
+    otc_status s = otc_neat_phenotype_build(r->g, r->c, &r->ph);
+    if (s != OTC_OK) return s;
+    otc_exec_options o = {.inference = true};
+    r->ex = r->task->make_compiled(r->ph->graph, &o);
+    if (r->ex && r->ph->recurrent && hand_over(r) != OTC_OK) {
+        otc_exec_free(r->ex);
+        r->ex = NULL;
+    }
+    if (!r->ex) { /* the flat program computes the same: carry on with it */
+        otc_neat_phenotype_free(r->ph);
+        r->ph = NULL;
+        return OTC_OK;
+    }
+    r->flat = NULL; /* the compiled code runs from here on (own is still freed at close) */
+    return OTC_OK;
+}
