@@ -95,7 +95,8 @@ static double compile_ms(otc_graph *g, bool exact, otc_executor **out) {
 
 int main(int argc, char **argv) {
     char path[1024];
-    snprintf(path, sizeof path, "%s", argc > 1 ? argv[1] : OTC_SOURCE_DIR "/examples/neat/dpnv.ini");
+    snprintf(path, sizeof path, "%s",
+             argc > 1 ? argv[1] : OTC_SOURCE_DIR "/examples/neat/dpnv.ini");
     otc_neat_config c;
     if (otc_neat_config_load(path, &c) != OTC_OK || c.num_inputs > 8 || c.num_outputs != 1) {
         fprintf(stderr, "neat_jit_breakeven: %s: %s\n", path, otc_last_error());

@@ -115,12 +115,19 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
     }
     if (a->jit) {
 #ifdef OTC_HAVE_JIT
-        /* The policy (compiler/src/llvm/jit/llvm_policy.c) decides per genome; hybrid training's
-         * size is known from the config. */
+        /* Genomes run on the flat program; one that runs past the compile's break-even
+         * switches to exact compiled code (the same results: otc_jit_policy_compiled). Hybrid
+         * training runs graphs under the policy's executor, which decides from the training's
+         * size (compiler/src/llvm/jit/llvm_policy.c). */
         otc_jit_policy jp = otc_jit_policy_defaults();
         jp.train_samples = (double)a->config->train_steps * a->config->batch_size;
         otc_jit_policy_set(&jp);
-        task->make_executor = otc_jit_policy_executor;
+        if (a->config->train_steps > 0) {
+            task->make_executor = otc_jit_policy_executor;
+        } else {
+            task->make_compiled = otc_jit_policy_compiled;
+            task->compile_after = (long)jp.flat_steps;
+        }
 #else
         otc_neat_population_free(pop);
         return otc_cli_error("evolve", "--jit: this otc was built without LLVM");
@@ -169,8 +176,13 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
 #ifdef OTC_HAVE_JIT
     if (a->jit) {
         otc_jit_policy_stats js = otc_jit_policy_info();
-        printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
-               js.executors, js.failed);
+        if (task->make_compiled)
+            printf("jit: %ld genome(s) ran past %ld steps and were compiled (%.1f ms in all, %ld "
+                   "could not be)\n",
+                   js.compiled, task->compile_after, js.compile_ms, js.failed);
+        else
+            printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
+                   js.executors, js.failed);
     }
 #endif
     otc_neat_population_free(pop);

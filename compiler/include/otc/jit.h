@@ -105,6 +105,7 @@ typedef struct {
                                    compiling training code costs this many forward compiles */
     double train_samples;       /* expected training samples per training executor (0: unknown,
                                    then training executors are interpreted) */
+    double flat_steps;          /* see otc_jit_policy_compiled */
 } otc_jit_policy;
 
 /* The break-even measured on the build machine (see the JIT note). */
@@ -114,10 +115,18 @@ void otc_jit_policy_set(const otc_jit_policy *p);
 /* An otc_neat_executor_fn: the policy's executor for g. */
 otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options);
 
+/* Inside evolution genomes run on NEAT's flat program (otc/neat_flat.h), which a compiled
+ * genome must match bit for bit: otc_jit_policy_compiled, an otc_neat_executor_fn for
+ * otc_neat_task.make_compiled, compiles g now (fast tier, exact, one lane: a pole task steps
+ * one sample at a time), counted in the stats; flat_steps is the rows a genome runs on the flat
+ * program before compiling pays (otc_neat_task.compile_after). */
+otc_executor *otc_jit_policy_compiled(otc_graph *g, const otc_exec_options *options);
+
 typedef struct {
-    long executors; /* made by the policy */
-    long compiled;  /* of them, switched to (or started with) compiled code */
-    long failed;    /* could not be compiled: stayed interpreted */
+    long executors;    /* made by the policy (otc_jit_policy_compiled's included) */
+    long compiled;     /* of them, switched to (or started with) compiled code */
+    long failed;       /* could not be compiled: stayed interpreted (or flat) */
+    double compile_ms; /* wall time otc_jit_policy_compiled spent compiling */
 } otc_jit_policy_stats;
 otc_jit_policy_stats otc_jit_policy_info(void);
 

@@ -68,10 +68,10 @@ otc_neat_flat *otc_neat_flat_new(void) {
 
 void otc_neat_flat_free(otc_neat_flat *f) {
     if (!f) return;
-    void *arrays[] = {f->first, f->src,  f->w,         f->bias,     f->response, f->alpha,
-                      f->act,   f->agg,  f->terms,     f->items,    f->out_slot, f->cur,
-                      f->prev,  f->slot, f->cursor,    f->start,    f->order,    f->stack,
-                      f->iter,  f->mark, f->edge,      f->src_node, f->dst_node, f->index_of,
+    void *arrays[] = {f->first, f->src,  f->w,         f->bias,      f->response, f->alpha,
+                      f->act,   f->agg,  f->terms,     f->items,     f->out_slot, f->cur,
+                      f->prev,  f->slot, f->cursor,    f->start,     f->order,    f->stack,
+                      f->iter,  f->mark, f->edge,      f->src_node,  f->dst_node, f->index_of,
                       f->keep,  f->take, f->keep_last, f->take_last, f->ids};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
     free(f);

@@ -27,6 +27,8 @@ otc_jit_policy otc_jit_policy_defaults(void) {
     p.compile_ms_per_node = 0.05;
     p.train_factor = 3.0;
     p.train_samples = 0.0;
+    /* Against the flat program (bench/neat_jit_breakeven, same machine): FLAT_STEPS_NOTE */
+    p.flat_steps = 1e5;
     return p;
 }
 
@@ -272,4 +274,26 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
     for (int i = 0; i < p->n_inputs; i++) p->ids[i] = otc_graph_input(g, i);
     p->recurrent = otc_graph_is_recurrent(g);
     return &p->base;
+}
+
+otc_executor *otc_jit_policy_compiled(otc_graph *g, const otc_exec_options *options) {
+    (void)options; /* inference: the flat program it takes over from only runs forward */
+    count(&stats.executors);
+    otc_jit_options jo = otc_jit_defaults();
+    jo.inference = true;
+    jo.tier = OTC_JIT_TIER_FAST;
+    jo.exact = true;
+    jo.lanes = 1;
+    otc_executor *ex = g ? otc_jit_executor_new(g, &jo) : NULL;
+    otc_jit_stats js = {0};
+    if (ex) otc_jit_executor_stats(ex, &js);
+    pthread_mutex_lock(&stats_mutex);
+    if (ex) {
+        stats.compiled++;
+        stats.compile_ms += js.compile_ms;
+    } else {
+        stats.failed++;
+    }
+    pthread_mutex_unlock(&stats_mutex);
+    return ex;
 }
