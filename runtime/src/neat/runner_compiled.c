@@ -14,32 +14,38 @@ static bool switchable(const otc_neat_config *c, const otc_neat_genome *g) {
     return true;
 }
 
-/* Each Delay's next value is its neuron's value at the flat program's last step. */
-static otc_status hand_over(otc_neat_runner *r) {
-    const otc_graph *gr = r->ph->graph;
-    float one[1];
-    int rows = 0;
-    float *buf = NULL;
-    int cap = 0;
+otc_status otc_neat_flat_hand_over(const otc_neat_flat *f, const otc_neat_phenotype *ph,
+                                   otc_executor *ex) {
+    if (!f || !ph || !ex) return otc_fail(OTC_ERR_ARG, "otc_neat_flat_hand_over: NULL argument");
+    const otc_graph *gr = ph->graph;
+    float one[1], *buf = one; /* a pole task steps one row: no allocation then */
+    int rows = 0, cap = 1;
     otc_status s = OTC_OK;
     for (otc_id d = 0; d < otc_graph_size(gr) && s == OTC_OK; d++) {
         const otc_node *nd = otc_graph_node(gr, d);
         if (nd->op != OTC_OP_DELAY) continue;
         int id = -1;
-        for (int k = 0; k < r->ph->n_neurons; k++)
-            if (r->ph->neurons[k].neuron == nd->inputs[0]) id = r->ph->neurons[k].node_id;
-        if (id < 0) return otc_fail(OTC_ERR_STATE, "runner: a Delay without its neuron");
-        s = otc_neat_flat_state(r->flat, id, buf ? buf : one, buf ? cap : 1, &rows);
-        if (s != OTC_OK && rows > cap) { /* more rows than one: room for them, then again */
-            free(buf);
-            if (!(buf = malloc(sizeof *buf * (size_t)rows)))
-                return otc_fail(OTC_ERR_NOMEM, "out of memory handing state over");
-            cap = rows;
-            s = otc_neat_flat_state(r->flat, id, buf, cap, &rows);
+        for (int k = 0; k < ph->n_neurons; k++)
+            if (ph->neurons[k].neuron == nd->inputs[0]) id = ph->neurons[k].node_id;
+        if (id < 0) {
+            s = otc_fail(OTC_ERR_ARG, "otc_neat_flat_hand_over: a Delay without its neuron");
+            break;
         }
-        if (s == OTC_OK && rows > 0) s = otc_exec_set_state(r->ex, d, buf ? buf : one, rows);
+        s = otc_neat_flat_state(f, id, buf, cap, &rows);
+        if (s != OTC_OK && rows > cap) { /* more rows: room for them, then again */
+            float *more = malloc(sizeof *more * (size_t)rows);
+            if (!more) {
+                s = otc_fail(OTC_ERR_NOMEM, "out of memory handing state over");
+                break;
+            }
+            if (buf != one) free(buf);
+            buf = more;
+            cap = rows;
+            s = otc_neat_flat_state(f, id, buf, cap, &rows);
+        }
+        if (s == OTC_OK && rows > 0) s = otc_exec_set_state(ex, d, buf, rows);
     }
-    free(buf);
+    if (buf != one) free(buf);
     return s;
 }
 
@@ -50,7 +56,7 @@ otc_status otc_neat_runner_switch(otc_neat_runner *r) {
     if (s != OTC_OK) return s;
     otc_exec_options o = {.inference = true};
     r->ex = r->task->make_compiled(r->ph->graph, &o);
-    if (r->ex && r->ph->recurrent && hand_over(r) != OTC_OK) {
+    if (r->ex && r->ph->recurrent && otc_neat_flat_hand_over(r->flat, r->ph, r->ex) != OTC_OK) {
         otc_exec_free(r->ex);
         r->ex = NULL;
     }
