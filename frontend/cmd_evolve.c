@@ -122,12 +122,16 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
          * size (compiler/src/llvm/jit/llvm_policy.c). */
         otc_jit_policy jp = otc_jit_policy_defaults();
         jp.train_samples = (double)a->config->train_steps * a->config->batch_size;
+        if (a->jit_steps >= 0) { /* every genome that runs that long, whatever its size */
+            jp.flat_steps = a->jit_steps;
+            jp.flat_min_nodes = 0;
+        }
         otc_jit_policy_set(&jp);
         if (a->config->train_steps > 0) {
             task->make_executor = otc_jit_policy_executor;
         } else {
             task->make_compiled = otc_jit_policy_compiled;
-            task->compile_after = a->jit_steps >= 0 ? a->jit_steps : (long)jp.flat_steps;
+            task->compile_after = (long)jp.flat_steps;
         }
 #else
         otc_neat_population_free(pop);
@@ -178,9 +182,10 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
     if (a->jit) {
         otc_jit_policy_stats js = otc_jit_policy_info();
         if (task->make_compiled)
-            printf("jit: %ld genome(s) ran past %ld steps and were compiled (%.1f ms in all, %ld "
-                   "could not be)\n",
-                   js.compiled, task->compile_after, js.compile_ms, js.failed);
+            printf("jit: %ld genome(s) ran past %ld steps: %ld compiled (%.1f ms in all), %ld too "
+                   "small to gain, %ld could not be\n",
+                   js.executors, task->compile_after, js.compiled, js.compile_ms, js.too_small,
+                   js.failed);
         else
             printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
                    js.executors, js.failed);
@@ -230,8 +235,8 @@ int otc_cmd_evolve(int argc, char **argv) {
          "compile genomes with LLVM when their evaluation or training work makes it pay "
          "(the same results)"},
         {"--jit-steps", OTC_OPT_INT, &jit_steps,
-         "N: with --jit, steps a genome runs on the flat program before it is compiled "
-         "(default: the measured break-even)"},
+         "N: with --jit, compile every genome that runs N steps (default: those large enough "
+         "to gain, after the measured break-even)"},
     };
     const char *pos[1];
     int rc = otc_cli_parse("evolve", "CONFIG.ini --task TASK [options] --out best.otm", opts,

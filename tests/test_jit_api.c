@@ -546,7 +546,16 @@ TEST(jit_exact_code_takes_over_from_the_flat_program) {
     otc_neat_phenotype *ph = NULL;
     NEED(otc_neat_phenotype_build(g, &c, &ph) == OTC_OK && ph->recurrent);
     otc_exec_options o = {.inference = true};
+    /* So small a genome runs no faster compiled: the policy leaves it to the flat program. */
+    otc_jit_policy pol = otc_jit_policy_defaults();
+    CHECK(otc_graph_size(ph->graph) < pol.flat_min_nodes);
+    otc_jit_policy_stats before = otc_jit_policy_info();
+    CHECK(otc_jit_policy_compiled(ph->graph, &o) == NULL);
+    CHECK(otc_jit_policy_info().too_small == before.too_small + 1);
+    pol.flat_min_nodes = 0;
+    otc_jit_policy_set(&pol);
     otc_executor *ex = otc_jit_policy_compiled(ph->graph, &o);
+    otc_jit_policy_set(NULL);
     NEED(ex);
     NEED(otc_neat_flat_hand_over(f, ph, ex) == OTC_OK);
     otc_id out = otc_graph_output(ph->graph, 0);

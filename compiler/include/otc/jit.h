@@ -106,6 +106,7 @@ typedef struct {
     double train_samples;       /* expected training samples per training executor (0: unknown,
                                    then training executors are interpreted) */
     double flat_steps;          /* see otc_jit_policy_compiled */
+    int flat_min_nodes;         /* smaller graphs stay on the flat program (see there) */
 } otc_jit_policy;
 
 /* The break-even measured on the build machine (see the JIT note). */
@@ -119,7 +120,9 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
  * genome must match bit for bit: otc_jit_policy_compiled, an otc_neat_executor_fn for
  * otc_neat_task.make_compiled, compiles g now (fast tier, exact, one lane: a pole task steps
  * one sample at a time), counted in the stats; flat_steps is the rows a genome runs on the flat
- * program before compiling pays (otc_neat_task.compile_after). */
+ * program before compiling pays (otc_neat_task.compile_after). A graph of fewer than
+ * flat_min_nodes nodes runs no faster compiled: NULL (counted as too_small), and the flat
+ * program carries on. */
 otc_executor *otc_jit_policy_compiled(otc_graph *g, const otc_exec_options *options);
 
 typedef struct {
@@ -127,6 +130,7 @@ typedef struct {
     long compiled;     /* of them, switched to (or started with) compiled code */
     long failed;       /* could not be compiled: stayed interpreted (or flat) */
     double compile_ms; /* wall time otc_jit_policy_compiled spent compiling */
+    long too_small;    /* otc_jit_policy_compiled's graphs left to the flat program */
 } otc_jit_policy_stats;
 otc_jit_policy_stats otc_jit_policy_info(void);
 

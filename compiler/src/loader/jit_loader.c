@@ -151,7 +151,7 @@ otc_executor *otc_jit_policy_compiled(otc_graph *g, const otc_exec_options *opti
 
 otc_jit_policy_stats otc_jit_policy_info(void) {
     const otc_llvm_plugin_api *p = loaded();
-    otc_jit_policy_stats s = {0, 0, 0, 0};
+    otc_jit_policy_stats s = {0, 0, 0, 0, 0};
     return p ? p->jit_policy_info() : s;
 }
 
