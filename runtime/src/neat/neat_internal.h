@@ -129,7 +129,7 @@ otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config
 void otc_neat_runner_close(otc_neat_runner *r);
 /* From the flat program to the task's make_compiled code (runner_compiled.c); the flat
  * program stays on when the genome cannot switch or compiling fails. */
-otc_status otc_neat_runner_switch(otc_neat_runner *r);
+void otc_neat_runner_switch(otc_neat_runner *r);
 /* Forward `batch` rows of x [batch, n_inputs]; y gets [batch, n_outputs]. */
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y);
 /* Recurrent state back to zero. */

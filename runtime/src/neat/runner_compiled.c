@@ -49,11 +49,13 @@ otc_status otc_neat_flat_hand_over(const otc_neat_flat *f, const otc_neat_phenot
     return s;
 }
 
-otc_status otc_neat_runner_switch(otc_neat_runner *r) {
+void otc_neat_runner_switch(otc_neat_runner *r) {
     r->fixed = true; /* one attempt: on failure the flat program carries on */
-    if (!switchable(r->c, r->g)) return OTC_OK;
-    otc_status s = otc_neat_phenotype_build(r->g, r->c, &r->ph);
-    if (s != OTC_OK) return s;
+    if (!switchable(r->c, r->g)) return;
+    if (otc_neat_phenotype_build(r->g, r->c, &r->ph) != OTC_OK) {
+        r->ph = NULL; /* the flat program ran it: it carries on */
+        return;
+    }
     otc_exec_options o = {.inference = true};
     r->ex = r->task->make_compiled(r->ph->graph, &o);
     if (r->ex && r->ph->recurrent && otc_neat_flat_hand_over(r->flat, r->ph, r->ex) != OTC_OK) {
@@ -63,8 +65,7 @@ otc_status otc_neat_runner_switch(otc_neat_runner *r) {
     if (!r->ex) { /* the flat program computes the same: carry on with it */
         otc_neat_phenotype_free(r->ph);
         r->ph = NULL;
-        return OTC_OK;
+        return;
     }
     r->flat = NULL; /* the compiled code runs from here on (own is still freed at close) */
-    return OTC_OK;
 }

@@ -41,10 +41,8 @@ void otc_neat_runner_close(otc_neat_runner *r) {
 }
 
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y) {
-    if (r->flat && !r->fixed && (r->rows += batch) > r->task->compile_after) {
-        otc_status s = otc_neat_runner_switch(r);
-        if (s != OTC_OK) return s;
-    }
+    if (r->flat && !r->fixed && (r->rows += batch) > r->task->compile_after)
+        otc_neat_runner_switch(r);
     if (r->flat) return otc_neat_flat_forward(r->flat, x, batch, y);
     otc_status s = otc_exec_set_input(r->ex, r->ph->input, x, batch);
     if (s == OTC_OK) s = otc_exec_forward(r->ex);
