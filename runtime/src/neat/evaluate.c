@@ -1,7 +1,7 @@
 /* Parallel fitness evaluation: the caller and the population's helper threads take genomes
  * one at a time from a shared counter; each genome's randomness comes from (seed, generation,
  * index), so the results are the same whatever the thread count or the order in which threads
- * finish. */
+ * finish, or whether the helpers start on a generation while reproduction still makes it. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
