@@ -92,6 +92,7 @@ typedef struct {
     bool stream;
     otc_neat_pool *pool; /* whose lock and `more` guard ready and closed */
     atomic_int ready;    /* genomes[0 .. ready) may be taken */
+    atomic_int waiting;  /* helpers asleep on `more` */
     bool closed;         /* no more will come */
     double *fitness;
     bool *done;
@@ -282,8 +283,10 @@ static bool stream_wait(eval_job *job, int i) {
     if (i < atomic_load(&job->ready)) return true;
     otc_neat_pool *pool = job->pool;
     pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add(&job->waiting, 1); /* before `ready` is read again: see ahead_push */
     while (i >= atomic_load(&job->ready) && !job->closed)
         pthread_cond_wait(&pool->more, &pool->lock);
+    atomic_fetch_sub(&job->waiting, 1);
     bool ok = i < atomic_load(&job->ready);
     pthread_mutex_unlock(&pool->lock);
     return ok;
@@ -346,6 +349,8 @@ struct ahead {
     char (*message)[256];
     otc_neat_genome **copies; /* for evaluations that write into the genome */
 };
+
+enum { AHEAD_WAKE_EVERY = 8 };
 
 static void ahead_free(struct ahead *a) {
     if (!a) return;
@@ -430,6 +435,7 @@ otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *tas
     atomic_init(&a->job.next, 0);
     atomic_init(&a->job.failed, false);
     atomic_init(&a->job.ready, 0);
+    atomic_init(&a->job.waiting, 0);
     a->running = true;
     pool_post(pool, &a->job);
     return OTC_OK;
@@ -443,11 +449,17 @@ void otc_neat_ahead_push(otc_neat_population *p, otc_neat_genome *g) {
         return;
     }
     a->genomes[a->made++] = g;
-    otc_neat_pool *pool = a->job.pool;
-    pthread_mutex_lock(&pool->lock);
     atomic_store(&a->job.ready, a->made);
-    pthread_cond_broadcast(&pool->more);
-    pthread_mutex_unlock(&pool->lock);
+    /* A helper that caught up is woken once a few more genomes are ready (a wake-up costs
+     * more than making an XOR child), or at the end. `waiting` is counted before the helper
+     * reads `ready` again, and read here after `ready` is stored (both sequentially
+     * consistent): a helper this push does not see waiting sees the new `ready`. */
+    if (a->made % AHEAD_WAKE_EVERY == 0 && atomic_load(&a->job.waiting) > 0) {
+        otc_neat_pool *pool = a->job.pool;
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->more);
+        pthread_mutex_unlock(&pool->lock);
+    }
 }
 
 void otc_neat_ahead_end(otc_neat_population *p) {
