@@ -1,7 +1,7 @@
 /* Parallel fitness evaluation: the caller and the population's helper threads take genomes
  * one at a time from a shared counter; each genome's randomness comes from (seed, generation,
  * index), so the results are the same whatever the thread count or the order in which threads
- * finish. */
+ * finish, or whether the helpers start on a generation while reproduction still makes it. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,6 +36,7 @@ struct otc_neat_evaluator {
     int n_scratch;           /* workers' flat programs */
     otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
     otc_neat_pool *pool;     /* helper threads, started at the first need */
+    struct ahead *ahead;     /* the next generation's evaluation, overlapping reproduction */
 };
 
 otc_neat_evaluator *otc_neat_evaluator_new(void) {
@@ -43,10 +44,12 @@ otc_neat_evaluator *otc_neat_evaluator_new(void) {
 }
 
 static void pool_free(otc_neat_pool *pool);
+static void ahead_free(struct ahead *a);
 
 void otc_neat_evaluator_free(otc_neat_evaluator *e) {
     if (!e) return;
     pool_free(e->pool); /* its helpers sleep between jobs: nothing else to wait for */
+    ahead_free(e->ahead);
     for (int i = 0; i < e->n_scratch; i++) otc_neat_flat_free(e->scratch[i]);
     free(e->scratch);
     free(e);
@@ -73,8 +76,9 @@ uint64_t otc_neat_genome_seed(const otc_neat_population *p, int i) {
 typedef struct {
     const otc_neat_task *task;
     const otc_neat_config *c;
-    const otc_neat_batch *b;
-    int n;       /* genomes */
+    otc_neat_genome *const *genomes;
+    const uint64_t *seeds;
+    int n;       /* genomes (a stream's room for them) */
     int workers; /* threads this job may use, the caller included */
     otc_neat_flat **scratch;
     atomic_int next;
@@ -82,12 +86,39 @@ typedef struct {
     bool *solved;
     otc_status *status;
     char (*message)[256];
+    /* A stream (the ahead job): genomes arrive while it runs; results go to fitness[] and
+     * done[], the genomes stay untouched (each is evaluated as a copy when its evaluation
+     * writes into it). */
+    bool stream;
+    otc_neat_pool *pool; /* whose lock and `more` guard ready and closed */
+    atomic_int ready;    /* genomes[0 .. ready) may be taken */
+    atomic_int waiting;  /* helpers asleep on `more` */
+    bool closed;         /* no more will come */
+    double *fitness;
+    bool *done;
+    otc_neat_genome **copies; /* NULL, or one per genome to evaluate in its stead */
 } eval_job;
 
 static void evaluate_one(eval_job *job, int i) {
-    otc_neat_genome *g = job->b->genomes[i];
+    otc_neat_genome *g = job->genomes[i];
+    if (job->copies) {
+        if (!job->copies[i] && !(job->copies[i] = otc_neat_genome_new())) {
+            job->status[i] = OTC_ERR_NOMEM;
+            snprintf(job->message[i], sizeof job->message[i], "out of memory");
+            atomic_store(&job->failed, true);
+            return;
+        }
+        otc_status cs = otc_neat_genome_copy_into(job->copies[i], g);
+        if (cs != OTC_OK) {
+            job->status[i] = cs;
+            snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
+            atomic_store(&job->failed, true);
+            return;
+        }
+        g = job->copies[i];
+    }
     otc_neat_eval ev = {0, false};
-    otc_status s = job->task->evaluate(job->task, job->c, g, job->b->seeds[i], &ev);
+    otc_status s = job->task->evaluate(job->task, job->c, g, job->seeds[i], &ev);
     job->status[i] = s;
     if (s != OTC_OK) {
         snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
@@ -98,10 +129,17 @@ static void evaluate_one(eval_job *job, int i) {
     double cp = job->c->complexity_penalty;
     double penalty =
         cp != 0 ? cp * (otc_neat_genome_hidden_count(g) + otc_neat_genome_enabled_count(g)) : 0.0;
-    g->fitness = ev.fitness - penalty;
-    g->evaluated = true;
+    if (job->stream) {
+        job->fitness[i] = ev.fitness - penalty;
+        job->done[i] = true;
+    } else {
+        g->fitness = ev.fitness - penalty;
+        g->evaluated = true;
+    }
     job->solved[i] = ev.solved;
 }
+
+static bool stream_wait(eval_job *job, int i);
 
 /* Genomes one at a time from the job's counter until none is left, with worker w's program
  * bound. Evaluation times differ by orders of magnitude (a pole genome fails at step 10 or
@@ -113,7 +151,12 @@ static void take_genomes(eval_job *job, int w) {
     for (;;) {
         int i = atomic_fetch_add(&job->next, 1);
         if (i >= job->n || atomic_load(&job->failed)) break;
-        if (!job->b->genomes[i]->evaluated) evaluate_one(job, i);
+        if (job->stream) {
+            if (!stream_wait(job, i)) break;
+            evaluate_one(job, i);
+        } else if (!job->genomes[i]->evaluated) {
+            evaluate_one(job, i);
+        }
     }
     otc_neat_bind_eval_scratch(outer);
 }
@@ -132,6 +175,7 @@ struct otc_neat_pool {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* helpers: a new job, or shut down */
     pthread_cond_t idle; /* the caller: no helper is inside the job any more */
+    pthread_cond_t more; /* helpers: a stream's next genome is ready, or it is closed */
     unsigned epoch;      /* jobs posted so far */
     eval_job *job;       /* the current job, NULL between jobs */
     int busy;            /* helpers inside the job */
@@ -176,6 +220,7 @@ static void pool_free(otc_neat_pool *pool) {
     pthread_mutex_destroy(&pool->lock);
     pthread_cond_destroy(&pool->wake);
     pthread_cond_destroy(&pool->idle);
+    pthread_cond_destroy(&pool->more);
     free(pool);
 }
 
@@ -191,6 +236,7 @@ static otc_neat_pool *pool_with(otc_neat_evaluator *e, int helpers) {
         }
         pthread_cond_init(&pool->wake, NULL);
         pthread_cond_init(&pool->idle, NULL);
+        pthread_cond_init(&pool->more, NULL);
         e->pool = pool;
     }
     while (pool->n < helpers) {
@@ -213,6 +259,39 @@ static otc_neat_pool *pool_with(otc_neat_evaluator *e, int helpers) {
     return pool;
 }
 
+/* The helpers join `job` (none when pool is NULL). */
+static void pool_post(otc_neat_pool *pool, eval_job *job) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->lock);
+    pool->job = job;
+    pool->epoch++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/* Every genome is taken; wait for the helpers still evaluating theirs. */
+static void pool_finish(otc_neat_pool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->lock);
+    while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
+    pool->job = NULL;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/* A stream's genome i, once reproduction has handed it over; false when it never will. */
+static bool stream_wait(eval_job *job, int i) {
+    if (i < atomic_load(&job->ready)) return true;
+    otc_neat_pool *pool = job->pool;
+    pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add(&job->waiting, 1); /* before `ready` is read again: see ahead_push */
+    while (i >= atomic_load(&job->ready) && !job->closed)
+        pthread_cond_wait(&pool->more, &pool->lock);
+    atomic_fetch_sub(&job->waiting, 1);
+    bool ok = i < atomic_load(&job->ready);
+    pthread_mutex_unlock(&pool->lock);
+    return ok;
+}
+
 otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *task,
                                    const otc_neat_config *c, const otc_neat_batch *b, int threads) {
     int n = b->n;
@@ -223,7 +302,8 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
     if (rs != OTC_OK) return rs;
     eval_job job = {.task = task,
                     .c = c,
-                    .b = b,
+                    .genomes = b->genomes,
+                    .seeds = b->seeds,
                     .n = n,
                     .workers = threads,
                     .scratch = e->scratch,
@@ -238,21 +318,9 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
         return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
     }
     otc_neat_pool *pool = threads > 1 ? pool_with(e, threads - 1) : NULL;
-    if (pool) {
-        pthread_mutex_lock(&pool->lock);
-        pool->job = &job;
-        pool->epoch++;
-        pthread_cond_broadcast(&pool->wake);
-        pthread_mutex_unlock(&pool->lock);
-    }
+    pool_post(pool, &job);
     take_genomes(&job, 0); /* the calling thread works too */
-    if (pool) {
-        /* Every genome is taken; wait for the helpers still evaluating theirs. */
-        pthread_mutex_lock(&pool->lock);
-        while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
-        pool->job = NULL;
-        pthread_mutex_unlock(&pool->lock);
-    }
+    pool_finish(pool);
     otc_status s = OTC_OK;
     for (int i = 0; i < n && s == OTC_OK; i++)
         if (job.status[i] != OTC_OK)
@@ -263,13 +331,190 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
     return s;
 }
 
+/* ---- evaluation overlapping reproduction ------------------------------------------------- */
+
+/* The next generation's evaluation while reproduction makes it: results for the genomes as
+ * handed over, in their order, recorded by that generation's otc_neat_evaluate_all. */
+struct ahead {
+    eval_job job;
+    bool running;  /* posted, not yet ended */
+    bool valid;    /* results for `generation`'s genomes[0 .. made) */
+    bool overflow; /* more genomes than room: the results are not used */
+    int generation, cap, made;
+    otc_neat_genome **genomes;
+    uint64_t *seeds;
+    double *fitness;
+    bool *done, *solved;
+    otc_status *status;
+    char (*message)[256];
+    otc_neat_genome **copies; /* for evaluations that write into the genome */
+};
+
+enum { AHEAD_WAKE_EVERY = 8 };
+
+static void ahead_free(struct ahead *a) {
+    if (!a) return;
+    for (int i = 0; i < a->cap; i++) otc_neat_genome_free(a->copies[i]);
+    free(a->genomes);
+    free(a->seeds);
+    free(a->fitness);
+    free(a->done);
+    free(a->solved);
+    free(a->status);
+    free(a->message);
+    free(a->copies);
+    free(a);
+}
+
+/* Room for n genomes' results (the copies kept from earlier generations). */
+static bool ahead_reserve(struct ahead *a, int n) {
+    if (n <= a->cap) return true;
+#define GROW(f)                                                                                    \
+    do {                                                                                           \
+        void *q = realloc(a->f, sizeof *a->f * (size_t)n);                                         \
+        if (!q) return false;                                                                      \
+        a->f = q;                                                                                  \
+    } while (0)
+    GROW(genomes);
+    GROW(seeds);
+    GROW(fitness);
+    GROW(done);
+    GROW(solved);
+    GROW(status);
+    GROW(message);
+    GROW(copies);
+#undef GROW
+    for (int i = a->cap; i < n; i++) a->copies[i] = NULL;
+    a->cap = n;
+    return true;
+}
+
+otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *task, int threads) {
+    if (threads < 2) return OTC_OK;
+    if (!p->evaluator && !(p->evaluator = otc_neat_evaluator_new()))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
+    otc_neat_evaluator *e = p->evaluator;
+    if (!e->ahead && !(e->ahead = calloc(1, sizeof *e->ahead)))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
+    struct ahead *a = e->ahead;
+    const otc_neat_config *c = &p->config;
+    int n = c->pop_size;
+    a->valid = false;
+    if (!ahead_reserve(a, n) || reserve_scratch(e, threads) != OTC_OK)
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
+    otc_neat_pool *pool = pool_with(e, threads - 1);
+    if (!pool) return OTC_OK; /* no threads: evaluation waits for the next generation */
+    a->generation = p->generation + 1;
+    a->made = 0;
+    a->overflow = false;
+    for (int i = 0; i < n; i++) {
+        /* otc_neat_genome_seed's, for the generation reproduction makes */
+        a->seeds[i] = otc_neat_mix_seed(p->seed, (uint64_t)a->generation, (uint64_t)i + 1);
+        a->done[i] = a->solved[i] = false;
+        a->status[i] = OTC_OK;
+    }
+    /* Hybrid training writes trained weights into a Lamarckian genome (task_csv.c,
+     * task_seq.c): evaluated as a copy, the genome stays as speciation must see it and takes
+     * the trained genes when its results are recorded. */
+    bool writes = c->lamarckian && c->train_steps > 0;
+    a->job = (eval_job){.task = task,
+                        .c = c,
+                        .genomes = a->genomes,
+                        .seeds = a->seeds,
+                        .n = n,
+                        .workers = threads,
+                        .scratch = e->scratch,
+                        .solved = a->solved,
+                        .status = a->status,
+                        .message = a->message,
+                        .stream = true,
+                        .pool = pool,
+                        .fitness = a->fitness,
+                        .done = a->done,
+                        .copies = writes ? a->copies : NULL};
+    atomic_init(&a->job.next, 0);
+    atomic_init(&a->job.failed, false);
+    atomic_init(&a->job.ready, 0);
+    atomic_init(&a->job.waiting, 0);
+    a->running = true;
+    pool_post(pool, &a->job);
+    return OTC_OK;
+}
+
+void otc_neat_ahead_push(otc_neat_population *p, otc_neat_genome *g) {
+    struct ahead *a = p->evaluator ? p->evaluator->ahead : NULL;
+    if (!a || !a->running) return;
+    if (a->made >= a->cap) {
+        a->overflow = true;
+        return;
+    }
+    a->genomes[a->made++] = g;
+    atomic_store(&a->job.ready, a->made);
+    /* A helper that caught up is woken once a few more genomes are ready (a wake-up costs
+     * more than making an XOR child), or at the end. `waiting` is counted before the helper
+     * reads `ready` again, and read here after `ready` is stored (both sequentially
+     * consistent): a helper this push does not see waiting sees the new `ready`. */
+    if (a->made % AHEAD_WAKE_EVERY == 0 && atomic_load(&a->job.waiting) > 0) {
+        otc_neat_pool *pool = a->job.pool;
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->more);
+        pthread_mutex_unlock(&pool->lock);
+    }
+}
+
+void otc_neat_ahead_end(otc_neat_population *p) {
+    struct ahead *a = p->evaluator ? p->evaluator->ahead : NULL;
+    if (!a || !a->running) return;
+    otc_neat_pool *pool = a->job.pool;
+    pthread_mutex_lock(&pool->lock);
+    a->job.closed = true;
+    pthread_cond_broadcast(&pool->more);
+    pthread_mutex_unlock(&pool->lock);
+    take_genomes(&a->job, 0); /* the calling thread joins the rest */
+    pool_finish(pool);
+    a->running = false;
+    a->valid = !a->overflow;
+}
+
+/* The ahead results when they are this generation's genomes' (reproduction's children, not
+ * replaced since): recorded as evaluate_batch records them; the first failure is reported as
+ * it would have been. */
+static otc_status ahead_record(otc_neat_population *p, bool *solved) {
+    struct ahead *a = p->evaluator ? p->evaluator->ahead : NULL;
+    if (!a || !a->valid) return OTC_OK;
+    a->valid = false;
+    if (a->generation != p->generation || a->made != p->n_genomes) return OTC_OK;
+    for (int i = 0; i < a->made; i++)
+        if (a->genomes[i] != p->genomes[i] || p->genomes[i]->evaluated) return OTC_OK;
+    for (int i = 0; i < a->made; i++)
+        if (a->status[i] != OTC_OK)
+            return otc_fail(a->status[i], "evaluating genome %d of generation %d: %s", i,
+                            a->generation, a->message[i]);
+    bool copies = a->job.copies != NULL;
+    for (int i = 0; i < a->made; i++) {
+        if (!a->done[i]) continue;
+        otc_neat_genome *g = p->genomes[i];
+        if (copies) {
+            int species = g->species;
+            otc_status s = otc_neat_genome_copy_into(g, a->copies[i]);
+            if (s != OTC_OK) return s;
+            g->species = species;
+        }
+        g->fitness = a->fitness[i];
+        g->evaluated = true;
+        solved[i] = a->solved[i];
+    }
+    return OTC_OK;
+}
+
 otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
                                  const otc_neat_remote *remote, int threads, bool *solved) {
     int n = p->n_genomes;
     if (!p->evaluator && !(p->evaluator = otc_neat_evaluator_new()))
         return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
-    /* The batch: every genome (evaluated ones are skipped), or for a remote evaluator only
-     * those not yet evaluated, each with its randomness and its index. */
+    otc_status rs = ahead_record(p, solved);
+    if (rs != OTC_OK) return rs;
+    /* The batch: the genomes not yet evaluated, each with its randomness and its index. */
     otc_neat_genome **genomes = malloc(sizeof *genomes * ((size_t)n + 1));
     uint64_t *seeds = malloc(sizeof *seeds * ((size_t)n + 1));
     int *index = malloc(sizeof *index * ((size_t)n + 1));
@@ -280,7 +525,7 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
     } else {
         int m = 0;
         for (int i = 0; i < n; i++) {
-            if (remote && p->genomes[i]->evaluated) continue;
+            if (p->genomes[i]->evaluated) continue;
             genomes[m] = p->genomes[i];
             seeds[m] = otc_neat_genome_seed(p, i);
             index[m++] = i;

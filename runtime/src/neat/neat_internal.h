@@ -73,6 +73,15 @@ otc_status otc_neat_reproduce(otc_neat_population *p);
  * solved[i] tells which met the task's criterion (n_genomes flags). */
 otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
                                  const otc_neat_remote *remote, int threads, bool *solved);
+/* Evaluation overlapping reproduction: otc_neat_ahead_begin sets the population's helper
+ * threads (threads - 1 of them; none when threads < 2) on the next generation's genomes as
+ * reproduction hands them over, complete, with otc_neat_ahead_push (in population order);
+ * otc_neat_ahead_end has the calling thread join until every one is evaluated (a no-op when
+ * no ahead job runs). Genomes are only read meanwhile; the results are recorded by that
+ * generation's otc_neat_evaluate_all exactly as its own evaluation would record them. */
+otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *task, int threads);
+void otc_neat_ahead_push(otc_neat_population *p, otc_neat_genome *g);
+void otc_neat_ahead_end(otc_neat_population *p);
 /* The evaluator's program for the calling thread (NULL before its first batch). */
 otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e);
 

@@ -255,7 +255,15 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     st.n_species = p->n_species;
     st.threshold = p->threshold;
     if (p->stop == OTC_NEAT_RUNNING) {
-        if ((s = otc_neat_reproduce(p)) != OTC_OK) goto done;
+        /* The helper threads evaluate the next generation's children while reproduction
+         * makes them (evaluation is a pure function of genome and seed, so the run is the
+         * same); an MPI evaluator keeps its own schedule. */
+        int threads = o ? o->threads : 1;
+        if (threads > 1 && !(o && o->remote) && !c->np_evolution)
+            s = otc_neat_ahead_begin(p, task, threads);
+        if (s == OTC_OK) s = otc_neat_reproduce(p);
+        otc_neat_ahead_end(p); /* reproduction ends it; not when it stopped early */
+        if (s != OTC_OK) goto done;
         p->generation++;
     }
     st.seconds = now_seconds() - t0;

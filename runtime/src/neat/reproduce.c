@@ -389,7 +389,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
             if (!g)
                 st = OTC_ERR_NOMEM;
             else
-                next[made++] = g;
+                otc_neat_ahead_push(p, next[made++] = g);
         }
         for (int j = n_elite; j < spawn[k] && st == OTC_OK; j++) {
             const otc_neat_genome *pa =
@@ -433,8 +433,12 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
                 st = child ? otc_neat_mutate(child, c, p->innov, &rng) : OTC_ERR_NOMEM;
             }
             if (child) next[made++] = child;
+            if (child && st == OTC_OK) otc_neat_ahead_push(p, child);
         }
     }
+    /* The children are all made: evaluation finishes before speciation and adoption write
+     * into them. */
+    otc_neat_ahead_end(p);
     if (st != OTC_OK) goto done;
     /* Each surviving species is represented by its best member of this generation, as in
      * Stanley's reference code (it compares newcomers with the species' first organism, the
