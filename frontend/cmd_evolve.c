@@ -82,6 +82,7 @@ typedef struct {
     const char *prefix;
     int every, generations;
     bool jit;
+    int jit_steps; /* --jit-steps, -1: the policy's break-even */
     int threads;
     const char *stats, *plot, *out;
     const otc_cli_file *ins;
@@ -115,12 +116,23 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
     }
     if (a->jit) {
 #ifdef OTC_HAVE_JIT
-        /* The policy (compiler/src/llvm/jit/llvm_policy.c) decides per genome; hybrid training's
-         * size is known from the config. */
+        /* Genomes run on the flat program; one that runs past the compile's break-even
+         * switches to exact compiled code (the same results: otc_jit_policy_compiled). Hybrid
+         * training runs graphs under the policy's executor, which decides from the training's
+         * size (compiler/src/llvm/jit/llvm_policy.c). */
         otc_jit_policy jp = otc_jit_policy_defaults();
         jp.train_samples = (double)a->config->train_steps * a->config->batch_size;
+        if (a->jit_steps >= 0) { /* every genome that runs that long, whatever its size */
+            jp.flat_steps = a->jit_steps;
+            jp.flat_min_nodes = 0;
+        }
         otc_jit_policy_set(&jp);
-        task->make_executor = otc_jit_policy_executor;
+        if (a->config->train_steps > 0) {
+            task->make_executor = otc_jit_policy_executor;
+        } else {
+            task->make_compiled = otc_jit_policy_compiled;
+            task->compile_after = (long)jp.flat_steps;
+        }
 #else
         otc_neat_population_free(pop);
         return otc_cli_error("evolve", "--jit: this otc was built without LLVM");
@@ -169,8 +181,14 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
 #ifdef OTC_HAVE_JIT
     if (a->jit) {
         otc_jit_policy_stats js = otc_jit_policy_info();
-        printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
-               js.executors, js.failed);
+        if (task->make_compiled)
+            printf("jit: %ld genome(s) ran past %ld steps: %ld compiled (%.1f ms in all), %ld too "
+                   "small to gain, %ld could not be\n",
+                   js.executors, task->compile_after, js.compiled, js.compile_ms, js.too_small,
+                   js.failed);
+        else
+            printf("jit: %ld of %ld genome executors compiled (%ld could not be)\n", js.compiled,
+                   js.executors, js.failed);
     }
 #endif
     otc_neat_population_free(pop);
@@ -181,7 +199,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *task_spec = NULL, *resume = NULL, *out = NULL, *stats = NULL, *plot = NULL;
     const char *prefix = "neat-checkpoint-";
     uint64_t seed = 1;
-    int generations = 300, threads = 0, every = 0;
+    int generations = 300, threads = 0, every = 0, jit_steps = -1;
     double mpi_timeout = 600;
     bool seed_given = false, jit = false, ctrnn = false;
     double advance_time = 0, time_step = 0;
@@ -214,7 +232,11 @@ int otc_cmd_evolve(int argc, char **argv) {
          "S: under mpirun, stop when a rank holding work sends nothing for S seconds (default "
          "600)"},
         {"--jit", OTC_OPT_FLAG, &jit,
-         "compile genomes with LLVM when their evaluation or training work makes it pay"},
+         "compile genomes with LLVM when their evaluation or training work makes it pay "
+         "(the same results)"},
+        {"--jit-steps", OTC_OPT_INT, &jit_steps,
+         "N: with --jit, compile every genome that runs N steps (default: those large enough "
+         "to gain, after the measured break-even)"},
     };
     const char *pos[1];
     int rc = otc_cli_parse("evolve", "CONFIG.ini --task TASK [options] --out best.otm", opts,
@@ -238,6 +260,8 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (!(mpi_timeout > 0 && mpi_timeout <= 1e6)) /* NaN too: the wait must stay bounded */
         return otc_cli_error("evolve", "--mpi-timeout must be from 0 (exclusive) to 1e6 seconds");
     if (every < 0) return otc_cli_error("evolve", "--checkpoint-every must not be negative");
+    if (jit_steps != -1 && (jit_steps < 0 || !jit))
+        return otc_cli_error("evolve", "--jit-steps must not be negative, and needs --jit");
     if (threads < 0 || threads > MAX_THREADS)
         return otc_cli_error("evolve", "--threads must be from 1 to " MAX_THREADS_TEXT
                                        ", or 0 for one per core");
@@ -304,7 +328,7 @@ int otc_cmd_evolve(int argc, char **argv) {
             mpi->finish(false);
         }
     }
-    evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,
+    evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,   jit_steps,
                       threads, stats,      plot, out,    ins,   &config,     remote};
     int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);

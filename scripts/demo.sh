@@ -49,10 +49,16 @@ paste -d, native.csv interpreted.csv | awk -F, '{ for (i = 1; i <= 3; i++) { d =
   if (d < 0) d = -d; s = ($(i+3) < 0 ? -$(i+3) : $(i+3)); r = d / (s > 1 ? s : 1);
   if (r > m) m = r } } END { printf "emitted C vs interpreter on %d rows: max relative difference %.2g\n", NR, m }'
 
-step "7. compare: interpreter vs LLVM JIT vs emitted C, and PyTorch eager on the same graph"
+step "7. ship the evolved double-pole balancer: its emitted C in a C program with its own physics"
+show "$otc" compile "$ex/deploy/dpnv_champion.otm" --emit-c dpnv_c --name dpnv
+cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DOTC_MODEL=dpnv -DOTC_MODEL_UPPER=DPNV \
+  -I dpnv_c "$ex/deploy/pole_balancer.c" dpnv_c/dpnv.c -lm -o pole_balancer
+show ./pole_balancer 100000
+
+step "8. compare: interpreter vs LLVM JIT vs emitted C, and PyTorch eager on the same graph"
 export OPENBLAS_NUM_THREADS=1
 show "$otc" bench circle.otm --batch 256 --train --export circle.json
 show /usr/bin/python3 "$root/bench/torch_compare.py" circle.json
 show "$otc" bench --random 100 --connections 300 --seed 1 --batch 1
 
-printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/\n' "$out"
+printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/, dpnv_c/\n' "$out"

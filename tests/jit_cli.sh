@@ -51,6 +51,25 @@ has "$WORK/err" "--random"
 [ $? -le 1 ] || fail "evolve --jit: $(head -c 400 "$WORK/err")"
 has "$WORK/out" "jit: "
 
+# --jit gives the same evolution: a recurrent pole task (dpnv) with every genome that lives
+# past 10 steps switched to exact compiled code mid-trial, against the flat program alone.
+# Five generations do not solve it (exit 1); the champions and the statistics (but their
+# seconds column) must be byte-identical.
+DPNV=$SRC/examples/neat/dpnv.ini
+for j in flat jit; do
+    flags=(); [ $j = jit ] && flags=(--jit --jit-steps 10)
+    "$OTC" evolve "$DPNV" --task dpnv --seed 3 --generations 5 --threads 2 "${flags[@]}" \
+        --out "$WORK/$j.otm" --stats "$WORK/$j.csv" >"$WORK/$j.out" 2>"$WORK/err"
+    [ $? -le 1 ] || fail "evolve dpnv ${flags[*]}: $(head -c 400 "$WORK/err")"
+    cut -d, -f1-12 "$WORK/$j.csv" >"$WORK/$j.cut"
+done
+grep -Eq "jit: [0-9]+ genome\(s\) ran past 10 steps: [1-9][0-9]* compiled" "$WORK/jit.out" ||
+    fail "evolve dpnv --jit compiled nothing: $(cat "$WORK/jit.out")"
+cmp -s "$WORK/flat.otm" "$WORK/jit.otm" || fail "evolve dpnv --jit: another champion"
+cmp -s "$WORK/flat.cut" "$WORK/jit.cut" || fail "evolve dpnv --jit: other statistics"
+run 2 evolve "$DPNV" --task dpnv --jit-steps 10
+has "$WORK/err" "needs --jit"
+
 # A recurrent model (running_sum.otm: h = 0.5 x + 0.5 h_prev, by hand 1, 2 -> 0.5, 1.25; 3
 # from a reset state -> 1.5). run --jit starts each sequence from a reset state as the
 # interpreter does; the emitted C (strict flags) and the object each step a driver's state.

@@ -1,6 +1,7 @@
 /* The LLVM JIT's API beyond the differential tests: memory staying flat over 10,000 compiles,
  * the structure cache, the executor's errors and gradient accumulation, LLVM errors as otc
  * errors, object files (host, and aarch64 under qemu), and the evolve policy. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "jit_support.h"
+#include "otc/neat.h"
 
 /* Resident set size in KiB, from /proc/self/statm (pages). */
 static long rss_kib(void) {
@@ -483,4 +485,106 @@ TEST(jit_optimiser_updates_match_interpreter_bit_for_bit) {
         otc_graph_free(gi);
         otc_graph_free(gj);
     }
+}
+
+/* otc evolve --jit's switch: a recurrent genome steps on NEAT's flat program, then its
+ * phenotype compiled exact (otc_jit_policy_compiled) takes over mid-episode with the flat
+ * program's state (otc_neat_flat_hand_over). The reference is the flat program alone (its
+ * first two steps checked by hand), and every compiled output must equal it bit for bit:
+ * evolution's results may not depend on where a genome ran. tanh, sin, a Gaussian and a
+ * sigmoid exercise the C library calls; self-loops and a cycle through hidden nodes carry
+ * state. */
+TEST(jit_exact_code_takes_over_from_the_flat_program) {
+    otc_neat_config c;
+    otc_neat_config_defaults(&c);
+    c.num_inputs = 2;
+    c.num_outputs = 1;
+    c.feed_forward = false;
+    c.bias_node = false;
+    otc_neat_genome *g = otc_neat_genome_new();
+    NEED(g);
+    /* id, type, activation, bias, response */
+    const otc_neat_node nodes[] = {
+        {0, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+        {1, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1},
+        {2, OTC_NEAT_OUTPUT, OTC_ACT_SIGMOID, 0.1f, 1.0f, 0, 1},
+        {3, OTC_NEAT_HIDDEN, OTC_ACT_TANH, -0.2f, 0.8f, 0, 1},
+        {4, OTC_NEAT_HIDDEN, OTC_ACT_SIN, 0.3f, 1.0f, 0, 1},
+        {5, OTC_NEAT_HIDDEN, OTC_ACT_GAUSSIAN, 0.0f, 1.5f, 0, 1},
+    };
+    const otc_neat_conn conns[] = {
+        {1, 0, 3, 0.7f, true},   {2, 1, 3, -1.3f, true}, {3, 3, 3, 0.9f, true},
+        {4, 3, 4, 1.1f, true},   {5, 4, 3, -0.6f, true}, {6, 4, 2, 1.5f, true},
+        {7, 2, 2, 0.4f, true},   {8, 1, 2, 0.25f, true}, {9, 0, 5, 2.0f, true},
+        {10, 5, 2, -0.8f, true},
+    };
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++)
+        NEED(otc_neat_genome_add_node(g, &nodes[i]) == OTC_OK);
+    for (size_t i = 0; i < sizeof conns / sizeof *conns; i++)
+        NEED(otc_neat_genome_add_conn(g, &conns[i]) == OTC_OK);
+    enum { STEPS = 80, SWITCH = 30, AGAIN = 20 };
+    float x[STEPS][2], ref[STEPS];
+    otc_rng rng;
+    otc_rng_seed(&rng, 11);
+    for (int t = 0; t < STEPS; t++)
+        for (int i = 0; i < 2; i++) x[t][i] = 4.0f * otc_rng_uniform(&rng) - 2.0f;
+    x[0][0] = x[1][0] = 0.5f;
+    x[0][1] = x[1][1] = -1.0f;
+    otc_neat_flat *alone = otc_neat_flat_new(), *f = otc_neat_flat_new();
+    NEED(alone && f && otc_neat_flat_build(alone, g, &c) == OTC_OK &&
+         otc_neat_flat_build(f, g, &c) == OTC_OK);
+    for (int t = 0; t < STEPS; t++) NEED(otc_neat_flat_forward(alone, x[t], 1, &ref[t]) == OTC_OK);
+    /* By hand: every non-input source reads its previous value, zeros at the first step. */
+    double sig0 = 1.0 / (1.0 + exp(0.15)); /* sigmoid(0.1 + 0.25 * -1) */
+    double h4 = sin(0.3), h5 = exp(-2.25); /* sin(0.3 + 0), exp(-(1.5 * 2 * 0.5)^2) */
+    double sig1 = 1.0 / (1.0 + exp(-(0.1 + 1.5 * h4 + 0.4 * sig0 - 0.25 - 0.8 * h5)));
+    CHECK_MSG(jit_close_to(ref[0], sig0, 1e-6), "step 0: %.9g, by hand %.9g", (double)ref[0], sig0);
+    CHECK_MSG(jit_close_to(ref[1], sig1, 1e-6), "step 1: %.9g, by hand %.9g", (double)ref[1], sig1);
+
+    float y;
+    for (int t = 0; t < SWITCH; t++) NEED(otc_neat_flat_forward(f, x[t], 1, &y) == OTC_OK);
+    otc_neat_phenotype *ph = NULL;
+    NEED(otc_neat_phenotype_build(g, &c, &ph) == OTC_OK && ph->recurrent);
+    otc_exec_options o = {.inference = true};
+    /* So small a genome runs no faster compiled: the policy leaves it to the flat program. */
+    otc_jit_policy pol = otc_jit_policy_defaults();
+    CHECK(otc_graph_size(ph->graph) < pol.flat_min_nodes);
+    otc_jit_policy_stats before = otc_jit_policy_info();
+    CHECK(otc_jit_policy_compiled(ph->graph, &o) == NULL);
+    CHECK(otc_jit_policy_info().too_small == before.too_small + 1);
+    pol.flat_min_nodes = 0;
+    otc_jit_policy_set(&pol);
+    otc_executor *ex = otc_jit_policy_compiled(ph->graph, &o);
+    otc_jit_policy_set(NULL);
+    NEED(ex);
+    NEED(otc_neat_flat_hand_over(f, ph, ex) == OTC_OK);
+    otc_id out = otc_graph_output(ph->graph, 0);
+    for (int t = SWITCH; t < STEPS + AGAIN; t++) {
+        int at = t < STEPS ? t : t - STEPS;
+        if (t == STEPS) otc_exec_reset_state(ex); /* a new episode: zeros, as the flat program */
+        const float *v;
+        NEED(otc_exec_set_input(ex, ph->input, x[at], 1) == OTC_OK &&
+             otc_exec_forward(ex) == OTC_OK && otc_exec_value(ex, out, &v, NULL) == OTC_OK);
+        CHECK_MSG(memcmp(v, &ref[at], sizeof *v) == 0, "step %d: compiled %.9g, flat %.9g", t,
+                  (double)*v, (double)ref[at]);
+    }
+    /* A feed-forward program has no state to hand over. */
+    otc_neat_flat *ff = otc_neat_flat_new();
+    c.feed_forward = true;
+    otc_neat_genome_free(g);
+    g = otc_neat_genome_new();
+    NEED(g && ff);
+    NEED(otc_neat_genome_add_node(g, &nodes[0]) == OTC_OK &&
+         otc_neat_genome_add_node(g, &nodes[1]) == OTC_OK &&
+         otc_neat_genome_add_node(g, &nodes[2]) == OTC_OK &&
+         otc_neat_genome_add_conn(g, &conns[7]) == OTC_OK);
+    NEED(otc_neat_flat_build(ff, g, &c) == OTC_OK);
+    int rows = -1;
+    CHECK(otc_neat_flat_state(ff, 2, &y, 1, &rows) == OTC_ERR_ARG);
+    otc_neat_flat_free(ff);
+    otc_exec_free(ex);
+    otc_neat_phenotype_free(ph);
+    otc_neat_flat_free(alone);
+    otc_neat_flat_free(f);
+    otc_neat_genome_free(g);
 }

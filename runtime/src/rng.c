@@ -19,40 +19,10 @@ void otc_rng_seed(otc_rng *rng, uint64_t seed) {
     if (!(rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3])) rng->s[0] = 1;
 }
 
-static uint32_t rotl(uint32_t x, int k) {
-    return (x << k) | (x >> (32 - k));
-}
-
-uint32_t otc_rng_u32(otc_rng *rng) {
-    uint32_t *s = rng->s;
-    uint32_t result = rotl(s[1] * 5, 7) * 9;
-    uint32_t t = s[1] << 9;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 11);
-    return result;
-}
-
-float otc_rng_uniform(otc_rng *rng) {
-    return (float)(otc_rng_u32(rng) >> 8) * 0x1.0p-24f;
-}
-
-uint32_t otc_rng_below(otc_rng *rng, uint32_t n) {
-    /* Lemire's multiply-shift with rejection: unbiased and cheap. */
-    uint64_t m = (uint64_t)otc_rng_u32(rng) * n;
-    uint32_t low = (uint32_t)m;
-    if (low < n) {
-        uint32_t threshold = (uint32_t)(-n) % n;
-        while (low < threshold) {
-            m = (uint64_t)otc_rng_u32(rng) * n;
-            low = (uint32_t)m;
-        }
-    }
-    return (uint32_t)(m >> 32);
-}
+/* The external definitions of rng.h's inline draws. */
+extern inline uint32_t otc_rng_u32(otc_rng *rng);
+extern inline float otc_rng_uniform(otc_rng *rng);
+extern inline uint32_t otc_rng_below(otc_rng *rng, uint32_t n);
 
 /* Natural log for x in (0, 1], by range reduction to [sqrt(.5), sqrt(2)) and the atanh
  * series; only + - * / so it rounds identically everywhere. */

@@ -26,6 +26,12 @@ typedef struct {
     bool defer_forward;  /* compile the forward plan on its first use, not at creation (for
                             executors that mostly train: train_step compiles its own plan) */
     otc_jit_tier tier;   /* default: optimised */
+    bool exact;          /* the interpreter's arithmetic bit for bit for neuron graphs (NEAT
+                            phenotypes): each weighted sum and its bias rounded as separate
+                            multiplies and adds, exp/tanh/sin... the C library's functions
+                            the interpreter calls (not the vectorisable trees), multiply-adds
+                            in expressions always fused (llvm.fma, as its fmaf). Slower per
+                            element; for batch-1 steps lanes = 1 suits it */
 } otc_jit_options;
 
 /* Defaults: training allowed, cache on, host vector width, default fusion, BLAS on. */
@@ -99,6 +105,8 @@ typedef struct {
                                    compiling training code costs this many forward compiles */
     double train_samples;       /* expected training samples per training executor (0: unknown,
                                    then training executors are interpreted) */
+    double flat_steps;          /* see otc_jit_policy_compiled */
+    int flat_min_nodes;         /* smaller graphs stay on the flat program (see there) */
 } otc_jit_policy;
 
 /* The break-even measured on the build machine (see the JIT note). */
@@ -108,10 +116,21 @@ void otc_jit_policy_set(const otc_jit_policy *p);
 /* An otc_neat_executor_fn: the policy's executor for g. */
 otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options);
 
+/* Inside evolution genomes run on NEAT's flat program (otc/neat_flat.h), which a compiled
+ * genome must match bit for bit: otc_jit_policy_compiled, an otc_neat_executor_fn for
+ * otc_neat_task.make_compiled, compiles g now (fast tier, exact, one lane: a pole task steps
+ * one sample at a time), counted in the stats; flat_steps is the rows a genome runs on the flat
+ * program before compiling pays (otc_neat_task.compile_after). A graph of fewer than
+ * flat_min_nodes nodes runs no faster compiled: NULL (counted as too_small), and the flat
+ * program carries on. */
+otc_executor *otc_jit_policy_compiled(otc_graph *g, const otc_exec_options *options);
+
 typedef struct {
-    long executors; /* made by the policy */
-    long compiled;  /* of them, switched to (or started with) compiled code */
-    long failed;    /* could not be compiled: stayed interpreted */
+    long executors;    /* made by the policy (otc_jit_policy_compiled's included) */
+    long compiled;     /* of them, switched to (or started with) compiled code */
+    long failed;       /* could not be compiled: stayed interpreted (or flat) */
+    double compile_ms; /* wall time otc_jit_policy_compiled spent compiling */
+    long too_small;    /* otc_jit_policy_compiled's graphs left to the flat program */
 } otc_jit_policy_stats;
 otc_jit_policy_stats otc_jit_policy_info(void);
 

@@ -98,6 +98,9 @@ typedef struct {
     /* Costly activations are calls to functions compiled once per process (llvm_library.c)
      * instead of a copy in every module: for JIT modules, never for object files. */
     bool shared_math;
+    /* otc_jit_options.exact: otc_llvm_fma always fuses (llvm.fma), as the interpreter's fmaf,
+     * and exp, tanh, ... call the C library as the interpreter does. */
+    bool exact;
 } otc_llvm_ir;
 
 /* Fills the types of ir from ir->ctx (mod and b are the caller's). */
@@ -107,7 +110,7 @@ LLVMValueRef otc_llvm_f32(otc_llvm_ir *ir, double v);
 LLVMValueRef otc_llvm_const(LLVMTypeRef t, double v);
 /* A call to an overloaded llvm.* intrinsic on float operands ("llvm.floor", "llvm.fmuladd"). */
 LLVMValueRef otc_llvm_intrinsic(otc_llvm_ir *ir, const char *name, LLVMValueRef *args, int n);
-/* a * b + c, fused where the target has FMA (llvm.fmuladd). */
+/* a * b + c, fused where the target has FMA (llvm.fmuladd); always fused when ir->exact. */
 LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
 
 /* The math library's trees (otc/math_lib.h) built on x: within a few ulp of libm on the range

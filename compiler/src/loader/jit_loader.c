@@ -144,9 +144,14 @@ otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *opti
     return p ? p->jit_policy_executor(g, options) : NULL;
 }
 
+otc_executor *otc_jit_policy_compiled(otc_graph *g, const otc_exec_options *options) {
+    const otc_llvm_plugin_api *p = plugin();
+    return p ? p->jit_policy_compiled(g, options) : NULL;
+}
+
 otc_jit_policy_stats otc_jit_policy_info(void) {
     const otc_llvm_plugin_api *p = loaded();
-    otc_jit_policy_stats s = {0, 0, 0};
+    otc_jit_policy_stats s = {0, 0, 0, 0, 0};
     return p ? p->jit_policy_info() : s;
 }
 

@@ -31,6 +31,15 @@ struct otc_neat_task {
      * genome's phenotype graph instead. Hybrid training always builds the graph (under
      * otc_interpreter_new when NULL). */
     otc_neat_executor_fn make_executor;
+    /* Optional, with make_executor NULL (otc evolve --jit): compiled code for a genome that
+     * runs long. Genomes run on the flat program; once one runner has stepped compile_after
+     * rows (a compile's break-even), the genome's phenotype graph runs under make_compiled from
+     * the next step on, each neuron's recurrent state handed over to its Delay (set_state).
+     * make_compiled must compute what the flat program computes bit for bit (the JIT's exact
+     * option), so results do not depend on it; when it returns NULL the flat program carries
+     * on. CTRNNs and neurons that do not sum stay on the flat program. */
+    otc_neat_executor_fn make_compiled;
+    long compile_after;
     /* The fitness of one genome. Called from several threads at once: it may change only g
      * (hybrid training writes weights back) and must draw randomness only from seed. */
     otc_status (*evaluate)(const otc_neat_task *task, const otc_neat_config *c, otc_neat_genome *g,

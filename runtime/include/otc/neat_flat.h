@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "executor.h"
 #include "neat_genome.h"
 
 /* The program keeps node-major arrays (each neuron's sources and weights in evaluation order,
@@ -29,6 +30,18 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
 otc_status otc_neat_flat_forward(otc_neat_flat *f, const float *x, int batch, float *y);
 /* Recurrent state back to zero (the start of an episode). */
 void otc_neat_flat_reset(otc_neat_flat *f);
+/* A recurrent program's state for the neuron with gene id `id`: its value at the last step
+ * (what the next step reads; zeros after a reset), one float per row of the last batch, into
+ * out. *rows gets that row count (0 before the first step: the state is zero). OTC_ERR_ARG
+ * when the program is not recurrent or does not evaluate that node. For handing a genome's
+ * state over to other code mid-episode (the phenotype graph's Delay of that node). */
+otc_status otc_neat_flat_state(const otc_neat_flat *f, int id, float *out, int cap, int *rows);
+/* f's state handed to ex, an executor of the phenotype graph of the genome f was built from
+ * (otc_neat_phenotype_build with the same config): each Delay's next value becomes its
+ * neuron's value at f's last step (set_state), so ex's next forward carries on where f
+ * stopped. Nothing to do before f's first step (ex starts from zeros too). */
+otc_status otc_neat_flat_hand_over(const otc_neat_flat *f, const otc_neat_phenotype *ph,
+                                   otc_executor *ex);
 /* Neurons the program evaluates (the bias constant not counted), for tests and tools. */
 int otc_neat_flat_neurons(const otc_neat_flat *f);
 

@@ -10,11 +10,40 @@ typedef struct {
 } otc_rng;
 
 void otc_rng_seed(otc_rng *rng, uint64_t seed);
-uint32_t otc_rng_u32(otc_rng *rng);
+
+/* The draws evolution makes millions of are inline definitions (C99 inline: rng.c holds the
+ * one external definition of each, so the library still exports them). */
+inline uint32_t otc_rng_u32(otc_rng *rng) {
+    uint32_t *s = rng->s;
+    uint32_t x = s[1] * 5, result = ((x << 7) | (x >> 25)) * 9;
+    uint32_t t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 11) | (s[3] >> 21);
+    return result;
+}
+
 /* Uniform in [0, 1). */
-float otc_rng_uniform(otc_rng *rng);
-/* Uniform integer in [0, n); n > 0. */
-uint32_t otc_rng_below(otc_rng *rng, uint32_t n);
+inline float otc_rng_uniform(otc_rng *rng) {
+    return (float)(otc_rng_u32(rng) >> 8) * 0x1.0p-24f;
+}
+
+/* Uniform integer in [0, n); n > 0. Lemire's multiply-shift with rejection: unbiased. */
+inline uint32_t otc_rng_below(otc_rng *rng, uint32_t n) {
+    uint64_t m = (uint64_t)otc_rng_u32(rng) * n;
+    uint32_t low = (uint32_t)m;
+    if (low < n) {
+        uint32_t threshold = (uint32_t)(-n) % n;
+        while (low < threshold) {
+            m = (uint64_t)otc_rng_u32(rng) * n;
+            low = (uint32_t)m;
+        }
+    }
+    return (uint32_t)(m >> 32);
+}
 /* Standard normal; uses only IEEE-exact arithmetic so the stream is bit-identical across
  * machines and libm versions. */
 float otc_rng_normal(otc_rng *rng);

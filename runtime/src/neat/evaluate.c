@@ -94,8 +94,10 @@ static void evaluate_one(eval_job *job, int i) {
         atomic_store(&job->failed, true);
         return;
     }
-    double penalty = job->c->complexity_penalty *
-                     (otc_neat_genome_hidden_count(g) + otc_neat_genome_enabled_count(g));
+    /* Counted only when they weigh: ev.fitness - 0.0 is ev.fitness either way. */
+    double cp = job->c->complexity_penalty;
+    double penalty =
+        cp != 0 ? cp * (otc_neat_genome_hidden_count(g) + otc_neat_genome_enabled_count(g)) : 0.0;
     g->fitness = ev.fitness - penalty;
     g->evaluated = true;
     job->solved[i] = ev.solved;

@@ -25,6 +25,7 @@ struct otc_neat_flat {
     float *w;                       /* per source: its weight */
     float *bias, *response, *alpha; /* per neuron */
     int *act;                       /* per neuron */
+    int *ids;                       /* per neuron: its gene id */
     int *agg;                       /* per neuron: otc_agg (0 sum) */
     int n_nonsum;                   /* neurons whose aggregation is not the sum */
     float *terms;                   /* one row's weighted inputs of such a neuron */
@@ -67,11 +68,11 @@ otc_neat_flat *otc_neat_flat_new(void) {
 
 void otc_neat_flat_free(otc_neat_flat *f) {
     if (!f) return;
-    void *arrays[] = {f->first, f->src,  f->w,         f->bias,     f->response, f->alpha,
-                      f->act,   f->agg,  f->terms,     f->items,    f->out_slot, f->cur,
-                      f->prev,  f->slot, f->cursor,    f->start,    f->order,    f->stack,
-                      f->iter,  f->mark, f->edge,      f->src_node, f->dst_node, f->index_of,
-                      f->keep,  f->take, f->keep_last, f->take_last};
+    void *arrays[] = {f->first, f->src,  f->w,         f->bias,      f->response, f->alpha,
+                      f->act,   f->agg,  f->terms,     f->items,     f->out_slot, f->cur,
+                      f->prev,  f->slot, f->cursor,    f->start,     f->order,    f->stack,
+                      f->iter,  f->mark, f->edge,      f->src_node,  f->dst_node, f->index_of,
+                      f->keep,  f->take, f->keep_last, f->take_last, f->ids};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) free(arrays[i]);
     free(f);
 }
@@ -106,7 +107,7 @@ static bool reserve(otc_neat_flat *f, int nodes, int conns, int outputs) {
             !RESIZE(f->mark, cn) || !RESIZE(f->first, cn) || !RESIZE(f->bias, cn) ||
             !RESIZE(f->response, cn) || !RESIZE(f->alpha, cn) || !RESIZE(f->act, cn) ||
             !RESIZE(f->agg, cn) || !RESIZE(f->keep, cn) || !RESIZE(f->take, cn) ||
-            !RESIZE(f->keep_last, cn) || !RESIZE(f->take_last, cn))
+            !RESIZE(f->keep_last, cn) || !RESIZE(f->take_last, cn) || !RESIZE(f->ids, cn))
             return false;
         f->cap_nodes = f->cap_neurons = cn;
     }
@@ -208,6 +209,8 @@ static void mark_needed(otc_neat_flat *f, const otc_neat_genome *g) {
  * comes after its sources; reaching a node still on the path is a cycle. */
 static otc_status ff_order(otc_neat_flat *f, const otc_neat_genome *g) {
     int n = 0;
+    /* The walks reach exactly the nodes mark_needed would mark: no separate pass for it. */
+    for (int i = 0; i < g->n_nodes; i++) f->mark[i] = g->nodes[i].type == OTC_NEAT_OUTPUT;
     for (int r = 0; r < g->n_nodes; r++) {
         if (g->nodes[r].type != OTC_NEAT_OUTPUT || f->mark[r] != 1) continue;
         int top = 0;
@@ -256,12 +259,12 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
     }
     otc_status s = collect_edges(f, g);
     if (s != OTC_OK) return s;
-    mark_needed(f, g);
     if (f->recurrent) {
+        mark_needed(f, g);
         /* Every non-input source is read a step late: any order will do. */
         for (int i = 0; i < nn; i++)
             if (f->mark[i] && !is_source(&g->nodes[i])) f->order[f->n_neurons++] = i;
-    } else if ((s = ff_order(f, g)) != OTC_OK) {
+    } else if ((s = ff_order(f, g)) != OTC_OK) { /* which only visits needed nodes */
         f->n_neurons = 0;
         return s;
     }
@@ -295,6 +298,7 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
         f->bias[k] = node->bias;
         f->response[k] = node->response;
         f->act[k] = (int)node->act;
+        f->ids[k] = node->id;
         f->alpha[k] = otc_neat_act_alpha(c, node->act); /* as the phenotype's Neuron */
         f->agg[k] = node->agg;
         if (f->ctrnn) {
@@ -348,7 +352,7 @@ otc_status otc_neat_flat_build(otc_neat_flat *f, const otc_neat_genome *g,
     return OTC_OK;
 }
 
-/* Value arrays for `batch` rows, state zero, the bias slot 1 in both arrays. */
+/* Value arrays for `batch` rows, state zero (recurrent), the bias slot 1 in both arrays. */
 static otc_status layout(otc_neat_flat *f, int batch) {
     size_t slots = (size_t)f->n_inputs + 1 + (size_t)f->n_neurons, need = slots * (size_t)batch;
     if (need > f->cap_vals) {
@@ -359,8 +363,12 @@ static otc_status layout(otc_neat_flat *f, int batch) {
             return otc_fail(OTC_ERR_NOMEM, "out of memory for a flat program's values");
         f->cap_vals = cap;
     }
-    memset(f->cur, 0, need * sizeof *f->cur);
-    memset(f->prev, 0, need * sizeof *f->prev);
+    /* Recurrent state starts at zero. A feed-forward forward writes every slot it reads
+     * (inputs, then neurons in evaluation order) before reading it: only the bias is set. */
+    if (f->recurrent) {
+        memset(f->cur, 0, need * sizeof *f->cur);
+        memset(f->prev, 0, need * sizeof *f->prev);
+    }
     for (int r = 0; r < batch; r++)
         f->cur[(size_t)f->n_inputs * (size_t)batch + (size_t)r] =
             f->prev[(size_t)f->n_inputs * (size_t)batch + (size_t)r] = 1.0f;
@@ -465,5 +473,21 @@ otc_status otc_neat_flat_forward(otc_neat_flat *f, const float *x, int batch, fl
         f->cur = f->prev;
         f->prev = t;
     }
+    return OTC_OK;
+}
+
+otc_status otc_neat_flat_state(const otc_neat_flat *f, int id, float *out, int cap, int *rows) {
+    if (!f || !out || !rows) return otc_fail(OTC_ERR_ARG, "otc_neat_flat_state: NULL argument");
+    if (!f->recurrent || f->ctrnn)
+        return otc_fail(OTC_ERR_ARG, "otc_neat_flat_state: not a recurrent program");
+    int k = 0;
+    while (k < f->n_neurons && f->ids[k] != id) k++;
+    if (k == f->n_neurons)
+        return otc_fail(OTC_ERR_ARG, "otc_neat_flat_state: node %d is not evaluated", id);
+    *rows = f->batch;
+    if (f->batch > cap) return otc_fail(OTC_ERR_ARG, "otc_neat_flat_state: %d rows", f->batch);
+    /* After a step the newest values are in prev (the arrays swap). */
+    const float *v = f->prev + (size_t)(f->n_inputs + 1 + k) * (size_t)f->batch;
+    for (int r = 0; r < f->batch; r++) out[r] = v[r];
     return OTC_OK;
 }

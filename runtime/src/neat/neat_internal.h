@@ -110,16 +110,26 @@ int otc_neat_eval_threads(void);
 void otc_neat_bind_eval_threads(int n);
 
 /* A genome made runnable: the flat program when the task asks for no executor (the bound
- * scratch program, or one of its own), else its phenotype graph and the task's executor. */
+ * scratch program, or one of its own), else its phenotype graph and the task's executor. With
+ * the task's make_compiled, the flat program hands over to compiled code after compile_after
+ * rows (task.c). */
 typedef struct {
     otc_neat_flat *flat, *own;
     otc_neat_phenotype *ph;
     otc_executor *ex;
+    const otc_neat_task *task; /* for the switch: the task, config and genome opened with */
+    const otc_neat_config *c;
+    const otc_neat_genome *g;
+    long rows;  /* stepped on the flat program so far */
+    bool fixed; /* no switch (any more): stays on what it runs */
 } otc_neat_runner;
 
 otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,
                                 const otc_neat_genome *g, otc_neat_runner *r);
 void otc_neat_runner_close(otc_neat_runner *r);
+/* From the flat program to the task's make_compiled code (runner_compiled.c); the flat
+ * program stays on when the genome cannot switch or compiling fails. */
+void otc_neat_runner_switch(otc_neat_runner *r);
 /* Forward `batch` rows of x [batch, n_inputs]; y gets [batch, n_outputs]. */
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y);
 /* Recurrent state back to zero. */

@@ -5,41 +5,48 @@
 
 #include <math.h>
 
-/* The polynomials are Sun's fdlibm kernels (__kernel_sin, __kernel_cos in FreeBSD msun's
- * k_sin.c and k_cos.c: "Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
- * Developed at SunPro, a Sun Microsystems, Inc. business. Permission to use, copy, modify,
- * and distribute this software is freely granted, provided that this notice is preserved."),
- * with the tail y of an argument reduction at 0. Their published bound is an error under one
- * ulp for |x| <= pi/4; tests/test_pole.c measures them against libm. Balancing poles stay
- * within 36 degrees (0.63 rad), so libm is left only to failing states' last steps. */
+/* Balancing poles stay within 36 degrees (0.63 rad), so libm is left only to failing states'
+ * last steps. Inside pi/4 the Taylor series below stop where the first dropped term is under
+ * 1e-19 (x^19/19! and x^20/20! at pi/4), far below half an ulp; what remains is the rounding of
+ * Horner's steps, which tests/test_pole.c measures against libm (within one ulp). */
 #define POLE_TRIG_MAX 0.78539816339744828 /* pi/4, rounded down */
 
-static inline double pole_sin_kernel(double x) {
-    const double s1 = -1.66666666666666324348e-01, s2 = 8.33333333332248946124e-03,
-                 s3 = -1.98412698298579493134e-04, s4 = 2.75573137070700676789e-06,
-                 s5 = -2.50507602534068634195e-08, s6 = 1.58969099521155010221e-10;
-    double z = x * x, w = z * z;
-    double r = s2 + z * (s3 + z * s4) + z * w * (s5 + z * s6);
-    return x + z * x * (s1 + z * r);
+/* sin x = x + x·z·(-1/3! + z/5! - z²/7! + ...), z = x². The correction x·z·(...) is under a
+ * tenth of x, so its rounding barely reaches the result's last bit. */
+static inline double pole_sin_small(double x) {
+    double z = x * x;
+    double p = 1.0 / 355687428096000.0; /* 1/17! */
+    p = p * z - 1.0 / 1307674368000.0;  /* 1/15! */
+    p = p * z + 1.0 / 6227020800.0;     /* 1/13! */
+    p = p * z - 1.0 / 39916800.0;       /* 1/11! */
+    p = p * z + 1.0 / 362880.0;         /* 1/9! */
+    p = p * z - 1.0 / 5040.0;           /* 1/7! */
+    p = p * z + 1.0 / 120.0;            /* 1/5! */
+    p = p * z - 1.0 / 6.0;              /* 1/3! */
+    return x + x * z * p;
 }
 
-static inline double pole_cos_kernel(double x) {
-    const double c1 = 4.16666666666666019037e-02, c2 = -1.38888888888741095749e-03,
-                 c3 = 2.48015872894767294178e-05, c4 = -2.75573143513906633035e-07,
-                 c5 = 2.08757232129817482790e-09, c6 = -1.13596475577881948265e-11;
-    double z = x * x, w = z * z;
-    double r = z * (c1 + z * (c2 + z * c3)) + w * w * (c4 + z * (c5 + z * c6));
-    double hz = 0.5 * z, t = 1.0 - hz;
-    /* 1 - z/2 split so its rounding error is added back with the small terms. */
-    return t + (((1.0 - t) - hz) + z * r);
+/* cos x = (1 - z/2) + z²·(1/4! - z/6! + ...). 1 - z/2 is formed with its rounding error
+ * recovered (exact because z/2 < 1), which is added back with the small terms. */
+static inline double pole_cos_small(double x) {
+    double z = x * x, half = 0.5 * z, head = 1.0 - half, head_error = (1.0 - head) - half;
+    double p = 1.0 / 6402373705728000.0; /* 1/18! */
+    p = p * z - 1.0 / 20922789888000.0;  /* 1/16! */
+    p = p * z + 1.0 / 87178291200.0;     /* 1/14! */
+    p = p * z - 1.0 / 479001600.0;       /* 1/12! */
+    p = p * z + 1.0 / 3628800.0;         /* 1/10! */
+    p = p * z - 1.0 / 40320.0;           /* 1/8! */
+    p = p * z + 1.0 / 720.0;             /* 1/6! (negated below with the 1/4! term) */
+    p = 1.0 / 24.0 - p * z;
+    return head + (head_error + z * z * p);
 }
 
-/* sin and cos of x: the kernels inside [-pi/4, pi/4] (NaN included: it fails the test and
- * goes to libm), libm outside. */
+/* sin and cos of x: the polynomials inside [-pi/4, pi/4] (NaN fails the test and goes to libm),
+ * libm outside. */
 static inline void pole_sincos(double x, double *s, double *c) {
     if (fabs(x) <= POLE_TRIG_MAX) {
-        *s = pole_sin_kernel(x);
-        *c = pole_cos_kernel(x);
+        *s = pole_sin_small(x);
+        *c = pole_cos_small(x);
     } else {
         *s = sin(x);
         *c = cos(x);

@@ -51,6 +51,20 @@ static int by_fitness(const void *a, const void *b) {
     return (i > j) - (i < j);
 }
 
+/* Members into by_fitness's order: insertion sort for the usual small species, qsort for
+ * large ones (a total order: the same result either way). */
+static void sort_by_fitness(int *m, int n) {
+    if (n > 32) {
+        qsort(m, (size_t)n, sizeof *m, by_fitness);
+        return;
+    }
+    for (int i = 1; i < n; i++) {
+        int x = m[i], j = i;
+        for (; j > 0 && by_fitness(&m[j - 1], &x) > 0; j--) m[j] = m[j - 1];
+        m[j] = x;
+    }
+}
+
 /* Offspring counts: min_species_size each (best species first while they last), the rest
  * proportional to adjusted fitness, by largest remainder. */
 static void compute_spawn(const otc_neat_config *c, int n, const double *af, const int *rank,
@@ -354,7 +368,7 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
             goto done;
         }
         memcpy(rs[k].order, sp->members, sizeof *rs[k].order * (size_t)sp->n_members);
-        qsort(rs[k].order, (size_t)sp->n_members, sizeof *rs[k].order, by_fitness);
+        sort_by_fitness(rs[k].order, sp->n_members);
         /* Stanley's pool size: the top floor(threshold * size) + 1 members. */
         int cut = (int)floor(c->survival_threshold * sp->n_members) + 1;
         if (cut > sp->n_members) cut = sp->n_members;

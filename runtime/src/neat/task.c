@@ -13,7 +13,7 @@
 
 otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,
                                 const otc_neat_genome *g, otc_neat_runner *r) {
-    memset(r, 0, sizeof *r);
+    *r = (otc_neat_runner){.task = task, .c = c, .g = g, .fixed = !task->make_compiled};
     if (!task->make_executor) {
         r->flat = otc_neat_eval_scratch();
         if (!r->flat && !(r->flat = r->own = otc_neat_flat_new())) return OTC_ERR_NOMEM;
@@ -41,6 +41,8 @@ void otc_neat_runner_close(otc_neat_runner *r) {
 }
 
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y) {
+    if (r->flat && !r->fixed && (r->rows += batch) > r->task->compile_after)
+        otc_neat_runner_switch(r);
     if (r->flat) return otc_neat_flat_forward(r->flat, x, batch, y);
     otc_status s = otc_exec_set_input(r->ex, r->ph->input, x, batch);
     if (s == OTC_OK) s = otc_exec_forward(r->ex);

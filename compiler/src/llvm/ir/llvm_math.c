@@ -40,12 +40,34 @@ LLVMValueRef otc_llvm_intrinsic(otc_llvm_ir *ir, const char *name, LLVMValueRef 
 
 LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
     LLVMValueRef args[3] = {a, b, c};
-    return otc_llvm_intrinsic(ir, "llvm.fmuladd", args, 3);
+    return otc_llvm_intrinsic(ir, ir->exact ? "llvm.fma" : "llvm.fmuladd", args, 3);
+}
+
+/* Exact code calls the C library the interpreter calls (expf for OTC_EX_EXP, ...), lane by
+ * lane: the same function of the same process gives the same bits. */
+static LLVMValueRef libm(otc_llvm_ir *ir, otc_ex_op f, LLVMValueRef x) {
+    static const char *const names[] = {
+        [OTC_EX_EXP] = "expf",     [OTC_EX_EXPM1] = "expm1f", [OTC_EX_LOG] = "logf",
+        [OTC_EX_LOG1P] = "log1pf", [OTC_EX_TANH] = "tanhf",   [OTC_EX_SIN] = "sinf",
+        [OTC_EX_COS] = "cosf"};
+    LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, names[f]);
+    LLVMTypeRef ft = LLVMFunctionType(ir->f32, &ir->f32, 1, 0);
+    if (!fn) fn = LLVMAddFunction(ir->mod, names[f], ft);
+    LLVMTypeRef t = LLVMTypeOf(x);
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMBuildCall2(ir->b, ft, fn, &x, 1, "");
+    LLVMValueRef y = LLVMGetUndef(t);
+    for (unsigned i = 0; i < LLVMGetVectorSize(t); i++) {
+        LLVMValueRef at = LLVMConstInt(ir->i32, i, 0);
+        LLVMValueRef xi = LLVMBuildExtractElement(ir->b, x, at, "");
+        y = LLVMBuildInsertElement(ir->b, y, LLVMBuildCall2(ir->b, ft, fn, &xi, 1, ""), at, "");
+    }
+    return y;
 }
 
 /* The math library: each function its tree (otc/math_lib.h) built on x; the calls inside
  * a tree (tanh's exp) come back here through otc_llvm_expr. */
 static LLVMValueRef math(otc_llvm_ir *ir, otc_ex_op f, LLVMValueRef x) {
+    if (ir->exact) return libm(ir, f, x);
     return otc_llvm_expr(ir, otc_math_tree(f), LLVMTypeOf(x), &(otc_llvm_leaves){.x = x});
 }
 

@@ -375,7 +375,9 @@ otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_opti
     r->ir.ctx = ctx;
     otc_llvm_ir_types(&r->ir);
     r->ir.mod = mod;
-    r->ir.shared_math = !o->aot;
+    /* The shared functions are built with llvm.fmuladd: exact code keeps its own. */
+    r->ir.shared_math = !o->aot && !o->exact;
+    r->ir.exact = o->exact;
     r->ir.b = LLVMCreateBuilderInContext(ctx);
     r->vec = LLVMVectorType(r->ir.f32, (unsigned)o->lanes);
     r->eb = LLVMCreateBuilderInContext(ctx);

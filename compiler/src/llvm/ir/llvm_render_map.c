@@ -175,10 +175,15 @@ static LLVMValueRef neuron_value(otc_llvm_r *r, otc_id id) {
     for (int i = 2; i < nd->n_inputs && nd->agg == OTC_AGG_SUM; i++) {
         LLVMValueRef w = otc_lv_weight(r, nd->inputs[0], i - 2, true);
         LLVMValueRef x = operand(r, nd->inputs[i], otc_lv_i64(r, nd->cols[i - 2]), true);
-        acc = otc_llvm_fma(&r->ir, w, x, acc);
+        /* Exact: rounded twice, as the interpreter's acc += w * x. */
+        acc = r->o.exact ? LLVMBuildFAdd(B, acc, LLVMBuildFMul(B, w, x, ""), "")
+                         : otc_llvm_fma(&r->ir, w, x, acc);
     }
-    LLVMValueRef pre = otc_llvm_fma(&r->ir, konst(r, true, nd->scale), acc,
-                                    otc_lv_weight(r, nd->inputs[1], 0, true));
+    LLVMValueRef bias = otc_lv_weight(r, nd->inputs[1], 0, true);
+    LLVMValueRef pre =
+        r->o.exact
+            ? LLVMBuildFAdd(B, bias, LLVMBuildFMul(B, konst(r, true, nd->scale), acc, ""), "")
+            : otc_llvm_fma(&r->ir, konst(r, true, nd->scale), acc, bias);
     if (r->plan->values[id].has_pre) otc_lv_store(r, pre, otc_lv_pre_ptr(r, id));
     return otc_llvm_act_call(&r->ir, nd->act, nd->alpha, pre);
 }

@@ -29,6 +29,7 @@ static otc_llvm_render_options render_options(const jit_exec *j, const otc_plan 
     ro.train = train;
     ro.blas = !j->o.no_blas;
     ro.fast = j->o.tier == OTC_JIT_TIER_FAST && !has_product_loops(p);
+    ro.exact = j->o.exact;
     /* Twice the code for up to ~1.5x the throughput on long batches: worth it when the code
      * runs long, not for the fast tier. */
     ro.chunk_group = ro.fast ? 1 : 2; /* 4 measured no faster than 2, and compiles slower */

@@ -18,6 +18,7 @@ __attribute__((visibility("default"))) const otc_llvm_plugin_api otc_llvm_plugin
     .jit_policy_set = otc_jit_policy_set,
     .jit_policy_executor = otc_jit_policy_executor,
     .jit_policy_info = otc_jit_policy_info,
+    .jit_policy_compiled = otc_jit_policy_compiled,
     .jit_host_cpu = otc_jit_host_cpu,
     .emit_llvm_defaults = otc_emit_llvm_defaults,
     .emit_llvm = otc_emit_llvm,

@@ -8,7 +8,7 @@
 /* File name of the plugin, looked for beside libotc_compiler.so and beside the program. */
 #define OTC_LLVM_PLUGIN_FILE "libotc_llvm.so"
 /* Bumped when the table changes; the loader refuses a plugin with another value. */
-#define OTC_LLVM_PLUGIN_ABI 1
+#define OTC_LLVM_PLUGIN_ABI 2
 
 typedef struct {
     int abi;
@@ -26,6 +26,7 @@ typedef struct {
     void (*jit_policy_set)(const otc_jit_policy *);
     otc_executor *(*jit_policy_executor)(otc_graph *, const otc_exec_options *);
     otc_jit_policy_stats (*jit_policy_info)(void);
+    otc_executor *(*jit_policy_compiled)(otc_graph *, const otc_exec_options *);
     const char *(*jit_host_cpu)(void);
     otc_emit_llvm_options (*emit_llvm_defaults)(void);
     otc_status (*emit_llvm)(const otc_graph *, const otc_emit_llvm_options *, otc_emit_kind,
