@@ -65,6 +65,8 @@ TEST(neat_config_errors_name_key_section_line) {
     expect_config_error(buf, "t.ini:10", "unknown section", "[Genome]");
     snprintf(buf, sizeof buf, "%s[DefaultGenome]\nweight_mutate_rate = 1.5\n", base_ini);
     expect_config_error(buf, "t.ini:10", "weight_mutate_rate", "out of range");
+    snprintf(buf, sizeof buf, "%s[DefaultGenome]\nconn_toggle_prob = 1.5\n", base_ini);
+    expect_config_error(buf, "t.ini:10", "conn_toggle_prob", "out of range");
     snprintf(buf, sizeof buf, "%s[DefaultGenome]\naggregation_default = my_l2norm\n", base_ini);
     expect_config_error(buf, "t.ini:10", "aggregation_default",
                         "unsupported aggregation 'my_l2norm'");
@@ -576,6 +578,82 @@ static otc_neat_genome *make_bias_genome(const int (*io)[2], const bool *enabled
         otc_neat_genome_add_conn(g, &c);
     }
     return g;
+}
+
+/* Stanley's mutate_gene_reenable: only the oldest disabled connection comes back. */
+TEST(neat_reenable_oldest_disabled) {
+    const int io[4][2] = {{0, 3}, {1, 3}, {2, 3}, {3, 3}};
+    const bool en[4] = {true, false, true, false};
+    otc_neat_genome *g = make_bias_genome(io, en, 4);
+    otc_neat_mutate_reenable(g);
+    CHECK(g->conns[0].enabled && g->conns[1].enabled && g->conns[2].enabled);
+    CHECK(!g->conns[3].enabled); /* innovation 4 waits for the next re-enable */
+    otc_neat_mutate_reenable(g);
+    CHECK(g->conns[3].enabled);
+    otc_neat_mutate_reenable(g); /* nothing disabled: no change */
+    for (int i = 0; i < 4; i++) CHECK(g->conns[i].enabled);
+    otc_neat_genome_free(g);
+}
+
+/* Stanley's mutate_toggle_enable on hand-made genomes, whichever connection the draw picks:
+ * (a) 0->3 and 1->3 each the only connection out of its source: nothing is ever disabled;
+ * (b) 0->3 and 0->0 share source 0: exactly one of them is disabled;
+ * (c) 0->3 disabled, 1->3 enabled: 0->3 is enabled when drawn, 1->3 is kept (the only one out
+ * of 1), so afterwards either both are enabled or nothing changed. Over 200 seeds each
+ * connection is drawn about half the time. */
+TEST(neat_toggle_enable_keeps_sources_connected) {
+    const int io_a[2][2] = {{0, 3}, {1, 3}}, io_b[2][2] = {{0, 3}, {0, 0}};
+    const bool on[2] = {true, true}, half[2] = {false, true};
+    int drawn_disabled = 0;
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        otc_rng rng;
+        otc_rng_seed(&rng, seed);
+        otc_neat_genome *a = make_bias_genome(io_a, on, 2);
+        otc_neat_mutate_toggle_enable(a, &rng);
+        CHECK(a->conns[0].enabled && a->conns[1].enabled);
+        otc_neat_genome *b = make_bias_genome(io_b, on, 2);
+        otc_neat_mutate_toggle_enable(b, &rng);
+        CHECK(b->conns[0].enabled + b->conns[1].enabled == 1);
+        otc_neat_genome *c = make_bias_genome(io_a, half, 2);
+        otc_neat_mutate_toggle_enable(c, &rng);
+        CHECK(c->conns[1].enabled);
+        drawn_disabled += c->conns[0].enabled;
+        otc_neat_genome_free(a);
+        otc_neat_genome_free(b);
+        otc_neat_genome_free(c);
+    }
+    CHECK(drawn_disabled > 70 && drawn_disabled < 130);
+}
+
+/* The keys gate the operators: a child mutated without a structural change under
+ * conn_reenable_prob = 1 always gets its oldest disabled connection back; with both keys 0 the
+ * mutation leaves enabled flags alone (enabled_mutate_rate 0). */
+TEST(neat_reenable_prob_in_mutate) {
+    const int io[3][2] = {{0, 3}, {1, 3}, {2, 3}};
+    const bool en[3] = {true, false, false};
+    char buf[1024];
+    otc_neat_config parsed;
+    snprintf(buf, sizeof buf,
+             "%s[DefaultGenome]\nconn_toggle_prob = 0.1\nconn_reenable_prob = 0.05\n", base_ini);
+    REQUIRE(otc_neat_config_parse(buf, "t.ini", &parsed) == OTC_OK);
+    CHECK(parsed.conn_toggle_prob == 0.1 && parsed.conn_reenable_prob == 0.05);
+    CHECK(base_config().conn_toggle_prob == 0 && base_config().conn_reenable_prob == 0);
+    for (int on = 0; on <= 1; on++) {
+        otc_neat_config c = base_config();
+        c.num_inputs = 2;
+        c.conn_add_prob = c.node_add_prob = c.conn_delete_prob = c.node_delete_prob = 0;
+        c.enabled_mutate_rate = 0;
+        c.conn_reenable_prob = on;
+        otc_neat_innovations *t = otc_neat_innovations_new(4, 10);
+        otc_rng rng;
+        otc_rng_seed(&rng, 9);
+        otc_neat_genome *g = make_bias_genome(io, en, 3);
+        REQUIRE(otc_neat_mutate(g, &c, t, &rng) == OTC_OK);
+        CHECK(g->conns[1].enabled == (on == 1));
+        CHECK(!g->conns[2].enabled);
+        otc_neat_genome_free(g);
+        otc_neat_innovations_free(t);
+    }
 }
 
 /* Which connection (by innovation) an add-node split, 0 when none was. */

@@ -97,6 +97,11 @@ typedef struct {
     /* otc (Stanley's recur_only_prob): with recurrence on, the chance that a new connection
      * must close a loop; otherwise it must not. < 0: any pair (neat-python). */
     double conn_add_recurrent_prob;
+    /* otc (Stanley's mutate_toggle_enable_prob / mutate_gene_reenable_prob; p2nv.ne: 0.1 and
+     * 0.05): the chance that a child whose attributes are mutated also toggles one random
+     * connection (an enabled one only while another enabled connection leaves its source) /
+     * re-enables its oldest disabled connection. 0: never (neat-python has neither). */
+    double conn_toggle_prob, conn_reenable_prob;
     /* otc: split older connections more often in small genomes, as Stanley's add-node (walks
      * the genes oldest first, taking each with probability 0.3, for genomes of < 15 genes) */
     bool node_add_prefer_old;

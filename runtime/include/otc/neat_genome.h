@@ -111,6 +111,12 @@ otc_status otc_neat_mutate_add_conn(otc_neat_genome *g, const otc_neat_config *c
 void otc_neat_mutate_delete_node(otc_neat_genome *g, otc_rng *rng);
 void otc_neat_mutate_delete_conn(otc_neat_genome *g, otc_rng *rng);
 void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, otc_rng *rng);
+/* Stanley's mutate_toggle_enable(1): one connection drawn at random is enabled if disabled, or
+ * disabled if another enabled connection leaves the same source (so no part of the network is
+ * cut off). */
+void otc_neat_mutate_toggle_enable(otc_neat_genome *g, otc_rng *rng);
+/* Stanley's mutate_gene_reenable: the oldest disabled connection is enabled. */
+void otc_neat_mutate_reenable(otc_neat_genome *g);
 
 /* A child of a and b. Matching genes come from either parent at random, disjoint and excess
  * genes from the fitter one (on equal fitness the one with fewer genes, as Stanley's code), so

@@ -248,6 +248,30 @@ void otc_neat_mutate_attributes(otc_neat_genome *g, const otc_neat_config *c, ot
     }
 }
 
+void otc_neat_mutate_toggle_enable(otc_neat_genome *g, otc_rng *rng) {
+    if (g->n_conns <= 0) return;
+    otc_neat_conn *cn = &g->conns[otc_rng_below(rng, (uint32_t)g->n_conns)];
+    if (!cn->enabled) {
+        cn->enabled = true;
+        return;
+    }
+    for (int i = 0; i < g->n_conns; i++) {
+        const otc_neat_conn *o = &g->conns[i];
+        if (o != cn && o->enabled && o->in == cn->in) {
+            cn->enabled = false;
+            return;
+        }
+    }
+}
+
+void otc_neat_mutate_reenable(otc_neat_genome *g) {
+    for (int i = 0; i < g->n_conns; i++) /* innovation order: the oldest first */
+        if (!g->conns[i].enabled) {
+            g->conns[i].enabled = true;
+            return;
+        }
+}
+
 otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_neat_innovations *t,
                            otc_rng *rng) {
     otc_status s = OTC_OK;
@@ -288,7 +312,14 @@ otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_nea
     /* The NEAT paper's code mutates either the structure or the weights of a child, which
      * keeps a new node from arriving together with a weight change that hides its value. */
     bool structural = g->n_nodes != n_nodes0 || g->n_conns != n_conns0;
-    if (!(c->structural_mutation_exclusive && structural)) otc_neat_mutate_attributes(g, c, rng);
+    if (!(c->structural_mutation_exclusive && structural)) {
+        otc_neat_mutate_attributes(g, c, rng);
+        /* No draw when off, so configs without these keys keep their random streams. */
+        if (c->conn_toggle_prob > 0 && otc_rng_uniform(rng) < c->conn_toggle_prob)
+            otc_neat_mutate_toggle_enable(g, rng);
+        if (c->conn_reenable_prob > 0 && otc_rng_uniform(rng) < c->conn_reenable_prob)
+            otc_neat_mutate_reenable(g);
+    }
     g->evaluated = false;
     g->fitness = 0;
     return OTC_OK;
