@@ -10,35 +10,14 @@ batch 64 (forward, softmax cross-entropy, backward, Adam lr 1e-3) in millisecond
 (torch.no_grad) at batch 1 and 64 in microseconds, each the median of 7 timed blocks. Exits
 77 when torch is missing (bench/images.c then leaves its columns out).
 """
-import statistics
 import sys
-import time
+
+from bench_timing import median_time
 
 try:
     import torch
 except ImportError:
     sys.exit(77)
-
-
-def median_time(fn, min_seconds=0.3, blocks=7):
-    """Median seconds per call over `blocks` blocks of calls, after a warm-up."""
-    for _ in range(3):
-        fn()
-    n = 1
-    while True:  # calls per block so that all blocks together take about min_seconds
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if (time.perf_counter() - t0) * blocks >= min_seconds or n >= 1 << 20:
-            break
-        n *= 2
-    times = []
-    for _ in range(blocks):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        times.append((time.perf_counter() - t0) / n)
-    return statistics.median(times)
 
 
 def lenet():

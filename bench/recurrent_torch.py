@@ -10,36 +10,14 @@ target at every step, backward through time, Adam) in milliseconds, and batch-1 
 one time step (the layer on one step, its state carried) in microseconds, each the median of
 timed blocks. Exits 77 when torch is missing (bench/recurrent.c then leaves its columns out).
 """
-import statistics
 import sys
-import time
+
+from bench_timing import median_time
 
 try:
     import torch
 except ImportError:
     sys.exit(77)
-
-
-def median_time(fn, reps, min_seconds=0.3, blocks=7):
-    """Median seconds per call over `blocks` blocks of calls, after a warm-up."""
-    for _ in range(3):
-        fn()
-    n = 1
-    while True:  # calls per block so that all blocks together take about min_seconds
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt * blocks >= min_seconds or n >= reps:
-            break
-        n *= 2
-    times = []
-    for _ in range(blocks):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        times.append((time.perf_counter() - t0) / n)
-    return statistics.median(times)
 
 
 def bench(cell, n_in, hidden, steps, batch):
@@ -57,7 +35,7 @@ def bench(cell, n_in, hidden, steps, batch):
         loss.backward()
         opt.step()
 
-    train = median_time(train_step, 1 << 20)
+    train = median_time(train_step)
 
     x1 = torch.rand(1, 1, n_in) * 2 - 1
     state = [None]
@@ -66,7 +44,7 @@ def bench(cell, n_in, hidden, steps, batch):
         _, state[0] = net(x1, state[0])
 
     with torch.no_grad():
-        infer = median_time(infer_step, 1 << 20)
+        infer = median_time(infer_step)
     return train * 1e3, infer * 1e6
 
 
