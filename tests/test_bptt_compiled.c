@@ -274,25 +274,13 @@ static bool check_training(const scase *c, bool with_emitc, double *worst) {
     return ok;
 }
 
-static otc_graph *random_recurrent(uint64_t seed, int neurons) {
-    otc_testgen_neat_options o = otc_testgen_neat_defaults(neurons);
-    o.recurrent = 0.3f;
-    o.two_inputs = seed % 2 == 0;
-    o.n_outputs = 1 + (int)(seed % 3);
-    if (o.n_outputs > neurons) o.n_outputs = neurons;
-    o.weight_scale = 1.0f;
-    o.act_mask = (1u << OTC_ACT_SIGMOID) | (1u << OTC_ACT_TANH) | (1u << OTC_ACT_GAUSSIAN) |
-                 (1u << OTC_ACT_SIN) | (1u << OTC_ACT_STEEP_SIGMOID);
-    return otc_testgen_neat(seed, &o);
-}
-
 TEST(bptt_compiled_random_graphs) {
     enum { N = 16, WITH_C = 4 };
     double wg = 0, wt = 0;
     int recurrent = 0;
     for (int i = 0; i < N; i++) {
         scase c;
-        otc_graph *g = random_recurrent(3300 + (uint64_t)i, 2 + i % 12);
+        otc_graph *g = otc_testgen_recurrent(3300 + (uint64_t)i, 2 + i % 12);
         REQUIRE(scase_init(&c, g, 40 + (uint64_t)i));
         recurrent += otc_graph_is_recurrent(c.g);
         CHECK_MSG(check_gradients(&c, T_GRAD, i < WITH_C, &wg), "graph %d gradients", i);
@@ -311,7 +299,7 @@ TEST(bptt_compiled_jit_update_paths) {
     double worst = 0;
     for (int k = 0; k < 2; k++) {
         scase c;
-        REQUIRE(scase_init(&c, random_recurrent(5150 + (uint64_t)k, 6), 8));
+        REQUIRE(scase_init(&c, otc_testgen_recurrent(5150 + (uint64_t)k, 6), 8));
         otc_optim_config oc = otc_optim_defaults(k ? OTC_OPTIM_ADAMW : OTC_OPTIM_SGD);
         oc.lr = 0.02f;
         if (!k)

@@ -125,20 +125,6 @@ TEST(recurrent_running_sum) {
     emitc_case_free(&c);
 }
 
-/* Random recurrent graphs: self-loops, cycles through hidden nodes, one or two inputs,
- * several outputs. Bounded activations keep 100 steps finite. */
-static otc_graph *random_recurrent(uint64_t seed, int neurons) {
-    otc_testgen_neat_options o = otc_testgen_neat_defaults(neurons);
-    o.recurrent = 0.3f;
-    o.two_inputs = seed % 2 == 0;
-    o.n_outputs = 1 + (int)(seed % 3);
-    if (o.n_outputs > neurons) o.n_outputs = neurons;
-    o.weight_scale = 1.0f;
-    o.act_mask = (1u << OTC_ACT_SIGMOID) | (1u << OTC_ACT_TANH) | (1u << OTC_ACT_GAUSSIAN) |
-                 (1u << OTC_ACT_SIN) | (1u << OTC_ACT_STEEP_SIGMOID);
-    return otc_testgen_neat(seed, &o);
-}
-
 typedef struct {
     emitc_case *cases;
     int n;
@@ -153,7 +139,7 @@ static bool suite_new(suite *s, int n, uint64_t seed0) {
     s->n = n;
     int delays = 0;
     for (int i = 0; i < n; i++) {
-        otc_graph *g = random_recurrent(seed0 + (uint64_t)i, 2 + i % 19);
+        otc_graph *g = otc_testgen_recurrent(seed0 + (uint64_t)i, 2 + i % 19);
         if (!emitc_case_init(&s->cases[i], g, i, NULL)) {
             fprintf(stderr, "case %d: %s\n", i, otc_last_error());
             return false;

@@ -19,6 +19,18 @@ otc_testgen_neat_options otc_testgen_neat_defaults(int n_neurons) {
     return o;
 }
 
+otc_graph *otc_testgen_recurrent(uint64_t seed, int n_neurons) {
+    otc_testgen_neat_options o = otc_testgen_neat_defaults(n_neurons);
+    o.recurrent = 0.3f;
+    o.two_inputs = seed % 2 == 0;
+    o.n_outputs = 1 + (int)(seed % 3);
+    if (o.n_outputs > o.n_neurons) o.n_outputs = o.n_neurons;
+    o.weight_scale = 1.0f;
+    o.act_mask = (1u << OTC_ACT_SIGMOID) | (1u << OTC_ACT_TANH) | (1u << OTC_ACT_GAUSSIAN) |
+                 (1u << OTC_ACT_SIN) | (1u << OTC_ACT_STEEP_SIGMOID);
+    return otc_testgen_neat(seed, &o);
+}
+
 void otc_testgen_fill(otc_rng *rng, float *x, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * otc_rng_uniform(rng);
 }

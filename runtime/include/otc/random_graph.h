@@ -33,6 +33,12 @@ otc_testgen_neat_options otc_testgen_neat_defaults(int n_neurons);
 /* An evolved-style graph; NULL (with otc_last_error) on failure. Free with otc_graph_free. */
 otc_graph *otc_testgen_neat(uint64_t seed, const otc_testgen_neat_options *o);
 
+/* A random recurrent graph for the compiled-recurrence tests: self-loops and cycles through
+ * hidden nodes (recurrent 0.3), one or two inputs and 1-3 outputs chosen by the seed,
+ * weights in [-1, 1], bounded activations (sigmoid, tanh, gaussian, sin, steepened sigmoid)
+ * so 100 steps stay finite. */
+otc_graph *otc_testgen_recurrent(uint64_t seed, int n_neurons);
+
 /* Input "x" [B, sizes[0]], then Linear layers to sizes[1..n-1] with hidden_act between them
  * and out_act (an activation op, or -1) after the last; the output is marked. */
 otc_graph *otc_testgen_mlp(uint64_t seed, int n, const int *sizes, otc_op hidden_act, int out_act);
