@@ -42,6 +42,9 @@ otc_status otc_neat_flat_state(const otc_neat_flat *f, int id, float *out, int c
  * stopped. Nothing to do before f's first step (ex starts from zeros too). */
 otc_status otc_neat_flat_hand_over(const otc_neat_flat *f, const otc_neat_phenotype *ph,
                                    otc_executor *ex);
+/* Rows of the program's last batch: how many floats otc_neat_flat_state writes (0 before the
+ * first step). */
+int otc_neat_flat_rows(const otc_neat_flat *f);
 /* Neurons the program evaluates (the bias constant not counted), for tests and tools. */
 int otc_neat_flat_neurons(const otc_neat_flat *f);
 

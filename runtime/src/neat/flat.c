@@ -77,6 +77,10 @@ void otc_neat_flat_free(otc_neat_flat *f) {
     free(f);
 }
 
+int otc_neat_flat_rows(const otc_neat_flat *f) {
+    return f ? f->batch : 0;
+}
+
 int otc_neat_flat_neurons(const otc_neat_flat *f) {
     return f ? f->n_neurons : 0;
 }

@@ -18,8 +18,9 @@ otc_status otc_neat_flat_hand_over(const otc_neat_flat *f, const otc_neat_phenot
                                    otc_executor *ex) {
     if (!f || !ph || !ex) return otc_fail(OTC_ERR_ARG, "otc_neat_flat_hand_over: NULL argument");
     const otc_graph *gr = ph->graph;
-    float one[1], *buf = one; /* a pole task steps one row: no allocation then */
-    int rows = 0, cap = 1;
+    int rows = otc_neat_flat_rows(f), got = 0;
+    float one[1], *buf = rows <= 1 ? one : malloc(sizeof *buf * (size_t)rows);
+    if (!buf) return otc_fail(OTC_ERR_NOMEM, "out of memory handing state over");
     otc_status s = OTC_OK;
     for (otc_id d = 0; d < otc_graph_size(gr) && s == OTC_OK; d++) {
         const otc_node *nd = otc_graph_node(gr, d);
@@ -31,18 +32,7 @@ otc_status otc_neat_flat_hand_over(const otc_neat_flat *f, const otc_neat_phenot
             s = otc_fail(OTC_ERR_ARG, "otc_neat_flat_hand_over: a Delay without its neuron");
             break;
         }
-        s = otc_neat_flat_state(f, id, buf, cap, &rows);
-        if (s != OTC_OK && rows > cap) { /* more rows: room for them, then again */
-            float *more = malloc(sizeof *more * (size_t)rows);
-            if (!more) {
-                s = otc_fail(OTC_ERR_NOMEM, "out of memory handing state over");
-                break;
-            }
-            if (buf != one) free(buf);
-            buf = more;
-            cap = rows;
-            s = otc_neat_flat_state(f, id, buf, cap, &rows);
-        }
+        s = otc_neat_flat_state(f, id, buf, rows, &got);
         if (s == OTC_OK && rows > 0) s = otc_exec_set_state(ex, d, buf, rows);
     }
     if (buf != one) free(buf);
