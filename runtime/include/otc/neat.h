@@ -22,6 +22,7 @@ typedef struct {
 typedef otc_executor *(*otc_neat_executor_fn)(otc_graph *g, const otc_exec_options *o);
 
 typedef struct otc_neat_task otc_neat_task;
+typedef struct otc_neat_feed otc_neat_feed; /* a worker's genomes for evaluate_lanes */
 struct otc_neat_task {
     char name[64];
     int n_inputs, n_outputs;
@@ -44,6 +45,14 @@ struct otc_neat_task {
      * (hybrid training writes weights back) and must draw randomness only from seed. */
     otc_status (*evaluate)(const otc_neat_task *task, const otc_neat_config *c, otc_neat_genome *g,
                            uint64_t seed, otc_neat_eval *out);
+    /* Optional, for tasks whose evaluation never writes into the genome: a worker's genomes
+     * evaluated `lanes` at a time (the pole tasks step that many trials side by side so their
+     * independent arithmetic overlaps), each genome's result exactly evaluate's. The task
+     * takes genomes from the feed (otc_neat_feed_take) as its lanes come free and hands each
+     * result back (otc_neat_feed_done); flats[0 .. lanes) are the worker's programs for it. */
+    int lanes;
+    otc_status (*evaluate_lanes)(const otc_neat_task *task, const otc_neat_config *c,
+                                 otc_neat_flat **flats, otc_neat_feed *feed);
     /* Optional: the stricter success test run on each generation's champion (dpnv's
      * generalisation test, the csv task's validation accuracy). score is task-specific. */
     otc_status (*confirm)(const otc_neat_task *task, const otc_neat_config *c,
@@ -66,6 +75,13 @@ struct otc_neat_task {
  * it on each generation's candidate. OTC_ERR_ARG when the task has no confirm test. */
 otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
                             const otc_neat_genome *g, int threads, bool *solved, double *score);
+
+/* A worker's genomes handed to evaluate_lanes: otc_neat_feed_take gives the next one (its
+ * index, >= 0, with the genome and its seed), -1 when none is left, -2 when none is ready yet
+ * (only when wait is false; with wait it waits for one); otc_neat_feed_done records genome
+ * `index`'s evaluation (status s, and *ev when s is OTC_OK) as evaluate's would be. */
+int otc_neat_feed_take(otc_neat_feed *f, bool wait, otc_neat_genome **g, uint64_t *seed);
+void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_neat_eval *ev);
 
 /* "xor", "xor:neat-python" (neat-python's example fitness 4 - sum err^2, solved at the
  * config's fitness_threshold), "pole1", "pole1:neat-python" (neat-python's single-pole example:

@@ -35,8 +35,10 @@ void otc_neat_bind_eval_threads(int n) {
 struct otc_neat_evaluator {
     int n_scratch;           /* workers' flat programs */
     otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
-    otc_neat_pool *pool;     /* helper threads, started at the first need */
-    struct ahead *ahead;     /* the next generation's evaluation, overlapping reproduction */
+    int n_lane_scratch;      /* the lanes' programs: worker w's are lane_scratch[w * lanes ..] */
+    otc_neat_flat **lane_scratch;
+    otc_neat_pool *pool; /* helper threads, started at the first need */
+    struct ahead *ahead; /* the next generation's evaluation, overlapping reproduction */
 };
 
 otc_neat_evaluator *otc_neat_evaluator_new(void) {
@@ -52,6 +54,8 @@ void otc_neat_evaluator_free(otc_neat_evaluator *e) {
     ahead_free(e->ahead);
     for (int i = 0; i < e->n_scratch; i++) otc_neat_flat_free(e->scratch[i]);
     free(e->scratch);
+    for (int i = 0; i < e->n_lane_scratch; i++) otc_neat_flat_free(e->lane_scratch[i]);
+    free(e->lane_scratch);
     free(e);
 }
 
@@ -59,14 +63,30 @@ otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e) {
     return e && e->n_scratch ? e->scratch[0] : NULL;
 }
 
-static otc_status reserve_scratch(otc_neat_evaluator *e, int n) {
-    if (n <= e->n_scratch) return OTC_OK;
-    otc_neat_flat **a = realloc(e->scratch, sizeof *a * (size_t)n);
+/* At least n programs in *arr (holding *have). */
+static otc_status reserve_flats(otc_neat_flat ***arr, int *have, int n) {
+    if (n <= *have) return OTC_OK;
+    otc_neat_flat **a = realloc(*arr, sizeof *a * (size_t)n);
     if (!a) return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation scratch");
-    e->scratch = a;
-    for (; e->n_scratch < n; e->n_scratch++)
-        if (!(e->scratch[e->n_scratch] = otc_neat_flat_new())) return OTC_ERR_NOMEM;
+    *arr = a;
+    for (; *have < n; (*have)++)
+        if (!(a[*have] = otc_neat_flat_new())) return OTC_ERR_NOMEM;
     return OTC_OK;
+}
+
+/* Lanes each of n workers runs for task (0: one genome at a time): evaluate_lanes' count for
+ * a job that does not evaluate copies. */
+static int job_lanes(const otc_neat_task *task, bool copies) {
+    return task->evaluate_lanes && task->lanes > 0 && !copies ? task->lanes : 0;
+}
+
+/* Programs for n workers, and for their lanes when the task evaluates by lanes. */
+static otc_status reserve_scratch(otc_neat_evaluator *e, const otc_neat_task *task, bool copies,
+                                  int n) {
+    otc_status s = reserve_flats(&e->scratch, &e->n_scratch, n);
+    if (s == OTC_OK)
+        s = reserve_flats(&e->lane_scratch, &e->n_lane_scratch, n * job_lanes(task, copies));
+    return s;
 }
 
 uint64_t otc_neat_genome_seed(const otc_neat_population *p, int i) {
@@ -81,6 +101,8 @@ typedef struct {
     int n;       /* genomes (a stream's room for them) */
     int workers; /* threads this job may use, the caller included */
     otc_neat_flat **scratch;
+    int lanes; /* > 0: the task's evaluate_lanes with worker w's lane_scratch[w * lanes ..] */
+    otc_neat_flat **lane_scratch;
     atomic_int next;
     atomic_bool failed; /* a failure ends the generation: no worker starts another genome */
     bool *solved;
@@ -98,6 +120,9 @@ typedef struct {
     bool *done;
     otc_neat_genome **copies; /* NULL, or one per genome to evaluate in its stead */
 } eval_job;
+
+static void record_one(eval_job *job, int i, otc_neat_genome *g, otc_status s,
+                       const otc_neat_eval *ev);
 
 static void evaluate_one(eval_job *job, int i) {
     otc_neat_genome *g = job->genomes[i];
@@ -119,6 +144,12 @@ static void evaluate_one(eval_job *job, int i) {
     }
     otc_neat_eval ev = {0, false};
     otc_status s = job->task->evaluate(job->task, job->c, g, job->seeds[i], &ev);
+    record_one(job, i, g, s, &ev);
+}
+
+/* Genome i's evaluation (status s, fitness and solved in *ev), evaluated as g. */
+static void record_one(eval_job *job, int i, otc_neat_genome *g, otc_status s,
+                       const otc_neat_eval *ev) {
     job->status[i] = s;
     if (s != OTC_OK) {
         snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
@@ -130,22 +161,70 @@ static void evaluate_one(eval_job *job, int i) {
     double penalty =
         cp != 0 ? cp * (otc_neat_genome_hidden_count(g) + otc_neat_genome_enabled_count(g)) : 0.0;
     if (job->stream) {
-        job->fitness[i] = ev.fitness - penalty;
+        job->fitness[i] = ev->fitness - penalty;
         job->done[i] = true;
     } else {
-        g->fitness = ev.fitness - penalty;
+        g->fitness = ev->fitness - penalty;
         g->evaluated = true;
     }
-    job->solved[i] = ev.solved;
+    job->solved[i] = ev->solved;
 }
 
 static bool stream_wait(eval_job *job, int i);
+
+/* ---- evaluation by lanes: a worker's genomes handed to the task's evaluate_lanes --------- */
+
+struct otc_neat_feed {
+    eval_job *job;
+    int pending; /* taken from the counter but not ready yet (a stream's), or -1 */
+    int taken;   /* genomes handed out */
+};
+
+/* take_genomes' loop, one genome per call. */
+int otc_neat_feed_take(otc_neat_feed *f, bool wait, otc_neat_genome **g, uint64_t *seed) {
+    eval_job *job = f->job;
+    for (;;) {
+        int i = f->pending;
+        f->pending = -1;
+        if (i < 0) i = atomic_fetch_add(&job->next, 1);
+        if (i >= job->n || atomic_load(&job->failed)) return -1;
+        if (job->stream) {
+            /* Other lanes carry on meanwhile; the worker waits only when they are idle. */
+            if (!wait && i >= atomic_load(&job->ready)) {
+                f->pending = i;
+                return -2;
+            }
+            if (!stream_wait(job, i)) return -1;
+        } else if (job->genomes[i]->evaluated) {
+            continue;
+        }
+        *g = job->genomes[i];
+        *seed = job->seeds[i];
+        f->taken++;
+        return i;
+    }
+}
+
+void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_neat_eval *ev) {
+    otc_neat_eval none = {0, false};
+    record_one(f->job, index, f->job->genomes[index], s, s == OTC_OK ? ev : &none);
+}
+
+/* Worker w's genomes through the task's lanes; true when they took them all (false: the task
+ * refused before taking any, and they go one at a time). */
+static bool take_lanes(eval_job *job, int w) {
+    otc_neat_feed f = {job, -1, 0};
+    otc_status s =
+        job->task->evaluate_lanes(job->task, job->c, &job->lane_scratch[w * job->lanes], &f);
+    return s == OTC_OK || f.taken > 0;
+}
 
 /* Genomes one at a time from the job's counter until none is left, with worker w's program
  * bound. Evaluation times differ by orders of magnitude (a pole genome fails at step 10 or
  * balances for 100,000), so one at a time keeps the threads level; the counter costs
  * nanoseconds a genome. */
 static void take_genomes(eval_job *job, int w) {
+    if (job->lanes > 0 && take_lanes(job, w)) return;
     otc_neat_flat *outer = otc_neat_eval_scratch();
     otc_neat_bind_eval_scratch(job->scratch[w]);
     for (;;) {
@@ -298,7 +377,7 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
     if (n <= 0) return OTC_OK;
     if (threads < 1) threads = 1;
     if (threads > n) threads = n;
-    otc_status rs = reserve_scratch(e, threads);
+    otc_status rs = reserve_scratch(e, task, false, threads);
     if (rs != OTC_OK) return rs;
     eval_job job = {.task = task,
                     .c = c,
@@ -307,6 +386,8 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
                     .n = n,
                     .workers = threads,
                     .scratch = e->scratch,
+                    .lanes = job_lanes(task, false),
+                    .lane_scratch = e->lane_scratch,
                     .solved = b->solved};
     atomic_init(&job.next, 0);
     atomic_init(&job.failed, false);
@@ -400,7 +481,11 @@ otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *tas
     const otc_neat_config *c = &p->config;
     int n = c->pop_size;
     a->valid = false;
-    if (!ahead_reserve(a, n) || reserve_scratch(e, threads) != OTC_OK)
+    /* Hybrid training writes trained weights into a Lamarckian genome (task_csv.c,
+     * task_seq.c): evaluated as a copy, the genome stays as speciation must see it and takes
+     * the trained genes when its results are recorded. */
+    bool writes = c->lamarckian && c->train_steps > 0;
+    if (!ahead_reserve(a, n) || reserve_scratch(e, task, writes, threads) != OTC_OK)
         return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
     otc_neat_pool *pool = pool_with(e, threads - 1);
     if (!pool) return OTC_OK; /* no threads: evaluation waits for the next generation */
@@ -413,10 +498,6 @@ otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *tas
         a->done[i] = a->solved[i] = false;
         a->status[i] = OTC_OK;
     }
-    /* Hybrid training writes trained weights into a Lamarckian genome (task_csv.c,
-     * task_seq.c): evaluated as a copy, the genome stays as speciation must see it and takes
-     * the trained genes when its results are recorded. */
-    bool writes = c->lamarckian && c->train_steps > 0;
     a->job = (eval_job){.task = task,
                         .c = c,
                         .genomes = a->genomes,
@@ -424,6 +505,8 @@ otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *tas
                         .n = n,
                         .workers = threads,
                         .scratch = e->scratch,
+                        .lanes = job_lanes(task, writes),
+                        .lane_scratch = e->lane_scratch,
                         .solved = a->solved,
                         .status = a->status,
                         .message = a->message,

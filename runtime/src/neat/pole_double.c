@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "otc/pole.h"
+#include "otc/pole_lanes.h"
 #include "pole_trig.h"
 
 /* The reference's constants, digit for digit, so trajectories and failure steps match it. */
@@ -19,34 +20,43 @@
 #define DP_X_LIMIT     2.4
 #define DP_ANGLE_LIMIT 0.628329 /* the reference's thirty_six_degrees */
 #define DP_START_ANGLE 0.07
-#define JIGGLE_WINDOW  100
+#define JIGGLE_WINDOW  OTC_POLE_JIGGLE_WINDOW
 
 /* Accelerations (derivs[1], [3], [5]) for the state st under `force`, as the reference's
  * CartPole::step; derivs[0], [2], [4] are the caller's (the velocities). sin and cos come from
- * pole_trig.h, and the reference's divisions by constants are multiplications by their
- * quotients: one division is left, by the total effective mass. */
-static void dp_accel(double force, const double *st, double *derivs) {
-    double sintheta_1, costheta_1, sintheta_2, costheta_2;
-    double gsintheta_1, gsintheta_2, temp_1, temp_2, fi_1, fi_2, mi_1, mi_2;
+ * pole_trig.h (the caller's), and the reference's divisions by constants are multiplications
+ * by their quotients: one division is left, by the total effective mass. One function for the
+ * scalar step and the lanes, so both compute the same operations. */
+static inline void dp_accel_of(double force, double dtheta_1, double dtheta_2, double sintheta_1,
+                               double costheta_1, double sintheta_2, double costheta_2,
+                               double *xacc, double *thacc_1, double *thacc_2) {
+    double gsintheta_1, gsintheta_2, temp_1, temp_2, fi_1, fi_2, mi_1, mi_2, acc;
     const double ml_1 = DP_LENGTH_1 * DP_MASS_POLE_1;
     const double ml_2 = DP_LENGTH_2 * DP_MASS_POLE_2;
-    pole_sincos(st[2], &sintheta_1, &costheta_1);
-    pole_sincos(st[4], &sintheta_2, &costheta_2);
     gsintheta_1 = DP_GRAVITY * sintheta_1;
     gsintheta_2 = DP_GRAVITY * sintheta_2;
-    temp_1 = st[3] * (DP_MUP / ml_1);
-    temp_2 = st[5] * (DP_MUP / ml_2);
+    temp_1 = dtheta_1 * (DP_MUP / ml_1);
+    temp_2 = dtheta_2 * (DP_MUP / ml_2);
     /* Effective forces and masses the poles put on the cart. */
-    fi_1 = (ml_1 * st[3] * st[3] * sintheta_1) +
+    fi_1 = (ml_1 * dtheta_1 * dtheta_1 * sintheta_1) +
            (0.75 * DP_MASS_POLE_1 * costheta_1 * (temp_1 + gsintheta_1));
-    fi_2 = (ml_2 * st[5] * st[5] * sintheta_2) +
+    fi_2 = (ml_2 * dtheta_2 * dtheta_2 * sintheta_2) +
            (0.75 * DP_MASS_POLE_2 * costheta_2 * (temp_2 + gsintheta_2));
     mi_1 = DP_MASS_POLE_1 * (1 - (0.75 * costheta_1 * costheta_1));
     mi_2 = DP_MASS_POLE_2 * (1 - (0.75 * costheta_2 * costheta_2));
 
-    derivs[1] = (force + fi_1 + fi_2) / (mi_1 + mi_2 + DP_MASS_CART);
-    derivs[3] = (derivs[1] * costheta_1 + gsintheta_1 + temp_1) * (-0.75 / DP_LENGTH_1);
-    derivs[5] = (derivs[1] * costheta_2 + gsintheta_2 + temp_2) * (-0.75 / DP_LENGTH_2);
+    acc = (force + fi_1 + fi_2) / (mi_1 + mi_2 + DP_MASS_CART);
+    *xacc = acc;
+    *thacc_1 = (acc * costheta_1 + gsintheta_1 + temp_1) * (-0.75 / DP_LENGTH_1);
+    *thacc_2 = (acc * costheta_2 + gsintheta_2 + temp_2) * (-0.75 / DP_LENGTH_2);
+}
+
+static void dp_accel(double force, const double *st, double *derivs) {
+    double sintheta_1, costheta_1, sintheta_2, costheta_2;
+    pole_sincos(st[2], &sintheta_1, &costheta_1);
+    pole_sincos(st[4], &sintheta_2, &costheta_2);
+    dp_accel_of(force, st[3], st[5], sintheta_1, costheta_1, sintheta_2, costheta_2, &derivs[1],
+                &derivs[3], &derivs[5]);
 }
 
 /* Full derivative of the 6-vector. */
@@ -82,20 +92,27 @@ void otc_dpole_standard_start(otc_dpole_state *st) {
     st->s[2] = DP_START_ANGLE;
 }
 
-void otc_dpole_step(otc_dpole_state *st, double output) {
-    /* fmin/fmax return the non-NaN operand, so a NaN output becomes 1 (a full push) instead of
-     * a NaN state; a sigmoid output is never changed by the clamp. */
+/* The force of a policy output. fmin/fmax return the non-NaN operand, so a NaN output becomes
+ * 1 (a full push) instead of a NaN state; a sigmoid output is never changed by the clamp. */
+static double dp_force(double output) {
     double out = fmax(0.0, fmin(1.0, output));
-    double force = (out - 0.5) * DP_FORCE_MAG * 2;
+    return (out - 0.5) * DP_FORCE_MAG * 2;
+}
+
+void otc_dpole_step(otc_dpole_state *st, double output) {
+    double force = dp_force(output);
     dp_rk4(force, st->s);
     dp_rk4(force, st->s);
 }
 
+/* !(inside) so that a NaN state counts as a failure. */
+static int dp_failed(double x, double dx, double th1, double dth1, double th2, double dth2) {
+    return !(fabs(x) <= DP_X_LIMIT && fabs(th1) <= DP_ANGLE_LIMIT && fabs(th2) <= DP_ANGLE_LIMIT &&
+             isfinite(dx) && isfinite(dth1) && isfinite(dth2));
+}
+
 int otc_dpole_failed(const otc_dpole_state *st) {
-    /* !(inside) so that a NaN state counts as a failure. */
-    return !(fabs(st->s[0]) <= DP_X_LIMIT && fabs(st->s[2]) <= DP_ANGLE_LIMIT &&
-             fabs(st->s[4]) <= DP_ANGLE_LIMIT && isfinite(st->s[1]) && isfinite(st->s[3]) &&
-             isfinite(st->s[5]));
+    return dp_failed(st->s[0], st->s[1], st->s[2], st->s[3], st->s[4], st->s[5]);
 }
 
 int otc_dpole_n_obs(int velocities) {
@@ -127,13 +144,29 @@ double otc_dpnv_gruau_fitness(int steps_balanced, double jiggle_sum) {
     return f1 + 0.9 * (0.75 / jiggle_sum);
 }
 
+/* A trial's result from its balanced steps and its jiggle ring. */
+static void dp_result(int steps, int max_steps, int velocities, const double *jiggle,
+                      otc_pole_result *result) {
+    result->steps = steps;
+    result->success = steps == max_steps;
+    if (velocities) {
+        result->fitness = steps;
+    } else {
+        /* Summed once at the end (not as a running sum) so rounding matches a plain sum. */
+        double jiggle_sum = 0.0;
+        int first = steps > JIGGLE_WINDOW ? steps - JIGGLE_WINDOW : 0;
+        for (int i = first; i < steps; i++) jiggle_sum += jiggle[i % JIGGLE_WINDOW];
+        result->fitness = otc_dpnv_gruau_fitness(steps, jiggle_sum);
+    }
+}
+
 otc_status otc_dpole_run_from(const otc_dpole_state *start, int velocities, int max_steps,
                               const otc_pole_agent *agent, otc_pole_result *result) {
     otc_dpole_state st;
     double obs[OTC_DPV_N_OBS], out[1];
     /* |x|+|dx|+|θ1|+|dθ1| of the last JIGGLE_WINDOW balanced steps, a ring indexed by step. */
-    double jiggle[JIGGLE_WINDOW], jiggle_sum = 0.0;
-    int n_obs = otc_dpole_n_obs(velocities), steps = 0, i;
+    double jiggle[JIGGLE_WINDOW];
+    int n_obs = otc_dpole_n_obs(velocities), steps = 0;
 
     if (!start || !agent || !agent->policy || !result)
         return otc_fail(OTC_ERR_ARG,
@@ -154,16 +187,7 @@ otc_status otc_dpole_run_from(const otc_dpole_state *start, int velocities, int 
             fabs(st.s[0]) + fabs(st.s[1]) + fabs(st.s[2]) + fabs(st.s[3]);
         steps++;
     }
-    result->steps = steps;
-    result->success = steps == max_steps;
-    if (velocities) {
-        result->fitness = steps;
-    } else {
-        /* Summed once at the end (not as a running sum) so rounding matches a plain sum. */
-        int first = steps > JIGGLE_WINDOW ? steps - JIGGLE_WINDOW : 0;
-        for (i = first; i < steps; i++) jiggle_sum += jiggle[i % JIGGLE_WINDOW];
-        result->fitness = otc_dpnv_gruau_fitness(steps, jiggle_sum);
-    }
+    dp_result(steps, max_steps, velocities, jiggle, result);
     return OTC_OK;
 }
 
@@ -230,5 +254,154 @@ otc_status otc_dpnv_champion_test(const otc_pole_agent *agent, int *long_steps, 
     if (long_steps) *long_steps = r.steps;
     if (generalisation) *generalisation = gen;
     if (success) *success = r.success && gen >= OTC_DPOLE_GENERALISATION_PASS;
+    return OTC_OK;
+}
+
+/* ---- Lanes (otc/pole_lanes.h) ----------------------------------------------------------------
+ * dp_rk4 over every lane: each stage loops over the lanes (every lane's sincos, then every
+ * lane's accelerations, ...), so the lanes' independent chains sit side by side. Each lane
+ * computes exactly dp_rk4's operations in its order. */
+
+#define LN OTC_POLE_LANES_MAX
+
+static void dp_derivs_lanes(int n, const double *force, double y[6][LN], double dydx[6][LN]) {
+    double s1[LN], c1[LN], s2[LN], c2[LN];
+    pole_sincos_lanes(n, y[2], s1, c1);
+    pole_sincos_lanes(n, y[4], s2, c2);
+    for (int l = 0; l < n; l++) {
+        dydx[0][l] = y[1][l];
+        dydx[2][l] = y[3][l];
+        dydx[4][l] = y[5][l];
+        dp_accel_of(force[l], y[3][l], y[5][l], s1[l], c1[l], s2[l], c2[l], &dydx[1][l],
+                    &dydx[3][l], &dydx[5][l]);
+    }
+}
+
+static void dp_rk4_lanes(int n, const double *force, double y[6][LN]) {
+    const double hh = DP_TAU * 0.5, h6 = DP_TAU / 6.0;
+    double dydx[6][LN], dym[6][LN], dyt[6][LN], yt[6][LN];
+    dp_derivs_lanes(n, force, y, dydx);
+    for (int i = 0; i < 6; i++)
+        for (int l = 0; l < n; l++) yt[i][l] = y[i][l] + hh * dydx[i][l];
+    dp_derivs_lanes(n, force, yt, dyt);
+    for (int i = 0; i < 6; i++)
+        for (int l = 0; l < n; l++) yt[i][l] = y[i][l] + hh * dyt[i][l];
+    dp_derivs_lanes(n, force, yt, dym);
+    for (int i = 0; i < 6; i++)
+        for (int l = 0; l < n; l++) {
+            yt[i][l] = y[i][l] + DP_TAU * dym[i][l];
+            dym[i][l] += dyt[i][l];
+        }
+    dp_derivs_lanes(n, force, yt, dyt);
+    for (int i = 0; i < 6; i++)
+        for (int l = 0; l < n; l++)
+            y[i][l] = y[i][l] + h6 * (dydx[i][l] + dyt[i][l] + 2.0 * dym[i][l]);
+}
+
+otc_status otc_dpole_lanes_init(otc_dpole_lanes *L, int lanes, int velocities, int max_steps) {
+    if (!L) return otc_fail(OTC_ERR_ARG, "otc_dpole_lanes_init: L is NULL");
+    if (lanes < 1 || lanes > LN)
+        return otc_fail(OTC_ERR_ARG, "otc_dpole_lanes_init: %d lanes, must be 1 to %d", lanes, LN);
+    if (max_steps <= 0)
+        return otc_fail(OTC_ERR_ARG, "otc_dpole_lanes_init: max_steps = %d, must be > 0",
+                        max_steps);
+    *L = (otc_dpole_lanes){.lanes = lanes, .velocities = velocities, .max_steps = max_steps};
+    return OTC_OK;
+}
+
+void otc_dpole_lanes_start(otc_dpole_lanes *L, int lane, const otc_dpole_state *start) {
+    for (int i = 0; i < 6; i++) L->s[i][lane] = start->s[i];
+    L->steps[lane] = 0;
+    L->running[lane] = true;
+}
+
+void otc_dpole_lanes_observe(const otc_dpole_lanes *L, int lane, double *obs) {
+    otc_dpole_state st;
+    for (int i = 0; i < 6; i++) st.s[i] = L->s[i][lane];
+    otc_dpole_observe(&st, L->velocities, obs);
+}
+
+unsigned otc_dpole_lanes_step(otc_dpole_lanes *L, const double *out) {
+    int n = L->lanes;
+    double force[LN] = {0};
+    unsigned ended = 0;
+    /* Idle lanes rest at the origin under no force, where they stay (and cost no libm). */
+    for (int l = 0; l < n; l++) {
+        if (L->running[l]) {
+            force[l] = dp_force(out[l]);
+        } else {
+            force[l] = 0.0;
+            for (int i = 0; i < 6; i++) L->s[i][l] = 0.0;
+        }
+    }
+    dp_rk4_lanes(n, force, L->s);
+    dp_rk4_lanes(n, force, L->s);
+    for (int l = 0; l < n; l++) {
+        if (!L->running[l]) continue;
+        /* otc_dpole_run_from's loop body after the step. */
+        if (dp_failed(L->s[0][l], L->s[1][l], L->s[2][l], L->s[3][l], L->s[4][l], L->s[5][l])) {
+            L->running[l] = false;
+            ended |= 1u << l;
+            continue;
+        }
+        L->jiggle[l][L->steps[l] % JIGGLE_WINDOW] =
+            fabs(L->s[0][l]) + fabs(L->s[1][l]) + fabs(L->s[2][l]) + fabs(L->s[3][l]);
+        if (++L->steps[l] == L->max_steps) {
+            L->running[l] = false;
+            ended |= 1u << l;
+        }
+    }
+    return ended;
+}
+
+void otc_dpole_lanes_result(const otc_dpole_lanes *L, int lane, otc_pole_result *result) {
+    dp_result(L->steps[lane], L->max_steps, L->velocities, L->jiggle[lane], result);
+}
+
+otc_status otc_dpole_lanes_run(int lanes, int velocities, int max_steps,
+                               const otc_pole_lane_source *src) {
+    otc_dpole_lanes L;
+    double obs[OTC_DPV_N_OBS], out[LN];
+    bool retired[LN] = {false};
+    int n_obs = otc_dpole_n_obs(velocities);
+    otc_status status = otc_dpole_lanes_init(&L, lanes, velocities, max_steps);
+    if (status != OTC_OK) return status;
+    for (;;) {
+        int running = 0;
+        for (int l = 0; l < lanes; l++) running += L.running[l];
+        for (int l = 0; l < lanes; l++) {
+            if (L.running[l] || retired[l]) continue;
+            otc_dpole_state start;
+            int r = src->next(src->ctx, l, running == 0, &start);
+            if (r == 1) {
+                const otc_pole_agent *a = &src->agents[l];
+                if (a->reset) a->reset(a->ctx);
+                otc_dpole_lanes_start(&L, l, &start);
+                running++;
+            } else if (r == 0 || running == 0) {
+                retired[l] = true;
+            }
+        }
+        if (running == 0) {
+            int left = 0;
+            for (int l = 0; l < lanes; l++) left += !retired[l];
+            if (!left) break;
+            continue;
+        }
+        for (int l = 0; l < lanes; l++) {
+            if (!L.running[l]) continue;
+            const otc_pole_agent *a = &src->agents[l];
+            otc_dpole_lanes_observe(&L, l, obs);
+            out[l] = 0.5;
+            a->policy(a->ctx, obs, n_obs, &out[l], 1);
+        }
+        unsigned ended = otc_dpole_lanes_step(&L, out);
+        for (int l = 0; ended; l++, ended >>= 1) {
+            if (!(ended & 1u)) continue;
+            otc_pole_result r;
+            otc_dpole_lanes_result(&L, l, &r);
+            src->done(src->ctx, l, &r);
+        }
+    }
     return OTC_OK;
 }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #include "otc/pole.h"
+#include "otc/pole_lanes.h"
 #include "otc/rng.h"
 #include "pole_trig.h"
 
@@ -38,29 +39,48 @@ void otc_pole1_random_start(uint64_t seed, otc_pole1_state *st) {
     st->s[3] = otc_rng_below(&rng, 3000) / 1000.0 - 1.5;
 }
 
-void otc_pole1_step(otc_pole1_state *st, int push_right) {
-    double x = st->s[0], dx = st->s[1], th = st->s[2], dth = st->s[3];
-    double force = push_right ? POLE1_FORCE_MAG : -POLE1_FORCE_MAG;
+/* One Euler step of state (x, dx, th, dth) given sin and cos of th; one function for the scalar
+ * step and the lanes, so both compute the same operations. */
+static inline void pole1_euler(double force, double s, double c, double *x, double *dx, double *th,
+                               double *dth) {
     /* The reference's divisions by the total mass as multiplications by its inverse (one
      * division is left); sin and cos from pole_trig.h. */
     const double inv_mass = 1.0 / POLE1_TOTAL_MASS;
-    double c, s, temp, thacc, xacc;
-    pole_sincos(th, &s, &c);
-    temp = (force + POLE1_POLEMASS_LEN * dth * dth * s) * inv_mass;
+    double temp, thacc, xacc, v = *dx, w = *dth;
+    temp = (force + POLE1_POLEMASS_LEN * w * w * s) * inv_mass;
     thacc = (POLE1_GRAVITY * s - c * temp) /
             (POLE1_LENGTH * (POLE1_FOURTHIRDS - POLE1_MASS_POLE * c * c * inv_mass));
     xacc = temp - POLE1_POLEMASS_LEN * thacc * c * inv_mass;
     /* Euler: positions advance with the old velocities. */
-    st->s[0] = x + POLE1_TAU * dx;
-    st->s[1] = dx + POLE1_TAU * xacc;
-    st->s[2] = th + POLE1_TAU * dth;
-    st->s[3] = dth + POLE1_TAU * thacc;
+    *x = *x + POLE1_TAU * v;
+    *dx = v + POLE1_TAU * xacc;
+    *th = *th + POLE1_TAU * w;
+    *dth = w + POLE1_TAU * thacc;
+}
+
+static double pole1_force(int push_right) {
+    return push_right ? POLE1_FORCE_MAG : -POLE1_FORCE_MAG;
+}
+
+void otc_pole1_step(otc_pole1_state *st, int push_right) {
+    double c, s;
+    pole_sincos(st->s[2], &s, &c);
+    pole1_euler(pole1_force(push_right), s, c, &st->s[0], &st->s[1], &st->s[2], &st->s[3]);
+}
+
+/* Written as !(inside) so a NaN state counts as a failure rather than balancing forever. */
+static int pole1_failed(double x, double dx, double th, double dth) {
+    return !(fabs(x) <= POLE1_X_LIMIT && fabs(th) <= POLE1_TWELVE_DEG && isfinite(dx) &&
+             isfinite(dth));
 }
 
 int otc_pole1_failed(const otc_pole1_state *st) {
-    /* Written as !(inside) so a NaN state counts as a failure rather than balancing forever. */
-    return !(fabs(st->s[0]) <= POLE1_X_LIMIT && fabs(st->s[2]) <= POLE1_TWELVE_DEG &&
-             isfinite(st->s[1]) && isfinite(st->s[3]));
+    return pole1_failed(st->s[0], st->s[1], st->s[2], st->s[3]);
+}
+
+/* Two outputs: pole1.cpp pushes left when out1 > out2 and right otherwise. */
+static int pole1_push_right(const double *out, int n_outputs) {
+    return n_outputs == 2 ? !(out[0] > out[1]) : out[0] > 0.5;
 }
 
 void otc_pole1_observe(const otc_pole1_state *st, double *obs) {
@@ -71,6 +91,14 @@ void otc_pole1_observe(const otc_pole1_state *st, double *obs) {
     obs[4] = 1.0;
 }
 
+static otc_status pole1_check(const otc_pole1_config *cfg, const char *who) {
+    if (cfg->max_steps <= 0)
+        return otc_fail(OTC_ERR_ARG, "%s: max_steps = %d, must be > 0", who, cfg->max_steps);
+    if (cfg->n_outputs != 1 && cfg->n_outputs != 2)
+        return otc_fail(OTC_ERR_ARG, "%s: n_outputs = %d, must be 1 or 2", who, cfg->n_outputs);
+    return OTC_OK;
+}
+
 otc_status otc_pole1_run(const otc_pole1_config *cfg, const otc_pole_agent *agent,
                          otc_pole_result *result) {
     otc_pole1_config def;
@@ -78,17 +106,14 @@ otc_status otc_pole1_run(const otc_pole1_config *cfg, const otc_pole_agent *agen
     double obs[OTC_POLE1_N_OBS], out[2];
     int steps = 0;
 
+    otc_status status;
     if (!cfg) {
         otc_pole1_default_config(&def);
         cfg = &def;
     }
     if (!agent || !agent->policy || !result)
         return otc_fail(OTC_ERR_ARG, "otc_pole1_run: agent, agent->policy and result are required");
-    if (cfg->max_steps <= 0)
-        return otc_fail(OTC_ERR_ARG, "otc_pole1_run: max_steps = %d, must be > 0", cfg->max_steps);
-    if (cfg->n_outputs != 1 && cfg->n_outputs != 2)
-        return otc_fail(OTC_ERR_ARG, "otc_pole1_run: n_outputs = %d, must be 1 or 2",
-                        cfg->n_outputs);
+    if ((status = pole1_check(cfg, "otc_pole1_run")) != OTC_OK) return status;
 
     if (cfg->random_start) otc_pole1_random_start(cfg->seed, &st);
     if (agent->reset) agent->reset(agent->ctx);
@@ -97,8 +122,7 @@ otc_status otc_pole1_run(const otc_pole1_config *cfg, const otc_pole_agent *agen
         otc_pole1_observe(&st, obs);
         out[0] = out[1] = 0.0;
         agent->policy(agent->ctx, obs, OTC_POLE1_N_OBS, out, cfg->n_outputs);
-        /* Two outputs: pole1.cpp pushes left when out1 > out2 and right otherwise. */
-        push_right = cfg->n_outputs == 2 ? !(out[0] > out[1]) : out[0] > 0.5;
+        push_right = pole1_push_right(out, cfg->n_outputs);
         otc_pole1_step(&st, push_right);
         if (otc_pole1_failed(&st)) break;
         steps++;
@@ -106,5 +130,112 @@ otc_status otc_pole1_run(const otc_pole1_config *cfg, const otc_pole_agent *agen
     result->steps = steps;
     result->success = steps == cfg->max_steps;
     result->fitness = steps;
+    return OTC_OK;
+}
+
+/* ---- Lanes (otc/pole_lanes.h): otc_pole1_step's stages over every lane -------------------- */
+
+#define LN OTC_POLE_LANES_MAX
+
+otc_status otc_pole1_lanes_init(otc_pole1_lanes *L, int lanes, const otc_pole1_config *cfg) {
+    if (!L || !cfg) return otc_fail(OTC_ERR_ARG, "otc_pole1_lanes_init: NULL argument");
+    if (lanes < 1 || lanes > LN)
+        return otc_fail(OTC_ERR_ARG, "otc_pole1_lanes_init: %d lanes, must be 1 to %d", lanes, LN);
+    otc_status status = pole1_check(cfg, "otc_pole1_lanes_init");
+    if (status != OTC_OK) return status;
+    *L =
+        (otc_pole1_lanes){.lanes = lanes, .max_steps = cfg->max_steps, .n_outputs = cfg->n_outputs};
+    return OTC_OK;
+}
+
+void otc_pole1_lanes_start(otc_pole1_lanes *L, int lane, const otc_pole1_state *start) {
+    for (int i = 0; i < 4; i++) L->s[i][lane] = start->s[i];
+    L->steps[lane] = 0;
+    L->running[lane] = true;
+}
+
+void otc_pole1_lanes_observe(const otc_pole1_lanes *L, int lane, double *obs) {
+    otc_pole1_state st;
+    for (int i = 0; i < 4; i++) st.s[i] = L->s[i][lane];
+    otc_pole1_observe(&st, obs);
+}
+
+unsigned otc_pole1_lanes_step(otc_pole1_lanes *L, const double *out) {
+    int n = L->lanes;
+    double force[LN] = {0}, s[LN], c[LN];
+    unsigned ended = 0;
+    /* Idle lanes rest at the origin under no force, where they stay. */
+    for (int l = 0; l < n; l++) {
+        if (L->running[l]) {
+            force[l] = pole1_force(pole1_push_right(&out[2 * l], L->n_outputs));
+        } else {
+            force[l] = 0.0;
+            for (int i = 0; i < 4; i++) L->s[i][l] = 0.0;
+        }
+    }
+    pole_sincos_lanes(n, L->s[2], s, c);
+    for (int l = 0; l < n; l++)
+        pole1_euler(force[l], s[l], c[l], &L->s[0][l], &L->s[1][l], &L->s[2][l], &L->s[3][l]);
+    for (int l = 0; l < n; l++) {
+        if (!L->running[l]) continue;
+        if (pole1_failed(L->s[0][l], L->s[1][l], L->s[2][l], L->s[3][l]) ||
+            ++L->steps[l] == L->max_steps) {
+            L->running[l] = false;
+            ended |= 1u << l;
+        }
+    }
+    return ended;
+}
+
+void otc_pole1_lanes_result(const otc_pole1_lanes *L, int lane, otc_pole_result *result) {
+    result->steps = L->steps[lane];
+    result->success = L->steps[lane] == L->max_steps;
+    result->fitness = L->steps[lane];
+}
+
+otc_status otc_pole1_lanes_run(int lanes, const otc_pole1_config *cfg,
+                               const otc_pole_lane_source *src) {
+    otc_pole1_lanes L;
+    double obs[OTC_POLE1_N_OBS], out[2 * LN];
+    bool retired[LN] = {false};
+    otc_status status = otc_pole1_lanes_init(&L, lanes, cfg);
+    if (status != OTC_OK) return status;
+    for (;;) {
+        int running = 0;
+        for (int l = 0; l < lanes; l++) running += L.running[l];
+        for (int l = 0; l < lanes; l++) {
+            if (L.running[l] || retired[l]) continue;
+            otc_pole1_state start;
+            int r = src->next(src->ctx, l, running == 0, &start);
+            if (r == 1) {
+                const otc_pole_agent *a = &src->agents[l];
+                if (a->reset) a->reset(a->ctx);
+                otc_pole1_lanes_start(&L, l, &start);
+                running++;
+            } else if (r == 0 || running == 0) {
+                retired[l] = true;
+            }
+        }
+        if (running == 0) {
+            int left = 0;
+            for (int l = 0; l < lanes; l++) left += !retired[l];
+            if (!left) break;
+            continue;
+        }
+        for (int l = 0; l < lanes; l++) {
+            if (!L.running[l]) continue;
+            const otc_pole_agent *a = &src->agents[l];
+            otc_pole1_lanes_observe(&L, l, obs);
+            out[2 * l] = out[2 * l + 1] = 0.0;
+            a->policy(a->ctx, obs, OTC_POLE1_N_OBS, &out[2 * l], L.n_outputs);
+        }
+        unsigned ended = otc_pole1_lanes_step(&L, out);
+        for (int l = 0; ended; l++, ended >>= 1) {
+            if (!(ended & 1u)) continue;
+            otc_pole_result r;
+            otc_pole1_lanes_result(&L, l, &r);
+            src->done(src->ctx, l, &r);
+        }
+    }
     return OTC_OK;
 }

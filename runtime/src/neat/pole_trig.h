@@ -53,4 +53,19 @@ static inline void pole_sincos(double x, double *s, double *c) {
     }
 }
 
+/* pole_sincos of x[0 .. n): the polynomials for every lane side by side (independent work the
+ * core overlaps, and the compiler may vectorise), then libm for the lanes outside pi/4 (and
+ * NaN), so each lane gets exactly pole_sincos's values. */
+static inline void pole_sincos_lanes(int n, const double *x, double *s, double *c) {
+    for (int l = 0; l < n; l++) {
+        s[l] = pole_sin_small(x[l]);
+        c[l] = pole_cos_small(x[l]);
+    }
+    for (int l = 0; l < n; l++)
+        if (!(fabs(x[l]) <= POLE_TRIG_MAX)) {
+            s[l] = sin(x[l]);
+            c[l] = cos(x[l]);
+        }
+}
+
 #endif

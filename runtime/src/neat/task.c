@@ -10,6 +10,7 @@
 
 #include "neat_internal.h"
 #include "otc/pole.h"
+#include "otc/pole_lanes.h"
 
 otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,
                                 const otc_neat_genome *g, otc_neat_runner *r) {
@@ -153,21 +154,198 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     return OTC_OK;
 }
 
+/* ---- pole balancing by lanes --------------------------------------------------------------
+ * Several trials stepped side by side (otc/pole_lanes.h), each lane with its own flat program
+ * and the same policy glue as one trial at a time, so every trial's result is the same. */
+
+/* Trials a thread steps at once: the double pole's RK4 is a chain of dependent accelerations,
+ * and this many independent chains keep the core busy (bench/neat_pole_lanes measures it). */
+#define POLE_LANES 4
+
+typedef struct {
+    otc_neat_runner r; /* on the lane's flat program, which never switches */
+    pole_ctx pc;
+    const otc_neat_genome *built; /* the genome the program holds in this run, or NULL */
+    int item;                     /* the lane's genome (evaluation) or start (generalisation) */
+} pole_lane;
+
+typedef struct gen_job gen_job;
+
+typedef struct {
+    const otc_neat_task *task;
+    const otc_neat_config *c;
+    pole_kind kind;
+    pole_lane lane[OTC_POLE_LANES_MAX];
+    otc_pole_agent agents[OTC_POLE_LANES_MAX];
+    otc_neat_flat *flats[OTC_POLE_LANES_MAX]; /* the lanes' programs */
+    otc_neat_feed *feed;                      /* evaluation: the worker's genomes */
+    gen_job *gen;                             /* generalisation: the chunks of starts */
+    int start, end; /* generalisation: the current chunk's starts not yet taken */
+} pole_lanes_run;
+
+/* Lanes only where the genome runs on the flat program throughout (no executor, no switch
+ * to compiled code) and where the driver exists (not neat-python's single pole). */
+static bool pole_lanes_fit(const otc_neat_task *task) {
+    pole_kind kind = (pole_kind)(intptr_t)task->ctx;
+    return !task->make_executor && !task->make_compiled && kind != POLE1_NP && task->lanes >= 1 &&
+           task->lanes <= OTC_POLE_LANES_MAX;
+}
+
+static void pole_lanes_setup(pole_lanes_run *run, const otc_neat_task *task,
+                             const otc_neat_config *c) {
+    run->task = task;
+    run->c = c;
+    run->kind = (pole_kind)(intptr_t)task->ctx;
+    for (int l = 0; l < OTC_POLE_LANES_MAX; l++) {
+        run->lane[l] = (pole_lane){.built = NULL};
+        run->agents[l] = (otc_pole_agent){pole_policy, pole_reset, &run->lane[l].pc};
+    }
+}
+
+/* Lane l runs g on program f, as otc_neat_runner_open would open it (rebuilt only for another
+ * genome: the driver resets the program before every trial, as a trial does). */
+static otc_status pole_lane_open(pole_lanes_run *run, int l, const otc_neat_genome *g,
+                                 otc_neat_flat *f) {
+    pole_lane *ln = &run->lane[l];
+    ln->r = (otc_neat_runner){.task = run->task, .c = run->c, .g = g, .fixed = true, .flat = f};
+    ln->pc = (pole_ctx){&ln->r, OTC_OK};
+    if (ln->built == g) return OTC_OK;
+    ln->built = NULL;
+    otc_status s = otc_neat_flat_build(f, g, run->c);
+    if (s == OTC_OK) ln->built = g;
+    return s;
+}
+
+/* Trials from `src` on the task's lanes: pole_evaluate's trial for each. */
+static otc_status pole_lanes_trials(pole_lanes_run *run, const otc_pole_lane_source *src) {
+    int lanes = run->task->lanes;
+    if (run->kind == POLE1) {
+        otc_pole1_config pcfg;
+        otc_pole1_default_config(&pcfg);
+        pcfg.n_outputs = run->c->num_outputs;
+        return otc_pole1_lanes_run(lanes, &pcfg, src);
+    }
+    if (run->kind == DPV) return otc_dpole_lanes_run(lanes, 1, OTC_DPOLE_SUCCESS_STEPS, src);
+    return otc_dpole_lanes_run(lanes, 0, OTC_DPNV_TRIAL_STEPS, src);
+}
+
+/* pole_evaluate's start: pole1 at rest in the centre, the double pole's standard start. */
+static void pole_start(pole_kind kind, void *start) {
+    if (kind == POLE1)
+        *(otc_pole1_state *)start = (otc_pole1_state){{0.0, 0.0, 0.0, 0.0}};
+    else
+        otc_dpole_standard_start(start);
+}
+
+static int eval_next(void *ctx, int l, bool wait, void *start) {
+    pole_lanes_run *run = ctx;
+    for (;;) {
+        otc_neat_genome *g;
+        uint64_t seed;
+        int i = otc_neat_feed_take(run->feed, wait, &g, &seed);
+        if (i == -2) return -1;
+        if (i < 0) return 0;
+        otc_status s = pole_lane_open(run, l, g, run->flats[l]);
+        if (s != OTC_OK) {
+            otc_neat_feed_done(run->feed, i, s, NULL);
+            continue;
+        }
+        run->lane[l].item = i;
+        pole_start(run->kind, start);
+        return 1;
+    }
+}
+
+static void eval_done(void *ctx, int l, const otc_pole_result *res) {
+    pole_lanes_run *run = ctx;
+    pole_lane *ln = &run->lane[l];
+    /* pole_evaluate's fitness and success (dpnv's success is the champion test). */
+    otc_neat_eval ev = {res->fitness, run->kind != DPNV && res->success};
+    otc_neat_feed_done(run->feed, ln->item, ln->pc.status, &ev);
+}
+
+static otc_status pole_evaluate_lanes(const otc_neat_task *task, const otc_neat_config *c,
+                                      otc_neat_flat **flats, otc_neat_feed *feed) {
+    if (!pole_lanes_fit(task)) return OTC_ERR_ARG; /* the worker takes them one at a time */
+    pole_lanes_run run;
+    pole_lanes_setup(&run, task, c);
+    run.feed = feed;
+    for (int l = 0; l < task->lanes; l++) run.flats[l] = flats[l];
+    otc_pole_lane_source src = {eval_next, eval_done, &run, run.agents};
+    return pole_lanes_trials(&run, &src);
+}
+
 /* dpnv's generalisation starts, split among threads in chunks taken from a shared counter;
  * the count is a sum, so it does not depend on which thread ran which chunk. */
 #define GEN_CHUNK  25
 #define GEN_CHUNKS (OTC_DPOLE_GENERALISATION_STARTS / GEN_CHUNK)
 
-typedef struct {
+struct gen_job {
     const otc_neat_task *task;
     const otc_neat_config *c;
     const otc_neat_genome *g;
     atomic_int next;
     int passed[GEN_CHUNKS];
     otc_status status[GEN_CHUNKS];
-} gen_job;
+};
+
+/* The next start for a lane: the current chunk's, else the first of the next chunk taken. */
+static int gen_next(void *ctx, int l, bool wait, void *start) {
+    pole_lanes_run *run = ctx;
+    gen_job *j = run->gen;
+    if (run->start == run->end) {
+        int k = atomic_fetch_add(&j->next, 1);
+        if (k >= GEN_CHUNKS) return 0;
+        j->passed[k] = 0;
+        j->status[k] = OTC_OK;
+        run->start = k * GEN_CHUNK;
+        run->end = run->start + GEN_CHUNK;
+    }
+    otc_status s = pole_lane_open(run, l, j->g, run->flats[l]);
+    if (s != OTC_OK) {
+        j->status[run->start / GEN_CHUNK] = s;
+        run->start++;
+        return gen_next(ctx, l, wait, start);
+    }
+    run->lane[l].item = run->start++;
+    otc_dpole_generalisation_start(run->lane[l].item, start);
+    return 1;
+}
+
+static void gen_done(void *ctx, int l, const otc_pole_result *res) {
+    pole_lanes_run *run = ctx;
+    pole_lane *ln = &run->lane[l];
+    int k = ln->item / GEN_CHUNK;
+    /* All 1,000 steps, as otc_dpole_generalisation_range counts them. */
+    run->gen->passed[k] += res->success;
+    if (ln->pc.status != OTC_OK && run->gen->status[k] == OTC_OK)
+        run->gen->status[k] = ln->pc.status;
+}
+
+/* gen_chunks on the task's lanes, each with a program of its own (lane 0 on r's); false when
+ * the task does not run by lanes or the programs cannot be made (nothing taken then). */
+static bool gen_chunks_lanes(gen_job *j, otc_neat_runner *r) {
+    if (!pole_lanes_fit(j->task) || !r->flat) return false;
+    pole_lanes_run run;
+    pole_lanes_setup(&run, j->task, j->c);
+    run.gen = j;
+    run.start = run.end = 0;
+    run.flats[0] = r->flat;
+    run.lane[0].built = j->g; /* r holds the genome already */
+    int made = 1;
+    for (; made < j->task->lanes; made++)
+        if (!(run.flats[made] = otc_neat_flat_new())) break;
+    bool ok = made == j->task->lanes;
+    if (ok) {
+        otc_pole_lane_source src = {gen_next, gen_done, &run, run.agents};
+        ok = otc_dpole_lanes_run(j->task->lanes, 0, OTC_DPOLE_GENERALISATION_STEPS, &src) == OTC_OK;
+    }
+    for (int l = 1; l < made; l++) otc_neat_flat_free(run.flats[l]);
+    return ok;
+}
 
 static void gen_chunks(gen_job *j, otc_neat_runner *r) {
+    if (gen_chunks_lanes(j, r)) return;
     pole_ctx pc = {r, OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
     for (;;) {
@@ -293,6 +471,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         }
         t->evaluate = pole_evaluate;
         t->ctx = (void *)(intptr_t)POLE1;
+        t->lanes = POLE_LANES;
+        t->evaluate_lanes = pole_evaluate_lanes;
     } else if (!strcmp(spec, "pole1:neat-python")) {
         s = check_io(c, spec, OTC_NP_POLE_N_OBS, 1, 1);
         t->evaluate = pole_evaluate;
@@ -302,6 +482,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         s = check_io(c, spec, OTC_DPV_N_OBS, 1, 1);
         t->evaluate = pole_evaluate;
         t->ctx = (void *)(intptr_t)DPV;
+        t->lanes = POLE_LANES;
+        t->evaluate_lanes = pole_evaluate_lanes;
     } else if (!strcmp(spec, "dpnv")) {
         s = check_io(c, spec, OTC_DPNV_N_OBS, 1, 1);
         t->evaluate = pole_evaluate;
@@ -309,6 +491,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         t->confirm_rotates_species = true;
         t->score_name = "generalisation";
         t->ctx = (void *)(intptr_t)DPNV;
+        t->lanes = POLE_LANES;
+        t->evaluate_lanes = pole_evaluate_lanes;
     } else {
         /* An environment otc does not simulate (neat-python's lunar-lander example runs
          * Gymnasium's LunarLander) can drive evolution as an external program. */
