@@ -161,21 +161,21 @@ void otc_pole1_lanes_observe(const otc_pole1_lanes *L, int lane, double *obs) {
 }
 
 unsigned otc_pole1_lanes_step(otc_pole1_lanes *L, const double *out) {
-    int n = L->lanes;
-    double force[LN] = {0}, s[LN], c[LN];
+    int n = L->lanes, at[LN], m = 0;
+    double force[LN] = {0}, y[4][LN], s[LN], c[LN];
     unsigned ended = 0;
-    /* Idle lanes rest at the origin under no force, where they stay. */
-    for (int l = 0; l < n; l++) {
-        if (L->running[l]) {
-            force[l] = pole1_force(pole1_push_right(&out[2 * l], L->n_outputs));
-        } else {
-            force[l] = 0.0;
-            for (int i = 0; i < 4; i++) L->s[i][l] = 0.0;
-        }
-    }
-    pole_sincos_lanes(n, L->s[2], s, c);
+    /* The running lanes packed side by side (idle ones cost nothing). */
     for (int l = 0; l < n; l++)
-        pole1_euler(force[l], s[l], c[l], &L->s[0][l], &L->s[1][l], &L->s[2][l], &L->s[3][l]);
+        if (L->running[l]) at[m++] = l;
+    for (int k = 0; k < m; k++) {
+        force[k] = pole1_force(pole1_push_right(&out[2 * at[k]], L->n_outputs));
+        for (int i = 0; i < 4; i++) y[i][k] = L->s[i][at[k]];
+    }
+    pole_sincos_lanes(m, y[2], s, c);
+    for (int k = 0; k < m; k++)
+        pole1_euler(force[k], s[k], c[k], &y[0][k], &y[1][k], &y[2][k], &y[3][k]);
+    for (int k = 0; k < m; k++)
+        for (int i = 0; i < 4; i++) L->s[i][at[k]] = y[i][k];
     for (int l = 0; l < n; l++) {
         if (!L->running[l]) continue;
         if (pole1_failed(L->s[0][l], L->s[1][l], L->s[2][l], L->s[3][l]) ||
