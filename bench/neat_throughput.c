@@ -156,6 +156,7 @@ static schedule schedule_of(const char *ini, const char *task_name, int gens) {
     if (otc_neat_task_create(task_name, &c, &task) != OTC_OK) fail(task_name);
     real_evaluate = task->evaluate;
     task->evaluate = timed_evaluate;
+    task->evaluate_lanes = NULL; /* per-genome times: one genome at a time */
     real_confirm = task->confirm;
     if (task->confirm) task->confirm = timed_confirm;
     uint64_t seed = 100;
