@@ -264,7 +264,9 @@ otc_status otc_dpnv_champion_test(const otc_pole_agent *agent, int *long_steps, 
 
 #define LN OTC_POLE_LANES_MAX
 
-static void dp_derivs_lanes(int n, const double *force, double y[6][LN], double dydx[6][LN]) {
+/* Inlined into dp_rk4_lanes, so it is compiled for each of its targets. */
+static inline __attribute__((always_inline)) void
+dp_derivs_lanes(int n, const double *force, double y[6][LN], double dydx[6][LN]) {
     double s1[LN], c1[LN], s2[LN], c2[LN];
     pole_sincos_lanes(n, y[2], s1, c1);
     pole_sincos_lanes(n, y[4], s2, c2);
@@ -277,7 +279,7 @@ static void dp_derivs_lanes(int n, const double *force, double y[6][LN], double 
     }
 }
 
-static void dp_rk4_lanes(int n, const double *force, double y[6][LN]) {
+POLE_LANES_VECTOR static void dp_rk4_lanes(int n, const double *force, double y[6][LN]) {
     const double hh = DP_TAU * 0.5, h6 = DP_TAU / 6.0;
     double dydx[6][LN], dym[6][LN], dyt[6][LN], yt[6][LN];
     dp_derivs_lanes(n, force, y, dydx);

@@ -53,6 +53,18 @@ static inline void pole_sincos(double x, double *s, double *c) {
     }
 }
 
+/* On a function stepping lanes: a copy for CPUs with 4-wide vectors (AVX2) chosen at load
+ * time, beside the baseline's 2-wide one. The same IEEE operations lane by lane either way (no
+ * FMA: AVX2 does not bring it, and -ffp-contract=off forbids it), so the same bits. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define POLE_LANES_VECTOR __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef POLE_LANES_VECTOR
+#define POLE_LANES_VECTOR
+#endif
+
 /* pole_sincos of x[0 .. n): the polynomials for every lane side by side (independent work the
  * core overlaps, and the compiler may vectorise), then libm for the lanes outside pi/4 (and
  * NaN), so each lane gets exactly pole_sincos's values. */
