@@ -160,13 +160,33 @@ static void dp_result(int steps, int max_steps, int velocities, const double *ji
     }
 }
 
+/* A trial's actions from *st after `steps` balanced ones until it fails or balances
+ * max_steps; returns the steps balanced. jiggle: |x|+|dx|+|θ1|+|dθ1| of the last
+ * JIGGLE_WINDOW balanced steps, a ring indexed by step. One loop for the scalar trial and a
+ * lane left running alone. */
+static int dp_trial(otc_dpole_state *st, int velocities, int steps, int max_steps,
+                    const otc_pole_agent *agent, double *jiggle) {
+    double obs[OTC_DPV_N_OBS], out[1];
+    int n_obs = otc_dpole_n_obs(velocities);
+    while (steps < max_steps) {
+        otc_dpole_observe(st, velocities, obs);
+        out[0] = 0.5;
+        agent->policy(agent->ctx, obs, n_obs, out, 1);
+        otc_dpole_step(st, out[0]);
+        /* The reference sums the 100 steps before the failing one, i.e. the last 100 balanced. */
+        if (otc_dpole_failed(st)) break;
+        jiggle[steps % JIGGLE_WINDOW] =
+            fabs(st->s[0]) + fabs(st->s[1]) + fabs(st->s[2]) + fabs(st->s[3]);
+        steps++;
+    }
+    return steps;
+}
+
 otc_status otc_dpole_run_from(const otc_dpole_state *start, int velocities, int max_steps,
                               const otc_pole_agent *agent, otc_pole_result *result) {
     otc_dpole_state st;
-    double obs[OTC_DPV_N_OBS], out[1];
-    /* |x|+|dx|+|θ1|+|dθ1| of the last JIGGLE_WINDOW balanced steps, a ring indexed by step. */
     double jiggle[JIGGLE_WINDOW];
-    int n_obs = otc_dpole_n_obs(velocities), steps = 0;
+    int steps;
 
     if (!start || !agent || !agent->policy || !result)
         return otc_fail(OTC_ERR_ARG,
@@ -176,17 +196,7 @@ otc_status otc_dpole_run_from(const otc_dpole_state *start, int velocities, int 
 
     st = *start;
     if (agent->reset) agent->reset(agent->ctx);
-    while (steps < max_steps) {
-        otc_dpole_observe(&st, velocities, obs);
-        out[0] = 0.5;
-        agent->policy(agent->ctx, obs, n_obs, out, 1);
-        otc_dpole_step(&st, out[0]);
-        /* The reference sums the 100 steps before the failing one, i.e. the last 100 balanced. */
-        if (otc_dpole_failed(&st)) break;
-        jiggle[steps % JIGGLE_WINDOW] =
-            fabs(st.s[0]) + fabs(st.s[1]) + fabs(st.s[2]) + fabs(st.s[3]);
-        steps++;
-    }
+    steps = dp_trial(&st, velocities, 0, max_steps, agent, jiggle);
     dp_result(steps, max_steps, velocities, jiggle, result);
     return OTC_OK;
 }
@@ -394,10 +404,25 @@ otc_status otc_dpole_lanes_run(int lanes, int velocities, int max_steps,
                 retired[l] = true;
             }
         }
+        int left = 0, lone = -1;
+        for (int l = 0; l < lanes; l++) {
+            left += !retired[l];
+            if (L.running[l]) lone = l;
+        }
         if (running == 0) {
-            int left = 0;
-            for (int l = 0; l < lanes; l++) left += !retired[l];
             if (!left) break;
+            continue;
+        }
+        if (running == 1 && left == 1) {
+            /* The last trial, alone: the scalar loop, without the lanes' bookkeeping. */
+            otc_dpole_state st;
+            for (int i = 0; i < 6; i++) st.s[i] = L.s[i][lone];
+            L.steps[lone] = dp_trial(&st, velocities, L.steps[lone], max_steps, &src->agents[lone],
+                                     L.jiggle[lone]);
+            L.running[lone] = false;
+            otc_pole_result r;
+            otc_dpole_lanes_result(&L, lone, &r);
+            src->done(src->ctx, lone, &r);
             continue;
         }
         for (int l = 0; l < lanes; l++) {

@@ -99,12 +99,27 @@ static otc_status pole1_check(const otc_pole1_config *cfg, const char *who) {
     return OTC_OK;
 }
 
+/* A trial's steps from *st after `steps` balanced ones until it fails or balances max_steps;
+ * returns the steps balanced. One loop for the scalar trial and a lane left running alone. */
+static int pole1_trial(otc_pole1_state *st, int steps, int max_steps, int n_outputs,
+                       const otc_pole_agent *agent) {
+    double obs[OTC_POLE1_N_OBS], out[2];
+    while (steps < max_steps) {
+        otc_pole1_observe(st, obs);
+        out[0] = out[1] = 0.0;
+        agent->policy(agent->ctx, obs, OTC_POLE1_N_OBS, out, n_outputs);
+        otc_pole1_step(st, pole1_push_right(out, n_outputs));
+        if (otc_pole1_failed(st)) break;
+        steps++;
+    }
+    return steps;
+}
+
 otc_status otc_pole1_run(const otc_pole1_config *cfg, const otc_pole_agent *agent,
                          otc_pole_result *result) {
     otc_pole1_config def;
     otc_pole1_state st = {{0.0, 0.0, 0.0, 0.0}};
-    double obs[OTC_POLE1_N_OBS], out[2];
-    int steps = 0;
+    int steps;
 
     otc_status status;
     if (!cfg) {
@@ -117,16 +132,7 @@ otc_status otc_pole1_run(const otc_pole1_config *cfg, const otc_pole_agent *agen
 
     if (cfg->random_start) otc_pole1_random_start(cfg->seed, &st);
     if (agent->reset) agent->reset(agent->ctx);
-    while (steps < cfg->max_steps) {
-        int push_right;
-        otc_pole1_observe(&st, obs);
-        out[0] = out[1] = 0.0;
-        agent->policy(agent->ctx, obs, OTC_POLE1_N_OBS, out, cfg->n_outputs);
-        push_right = pole1_push_right(out, cfg->n_outputs);
-        otc_pole1_step(&st, push_right);
-        if (otc_pole1_failed(&st)) break;
-        steps++;
-    }
+    steps = pole1_trial(&st, 0, cfg->max_steps, cfg->n_outputs, agent);
     result->steps = steps;
     result->success = steps == cfg->max_steps;
     result->fitness = steps;
@@ -216,10 +222,25 @@ otc_status otc_pole1_lanes_run(int lanes, const otc_pole1_config *cfg,
                 retired[l] = true;
             }
         }
+        int left = 0, lone = -1;
+        for (int l = 0; l < lanes; l++) {
+            left += !retired[l];
+            if (L.running[l]) lone = l;
+        }
         if (running == 0) {
-            int left = 0;
-            for (int l = 0; l < lanes; l++) left += !retired[l];
             if (!left) break;
+            continue;
+        }
+        if (running == 1 && left == 1) {
+            /* The last trial, alone: the scalar loop, without the lanes' bookkeeping. */
+            otc_pole1_state st;
+            for (int i = 0; i < 4; i++) st.s[i] = L.s[i][lone];
+            L.steps[lone] =
+                pole1_trial(&st, L.steps[lone], L.max_steps, L.n_outputs, &src->agents[lone]);
+            L.running[lone] = false;
+            otc_pole_result r;
+            otc_pole1_lanes_result(&L, lone, &r);
+            src->done(src->ctx, lone, &r);
             continue;
         }
         for (int l = 0; l < lanes; l++) {

@@ -160,7 +160,7 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
 
 /* Trials a thread steps at once: the double pole's RK4 is a chain of dependent accelerations,
  * and this many independent chains keep the core busy (bench/neat_pole_lanes measures it). */
-#define POLE_LANES 4
+#define POLE_LANES 8
 
 typedef struct {
     otc_neat_runner r; /* on the lane's flat program, which never switches */
