@@ -1,7 +1,9 @@
 /* Parallel fitness evaluation: the caller and the population's helper threads take genomes
  * one at a time from a shared counter; each genome's randomness comes from (seed, generation,
  * index), so the results are the same whatever the thread count or the order in which threads
- * finish, or whether the helpers start on a generation while reproduction still makes it. */
+ * finish, or whether the helpers start on a generation while reproduction still makes it. A
+ * task with evaluate_lanes (the pole tasks) has each worker's genomes several at a time, each
+ * lane taking the next from the same counter when its genome is done. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,10 +37,12 @@ void otc_neat_bind_eval_threads(int n) {
 struct otc_neat_evaluator {
     int n_scratch;           /* workers' flat programs */
     otc_neat_flat **scratch; /* (index 0: the calling thread, which also runs confirm) */
-    int n_lane_scratch;      /* the lanes' programs: worker w's are lane_scratch[w * lanes ..] */
+    otc_neat_pool *pool;     /* helper threads, started at the first need */
+    struct ahead *ahead;     /* the next generation's evaluation, overlapping reproduction */
+
+    /* The lanes' programs (evaluate_lanes): worker w's are lane_scratch[w * lanes ..]. */
+    int n_lane_scratch;
     otc_neat_flat **lane_scratch;
-    otc_neat_pool *pool; /* helper threads, started at the first need */
-    struct ahead *ahead; /* the next generation's evaluation, overlapping reproduction */
 };
 
 otc_neat_evaluator *otc_neat_evaluator_new(void) {
