@@ -178,7 +178,10 @@ struct otc_neat_pool {
     pthread_cond_t more; /* helpers: a stream's next genome is ready, or it is closed */
     unsigned epoch;      /* jobs posted so far */
     eval_job *job;       /* the current job, NULL between jobs */
-    int busy;            /* helpers inside the job */
+    otc_neat_pool_fn fn; /* or the current call (otc_neat_pool_start), NULL between calls */
+    void *ctx;
+    int fn_workers; /* threads the call may use, the caller included */
+    int busy;       /* helpers inside the job */
     bool shutdown;
     int n, cap; /* helpers started, room in helpers */
     helper_arg **helpers;
@@ -194,11 +197,16 @@ static void *helper(void *arg) {
         if (pool->shutdown) break;
         seen = pool->epoch;
         eval_job *job = pool->job;
+        otc_neat_pool_fn fn = pool->fn;
+        void *ctx = pool->ctx;
         /* Too late for that job (it is done), or not needed in it. */
-        if (!job || h->w >= job->workers) continue;
+        if (job ? h->w >= job->workers : !fn || h->w >= pool->fn_workers) continue;
         pool->busy++;
         pthread_mutex_unlock(&pool->lock);
-        take_genomes(job, h->w);
+        if (job)
+            take_genomes(job, h->w);
+        else
+            fn(ctx, h->w);
         pthread_mutex_lock(&pool->lock);
         if (--pool->busy == 0) pthread_cond_signal(&pool->idle);
     }
@@ -275,7 +283,41 @@ static void pool_finish(otc_neat_pool *pool) {
     pthread_mutex_lock(&pool->lock);
     while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
     pool->job = NULL;
+    pool->fn = NULL;
     pthread_mutex_unlock(&pool->lock);
+}
+
+int otc_neat_pool_start(otc_neat_evaluator *e, int workers, otc_neat_pool_fn fn, void *ctx) {
+    if (!e || workers < 2) return 0;
+    otc_neat_pool *pool = pool_with(e, workers - 1);
+    if (!pool || pool->n == 0) return 0;
+    pthread_mutex_lock(&pool->lock);
+    pool->job = NULL;
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->fn_workers = workers;
+    pool->epoch++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    return pool->n < workers - 1 ? pool->n : workers - 1;
+}
+
+void otc_neat_pool_wait(otc_neat_evaluator *e) {
+    if (e) pool_finish(e->pool);
+}
+
+int otc_neat_pool_helpers(const otc_neat_evaluator *e) {
+    return e && e->pool ? e->pool->n : 0;
+}
+
+static _Thread_local otc_neat_evaluator *bound_evaluator;
+
+otc_neat_evaluator *otc_neat_eval_evaluator(void) {
+    return bound_evaluator;
+}
+
+void otc_neat_bind_eval_evaluator(otc_neat_evaluator *e) {
+    bound_evaluator = e;
 }
 
 /* A stream's genome i, once reproduction has handed it over; false when it never will. */
