@@ -291,9 +291,24 @@ static void pool_free(otc_neat_pool *pool) {
 
 /* e's pool with at least `helpers` helpers (fewer when threads cannot be started: the job
  * then runs on those there are). NULL only when there is no pool at all. */
+/* OpenBLAS's (when otc links it): ends its worker threads, which it starts again at its next
+ * threaded call. Weak, so another BLAS leaves it NULL. */
+extern void blas_thread_shutdown_(void) __attribute__((weak));
+
+/* OpenBLAS starts its workers as the library loads, and an idle worker spins on sched_yield for
+ * about 0.1 s before it sleeps: on two cores that spin takes half a core from the first
+ * helper for the first ~80 ms (a csv hybrid run's whole first generation and more). Evaluation
+ * never calls BLAS at NEAT's sizes, so the workers are ended once, as the first pool starts;
+ * a later large matmul brings them back. */
+static void quiet_blas_workers(void) {
+    static atomic_flag done = ATOMIC_FLAG_INIT;
+    if (blas_thread_shutdown_ && !atomic_flag_test_and_set(&done)) blas_thread_shutdown_();
+}
+
 static otc_neat_pool *pool_with(otc_neat_evaluator *e, int helpers) {
     otc_neat_pool *pool = e->pool;
     if (!pool) {
+        quiet_blas_workers();
         if (!(pool = calloc(1, sizeof *pool))) return NULL;
         if (pthread_mutex_init(&pool->lock, NULL)) {
             free(pool);
