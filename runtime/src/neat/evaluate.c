@@ -4,11 +4,13 @@
  * finish, or whether the helpers start on a generation while reproduction still makes it. A
  * task with evaluate_lanes (the pole tasks) has each worker's genomes several at a time, each
  * lane taking the next from the same counter when its genome is done. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "neat_internal.h"
 
@@ -259,13 +261,66 @@ struct otc_neat_pool {
     pthread_cond_t wake; /* helpers: a new job, or shut down */
     pthread_cond_t idle; /* the caller: no helper is inside the job any more */
     pthread_cond_t more; /* helpers: a stream's next genome is ready, or it is closed */
-    unsigned epoch;      /* jobs posted so far */
+    atomic_uint epoch;   /* jobs posted so far (written under lock, spun on without) */
     eval_job *job;       /* the current job, NULL between jobs */
-    int busy;            /* helpers inside the job */
+    otc_neat_pool_fn fn; /* or the current call (otc_neat_pool_start), NULL between calls */
+    void *ctx;
+    int fn_workers;  /* threads the call may use, the caller included */
+    atomic_int busy; /* helpers inside the job (written under lock, spun on without) */
     bool shutdown;
     int n, cap; /* helpers started, room in helpers */
     helper_arg **helpers;
 };
+
+/* A thread about to sleep on a condition spins this long first: the next job, genome or
+ * helper's end often comes sooner than a sleeping thread wakes (tens of microseconds, more
+ * on a busy machine), and a spin in vain costs one core this little. */
+#define POOL_SPIN_NS 50000
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Spins until *v != old (true) or POOL_SPIN_NS have passed (false). */
+static bool spin_while_uint(const atomic_uint *v, unsigned old) {
+    long long end = 0;
+    for (int i = 0;; i++) {
+        if (atomic_load(v) != old) return true;
+        if ((i & 63) == 0) {
+            long long t = now_ns();
+            if (!end)
+                end = t + POOL_SPIN_NS;
+            else if (t > end)
+                return false;
+        }
+        cpu_relax();
+    }
+}
+
+/* Spins until lo <= *v <= hi (true) or POOL_SPIN_NS have passed (false). */
+static bool spin_until_in(const atomic_int *v, int lo, int hi) {
+    long long end = 0;
+    for (int i = 0;; i++) {
+        int x = atomic_load(v);
+        if (x >= lo && x <= hi) return true;
+        if ((i & 63) == 0) {
+            long long t = now_ns();
+            if (!end)
+                end = t + POOL_SPIN_NS;
+            else if (t > end)
+                return false;
+        }
+        cpu_relax();
+    }
+}
 
 static void *helper(void *arg) {
     helper_arg *h = arg;
@@ -273,15 +328,25 @@ static void *helper(void *arg) {
     unsigned seen = 0;
     pthread_mutex_lock(&pool->lock);
     for (;;) {
+        if (!pool->shutdown && atomic_load(&pool->epoch) == seen) {
+            pthread_mutex_unlock(&pool->lock);
+            spin_while_uint(&pool->epoch, seen);
+            pthread_mutex_lock(&pool->lock);
+        }
         while (!pool->shutdown && pool->epoch == seen) pthread_cond_wait(&pool->wake, &pool->lock);
         if (pool->shutdown) break;
         seen = pool->epoch;
         eval_job *job = pool->job;
+        otc_neat_pool_fn fn = pool->fn;
+        void *ctx = pool->ctx;
         /* Too late for that job (it is done), or not needed in it. */
-        if (!job || h->w >= job->workers) continue;
+        if (job ? h->w >= job->workers : !fn || h->w >= pool->fn_workers) continue;
         pool->busy++;
         pthread_mutex_unlock(&pool->lock);
-        take_genomes(job, h->w);
+        if (job)
+            take_genomes(job, h->w);
+        else
+            fn(ctx, h->w);
         pthread_mutex_lock(&pool->lock);
         if (--pool->busy == 0) pthread_cond_signal(&pool->idle);
     }
@@ -309,9 +374,24 @@ static void pool_free(otc_neat_pool *pool) {
 
 /* e's pool with at least `helpers` helpers (fewer when threads cannot be started: the job
  * then runs on those there are). NULL only when there is no pool at all. */
+/* OpenBLAS's (when otc links it): ends its worker threads, which it starts again at its next
+ * threaded call. Weak, so another BLAS leaves it NULL. */
+extern void blas_thread_shutdown_(void) __attribute__((weak));
+
+/* OpenBLAS starts its workers as the library loads, and an idle worker spins on sched_yield for
+ * about 0.1 s before it sleeps: on two cores that spin takes half a core from the first
+ * helper for the first ~80 ms (a csv hybrid run's whole first generation and more). Evaluation
+ * never calls BLAS at NEAT's sizes, so the workers are ended once, as the first pool starts;
+ * a later large matmul brings them back. */
+static void quiet_blas_workers(void) {
+    static atomic_flag done = ATOMIC_FLAG_INIT;
+    if (blas_thread_shutdown_ && !atomic_flag_test_and_set(&done)) blas_thread_shutdown_();
+}
+
 static otc_neat_pool *pool_with(otc_neat_evaluator *e, int helpers) {
     otc_neat_pool *pool = e->pool;
     if (!pool) {
+        quiet_blas_workers();
         if (!(pool = calloc(1, sizeof *pool))) return NULL;
         if (pthread_mutex_init(&pool->lock, NULL)) {
             free(pool);
@@ -355,15 +435,54 @@ static void pool_post(otc_neat_pool *pool, eval_job *job) {
 /* Every genome is taken; wait for the helpers still evaluating theirs. */
 static void pool_finish(otc_neat_pool *pool) {
     if (!pool) return;
+    /* No helper inside: nobody can enter either, as the job is done (its counter spent, its
+     * epoch seen or skipped); spinning first saves a sleeping caller's wake-up. */
+    spin_until_in(&pool->busy, 0, 0);
     pthread_mutex_lock(&pool->lock);
     while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
     pool->job = NULL;
+    pool->fn = NULL;
     pthread_mutex_unlock(&pool->lock);
+}
+
+int otc_neat_pool_start(otc_neat_evaluator *e, int workers, otc_neat_pool_fn fn, void *ctx) {
+    if (!e || workers < 2) return 0;
+    otc_neat_pool *pool = pool_with(e, workers - 1);
+    if (!pool || pool->n == 0) return 0;
+    pthread_mutex_lock(&pool->lock);
+    pool->job = NULL;
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->fn_workers = workers;
+    pool->epoch++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    return pool->n < workers - 1 ? pool->n : workers - 1;
+}
+
+void otc_neat_pool_wait(otc_neat_evaluator *e) {
+    if (e) pool_finish(e->pool);
+}
+
+int otc_neat_pool_helpers(const otc_neat_evaluator *e) {
+    return e && e->pool ? e->pool->n : 0;
+}
+
+static _Thread_local otc_neat_evaluator *bound_evaluator;
+
+otc_neat_evaluator *otc_neat_eval_evaluator(void) {
+    return bound_evaluator;
+}
+
+void otc_neat_bind_eval_evaluator(otc_neat_evaluator *e) {
+    bound_evaluator = e;
 }
 
 /* A stream's genome i, once reproduction has handed it over; false when it never will. */
 static bool stream_wait(eval_job *job, int i) {
     if (i < atomic_load(&job->ready)) return true;
+    /* Reproduction makes a child in microseconds: it usually comes before a sleep would end. */
+    if (spin_until_in(&job->ready, i + 1, INT_MAX)) return true;
     otc_neat_pool *pool = job->pool;
     pthread_mutex_lock(&pool->lock);
     atomic_fetch_add(&job->waiting, 1); /* before `ready` is read again: see ahead_push */

@@ -3,6 +3,8 @@
 #ifndef OTC_NEAT_INTERNAL_H
 #define OTC_NEAT_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "otc/neat.h"
 #include "otc/neat_flat.h"
 
@@ -84,6 +86,16 @@ void otc_neat_ahead_push(otc_neat_population *p, otc_neat_genome *g);
 void otc_neat_ahead_end(otc_neat_population *p);
 /* The evaluator's program for the calling thread (NULL before its first batch). */
 otc_neat_flat *otc_neat_evaluator_scratch(const otc_neat_evaluator *e);
+/* Other work on the evaluator's helper threads (evaluate.c), when no evaluation runs:
+ * otc_neat_pool_start has up to workers - 1 helpers (started when missing) call fn(ctx, w),
+ * w = 1, 2, ..., and returns how many may (0: none, the caller does all); the caller works
+ * too (as worker 0), then otc_neat_pool_wait waits for the helpers that joined. fn shares
+ * out the work itself, so a helper scheduled late finds it done. */
+typedef void (*otc_neat_pool_fn)(void *ctx, int worker);
+int otc_neat_pool_start(otc_neat_evaluator *e, int workers, otc_neat_pool_fn fn, void *ctx);
+void otc_neat_pool_wait(otc_neat_evaluator *e);
+/* Helper threads the evaluator has started (0: none; a run on one thread starts none). */
+int otc_neat_pool_helpers(const otc_neat_evaluator *e);
 
 /* A CTRNN genome's phenotype (phenotype_ctrnn.c): p->graph, p->input and the outputs as
  * neat-python's CTRNN.advance over the config's ctrnn times, through the neat-python
@@ -117,6 +129,10 @@ void otc_neat_bind_eval_scratch(otc_neat_flat *f);
  * none is bound). */
 int otc_neat_eval_threads(void);
 void otc_neat_bind_eval_threads(int n);
+/* The evaluator whose helpers a task's confirm may use, bound like the threads (NULL when
+ * none is: the confirm then starts threads of its own). */
+otc_neat_evaluator *otc_neat_eval_evaluator(void);
+void otc_neat_bind_eval_evaluator(otc_neat_evaluator *e);
 
 /* A genome made runnable: the flat program when the task asks for no executor (the bound
  * scratch program, or one of its own), else its phenotype graph and the task's executor. With
@@ -131,6 +147,9 @@ typedef struct {
     const otc_neat_genome *g;
     long rows;  /* stepped on the flat program so far */
     bool fixed; /* no switch (any more): stays on what it runs */
+    /* When set (by another thread), forward fails at once: a run nobody wants any more (a
+     * cancelled speculative generalisation, task.c) ends within a step. */
+    const atomic_bool *cancel;
 } otc_neat_runner;
 
 otc_status otc_neat_runner_open(const otc_neat_task *task, const otc_neat_config *c,

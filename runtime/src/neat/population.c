@@ -235,8 +235,11 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
         int tested = task->confirm_rotates_species ? confirm_candidate(p, best) : best;
         otc_neat_flat *outer = otc_neat_eval_scratch();
         otc_neat_flat *own = otc_neat_evaluator_scratch(p->evaluator);
+        otc_neat_evaluator *outer_e = otc_neat_eval_evaluator();
         otc_neat_bind_eval_scratch(own ? own : outer);
+        otc_neat_bind_eval_evaluator(p->evaluator); /* its helpers share the test */
         s = otc_neat_confirm(task, c, p->genomes[tested], o ? o->threads : 1, &ok, &score);
+        otc_neat_bind_eval_evaluator(outer_e);
         otc_neat_bind_eval_scratch(outer);
         if (s != OTC_OK) goto done;
         st.confirm_score = score;

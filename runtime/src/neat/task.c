@@ -2,7 +2,6 @@
  * benchmarks through pole.h's policy callbacks, plus the runner every task uses to make a
  * genome runnable (the flat program, or a phenotype graph under the task's executor). */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +41,7 @@ void otc_neat_runner_close(otc_neat_runner *r) {
 }
 
 otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch, float *y) {
+    if (r->cancel && atomic_load_explicit(r->cancel, memory_order_relaxed)) return OTC_ERR_STATE;
     if (r->flat && !r->fixed && (r->rows += batch) > r->task->compile_after)
         otc_neat_runner_switch(r);
     if (r->flat) return otc_neat_flat_forward(r->flat, x, batch, y);
@@ -279,12 +279,17 @@ static otc_status pole_evaluate_lanes(const otc_neat_task *task, const otc_neat_
  * the count is a sum, so it does not depend on which thread ran which chunk. */
 #define GEN_CHUNK  25
 #define GEN_CHUNKS (OTC_DPOLE_GENERALISATION_STARTS / GEN_CHUNK)
+/* Steps of the 100,000-step trial after which the other threads start on the generalisation
+ * speculatively: most candidates fail well before, and a wake-up per confirm would cost them
+ * more than it gains. */
+#define GEN_SPECULATE_AFTER 5000
 
 struct gen_job {
     const otc_neat_task *task;
     const otc_neat_config *c;
     const otc_neat_genome *g;
     atomic_int next;
+    atomic_bool cancel; /* the trial failed: the count is not wanted */
     int passed[GEN_CHUNKS];
     otc_status status[GEN_CHUNKS];
 };
@@ -357,56 +362,87 @@ static void gen_chunks(gen_job *j, otc_neat_runner *r) {
     }
 }
 
-static void *gen_thread(void *arg) {
+/* A helper's share (otc_neat_pool_fn). A helper has no bound scratch: the runner makes its
+ * own program. If that fails, the other threads take this one's chunks. */
+static void gen_worker(void *arg, int worker) {
+    (void)worker;
     gen_job *j = arg;
     otc_neat_runner r;
-    /* A thread of its own has no bound scratch: the runner makes its own program. If that
-     * fails, the other threads take this one's chunks. */
-    if (otc_neat_runner_open(j->task, j->c, j->g, &r) != OTC_OK) return NULL;
+    if (atomic_load(&j->cancel) || otc_neat_runner_open(j->task, j->c, j->g, &r) != OTC_OK) return;
+    r.cancel = &j->cancel;
     gen_chunks(j, &r);
     otc_neat_runner_close(&r);
-    return NULL;
 }
 
-static otc_status generalisation(const otc_neat_task *task, const otc_neat_config *c,
-                                 const otc_neat_genome *g, otc_neat_runner *r, int *count) {
+/* Cancelling: no chunk is taken any more and the runners stop at their next step, so the
+ * helpers leave within a few hundred steps of physics; the caller waits for them only so
+ * that nothing of the job outlives it. */
+static void gen_cancel(gen_job *j, otc_neat_evaluator *e, bool started) {
+    atomic_store(&j->cancel, true);
+    atomic_store(&j->next, GEN_CHUNKS);
+    if (started) otc_neat_pool_wait(e);
+}
+
+/* The trial's policy: pole_policy, and once the trial has lasted GEN_SPECULATE_AFTER steps,
+ * the generalisation starts on the evaluator's helpers while the trial goes on. */
+typedef struct {
+    pole_ctx pc;
+    int steps;
+    gen_job *j;
+    otc_neat_evaluator *e;
+    int threads;
+    bool started;
+} trial_ctx;
+
+static void trial_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
+    trial_ctx *t = ctx;
+    if (++t->steps == GEN_SPECULATE_AFTER && t->threads > 1)
+        t->started = otc_neat_pool_start(t->e, t->threads, gen_worker, t->j) > 0;
+    pole_policy(&t->pc, obs, n_obs, out, n_out);
+}
+
+static void trial_reset(void *ctx) {
+    trial_ctx *t = ctx;
+    pole_reset(&t->pc);
+}
+
+/* otc_dpnv_champion_test's test (100,000 steps from the standard start, then the
+ * generalisation starts), with the starts shared among the bound evaluator's threads, which
+ * begin on them while the calling thread still runs the long trial. */
+static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config *c,
+                               const otc_neat_genome *g, bool *solved, double *score) {
     gen_job *j = calloc(1, sizeof *j);
     if (!j) return otc_fail(OTC_ERR_NOMEM, "out of memory for the generalisation test");
     *j = (gen_job){.task = task, .c = c, .g = g};
     atomic_init(&j->next, 0);
-    int threads = otc_neat_eval_threads();
-    if (threads > GEN_CHUNKS) threads = GEN_CHUNKS;
-    pthread_t tid[GEN_CHUNKS];
-    int started = 0;
-    for (int t = 1; t < threads; t++, started++)
-        if (pthread_create(&tid[started], NULL, gen_thread, j)) break;
-    gen_chunks(j, r); /* the calling thread works too */
-    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    otc_status s = OTC_OK;
-    *count = 0;
-    for (int k = 0; k < GEN_CHUNKS && s == OTC_OK; k++) {
-        s = j->status[k];
-        *count += j->passed[k];
-    }
-    free(j);
-    return s;
-}
-
-/* otc_dpnv_champion_test's test (100,000 steps from the standard start, then the
- * generalisation starts), with the starts shared among the evaluation threads. */
-static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config *c,
-                               const otc_neat_genome *g, bool *solved, double *score) {
+    atomic_init(&j->cancel, false);
     otc_neat_runner r;
     otc_status s = otc_neat_runner_open(task, c, g, &r);
-    if (s != OTC_OK) return s;
-    pole_ctx pc = {&r, OTC_OK};
-    otc_pole_agent agent = {pole_policy, pole_reset, &pc};
+    if (s != OTC_OK) {
+        free(j);
+        return s;
+    }
+    otc_neat_evaluator *e = otc_neat_eval_evaluator();
+    int threads = e ? otc_neat_eval_threads() : 1;
+    if (threads > GEN_CHUNKS) threads = GEN_CHUNKS;
+    trial_ctx t = {.pc = {&r, OTC_OK}, .j = j, .e = e, .threads = threads};
+    otc_pole_agent agent = {trial_policy, trial_reset, &t};
     otc_pole_result lr = {0, 0, 0};
-    int general = 0;
     s = otc_dpole_run(0, OTC_DPOLE_SUCCESS_STEPS, &agent, &lr);
-    if (s == OTC_OK) s = pc.status;
-    if (s == OTC_OK && lr.success) s = generalisation(task, c, g, &r, &general);
+    if (s == OTC_OK) s = t.pc.status;
+    int general = 0;
+    if (s == OTC_OK && lr.success) {
+        gen_chunks(j, &r); /* the calling thread joins the helpers */
+        if (t.started) otc_neat_pool_wait(e);
+        for (int k = 0; k < GEN_CHUNKS && s == OTC_OK; k++) {
+            s = j->status[k];
+            general += j->passed[k];
+        }
+    } else {
+        gen_cancel(j, e, t.started);
+    }
     otc_neat_runner_close(&r);
+    free(j);
     if (s != OTC_OK) return s;
     *solved = lr.success && general >= OTC_DPOLE_GENERALISATION_PASS;
     *score = general;
@@ -419,9 +455,17 @@ otc_status otc_neat_confirm(const otc_neat_task *task, const otc_neat_config *c,
         return otc_fail(OTC_ERR_ARG, "otc_neat_confirm: NULL argument");
     if (!task->confirm) return otc_fail(OTC_ERR_ARG, "task %s has no confirm test", task->name);
     int outer = otc_neat_eval_threads();
+    otc_neat_evaluator *outer_e = otc_neat_eval_evaluator(), *own = NULL;
+    /* Called on its own (not from a population's step, which binds its evaluator): threads
+     * for this test alone. */
+    if (threads > 1 && !outer_e && !(own = otc_neat_evaluator_new()))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for the confirm test's threads");
+    if (own) otc_neat_bind_eval_evaluator(own);
     otc_neat_bind_eval_threads(threads > 0 ? threads : 1);
     otc_status s = task->confirm(task, c, g, solved, score);
     otc_neat_bind_eval_threads(outer);
+    otc_neat_bind_eval_evaluator(outer_e);
+    otc_neat_evaluator_free(own);
     return s;
 }
 

@@ -1,0 +1,150 @@
+/* dpnv's confirm test on threads, whose helpers start on the generalisation while the calling
+ * thread still runs the 100,000-step trial: against the one-thread path and the pole module's
+ * own champion test run by a plain flat-program agent (independent of task.c's threading). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "otc/neat.h"
+#include "otc/neat_flat.h"
+#include "otc/neat_genome.h"
+#include "otc/pole.h"
+
+/* The champion of `otc evolve examples/neat/dpnv.ini --task dpnv --seed 1` (as in
+ * test_neat_flat.c): it balances the 100,000 steps and 312 generalisation starts. */
+static const char dpnv_champion[] =
+    "{\"nodes\":[{\"id\":0,\"type\":\"input\"},{\"id\":1,\"type\":\"input\"},{\"id\":2,\"type\":"
+    "\"input\"},"
+    "{\"id\":3,\"type\":\"input\"},{\"id\":4,\"type\":\"output\",\"activation\":\"sigmoid\","
+    "\"bias\":0,"
+    "\"response\":1},{\"id\":11,\"type\":\"hidden\",\"activation\":\"sigmoid\",\"bias\":0,"
+    "\"response\":1},"
+    "{\"id\":62,\"type\":\"hidden\",\"activation\":\"sigmoid\",\"bias\":0,\"response\":1},{\"id\":"
+    "87,"
+    "\"type\":\"hidden\",\"activation\":\"sigmoid\",\"bias\":0,\"response\":1}],\"connections\":[{"
+    "\"innov\":0,"
+    "\"in\":0,\"out\":4,\"weight\":-0.64576220512390137,\"enabled\":true},{\"innov\":1,\"in\":1,"
+    "\"out\":4,"
+    "\"weight\":-4.10345220565796,\"enabled\":true},{\"innov\":2,\"in\":2,\"out\":4,\"weight\":3."
+    "6943900585174561,"
+    "\"enabled\":true},{\"innov\":3,\"in\":3,\"out\":4,\"weight\":1.3463258743286133,\"enabled\":"
+    "true},"
+    "{\"innov\":4,\"in\":4,\"out\":4,\"weight\":-1.29164457321167,\"enabled\":true},{\"innov\":17,"
+    "\"in\":0,\"out\":11,\"weight\":-0.18776106834411621,\"enabled\":false},{\"innov\":18,\"in\":"
+    "11,"
+    "\"out\":4,\"weight\":1.2197718620300293,\"enabled\":true},{\"innov\":27,\"in\":4,\"out\":11,"
+    "\"weight\":-1.623476505279541,\"enabled\":true},{\"innov\":33,\"in\":11,\"out\":11,\"weight\":"
+    "-1.3769140243530273,"
+    "\"enabled\":true},{\"innov\":47,\"in\":2,\"out\":11,\"weight\":1.5241625308990479,\"enabled\":"
+    "true},"
+    "{\"innov\":66,\"in\":3,\"out\":11,\"weight\":0.54002535343170166,\"enabled\":true},{\"innov\":"
+    "79,"
+    "\"in\":1,\"out\":11,\"weight\":-1.6973848342895508,\"enabled\":true},{\"innov\":147,\"in\":3,"
+    "\"out\":62,\"weight\":4.6613121032714844,\"enabled\":true},{\"innov\":148,\"in\":62,\"out\":"
+    "11,"
+    "\"weight\":-1.73899507522583,\"enabled\":true},{\"innov\":161,\"in\":4,\"out\":62,\"weight\":"
+    "1.3711934089660645,"
+    "\"enabled\":true},{\"innov\":183,\"in\":62,\"out\":62,\"weight\":0.41480886936187744,"
+    "\"enabled\":true},"
+    "{\"innov\":211,\"in\":4,\"out\":87,\"weight\":-0.93871021270751953,\"enabled\":true},{"
+    "\"innov\":212,"
+    "\"in\":87,\"out\":11,\"weight\":1.8362128734588623,\"enabled\":true},{\"innov\":217,\"in\":2,"
+    "\"out\":62,\"weight\":-0.34366816282272339,\"enabled\":true},{\"innov\":220,\"in\":0,\"out\":"
+    "62,"
+    "\"weight\":-0.55398750305175781,\"enabled\":true},{\"innov\":258,\"in\":0,\"out\":87,"
+    "\"weight\":-2.53344202041626,"
+    "\"enabled\":true},{\"innov\":299,\"in\":87,\"out\":62,\"weight\":0.904651165008545,"
+    "\"enabled\":true},"
+    "{\"innov\":300,\"in\":87,\"out\":4,\"weight\":-0.0682154893875122,\"enabled\":true},{"
+    "\"innov\":327,"
+    "\"in\":2,\"out\":87,\"weight\":-0.314282238483429,\"enabled\":true},{\"innov\":330,\"in\":62,"
+    "\"out\":87,\"weight\":0.86560338735580444,\"enabled\":true},{\"innov\":339,\"in\":1,\"out\":"
+    "87,"
+    "\"weight\":0.15098755061626434,\"enabled\":true}],\"fitness\":0.12048033167445543,"
+    "\"evaluated\":true,"
+    "\"species\":1}";
+
+typedef struct {
+    otc_neat_flat *f;
+} flat_agent;
+
+static void flat_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
+    flat_agent *a = ctx;
+    float x[4], y[1] = {0.5f};
+    for (int i = 0; i < n_obs && i < 4; i++) x[i] = (float)obs[i];
+    if (otc_neat_flat_forward(a->f, x, 1, y) != OTC_OK) y[0] = 0.5f;
+    if (n_out > 0) out[0] = y[0];
+}
+
+static void flat_reset(void *ctx) {
+    flat_agent *a = ctx;
+    otc_neat_flat_reset(a->f);
+}
+
+/* The reference: pole.h's champion test with the genome's flat program as the policy. */
+static void reference(const otc_neat_config *c, const otc_neat_genome *g, int *long_steps,
+                      int *general, int *success) {
+    flat_agent a = {otc_neat_flat_new()};
+    REQUIRE(a.f && otc_neat_flat_build(a.f, g, c) == OTC_OK);
+    otc_pole_agent agent = {flat_policy, flat_reset, &a};
+    REQUIRE(otc_dpnv_champion_test(&agent, long_steps, general, success) == OTC_OK);
+    otc_neat_flat_free(a.f);
+}
+
+/* otc_neat_confirm on 1, 2, 3 and 4 threads agrees with the reference. */
+static void same_as_reference(const otc_neat_genome *g, bool want_long, bool want_solved) {
+    otc_neat_config c;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", &c) == OTC_OK);
+    REQUIRE(otc_neat_task_create("dpnv", &c, &task) == OTC_OK);
+    int long_steps = -1, general = -1, success = -1;
+    reference(&c, g, &long_steps, &general, &success);
+    /* The case's premise: the trial runs long enough for the helpers to start (they start
+     * after 5,000 steps), then passes or fails as the case wants. */
+    CHECK_MSG(long_steps > 5000, "trial %d steps", long_steps);
+    CHECK_MSG((long_steps == OTC_DPOLE_SUCCESS_STEPS) == want_long, "trial %d steps", long_steps);
+    CHECK(success == want_solved);
+    for (int threads = 1; threads <= 4; threads++) {
+        bool solved = !want_solved;
+        double score = -1;
+        REQUIRE(otc_neat_confirm(task, &c, g, threads, &solved, &score) == OTC_OK);
+        CHECK_MSG(solved == want_solved, "threads %d", threads);
+        CHECK_MSG(score == general, "threads %d: generalisation %g, reference %d", threads, score,
+                  general);
+    }
+    otc_neat_task_free(task);
+}
+
+/* The champion passes the trial: the helpers' head start and the caller's chunks add up to
+ * the reference's count (312, as test_neat_flat.c's one-thread run). */
+TEST(neat_dpnv_confirm_speculation_completes) {
+    otc_neat_genome *g = NULL;
+    REQUIRE(otc_neat_genome_from_json(dpnv_champion, &g) == OTC_OK);
+    same_as_reference(g, true, true);
+    int long_steps, general, success;
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", &c) == OTC_OK);
+    reference(&c, g, &long_steps, &general, &success);
+    CHECK_MSG(general == 312, "reference generalisation %d", general);
+    otc_neat_genome_free(g);
+}
+
+/* The champion with connection innovation 2's weight weakened by 4% balances for
+ * 44,817 steps, then the poles fall: the generalisation the helpers began is thrown away and
+ * the score is 0, as on one thread (which never starts it). */
+TEST(neat_dpnv_confirm_speculation_cancelled) {
+    otc_neat_genome *g = NULL;
+    REQUIRE(otc_neat_genome_from_json(dpnv_champion, &g) == OTC_OK);
+    int k = 0;
+    while (k < g->n_conns && g->conns[k].innov != 2) k++;
+    REQUIRE(k < g->n_conns);
+    g->conns[k].weight *= 0.96f;
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", &c) == OTC_OK);
+    int long_steps, general, success;
+    reference(&c, g, &long_steps, &general, &success);
+    CHECK_MSG(long_steps == 44817, "reference trial %d steps", long_steps);
+    CHECK(general == 0);
+    same_as_reference(g, false, false);
+    otc_neat_genome_free(g);
+}
