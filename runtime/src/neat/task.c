@@ -298,6 +298,8 @@ struct gen_job {
 static int gen_next(void *ctx, int l, bool wait, void *start) {
     pole_lanes_run *run = ctx;
     gen_job *j = run->gen;
+    /* A cancelled test takes no further start: the lanes end within one start's 1,000 steps. */
+    if (atomic_load_explicit(&j->cancel, memory_order_relaxed)) return 0;
     if (run->start == run->end) {
         int k = atomic_fetch_add(&j->next, 1);
         if (k >= GEN_CHUNKS) return 0;
