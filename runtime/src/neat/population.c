@@ -65,7 +65,16 @@ void otc_neat_population_free(otc_neat_population *p) {
     free(p->stats);
     for (int i = 0; i < p->n_spare; i++) otc_neat_genome_free(p->spare[i]);
     free(p->spare);
+    for (int i = 0; i < p->n_spare_members; i++) free(p->spare_members[i]);
+    free(p->spare_members);
+    for (int i = 0; i < OTC_NEAT_SCRATCH_SLOTS; i++) free(p->scratch[i].items);
     free(p);
+}
+
+void *otc_neat_scratch(otc_neat_population *p, int slot, int n, size_t size) {
+    return otc_neat_grow(&p->scratch[slot].items, &p->scratch[slot].cap, n, size)
+               ? p->scratch[slot].items
+               : NULL;
 }
 
 otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p) {
@@ -145,10 +154,10 @@ otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats 
 }
 
 static otc_status set_champion(otc_neat_population *p, const otc_neat_genome *g) {
-    otc_neat_genome *copy = otc_neat_genome_copy(g);
-    if (!copy) return OTC_ERR_NOMEM;
-    otc_neat_genome_free(p->champion);
-    p->champion = copy;
+    /* Into the champion's own arrays: a new champion allocates only when it is larger. */
+    if (!p->champion && !(p->champion = otc_neat_genome_new())) return OTC_ERR_NOMEM;
+    otc_status s = otc_neat_genome_copy_into(p->champion, g);
+    if (s != OTC_OK) return s;
     p->champion_generation = p->generation;
     return OTC_OK;
 }
@@ -192,13 +201,10 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     snprintf(p->task, sizeof p->task, "%s", task->name);
     const otc_neat_config *c = &p->config;
     int n = p->n_genomes;
-    bool *flags = calloc((size_t)n + 1, sizeof *flags);
-    double *fit = malloc(sizeof *fit * ((size_t)n + 1));
-    if (!flags || !fit) {
-        free(flags);
-        free(fit);
-        return otc_fail(OTC_ERR_NOMEM, "out of memory for a generation");
-    }
+    bool *flags = otc_neat_scratch(p, OTC_NEAT_SCRATCH_STEP_FLAGS, n + 1, sizeof *flags);
+    double *fit = otc_neat_scratch(p, OTC_NEAT_SCRATCH_STEP_FIT, n + 1, sizeof *fit);
+    if (!flags || !fit) return otc_fail(OTC_ERR_NOMEM, "out of memory for a generation");
+    memset(flags, 0, sizeof *flags * ((size_t)n + 1));
     int fresh = 0;
     for (int i = 0; i < n; i++) fresh += !p->genomes[i]->evaluated;
     otc_status s = otc_neat_evaluate_all(p, task, o ? o->remote : NULL, o ? o->threads : 1, flags);
@@ -269,8 +275,6 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     st.seconds = now_seconds() - t0;
     s = otc_neat_stats_push(p, &st);
 done:
-    free(flags);
-    free(fit);
     if (solved) *solved = p->stop == OTC_NEAT_STOP_SOLVED;
     return s;
 }
