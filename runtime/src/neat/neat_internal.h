@@ -68,6 +68,7 @@ struct otc_neat_population {
     otc_neat_evaluator *evaluator; /* flat programs and threads, kept across generations */
     int n_spare, cap_spare;        /* genomes of the last generation, to be overwritten */
     otc_neat_genome **spare;
+    int spare_nodes, spare_conns; /* genes a spare is given room for (this generation's most) */
     /* Retired species' member arrays (each of members_cap entries, as every species' array
      * made here), reused by otc_neat_species_add. */
     int members_cap, n_spare_members, cap_spare_members;

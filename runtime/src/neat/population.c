@@ -78,21 +78,24 @@ void *otc_neat_scratch(otc_neat_population *p, int slot, int n, size_t size) {
 }
 
 otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p) {
-    return p->n_spare ? p->spare[--p->n_spare] : otc_neat_genome_new();
+    otc_neat_genome *g = p->n_spare ? p->spare[--p->n_spare] : otc_neat_genome_new();
+    /* Room for the largest genome of the generation at once: genes then grow in place. */
+    if (g && !otc_neat_genome_reserve(g, p->spare_nodes, p->spare_conns)) {
+        otc_neat_genome_free(g);
+        otc_fail(OTC_ERR_NOMEM, "out of memory for a genome");
+        return NULL;
+    }
+    return g;
 }
 
 void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g) {
     if (!g) return;
-    /* One generation's worth is all reproduction takes. */
-    if (p->n_spare == p->cap_spare && p->n_spare <= p->config.pop_size) {
-        int cap = p->cap_spare ? 2 * p->cap_spare : 64;
-        otc_neat_genome **a = realloc(p->spare, sizeof *a * (size_t)cap);
-        if (a) {
-            p->spare = a;
-            p->cap_spare = cap;
-        }
-    }
-    if (p->n_spare < p->cap_spare && p->n_spare <= p->config.pop_size)
+    /* A generation's children and the representatives of its new species are all that
+     * reproduction and speciation take (species never outnumber genomes). */
+    int most = 2 * p->config.pop_size + 1;
+    if (p->n_spare == p->cap_spare && p->n_spare < most)
+        otc_neat_grow((void **)&p->spare, &p->cap_spare, p->n_spare + 1, sizeof *p->spare);
+    if (p->n_spare < p->cap_spare && p->n_spare < most)
         p->spare[p->n_spare++] = g;
     else
         otc_neat_genome_free(g);

@@ -41,7 +41,7 @@ double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n) {
     return r;
 }
 
-/* qsort has no context argument; thread-local so populations can evolve in parallel. */
+/* The comparator's genomes; thread-local so populations can evolve in parallel. */
 static _Thread_local const otc_neat_genome *const *sort_genomes;
 
 /* Fitness descending, then population index ascending: a total order, so every platform
@@ -53,11 +53,28 @@ static int by_fitness(const void *a, const void *b) {
     return (i > j) - (i < j);
 }
 
-/* Members into by_fitness's order: insertion sort for the usual small species, qsort for
- * large ones (a total order: the same result either way). */
+/* Members into by_fitness's order: insertion sort for the usual small species, heapsort for
+ * large ones (in place: glibc's qsort allocates for large arrays; a total order gives the same
+ * result either way). */
+static void sift_down(int *m, int root, int n) {
+    for (int child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && by_fitness(&m[child], &m[child + 1]) < 0) child++;
+        if (by_fitness(&m[root], &m[child]) >= 0) return;
+        int t = m[root];
+        m[root] = m[child];
+        m[child] = t;
+    }
+}
+
 static void sort_by_fitness(int *m, int n) {
     if (n > 32) {
-        qsort(m, (size_t)n, sizeof *m, by_fitness);
+        for (int i = n / 2 - 1; i >= 0; i--) sift_down(m, i, n);
+        for (int end = n - 1; end > 0; end--) {
+            int t = m[0];
+            m[0] = m[end];
+            m[end] = t;
+            sift_down(m, 0, end);
+        }
         return;
     }
     for (int i = 1; i < n; i++) {
@@ -157,11 +174,13 @@ static otc_status stanley_spawn(otc_neat_population *p, int n, const int *alive,
     const otc_neat_config *c = &p->config;
     int members = 0;
     for (int k = 0; k < n; k++) members += p->species[alive[k]].n_members;
-    int *order = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_ORDER, n + 1, sizeof *order),
-        *size = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SIZE, n + 1, sizeof *size),
-        *counts = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_COUNTS, n + 1, sizeof *counts);
-    double *shared =
-        otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SHARED, members + 1, sizeof *shared);
+    /* Sized for as many species and members as genomes: no growth as species come and go. */
+    int room = (n > members ? n : members) + 1;
+    if (room < p->n_genomes + 1) room = p->n_genomes + 1;
+    int *order = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_ORDER, room, sizeof *order),
+        *size = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SIZE, room, sizeof *size),
+        *counts = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_COUNTS, room, sizeof *counts);
+    double *shared = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SHARED, room, sizeof *shared);
     if (!order || !size || !counts || !shared)
         return otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
     /* Zeroed: with no members nothing is written, and the callee still gets defined values. */
@@ -272,14 +291,23 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     otc_neat_innovations_new_generation(p->innov);
     int ns = p->n_species;
     otc_status st = OTC_OK;
-    /* The population's grow-only arrays: a generation in steady state allocates nothing. */
+    /* Children and new representatives get room for this generation's largest genome and
+     * a structural mutation more. */
+    for (int i = 0; i < p->n_genomes; i++) {
+        const otc_neat_genome *g = p->genomes[i];
+        if (g->n_nodes + 1 > p->spare_nodes) p->spare_nodes = g->n_nodes + 1;
+        if (g->n_conns + 2 > p->spare_conns) p->spare_conns = g->n_conns + 2;
+    }
+    /* The population's grow-only arrays: a generation in steady state allocates nothing
+     * (those per species sized for as many species as genomes). */
+    int slots = (ns > c->pop_size ? ns : c->pop_size) + 1;
     double *vals = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_VALS, p->n_genomes + 1, sizeof *vals);
-    double *af = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_AF, ns + 1, sizeof *af);
-    int *rank = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_RANK, ns + 1, sizeof *rank);
-    int *alive = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_ALIVE, ns + 1, sizeof *alive);
-    int *spawn = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_SPAWN, ns + 1, sizeof *spawn);
-    bool *penal = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_PENAL, ns + 1, sizeof *penal);
-    ranked_species *rs = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_RANKED, ns + 1, sizeof *rs);
+    double *af = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_AF, slots, sizeof *af);
+    int *rank = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_RANK, slots, sizeof *rank);
+    int *alive = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_ALIVE, slots, sizeof *alive);
+    int *spawn = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_SPAWN, slots, sizeof *spawn);
+    bool *penal = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_PENAL, slots, sizeof *penal);
+    ranked_species *rs = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_RANKED, slots, sizeof *rs);
     int *orders =
         otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_ORDER, p->n_genomes + 1, sizeof *orders);
     otc_neat_genome **next =
@@ -372,9 +400,9 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     } else if (c->offspring_stanley) {
         if ((st = stanley_spawn(p, n_alive, alive, penal, shift, spawn)) != OTC_OK) goto done;
     } else {
-        compute_spawn(
-            c, n_alive, af, rank,
-            otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SHARED, n_alive + 1, sizeof(double)), spawn);
+        compute_spawn(c, n_alive, af, rank,
+                      otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SHARED, slots, sizeof(double)),
+                      spawn);
     }
 
     sort_genomes = (const otc_neat_genome *const *)p->genomes;
