@@ -130,3 +130,13 @@ TEST(neat_allocs_dpnv) {
 TEST(neat_allocs_dpnv_threads) {
     check_task(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", "dpnv", 2);
 }
+
+TEST(neat_allocs_csv) {
+    check_task(OTC_SOURCE_DIR "/examples/neat/circle.ini",
+               "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv", 1);
+}
+
+TEST(neat_allocs_csv_threads) {
+    check_task(OTC_SOURCE_DIR "/examples/neat/circle.ini",
+               "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv", 2);
+}
