@@ -108,8 +108,8 @@ void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, i
 int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *rep, int created);
 void otc_neat_species_clear(otc_neat_species *s);
 /* otc_neat_species_clear keeping the memory: the representative to p's spare genomes, the
- * member array to p's spare member arrays (for species made by otc_neat_species_add and
- * otc_neat_speciate; neat-python's rules size theirs alike). */
+ * member array to p's spare member arrays (species.c and reproduce.c retire species; the
+ * neat-python rules, which size member arrays their own way, clear them). */
 void otc_neat_species_retire(otc_neat_population *p, otc_neat_species *s);
 /* Reproduction: the next generation's genomes replace the current ones (species are then
  * re-formed by otc_neat_speciate). */
