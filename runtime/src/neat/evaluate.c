@@ -720,15 +720,18 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
         return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
     otc_status rs = ahead_record(p, solved);
     if (rs != OTC_OK) return rs;
-    /* The batch: the genomes not yet evaluated, each with its randomness and its index. */
-    otc_neat_genome **genomes = malloc(sizeof *genomes * ((size_t)n + 1));
-    uint64_t *seeds = malloc(sizeof *seeds * ((size_t)n + 1));
-    int *index = malloc(sizeof *index * ((size_t)n + 1));
-    bool *flags = calloc((size_t)n + 1, sizeof *flags);
+    /* The batch: the genomes not yet evaluated, each with its randomness and its index (in
+     * the population's grow-only arrays). */
+    otc_neat_genome **genomes =
+        otc_neat_scratch(p, OTC_NEAT_SCRATCH_EVAL_GENOMES, n + 1, sizeof *genomes);
+    uint64_t *seeds = otc_neat_scratch(p, OTC_NEAT_SCRATCH_EVAL_SEEDS, n + 1, sizeof *seeds);
+    int *index = otc_neat_scratch(p, OTC_NEAT_SCRATCH_EVAL_INDEX, n + 1, sizeof *index);
+    bool *flags = otc_neat_scratch(p, OTC_NEAT_SCRATCH_EVAL_FLAGS, n + 1, sizeof *flags);
     otc_status s = OTC_OK;
     if (!genomes || !seeds || !index || !flags) {
         s = otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
     } else {
+        memset(flags, 0, sizeof *flags * ((size_t)n + 1));
         int m = 0;
         for (int i = 0; i < n; i++) {
             if (p->genomes[i]->evaluated) continue;
@@ -741,9 +744,5 @@ otc_status otc_neat_evaluate_all(otc_neat_population *p, otc_neat_task *task,
                    : otc_neat_evaluate_batch(p->evaluator, task, &p->config, &b, threads);
         for (int k = 0; k < m; k++) solved[index[k]] = flags[k];
     }
-    free(genomes);
-    free(seeds);
-    free(index);
-    free(flags);
     return s;
 }

@@ -55,7 +55,7 @@ void otc_neat_genome_free(otc_neat_genome *g) {
     free(g);
 }
 
-static bool grow(void **items, int *cap, int need, size_t size) {
+bool otc_neat_grow(void **items, int *cap, int need, size_t size) {
     if (need <= *cap) return true;
     int n = *cap ? *cap * 2 : 8;
     while (n < need) n *= 2;
@@ -66,9 +66,17 @@ static bool grow(void **items, int *cap, int need, size_t size) {
     return true;
 }
 
+/* Gene arrays start with room for this many genes: a population complexifies past the first
+ * few without every recycled genome growing (1.5 kB a genome). */
+enum { GENE_ROOM = 32 };
+
+static bool grow_genes(void **items, int *cap, int need, size_t size) {
+    return otc_neat_grow(items, cap, need < GENE_ROOM ? GENE_ROOM : need, size);
+}
+
 bool otc_neat_genome_reserve(otc_neat_genome *g, int nodes, int conns) {
-    return grow((void **)&g->nodes, &g->cap_nodes, nodes, sizeof *g->nodes) &&
-           grow((void **)&g->conns, &g->cap_conns, conns, sizeof *g->conns);
+    return grow_genes((void **)&g->nodes, &g->cap_nodes, nodes, sizeof *g->nodes) &&
+           grow_genes((void **)&g->conns, &g->cap_conns, conns, sizeof *g->conns);
 }
 
 otc_status otc_neat_genome_copy_into(otc_neat_genome *dst, const otc_neat_genome *src) {
@@ -137,7 +145,7 @@ otc_status otc_neat_genome_add_node(otc_neat_genome *g, const otc_neat_node *n) 
     int at = lower_node(g, n->id);
     if (at < g->n_nodes && g->nodes[at].id == n->id)
         return otc_fail(OTC_ERR_ARG, "genome already has node %d", n->id);
-    if (!grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes))
+    if (!grow_genes((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes))
         return otc_fail(OTC_ERR_NOMEM, "out of memory adding a node gene");
     memmove(g->nodes + at + 1, g->nodes + at, sizeof *g->nodes * (size_t)(g->n_nodes - at));
     g->nodes[at] = *n;
@@ -149,7 +157,7 @@ otc_status otc_neat_genome_add_conn(otc_neat_genome *g, const otc_neat_conn *c) 
     int at = lower_conn(g, c->innov);
     if (at < g->n_conns && g->conns[at].innov == c->innov)
         return otc_fail(OTC_ERR_ARG, "genome already has connection innovation %d", c->innov);
-    if (!grow((void **)&g->conns, &g->cap_conns, g->n_conns + 1, sizeof *g->conns))
+    if (!grow_genes((void **)&g->conns, &g->cap_conns, g->n_conns + 1, sizeof *g->conns))
         return otc_fail(OTC_ERR_NOMEM, "out of memory adding a connection gene");
     memmove(g->conns + at + 1, g->conns + at, sizeof *g->conns * (size_t)(g->n_conns - at));
     g->conns[at] = *c;
@@ -191,14 +199,23 @@ bool otc_neat_creates_cycle(const otc_neat_genome *g, int in, int out) {
     if (in == out) return true;
     /* Is `in` reachable from `out`? Depth-first over node ids, marking by gene index. */
     int n = g->n_nodes;
-    int *stack = malloc(sizeof *stack * (size_t)(n + 1));
-    bool *seen = calloc((size_t)n + 1, sizeof *seen);
+    /* On the stack for the genomes evolution makes (mutation asks this for every candidate
+     * connection); the heap only for larger ones. */
+    enum { ON_STACK = 256 };
+    int stack_here[ON_STACK];
+    bool seen_here[ON_STACK];
+    bool small = n < ON_STACK;
+    int *stack = small ? stack_here : malloc(sizeof *stack * (size_t)(n + 1));
+    bool *seen = small ? seen_here : malloc(sizeof *seen * ((size_t)n + 1));
     bool found = false;
     if (!stack || !seen) {
-        free(stack);
-        free(seen);
+        if (!small) {
+            free(stack);
+            free(seen);
+        }
         return true; /* out of memory: refusing the connection is the safe answer */
     }
+    memset(seen, 0, sizeof *seen * ((size_t)n + 1));
     int top = 0;
     stack[top++] = out;
     int oi = lower_node(g, out);
@@ -216,8 +233,10 @@ bool otc_neat_creates_cycle(const otc_neat_genome *g, int in, int out) {
             }
         }
     }
-    free(stack);
-    free(seen);
+    if (!small) {
+        free(stack);
+        free(seen);
+    }
     return found;
 }
 

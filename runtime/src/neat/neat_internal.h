@@ -22,6 +22,32 @@ typedef struct otc_neat_pool otc_neat_pool; /* evaluate.c's helper threads */
 
 enum { OTC_NEAT_RUNNING, OTC_NEAT_STOP_SOLVED, OTC_NEAT_STOP_THRESHOLD, OTC_NEAT_STOP_EXTINCT };
 
+/* The population's grow-only per-generation arrays (otc_neat_scratch), one slot per array that
+ * is live at the same time as others: a generation in steady state allocates none. */
+enum {
+    OTC_NEAT_SCRATCH_STEP_FLAGS, /* otc_neat_step */
+    OTC_NEAT_SCRATCH_STEP_FIT,
+    OTC_NEAT_SCRATCH_EVAL_GENOMES, /* otc_neat_evaluate_all */
+    OTC_NEAT_SCRATCH_EVAL_SEEDS,
+    OTC_NEAT_SCRATCH_EVAL_INDEX,
+    OTC_NEAT_SCRATCH_EVAL_FLAGS,
+    OTC_NEAT_SCRATCH_REPRO_VALS, /* otc_neat_reproduce */
+    OTC_NEAT_SCRATCH_REPRO_AF,
+    OTC_NEAT_SCRATCH_REPRO_RANK,
+    OTC_NEAT_SCRATCH_REPRO_ALIVE,
+    OTC_NEAT_SCRATCH_REPRO_SPAWN,
+    OTC_NEAT_SCRATCH_REPRO_PENAL,
+    OTC_NEAT_SCRATCH_REPRO_RANKED,
+    OTC_NEAT_SCRATCH_REPRO_ORDER,
+    OTC_NEAT_SCRATCH_REPRO_NEXT,
+    OTC_NEAT_SCRATCH_SPAWN_ORDER, /* the offspring counts (reproduce.c) */
+    OTC_NEAT_SCRATCH_SPAWN_SIZE,
+    OTC_NEAT_SCRATCH_SPAWN_COUNTS,
+    OTC_NEAT_SCRATCH_SPAWN_SHARED,
+    OTC_NEAT_SCRATCH_SPECIATE_FIRST, /* otc_neat_speciate */
+    OTC_NEAT_SCRATCH_SLOTS
+};
+
 struct otc_neat_population {
     otc_neat_config config;
     char task[64]; /* the task's name, from the first step (checkpoints record it) */
@@ -45,7 +71,23 @@ struct otc_neat_population {
     otc_neat_evaluator *evaluator; /* flat programs and threads, kept across generations */
     int n_spare, cap_spare;        /* genomes of the last generation, to be overwritten */
     otc_neat_genome **spare;
+    int spare_nodes, spare_conns; /* genes a spare is given room for (this generation's most) */
+    /* Retired species' member arrays (each of members_cap entries, as every species' array
+     * made here), reused by otc_neat_species_add. */
+    int members_cap, n_spare_members, cap_spare_members;
+    int **spare_members;
+    struct {
+        void *items;
+        int cap;
+    } scratch[OTC_NEAT_SCRATCH_SLOTS];
 };
+
+/* Grow-only array: *items gets room for at least `need` items of `size` bytes (doubling, its
+ * contents kept); false when out of memory. */
+bool otc_neat_grow(void **items, int *cap, int need, size_t size);
+/* The population's scratch array `slot` (OTC_NEAT_SCRATCH_*) with room for n items of `size`
+ * bytes, contents unspecified, kept across generations; NULL when out of memory. */
+void *otc_neat_scratch(otc_neat_population *p, int slot, int n, size_t size);
 
 /* Genomes reused in place (reproduction recycles the previous generation's, so a generation
  * in steady state allocates almost nothing): room for at least `nodes` and `conns` genes
@@ -68,6 +110,10 @@ void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, i
 /* Append a species with a copy of rep as representative; returns its index or -1. */
 int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *rep, int created);
 void otc_neat_species_clear(otc_neat_species *s);
+/* otc_neat_species_clear keeping the memory: the representative to p's spare genomes, the
+ * member array to p's spare member arrays (species.c and reproduce.c retire species; the
+ * neat-python rules, which size member arrays their own way, clear them). */
+void otc_neat_species_retire(otc_neat_population *p, otc_neat_species *s);
 /* Reproduction: the next generation's genomes replace the current ones (species are then
  * re-formed by otc_neat_speciate). */
 otc_status otc_neat_reproduce(otc_neat_population *p);

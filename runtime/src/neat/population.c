@@ -65,25 +65,37 @@ void otc_neat_population_free(otc_neat_population *p) {
     free(p->stats);
     for (int i = 0; i < p->n_spare; i++) otc_neat_genome_free(p->spare[i]);
     free(p->spare);
+    for (int i = 0; i < p->n_spare_members; i++) free(p->spare_members[i]);
+    free(p->spare_members);
+    for (int i = 0; i < OTC_NEAT_SCRATCH_SLOTS; i++) free(p->scratch[i].items);
     free(p);
 }
 
+void *otc_neat_scratch(otc_neat_population *p, int slot, int n, size_t size) {
+    return otc_neat_grow(&p->scratch[slot].items, &p->scratch[slot].cap, n, size)
+               ? p->scratch[slot].items
+               : NULL;
+}
+
 otc_neat_genome *otc_neat_spare_genome(otc_neat_population *p) {
-    return p->n_spare ? p->spare[--p->n_spare] : otc_neat_genome_new();
+    otc_neat_genome *g = p->n_spare ? p->spare[--p->n_spare] : otc_neat_genome_new();
+    /* Room for the largest genome of the generation at once: genes then grow in place. */
+    if (g && !otc_neat_genome_reserve(g, p->spare_nodes, p->spare_conns)) {
+        otc_neat_genome_free(g);
+        otc_fail(OTC_ERR_NOMEM, "out of memory for a genome");
+        return NULL;
+    }
+    return g;
 }
 
 void otc_neat_recycle(otc_neat_population *p, otc_neat_genome *g) {
     if (!g) return;
-    /* One generation's worth is all reproduction takes. */
-    if (p->n_spare == p->cap_spare && p->n_spare <= p->config.pop_size) {
-        int cap = p->cap_spare ? 2 * p->cap_spare : 64;
-        otc_neat_genome **a = realloc(p->spare, sizeof *a * (size_t)cap);
-        if (a) {
-            p->spare = a;
-            p->cap_spare = cap;
-        }
-    }
-    if (p->n_spare < p->cap_spare && p->n_spare <= p->config.pop_size)
+    /* A generation's children and the representatives of its new species are all that
+     * reproduction and speciation take (species never outnumber genomes). */
+    int most = 2 * p->config.pop_size + 1;
+    if (p->n_spare == p->cap_spare && p->n_spare < most)
+        otc_neat_grow((void **)&p->spare, &p->cap_spare, p->n_spare + 1, sizeof *p->spare);
+    if (p->n_spare < p->cap_spare && p->n_spare < most)
         p->spare[p->n_spare++] = g;
     else
         otc_neat_genome_free(g);
@@ -145,10 +157,10 @@ otc_status otc_neat_stats_push(otc_neat_population *p, const otc_neat_gen_stats 
 }
 
 static otc_status set_champion(otc_neat_population *p, const otc_neat_genome *g) {
-    otc_neat_genome *copy = otc_neat_genome_copy(g);
-    if (!copy) return OTC_ERR_NOMEM;
-    otc_neat_genome_free(p->champion);
-    p->champion = copy;
+    /* Into the champion's own arrays: a new champion allocates only when it is larger. */
+    if (!p->champion && !(p->champion = otc_neat_genome_new())) return OTC_ERR_NOMEM;
+    otc_status s = otc_neat_genome_copy_into(p->champion, g);
+    if (s != OTC_OK) return s;
     p->champion_generation = p->generation;
     return OTC_OK;
 }
@@ -192,13 +204,10 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     snprintf(p->task, sizeof p->task, "%s", task->name);
     const otc_neat_config *c = &p->config;
     int n = p->n_genomes;
-    bool *flags = calloc((size_t)n + 1, sizeof *flags);
-    double *fit = malloc(sizeof *fit * ((size_t)n + 1));
-    if (!flags || !fit) {
-        free(flags);
-        free(fit);
-        return otc_fail(OTC_ERR_NOMEM, "out of memory for a generation");
-    }
+    bool *flags = otc_neat_scratch(p, OTC_NEAT_SCRATCH_STEP_FLAGS, n + 1, sizeof *flags);
+    double *fit = otc_neat_scratch(p, OTC_NEAT_SCRATCH_STEP_FIT, n + 1, sizeof *fit);
+    if (!flags || !fit) return otc_fail(OTC_ERR_NOMEM, "out of memory for a generation");
+    memset(flags, 0, sizeof *flags * ((size_t)n + 1));
     int fresh = 0;
     for (int i = 0; i < n; i++) fresh += !p->genomes[i]->evaluated;
     otc_status s = otc_neat_evaluate_all(p, task, o ? o->remote : NULL, o ? o->threads : 1, flags);
@@ -272,8 +281,6 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     st.seconds = now_seconds() - t0;
     s = otc_neat_stats_push(p, &st);
 done:
-    free(flags);
-    free(fit);
     if (solved) *solved = p->stop == OTC_NEAT_STOP_SOLVED;
     return s;
 }

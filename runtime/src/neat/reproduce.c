@@ -22,7 +22,9 @@ double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n) {
         for (int i = 0; i < n; i++) r += v[i];
         return r / n;
     case OTC_NEAT_AGG_MEDIAN: {
-        double *t = malloc(sizeof *t * (size_t)n);
+        enum { ON_STACK = 64 }; /* species are small: the heap only for large ones */
+        double here[ON_STACK];
+        double *t = n <= ON_STACK ? here : malloc(sizeof *t * (size_t)n);
         if (!t) return v[0];
         memcpy(t, v, sizeof *t * (size_t)n);
         for (int i = 1; i < n; i++) /* insertion sort: species are small */
@@ -32,14 +34,14 @@ double otc_neat_aggregate(otc_neat_agg agg, const double *v, int n) {
                 t[j - 1] = x;
             }
         r = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-        free(t);
+        if (t != here) free(t);
         return r;
     }
     }
     return r;
 }
 
-/* qsort has no context argument; thread-local so populations can evolve in parallel. */
+/* The comparator's genomes; thread-local so populations can evolve in parallel. */
 static _Thread_local const otc_neat_genome *const *sort_genomes;
 
 /* Fitness descending, then population index ascending: a total order, so every platform
@@ -51,11 +53,28 @@ static int by_fitness(const void *a, const void *b) {
     return (i > j) - (i < j);
 }
 
-/* Members into by_fitness's order: insertion sort for the usual small species, qsort for
- * large ones (a total order: the same result either way). */
+/* Members into by_fitness's order: insertion sort for the usual small species, heapsort for
+ * large ones (in place: glibc's qsort allocates for large arrays; a total order gives the same
+ * result either way). */
+static void sift_down(int *m, int root, int n) {
+    for (int child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && by_fitness(&m[child], &m[child + 1]) < 0) child++;
+        if (by_fitness(&m[root], &m[child]) >= 0) return;
+        int t = m[root];
+        m[root] = m[child];
+        m[child] = t;
+    }
+}
+
 static void sort_by_fitness(int *m, int n) {
     if (n > 32) {
-        qsort(m, (size_t)n, sizeof *m, by_fitness);
+        for (int i = n / 2 - 1; i >= 0; i--) sift_down(m, i, n);
+        for (int end = n - 1; end > 0; end--) {
+            int t = m[0];
+            m[0] = m[end];
+            m[end] = t;
+            sift_down(m, 0, end);
+        }
         return;
     }
     for (int i = 1; i < n; i++) {
@@ -66,9 +85,10 @@ static void sort_by_fitness(int *m, int n) {
 }
 
 /* Offspring counts: min_species_size each (best species first while they last), the rest
- * proportional to adjusted fitness, by largest remainder. */
+ * proportional to adjusted fitness, by largest remainder (rem: n scratch values, NULL when out
+ * of memory: then the best species takes the rest). */
 static void compute_spawn(const otc_neat_config *c, int n, const double *af, const int *rank,
-                          int *spawn) {
+                          double *rem, int *spawn) {
     int pop = c->pop_size, base = c->min_species_size;
     for (int s = 0; s < n; s++) spawn[s] = 0;
     if ((long)base * n > pop) {
@@ -82,7 +102,6 @@ static void compute_spawn(const otc_neat_config *c, int n, const double *af, con
     int left = pop - base * n;
     double total = 0;
     for (int s = 0; s < n; s++) total += af[s];
-    double *rem = malloc(sizeof *rem * ((size_t)n + 1));
     int given = 0;
     for (int s = 0; s < n; s++) {
         double share = total > 0 ? af[s] / total * left : (double)left / n;
@@ -102,7 +121,6 @@ static void compute_spawn(const otc_neat_config *c, int n, const double *af, con
         spawn[best]++;
         given++;
     }
-    free(rem);
 }
 
 void otc_neat_stanley_offspring(int n, const int *size, const double *shared, int pop, int *spawn) {
@@ -151,23 +169,22 @@ void otc_neat_stanley_offspring(int n, const int *size, const double *shared, in
 
 /* Stanley's offspring counting over the surviving species: their members' shared fitness
  * (shifted and penalised as in the caller), species in creation order as the reference's list. */
-static otc_status stanley_spawn(const otc_neat_population *p, int n, const int *alive,
-                                const bool *penal, double shift, int *spawn) {
+static otc_status stanley_spawn(otc_neat_population *p, int n, const int *alive, const bool *penal,
+                                double shift, int *spawn) {
     const otc_neat_config *c = &p->config;
     int members = 0;
     for (int k = 0; k < n; k++) members += p->species[alive[k]].n_members;
-    int *order = malloc(sizeof *order * (size_t)(n + 1)),
-        *size = malloc(sizeof *size * (size_t)(n + 1)),
-        *counts = malloc(sizeof *counts * (size_t)(n + 1));
-    /* Zeroed: with no members nothing is written, and the callee still gets defined values. */
-    double *shared = calloc((size_t)(members + 1), sizeof *shared);
-    if (!order || !size || !counts || !shared) {
-        free(order);
-        free(size);
-        free(counts);
-        free(shared);
+    /* Sized for as many species and members as genomes: no growth as species come and go. */
+    int room = (n > members ? n : members) + 1;
+    if (room < p->n_genomes + 1) room = p->n_genomes + 1;
+    int *order = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_ORDER, room, sizeof *order),
+        *size = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SIZE, room, sizeof *size),
+        *counts = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_COUNTS, room, sizeof *counts);
+    double *shared = otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SHARED, room, sizeof *shared);
+    if (!order || !size || !counts || !shared)
         return otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
-    }
+    /* Zeroed: with no members nothing is written, and the callee still gets defined values. */
+    memset(shared, 0, sizeof *shared * ((size_t)members + 1));
     /* alive is best first; the species array is in creation order */
     for (int k = 0; k < n; k++) order[k] = k;
     for (int i = 1; i < n; i++)
@@ -187,10 +204,6 @@ static otc_status stanley_spawn(const otc_neat_population *p, int n, const int *
     }
     otc_neat_stanley_offspring(n, size, shared, c->pop_size, counts);
     for (int j = 0; j < n; j++) spawn[order[j]] = counts[j];
-    free(order);
-    free(size);
-    free(counts);
-    free(shared);
     return OTC_OK;
 }
 
@@ -222,7 +235,7 @@ static otc_neat_genome *copy_of(otc_neat_population *p, const otc_neat_genome *s
 }
 
 typedef struct {
-    int *order; /* members by fitness */
+    int *order; /* members by fitness (in the population's OTC_NEAT_SCRATCH_REPRO_ORDER) */
     int n_parents;
 } ranked_species;
 
@@ -241,17 +254,33 @@ void otc_neat_species_score(otc_neat_population *p, double *vals) {
     }
 }
 
-/* The children replace the population (the old genomes' memory kept for the next ones),
- * unevaluated and not yet in a species. */
-void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, int made) {
+/* The old genomes' memory is kept for the next ones; the children are unevaluated and not
+ * yet in a species. */
+static void recycle_generation(otc_neat_population *p, otc_neat_genome **next, int made) {
     for (int i = 0; i < p->n_genomes; i++) otc_neat_recycle(p, p->genomes[i]);
-    free(p->genomes);
-    p->genomes = next;
-    p->n_genomes = made;
     for (int i = 0; i < made; i++) {
         next[i]->evaluated = false;
         next[i]->species = 0;
     }
+}
+
+/* The children replace the population. */
+void otc_neat_adopt_generation(otc_neat_population *p, otc_neat_genome **next, int made) {
+    recycle_generation(p, next, made);
+    free(p->genomes);
+    p->genomes = next;
+    p->n_genomes = made;
+}
+
+/* The children in the population's OTC_NEAT_SCRATCH_REPRO_NEXT replace the population, whose
+ * array becomes that scratch (the arrays swap: no allocation). */
+static void adopt_scratch(otc_neat_population *p, int made) {
+    otc_neat_genome **next = p->scratch[OTC_NEAT_SCRATCH_REPRO_NEXT].items;
+    recycle_generation(p, next, made);
+    p->scratch[OTC_NEAT_SCRATCH_REPRO_NEXT].items = p->genomes;
+    p->scratch[OTC_NEAT_SCRATCH_REPRO_NEXT].cap = p->n_genomes; /* at least that */
+    p->genomes = next;
+    p->n_genomes = made;
 }
 
 otc_status otc_neat_reproduce(otc_neat_population *p) {
@@ -262,18 +291,33 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     otc_neat_innovations_new_generation(p->innov);
     int ns = p->n_species;
     otc_status st = OTC_OK;
-    double *vals = malloc(sizeof *vals * (size_t)(p->n_genomes + 1));
-    double *af = malloc(sizeof *af * (size_t)(ns + 1));
-    int *rank = malloc(sizeof *rank * (size_t)(ns + 1));
-    int *alive = malloc(sizeof *alive * (size_t)(ns + 1));
-    int *spawn = malloc(sizeof *spawn * (size_t)(ns + 1));
-    bool *penal = malloc(sizeof *penal * (size_t)(ns + 1));
-    ranked_species *rs = calloc((size_t)ns + 1, sizeof *rs);
-    otc_neat_genome **next = calloc((size_t)c->pop_size, sizeof *next);
-    if (!vals || !af || !rank || !alive || !spawn || !penal || !rs || !next) {
+    /* Children and new representatives get room for this generation's largest genome and
+     * a structural mutation more. */
+    for (int i = 0; i < p->n_genomes; i++) {
+        const otc_neat_genome *g = p->genomes[i];
+        if (g->n_nodes + 1 > p->spare_nodes) p->spare_nodes = g->n_nodes + 1;
+        if (g->n_conns + 2 > p->spare_conns) p->spare_conns = g->n_conns + 2;
+    }
+    /* The population's grow-only arrays: a generation in steady state allocates nothing
+     * (those per species sized for as many species as genomes). */
+    int slots = (ns > c->pop_size ? ns : c->pop_size) + 1;
+    double *vals = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_VALS, p->n_genomes + 1, sizeof *vals);
+    double *af = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_AF, slots, sizeof *af);
+    int *rank = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_RANK, slots, sizeof *rank);
+    int *alive = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_ALIVE, slots, sizeof *alive);
+    int *spawn = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_SPAWN, slots, sizeof *spawn);
+    bool *penal = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_PENAL, slots, sizeof *penal);
+    ranked_species *rs = otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_RANKED, slots, sizeof *rs);
+    int *orders =
+        otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_ORDER, p->n_genomes + 1, sizeof *orders);
+    otc_neat_genome **next =
+        otc_neat_scratch(p, OTC_NEAT_SCRATCH_REPRO_NEXT, c->pop_size, sizeof *next);
+    if (!vals || !af || !rank || !alive || !spawn || !penal || !rs || !orders || !next) {
+        next = NULL; /* holds no children */
         st = otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
         goto done;
     }
+    memset(next, 0, sizeof *next * (size_t)c->pop_size);
     /* Species fitness and stagnation. */
     otc_neat_species_score(p, vals);
     for (int s = 0; s < ns; s++) rank[s] = s;
@@ -356,17 +400,16 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     } else if (c->offspring_stanley) {
         if ((st = stanley_spawn(p, n_alive, alive, penal, shift, spawn)) != OTC_OK) goto done;
     } else {
-        compute_spawn(c, n_alive, af, rank, spawn);
+        compute_spawn(c, n_alive, af, rank,
+                      otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPAWN_SHARED, slots, sizeof(double)),
+                      spawn);
     }
 
     sort_genomes = (const otc_neat_genome *const *)p->genomes;
-    for (int k = 0; k < n_alive; k++) {
+    for (int k = 0, at = 0; k < n_alive; k++) {
         otc_neat_species *sp = &p->species[alive[k]];
-        rs[k].order = malloc(sizeof *rs[k].order * (size_t)sp->n_members);
-        if (!rs[k].order) {
-            st = otc_fail(OTC_ERR_NOMEM, "out of memory in reproduction");
-            goto done;
-        }
+        rs[k].order = orders + at; /* the members of distinct species: n_genomes in all */
+        at += sp->n_members;
         memcpy(rs[k].order, sp->members, sizeof *rs[k].order * (size_t)sp->n_members);
         sort_by_fitness(rs[k].order, sp->n_members);
         /* Stanley's pool size: the top floor(threshold * size) + 1 members. */
@@ -456,28 +499,21 @@ otc_status otc_neat_reproduce(otc_neat_population *p) {
     int kept = 0;
     for (int s = 0; s < ns; s++) {
         if (p->species[s].n_members != -1) {
-            otc_neat_species_clear(&p->species[s]);
+            otc_neat_species_retire(p, &p->species[s]);
         } else {
             p->species[s].n_members = 0;
             p->species[kept++] = p->species[s];
         }
     }
     p->n_species = kept;
-    otc_neat_adopt_generation(p, next, made);
+    adopt_scratch(p, made);
     next = NULL;
     st = otc_neat_speciate(p);
 done:
     if (next)
-        for (int i = 0; i < c->pop_size; i++) otc_neat_genome_free(next[i]);
-    free(next);
-    if (rs)
-        for (int k = 0; k < ns; k++) free(rs[k].order);
-    free(rs);
-    free(vals);
-    free(af);
-    free(rank);
-    free(alive);
-    free(spawn);
-    free(penal);
+        for (int i = 0; i < c->pop_size; i++) {
+            otc_neat_genome_free(next[i]);
+            next[i] = NULL; /* the array is kept for the next generation */
+        }
     return st;
 }

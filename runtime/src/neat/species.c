@@ -33,14 +33,51 @@ int otc_neat_species_add(otc_neat_population *p, int id, const otc_neat_genome *
     s->best_fitness = -INFINITY;
     s->confirm_best = -INFINITY;
     s->confirm_checked = false;
-    s->representative = otc_neat_genome_copy(rep);
-    s->members = malloc(sizeof *s->members * (size_t)(p->n_genomes > 0 ? p->n_genomes : 1));
+    /* A retired species' memory when there is some (steady state allocates nothing). */
+    s->representative = otc_neat_spare_genome(p);
+    if (s->representative && otc_neat_genome_copy_into(s->representative, rep) != OTC_OK) {
+        otc_neat_genome_free(s->representative);
+        s->representative = NULL;
+    }
+    int need = p->n_genomes + 1;
+    if (p->n_spare_members && p->members_cap >= need)
+        s->members = p->spare_members[--p->n_spare_members];
+    else
+        s->members =
+            malloc(sizeof *s->members * (size_t)(need > p->members_cap ? need : p->members_cap));
     if (!s->representative || !s->members) {
         otc_neat_species_clear(s);
         otc_fail(OTC_ERR_NOMEM, "out of memory for species");
         return -1;
     }
     return p->n_species++;
+}
+
+void otc_neat_species_retire(otc_neat_population *p, otc_neat_species *s) {
+    otc_neat_recycle(p, s->representative);
+    if (s->members && p->n_spare_members == p->cap_spare_members)
+        otc_neat_grow((void **)&p->spare_members, &p->cap_spare_members, p->n_spare_members + 1,
+                      sizeof *p->spare_members);
+    if (s->members && p->n_spare_members < p->cap_spare_members)
+        p->spare_members[p->n_spare_members++] = s->members;
+    else
+        free(s->members);
+    memset(s, 0, sizeof *s);
+}
+
+/* Every species' member array (and every spare one) holds need entries: the population's
+ * size may have changed (a checkpoint, or a first generation). */
+static otc_status size_members(otc_neat_population *p, int need) {
+    if (need <= p->members_cap) return OTC_OK;
+    for (int s = 0; s < p->n_species; s++) {
+        int *m = realloc(p->species[s].members, sizeof *m * (size_t)need);
+        if (!m) return otc_fail(OTC_ERR_NOMEM, "out of memory for species");
+        p->species[s].members = m;
+    }
+    for (int i = 0; i < p->n_spare_members; i++) free(p->spare_members[i]);
+    p->n_spare_members = 0;
+    p->members_cap = need;
+    return OTC_OK;
 }
 
 /* The species each genome finds among those there were before speciation (the serial loop's
@@ -82,7 +119,9 @@ static int *old_species_found(otc_neat_population *p) {
     int helpers = otc_neat_pool_helpers(p->evaluator);
     if (helpers < 1 || (long)p->n_genomes * p->n_species < SPECIATE_PARALLEL_MIN) return NULL;
     speciate_job j = {.p = p, .n_old = p->n_species};
-    if (!(j.first = malloc(sizeof *j.first * (size_t)p->n_genomes))) return NULL;
+    if (!(j.first =
+              otc_neat_scratch(p, OTC_NEAT_SCRATCH_SPECIATE_FIRST, p->n_genomes, sizeof *j.first)))
+        return NULL;
     atomic_init(&j.next, 0);
     otc_neat_pool_start(p->evaluator, helpers + 1, speciate_blocks, &j);
     speciate_blocks(&j, 0); /* the calling thread works too */
@@ -94,13 +133,9 @@ otc_status otc_neat_speciate(otc_neat_population *p) {
     if (!p) return otc_fail(OTC_ERR_ARG, "otc_neat_speciate: NULL population");
     if (p->config.np_evolution) return otc_neat_np_speciate(p);
     const otc_neat_config *c = &p->config;
-    for (int s = 0; s < p->n_species; s++) {
-        /* Member lists are sized for the whole population, which may have changed size. */
-        int *m = realloc(p->species[s].members, sizeof *m * (size_t)(p->n_genomes + 1));
-        if (!m) return otc_fail(OTC_ERR_NOMEM, "out of memory for species");
-        p->species[s].members = m;
-        p->species[s].n_members = 0;
-    }
+    otc_status st = size_members(p, p->n_genomes + 1);
+    if (st != OTC_OK) return st;
+    for (int s = 0; s < p->n_species; s++) p->species[s].n_members = 0;
     int n_old = p->n_species, *first = old_species_found(p);
     for (int i = 0; i < p->n_genomes; i++) {
         otc_neat_genome *g = p->genomes[i];
@@ -109,21 +144,17 @@ otc_status otc_neat_speciate(otc_neat_population *p) {
             if (otc_neat_distance(g, p->species[s].representative, c) < p->threshold) found = s;
         if (found < 0) {
             found = otc_neat_species_add(p, p->next_species_id, g, p->generation);
-            if (found < 0) {
-                free(first);
-                return OTC_ERR_NOMEM;
-            }
+            if (found < 0) return OTC_ERR_NOMEM;
             p->next_species_id++;
         }
         otc_neat_species *sp = &p->species[found];
         sp->members[sp->n_members++] = i;
         g->species = sp->id;
     }
-    free(first);
     int kept = 0;
     for (int s = 0; s < p->n_species; s++) {
         if (p->species[s].n_members == 0)
-            otc_neat_species_clear(&p->species[s]);
+            otc_neat_species_retire(p, &p->species[s]);
         else
             p->species[kept++] = p->species[s];
     }

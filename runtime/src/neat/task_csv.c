@@ -2,6 +2,7 @@
  * evolve <-> train loop (Adam on mini-batches before the fitness is taken, trained weights
  * written back into the genome when Lamarckian). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,12 @@
 #include "otc/data.h"
 #include "otc/optim.h"
 
+/* An output buffer [rows, n_out] (the larger split's rows). */
+typedef struct rows_buf {
+    struct rows_buf *next;
+    float y[];
+} rows_buf;
+
 typedef struct {
     otc_neat_score_fn score;        /* first: otc_neat_scored_evaluate reads it */
     otc_dataset *train, *val;       /* standardised x; y already in output form (one-hot / 0-1) */
@@ -17,11 +24,40 @@ typedef struct {
     int n_classes;
     bool regression;
     int n_out;
+    /* Output buffers of finished evaluations, for the next ones: evaluations allocate one
+     * only when more run at once than ever before. */
+    pthread_mutex_t lock;
+    bool lock_made;
+    rows_buf *spare;
 } csv_ctx;
+
+/* A free output buffer; NULL when out of memory. */
+static rows_buf *take_rows(csv_ctx *x) {
+    pthread_mutex_lock(&x->lock);
+    rows_buf *b = x->spare;
+    if (b) x->spare = b->next;
+    pthread_mutex_unlock(&x->lock);
+    if (b) return b;
+    int rows = x->train->rows > x->val->rows ? x->train->rows : x->val->rows;
+    return malloc(sizeof *b + sizeof *b->y * ((size_t)rows * (size_t)x->n_out + 1));
+}
+
+static void give_rows(csv_ctx *x, rows_buf *b) {
+    pthread_mutex_lock(&x->lock);
+    b->next = x->spare;
+    x->spare = b;
+    pthread_mutex_unlock(&x->lock);
+}
 
 static void csv_destroy(otc_neat_task *t) {
     csv_ctx *x = t->ctx;
     if (!x) return;
+    while (x->spare) {
+        rows_buf *b = x->spare;
+        x->spare = b->next;
+        free(b);
+    }
+    if (x->lock_made) pthread_mutex_destroy(&x->lock);
     otc_dataset_free(x->train);
     otc_dataset_free(x->val);
     free(x->train_labels);
@@ -128,9 +164,9 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     otc_neat_phenotype *ph = NULL;
     otc_executor *ex = NULL;
     otc_id target_in = -1;
-    int rows = x->train->rows > x->val->rows ? x->train->rows : x->val->rows;
-    float *y = malloc(sizeof *y * (size_t)rows * (size_t)x->n_out + 1);
-    if (!y) return otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
+    rows_buf *buf = take_rows(x);
+    if (!buf) return otc_fail(OTC_ERR_NOMEM, "out of memory evaluating a genome");
+    float *y = buf->y;
     if (c->train_steps <= 0 && !task->make_executor) {
         /* No training and no executor asked for: the flat program, no graph. */
         otc_neat_runner r;
@@ -144,7 +180,7 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
         }
         if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
         otc_neat_runner_close(&r);
-        free(y);
+        give_rows(x, buf);
         return s;
     }
     otc_status s = otc_neat_phenotype_build(g, c, &ph);
@@ -167,7 +203,7 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
     otc_exec_free(ex);
     otc_neat_phenotype_free(ph);
-    free(y);
+    give_rows(x, buf);
     return s;
 }
 
@@ -189,14 +225,13 @@ otc_status otc_neat_scored_evaluate(const otc_neat_task *task, const otc_neat_co
 /* Reports the champion's validation score; success is decided per genome in evaluate. */
 otc_status otc_neat_scored_confirm(const otc_neat_task *task, const otc_neat_config *c,
                                    const otc_neat_genome *g, bool *solved, double *score) {
-    otc_neat_genome *copy = otc_neat_genome_copy(g);
-    if (!copy) return OTC_ERR_NOMEM;
     double fitness = 0, mse = 0, acc = 0;
     /* Lamarckian genomes already hold their trained weights: measure them as they are. */
     otc_neat_config pure = *c;
     if (c->lamarckian) pure.train_steps = 0;
-    otc_status s = score_of(task)(task, &pure, copy, 0, &fitness, &mse, &acc, false);
-    otc_neat_genome_free(copy);
+    /* Without write_back the score functions only read the genome (no copy to allocate). */
+    otc_status s =
+        score_of(task)(task, &pure, (otc_neat_genome *)g, 0, &fitness, &mse, &acc, false);
     if (s != OTC_OK) return s;
     *solved = false;
     *score = c->regression ? mse : acc;
@@ -259,6 +294,11 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     }
     x->score = csv_evaluate_impl;
     x->regression = c->regression;
+    if (pthread_mutex_init(&x->lock, NULL) != 0) {
+        s = otc_fail(OTC_ERR_NOMEM, "no mutex for the csv task");
+        goto fail;
+    }
+    x->lock_made = true;
     if (d->rows < 4) {
         s = otc_fail(OTC_ERR_FORMAT, "%s: too few rows (%d)", path, d->rows);
         goto fail;
