@@ -45,6 +45,11 @@ struct otc_neat_evaluator {
     /* The lanes' programs (evaluate_lanes): worker w's are lane_scratch[w * lanes ..]. */
     int n_lane_scratch;
     otc_neat_flat **lane_scratch;
+
+    /* A batch's per-genome outcome, kept so a generation allocates nothing. */
+    int cap_status, cap_message;
+    otc_status *status;
+    char (*message)[256];
 };
 
 otc_neat_evaluator *otc_neat_evaluator_new(void) {
@@ -60,6 +65,8 @@ void otc_neat_evaluator_free(otc_neat_evaluator *e) {
     ahead_free(e->ahead);
     for (int i = 0; i < e->n_scratch; i++) otc_neat_flat_free(e->scratch[i]);
     free(e->scratch);
+    free(e->status);
+    free(e->message);
     for (int i = 0; i < e->n_lane_scratch; i++) otc_neat_flat_free(e->lane_scratch[i]);
     free(e->lane_scratch);
     free(e);
@@ -514,13 +521,12 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
                     .solved = b->solved};
     atomic_init(&job.next, 0);
     atomic_init(&job.failed, false);
-    job.status = calloc((size_t)n + 1, sizeof *job.status);
-    job.message = calloc((size_t)n + 1, sizeof *job.message);
-    if (!job.status || !job.message) {
-        free(job.status);
-        free(job.message);
+    if (!otc_neat_grow((void **)&e->status, &e->cap_status, n + 1, sizeof *e->status) ||
+        !otc_neat_grow((void **)&e->message, &e->cap_message, n + 1, sizeof *e->message))
         return otc_fail(OTC_ERR_NOMEM, "out of memory for evaluation");
-    }
+    job.status = e->status;
+    job.message = e->message;
+    memset(job.status, 0, sizeof *job.status * (size_t)n); /* OTC_OK: skipped genomes pass */
     otc_neat_pool *pool = threads > 1 ? pool_with(e, threads - 1) : NULL;
     pool_post(pool, &job);
     take_genomes(&job, 0); /* the calling thread works too */
@@ -530,8 +536,6 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
         if (job.status[i] != OTC_OK)
             s = otc_fail(job.status[i], "evaluating genome %d of generation %d: %s",
                          b->index ? b->index[i] : i, b->generation, job.message[i]);
-    free(job.status);
-    free(job.message);
     return s;
 }
 
