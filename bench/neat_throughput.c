@@ -11,33 +11,8 @@
 
 #include "otc/neat.h"
 
-/* Allocation counting: this program's malloc family counts calls and hands them to glibc's
- * own allocator, so every allocation in the process (libotc's included) is seen. Not under
- * AddressSanitizer, whose allocator must see every block (the columns then read 0). */
-static atomic_long allocations;
-
-#ifndef __SANITIZE_ADDRESS__
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-void *malloc(size_t n) {
-    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t size) {
-    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-    return __libc_calloc(n, size);
-}
-void *realloc(void *p, size_t n) {
-    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-    return __libc_realloc(p, n);
-}
-void free(void *p) {
-    __libc_free(p);
-}
-#endif
+/* Allocation counting (nothing under AddressSanitizer: the columns then read 0). */
+#include "count_allocs.h"
 
 static double now(void) {
     struct timespec ts;

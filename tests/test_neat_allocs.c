@@ -1,47 +1,11 @@
 /* Heap allocations of NEAT generations in steady state: evaluation, speciation and reproduction
  * reuse the population's memory, so a generation's allocations do not grow with the population
  * (this executable counts every malloc, calloc and realloc of the process, libotc's included). */
-#include <stdatomic.h>
-
 #include "harness.h"
 #include "otc/neat.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define COUNTING 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define COUNTING 0
-#endif
-#endif
-#ifndef COUNTING
-#define COUNTING 1
-#endif
-
-static atomic_long allocations;
-
-/* AddressSanitizer's allocator must see every block: there the cases are skipped. */
-#if COUNTING
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern void __libc_free(void *p);
-
-void *malloc(size_t n) {
-    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t size) {
-    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-    return __libc_calloc(n, size);
-}
-void *realloc(void *p, size_t n) {
-    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-    return __libc_realloc(p, n);
-}
-void free(void *p) {
-    __libc_free(p);
-}
-#endif
+/* The counter (skipped under AddressSanitizer, whose allocator must see every block). */
+#include "../bench/count_allocs.h"
 
 /* The task's evaluation with success never reported: the run goes on as long as measured. */
 static otc_status (*real_evaluate)(const otc_neat_task *, const otc_neat_config *,
@@ -98,7 +62,7 @@ static long steady_allocations(const char *ini, const char *task_name, int pop, 
 }
 
 static void check_task(const char *ini, const char *task_name, int threads) {
-    if (!COUNTING) {
+    if (!OTC_COUNTS_ALLOCS) {
         printf("skipped: allocations are not counted under AddressSanitizer\n");
         exit(77);
     }

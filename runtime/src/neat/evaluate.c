@@ -296,12 +296,14 @@ static long long now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Spins until *v != old (true) or POOL_SPIN_NS have passed (false). */
-static bool spin_while_uint(const atomic_uint *v, unsigned old) {
+/* Spins until *i (or *u, when i is NULL) is in [lo, hi] (true) or POOL_SPIN_NS have passed
+ * (false). */
+static bool spin_until(const atomic_int *i, const atomic_uint *u, long long lo, long long hi) {
     long long end = 0;
-    for (int i = 0;; i++) {
-        if (atomic_load(v) != old) return true;
-        if ((i & 63) == 0) {
+    for (int k = 0;; k++) {
+        long long x = i ? atomic_load(i) : (long long)atomic_load(u);
+        if (x >= lo && x <= hi) return true;
+        if ((k & 63) == 0) {
             long long t = now_ns();
             if (!end)
                 end = t + POOL_SPIN_NS;
@@ -312,21 +314,12 @@ static bool spin_while_uint(const atomic_uint *v, unsigned old) {
     }
 }
 
-/* Spins until lo <= *v <= hi (true) or POOL_SPIN_NS have passed (false). */
-static bool spin_until_in(const atomic_int *v, int lo, int hi) {
-    long long end = 0;
-    for (int i = 0;; i++) {
-        int x = atomic_load(v);
-        if (x >= lo && x <= hi) return true;
-        if ((i & 63) == 0) {
-            long long t = now_ns();
-            if (!end)
-                end = t + POOL_SPIN_NS;
-            else if (t > end)
-                return false;
-        }
-        cpu_relax();
-    }
+/* Spins until *v != old (true) or POOL_SPIN_NS have passed (false). The epoch only grows, so
+ * "changed" is "above old" (at the wrap, "back at 0"); a spin that misses only means the
+ * caller sleeps on its condition variable, which checks exactly. */
+static bool spin_while_uint(const atomic_uint *v, unsigned old) {
+    if (old == UINT_MAX) return spin_until(NULL, v, 0, 0);
+    return spin_until(NULL, v, (long long)old + 1, UINT_MAX);
 }
 
 static void *helper(void *arg) {
@@ -444,7 +437,7 @@ static void pool_finish(otc_neat_pool *pool) {
     if (!pool) return;
     /* No helper inside: nobody can enter either, as the job is done (its counter spent, its
      * epoch seen or skipped); spinning first saves a sleeping caller's wake-up. */
-    spin_until_in(&pool->busy, 0, 0);
+    spin_until(&pool->busy, NULL, 0, 0);
     pthread_mutex_lock(&pool->lock);
     while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
     pool->job = NULL;
@@ -489,7 +482,7 @@ void otc_neat_bind_eval_evaluator(otc_neat_evaluator *e) {
 static bool stream_wait(eval_job *job, int i) {
     if (i < atomic_load(&job->ready)) return true;
     /* Reproduction makes a child in microseconds: it usually comes before a sleep would end. */
-    if (spin_until_in(&job->ready, i + 1, INT_MAX)) return true;
+    if (spin_until(&job->ready, NULL, i + 1, INT_MAX)) return true;
     otc_neat_pool *pool = job->pool;
     pthread_mutex_lock(&pool->lock);
     atomic_fetch_add(&job->waiting, 1); /* before `ready` is read again: see ahead_push */

@@ -5,6 +5,7 @@
 
 #include "otc/pole.h"
 #include "otc/pole_lanes.h"
+#include "pole_lanes_drive.h"
 #include "pole_trig.h"
 
 /* The reference's constants, digit for digit, so trajectories and failure steps match it. */
@@ -380,65 +381,45 @@ void otc_dpole_lanes_result(const otc_dpole_lanes *L, int lane, otc_pole_result 
     dp_result(L->steps[lane], L->max_steps, L->velocities, L->jiggle[lane], result);
 }
 
+/* The driver's view of the double pole's lanes (pole_lanes_drive.h). */
+static void dp_lane_start(void *L, int lane, const void *start) {
+    otc_dpole_lanes_start(L, lane, start);
+}
+
+static void dp_lane_finish_alone(void *vL, int lane, const otc_pole_agent *agent) {
+    otc_dpole_lanes *L = vL;
+    otc_dpole_state st;
+    for (int i = 0; i < 6; i++) st.s[i] = L->s[i][lane];
+    L->steps[lane] =
+        dp_trial(&st, L->velocities, L->steps[lane], L->max_steps, agent, L->jiggle[lane]);
+    L->running[lane] = false;
+}
+
+static unsigned dp_lane_act(void *vL, const otc_pole_lane_source *src) {
+    otc_dpole_lanes *L = vL;
+    double obs[OTC_DPV_N_OBS], out[LN];
+    int n_obs = otc_dpole_n_obs(L->velocities);
+    for (int l = 0; l < L->lanes; l++) {
+        if (!L->running[l]) continue;
+        const otc_pole_agent *a = &src->agents[l];
+        otc_dpole_lanes_observe(L, l, obs);
+        out[l] = 0.5;
+        a->policy(a->ctx, obs, n_obs, &out[l], 1);
+    }
+    return otc_dpole_lanes_step(L, out);
+}
+
+static void dp_lane_result(const void *L, int lane, otc_pole_result *result) {
+    otc_dpole_lanes_result(L, lane, result);
+}
+
 otc_status otc_dpole_lanes_run(int lanes, int velocities, int max_steps,
                                const otc_pole_lane_source *src) {
     otc_dpole_lanes L;
-    double obs[OTC_DPV_N_OBS], out[LN];
-    bool retired[LN] = {false};
-    int n_obs = otc_dpole_n_obs(velocities);
     otc_status status = otc_dpole_lanes_init(&L, lanes, velocities, max_steps);
     if (status != OTC_OK) return status;
-    for (;;) {
-        int running = 0;
-        for (int l = 0; l < lanes; l++) running += L.running[l];
-        for (int l = 0; l < lanes; l++) {
-            if (L.running[l] || retired[l]) continue;
-            otc_dpole_state start;
-            int r = src->next(src->ctx, l, running == 0, &start);
-            if (r == 1) {
-                const otc_pole_agent *a = &src->agents[l];
-                if (a->reset) a->reset(a->ctx);
-                otc_dpole_lanes_start(&L, l, &start);
-                running++;
-            } else if (r == 0 || running == 0) {
-                retired[l] = true;
-            }
-        }
-        int left = 0, lone = -1;
-        for (int l = 0; l < lanes; l++) {
-            left += !retired[l];
-            if (L.running[l]) lone = l;
-        }
-        if (running == 0) {
-            if (!left) break;
-            continue;
-        }
-        if (running == 1 && left == 1) {
-            /* The last trial, alone: the scalar loop, without the lanes' bookkeeping. */
-            otc_dpole_state st;
-            for (int i = 0; i < 6; i++) st.s[i] = L.s[i][lone];
-            L.steps[lone] = dp_trial(&st, velocities, L.steps[lone], max_steps, &src->agents[lone],
-                                     L.jiggle[lone]);
-            L.running[lone] = false;
-            otc_pole_result r;
-            otc_dpole_lanes_result(&L, lone, &r);
-            src->done(src->ctx, lone, &r);
-            continue;
-        }
-        for (int l = 0; l < lanes; l++) {
-            if (!L.running[l]) continue;
-            const otc_pole_agent *a = &src->agents[l];
-            otc_dpole_lanes_observe(&L, l, obs);
-            out[l] = 0.5;
-            a->policy(a->ctx, obs, n_obs, &out[l], 1);
-        }
-        unsigned ended = otc_dpole_lanes_step(&L, out);
-        for (int l = 0; ended; l++, ended >>= 1) {
-            if (!(ended & 1u)) continue;
-            otc_pole_result r;
-            otc_dpole_lanes_result(&L, l, &r);
-            src->done(src->ctx, l, &r);
-        }
-    }
+    otc_pole_lanes_kind k = {
+        &L, lanes, L.running, dp_lane_start, dp_lane_finish_alone, dp_lane_act, dp_lane_result};
+    otc_pole_lanes_drive(&k, src);
     return OTC_OK;
 }

@@ -5,6 +5,7 @@
 #include "otc/pole.h"
 #include "otc/pole_lanes.h"
 #include "otc/rng.h"
+#include "pole_lanes_drive.h"
 #include "pole_trig.h"
 
 #define POLE1_GRAVITY      9.8
@@ -199,64 +200,48 @@ void otc_pole1_lanes_result(const otc_pole1_lanes *L, int lane, otc_pole_result 
     result->fitness = L->steps[lane];
 }
 
+/* The driver's view of the single pole's lanes (pole_lanes_drive.h). */
+static void pole1_lane_start(void *L, int lane, const void *start) {
+    otc_pole1_lanes_start(L, lane, start);
+}
+
+static void pole1_lane_finish_alone(void *vL, int lane, const otc_pole_agent *agent) {
+    otc_pole1_lanes *L = vL;
+    otc_pole1_state st;
+    for (int i = 0; i < 4; i++) st.s[i] = L->s[i][lane];
+    L->steps[lane] = pole1_trial(&st, L->steps[lane], L->max_steps, L->n_outputs, agent);
+    L->running[lane] = false;
+}
+
+static unsigned pole1_lane_act(void *vL, const otc_pole_lane_source *src) {
+    otc_pole1_lanes *L = vL;
+    double obs[OTC_POLE1_N_OBS], out[2 * LN];
+    for (int l = 0; l < L->lanes; l++) {
+        if (!L->running[l]) continue;
+        const otc_pole_agent *a = &src->agents[l];
+        otc_pole1_lanes_observe(L, l, obs);
+        out[2 * l] = out[2 * l + 1] = 0.0;
+        a->policy(a->ctx, obs, OTC_POLE1_N_OBS, &out[2 * l], L->n_outputs);
+    }
+    return otc_pole1_lanes_step(L, out);
+}
+
+static void pole1_lane_result(const void *L, int lane, otc_pole_result *result) {
+    otc_pole1_lanes_result(L, lane, result);
+}
+
 otc_status otc_pole1_lanes_run(int lanes, const otc_pole1_config *cfg,
                                const otc_pole_lane_source *src) {
     otc_pole1_lanes L;
-    double obs[OTC_POLE1_N_OBS], out[2 * LN];
-    bool retired[LN] = {false};
     otc_status status = otc_pole1_lanes_init(&L, lanes, cfg);
     if (status != OTC_OK) return status;
-    for (;;) {
-        int running = 0;
-        for (int l = 0; l < lanes; l++) running += L.running[l];
-        for (int l = 0; l < lanes; l++) {
-            if (L.running[l] || retired[l]) continue;
-            otc_pole1_state start;
-            int r = src->next(src->ctx, l, running == 0, &start);
-            if (r == 1) {
-                const otc_pole_agent *a = &src->agents[l];
-                if (a->reset) a->reset(a->ctx);
-                otc_pole1_lanes_start(&L, l, &start);
-                running++;
-            } else if (r == 0 || running == 0) {
-                retired[l] = true;
-            }
-        }
-        int left = 0, lone = -1;
-        for (int l = 0; l < lanes; l++) {
-            left += !retired[l];
-            if (L.running[l]) lone = l;
-        }
-        if (running == 0) {
-            if (!left) break;
-            continue;
-        }
-        if (running == 1 && left == 1) {
-            /* The last trial, alone: the scalar loop, without the lanes' bookkeeping. */
-            otc_pole1_state st;
-            for (int i = 0; i < 4; i++) st.s[i] = L.s[i][lone];
-            L.steps[lone] =
-                pole1_trial(&st, L.steps[lone], L.max_steps, L.n_outputs, &src->agents[lone]);
-            L.running[lone] = false;
-            otc_pole_result r;
-            otc_pole1_lanes_result(&L, lone, &r);
-            src->done(src->ctx, lone, &r);
-            continue;
-        }
-        for (int l = 0; l < lanes; l++) {
-            if (!L.running[l]) continue;
-            const otc_pole_agent *a = &src->agents[l];
-            otc_pole1_lanes_observe(&L, l, obs);
-            out[2 * l] = out[2 * l + 1] = 0.0;
-            a->policy(a->ctx, obs, OTC_POLE1_N_OBS, &out[2 * l], L.n_outputs);
-        }
-        unsigned ended = otc_pole1_lanes_step(&L, out);
-        for (int l = 0; ended; l++, ended >>= 1) {
-            if (!(ended & 1u)) continue;
-            otc_pole_result r;
-            otc_pole1_lanes_result(&L, l, &r);
-            src->done(src->ctx, l, &r);
-        }
-    }
+    otc_pole_lanes_kind k = {&L,
+                             lanes,
+                             L.running,
+                             pole1_lane_start,
+                             pole1_lane_finish_alone,
+                             pole1_lane_act,
+                             pole1_lane_result};
+    otc_pole_lanes_drive(&k, src);
     return OTC_OK;
 }

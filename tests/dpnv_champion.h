@@ -1,0 +1,60 @@
+/* The champion of `otc evolve examples/neat/dpnv.ini --task dpnv --seed 1` (the dpnv.ini of
+ * the flat program's session) as genome JSON: it balances the 100,000 steps and, on main before
+ * the flat program (the phenotype graph under the interpreter), bench/neat_pole reported seed 1
+ * solved with generalisation 313 of 625 (312 since the pole's own sin and cos). */
+#ifndef OTC_TEST_DPNV_CHAMPION_H
+#define OTC_TEST_DPNV_CHAMPION_H
+
+static const char dpnv_champion[] =
+    "{\"nodes\":[{\"id\":0,\"type\":\"input\"},{\"id\":1,\"type\":\"input\"},{\"id\":2,\"type\":"
+    "\"input\"},"
+    "{\"id\":3,\"type\":\"input\"},{\"id\":4,\"type\":\"output\",\"activation\":\"sigmoid\","
+    "\"bias\":0,"
+    "\"response\":1},{\"id\":11,\"type\":\"hidden\",\"activation\":\"sigmoid\",\"bias\":0,"
+    "\"response\":1},"
+    "{\"id\":62,\"type\":\"hidden\",\"activation\":\"sigmoid\",\"bias\":0,\"response\":1},{\"id\":"
+    "87,"
+    "\"type\":\"hidden\",\"activation\":\"sigmoid\",\"bias\":0,\"response\":1}],\"connections\":[{"
+    "\"innov\":0,"
+    "\"in\":0,\"out\":4,\"weight\":-0.64576220512390137,\"enabled\":true},{\"innov\":1,\"in\":1,"
+    "\"out\":4,"
+    "\"weight\":-4.10345220565796,\"enabled\":true},{\"innov\":2,\"in\":2,\"out\":4,\"weight\":3."
+    "6943900585174561,"
+    "\"enabled\":true},{\"innov\":3,\"in\":3,\"out\":4,\"weight\":1.3463258743286133,\"enabled\":"
+    "true},"
+    "{\"innov\":4,\"in\":4,\"out\":4,\"weight\":-1.29164457321167,\"enabled\":true},{\"innov\":17,"
+    "\"in\":0,\"out\":11,\"weight\":-0.18776106834411621,\"enabled\":false},{\"innov\":18,\"in\":"
+    "11,"
+    "\"out\":4,\"weight\":1.2197718620300293,\"enabled\":true},{\"innov\":27,\"in\":4,\"out\":11,"
+    "\"weight\":-1.623476505279541,\"enabled\":true},{\"innov\":33,\"in\":11,\"out\":11,\"weight\":"
+    "-1.3769140243530273,"
+    "\"enabled\":true},{\"innov\":47,\"in\":2,\"out\":11,\"weight\":1.5241625308990479,\"enabled\":"
+    "true},"
+    "{\"innov\":66,\"in\":3,\"out\":11,\"weight\":0.54002535343170166,\"enabled\":true},{\"innov\":"
+    "79,"
+    "\"in\":1,\"out\":11,\"weight\":-1.6973848342895508,\"enabled\":true},{\"innov\":147,\"in\":3,"
+    "\"out\":62,\"weight\":4.6613121032714844,\"enabled\":true},{\"innov\":148,\"in\":62,\"out\":"
+    "11,"
+    "\"weight\":-1.73899507522583,\"enabled\":true},{\"innov\":161,\"in\":4,\"out\":62,\"weight\":"
+    "1.3711934089660645,"
+    "\"enabled\":true},{\"innov\":183,\"in\":62,\"out\":62,\"weight\":0.41480886936187744,"
+    "\"enabled\":true},"
+    "{\"innov\":211,\"in\":4,\"out\":87,\"weight\":-0.93871021270751953,\"enabled\":true},{"
+    "\"innov\":212,"
+    "\"in\":87,\"out\":11,\"weight\":1.8362128734588623,\"enabled\":true},{\"innov\":217,\"in\":2,"
+    "\"out\":62,\"weight\":-0.34366816282272339,\"enabled\":true},{\"innov\":220,\"in\":0,\"out\":"
+    "62,"
+    "\"weight\":-0.55398750305175781,\"enabled\":true},{\"innov\":258,\"in\":0,\"out\":87,"
+    "\"weight\":-2.53344202041626,"
+    "\"enabled\":true},{\"innov\":299,\"in\":87,\"out\":62,\"weight\":0.904651165008545,"
+    "\"enabled\":true},"
+    "{\"innov\":300,\"in\":87,\"out\":4,\"weight\":-0.0682154893875122,\"enabled\":true},{"
+    "\"innov\":327,"
+    "\"in\":2,\"out\":87,\"weight\":-0.314282238483429,\"enabled\":true},{\"innov\":330,\"in\":62,"
+    "\"out\":87,\"weight\":0.86560338735580444,\"enabled\":true},{\"innov\":339,\"in\":1,\"out\":"
+    "87,"
+    "\"weight\":0.15098755061626434,\"enabled\":true}],\"fitness\":0.12048033167445543,"
+    "\"evaluated\":true,"
+    "\"species\":1}";
+
+#endif
