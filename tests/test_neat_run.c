@@ -4,6 +4,7 @@
  * or, with stagnation_penalty, kept, and evaluation overlapping reproduction changes nothing. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,5 +484,40 @@ TEST(neat_overlap_failure_stops_at_its_generation) {
     CHECK(strstr(why1, gen) != NULL);
     CHECK(strstr(why2, gen) != NULL);
     CHECK(strstr(why3, gen) != NULL);
+    otc_neat_task_free(task);
+}
+
+/* Every evaluation a run makes, counted (the task's evaluate, wrapped). */
+static atomic_int evaluations_made;
+static otc_status (*counted_evaluate_real)(const otc_neat_task *, const otc_neat_config *,
+                                           otc_neat_genome *, uint64_t, otc_neat_eval *);
+static otc_status counted_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    atomic_fetch_add(&evaluations_made, 1);
+    return counted_evaluate_real(task, c, g, seed, out);
+}
+
+/* A run stopped by its generation limit evaluates exactly generations x population genomes on
+ * any thread count: the last step's children are not evaluated ahead for nothing. */
+TEST(neat_run_evaluates_nothing_after_its_last_generation) {
+    otc_neat_config c = xor_config();
+    c.pop_size = 50;
+    c.no_fitness_termination = true;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("xor", &c, &task) == OTC_OK);
+    counted_evaluate_real = task->evaluate;
+    task->evaluate = counted_evaluate;
+    for (int threads = 1; threads <= 3; threads++) {
+        otc_neat_population *p = NULL;
+        REQUIRE(otc_neat_population_new(&c, 11, &p) == OTC_OK);
+        atomic_store(&evaluations_made, 0);
+        otc_neat_run_options o = {.generations = 4, .threads = threads};
+        bool solved = false;
+        REQUIRE(otc_neat_run(p, task, &o, &solved) == OTC_OK);
+        CHECK(otc_neat_generation(p) == 4);
+        CHECK(otc_neat_evaluations(p) == 4 * 50);
+        CHECK(atomic_load(&evaluations_made) == 4 * 50);
+        otc_neat_population_free(p);
+    }
     otc_neat_task_free(task);
 }

@@ -172,6 +172,9 @@ typedef struct {
 typedef struct {
     int threads; /* evaluation threads (results do not depend on it); <= 0 means 1 */
     const otc_neat_remote *remote; /* NULL: evaluate in this process */
+    /* No step follows this one in this run: the children it makes are not evaluated ahead
+     * (on >= 2 threads the helpers otherwise evaluate them while reproduction runs). */
+    bool last;
 } otc_neat_step_options;
 
 /* One generation: evaluate every genome in parallel, record statistics, and unless a

@@ -271,7 +271,7 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
          * makes them (evaluation is a pure function of genome and seed, so the run is the
          * same); an MPI evaluator keeps its own schedule. */
         int threads = o ? o->threads : 1;
-        if (threads > 1 && !(o && o->remote) && !c->np_evolution)
+        if (threads > 1 && !(o && (o->remote || o->last)) && !c->np_evolution)
             s = otc_neat_ahead_begin(p, task, threads);
         if (s == OTC_OK) s = otc_neat_reproduce(p);
         otc_neat_ahead_end(p); /* reproduction ends it; not when it stopped early */
@@ -288,9 +288,10 @@ done:
 otc_status otc_neat_run(otc_neat_population *p, otc_neat_task *task, const otc_neat_run_options *o,
                         bool *solved) {
     if (!p || !task || !o) return otc_fail(OTC_ERR_ARG, "otc_neat_run: NULL argument");
-    otc_neat_step_options so = {o->threads, o->remote};
+    otc_neat_step_options so = {o->threads, o->remote, false};
     otc_status s = OTC_OK;
     while (s == OTC_OK && p->stop == OTC_NEAT_RUNNING && p->generation < o->generations) {
+        so.last = p->generation + 1 >= o->generations; /* its children would go unused */
         s = otc_neat_step(p, task, &so, NULL);
         if (s != OTC_OK) break;
         if (o->on_generation) o->on_generation(o->ctx, p, &p->stats[p->n_stats - 1]);
