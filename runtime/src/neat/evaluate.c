@@ -140,17 +140,11 @@ static void record_one(eval_job *job, int i, otc_neat_genome *g, otc_status s,
 static void evaluate_one(eval_job *job, int i) {
     otc_neat_genome *g = job->genomes[i];
     if (job->copies) {
-        if (!job->copies[i] && !(job->copies[i] = otc_neat_genome_new())) {
-            job->status[i] = OTC_ERR_NOMEM;
-            snprintf(job->message[i], sizeof job->message[i], "out of memory");
-            atomic_store(&job->failed, true);
-            return;
-        }
-        otc_status cs = otc_neat_genome_copy_into(job->copies[i], g);
+        otc_status cs = !job->copies[i] && !(job->copies[i] = otc_neat_genome_new())
+                            ? otc_fail(OTC_ERR_NOMEM, "out of memory")
+                            : otc_neat_genome_copy_into(job->copies[i], g);
         if (cs != OTC_OK) {
-            job->status[i] = cs;
-            snprintf(job->message[i], sizeof job->message[i], "%s", otc_last_error());
-            atomic_store(&job->failed, true);
+            record_one(job, i, g, cs, NULL); /* a failure: its message, no results */
             return;
         }
         g = job->copies[i];
@@ -160,7 +154,8 @@ static void evaluate_one(eval_job *job, int i) {
     record_one(job, i, g, s, &ev);
 }
 
-/* Genome i's evaluation (status s, fitness and solved in *ev), evaluated as g. */
+/* Genome i's evaluation (status s, fitness and solved in *ev, which a failure leaves unread),
+ * evaluated as g. */
 static void record_one(eval_job *job, int i, otc_neat_genome *g, otc_status s,
                        const otc_neat_eval *ev) {
     job->status[i] = s;
@@ -219,8 +214,7 @@ int otc_neat_feed_take(otc_neat_feed *f, bool wait, otc_neat_genome **g, uint64_
 }
 
 void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_neat_eval *ev) {
-    otc_neat_eval none = {0, false};
-    record_one(f->job, index, f->job->genomes[index], s, s == OTC_OK ? ev : &none);
+    record_one(f->job, index, f->job->genomes[index], s, ev);
 }
 
 /* Worker w's genomes through the task's lanes; true when they took them all (false: the task
@@ -372,8 +366,6 @@ static void pool_free(otc_neat_pool *pool) {
     free(pool);
 }
 
-/* e's pool with at least `helpers` helpers (fewer when threads cannot be started: the job
- * then runs on those there are). NULL only when there is no pool at all. */
 /* OpenBLAS's (when otc links it): ends its worker threads, which it starts again at its next
  * threaded call. Weak, so another BLAS leaves it NULL. */
 extern void blas_thread_shutdown_(void) __attribute__((weak));
@@ -388,6 +380,8 @@ static void quiet_blas_workers(void) {
     if (blas_thread_shutdown_ && !atomic_flag_test_and_set(&done)) blas_thread_shutdown_();
 }
 
+/* e's pool with at least `helpers` helpers (fewer when threads cannot be started: the job
+ * then runs on those there are). NULL only when there is no pool at all. */
 static otc_neat_pool *pool_with(otc_neat_evaluator *e, int helpers) {
     otc_neat_pool *pool = e->pool;
     if (!pool) {

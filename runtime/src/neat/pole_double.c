@@ -145,6 +145,11 @@ double otc_dpnv_gruau_fitness(int steps_balanced, double jiggle_sum) {
     return f1 + 0.9 * (0.75 / jiggle_sum);
 }
 
+/* One balanced step's entry in the anti-wiggle sum: |x| + |dx| + |θ1| + |dθ1|. */
+static double dp_jiggle(double x, double dx, double th1, double dth1) {
+    return fabs(x) + fabs(dx) + fabs(th1) + fabs(dth1);
+}
+
 /* A trial's result from its balanced steps and its jiggle ring. */
 static void dp_result(int steps, int max_steps, int velocities, const double *jiggle,
                       otc_pole_result *result) {
@@ -176,8 +181,7 @@ static int dp_trial(otc_dpole_state *st, int velocities, int steps, int max_step
         otc_dpole_step(st, out[0]);
         /* The reference sums the 100 steps before the failing one, i.e. the last 100 balanced. */
         if (otc_dpole_failed(st)) break;
-        jiggle[steps % JIGGLE_WINDOW] =
-            fabs(st->s[0]) + fabs(st->s[1]) + fabs(st->s[2]) + fabs(st->s[3]);
+        jiggle[steps % JIGGLE_WINDOW] = dp_jiggle(st->s[0], st->s[1], st->s[2], st->s[3]);
         steps++;
     }
     return steps;
@@ -322,15 +326,25 @@ otc_status otc_dpole_lanes_init(otc_dpole_lanes *L, int lanes, int velocities, i
     return OTC_OK;
 }
 
+/* Lane `lane`'s state as a scalar trial's, and back. */
+static otc_dpole_state dp_lane_state(const otc_dpole_lanes *L, int lane) {
+    otc_dpole_state st;
+    for (int i = 0; i < 6; i++) st.s[i] = L->s[i][lane];
+    return st;
+}
+
+static void dp_lane_set(otc_dpole_lanes *L, int lane, const otc_dpole_state *st) {
+    for (int i = 0; i < 6; i++) L->s[i][lane] = st->s[i];
+}
+
 void otc_dpole_lanes_start(otc_dpole_lanes *L, int lane, const otc_dpole_state *start) {
-    for (int i = 0; i < 6; i++) L->s[i][lane] = start->s[i];
+    dp_lane_set(L, lane, start);
     L->steps[lane] = 0;
     L->running[lane] = true;
 }
 
 void otc_dpole_lanes_observe(const otc_dpole_lanes *L, int lane, double *obs) {
-    otc_dpole_state st;
-    for (int i = 0; i < 6; i++) st.s[i] = L->s[i][lane];
+    otc_dpole_state st = dp_lane_state(L, lane);
     otc_dpole_observe(&st, L->velocities, obs);
 }
 
@@ -343,12 +357,9 @@ unsigned otc_dpole_lanes_step(otc_dpole_lanes *L, const double *out) {
     for (int l = 0; l < n; l++)
         if (L->running[l]) at[m++] = l;
     if (m == 1) {
-        double y1[6];
-        for (int i = 0; i < 6; i++) y1[i] = L->s[i][at[0]];
-        force[0] = dp_force(out[at[0]]);
-        dp_rk4(force[0], y1);
-        dp_rk4(force[0], y1);
-        for (int i = 0; i < 6; i++) L->s[i][at[0]] = y1[i];
+        otc_dpole_state st = dp_lane_state(L, at[0]);
+        otc_dpole_step(&st, out[at[0]]);
+        dp_lane_set(L, at[0], &st);
     } else if (m > 1) {
         for (int k = 0; k < m; k++) {
             force[k] = dp_force(out[at[k]]);
@@ -368,7 +379,7 @@ unsigned otc_dpole_lanes_step(otc_dpole_lanes *L, const double *out) {
             continue;
         }
         L->jiggle[l][L->steps[l] % JIGGLE_WINDOW] =
-            fabs(L->s[0][l]) + fabs(L->s[1][l]) + fabs(L->s[2][l]) + fabs(L->s[3][l]);
+            dp_jiggle(L->s[0][l], L->s[1][l], L->s[2][l], L->s[3][l]);
         if (++L->steps[l] == L->max_steps) {
             L->running[l] = false;
             ended |= 1u << l;
@@ -388,8 +399,7 @@ static void dp_lane_start(void *L, int lane, const void *start) {
 
 static void dp_lane_finish_alone(void *vL, int lane, const otc_pole_agent *agent) {
     otc_dpole_lanes *L = vL;
-    otc_dpole_state st;
-    for (int i = 0; i < 6; i++) st.s[i] = L->s[i][lane];
+    otc_dpole_state st = dp_lane_state(L, lane);
     L->steps[lane] =
         dp_trial(&st, L->velocities, L->steps[lane], L->max_steps, agent, L->jiggle[lane]);
     L->running[lane] = false;

@@ -155,6 +155,13 @@ otc_status otc_pole1_lanes_init(otc_pole1_lanes *L, int lanes, const otc_pole1_c
     return OTC_OK;
 }
 
+/* Lane `lane`'s state as a scalar trial's. */
+static otc_pole1_state pole1_lane_state(const otc_pole1_lanes *L, int lane) {
+    otc_pole1_state st;
+    for (int i = 0; i < 4; i++) st.s[i] = L->s[i][lane];
+    return st;
+}
+
 void otc_pole1_lanes_start(otc_pole1_lanes *L, int lane, const otc_pole1_state *start) {
     for (int i = 0; i < 4; i++) L->s[i][lane] = start->s[i];
     L->steps[lane] = 0;
@@ -162,8 +169,7 @@ void otc_pole1_lanes_start(otc_pole1_lanes *L, int lane, const otc_pole1_state *
 }
 
 void otc_pole1_lanes_observe(const otc_pole1_lanes *L, int lane, double *obs) {
-    otc_pole1_state st;
-    for (int i = 0; i < 4; i++) st.s[i] = L->s[i][lane];
+    otc_pole1_state st = pole1_lane_state(L, lane);
     otc_pole1_observe(&st, obs);
 }
 
@@ -207,8 +213,7 @@ static void pole1_lane_start(void *L, int lane, const void *start) {
 
 static void pole1_lane_finish_alone(void *vL, int lane, const otc_pole_agent *agent) {
     otc_pole1_lanes *L = vL;
-    otc_pole1_state st;
-    for (int i = 0; i < 4; i++) st.s[i] = L->s[i][lane];
+    otc_pole1_state st = pole1_lane_state(L, lane);
     L->steps[lane] = pole1_trial(&st, L->steps[lane], L->max_steps, L->n_outputs, agent);
     L->running[lane] = false;
 }

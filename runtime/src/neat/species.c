@@ -87,6 +87,14 @@ static otc_status size_members(otc_neat_population *p, int need) {
 /* Below this many distances to test, waking the helpers costs more than it saves. */
 #define SPECIATE_PARALLEL_MIN 4096
 
+/* The first of species lo .. hi - 1 within the threshold of g, or -1. */
+static int first_species_within(const otc_neat_population *p, const otc_neat_genome *g, int lo,
+                                int hi) {
+    for (int s = lo; s < hi; s++)
+        if (otc_neat_distance(g, p->species[s].representative, &p->config) < p->threshold) return s;
+    return -1;
+}
+
 typedef struct {
     const otc_neat_population *p;
     int n_old;
@@ -102,14 +110,8 @@ static void speciate_blocks(void *ctx, int worker) {
         int b = atomic_fetch_add(&j->next, SPECIATE_BLOCK);
         if (b >= p->n_genomes) break;
         int e = b + SPECIATE_BLOCK < p->n_genomes ? b + SPECIATE_BLOCK : p->n_genomes;
-        for (int i = b; i < e; i++) {
-            int found = -1;
-            for (int s = 0; s < j->n_old && found < 0; s++)
-                if (otc_neat_distance(p->genomes[i], p->species[s].representative, &p->config) <
-                    p->threshold)
-                    found = s;
-            j->first[i] = found;
-        }
+        for (int i = b; i < e; i++)
+            j->first[i] = first_species_within(p, p->genomes[i], 0, j->n_old);
     }
 }
 
@@ -140,8 +142,7 @@ otc_status otc_neat_speciate(otc_neat_population *p) {
     for (int i = 0; i < p->n_genomes; i++) {
         otc_neat_genome *g = p->genomes[i];
         int found = first ? first[i] : -1;
-        for (int s = first ? n_old : 0; s < p->n_species && found < 0; s++)
-            if (otc_neat_distance(g, p->species[s].representative, c) < p->threshold) found = s;
+        if (found < 0) found = first_species_within(p, g, first ? n_old : 0, p->n_species);
         if (found < 0) {
             found = otc_neat_species_add(p, p->next_species_id, g, p->generation);
             if (found < 0) return OTC_ERR_NOMEM;

@@ -120,6 +120,32 @@ static void pole_reset(void *ctx) {
 
 typedef enum { POLE1, DPV, DPNV, POLE1_NP } pole_kind;
 
+/* pole1's trial for the config's outputs (one, or pole1.cpp's two). */
+static otc_pole1_config pole1_config(const otc_neat_config *c) {
+    otc_pole1_config pcfg;
+    otc_pole1_default_config(&pcfg);
+    pcfg.n_outputs = c->num_outputs;
+    return pcfg;
+}
+
+/* A double-pole trial's length: dpv's is its success test, dpnv's the Gruau fitness trial. */
+static int dpole_trial_steps(pole_kind kind) {
+    return kind == DPV ? OTC_DPOLE_SUCCESS_STEPS : OTC_DPNV_TRIAL_STEPS;
+}
+
+/* A trial's fitness and success as evolution sees them: dpnv's success is the champion test
+ * (confirm), not a single trial; neat-python's pole is solved as neat-python stops, at the
+ * fitness threshold. */
+static otc_neat_eval pole_outcome(pole_kind kind, const otc_neat_config *c,
+                                  const otc_pole_result *res) {
+    otc_neat_eval ev = {res->fitness, false};
+    if (kind == POLE1_NP)
+        ev.solved = !c->no_fitness_termination && ev.fitness >= c->fitness_threshold;
+    else
+        ev.solved = kind != DPNV && res->success;
+    return ev;
+}
+
 static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                 otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
     pole_kind kind = (pole_kind)(intptr_t)task->ctx;
@@ -132,25 +158,15 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     if (kind == POLE1_NP) {
         s = otc_np_pole_run(seed, &agent, &res);
     } else if (kind == POLE1) {
-        otc_pole1_config pcfg;
-        otc_pole1_default_config(&pcfg);
-        pcfg.n_outputs = c->num_outputs;
+        otc_pole1_config pcfg = pole1_config(c);
         s = otc_pole1_run(&pcfg, &agent, &res);
-    } else if (kind == DPV) {
-        s = otc_dpole_run(1, OTC_DPOLE_SUCCESS_STEPS, &agent, &res);
     } else {
-        s = otc_dpole_run(0, OTC_DPNV_TRIAL_STEPS, &agent, &res);
+        s = otc_dpole_run(kind == DPV, dpole_trial_steps(kind), &agent, &res);
     }
     otc_neat_runner_close(&r);
     if (s == OTC_OK) s = pc.status;
     if (s != OTC_OK) return s;
-    out->fitness = res.fitness;
-    /* dpnv's success is the champion test (confirm), not a single trial; neat-python's pole
-     * is solved as neat-python stops, at the fitness threshold. */
-    if (kind == POLE1_NP)
-        out->solved = !c->no_fitness_termination && out->fitness >= c->fitness_threshold;
-    else
-        out->solved = kind != DPNV && res.success;
+    *out = pole_outcome(kind, c, &res);
     return OTC_OK;
 }
 
@@ -220,13 +236,10 @@ static otc_status pole_lane_open(pole_lanes_run *run, int l, const otc_neat_geno
 static otc_status pole_lanes_trials(pole_lanes_run *run, const otc_pole_lane_source *src) {
     int lanes = run->task->lanes;
     if (run->kind == POLE1) {
-        otc_pole1_config pcfg;
-        otc_pole1_default_config(&pcfg);
-        pcfg.n_outputs = run->c->num_outputs;
+        otc_pole1_config pcfg = pole1_config(run->c);
         return otc_pole1_lanes_run(lanes, &pcfg, src);
     }
-    if (run->kind == DPV) return otc_dpole_lanes_run(lanes, 1, OTC_DPOLE_SUCCESS_STEPS, src);
-    return otc_dpole_lanes_run(lanes, 0, OTC_DPNV_TRIAL_STEPS, src);
+    return otc_dpole_lanes_run(lanes, run->kind == DPV, dpole_trial_steps(run->kind), src);
 }
 
 /* pole_evaluate's start: pole1 at rest in the centre, the double pole's standard start. */
@@ -259,8 +272,7 @@ static int eval_next(void *ctx, int l, bool wait, void *start) {
 static void eval_done(void *ctx, int l, const otc_pole_result *res) {
     pole_lanes_run *run = ctx;
     pole_lane *ln = &run->lane[l];
-    /* pole_evaluate's fitness and success (dpnv's success is the champion test). */
-    otc_neat_eval ev = {res->fitness, run->kind != DPNV && res->success};
+    otc_neat_eval ev = pole_outcome(run->kind, run->c, res);
     otc_neat_feed_done(run->feed, ln->item, ln->pc.status, &ev);
 }
 
@@ -413,17 +425,13 @@ static void trial_reset(void *ctx) {
  * begin on them while the calling thread still runs the long trial. */
 static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config *c,
                                const otc_neat_genome *g, bool *solved, double *score) {
-    gen_job *j = calloc(1, sizeof *j);
-    if (!j) return otc_fail(OTC_ERR_NOMEM, "out of memory for the generalisation test");
-    *j = (gen_job){.task = task, .c = c, .g = g};
+    /* On the stack: the helpers are waited for (pool_wait, gen_cancel) before it ends. */
+    gen_job job = {.task = task, .c = c, .g = g}, *j = &job;
     atomic_init(&j->next, 0);
     atomic_init(&j->cancel, false);
     otc_neat_runner r;
     otc_status s = otc_neat_runner_open(task, c, g, &r);
-    if (s != OTC_OK) {
-        free(j);
-        return s;
-    }
+    if (s != OTC_OK) return s;
     otc_neat_evaluator *e = otc_neat_eval_evaluator();
     int threads = e ? otc_neat_eval_threads() : 1;
     if (threads > GEN_CHUNKS) threads = GEN_CHUNKS;
@@ -444,7 +452,6 @@ static otc_status dpnv_confirm(const otc_neat_task *task, const otc_neat_config 
         gen_cancel(j, e, t.started);
     }
     otc_neat_runner_close(&r);
-    free(j);
     if (s != OTC_OK) return s;
     *solved = lr.success && general >= OTC_DPOLE_GENERALISATION_PASS;
     *score = general;
