@@ -11,23 +11,7 @@
 #include "otc/pole.h"
 
 #include "dpnv_champion.h"
-
-typedef struct {
-    otc_neat_flat *f;
-} flat_agent;
-
-static void flat_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
-    flat_agent *a = ctx;
-    float x[4], y[1] = {0.5f};
-    for (int i = 0; i < n_obs && i < 4; i++) x[i] = (float)obs[i];
-    if (otc_neat_flat_forward(a->f, x, 1, y) != OTC_OK) y[0] = 0.5f;
-    if (n_out > 0) out[0] = y[0];
-}
-
-static void flat_reset(void *ctx) {
-    flat_agent *a = ctx;
-    otc_neat_flat_reset(a->f);
-}
+#include "flat_agent.h"
 
 /* The reference: pole.h's champion test with the genome's flat program as the policy. */
 static void reference(const otc_neat_config *c, const otc_neat_genome *g, int *long_steps,

@@ -11,6 +11,8 @@
 #include "otc/neat.h"
 #include "otc/pole_lanes.h"
 
+#include "flat_agent.h"
+
 /* ---- a random recurrent controller that records what it saw -------------------------------- */
 
 typedef struct {
@@ -316,22 +318,6 @@ TEST(pole_lanes_evaluation_matches_one_at_a_time) {
 
 /* dpnv's generalisation test by lanes (otc_neat_confirm) against otc_dpnv_champion_test run
  * on the same genome's flat program one start at a time. */
-typedef struct {
-    otc_neat_flat *f;
-} flat_agent;
-
-static void flat_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
-    flat_agent *a = ctx;
-    float x[8], y[1] = {0.5f};
-    for (int i = 0; i < n_obs && i < 8; i++) x[i] = (float)obs[i];
-    otc_neat_flat_forward(a->f, x, 1, y);
-    for (int k = 0; k < n_out; k++) out[k] = k < 1 && isfinite(y[k]) ? y[k] : 0.5;
-}
-
-static void flat_reset(void *ctx) {
-    otc_neat_flat_reset(((flat_agent *)ctx)->f);
-}
-
 TEST(pole_lanes_dpnv_generalisation_matches_scalar) {
     otc_neat_config c;
     REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/dpnv.ini", &c) == OTC_OK);
