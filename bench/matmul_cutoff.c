@@ -1,5 +1,5 @@
 /* Measures where cblas_sgemm starts beating a plain loop for C[M,N] = A[M,K] B[K,N], the
- * figures behind the interpreter's BLAS cut-off (runtime/src/kernels_matmul.c). Prints a
+ * figures behind the interpreter's BLAS cut-off (runtime/src/interp/kernels_matmul.c). Prints a
  * table; never pass/fail. */
 #include <cblas.h>
 #include <stdio.h>

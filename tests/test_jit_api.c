@@ -434,7 +434,7 @@ TEST(jit_policy_recurrent_switch_carries_state) {
     otc_graph_free(g);
 }
 
-/* The optimiser update is one set of trees (runtime/src/optim_rules.c) that the interpreter
+/* The optimiser update is one set of trees (runtime/src/train/optim_rules.c) that the interpreter
  * evaluates and the JIT builds with the same operations in the same order, so the weights
  * agree bit for bit. The loss sum(w * w) has the gradient 2w exactly in both (only exact
  * operations), which leaves the update as the only arithmetic that could differ. */

@@ -1,6 +1,6 @@
 # otc_testgen: the random-graph generator (evolved-style DAGs, MLPs) the compiler's
 # differential tests (C and LLVM) and the benchmarks use. It lives in libotc
-# (runtime/src/random_graph.c, otc/random_graph.h), so `otc bench --random` links nothing
+# (runtime/src/layers/random_graph.c, otc/random_graph.h), so `otc bench --random` links nothing
 # from tests/; this name stays for the tests that ask for it (plus dlopen for emitted code).
 add_library(otc_testgen INTERFACE)
 target_link_libraries(otc_testgen INTERFACE otc ${CMAKE_DL_LIBS})

@@ -22,7 +22,7 @@
 #define MODEL_WORKSPACE CAT(OTC_MODEL_UPPER, _WORKSPACE_BYTES)
 #define MODEL_IN        CAT(OTC_MODEL_UPPER, _IN_FLOATS)
 
-/* The task's constants (runtime/src/neat/pole_double.c), digit for digit. */
+/* The task's constants (runtime/src/neat/tasks/pole_double.c), digit for digit. */
 #define MUP         0.000002
 #define GRAVITY     (-9.8)
 #define MASS_CART   1.0

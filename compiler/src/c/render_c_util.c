@@ -218,7 +218,7 @@ void otc_cr_dact_call(otc_cr *c, char *buf, size_t len, const otc_node *nd, cons
 }
 
 /* The Neuron aggregations' helpers over t[0..n), n >= 1, with neat-python's semantics
- * (otc/ops.h otc_agg; the interpreter's are runtime/src/aggregations.c). Median sorts t in
+ * (otc/ops.h otc_agg; the interpreter's are runtime/src/core/aggregations.c). Median sorts t in
  * place: its caller passes a fresh array. */
 static const char *const agg_bodies[OTC_AGG_COUNT] = {
     [OTC_AGG_PRODUCT] = "    float p = 1.0f;\n    for (int i = 0; i < n; i++) p *= t[i];\n"

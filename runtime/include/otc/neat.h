@@ -86,7 +86,7 @@ void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_nea
 /* "xor", "xor:neat-python" (neat-python's example fitness 4 - sum err^2, solved at the
  * config's fitness_threshold), "pole1", "pole1:neat-python" (neat-python's single-pole example:
  * otc/pole.h, 4 inputs, fitness in seconds, solved at fitness_threshold), "dpv", "dpnv", "csv:FILE"
- * or "exec:PROGRAM" (an environment process, runtime/src/neat/task_exec.c; options from the
+ * or "exec:PROGRAM" (an environment process, runtime/src/neat/tasks/task_exec.c; options from the
  * config's [Task]). Checks the config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
 void otc_neat_task_free(otc_neat_task *t);

@@ -112,7 +112,7 @@ static LLVMValueRef pick(otc_llvm_r *r, bool gt, LLVMValueRef ka, LLVMValueRef k
 }
 
 /* A non-sum aggregation of the weighted inputs t[0..k), k >= 1, in every lane, with the
- * semantics of otc/ops.h otc_agg (the interpreter's are runtime/src/aggregations.c). The
+ * semantics of otc/ops.h otc_agg (the interpreter's are runtime/src/core/aggregations.c). The
  * median sorts t in place by odd-even transposition: k rounds of compare-exchanges, which
  * need no branches across lanes (the plan bounds k by OTC_PLAN_MEDIAN_MAX). */
 static LLVMValueRef aggregate(otc_llvm_r *r, int agg, LLVMValueRef *t, int k) {

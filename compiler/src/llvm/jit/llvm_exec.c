@@ -654,7 +654,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     st = prepare(j, &j->train, &a);
     if (!st) st = grads_for(j, &a);
     if (st) return st;
-    /* The interpreter's rule and scalars (runtime/src/optim_rules.c). */
+    /* The interpreter's rule and scalars (runtime/src/train/optim_rules.c). */
     long t = j->t + 1;
     float h[OTC_LH_COUNT];
     h[OTC_LH_RULE] = (float)otc_optim_rule_of(c);
