@@ -25,6 +25,12 @@ table=(
   "libcjson-dev"
   "libinih-dev"
   "zlib1g-dev"                  # gzip-compressed IDX image files
+  "libprotobuf-c-dev"            # ONNX model files (read and written through protobuf-c)
+  "protobuf-c-compiler         protoc-c"
+  "libonnx-dev"                  # onnx.proto, compiled to C by protoc-c at build time
+  "libonnx-testdata"             # ONNX's node and model tests: the import tests' oracle
+  "python3-onnx"                 # onnx.checker and shape inference for exported files
+  "python3-numpy"
   "dataset-fashion-mnist"      # the image example's data (/usr/share/datasets/fashion-mnist)
   "libgraphviz-dev"
   "graphviz                    dot"
@@ -49,7 +55,6 @@ table=(
 )
 bench_table=(
   "python3-torch"
-  "python3-numpy"
 )
 
 bench=0 list=0
