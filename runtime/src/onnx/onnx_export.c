@@ -23,14 +23,23 @@ static const char model_doc[] =
     "value at this step (zeros at the first) and the output 'state_out:D' is what to feed as "
     "'state_in:D' at the next step.";
 
-/* The tensor name of an otc node's value: its name, or "#id" for an unnamed node. */
-static char *value_name(ox_builder *b, otc_id id) {
+/* An otc node's name, or "#id" for an unnamed node (the label messages use). */
+static char *base_name(ox_builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
     if (nd->name && *nd->name) return ox_strdup(b, nd->name);
     char buf[32];
     snprintf(buf, sizeof buf, "#%d", (int)id);
-    if (otc_graph_find(b->g, buf) >= 0) return ox_fresh(b, "node");
     return ox_strdup(b, buf);
+}
+
+/* The tensor name of an otc node's value: its base name, unless an unnamed node's "#id" is
+ * another node's name. */
+static char *value_name(ox_builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    char *name = base_name(b, id);
+    if (name && !(nd->name && *nd->name) && otc_graph_find(b->g, name) >= 0)
+        return ox_fresh(b, "node");
+    return name;
 }
 
 static char *prefixed(ox_builder *b, const char *prefix, const char *name) {
@@ -242,7 +251,7 @@ static void build(ox_builder *b, char **names, const bool *need, const otc_id *o
     for (otc_id id = 0; id < size && !b->st; id++) {
         const otc_node *nd = otc_graph_node(g, id);
         if (!need[id] || nd->op != OTC_OP_DELAY) continue;
-        const char *base = nd->name && *nd->name ? nd->name : names[id];
+        const char *base = base_name(b, id);
         const char *out =
             ox_op1(b, "Identity", prefixed(b, "state_out:", base), names[nd->inputs[0]]);
         ox_value_info(b, &b->outputs, out, nd->shape, "the delay's state for the next step");
@@ -304,7 +313,8 @@ otc_status otc_onnx_export(const otc_graph *g, void **data, size_t *len) {
     if (!st) st = mark_needed(g, need);
     for (otc_id id = 0; !st && id < size; id++) {
         const otc_node *nd = otc_graph_node(g, id);
-        if (!need[id]) continue;
+        /* every input is written, used or not, so they keep their order */
+        if (!need[id] && nd->op != OTC_OP_INPUT) continue;
         if (nd->op == OTC_OP_DELAY)
             names[id] =
                 prefixed(&b, "state_in:", nd->name && *nd->name ? nd->name : value_name(&b, id));
