@@ -215,6 +215,13 @@ def main():
             dst = os.path.join(work, f"np_{kind}_{k:03d}.otm")
             sh(otc, "import", src, "-o", dst)
             models.append(dst)
+    # an otc-evolved champion (exit 1 when not solved: the champion is saved all the same)
+    champ = os.path.join(work, "xor_champion.otm")
+    ini = os.path.join(fixtures, "..", "..", "examples", "neat", "xor.ini")
+    r = subprocess.run([otc, "evolve", ini, "--task", "xor", "--seed", "1", "--threads", "1",
+                        "--generations", "30", "--out", champ], capture_output=True, text=True)
+    assert r.returncode in (0, 1) and os.path.exists(champ), f"evolve: {r.stderr}"
+    models.append(champ)
     for m in models:
         n, recurrent = check(otc, m, work, rng)
         print(f"ok {os.path.basename(m)}: {n} ONNX nodes{', stepped with state' if recurrent else ''}")
