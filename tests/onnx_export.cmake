@@ -12,3 +12,13 @@ if(TARGET otc_cli)
                    ${CMAKE_CURRENT_SOURCE_DIR}/neat_python ${CMAKE_CURRENT_BINARY_DIR}/onnx_export)
   set_tests_properties(onnx_export_check PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
+
+# `otc export` on bad input and at its limits (tests/onnx_export/export_cli.sh), one test per case.
+find_program(OTC_EXPORT_BASH bash)
+if(TARGET otc_cli AND OTC_EXPORT_BASH)
+  foreach(case usage bad_models refused outputs huge_values)
+    add_test(NAME onnx_export_cli_${case}
+             COMMAND ${OTC_EXPORT_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/onnx_export/export_cli.sh
+                     $<TARGET_FILE:otc_cli> $<TARGET_FILE:make_export_models> ${case})
+  endforeach()
+endif()

@@ -1,7 +1,8 @@
 /* Writes the models the ONNX export test (tests/onnx_export_check.py) exports and runs: every
  * elementwise op and activation, NEAT neurons with every activation and aggregation (0 to 5
  * sources), the structural ops, a CNN, recurrent layers (RNN, LSTM, GRU) and a neuron loop
- * through Delays, and two the export must refuse (a loss output, no batched input).
+ * through Delays, two the export must refuse (a loss output, no batched input) and one with
+ * 1 GiB values per sample.
  * Usage: make_export_models OUTDIR */
 #include <stdio.h>
 
@@ -172,6 +173,13 @@ static otc_graph *unsized(void) {
     return done(g, otc_neuron(g, "lonely", OTC_ACT_TANH, 0.5f, 1.0f, 0, NULL, NULL, NULL));
 }
 
+/* x [B,16384,16384] -> relu: 1 GiB per sample, a few hundred bytes of model. */
+static otc_graph *huge_values(void) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(3, (int[]){OTC_BATCH, 1 << 14, 1 << 14}));
+    return done(g, otc_activation(g, OTC_OP_RELU, x, 0));
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_export_models OUTDIR\n");
@@ -188,5 +196,6 @@ int main(int argc, char **argv) {
     bad |= save(neuron_loop(), dir, "neuron_loop.otm");
     bad |= save(loss_output(), dir, "loss_output.otm");
     bad |= save(unsized(), dir, "unsized.otm");
+    bad |= save(huge_values(), dir, "huge_values.otm");
     return bad ? 1 : 0;
 }
