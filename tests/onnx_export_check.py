@@ -154,7 +154,7 @@ def otc_outputs(otc, model, rows, work):
     path = os.path.join(work, "in.csv")
     np.savetxt(path, rows, delimiter=",", fmt="%.9g")
     text = sh(otc, "run", model, "-i", path, "--no-header")
-    lines = [ln for ln in text.splitlines() if ln and not ln[0].isalpha()]
+    lines = text.splitlines()[1:]  # the first names the output columns
     return np.array([[float(c) for c in ln.split(",")] for ln in lines], dtype=f32)
 
 
@@ -207,7 +207,7 @@ def main():
     rng = np.random.default_rng(20261128)
     models = [os.path.join(work, m) for m in
               ("elementwise.otm", "neurons.otm", "structural.otm", "cnn.otm", "rnn.otm",
-               "lstm.otm", "gru.otm", "neuron_loop.otm")]
+               "lstm.otm", "gru.otm", "neuron_loop.otm", "taken_names.otm")]
     # neat-python's own networks (every activation and aggregation among them), imported
     for kind in ("feedforward", "recurrent", "ctrnn"):
         for k in range(0, 30, 5):

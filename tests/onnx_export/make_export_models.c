@@ -156,6 +156,22 @@ static otc_graph *neuron_loop(void) {
     return done(g, h2);
 }
 
+/* Names the export's generated ones would take ("const:0", "#4", "state_in:d", ...): each
+ * tensor must still have one name (the checker's single assignment). */
+static otc_graph *taken_names(void) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "const:0", otc_shape_2d(OTC_BATCH, 2));
+    otc_id d = otc_delay(g, "d", otc_shape_2d(OTC_BATCH, 2));
+    otc_id h = otc_add(g, x, d);
+    otc_id r = otc_activation(g, OTC_OP_RELU, h, 0);        /* unnamed: "#3" */
+    otc_id e = otc_activation(g, OTC_OP_ELU, r, 1.0f);      /* unnamed, but see below */
+    otc_id s = otc_activation(g, OTC_OP_SOFTPLUS, e, 0.0f); /* takes the name "#3" */
+    if (s < 0 || otc_graph_set_name(g, h, "state_in:d") || otc_graph_set_name(g, s, "#3") ||
+        otc_graph_set_name(g, e, "Greater:1") || otc_graph_set_input(g, d, 0, r))
+        return done(g, -1);
+    return done(g, s);
+}
+
 /* x [B,2] -> tanh -> mse against a target: a loss as the output. */
 static otc_graph *loss_output(void) {
     otc_graph *g = otc_graph_new();
@@ -194,6 +210,7 @@ int main(int argc, char **argv) {
     bad |= save(recurrent(OTC_CELL_LSTM), dir, "lstm.otm");
     bad |= save(recurrent(OTC_CELL_GRU), dir, "gru.otm");
     bad |= save(neuron_loop(), dir, "neuron_loop.otm");
+    bad |= save(taken_names(), dir, "taken_names.otm");
     bad |= save(loss_output(), dir, "loss_output.otm");
     bad |= save(unsized(), dir, "unsized.otm");
     bad |= save(huge_values(), dir, "huge_values.otm");

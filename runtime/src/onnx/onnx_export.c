@@ -51,6 +51,23 @@ static char *prefixed(ox_builder *b, const char *prefix, const char *name) {
     return s;
 }
 
+/* The key K of a delay's "state_in:K" / "state_out:K": its base name, or a fresh one when an
+ * otc node already has either name (the pair must stay a pair). */
+static char *state_key(ox_builder *b, otc_id id) {
+    char *key = base_name(b, id);
+    for (int tries = 0; key && tries < 1000; tries++) {
+        size_t n = strlen(key) + 16;
+        char *in = ox_alloc(b, n), *out = ox_alloc(b, n);
+        if (!in || !out) return NULL;
+        snprintf(in, n, "state_in:%s", key);
+        snprintf(out, n, "state_out:%s", key);
+        if (otc_graph_find(b->g, in) < 0 && otc_graph_find(b->g, out) < 0) return key;
+        key = ox_fresh(b, base_name(b, id));
+    }
+    ox_unsupported(b, "no free name for its state");
+    return NULL;
+}
+
 /* A window's attributes: kernel, strides, pads (top, left, bottom, right), and for Conv the
  * dilations and group. */
 static void window_attrs(ox_builder *b, Onnx__NodeProto *n, const otc_window *w, bool conv) {
@@ -251,9 +268,12 @@ static void build(ox_builder *b, char **names, const bool *need, const otc_id *o
     for (otc_id id = 0; id < size && !b->st; id++) {
         const otc_node *nd = otc_graph_node(g, id);
         if (!need[id] || nd->op != OTC_OP_DELAY) continue;
-        const char *base = base_name(b, id);
-        const char *out =
-            ox_op1(b, "Identity", prefixed(b, "state_out:", base), names[nd->inputs[0]]);
+        /* names[id] is "state_in:K", K chosen so that "state_out:K" is free too */
+        size_t n = strlen(names[id]) + 2;
+        char *key = ox_alloc(b, n);
+        if (!key) return;
+        snprintf(key, n, "state_out:%s", names[id] + strlen("state_in:"));
+        const char *out = ox_op1(b, "Identity", key, names[nd->inputs[0]]);
         ox_value_info(b, &b->outputs, out, nd->shape, "the delay's state for the next step");
     }
 }
@@ -315,10 +335,12 @@ otc_status otc_onnx_export(const otc_graph *g, void **data, size_t *len) {
         const otc_node *nd = otc_graph_node(g, id);
         /* every input is written, used or not, so they keep their order */
         if (!need[id] && nd->op != OTC_OP_INPUT) continue;
-        if (nd->op == OTC_OP_DELAY)
-            names[id] =
-                prefixed(&b, "state_in:", nd->name && *nd->name ? nd->name : value_name(&b, id));
-        else
+        b.at = id;
+        if (nd->op == OTC_OP_DELAY) {
+            const char *key = state_key(&b, id);
+            size_t n = key ? strlen(key) + 16 : 0;
+            if (key && (names[id] = ox_alloc(&b, n))) snprintf(names[id], n, "state_in:%s", key);
+        } else
             names[id] = value_name(&b, id);
         st = b.st;
     }
