@@ -210,7 +210,7 @@ def main():
                "lstm.otm", "gru.otm", "neuron_loop.otm", "taken_names.otm")]
     # neat-python's own networks (every activation and aggregation among them), imported
     for kind in ("feedforward", "recurrent", "ctrnn"):
-        for k in range(0, 30, 5):
+        for k in (0, 13, 27):
             src = os.path.join(fixtures, f"{kind}_101_{k:03d}.json")
             dst = os.path.join(work, f"np_{kind}_{k:03d}.otm")
             sh(otc, "import", src, "-o", dst)
