@@ -85,6 +85,7 @@ Onnx__NodeProto *ox_node(ox_builder *b, const char *op_type, const char *out, in
     n->n_output = 1;
     n->output = outs;
     n->op_type = (char *)op_type;
+    n->name = outs[0]; /* unique, and what viewers show for the node */
     ox_push(b, &b->nodes, n);
     return b->st ? NULL : n;
 }
