@@ -164,7 +164,7 @@ def dims(vi):
 
 
 def check(otc, otm, work, rng, steps_or_rows=7):
-    onnx_path = otm[:-4] + ".onnx"
+    onnx_path = os.path.join(work, os.path.basename(otm)[:-4] + ".onnx")
     sh(otc, "export", otm, "-o", onnx_path)
     model = onnx.load(onnx_path)
     onnx.checker.check_model(model, full_check=True)
@@ -222,6 +222,8 @@ def main():
                         "--generations", "30", "--out", champ], capture_output=True, text=True)
     assert r.returncode in (0, 1) and os.path.exists(champ), f"evolve: {r.stderr}"
     models.append(champ)
+    # the shipped double-pole champion (recurrent, evolved by otc)
+    models.append(os.path.join(fixtures, "..", "..", "examples", "deploy", "dpnv_champion.otm"))
     for m in models:
         n, recurrent = check(otc, m, work, rng)
         print(f"ok {os.path.basename(m)}: {n} ONNX nodes{', stepped with state' if recurrent else ''}")
