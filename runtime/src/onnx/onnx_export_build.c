@@ -75,7 +75,10 @@ Onnx__NodeProto *ox_node(ox_builder *b, const char *op_type, const char *out, in
     if (!n || !ins || !outs) return NULL;
     *n = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
     for (int i = 0; i < n_in; i++) {
-        if (!in[i]) return NULL; /* an operand that failed */
+        if (!in[i]) { /* an operand that failed (st says why) */
+            if (!b->st) b->st = otc_fail(OTC_ERR_STATE, "onnx export: %s lost an operand", op_type);
+            return NULL;
+        }
         ins[i] = (char *)in[i];
     }
     outs[0] = out ? (char *)out : ox_fresh(b, op_type);
