@@ -33,4 +33,9 @@ if(TARGET otc_cli AND OTC_BASH)
                      $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR} ${models} ${case})
     set_tests_properties(cli_${case} PROPERTIES FIXTURES_REQUIRED otc_cli_models TIMEOUT 300)
   endforeach()
+  # The exec protocol's cart-pole example (docs/neat.md), evolved end to end.
+  add_test(NAME cli_exec_cartpole
+           COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/exec_cartpole.sh
+                   $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli_exec_cartpole PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
