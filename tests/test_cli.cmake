@@ -38,4 +38,9 @@ if(TARGET otc_cli AND OTC_BASH)
            COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/exec_cartpole.sh
                    $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
   set_tests_properties(cli_exec_cartpole PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # docs/library.md's program (examples/library_train.c) saves a model that `otc run` takes.
+  add_test(NAME cli_library_train
+           COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/library_train.sh
+                   $<TARGET_FILE:example_library_train> $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli_library_train PROPERTIES TIMEOUT 300)
 endif()
