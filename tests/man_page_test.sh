@@ -1,6 +1,7 @@
 #!/bin/bash
 # The man page generated from --help lists every subcommand `otc --help` prints and, in that
-# subcommand's section, every option `otc CMD --help` prints; it renders without warnings and has EXAMPLES that run listed subcommands.
+# subcommand's section, every option `otc CMD --help` prints; it renders without warnings; its
+# EXAMPLES run only subcommands --help lists.
 # Usage: man_page_test.sh OTC MAN_PAGE
 set -u
 OTC=$1 PAGE=$2
