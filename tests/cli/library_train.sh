@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # docs/library.md's program end to end: examples/library_train.c trains and saves a model, and
-# `otc run` takes that file and classifies the circle data set's rows against their labels.
+# `otc run` takes that file and classifies the circle data set's rows against their labels;
+# the page shows the program as the file has it.
 # Usage: library_train.sh LIBRARY_TRAIN_BINARY OTC SOURCE_DIR
 set -u
 PROG=$1 OTC=$2 SRC=$3
@@ -8,6 +9,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/otc_library_train.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 CSV=$SRC/examples/data/circle.csv
+
+# docs/library.md shows the program whole: its ```c block is the file, byte for byte.
+awk '/^```c$/ && !done {on = 1; next} on && /^```$/ {on = 0; done = 1} on' \
+    "$SRC/docs/library.md" >"$WORK/shown.c"
+cmp -s "$WORK/shown.c" "$SRC/examples/library_train.c" ||
+    fail "docs/library.md's program differs from examples/library_train.c"
 
 "$PROG" "$WORK/circle.otm" "$CSV" >"$WORK/out" 2>"$WORK/err" ||
     fail "library_train exited $?: $(cat "$WORK/err")"
