@@ -115,8 +115,9 @@ foreach(cmd IN LISTS commands)
 endforeach()
 string(APPEND page ".SH EXIT STATUS\n0 on success, 1 when a job ran but did not reach its goal, "
                    "2 for bad usage or bad input.\n")
-# A short session from the source tree, one task per entry (the longer walk-through is the
-# README's quick start; tests/man_page_test.sh checks each names a listed command).
+# A short session from the source tree, one task per entry (the longer walk-throughs are the
+# README's quick start and docs/commands.md; tests/man_page_test.sh checks each names a listed
+# command).
 set(examples
   "Evolve a XOR network with NEAT and save the champion"
   "otc evolve examples/neat/xor.ini --task xor --seed 3 --out xor.otm"
