@@ -43,4 +43,8 @@ if(TARGET otc_cli AND OTC_BASH)
            COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/library_train.sh
                    $<TARGET_FILE:example_library_train> $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
   set_tests_properties(cli_library_train PROPERTIES TIMEOUT 300)
+  # docs/commands.md names every subcommand, usage line and option --help prints.
+  add_test(NAME docs_commands
+           COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/docs_commands.sh
+                   $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
 endif()
