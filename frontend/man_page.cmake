@@ -115,5 +115,40 @@ foreach(cmd IN LISTS commands)
 endforeach()
 string(APPEND page ".SH EXIT STATUS\n0 on success, 1 when a job ran but did not reach its goal, "
                    "2 for bad usage or bad input.\n")
+# A short session from the source tree, one task per entry (the longer walk-throughs are the
+# README's quick start and docs/commands.md; tests/man_page_test.sh checks each names a listed
+# command).
+set(examples
+  "Evolve a XOR network with NEAT and save the champion"
+  "otc evolve examples/neat/xor.ini --task xor --seed 3 --out xor.otm"
+  "Show its neurons and connections, then draw it"
+  "otc summary xor.otm"
+  "" "otc viz xor.otm -o xor.svg --weights"
+  "Compile it to standalone C (xor_c/xor.h and xor_c/xor.c)"
+  "otc compile xor.otm --emit-c xor_c --name xor"
+  "Train a classifier on a CSV file, then classify the rows"
+  "otc train examples/models/iris_mlp.otm --data examples/data/iris.csv --target species --epochs 40 --out iris.otm"
+  "" "otc run iris.otm --input examples/data/iris.csv --drop species --argmax"
+  "Read a network exported by neat-python"
+  "otc import net.json -o net.otm"
+  "Time the interpreter, the JIT and the emitted C on a random 100-neuron graph"
+  "otc bench --random 100 --batch 1")
+string(APPEND page ".SH EXAMPLES\n")
+set(caption "")
+foreach(entry IN LISTS examples)
+  if(NOT entry MATCHES "^otc ")
+    set(caption "${entry}")
+    continue()
+  endif()
+  roff_escape("${entry}" e)
+  if(caption)
+    roff_escape("${caption}" c)
+    string(APPEND page ".PP\n${c}:\n")
+  endif()
+  string(APPEND page ".RS 4\n.nf\n\\fB${e}\\fR\n.fi\n.RE\n")
+  set(caption "")
+endforeach()
+string(APPEND page ".SH SEE ALSO\nThe guides in the source tree's docs/ folder: commands.md (every option with "
+                   "examples), neat.md, deployment.md, library.md, performance.md.\n")
 file(WRITE "${OUT}.tmp" "${page}")
 file(RENAME "${OUT}.tmp" "${OUT}")

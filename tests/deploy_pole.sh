@@ -1,6 +1,6 @@
 #!/bin/sh
 # The evolved pole balancer, shipped: compile the DPNV champion kept in examples/deploy (see
-# its README paragraph for the run that evolved it) to C, link examples/deploy/pole_balancer.c
+# docs/deployment.md for the run that evolved it) to C, link examples/deploy/pole_balancer.c
 # (its own double-pole simulation on libm, no otc library) and balance 100,000 steps; the same
 # built with the aarch64 cross compiler and run under qemu-aarch64 when those are installed.
 # A kept champion rather than a fresh run: a champion passes otc's 100,000-step test in otc's

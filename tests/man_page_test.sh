@@ -1,6 +1,7 @@
 #!/bin/bash
 # The man page generated from --help lists every subcommand `otc --help` prints and, in that
-# subcommand's section, every option `otc CMD --help` prints; it renders without warnings.
+# subcommand's section, every option `otc CMD --help` prints; it renders without warnings; its
+# EXAMPLES run only subcommands --help lists.
 # Usage: man_page_test.sh OTC MAN_PAGE
 set -u
 OTC=$1 PAGE=$2
@@ -30,4 +31,11 @@ for cmd in $commands; do
     n=$((n + 1))
   done
 done
-echo "man page: $(echo $commands | wc -w) commands, $n options, all present"
+# EXAMPLES: present, and every example runs a subcommand `otc --help` lists.
+examples=$(printf '%s\n' "$text" | awk '$0 == "EXAMPLES" {on = 1; next} /^[A-Z]/ {on = 0} on')
+used=$(printf '%s\n' "$examples" | sed -n 's/^ *otc \([a-z0-9_]\{1,\}\) .*/\1/p')
+[ -n "$used" ] || fail "no EXAMPLES section with otc commands"
+for cmd in $used; do
+  printf '%s\n' $commands | grep -qx -- "$cmd" || fail "EXAMPLES runs 'otc $cmd', which --help does not list"
+done
+echo "man page: $(echo $commands | wc -w) commands, $n options, all present; $(echo $used | wc -w) examples"

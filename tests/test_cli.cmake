@@ -33,4 +33,18 @@ if(TARGET otc_cli AND OTC_BASH)
                      $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR} ${models} ${case})
     set_tests_properties(cli_${case} PROPERTIES FIXTURES_REQUIRED otc_cli_models TIMEOUT 300)
   endforeach()
+  # The exec protocol's cart-pole example (docs/neat.md), evolved end to end.
+  add_test(NAME cli_exec_cartpole
+           COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/exec_cartpole.sh
+                   $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli_exec_cartpole PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # docs/library.md's program (examples/library_train.c) saves a model that `otc run` takes.
+  add_test(NAME cli_library_train
+           COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/library_train.sh
+                   $<TARGET_FILE:example_library_train> $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(cli_library_train PROPERTIES TIMEOUT 300)
+  # docs/commands.md names every subcommand, usage line and option --help prints.
+  add_test(NAME docs_commands
+           COMMAND ${OTC_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/docs_commands.sh
+                   $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR})
 endif()

@@ -89,7 +89,7 @@ TEST(file_read_limit) {
     CHECK(otc_read_text_file(p, 999, &data, &len) == OTC_ERR_FORMAT);
     CHECK(!data && len == 0);
     CHECK_MSG(has(p) && has("more than 999 bytes"), "%s", otc_last_error());
-    /* The limits read as the README states them. */
+    /* The limits read as docs/commands.md states them. */
     CHECK(otc_read_file(p, 0, &data, &len) == OTC_ERR_FORMAT);
     CHECK(OTC_MAX_CONFIG_BYTES == 1048576 && OTC_MAX_CSV_BYTES == 1073741824);
     put(p, "");

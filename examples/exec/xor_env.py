@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An environment for `otc evolve --task exec:PROGRAM`: XOR as an episode of four steps,
-written against otc's line protocol (README: "Tasks written by users"). It is what a
+written against otc's line protocol (docs/neat.md, "Environments in any language"). It is what a
 Gymnasium environment's wrapper looks like: reset, then observation / action / reward / done.
 
     otc evolve tests/neat_python/configs/xor_config-feedforward \
