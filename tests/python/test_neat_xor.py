@@ -9,7 +9,8 @@ import otc.neat as neat
 xor_inputs = [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)]
 xor_outputs = [(0.0,), (1.0,), (1.0,), (0.0,)]
 
-CONFIG = os.path.join(os.path.dirname(__file__), "configs", "xor_config-feedforward")
+CONFIG = os.path.join(os.path.dirname(__file__), "..", "neat_python", "configs",
+                      "xor_config-feedforward")
 
 
 def eval_genomes(genomes, config):
