@@ -74,10 +74,21 @@ static PyObject *model_import_neat_python(PyObject *cls, PyObject *args, PyObjec
 
 static PyObject *model_from_genome(PyObject *cls, PyObject *args) {
     PyObject *genome, *config;
-    if (!PyArg_ParseTuple(args, "O!O!:from_genome", &pyotc_genome_type, &genome, &pyotc_config_type,
-                          &config))
+    if (!PyArg_ParseTuple(args, "O!O:from_genome", &pyotc_genome_type, &genome, &config))
         return NULL;
-    const otc_neat_config *c = &((pyotc_config *)config)->c;
+    /* otc.neat.Config keeps its parsed config as ._c */
+    PyObject *inner = PyObject_TypeCheck(config, &pyotc_config_type)
+                          ? Py_NewRef(config)
+                          : PyObject_GetAttrString(config, "_c");
+    if (!inner || !PyObject_TypeCheck(inner, &pyotc_config_type)) {
+        Py_XDECREF(inner);
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "config: expected an otc.neat.Config");
+        return NULL;
+    }
+    otc_neat_config cfg = ((pyotc_config *)inner)->c;
+    Py_DECREF(inner);
+    const otc_neat_config *c = &cfg;
     otc_neat_phenotype *ph = NULL;
     if (otc_neat_phenotype_build(((pyotc_genome *)genome)->g, c, &ph) != OTC_OK)
         return pyotc_fail();

@@ -20,7 +20,8 @@ PyArrayObject *pyotc_float_array(PyObject *obj, const char *what, int ndim) {
             return NULL;
         }
     }
-    PyArrayObject *a = (PyArrayObject *)PyArray_FROM_OTF(obj, NPY_FLOAT32, NPY_ARRAY_IN_ARRAY);
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROM_OTF(obj, NPY_FLOAT32,
+                                                         NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
     if (!a) {
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
