@@ -14,6 +14,7 @@ typedef struct {
     PyObject_HEAD otc_graph *g;
     otc_executor *ex; /* for run(): the interpreter, or the JIT after jit() */
     bool jit;
+    bool busy; /* pyotc_enter */
 } pyotc_model;
 
 static PyTypeObject model_type;
@@ -106,13 +107,14 @@ static PyObject *model_from_genome(PyObject *cls, PyObject *args) {
     return model_wrap(g);
 }
 
-static PyObject *model_save(pyotc_model *self, PyObject *args) {
+static PyObject *model_save_impl(pyotc_model *self, PyObject *args) {
     const char *path;
     if (!PyArg_ParseTuple(args, "s:save", &path)) return NULL;
     if (self->ex && otc_exec_sync_params(self->ex) != OTC_OK) return pyotc_fail();
     if (otc_model_save(self->g, path) != OTC_OK) return pyotc_fail();
     Py_RETURN_NONE;
 }
+PYOTC_GUARD2(model_save, pyotc_model, "Model")
 
 /* Floats per sample of the first Input (its shape less the batch dim). */
 static int input_width(const otc_graph *g) {
@@ -134,7 +136,7 @@ static otc_status ensure_executor(pyotc_model *self) {
 /* run(X): X [batch, inputs] (or [batch, steps, inputs] for a recurrent model, state reset at
  * the start) -> one array per output ([batch, ...] or [batch, steps, ...]); a tuple when the
  * model has several outputs. */
-static PyObject *model_run(pyotc_model *self, PyObject *args, PyObject *kw) {
+static PyObject *model_run_impl(pyotc_model *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"X", NULL};
     PyObject *xo;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O:run", kwlist, &xo)) return NULL;
@@ -148,8 +150,12 @@ static PyObject *model_run(pyotc_model *self, PyObject *args, PyObject *kw) {
     int width = input_width(self->g);
     npy_intp batch = PyArray_DIM(x, 0), steps = seq ? PyArray_DIM(x, 1) : 1;
     if (PyArray_DIM(x, seq ? 2 : 1) != width || batch < 1 || steps < 1) {
-        PyErr_Format(PyExc_ValueError, "X: expected shape [batch%s, %d] with batch >= 1, got %S",
-                     seq ? ", steps" : "", width, PyObject_GetAttrString((PyObject *)x, "shape"));
+        PyObject *shape = PyObject_GetAttrString((PyObject *)x, "shape");
+        if (shape)
+            PyErr_Format(PyExc_ValueError,
+                         "X: expected shape [batch%s, %d] with batch >= 1, got %S",
+                         seq ? ", steps" : "", width, shape);
+        Py_XDECREF(shape);
         Py_DECREF(x);
         return NULL;
     }
@@ -223,6 +229,7 @@ static PyObject *model_run(pyotc_model *self, PyObject *args, PyObject *kw) {
     }
     return outs;
 }
+PYOTC_GUARD3(model_run, pyotc_model, "Model")
 
 typedef struct {
     otc_graph *g;
@@ -272,7 +279,7 @@ static otc_status train_loop(train_job *j) {
 
 /* train(X, y, epochs=10, lr=None, batch=32, optimizer="adam", loss="mse", seed=1): minibatch
  * training of the first output, as `otc train` does; returns the mean loss of each epoch. */
-static PyObject *model_train(pyotc_model *self, PyObject *args, PyObject *kw) {
+static PyObject *model_train_impl(pyotc_model *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"X", "y", "epochs", "lr", "batch", "optimizer", "loss", "seed", NULL};
     PyObject *xo, *yo, *lro = Py_None;
     int epochs = 10, batch = 32;
@@ -391,9 +398,10 @@ out:
     Py_DECREF(y);
     return result;
 }
+PYOTC_GUARD3(model_train, pyotc_model, "Model")
 
 /* compile(emit_c=DIR, name="model"): the standalone C of the model, DIR/NAME.h and NAME.c. */
-static PyObject *model_compile(pyotc_model *self, PyObject *args, PyObject *kw) {
+static PyObject *model_compile_impl(pyotc_model *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"emit_c", "name", NULL};
     PyObject *diro;
     const char *name = "model";
@@ -431,9 +439,10 @@ static PyObject *model_compile(pyotc_model *self, PyObject *args, PyObject *kw) 
     Py_DECREF(diro);
     return list;
 }
+PYOTC_GUARD3(model_compile, pyotc_model, "Model")
 
 /* jit(): run() from now on goes through the LLVM JIT (compiled here, so errors show now). */
-static PyObject *model_jit(pyotc_model *self, PyObject *noargs) {
+static PyObject *model_jit_impl(pyotc_model *self, PyObject *noargs) {
     if (self->ex && otc_exec_sync_params(self->ex) != OTC_OK) return pyotc_fail();
     otc_exec_free(self->ex);
     self->ex = NULL;
@@ -445,6 +454,7 @@ static PyObject *model_jit(pyotc_model *self, PyObject *noargs) {
     Py_INCREF(self);
     return (PyObject *)self;
 }
+PYOTC_GUARD2(model_jit, pyotc_model, "Model")
 
 static PyObject *model_get_backend(pyotc_model *self, void *closure) {
     return PyUnicode_FromString(self->ex ? otc_exec_backend(self->ex) : "interpreter");

@@ -11,6 +11,7 @@ typedef struct {
     otc_neat_config c;  /* the genome's config, phenotype kind and times set */
     int n_in, n_out;
     bool stepped; /* a recurrent step ran since the last reset */
+    bool busy;    /* pyotc_enter */
 } pyotc_network;
 
 static void network_dealloc(pyotc_network *self) {
@@ -29,6 +30,8 @@ static int network_init(pyotc_network *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!s|O:Network", kwlist, &pyotc_genome_type,
                                      &genome, &pyotc_config_type, &config, &kind, &tco))
         return -1;
+    if (pyotc_enter(&self->busy, "Network") < 0) return -1;
+    self->busy = false; /* nothing below releases the GIL */
     self->c = ((pyotc_config *)config)->c;
     bool ctrnn = strcmp(kind, "ctrnn") == 0;
     if (strcmp(kind, "feedforward") == 0) {
@@ -128,13 +131,14 @@ static PyObject *forward_one(pyotc_network *self, PyObject *inputs) {
 }
 
 /* activate(inputs) -> list of outputs (one step of a recurrent network). */
-static PyObject *network_activate(pyotc_network *self, PyObject *inputs) {
+static PyObject *network_activate_impl(pyotc_network *self, PyObject *inputs) {
     return forward_one(self, inputs);
 }
+PYOTC_GUARD2(network_activate, pyotc_network, "Network")
 
 /* advance(inputs, advance_time, time_step): CTRNN.advance. The times are fixed between
  * resets (the program integrates with them). */
-static PyObject *network_advance(pyotc_network *self, PyObject *args) {
+static PyObject *network_advance_impl(pyotc_network *self, PyObject *args) {
     PyObject *inputs;
     double advance, step;
     if (!PyArg_ParseTuple(args, "Odd:advance", &inputs, &advance, &step)) return NULL;
@@ -158,10 +162,11 @@ static PyObject *network_advance(pyotc_network *self, PyObject *args) {
     }
     return forward_one(self, inputs);
 }
+PYOTC_GUARD2(network_advance, pyotc_network, "Network")
 
 /* activate_batch(X): X [rows, inputs] -> [rows, outputs], each row its own network (a
  * recurrent one steps every row's state). */
-static PyObject *network_activate_batch(pyotc_network *self, PyObject *xo) {
+static PyObject *network_activate_batch_impl(pyotc_network *self, PyObject *xo) {
     PyArrayObject *x = pyotc_float_array(xo, "X", 2);
     if (!x) return NULL;
     npy_intp rows = PyArray_DIM(x, 0);
@@ -187,12 +192,14 @@ static PyObject *network_activate_batch(pyotc_network *self, PyObject *xo) {
     self->stepped = true;
     return y;
 }
+PYOTC_GUARD2(network_activate_batch, pyotc_network, "Network")
 
-static PyObject *network_reset(pyotc_network *self, PyObject *noargs) {
+static PyObject *network_reset_impl(pyotc_network *self, PyObject *noargs) {
     otc_neat_flat_reset(self->f);
     self->stepped = false;
     Py_RETURN_NONE;
 }
+PYOTC_GUARD2(network_reset, pyotc_network, "Network")
 
 static PyMethodDef network_methods[] = {
     {"activate", (PyCFunction)network_activate, METH_O, "activate(inputs) -> outputs"},

@@ -13,6 +13,7 @@ typedef struct {
     PyTypeObject *gtype; /* genomes are made as this (a Genome subclass) */
     long next_key;       /* neat-python's genome keys: 1, 2, ... */
     PyObject *keys;      /* {id(otc genome): key} of the genomes evaluated or listed */
+    bool busy;           /* pyotc_enter */
 } pyotc_population;
 
 /* The task a Python-scored run names in its checkpoints; its evaluate is never called (the
@@ -177,7 +178,7 @@ static void population_dealloc(pyotc_population *self) {
 
 /* step(fn): one generation; fn(list of genomes) sets each one's fitness. Returns "running",
  * "solved" (the config's fitness criterion met) or "extinct". */
-static PyObject *population_step(pyotc_population *self, PyObject *args) {
+static PyObject *population_step_impl(pyotc_population *self, PyObject *args) {
     PyObject *fn;
     if (!PyArg_ParseTuple(args, "O:step", &fn)) return NULL;
     if (!PyCallable_Check(fn)) {
@@ -218,9 +219,10 @@ static PyObject *population_step(pyotc_population *self, PyObject *args) {
         return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "solved");
     return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "running");
 }
+PYOTC_GUARD2(population_step, pyotc_population, "Population")
 
 /* genomes(): the current generation's genomes (copies), with their keys and fitness. */
-static PyObject *population_genomes(pyotc_population *self, PyObject *noargs) {
+static PyObject *population_genomes_impl(pyotc_population *self, PyObject *noargs) {
     int n = otc_neat_population_size(self->p);
     PyObject *list = PyList_New(n);
     for (int i = 0; list && i < n; i++) {
@@ -232,9 +234,10 @@ static PyObject *population_genomes(pyotc_population *self, PyObject *noargs) {
     }
     return list;
 }
+PYOTC_GUARD2(population_genomes, pyotc_population, "Population")
 
 /* species(): (id, created, last_improved, fitness, [member indices into genomes()]). */
-static PyObject *population_species(pyotc_population *self, PyObject *noargs) {
+static PyObject *population_species_impl(pyotc_population *self, PyObject *noargs) {
     int n = otc_neat_population_species_count(self->p);
     PyObject *list = PyList_New(n);
     for (int i = 0; list && i < n; i++) {
@@ -257,9 +260,10 @@ static PyObject *population_species(pyotc_population *self, PyObject *noargs) {
     }
     return list;
 }
+PYOTC_GUARD2(population_species, pyotc_population, "Population")
 
 /* last_stats(): the last generation's statistics as a dict (None before the first). */
-static PyObject *population_last_stats(pyotc_population *self, PyObject *noargs) {
+static PyObject *population_last_stats_impl(pyotc_population *self, PyObject *noargs) {
     int n = otc_neat_stats_count(self->p);
     if (n == 0) Py_RETURN_NONE;
     const otc_neat_gen_stats *st = otc_neat_stats(self->p, n - 1);
@@ -271,8 +275,9 @@ static PyObject *population_last_stats(pyotc_population *self, PyObject *noargs)
                          "champion_hidden", st->champion_hidden, "champion_connections",
                          st->champion_connections);
 }
+PYOTC_GUARD2(population_last_stats, pyotc_population, "Population")
 
-static PyObject *population_save_checkpoint(pyotc_population *self, PyObject *args) {
+static PyObject *population_save_checkpoint_impl(pyotc_population *self, PyObject *args) {
     PyObject *patho;
     if (!PyArg_ParseTuple(args, "O&:save_checkpoint", PyUnicode_FSConverter, &patho)) return NULL;
     otc_status s = otc_neat_checkpoint_save(self->p, PyBytes_AS_STRING(patho));
@@ -280,6 +285,7 @@ static PyObject *population_save_checkpoint(pyotc_population *self, PyObject *ar
     if (s != OTC_OK) return pyotc_fail();
     Py_RETURN_NONE;
 }
+PYOTC_GUARD2(population_save_checkpoint, pyotc_population, "Population")
 
 static PyObject *population_get_generation(pyotc_population *self, void *closure) {
     return PyLong_FromLong(otc_neat_generation(self->p));

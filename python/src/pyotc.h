@@ -26,6 +26,34 @@ PyObject *pyotc_fail(void);
  * when it already is one). TypeError / ValueError naming `what` otherwise. */
 PyArrayObject *pyotc_float_array(PyObject *obj, const char *what, int ndim);
 
+/* Objects whose C state is used with the GIL released (a model's executor, a population, a
+ * network's program) take one caller at a time: another thread, or a fitness function calling
+ * back into the population it is scoring, gets a RuntimeError instead of a data race.
+ * PYOTC_GUARD2/3 define `name` as name_impl called under that rule (self->busy). */
+static inline int pyotc_enter(bool *busy, const char *what) {
+    if (*busy) {
+        PyErr_Format(PyExc_RuntimeError, "this %s is in use (by another thread or a callback)",
+                     what);
+        return -1;
+    }
+    *busy = true;
+    return 0;
+}
+#define PYOTC_GUARD2(name, T, what)                                                                \
+    static PyObject *name(T *self, PyObject *a) {                                                  \
+        if (pyotc_enter(&self->busy, what) < 0) return NULL;                                       \
+        PyObject *r = name##_impl(self, a);                                                        \
+        self->busy = false;                                                                        \
+        return r;                                                                                  \
+    }
+#define PYOTC_GUARD3(name, T, what)                                                                \
+    static PyObject *name(T *self, PyObject *a, PyObject *k) {                                     \
+        if (pyotc_enter(&self->busy, what) < 0) return NULL;                                       \
+        PyObject *r = name##_impl(self, a, k);                                                     \
+        self->busy = false;                                                                        \
+        return r;                                                                                  \
+    }
+
 /* A NEAT config owned by a Python object (otc.neat.Config keeps one). */
 typedef struct {
     PyObject_HEAD otc_neat_config c;

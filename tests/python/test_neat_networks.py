@@ -131,3 +131,14 @@ def test_bad_fitness_and_failing_function(tmp_path):
     with pytest.raises(Exception, match="pop_size"):
         neat.Config(neat.DefaultGenome, neat.DefaultReproduction, neat.DefaultSpeciesSet,
                     neat.DefaultStagnation, str(bad))
+
+
+def test_population_refuses_reentry(tmp_path):
+    config = config_with(tmp_path)
+    p = neat.Population(config)
+
+    def reenter(genomes, config):
+        p._pop.genomes()  # the population is busy stepping
+
+    with pytest.raises(RuntimeError, match="in use"):
+        p.run(reenter, 1)
