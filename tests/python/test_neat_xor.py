@@ -3,6 +3,8 @@ by `import otc.neat as neat`: it must evolve a network that solves XOR."""
 import os
 import random
 
+import pytest
+
 import otc.neat as neat
 
 # 2-input XOR inputs and expected outputs.
@@ -53,3 +55,14 @@ def test_xor_solves():
     assert 0 in winner.nodes
     assert all(k[1] >= 0 for k in winner.connections)
     assert any(k[0] in (-1, -2) for k in winner.connections)
+
+
+def test_statistics_files_and_unsupported_custom_activation(tmp_path):
+    config, winner, stats = run(CONFIG, 1)
+    out = tmp_path / "fitness.csv"
+    stats.save_genome_fitness(delimiter=",", filename=str(out))
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert len(rows) == len(stats.most_fit_genomes)
+    assert float(rows[-1][0]) == winner.fitness
+    with pytest.raises(NotImplementedError, match="my_sinc"):
+        config.genome_config.add_activation("my_sinc", lambda z: z)

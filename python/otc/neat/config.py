@@ -27,6 +27,16 @@ class GenomeConfig:
         self.input_keys = [-i - 1 for i in range(c.num_inputs)]
         self.output_keys = list(range(c.num_outputs))
 
+    def add_activation(self, name, func):
+        raise NotImplementedError(
+            f"add_activation('{name}'): otc.neat computes activations in C; custom Python "
+            "activation functions are not supported (use a built-in one)")
+
+    def add_aggregation(self, name, func):
+        raise NotImplementedError(
+            f"add_aggregation('{name}'): otc.neat computes aggregations in C; custom Python "
+            "aggregation functions are not supported (use a built-in one)")
+
 
 class Config:
     """Config(genome_type, reproduction_type, species_set_type, stagnation_type, filename)."""

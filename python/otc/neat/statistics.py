@@ -62,3 +62,18 @@ class StatisticsReporter(BaseReporter):
         with open(filename, "w", encoding="utf-8") as f:
             for best, avg in zip(self.most_fit_genomes, mean):
                 f.write(f"{best.fitness}{delimiter}{avg}\n")
+
+    def save_species_count(self, delimiter=" ", filename="speciation.csv"):
+        with open(filename, "w", encoding="utf-8") as f:
+            for row in self.get_species_sizes():
+                f.write(delimiter.join(str(v) for v in row) + "\n")
+
+    def save_species_fitness(self, delimiter=" ", null_value="NA", filename="species_fitness.csv"):
+        with open(filename, "w", encoding="utf-8") as f:
+            for row in self.get_species_fitness(null_value):
+                f.write(delimiter.join(str(v) for v in row) + "\n")
+
+    def save(self):
+        self.save_genome_fitness()
+        self.save_species_count()
+        self.save_species_fitness()
