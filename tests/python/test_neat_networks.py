@@ -142,3 +142,25 @@ def test_population_refuses_reentry(tmp_path):
 
     with pytest.raises(RuntimeError, match="in use"):
         p.run(reenter, 1)
+
+
+def test_threaded_evaluator_scores_every_genome(tmp_path):
+    config = config_with(tmp_path)
+
+    def eval_genome(genome, config):
+        net = neat.nn.FeedForwardNetwork.create(genome, config)
+        return net.activate([1.0, 0.0])[0]
+
+    p = neat.Population(config)
+    seen = []
+    te = neat.ThreadedEvaluator(3, eval_genome)
+
+    def evaluate(genomes, config):
+        te.evaluate(genomes, config)
+        for _, g in genomes:  # each fitness is its own network's output
+            assert g.fitness == eval_genome(g, config)
+        seen.extend(g for _, g in genomes)
+
+    p.run(evaluate, 2)
+    te.stop()
+    assert len(seen) >= config.pop_size

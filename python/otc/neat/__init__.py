@@ -12,8 +12,9 @@ from .parallel import ParallelEvaluator
 from .population import Population
 from .reporting import BaseReporter, ReporterSet, StdOutReporter
 from .statistics import StatisticsReporter
+from .threaded import ThreadedEvaluator
 
 __all__ = ["Checkpointer", "CompleteExtinctionException", "Config", "DefaultConnectionGene",
            "DefaultGenome", "DefaultNodeGene", "DefaultReproduction", "DefaultSpeciesSet",
            "DefaultStagnation", "GenomeConfig", "ParallelEvaluator", "Population",
-           "BaseReporter", "ReporterSet", "StatisticsReporter", "StdOutReporter", "ctrnn", "nn"]
+           "BaseReporter", "ReporterSet", "StatisticsReporter", "StdOutReporter", "ThreadedEvaluator", "ctrnn", "nn"]
