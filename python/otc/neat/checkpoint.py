@@ -5,11 +5,10 @@ import os
 import time
 
 from .. import _otc
-from .config import Config
+from .config import Config, DefaultReproduction, DefaultSpeciesSet, DefaultStagnation
 from .genome import DefaultGenome
 from .population import Population
 from .reporting import BaseReporter
-from .config import DefaultReproduction, DefaultSpeciesSet, DefaultStagnation
 
 _MAGIC = "otc-neat-python-checkpoint"
 
