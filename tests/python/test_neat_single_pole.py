@@ -111,8 +111,3 @@ def test_single_pole_parallel_evaluator_solves():
     check_winner(config, winner)
     # The fitness a worker process computed is what this process computes.
     assert eval_genome(winner, config) == winner.fitness
-
-
-def test_single_pole_serial_solves():
-    config, winner = run(0, 2)
-    check_winner(config, winner)
