@@ -31,6 +31,8 @@ table=(
   "libonnx-testdata"             # ONNX's node and model tests: the import tests' oracle
   "python3-onnx"                 # onnx.checker and shape inference for exported files
   "python3-numpy"
+  "python3-dev"                  # the otc Python package (python/): CPython's headers
+  "python3-pytest"               # its tests (tests/python/), run by ctest
   "dataset-fashion-mnist"      # the image example's data (/usr/share/datasets/fashion-mnist)
   "libgraphviz-dev"
   "graphviz                    dot"

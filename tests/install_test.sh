@@ -95,4 +95,14 @@ for t in $targets; do
 done
 ldd "$WORK/cm/consumer_static" | grep -q 'libotc\.so' && fail "consumer_static links libotc.so"
 ldd "$WORK/cm/consumer_shared" | grep -q "$L/libotc\.so" || fail "consumer_shared: not $L/libotc.so"
+# The Python package (when built; not under a sanitizer): imported from the prefix's
+# site-packages without the build tree, its extension finding libotc in the prefix (RPATH).
+for site in "$P"/lib/python3*/*-packages; do
+  [ -d "$site/otc" ] || continue
+  [ -n "$CFLAGS" ] && [ "$CFLAGS" != " " ] && break
+  run env -u LD_LIBRARY_PATH PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c \
+    "import otc, otc.neat, numpy as np; m = otc.Model.load('$MODEL'); \
+print(otc.__file__, m.run(np.array([[5.1, 3.5, 1.4, 0.2]], np.float32)).shape)"
+  grep -q "^$site/otc/__init__.py (1, 3)" "$WORK/out" || fail "python: $(cat "$WORK/out")"
+done
 echo "install test: ok ($P)"

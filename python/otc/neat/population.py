@@ -1,0 +1,86 @@
+"""neat-python's Population: run(fitness_function, n) over otc's NEAT, one generation per
+otc step, the user's fitness function called on each generation's new genomes."""
+import random
+
+from .. import _otc
+from .errors import CompleteExtinctionException
+from .reporting import ReporterSet
+from .species import Species, SpeciesSet
+
+
+class Population:
+    """Population(config, initial_state=None). The run's seed is the config's [NEAT] seed,
+    else drawn from Python's random module (random.seed() makes runs repeatable)."""
+
+    def __init__(self, config, initial_state=None):
+        self.reporters = ReporterSet()
+        self.config = config
+        if initial_state is None:
+            seed = config._c.seed if config._c.has_seed else random.getrandbits(63) + 1
+            initial_state = _otc.Population(config._c, seed, config.genome_type)
+        self._pop = initial_state
+        self.best_genome = None
+        self._refresh()
+
+    def _refresh(self):
+        genomes = self._pop.genomes()
+        self.population = {g.key: g for g in genomes}
+        species = {}
+        for sid, created, last_improved, fitness, members in self._pop.species():
+            species[sid] = Species(sid, created, last_improved, fitness,
+                                   {genomes[i].key: genomes[i] for i in members})
+        self.species = SpeciesSet(species)
+
+    @property
+    def generation(self):
+        return self._pop.generation
+
+    def add_reporter(self, reporter):
+        self.reporters.add(reporter)
+
+    def remove_reporter(self, reporter):
+        self.reporters.remove(reporter)
+
+    def run(self, fitness_function, n=None):
+        """Runs up to n generations (None: until the fitness criterion is met) and returns
+        the best genome seen. fitness_function(genomes, config) gets (genome_id, genome)
+        pairs of the generation's new genomes and sets each genome.fitness."""
+        if self.config.no_fitness_termination and n is None:
+            raise RuntimeError("Cannot have no generational limit with no fitness termination")
+        k = 0
+        while n is None or k < n:
+            k += 1
+            self.reporters.start_generation(self.generation)
+            evaluated = {}
+
+            def evaluate(genomes):
+                fitness_function([(g.key, g) for g in genomes], self.config)
+                for g in genomes:
+                    evaluated[g.key] = g
+
+            generation = self.generation
+            before, species_before = self.population, self.species
+            status = self._pop.step(evaluate)
+            scored = {key: g for key, g in before.items() if g.fitness is not None}
+            scored.update(evaluated)
+            best = max(scored.values(), key=lambda g: g.fitness)
+            for s in species_before.species.values():  # members with their fitness
+                s.members = {key: scored.get(key, g) for key, g in s.members.items()}
+            self.reporters.post_evaluate(self.config, scored, species_before, best)
+            if self.best_genome is None or best.fitness > self.best_genome.fitness:
+                self.best_genome = best
+            if status == "solved":
+                self.reporters.found_solution(self.config, generation, best)
+                break
+            if status == "extinct":
+                self.reporters.complete_extinction()
+                raise CompleteExtinctionException()
+            self._refresh()
+            self.reporters.end_generation(self.config, self.population, self.species)
+            for r in self.reporters.reporters:
+                hook = getattr(r, "_otc_end_generation", None)
+                if hook:
+                    hook(self, generation)
+        if self.config.no_fitness_termination:
+            self.reporters.found_solution(self.config, self.generation, self.best_genome)
+        return self.best_genome

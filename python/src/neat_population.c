@@ -1,0 +1,329 @@
+/* _otc.Population: otc's NEAT population stepped one generation at a time, each generation's
+ * new genomes scored by a Python callable (the remote-evaluation hook of otc/neat.h), the
+ * GIL released while otc speciates and reproduces. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "otc/file.h"
+#include "pyotc.h"
+
+typedef struct {
+    PyObject_HEAD otc_neat_population *p;
+    PyObject *config;    /* the NeatConfig it was made with */
+    PyTypeObject *gtype; /* genomes are made as this (a Genome subclass) */
+    long next_key;       /* neat-python's genome keys: 1, 2, ... */
+    PyObject *keys;      /* {id(otc genome): key} of the genomes evaluated or listed */
+    bool busy;           /* pyotc_enter */
+} pyotc_population;
+
+/* The task a Python-scored run names in its checkpoints; its evaluate is never called (the
+ * remote hook scores every genome). */
+static otc_status no_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                              otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    return otc_fail(OTC_ERR_STATE, "python task: genomes are scored by the fitness function");
+}
+
+static otc_neat_task python_task(const otc_neat_config *c) {
+    return (otc_neat_task){.name = "python",
+                           .n_inputs = c->num_inputs,
+                           .n_outputs = c->num_outputs,
+                           .evaluate = no_evaluate};
+}
+
+typedef struct {
+    pyotc_population *self;
+    PyObject *fn;
+    PyObject *exc_type, *exc_value, *exc_tb; /* what the callback raised, for the caller */
+} remote_ctx;
+
+/* The key of otc genome g: its earlier one while it lives on (elites), else a new one. */
+static PyObject *key_of(pyotc_population *self, const otc_neat_genome *g, bool fresh) {
+    PyObject *id = PyLong_FromVoidPtr((void *)g);
+    if (!id) return NULL;
+    PyObject *key = fresh ? NULL : PyDict_GetItemWithError(self->keys, id);
+    if (key) {
+        Py_DECREF(id);
+        return Py_NewRef(key);
+    }
+    if (PyErr_Occurred() || !(key = PyLong_FromLong(self->next_key++))) {
+        Py_DECREF(id);
+        return NULL;
+    }
+    if (PyDict_SetItem(self->keys, id, key) < 0) Py_CLEAR(key);
+    Py_DECREF(id);
+    return key;
+}
+
+static PyObject *wrap(pyotc_population *self, const otc_neat_genome *g, bool fresh) {
+    PyObject *key = key_of(self, g, fresh);
+    if (!key) return NULL;
+    PyObject *w =
+        pyotc_genome_wrap(self->gtype, g, &((pyotc_config *)self->config)->c, PyLong_AsLong(key));
+    Py_DECREF(key);
+    return w;
+}
+
+/* The batch's genomes handed to the Python callable as genome objects; their .fitness read
+ * back. Called by otc_neat_step on the thread that released the GIL. */
+static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const otc_neat_config *c,
+                                  const otc_neat_batch *b, int threads) {
+    remote_ctx *ctx = vctx;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    otc_status s = OTC_OK;
+    PyObject *list = PyList_New(b->n), *r = NULL;
+    for (int i = 0; list && i < b->n; i++) {
+        PyObject *w = wrap(ctx->self, b->genomes[i], false);
+        if (!w) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, w);
+    }
+    if (list) r = PyObject_CallOneArg(ctx->fn, list);
+    for (int i = 0; r && i < b->n; i++) {
+        pyotc_genome *w = (pyotc_genome *)PyList_GET_ITEM(list, i);
+        double f = w->fitness && w->fitness != Py_None ? PyFloat_AsDouble(w->fitness) : NAN;
+        if (!isfinite(f)) {
+            PyErr_Format(PyExc_ValueError,
+                         "genome %ld: the fitness function left fitness %S (a finite number "
+                         "is needed)",
+                         w->key, w->fitness ? w->fitness : Py_None);
+            Py_CLEAR(r);
+            break;
+        }
+        b->genomes[i]->fitness = f;
+        b->genomes[i]->evaluated = true;
+        b->solved[i] = false; /* otc_neat_step applies the config's fitness criterion */
+    }
+    if (!r) {
+        PyErr_Fetch(&ctx->exc_type, &ctx->exc_value, &ctx->exc_tb);
+        s = otc_fail(OTC_ERR_STATE, "the fitness function failed");
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(list);
+    PyGILState_Release(gs);
+    return s;
+}
+
+static pyotc_population *population_alloc(PyTypeObject *type, PyObject *config, PyObject *gtype) {
+    if (!PyObject_TypeCheck(config, &pyotc_config_type)) {
+        PyErr_SetString(PyExc_TypeError, "config: expected an otc._otc.NeatConfig");
+        return NULL;
+    }
+    if (!PyType_Check(gtype) || !PyType_IsSubtype((PyTypeObject *)gtype, &pyotc_genome_type)) {
+        PyErr_SetString(PyExc_TypeError, "genome_type: expected a subclass of otc._otc.Genome");
+        return NULL;
+    }
+    pyotc_population *self = (pyotc_population *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->config = Py_NewRef(config);
+    self->gtype = (PyTypeObject *)Py_NewRef(gtype);
+    self->next_key = 1;
+    if (!(self->keys = PyDict_New())) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return self;
+}
+
+/* Population(config, seed, genome_type): a fresh population. */
+static PyObject *population_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"config", "seed", "genome_type", NULL};
+    PyObject *config, *gtype = (PyObject *)&pyotc_genome_type;
+    unsigned long long seed = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|KO:Population", kwlist, &config, &seed, &gtype))
+        return NULL;
+    pyotc_population *self = population_alloc(type, config, gtype);
+    if (!self) return NULL;
+    otc_status s;
+    const otc_neat_config *c = &((pyotc_config *)config)->c;
+    Py_BEGIN_ALLOW_THREADS s = otc_neat_population_new(c, seed, &self->p);
+    Py_END_ALLOW_THREADS if (s != OTC_OK) {
+        Py_DECREF(self);
+        return pyotc_fail();
+    }
+    return (PyObject *)self;
+}
+
+/* Population._from_checkpoint(config, text, name, genome_type, next_key): a run continued. */
+static PyObject *population_from_checkpoint(PyObject *cls, PyObject *args) {
+    PyObject *config, *gtype;
+    const char *text, *name;
+    Py_ssize_t len;
+    long next_key;
+    if (!PyArg_ParseTuple(args, "Oy#sOl:_from_checkpoint", &config, &text, &len, &name, &gtype,
+                          &next_key))
+        return NULL;
+    pyotc_population *self = population_alloc((PyTypeObject *)cls, config, gtype);
+    if (!self) return NULL;
+    self->next_key = next_key > 0 ? next_key : 1;
+    otc_status s;
+    const otc_neat_config *c = &((pyotc_config *)config)->c;
+    Py_BEGIN_ALLOW_THREADS s =
+        otc_neat_checkpoint_parse(text, (size_t)len, name, c, "python", &self->p);
+    Py_END_ALLOW_THREADS if (s != OTC_OK) {
+        Py_DECREF(self);
+        return pyotc_fail();
+    }
+    return (PyObject *)self;
+}
+
+static void population_dealloc(pyotc_population *self) {
+    otc_neat_population_free(self->p);
+    Py_XDECREF(self->config);
+    Py_XDECREF(self->gtype);
+    Py_XDECREF(self->keys);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* step(fn): one generation; fn(list of genomes) sets each one's fitness. Returns "running",
+ * "solved" (the config's fitness criterion met) or "extinct". */
+static PyObject *population_step_impl(pyotc_population *self, PyObject *args) {
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "O:step", &fn)) return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "fitness_function: not callable");
+        return NULL;
+    }
+    if (otc_neat_extinct(self->p) || otc_neat_solved(self->p)) {
+        PyErr_SetString(PyExc_RuntimeError, "the run has already stopped");
+        return NULL;
+    }
+    remote_ctx ctx = {.self = self, .fn = fn};
+    otc_neat_remote remote = {remote_evaluate, &ctx};
+    otc_neat_step_options o = {.threads = 1, .remote = &remote};
+    otc_neat_task task = python_task(&((pyotc_config *)self->config)->c);
+    int gen = otc_neat_generation(self->p);
+    otc_status s;
+    Py_BEGIN_ALLOW_THREADS s = otc_neat_step(self->p, &task, &o, NULL);
+    Py_END_ALLOW_THREADS if (ctx.exc_type) {
+        PyErr_Restore(ctx.exc_type, ctx.exc_value, ctx.exc_tb);
+        return NULL;
+    }
+    if (s != OTC_OK) return pyotc_fail();
+    /* Keys of genomes that no longer exist would be handed to new ones at the same address. */
+    PyObject *keys = PyDict_New();
+    if (!keys) return NULL;
+    for (int i = 0; i < otc_neat_population_size(self->p); i++) {
+        PyObject *id = PyLong_FromVoidPtr(otc_neat_population_genome(self->p, i));
+        PyObject *k = id ? PyDict_GetItemWithError(self->keys, id) : NULL;
+        if (k && PyDict_SetItem(keys, id, k) < 0) k = NULL;
+        Py_XDECREF(id);
+        if (!k && PyErr_Occurred()) {
+            Py_DECREF(keys);
+            return NULL;
+        }
+    }
+    Py_SETREF(self->keys, keys);
+    if (otc_neat_generation(self->p) == gen) /* no reproduction: the run stopped */
+        return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "solved");
+    return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "running");
+}
+PYOTC_GUARD2(population_step, pyotc_population, "Population")
+
+/* genomes(): the current generation's genomes (copies), with their keys and fitness. */
+static PyObject *population_genomes_impl(pyotc_population *self, PyObject *noargs) {
+    int n = otc_neat_population_size(self->p);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *w = wrap(self, otc_neat_population_genome(self->p, i), false);
+        if (!w)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, w);
+    }
+    return list;
+}
+PYOTC_GUARD2(population_genomes, pyotc_population, "Population")
+
+/* species(): (id, created, last_improved, fitness, [member indices into genomes()]). */
+static PyObject *population_species_impl(pyotc_population *self, PyObject *noargs) {
+    int n = otc_neat_population_species_count(self->p);
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        const otc_neat_species *sp = otc_neat_population_species(self->p, i);
+        PyObject *members = PyList_New(sp->n_members);
+        for (int k = 0; members && k < sp->n_members; k++) {
+            PyObject *v = PyLong_FromLong(sp->members[k]);
+            if (!v)
+                Py_CLEAR(members);
+            else
+                PyList_SET_ITEM(members, k, v);
+        }
+        PyObject *t = members ? Py_BuildValue("(iiidN)", sp->id, sp->created, sp->last_improved,
+                                              sp->fitness, members)
+                              : NULL;
+        if (!t)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, t);
+    }
+    return list;
+}
+PYOTC_GUARD2(population_species, pyotc_population, "Population")
+
+/* last_stats(): the last generation's statistics as a dict (None before the first). */
+static PyObject *population_last_stats_impl(pyotc_population *self, PyObject *noargs) {
+    int n = otc_neat_stats_count(self->p);
+    if (n == 0) Py_RETURN_NONE;
+    const otc_neat_gen_stats *st = otc_neat_stats(self->p, n - 1);
+    return Py_BuildValue("{s:i,s:l,s:d,s:d,s:d,s:i,s:d,s:d,s:d,s:i,s:i}", "generation",
+                         st->generation, "evaluations", st->evaluations, "best_fitness",
+                         st->best_fitness, "mean_fitness", st->mean_fitness, "stdev_fitness",
+                         st->stdev_fitness, "n_species", st->n_species, "threshold", st->threshold,
+                         "mean_hidden", st->mean_hidden, "mean_connections", st->mean_connections,
+                         "champion_hidden", st->champion_hidden, "champion_connections",
+                         st->champion_connections);
+}
+PYOTC_GUARD2(population_last_stats, pyotc_population, "Population")
+
+static PyObject *population_save_checkpoint_impl(pyotc_population *self, PyObject *args) {
+    PyObject *patho;
+    if (!PyArg_ParseTuple(args, "O&:save_checkpoint", PyUnicode_FSConverter, &patho)) return NULL;
+    otc_status s = otc_neat_checkpoint_save(self->p, PyBytes_AS_STRING(patho));
+    Py_DECREF(patho);
+    if (s != OTC_OK) return pyotc_fail();
+    Py_RETURN_NONE;
+}
+PYOTC_GUARD2(population_save_checkpoint, pyotc_population, "Population")
+
+static PyObject *population_get_generation(pyotc_population *self, void *closure) {
+    return PyLong_FromLong(otc_neat_generation(self->p));
+}
+
+static PyObject *population_get_next_key(pyotc_population *self, void *closure) {
+    return PyLong_FromLong(self->next_key);
+}
+
+static PyMethodDef population_methods[] = {
+    {"_from_checkpoint", (PyCFunction)population_from_checkpoint, METH_VARARGS | METH_CLASS,
+     "a population from otc checkpoint JSON"},
+    {"step", (PyCFunction)population_step, METH_VARARGS, "step(fn): one generation"},
+    {"genomes", (PyCFunction)population_genomes, METH_NOARGS, "the current genomes"},
+    {"species", (PyCFunction)population_species, METH_NOARGS, "the current species"},
+    {"last_stats", (PyCFunction)population_last_stats, METH_NOARGS, "last generation's stats"},
+    {"save_checkpoint", (PyCFunction)population_save_checkpoint, METH_VARARGS,
+     "save_checkpoint(path): otc's checkpoint JSON, written atomically"},
+    {NULL}};
+
+static PyGetSetDef population_getset[] = {
+    {"generation", (getter)population_get_generation, NULL, "generation about to be evaluated",
+     NULL},
+    {"next_key", (getter)population_get_next_key, NULL, "the next genome key", NULL},
+    {NULL}};
+
+static PyTypeObject population_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "otc._otc.Population",
+    .tp_basicsize = sizeof(pyotc_population),
+    .tp_dealloc = (destructor)population_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Population(config, seed=1, genome_type=Genome): otc's NEAT population",
+    .tp_new = population_new,
+    .tp_methods = population_methods,
+    .tp_getset = population_getset,
+};
+
+int pyotc_add_population(PyObject *m) {
+    if (PyType_Ready(&population_type) < 0) return -1;
+    return PyModule_AddObjectRef(m, "Population", (PyObject *)&population_type);
+}
