@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Writes the PyTorch fixtures of tests/test_onnx_torch.c into tests/onnx/: each small model
+exported by torch.onnx (NAME.onnx) and, in NAME.json, an input batch and PyTorch's outputs
+for it, the oracle the test compares otc's import with. Run from anywhere:
+    /usr/bin/python3 tests/onnx/make_torch_fixtures.py
+The files are committed, so the test itself needs no torch."""
+import json
+import os
+
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 16)
+        self.b = nn.Linear(16, 8)
+        self.c = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        h = torch.tanh(self.b(h))
+        h = nn.functional.leaky_relu(h, 0.1) + torch.sigmoid(h)
+        return torch.log_softmax(self.c(h), dim=1)
+
+
+class LeNetBn(nn.Module):
+    """Conv + BatchNorm (fused by the exporter), a BatchNorm on the input (a per-channel
+    affine), pools, a view (a Shape/Gather/Concat chain), a BatchNorm1d after a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn0 = nn.BatchNorm2d(2)
+        self.c1 = nn.Conv2d(2, 4, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.c2 = nn.Conv2d(4, 6, 3, groups=2, dilation=1)
+        self.bn2 = nn.BatchNorm2d(6)
+        self.f1 = nn.Linear(6 * 2 * 2, 10)
+        self.bn3 = nn.BatchNorm1d(10)
+        self.f2 = nn.Linear(10, 4)
+
+    def forward(self, x):
+        x = self.bn0(x)
+        x = nn.functional.max_pool2d(torch.relu(self.bn1(self.c1(x))), 2)
+        x = nn.functional.avg_pool2d(nn.functional.elu(self.bn2(self.c2(x))), 2)
+        x = x.view(x.size(0), -1)
+        x = torch.relu(self.bn3(self.f1(x)))
+        return torch.softmax(self.f2(x), dim=-1)
+
+
+class Skip(nn.Module):
+    """A residual block with scalar arithmetic, a clamp, a split and a concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.clamp(self.a(x), -0.5, 0.7)
+        y = self.b(h) * 0.5 + x - 1.0
+        p, q = torch.split(y, [3, 5], dim=1)
+        return torch.cat([torch.abs(q), nn.functional.softplus(p)], dim=1), torch.exp(-y)
+
+
+class Conv1d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv1d(3, 4, 3, padding=1)
+        self.c2 = nn.Conv1d(4, 2, 2, stride=2)
+
+    def forward(self, x):
+        return torch.flatten(self.c2(torch.selu(self.c(x))), 1)
+
+
+def fill(model, seed):
+    """Random weights and BatchNorm statistics, so a fold that is wrong shows."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+        for m in model.modules():
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.3)
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+
+
+def export(name, model, shape, opset, n_out=1, seed=0):
+    fill(model, seed)
+    model.eval()
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 100))
+    path = os.path.join(HERE, name + ".onnx")
+    outs = ["y%d" % i for i in range(n_out)]
+    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["x"],
+                      output_names=outs,
+                      dynamic_axes={k: {0: "batch"} for k in ["x"] + outs})
+    with torch.no_grad():
+        ys = model(x)
+    if not isinstance(ys, tuple):
+        ys = (ys,)
+    ref = {"input": "x", "shape": list(x.shape), "x": x.flatten().tolist(),
+           "outputs": [{"name": o, "shape": list(y.shape), "y": y.flatten().tolist()}
+                       for o, y in zip(outs, ys)]}
+    with open(os.path.join(HERE, name + ".json"), "w") as f:
+        json.dump(ref, f)
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    export("mlp", Mlp(), (5, 6), 11)
+    export("lenet_bn", LeNetBn(), (3, 2, 12, 12), 13, seed=1)
+    export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
+    export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
