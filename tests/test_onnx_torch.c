@@ -1,6 +1,7 @@
 /* ONNX import against PyTorch: the models tests/onnx/make_torch_fixtures.py exported (an MLP,
- * LeNet with BatchNorm, a skip connection, a 1-D convolution) imported and run on every
- * backend, their outputs within 1e-5 of PyTorch's for the same input (NAME.json). */
+ * LeNet with BatchNorm, a skip connection, a 1-D convolution, RNN, LSTM and GRU) imported and
+ * run on every backend, their outputs within 1e-5 of PyTorch's for the same input
+ * (NAME.json). The recurrent ones import as step graphs, run here a time step at a time. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,28 +63,47 @@ static void check_fixture(bk *k, const char *name) {
     REQUIRE_EX(ex);
     otc_id in = otc_graph_find(g, cJSON_GetObjectItem(ref, "input")->valuestring);
     REQUIRE(in >= 0);
-    REQUIRE(otc_exec_set_input(ex, in, x, batch) == OTC_OK);
-    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    /* A sequence [B, T, F] runs as T steps of [B, F]; its outputs are [B, T, O] (every step)
+     * or [B, O] (the last). */
+    const cJSON *seq = cJSON_GetObjectItem(ref, "seq");
+    bool steps = cJSON_IsString(seq), every = steps && !strcmp(seq->valuestring, "all");
+    int T = steps ? cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "shape"), 1)->valueint : 1;
+    int F = n / batch / T;
     const cJSON *outs = cJSON_GetObjectItem(ref, "outputs");
     CHECK(otc_graph_output_count(g) == cJSON_GetArraySize(outs));
-    for (int o = 0; o < cJSON_GetArraySize(outs); o++) {
-        const cJSON *jo = cJSON_GetArrayItem(outs, o);
-        otc_id id = otc_graph_output(g, o);
-        CHECK(!strcmp(otc_graph_node(g, id)->name, cJSON_GetObjectItem(jo, "name")->valuestring));
-        int m = 0;
-        float *want = floats(cJSON_GetObjectItem(jo, "y"), &m);
-        const float *got = NULL;
-        otc_shape sh;
-        REQUIRE(otc_exec_value(ex, id, &got, &sh) == OTC_OK);
-        CHECK((int)otc_shape_size(sh) == m);
-        double worst = 0;
-        for (int i = 0; i < m && (int)otc_shape_size(sh) == m; i++) {
-            double err = fabs(got[i] - want[i]) / fmax(1.0, fabs(want[i]));
-            if (err > worst) worst = err;
+    float *step = malloc((size_t)n * sizeof *step);
+    REQUIRE(step);
+    otc_exec_reset_state(ex);
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < batch; b++)
+            memcpy(step + (size_t)b * F, x + ((size_t)b * T + t) * F, (size_t)F * sizeof *x);
+        REQUIRE(otc_exec_set_input(ex, in, steps ? step : x, batch) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+        if (steps && !every && t < T - 1) continue;
+        for (int o = 0; o < cJSON_GetArraySize(outs); o++) {
+            const cJSON *jo = cJSON_GetArrayItem(outs, o);
+            otc_id id = otc_graph_output(g, o);
+            CHECK(
+                !strcmp(otc_graph_node(g, id)->name, cJSON_GetObjectItem(jo, "name")->valuestring));
+            int m = 0;
+            float *want = floats(cJSON_GetObjectItem(jo, "y"), &m);
+            const float *got = NULL;
+            otc_shape sh;
+            REQUIRE(otc_exec_value(ex, id, &got, &sh) == OTC_OK);
+            int per = (int)otc_shape_size(sh) / batch; /* a sample's outputs, this step */
+            CHECK(per * batch * (every ? T : 1) == m);
+            for (int b = 0; b < batch && per * batch * (every ? T : 1) == m; b++)
+                for (int i = 0; i < per; i++) {
+                    float w = want[every ? ((size_t)b * T + t) * per + i : (size_t)b * per + i];
+                    double err = fabs(got[b * per + i] - w) / fmax(1.0, fabs(w));
+                    if (err > worst) worst = err;
+                }
+            free(want);
         }
-        CHECK_MSG(worst <= 1e-5, "%s output %d on %s: worst error %g", name, o, k->name, worst);
-        free(want);
     }
+    CHECK_MSG(worst <= 1e-5, "%s on %s: worst error %g", name, k->name, worst);
+    free(step);
     free(x);
     cJSON_Delete(ref);
     otc_exec_free(ex);
@@ -101,6 +121,15 @@ BACKEND_TEST(onnx_torch_skip) {
 }
 BACKEND_TEST(onnx_torch_conv1d) {
     check_fixture(k, "conv1d");
+}
+BACKEND_TEST(onnx_torch_rnn) {
+    check_fixture(k, "rnn");
+}
+BACKEND_TEST(onnx_torch_lstm_last) {
+    check_fixture(k, "lstm_last");
+}
+BACKEND_TEST(onnx_torch_gru) {
+    check_fixture(k, "gru");
 }
 
 /* The file's initializers are named, trainable parameters (a transposed one keeps its name);

@@ -76,6 +76,20 @@ class Conv1d(nn.Module):
         return torch.flatten(self.c2(torch.selu(self.c(x))), 1)
 
 
+class Recurrent(nn.Module):
+    """A one-layer RNN/LSTM/GRU (batch_first) and a Linear on every step, or on the last."""
+
+    def __init__(self, cell, last):
+        super().__init__()
+        self.r = cell(3, 5, batch_first=True)
+        self.fc = nn.Linear(5, 2)
+        self.last = last
+
+    def forward(self, x):
+        y, _ = self.r(x)
+        return self.fc(y[:, -1] if self.last else y)
+
+
 def fill(model, seed):
     """Random weights and BatchNorm statistics, so a fold that is wrong shows."""
     g = torch.Generator().manual_seed(seed)
@@ -88,7 +102,7 @@ def fill(model, seed):
                 m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
 
 
-def export(name, model, shape, opset, n_out=1, seed=0):
+def export(name, model, shape, opset, n_out=1, seed=0, seq=None):
     fill(model, seed)
     model.eval()
     x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 100))
@@ -96,12 +110,15 @@ def export(name, model, shape, opset, n_out=1, seed=0):
     outs = ["y%d" % i for i in range(n_out)]
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["x"],
                       output_names=outs,
-                      dynamic_axes={k: {0: "batch"} for k in ["x"] + outs})
+                      dynamic_axes={k: {0: "batch", 1: "time"} if seq and (k == "x" or seq == "all")
+                                    else {0: "batch"} for k in ["x"] + outs})
     with torch.no_grad():
         ys = model(x)
     if not isinstance(ys, tuple):
         ys = (ys,)
-    ref = {"input": "x", "shape": list(x.shape), "x": x.flatten().tolist(),
+    # seq: the input is [batch, time, features], run by otc a step at a time; its outputs
+    # are every step's ("all") or the last step's ("last").
+    ref = {"input": "x", "shape": list(x.shape), "x": x.flatten().tolist(), "seq": seq,
            "outputs": [{"name": o, "shape": list(y.shape), "y": y.flatten().tolist()}
                        for o, y in zip(outs, ys)]}
     with open(os.path.join(HERE, name + ".json"), "w") as f:
@@ -114,3 +131,6 @@ if __name__ == "__main__":
     export("lenet_bn", LeNetBn(), (3, 2, 12, 12), 13, seed=1)
     export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
     export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
+    export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
+    export("lstm_last", Recurrent(nn.LSTM, True), (2, 5, 3), 13, seed=5, seq="last")
+    export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")

@@ -64,7 +64,7 @@ static otc_status add_value(ox_ctx *x, const char *name, const char *what, int *
     memset(v, 0, sizeof *v);
     v->name = name;
     v->id = v->fw = v->fb = -1;
-    v->producer = -1;
+    v->producer = v->time = v->dir = -1;
     if (otc_name_index_add(&x->index, x->n_vals, value_name, x) != OTC_OK)
         return ox_fail(x, OTC_ERR_NOMEM, "out of memory");
     *out = x->n_vals++;
@@ -250,8 +250,9 @@ static otc_status check_opset(ox_ctx *x, const Onnx__ModelProto *m) {
     return OTC_OK;
 }
 
-/* A graph input that is not an initializer: an Input node [B, dims 1..]. */
-static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k) {
+/* A graph input that is not an initializer: an Input node [B, dims 1..]; a sequence (time
+ * axis `time`, 0 or 1) is one step of it: [B, dims] without the time axis. */
+static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k, int time) {
     char a[96];
     const char *nm = clean(vi->name, a, sizeof a);
     const Onnx__TypeProto *t = vi->type;
@@ -262,16 +263,17 @@ static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k) {
         return ox_fail(x, OTC_ERR_UNSUPPORTED, "input '%s' has element type %d (float is read)", nm,
                        tt->has_elem_type ? tt->elem_type : 0);
     const Onnx__TensorShapeProto *sp = tt->shape;
-    if (!sp || sp->n_dim < 1 || sp->n_dim > OTC_MAX_DIMS)
+    if (!sp || sp->n_dim < 1 || sp->n_dim > OTC_MAX_DIMS || (time >= 0 && sp->n_dim != 3))
         return ox_fail(x, OTC_ERR_UNSUPPORTED,
-                       "input '%s' has rank %d (1 to %d with the batch leading)", nm,
+                       "input '%s' has rank %d (1 to %d with the batch leading; a sequence: 3)", nm,
                        sp ? (int)sp->n_dim : -1, OTC_MAX_DIMS);
-    otc_shape sh = {.ndim = (int)sp->n_dim};
+    otc_shape sh = {.ndim = (int)sp->n_dim - (time >= 0)};
     sh.dim[0] = OTC_BATCH;
-    for (size_t d = 0; d < sp->n_dim; d++) {
+    for (size_t d = 0, gd = 0; d < sp->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dm = sp->dim[d];
         bool lit = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        if (d == 0) {
+        if ((int)d == time) continue; /* a step has no time axis */
+        if (gd++ == 0) {
             int64_t b = lit && dm->dim_value > 0 ? dm->dim_value : -1;
             if (k == 0 || x->batch != b) x->batch = k == 0 ? b : -1;
             continue;
@@ -281,7 +283,7 @@ static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k) {
                            "input '%s': dimension %zu is not a fixed size in 1 .. %d (only the "
                            "first, the batch, may be symbolic)",
                            nm, d, OTC_MAX_DIM);
-        sh.dim[d] = (int)dm->dim_value;
+        sh.dim[gd - 1] = (int)dm->dim_value;
     }
     int v = 0;
     otc_status st = add_value(x, vi->name, "graph input", &v);
@@ -290,6 +292,7 @@ static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k) {
     if (id < 0) return ox_built(x, id);
     x->vals[v].id = id;
     x->vals[v].defined = true;
+    x->vals[v].time = time;
     return OTC_OK;
 }
 
@@ -311,7 +314,8 @@ static otc_status register_values(ox_ctx *x, const Onnx__GraphProto *gp) {
             int v = find_value(x, vi->name);
             if (x->vals[v].init) continue; /* an initializer listed as an input (IR < 4) */
         }
-        if ((st = add_input(x, vi, (int)n_in++))) return st;
+        int time = vi->name ? ox_input_time_axis(gp, vi->name) : -1;
+        if ((st = add_input(x, vi, (int)n_in++, time))) return st;
     }
     if (gp->n_node > OTC_MAX_NODES)
         return ox_fail(x, OTC_ERR_FORMAT, "%zu nodes (at most %d)", gp->n_node, OTC_MAX_NODES);
@@ -417,19 +421,22 @@ static otc_status import_node(ox_ctx *x) {
     for (size_t k = 0; k < nd->n_attribute; k++)
         if (nd->attribute[k]->g || nd->attribute[k]->n_graphs)
             return ox_fail(x, OTC_ERR_UNSUPPORTED, "nested graphs (If, Loop, Scan) are not read");
+    bool sequence = ox_is_recurrent(nd->op_type);
     for (size_t k = 0; k < nd->n_input; k++) {
         if (!nd->input[k][0]) continue;
-        if (!x->vals[find_value(x, nd->input[k])].defined)
+        const ox_value *in = &x->vals[find_value(x, nd->input[k])];
+        sequence = sequence || in->time >= 0 || in->dir >= 0;
+        if (!in->defined)
             return ox_fail(x, OTC_ERR_UNSUPPORTED,
                            "input '%s' is an output otc does not compute (an optional output of "
                            "an earlier node)",
                            clean(nd->input[k], a, sizeof a));
     }
     ox_handler h = nd->op_type ? ox_find_op(nd->op_type) : NULL;
-    if (!h)
+    if (!h && !ox_is_recurrent(nd->op_type))
         return ox_fail(x, OTC_ERR_UNSUPPORTED, "op not supported (otc reads: %s)",
                        ox_supported_ops);
-    otc_status st = h(x);
+    otc_status st = sequence ? ox_op_on_sequence(x, h) : h(x);
     if (st) return st;
     if (nd->n_output < 1 || !ox_out(x, 0) || !ox_out(x, 0)->defined)
         return ox_fail(x, OTC_ERR_FORMAT, "the node has no first output");

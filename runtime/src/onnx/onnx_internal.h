@@ -14,6 +14,8 @@
 #define OX_MAX_RANK 8
 /* In a folded int64 shape tensor: the batch size, which is only known when the graph runs. */
 #define OX_BATCH INT64_MIN
+/* ... and a sequence's length, which the step graph never knows. */
+#define OX_TIME (INT64_MIN + 1)
 /* Attribute arrays (pads, kernel_shape, perm, axes...) longer than this are refused. */
 #define OX_MAX_ATTR_INTS 64
 /* Opsets and IR versions the importer reads. */
@@ -45,6 +47,8 @@ typedef struct {
     int uses;         /* how many node inputs read it */
     ox_fold fold;     /* set by Conv and Gemm: the weight (fw) and bias (fb) parameters */
     otc_id fw, fb;
+    int time; /* a sequence: its time axis in the file (absent in the step graph), or -1 */
+    int dir;  /* a recurrent op's output: its directions axis (absent in the graph), or -1 */
 } ox_value;
 
 typedef struct {
@@ -119,6 +123,16 @@ ox_handler ox_find_nn_op(const char *op_type);
 /* x op c where c is a constant: c broadcast (ONNX rules) to x's per-sample shape, made a
  * parameter and repeated over the batch; the new node's id or -1 with the message set. */
 otc_id ox_const_like(ox_ctx *x, ox_value *c, otc_id like);
+/* ---- sequences (onnx_recurrent.c) ---- */
+/* The time axis of graph input `input` when it reaches a recurrent op's X (through
+ * Transposes), or -1. */
+int ox_input_time_axis(const Onnx__GraphProto *gp, const char *input);
+/* The current node when it is RNN/LSTM/GRU or reads a sequence (a value with a time or
+ * directions axis); plain is the op's ordinary handler (NULL if none), used for per-step ops. */
+otc_status ox_op_on_sequence(ox_ctx *x, ox_handler plain);
+/* True for RNN, LSTM, GRU. */
+bool ox_is_recurrent(const char *op_type);
+
 /* Comma-separated op types the importer reads, for messages and docs. */
 extern const char ox_supported_ops[];
 

@@ -399,8 +399,12 @@ static otc_status op_constant_of_shape(ox_ctx *x) {
     int64_t dim[OX_MAX_RANK];
     for (size_t k = 0; k < v->c->n; k++) {
         dim[k] = ox_const_int(v->c, k);
-        if (dim[k] == OX_BATCH)
-            return ox_fail(x, OTC_ERR_UNSUPPORTED, "a tensor sized by the batch");
+        /* A tensor sized by the batch (exporters' zero initial states) stands as size 1
+         * there, which broadcasts alike in the elementwise ops and the recurrent ops'
+         * initial state that read it. */
+        if (dim[k] == OX_BATCH) dim[k] = 1;
+        if (dim[k] == OX_TIME)
+            return ox_fail(x, OTC_ERR_UNSUPPORTED, "a tensor sized by a sequence's length");
     }
     size_t n;
     TRY(ox_count(x, (int)v->c->n, dim, "the result", &n));
@@ -954,8 +958,9 @@ const char ox_supported_ops[] =
     "Add, Sub, Mul, Div, Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, HardSwish, Tanh, "
     "Softplus, Clip, Exp, Log, Abs, Neg, Softmax, LogSoftmax, Identity, Dropout, Constant, "
     "ConstantOfShape, Shape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, "
-    "Split, Slice, Gather, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, GlobalAveragePool, "
-    "GlobalMaxPool, BatchNormalization";
+    "Split, Slice, Gather, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, "
+    "GlobalAveragePool, "
+    "GlobalMaxPool, BatchNormalization, RNN, LSTM, GRU";
 
 ox_handler ox_find_op(const char *op_type) {
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
