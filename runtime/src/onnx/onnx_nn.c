@@ -136,13 +136,11 @@ static otc_status resolve_pads(ox_ctx *x, window *w, bool ceil_mode) {
         int64_t span = w->in[a] + w->pb[a] + w->pe[a] - ext;
         if (span < 0) return ox_fail(x, OTC_ERR_FORMAT, "the window does not fit the input");
         int64_t out = span / w->s[a] + 1;
-        if (ceil_mode && span % w->s[a]) {
-            /* ceil_mode adds a last window only when it starts inside the input or the start
-             * padding; otc has none, so such a window is refused. */
-            if ((out)*w->s[a] < w->in[a] + w->pb[a])
-                return ox_fail(x, OTC_ERR_UNSUPPORTED,
-                               "ceil_mode=1 adds a window here (otc rounds down)");
-        }
+        /* ceil_mode adds a last, partial window where the stride does not divide the span;
+         * otc rounds down. */
+        if (ceil_mode && span % w->s[a])
+            return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                           "ceil_mode=1 adds a partial window here (otc rounds down)");
         int64_t P = w->pb[a] > w->pe[a] ? w->pb[a] : w->pe[a];
         if ((P - w->pb[a]) % w->s[a])
             return ox_fail(x, OTC_ERR_UNSUPPORTED,
