@@ -254,6 +254,18 @@ TEST(onnx_hostile_nodes) {
     b.xd[1].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
     b.xd[1].dim_param = "K";
     expect(&b, OTC_ERR_UNSUPPORTED, "input 'x': dimension 1 is not a fixed size", NULL);
+    /* an input of 2^48 elements a sample: refused by count, nothing allocated */
+    base(&b);
+    Onnx__TensorShapeProto__Dimension big[4], *bigp[4];
+    for (int i = 0; i < 4; i++) {
+        big[i] = b.xd[1];
+        big[i].dim_value = 1 << 16;
+        bigp[i] = &big[i];
+    }
+    bigp[0] = &b.xd[0];
+    b.xs.n_dim = 4;
+    b.xs.dim = bigp;
+    expect(&b, OTC_ERR_UNSUPPORTED, "input 'x' has more than", "elements a sample");
 }
 
 /* External data: a plain file name in dir, its offset and length within the file. */

@@ -64,6 +64,16 @@ otc_status ox_count(const ox_ctx *x, int rank, const int64_t *dim, const char *w
     return OTC_OK;
 }
 
+otc_status ox_count_made(const ox_ctx *x, int rank, const int64_t *dim, const char *what,
+                         size_t *n) {
+    otc_status st = ox_count(x, rank, dim, what, n);
+    if (!st && *n > OX_MAX_MADE_ELEMS)
+        st = ox_fail(x, OTC_ERR_UNSUPPORTED,
+                     "%s would have %zu elements (at most %zu for a tensor made at import)", what,
+                     *n, OX_MAX_MADE_ELEMS);
+    return st;
+}
+
 /* Bytes per element of the types read, 0 for the others. */
 static size_t elem_bytes(int type) {
     switch (type) {

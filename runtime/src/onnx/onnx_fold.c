@@ -57,7 +57,7 @@ otc_status ox_fold_binary(const ox_ctx *x, char op, const ox_const *a, const ox_
     if (!ox_broadcast_dims(a->rank, a->dim, b->rank, b->dim, &r, dim))
         return ox_fail(x, OTC_ERR_FORMAT, "the constants' shapes do not broadcast");
     size_t n = 0;
-    otc_status st = ox_count(x, r, dim, "result", &n);
+    otc_status st = ox_count_made(x, r, dim, "the result", &n);
     if (st) return st;
     bool is_int = a->i && b->i;
     ox_const *c = ox_const_new(r, dim, is_int);

@@ -285,6 +285,11 @@ static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k, in
                            nm, d, OTC_MAX_DIM);
         sh.dim[gd - 1] = (int)dm->dim_value;
     }
+    uint64_t per = 1;
+    for (int d = 1; d < sh.ndim && per <= OTC_MAX_ELEMS; d++) per *= (uint64_t)sh.dim[d];
+    if (per > OTC_MAX_ELEMS) /* each factor < 2^25, so no overflow before the check */
+        return ox_fail(x, OTC_ERR_UNSUPPORTED, "input '%s' has more than %llu elements a sample",
+                       nm, (unsigned long long)OTC_MAX_ELEMS);
     int v = 0;
     otc_status st = add_value(x, vi->name, "graph input", &v);
     if (st) return st;

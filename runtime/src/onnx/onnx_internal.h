@@ -16,6 +16,10 @@
 #define OX_BATCH INT64_MIN
 /* ... and a sequence's length, which the step graph never knows. */
 #define OX_TIME (INT64_MIN + 1)
+/* Elements of a tensor the importer makes rather than reads (ConstantOfShape, a folded
+ * broadcast, a constant repeated over a value's shape): a small file cannot make it allocate
+ * more than 64 MiB of floats per tensor. */
+#define OX_MAX_MADE_ELEMS ((size_t)1 << 24)
 /* Attribute arrays (pads, kernel_shape, perm, axes...) longer than this are refused. */
 #define OX_MAX_ATTR_INTS 64
 /* Opsets and IR versions the importer reads. */
@@ -76,6 +80,9 @@ ox_const *ox_const_new(int rank, const int64_t *dim, bool is_int);
 void ox_const_free(ox_const *c);
 /* Element count of dims, or fails when negative, overflowing or over OTC_MAX_ELEMS. */
 otc_status ox_count(const ox_ctx *x, int rank, const int64_t *dim, const char *what, size_t *n);
+/* ox_count for a tensor the importer makes: at most OX_MAX_MADE_ELEMS. */
+otc_status ox_count_made(const ox_ctx *x, int rank, const int64_t *dim, const char *what,
+                         size_t *n);
 /* A TensorProto (an initializer or a Constant's value) as a constant: float, or int64 from
  * INT64/INT32/BOOL...; the byte counts checked against the dims; external data read from dir. */
 otc_status ox_const_from_tensor(const ox_ctx *x, const Onnx__TensorProto *t, ox_const **out);

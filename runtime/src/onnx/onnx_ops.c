@@ -56,7 +56,10 @@ otc_id ox_const_like(ox_ctx *x, ox_value *c, otc_id like) {
     otc_shape sh = otc_graph_node(x->g, like)->shape;
     otc_shape ps = {.ndim = sh.ndim - 1};
     for (int d = 1; d < sh.ndim; d++) ps.dim[d - 1] = sh.dim[d];
-    size_t n = otc_shape_size(ps);
+    int64_t pd[OTC_MAX_DIMS];
+    size_t n;
+    for (int d = 0; d < ps.ndim; d++) pd[d] = ps.dim[d];
+    if (ox_count_made(x, ps.ndim, pd, "the repeated constant", &n)) return -1;
     otc_id p = -1;
     bool same = k->n == n && k->rank == ps.ndim;
     if (same && k->f) {
@@ -407,7 +410,7 @@ static otc_status op_constant_of_shape(ox_ctx *x) {
             return ox_fail(x, OTC_ERR_UNSUPPORTED, "a tensor sized by a sequence's length");
     }
     size_t n;
-    TRY(ox_count(x, (int)v->c->n, dim, "the result", &n));
+    TRY(ox_count_made(x, (int)v->c->n, dim, "the result", &n));
     const Onnx__AttributeProto *a = ox_attr(x, "value");
     ox_const *val = NULL;
     if (a && a->t) TRY(ox_const_from_tensor(x, a->t, &val));
