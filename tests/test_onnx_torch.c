@@ -1,6 +1,6 @@
 /* ONNX import against PyTorch: the models tests/onnx/make_torch_fixtures.py exported (an MLP,
- * LeNet with BatchNorm, a skip connection, a 1-D convolution, RNN, LSTM and GRU) imported and
- * run on every backend, their outputs within 1e-5 of PyTorch's for the same input
+ * LeNet with BatchNorm, a skip connection, a 1-D convolution, RNN, LSTM (one and two layers) and
+ * GRU) imported and run on every backend, their outputs within 1e-5 of PyTorch's for the same input
  * (NAME.json). The recurrent ones import as step graphs, run here a time step at a time. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -130,6 +130,9 @@ BACKEND_TEST(onnx_torch_lstm_last) {
 }
 BACKEND_TEST(onnx_torch_gru) {
     check_fixture(k, "gru");
+}
+BACKEND_TEST(onnx_torch_lstm2) { /* two stacked layers */
+    check_fixture(k, "lstm2");
 }
 
 /* The file's initializers are named, trainable parameters (a transposed one keeps its name);

@@ -77,11 +77,11 @@ class Conv1d(nn.Module):
 
 
 class Recurrent(nn.Module):
-    """A one-layer RNN/LSTM/GRU (batch_first) and a Linear on every step, or on the last."""
+    """An RNN/LSTM/GRU (batch_first) and a Linear on every step, or on the last."""
 
-    def __init__(self, cell, last):
+    def __init__(self, cell, last, layers=1):
         super().__init__()
-        self.r = cell(3, 5, batch_first=True)
+        self.r = cell(3, 5, num_layers=layers, batch_first=True)
         self.fc = nn.Linear(5, 2)
         self.last = last
 
@@ -134,3 +134,4 @@ if __name__ == "__main__":
     export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
     export("lstm_last", Recurrent(nn.LSTM, True), (2, 5, 3), 13, seed=5, seq="last")
     export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")
+    export("lstm2", Recurrent(nn.LSTM, False, layers=2), (2, 4, 3), 13, seed=7, seq="all")
