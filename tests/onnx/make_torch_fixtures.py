@@ -66,6 +66,20 @@ class Skip(nn.Module):
         return torch.cat([torch.abs(q), nn.functional.softplus(p)], dim=1), torch.exp(-y)
 
 
+class Reduce(nn.Module):
+    """Spatial reductions (global pools as exporters write them): mean, max, sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(2, 3, 3, padding=(1, 1), stride=2)
+        self.fc = nn.Linear(9, 2)
+
+    def forward(self, x):
+        h = torch.tanh(self.c(x))
+        feats = [h.mean([2, 3]), h.amax(dim=(2, 3)), h.sum([2, 3])]
+        return self.fc(torch.cat(feats, dim=1))
+
+
 class Conv1d(nn.Module):
     def __init__(self):
         super().__init__()
@@ -131,6 +145,7 @@ if __name__ == "__main__":
     export("lenet_bn", LeNetBn(), (3, 2, 12, 12), 13, seed=1)
     export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
     export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
+    export("reduce", Reduce(), (2, 2, 7, 6), 13, seed=8)
     export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
     export("lstm_last", Recurrent(nn.LSTM, True), (2, 5, 3), 13, seed=5, seq="last")
     export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")

@@ -190,8 +190,8 @@ static otc_id as_2d(ox_ctx *x, const window *w, otc_id v) {
     return otc_reshape(x->g, v, t);
 }
 
-/* The slice of an asymmetric pad, then back to 1-D. */
-static otc_status finish(ox_ctx *x, const window *w, otc_id y) {
+/* The slice of an asymmetric pad, then back to 1-D: the result in *out. */
+static otc_status finish(ox_ctx *x, const window *w, otc_id y, otc_id *out) {
     TRY(ox_built(x, y));
     for (int a = 0; a < w->ns; a++) {
         int axis = w->ns == 2 ? 2 + a : 3;
@@ -204,7 +204,8 @@ static otc_status finish(ox_ctx *x, const window *w, otc_id y) {
         otc_shape t = {.ndim = 3, .dim = {OTC_BATCH, s.dim[1], s.dim[3]}};
         y = otc_reshape(x->g, y, t);
     }
-    return ox_set_node(x, 0, y);
+    *out = y;
+    return ox_built(x, y);
 }
 
 static otc_status op_conv(ox_ctx *x) {
@@ -251,7 +252,9 @@ static otc_status op_conv(ox_ctx *x) {
                            .groups = (int)group};
     otc_id xin = as_2d(x, &w, v->id);
     TRY(ox_built(x, xin));
-    TRY(finish(x, &w, otc_conv2d(x->g, NULL, xin, wid, bid, &p)));
+    otc_id y;
+    TRY(finish(x, &w, otc_conv2d(x->g, NULL, xin, wid, bid, &p), &y));
+    TRY(ox_set_node(x, 0, y));
     ox_value *o = ox_out(x, 0);
     if (bv && w.ns == 2 && wv->uses == 1 && bv->uses == 1 &&
         otc_graph_node(x->g, o->id)->op == OTC_OP_CONV2D) {
@@ -262,12 +265,11 @@ static otc_status op_conv(ox_ctx *x) {
     return OTC_OK;
 }
 
-static otc_status pool(ox_ctx *x, bool max, bool global) {
-    ox_value *v;
+/* The pooled value of v (its window from the current node, or global), in *out. */
+static otc_status pool_node(ox_ctx *x, ox_value *v, bool max, bool global, otc_id *out) {
     window w;
     int64_t dims[OX_MAX_RANK], ceil_mode = 0, cip = 0;
     int r;
-    TRY(ox_need(x, 0, &v));
     if (global) {
         r = ox_dims(x, v, dims);
         int64_t k[2] = {dims[2], r == 4 ? dims[3] : 0};
@@ -296,7 +298,15 @@ static otc_status pool(ox_ctx *x, bool max, bool global) {
     otc_id xin = as_2d(x, &w, v->id);
     TRY(ox_built(x, xin));
     otc_id y = max ? otc_maxpool2d(x->g, NULL, xin, &p) : otc_avgpool2d(x->g, NULL, xin, &p);
-    return finish(x, &w, y);
+    return finish(x, &w, y, out);
+}
+
+static otc_status pool(ox_ctx *x, bool max, bool global) {
+    ox_value *v;
+    otc_id y;
+    TRY(ox_need(x, 0, &v));
+    TRY(pool_node(x, v, max, global, &y));
+    return ox_set_node(x, 0, y);
 }
 static otc_status op_maxpool(ox_ctx *x) {
     return pool(x, true, false);
@@ -309,6 +319,57 @@ static otc_status op_global_max(ox_ctx *x) {
 }
 static otc_status op_global_avg(ox_ctx *x) {
     return pool(x, false, true);
+}
+
+/* ReduceMean, ReduceMax, ReduceSum over the spatial axes of [B, C, L] or [B, C, H, W] (what
+ * x.mean([2, 3]) exports): a global pool, the sum a scaled mean. */
+static otc_status reduce_spatial(ox_ctx *x, bool max, bool sum) {
+    ox_value *v;
+    int64_t dims[OX_MAX_RANK], keep, axes[OX_MAX_RANK];
+    int n = 0;
+    TRY(ox_need(x, 0, &v));
+    TRY(ox_attr_int(x, "keepdims", 1, &keep));
+    int r = v->c ? 0 : ox_dims(x, v, dims);
+    if (sum && x->opset >= 13) {
+        ox_value *a = ox_in(x, 1);
+        if (a && (!a->c || a->c->n > OX_MAX_RANK))
+            return ox_fail(x, OTC_ERR_UNSUPPORTED, "the axes must be a constant");
+        n = a ? (int)a->c->n : 0;
+        for (int k = 0; k < n; k++) axes[k] = ox_const_int(a->c, (size_t)k);
+    } else {
+        const int64_t *a;
+        TRY(ox_attr_ints(x, "axes", &n, &a));
+        if (n > OX_MAX_RANK) return ox_fail(x, OTC_ERR_FORMAT, "%d axes", n);
+        for (int k = 0; k < n; k++) axes[k] = a[k];
+    }
+    bool ok = (r == 3 || r == 4) && n == r - 2;
+    for (int k = 0; ok && k < n; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+        ok = a >= 2 && a < r;
+        for (int j = 0; ok && j < k; j++) ok = (axes[j] < 0 ? axes[j] + r : axes[j]) != a;
+    }
+    if (!ok)
+        return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                       "only a reduction over all the spatial axes of a computed [B,C,L] or "
+                       "[B,C,H,W] value is read (a global pool)");
+    otc_id y = -1;
+    TRY(pool_node(x, v, max, true, &y));
+    if (sum) {
+        float hw = (float)(dims[2] * (r == 4 ? dims[3] : 1));
+        y = otc_scale(x->g, y, hw);
+        TRY(ox_built(x, y));
+    }
+    if (!keep) y = otc_reshape(x->g, y, otc_shape_2d(OTC_BATCH, (int)dims[1]));
+    return ox_set_node(x, 0, y);
+}
+static otc_status op_reduce_mean(ox_ctx *x) {
+    return reduce_spatial(x, false, false);
+}
+static otc_status op_reduce_max(ox_ctx *x) {
+    return reduce_spatial(x, true, false);
+}
+static otc_status op_reduce_sum(ox_ctx *x) {
+    return reduce_spatial(x, false, true);
 }
 
 static otc_status op_batchnorm(ox_ctx *x) {
@@ -382,6 +443,9 @@ static const struct {
     {"GlobalAveragePool", op_global_avg},
     {"GlobalMaxPool", op_global_max},
     {"BatchNormalization", op_batchnorm},
+    {"ReduceMean", op_reduce_mean},
+    {"ReduceMax", op_reduce_max},
+    {"ReduceSum", op_reduce_sum},
 };
 
 ox_handler ox_find_nn_op(const char *op_type) {

@@ -963,7 +963,8 @@ const char ox_supported_ops[] =
     "ConstantOfShape, Shape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, "
     "Split, Slice, Gather, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, "
     "GlobalAveragePool, "
-    "GlobalMaxPool, BatchNormalization, RNN, LSTM, GRU";
+    "GlobalMaxPool, BatchNormalization, ReduceMean/ReduceMax/ReduceSum (spatial), RNN, LSTM, "
+    "GRU";
 
 ox_handler ox_find_op(const char *op_type) {
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
