@@ -316,6 +316,14 @@ TEST(onnx_hostile_external_data) {
         }
         /* without a folder, external data is refused */
         CHECK(import(&b, NULL, msg, sizeof msg, NULL) == OTC_ERR_UNSUPPORTED);
+        /* a symbolic link in the folder is not followed */
+        char link[620];
+        snprintf(link, sizeof link, "%s/l.bin", dir);
+        REQUIRE(symlink(path, link) == 0);
+        b.ext[0].value = "l.bin";
+        CHECK(import(&b, dir, msg, sizeof msg, NULL) == OTC_ERR_IO);
+        CHECK_MSG(strstr(msg, "'l.bin' cannot be read"), "%s", msg);
+        unlink(link);
     }
     unlink(path);
     rmdir(dir);

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx_internal.h"
 #include "otc/limits.h"
@@ -161,7 +163,10 @@ static otc_status read_external(const ox_ctx *x, const Onnx__TensorProto *t, con
     char *path = malloc(plen);
     if (!path) return ox_fail(x, OTC_ERR_NOMEM, "out of memory");
     snprintf(path, plen, "%s/%s", x->dir, loc);
-    FILE *f = fopen(path, "rb");
+    /* O_NOFOLLOW: a symbolic link in the folder must not lead the read elsewhere. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd >= 0 && !f) close(fd);
     struct stat sb;
     otc_status st = OTC_OK;
     if (!f || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
