@@ -138,6 +138,9 @@ BACKEND_TEST(onnx_torch_gru) {
 BACKEND_TEST(onnx_torch_lstm2) { /* two stacked layers */
     check_fixture(k, "lstm2");
 }
+BACKEND_TEST(onnx_torch_gru2_h) { /* two layers, the last one's final state h_n[-1] */
+    check_fixture(k, "gru2_h");
+}
 
 /* The file's initializers are named, trainable parameters (a transposed one keeps its name);
  * the graph input keeps its name with the batch leading. */

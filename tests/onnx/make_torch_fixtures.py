@@ -91,7 +91,8 @@ class Conv1d(nn.Module):
 
 
 class Recurrent(nn.Module):
-    """An RNN/LSTM/GRU (batch_first) and a Linear on every step, or on the last."""
+    """An RNN/LSTM/GRU (batch_first) and a Linear on every step, on the last (last=True) or
+    on the final state (last="h")."""
 
     def __init__(self, cell, last, layers=1):
         super().__init__()
@@ -100,7 +101,9 @@ class Recurrent(nn.Module):
         self.last = last
 
     def forward(self, x):
-        y, _ = self.r(x)
+        y, h = self.r(x)
+        if self.last == "h":  # the last layer's final state, PyTorch's h_n[-1]
+            return self.fc((h[0] if isinstance(h, tuple) else h)[-1])
         return self.fc(y[:, -1] if self.last else y)
 
 
@@ -150,3 +153,4 @@ if __name__ == "__main__":
     export("lstm_last", Recurrent(nn.LSTM, True), (2, 5, 3), 13, seed=5, seq="last")
     export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")
     export("lstm2", Recurrent(nn.LSTM, False, layers=2), (2, 4, 3), 13, seed=7, seq="all")
+    export("gru2_h", Recurrent(nn.GRU, "h", layers=2), (2, 4, 3), 13, seed=9, seq="last")

@@ -462,6 +462,10 @@ static otc_status mark_outputs(ox_ctx *x, const Onnx__GraphProto *gp) {
             return ox_fail(x, OTC_ERR_UNSUPPORTED,
                            "graph output '%s' is a constant (it does not depend on an input)",
                            clean(name, a, sizeof a));
+        if (val->n_stack > 1)
+            return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                           "graph output '%s' is several layers' states (output one of them)",
+                           clean(name, a, sizeof a));
         otc_id id = val->id;
         const otc_node *n = otc_graph_node(x->g, id);
         if (n->name && strcmp(n->name, name)) {
@@ -513,7 +517,10 @@ otc_status otc_onnx_import(const void *data, size_t len, const char *label, cons
     if (!st) st = mark_outputs(&x, gp);
 done:
     free(order);
-    for (int v = 0; v < x.n_vals; v++) ox_const_free(x.vals[v].c);
+    for (int v = 0; v < x.n_vals; v++) {
+        ox_const_free(x.vals[v].c);
+        free(x.vals[v].stack);
+    }
     free(x.vals);
     otc_name_index_free(&x.index);
     onnx__model_proto__free_unpacked(m, NULL);

@@ -51,8 +51,11 @@ typedef struct {
     int uses;         /* how many node inputs read it */
     ox_fold fold;     /* set by Conv and Gemm: the weight (fw) and bias (fb) parameters */
     otc_id fw, fb;
-    int time; /* a sequence: its time axis in the file (absent in the step graph), or -1 */
-    int dir;  /* a recurrent op's output: its directions axis (absent in the graph), or -1 */
+    int time;      /* a sequence: its time axis in the file (absent in the step graph), or -1 */
+    int dir;       /* a recurrent op's output: its directions axis (absent in the graph), or -1 */
+    otc_id *stack; /* stacked layers' final states (Concat of their Y_h along axis 0): the
+                      layers' nodes, n_stack of them, indexed by a later Gather; or NULL */
+    int n_stack;
 } ox_value;
 
 typedef struct {

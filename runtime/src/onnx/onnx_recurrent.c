@@ -230,10 +230,44 @@ static otc_status tagged_out(ox_ctx *x, int i, otc_id id, int time, int dir) {
 
 /* Squeeze, or Gather of index 0 (or -1) along a size-1 axis: the directions axis goes. */
 static otc_status drop_dir(ox_ctx *x, ox_value *v, int a) {
-    if (a != v->dir)
+    if (a != v->dir || v->n_stack > 1)
         return ox_fail(x, OTC_ERR_UNSUPPORTED,
                        "only the directions axis of a recurrent output may be removed");
     return tagged_out(x, 0, v->id, after_drop(v->time, a), -1);
+}
+
+/* Concat along axis 0 of stacked layers' Y_h (or Y_c), [1, B, H] each, as PyTorch's h_n:
+ * kept as the list of the layers' nodes for a Gather to pick one. */
+static otc_status stack_layers(ox_ctx *x) {
+    int64_t axis;
+    int n = (int)x->node->n_input;
+    TRY(ox_attr_int(x, "axis", 0, &axis));
+    if (axis != 0 || n < 1 || n > OX_MAX_ATTR_INTS)
+        return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                       "concatenation of sequences (only recurrent "
+                       "layers' final states along axis 0 are read)");
+    otc_id *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids) return ox_fail(x, OTC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n; k++) {
+        ox_value *in = ox_in(x, k);
+        if (!in || in->c || in->dir != 0 || in->time >= 0 || in->stack) {
+            free(ids);
+            return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                           "concatenation of sequences (only recurrent layers' final states "
+                           "along axis 0 are read)");
+        }
+        ids[k] = in->id;
+    }
+    otc_status st = ox_set_node(x, 0, ids[0]);
+    ox_value *o = ox_out(x, 0);
+    if (st || !o) {
+        free(ids);
+        return st;
+    }
+    o->stack = ids;
+    o->n_stack = n;
+    o->dir = 0;
+    return OTC_OK;
 }
 
 otc_status ox_op_on_sequence(ox_ctx *x, ox_handler plain) {
@@ -241,6 +275,7 @@ otc_status ox_op_on_sequence(ox_ctx *x, ox_handler plain) {
     ox_value *v = ox_in(x, 0);
     if (ox_is_recurrent(op)) return op_recurrent(x);
     int time = -1;
+    if (!strcmp(op, "Concat")) return stack_layers(x);
     for (size_t k = 0; k < x->node->n_input; k++) {
         ox_value *in = ox_in(x, (int)k);
         if (in && in->dir >= 0 && strcmp(op, "Squeeze") && strcmp(op, "Gather"))
@@ -289,6 +324,12 @@ otc_status ox_op_on_sequence(ox_ctx *x, ox_handler plain) {
         if (!iv || !iv->c || iv->c->n != 1 || iv->c->rank != 0)
             return ox_fail(x, OTC_ERR_UNSUPPORTED, "gather from a sequence with a scalar index");
         int64_t idx = ox_const_int(iv->c, 0);
+        if (v->stack && axis == 0) { /* one layer's final state */
+            if (idx < 0) idx += v->n_stack;
+            if (idx < 0 || idx >= v->n_stack)
+                return ox_fail(x, OTC_ERR_FORMAT, "layer %lld of %d", (long long)idx, v->n_stack);
+            return ox_set_node(x, 0, v->stack[idx]);
+        }
         if (axis == v->dir && (idx == 0 || idx == -1)) return drop_dir(x, v, (int)axis);
         if (axis == v->time && idx == -1) /* the last step: the value at the last row */
             return tagged_out(x, 0, v->id, -1, after_drop(v->dir, (int)axis));
