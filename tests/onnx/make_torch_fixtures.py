@@ -107,6 +107,39 @@ class Recurrent(nn.Module):
         return self.fc(y[:, -1] if self.last else y)
 
 
+def export_asymmetric(name, seed):
+    """A Conv with asymmetric pads and a MaxPool with auto_pad SAME_UPPER (pads 0 before, 1
+    after), which torch.onnx never writes: the model is built with onnx.helper, PyTorch
+    computes the reference (explicit padding, then the unpadded op)."""
+    import onnx
+    from onnx import helper, numpy_helper
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn((3, 2, 3, 3), generator=g) * 0.5
+    b = torch.randn((3,), generator=g) * 0.5
+    x = torch.randn((2, 2, 5, 6), generator=torch.Generator().manual_seed(seed + 100))
+    pads = [0, 1, 1, 2]  # h_begin, w_begin, h_end, w_end
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=pads, name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["y0"], kernel_shape=[2, 2],
+                              auto_pad="SAME_UPPER", name="pool")]
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                    ["batch", 2, 5, 6])],
+        [helper.make_tensor_value_info("y0", onnx.TensorProto.FLOAT, ["batch", 3, 4, 7])],
+        [numpy_helper.from_array(w.numpy(), "w"), numpy_helper.from_array(b.numpy(), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(HERE, name + ".onnx"))
+    F = nn.functional
+    c = F.conv2d(F.pad(x, (pads[1], pads[3], pads[0], pads[2])), w, b)
+    y = F.max_pool2d(F.pad(torch.relu(c), (0, 1, 0, 1), value=float("-inf")), 2, stride=1)
+    ref = {"input": "x", "shape": list(x.shape), "x": x.flatten().tolist(), "seq": None,
+           "outputs": [{"name": "y0", "shape": list(y.shape), "y": y.flatten().tolist()}]}
+    with open(os.path.join(HERE, name + ".json"), "w") as f:
+        json.dump(ref, f)
+
+
 def fill(model, seed):
     """Random weights and BatchNorm statistics, so a fold that is wrong shows."""
     g = torch.Generator().manual_seed(seed)
@@ -149,6 +182,7 @@ if __name__ == "__main__":
     export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
     export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
     export("reduce", Reduce(), (2, 2, 7, 6), 13, seed=8)
+    export_asymmetric("conv_asym", seed=10)
     export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
     export("lstm_last", Recurrent(nn.LSTM, True), (2, 5, 3), 13, seed=5, seq="last")
     export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")
