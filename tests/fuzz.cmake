@@ -1,5 +1,6 @@
 # libFuzzer targets for the .otm loader (fuzz_model.c), the CSV reader (fuzz_csv.c), the NEAT
-# config reader (fuzz_neat_config.c) and NEAT checkpoints (fuzz_neat_checkpoint.c), built
+# config reader (fuzz_neat_config.c), NEAT checkpoints (fuzz_neat_checkpoint.c) and the ONNX
+# importer (fuzz_onnx.c), built
 # with clang-19 as a separate project (tests/fuzz/) and run for a bounded time as ctest tests.
 # Without clang-19, or with -DOTC_FUZZ=OFF, nothing here is built or registered.
 if(NOT OTC_FUZZ)
@@ -22,7 +23,7 @@ ExternalProject_Add(otc_fuzzers
   BUILD_ALWAYS ON
   INSTALL_COMMAND ""
   BUILD_BYPRODUCTS ${fuzz_dir}/fuzz_csv ${fuzz_dir}/fuzz_model ${fuzz_dir}/fuzz_neat_config
-                   ${fuzz_dir}/fuzz_neat_checkpoint)
+                   ${fuzz_dir}/fuzz_neat_checkpoint ${fuzz_dir}/fuzz_onnx)
 
 # Seed corpora, written at configure time; libFuzzer adds what it finds to the first
 # directory it is given, so these grow from run to run within the build directory.
@@ -84,3 +85,11 @@ add_test(NAME fuzz_neat_checkpoint_bounded
                  ${neat_ck_seeds})
 set_tests_properties(fuzz_neat_checkpoint_bounded PROPERTIES FIXTURES_REQUIRED otc_neat_ck_seeds
                                                              TIMEOUT 300)
+
+# ONNX models: seeds are the PyTorch fixtures (tests/onnx/*.onnx, read only).
+set(onnx_corpus ${fuzz_dir}/onnx_corpus)
+file(MAKE_DIRECTORY ${onnx_corpus})
+add_test(NAME fuzz_onnx_bounded
+         COMMAND ${fuzz_dir}/fuzz_onnx ${common} -max_len=65536 ${onnx_corpus}
+                 ${PROJECT_SOURCE_DIR}/tests/onnx)
+set_tests_properties(fuzz_onnx_bounded PROPERTIES TIMEOUT 300)

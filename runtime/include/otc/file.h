@@ -16,6 +16,7 @@
 #define OTC_MAX_CONFIG_BYTES     ((size_t)1 << 20) /* NEAT .ini configs: 1 MiB */
 #define OTC_MAX_CHECKPOINT_BYTES ((size_t)1 << 28) /* NEAT .json checkpoints: 256 MiB */
 #define OTC_MAX_NETWORK_BYTES    ((size_t)1 << 28) /* neat-python network JSON: 256 MiB */
+#define OTC_MAX_ONNX_BYTES       ((size_t)1 << 30) /* ONNX models (otc import): 1 GiB */
 
 /* Reads the whole of path (a regular file, pipe or device) into a new buffer of *len bytes plus
  * a NUL after them, for the caller to free. Refuses, naming path and the limit, anything longer
