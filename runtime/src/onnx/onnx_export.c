@@ -24,60 +24,60 @@ static const char model_doc[] =
     "'state_in:D' at the next step.";
 
 /* An otc node's name, or "#id" for an unnamed node (the label messages use). */
-static char *base_name(ox_builder *b, otc_id id) {
+static char *base_name(oxw_builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
-    if (nd->name && *nd->name) return ox_strdup(b, nd->name);
+    if (nd->name && *nd->name) return oxw_strdup(b, nd->name);
     char buf[32];
     snprintf(buf, sizeof buf, "#%d", (int)id);
-    return ox_strdup(b, buf);
+    return oxw_strdup(b, buf);
 }
 
 /* The tensor name of an otc node's value: its base name, unless an unnamed node's "#id" is
  * another node's name. */
-static char *value_name(ox_builder *b, otc_id id) {
+static char *value_name(oxw_builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
     char *name = base_name(b, id);
     if (name && !(nd->name && *nd->name) && otc_graph_find(b->g, name) >= 0)
-        return ox_fresh(b, "node");
+        return oxw_fresh(b, "node");
     return name;
 }
 
-static char *prefixed(ox_builder *b, const char *prefix, const char *name) {
+static char *prefixed(oxw_builder *b, const char *prefix, const char *name) {
     size_t n = strlen(prefix) + strlen(name) + 1;
-    char *s = ox_alloc(b, n);
+    char *s = oxw_alloc(b, n);
     if (!s) return NULL;
     snprintf(s, n, "%s%s", prefix, name);
-    if (otc_graph_find(b->g, s) >= 0) return ox_fresh(b, s);
+    if (otc_graph_find(b->g, s) >= 0) return oxw_fresh(b, s);
     return s;
 }
 
 /* The key K of a delay's "state_in:K" / "state_out:K": its base name, or a fresh one when an
  * otc node already has either name (the pair must stay a pair). */
-static char *state_key(ox_builder *b, otc_id id) {
+static char *state_key(oxw_builder *b, otc_id id) {
     char *key = base_name(b, id);
     for (int tries = 0; key && tries < 1000; tries++) {
         size_t n = strlen(key) + 16;
-        char *in = ox_alloc(b, n), *out = ox_alloc(b, n);
+        char *in = oxw_alloc(b, n), *out = oxw_alloc(b, n);
         if (!in || !out) return NULL;
         snprintf(in, n, "state_in:%s", key);
         snprintf(out, n, "state_out:%s", key);
         if (otc_graph_find(b->g, in) < 0 && otc_graph_find(b->g, out) < 0) return key;
-        key = ox_fresh(b, base_name(b, id));
+        key = oxw_fresh(b, base_name(b, id));
     }
-    ox_unsupported(b, "no free name for its state");
+    oxw_unsupported(b, "no free name for its state");
     return NULL;
 }
 
 /* A window's attributes: kernel, strides, pads (top, left, bottom, right), and for Conv the
  * dilations and group. */
-static void window_attrs(ox_builder *b, Onnx__NodeProto *n, const otc_window *w, bool conv) {
+static void window_attrs(oxw_builder *b, Onnx__NodeProto *n, const otc_window *w, bool conv) {
     if (!n) return;
-    ox_attr_ints(b, n, "kernel_shape", (const int64_t[]){w->kernel_h, w->kernel_w}, 2);
-    ox_attr_ints(b, n, "strides", (const int64_t[]){w->stride_h, w->stride_w}, 2);
-    ox_attr_ints(b, n, "pads", (const int64_t[]){w->pad_h, w->pad_w, w->pad_h, w->pad_w}, 4);
+    oxw_attr_ints(b, n, "kernel_shape", (const int64_t[]){w->kernel_h, w->kernel_w}, 2);
+    oxw_attr_ints(b, n, "strides", (const int64_t[]){w->stride_h, w->stride_w}, 2);
+    oxw_attr_ints(b, n, "pads", (const int64_t[]){w->pad_h, w->pad_w, w->pad_h, w->pad_w}, 4);
     if (conv) {
-        ox_attr_ints(b, n, "dilations", (const int64_t[]){w->dilation_h, w->dilation_w}, 2);
-        ox_attr_int(b, n, "group", w->groups);
+        oxw_attr_ints(b, n, "dilations", (const int64_t[]){w->dilation_h, w->dilation_w}, 2);
+        oxw_attr_int(b, n, "group", w->groups);
     }
 }
 
@@ -86,7 +86,7 @@ static int axis_of(int axis, int ndim) {
 }
 
 /* The nodes of one otc node (not Input, Parameter or Delay: those are named values). */
-static void export_node(ox_builder *b, otc_id id, char **names, const char *out) {
+static void export_node(oxw_builder *b, otc_id id, char **names, const char *out) {
     const otc_node *nd = otc_graph_node(b->g, id);
     const otc_op_info *info = otc_op_get(nd->op);
     const char *in[3] = {NULL, NULL, NULL};
@@ -95,81 +95,81 @@ static void export_node(ox_builder *b, otc_id id, char **names, const char *out)
     Onnx__NodeProto *n = NULL;
     b->at = id;
     if (info->kind == OTC_OPKIND_ELEMENTWISE) {
-        ox_expr(b, otc_op_map_expr(nd->op), in[0], in[1], otc_node_param(nd), out);
+        oxw_expr(b, otc_op_map_expr(nd->op), in[0], in[1], otc_node_param(nd), out);
         return;
     }
     switch (nd->op) {
     case OTC_OP_NEURON: {
-        const char **all = ox_alloc(b, (size_t)nd->n_inputs * sizeof *all);
+        const char **all = oxw_alloc(b, (size_t)nd->n_inputs * sizeof *all);
         if (!all) return;
         for (int i = 0; i < nd->n_inputs; i++) all[i] = names[nd->inputs[i]];
-        ox_neuron(b, nd, all, out);
+        oxw_neuron(b, nd, all, out);
         return;
     }
     case OTC_OP_MATMUL:
-        ox_op2(b, "MatMul", out, in[0], in[1]);
+        oxw_op2(b, "MatMul", out, in[0], in[1]);
         return;
     case OTC_OP_ROW_BROADCAST:
-        ox_op2(b, "Expand", out, in[0], ox_op1(b, "Shape", NULL, in[1]));
+        oxw_op2(b, "Expand", out, in[0], oxw_op1(b, "Shape", NULL, in[1]));
         return;
     case OTC_OP_SUM:
     case OTC_OP_MEAN:
         /* over every axis (no axes given), to a scalar */
-        n = ox_node(b, nd->op == OTC_OP_SUM ? "ReduceSum" : "ReduceMean", out, 1, in);
-        ox_attr_int(b, n, "keepdims", 0);
+        n = oxw_node(b, nd->op == OTC_OP_SUM ? "ReduceSum" : "ReduceMean", out, 1, in);
+        oxw_attr_int(b, n, "keepdims", 0);
         return;
     case OTC_OP_RESHAPE:
     case OTC_OP_FLATTEN: {
         if (nd->op == OTC_OP_FLATTEN && otc_shape_is_batched(x) && x.ndim >= 1) {
-            n = ox_node(b, "Flatten", out, 1, in);
-            ox_attr_int(b, n, "axis", 1);
+            n = oxw_node(b, "Flatten", out, 1, in);
+            oxw_attr_int(b, n, "axis", 1);
             return;
         }
         int64_t dims[OTC_MAX_DIMS];
         for (int i = 0; i < nd->shape.ndim; i++) dims[i] = nd->shape.dim[i]; /* batch: -1 */
-        ox_op2(b, "Reshape", out, in[0], ox_const_i64(b, dims, nd->shape.ndim));
+        oxw_op2(b, "Reshape", out, in[0], oxw_const_i64(b, dims, nd->shape.ndim));
         return;
     }
     case OTC_OP_CONCAT: {
-        const char **all = ox_alloc(b, (size_t)nd->n_inputs * sizeof *all);
+        const char **all = oxw_alloc(b, (size_t)nd->n_inputs * sizeof *all);
         if (!all) return;
         for (int i = 0; i < nd->n_inputs; i++) all[i] = names[nd->inputs[i]];
-        n = ox_node(b, "Concat", out, nd->n_inputs, all);
-        ox_attr_int(b, n, "axis", axis_of(nd->axis, x.ndim));
+        n = oxw_node(b, "Concat", out, nd->n_inputs, all);
+        oxw_attr_int(b, n, "axis", axis_of(nd->axis, x.ndim));
         return;
     }
     case OTC_OP_SLICE:
-        ox_slice(b, in[0], axis_of(nd->axis, x.ndim), nd->start, nd->len, out);
+        oxw_slice(b, in[0], axis_of(nd->axis, x.ndim), nd->start, nd->len, out);
         return;
     case OTC_OP_SELECT: {
         int64_t index = nd->start;
-        n = ox_node(b, "Gather", out, 2, (const char *[]){in[0], ox_const_i64(b, &index, 0)});
-        ox_attr_int(b, n, "axis", axis_of(nd->axis, x.ndim));
+        n = oxw_node(b, "Gather", out, 2, (const char *[]){in[0], oxw_const_i64(b, &index, 0)});
+        oxw_attr_int(b, n, "axis", axis_of(nd->axis, x.ndim));
         return;
     }
     case OTC_OP_SOFTMAX:
     case OTC_OP_LOG_SOFTMAX:
-        n = ox_node(b, nd->op == OTC_OP_SOFTMAX ? "Softmax" : "LogSoftmax", out, 1, in);
-        ox_attr_int(b, n, "axis", -1);
+        n = oxw_node(b, nd->op == OTC_OP_SOFTMAX ? "Softmax" : "LogSoftmax", out, 1, in);
+        oxw_attr_int(b, n, "axis", -1);
         return;
     case OTC_OP_CONV2D:
-        window_attrs(b, ox_node(b, "Conv", out, nd->n_inputs, in), &nd->win, true);
+        window_attrs(b, oxw_node(b, "Conv", out, nd->n_inputs, in), &nd->win, true);
         return;
     case OTC_OP_MAXPOOL2D:
-        window_attrs(b, ox_node(b, "MaxPool", out, 1, in), &nd->win, false);
+        window_attrs(b, oxw_node(b, "MaxPool", out, 1, in), &nd->win, false);
         return;
     case OTC_OP_AVGPOOL2D:
         /* otc divides by the whole window, padding included */
-        n = ox_node(b, "AveragePool", out, 1, in);
+        n = oxw_node(b, "AveragePool", out, 1, in);
         window_attrs(b, n, &nd->win, false);
-        ox_attr_int(b, n, "count_include_pad", 1);
+        oxw_attr_int(b, n, "count_include_pad", 1);
         return;
     default:
         if (info->kind == OTC_OPKIND_LOSS)
-            ox_unsupported(b, "a loss is not exported (ONNX export writes the inference graph: "
-                              "save the model without its loss, as 'otc train' does)");
+            oxw_unsupported(b, "a loss is not exported (ONNX export writes the inference graph: "
+                               "save the model without its loss, as 'otc train' does)");
         else
-            ox_unsupported(b, "the ONNX export has no spelling of this op");
+            oxw_unsupported(b, "the ONNX export has no spelling of this op");
         return;
     }
 }
@@ -195,7 +195,7 @@ static otc_status mark_needed(const otc_graph *g, bool *need) {
     return OTC_OK;
 }
 
-static void free_builder(ox_builder *b) {
+static void free_builder(oxw_builder *b) {
     for (size_t i = 0; i < b->blocks.n; i++) free(b->blocks.v[i]);
     free(b->blocks.v);
     free(b->nodes.v);
@@ -205,25 +205,25 @@ static void free_builder(ox_builder *b) {
 }
 
 /* The graph's nodes, inputs, outputs and initializers into b. */
-static void build(ox_builder *b, char **names, const bool *need, const otc_id *order) {
+static void build(oxw_builder *b, char **names, const bool *need, const otc_id *order) {
     const otc_graph *g = b->g;
     int size = otc_graph_size(g);
     for (int i = 0; i < otc_graph_input_count(g); i++) {
         otc_id id = otc_graph_input(g, i);
         const otc_node *nd = otc_graph_node(g, id);
         if (!b->batch_like && otc_shape_is_batched(nd->shape)) b->batch_like = names[id];
-        ox_value_info(b, &b->inputs, names[id], nd->shape, NULL);
+        oxw_value_info(b, &b->inputs, names[id], nd->shape, NULL);
     }
     for (int i = 0; i < otc_graph_output_count(g); i++) {
         otc_id id = otc_graph_output(g, i);
         const otc_node *nd = otc_graph_node(g, id);
         b->at = id;
         if (otc_op_get(nd->op)->kind == OTC_OPKIND_LOSS) {
-            ox_unsupported(b,
-                           "output %d is a loss, which is not exported (ONNX export writes "
-                           "the inference graph: save the model without its loss, as 'otc "
-                           "train' does)",
-                           i);
+            oxw_unsupported(b,
+                            "output %d is a loss, which is not exported (ONNX export writes "
+                            "the inference graph: save the model without its loss, as 'otc "
+                            "train' does)",
+                            i);
             return;
         }
     }
@@ -231,16 +231,16 @@ static void build(ox_builder *b, char **names, const bool *need, const otc_id *o
         const otc_node *nd = otc_graph_node(g, id);
         if (!need[id]) continue;
         if (nd->op == OTC_OP_PARAMETER) {
-            ox_init_f(b, names[id], nd->shape, nd->value->data);
+            oxw_init_f(b, names[id], nd->shape, nd->value->data);
         } else if (nd->op == OTC_OP_DELAY) {
             char lab[64];
-            char *doc = ox_alloc(b, 160);
+            char *doc = oxw_alloc(b, 160);
             if (doc)
                 snprintf(doc, 160,
                          "the state of delay %s: zeros at the first step, then "
                          "state_out of the step before",
                          otc_graph_node_label(g, id, lab, sizeof lab));
-            ox_value_info(b, &b->inputs, names[id], nd->shape, doc);
+            oxw_value_info(b, &b->inputs, names[id], nd->shape, doc);
         }
     }
     for (int i = 0; i < size && !b->st; i++) {
@@ -252,7 +252,7 @@ static void build(ox_builder *b, char **names, const bool *need, const otc_id *o
     }
     /* Outputs: a value can be a graph output once, and never an input or initializer as
      * well, so those are copied to an output of their own. */
-    bool *used = ox_alloc(b, (size_t)size * sizeof *used);
+    bool *used = oxw_alloc(b, (size_t)size * sizeof *used);
     for (int i = 0; i < otc_graph_output_count(g) && !b->st; i++) {
         otc_id id = otc_graph_output(g, i);
         const otc_node *nd = otc_graph_node(g, id);
@@ -260,25 +260,25 @@ static void build(ox_builder *b, char **names, const bool *need, const otc_id *o
         if (used[id] || otc_op_get(nd->op)->kind == OTC_OPKIND_SOURCE || nd->op == OTC_OP_DELAY) {
             char buf[32];
             snprintf(buf, sizeof buf, "output:%d", i);
-            name = ox_op1(b, "Identity", prefixed(b, buf, ""), names[id]);
+            name = oxw_op1(b, "Identity", prefixed(b, buf, ""), names[id]);
         }
         used[id] = true;
-        ox_value_info(b, &b->outputs, name, nd->shape, NULL);
+        oxw_value_info(b, &b->outputs, name, nd->shape, NULL);
     }
     for (otc_id id = 0; id < size && !b->st; id++) {
         const otc_node *nd = otc_graph_node(g, id);
         if (!need[id] || nd->op != OTC_OP_DELAY) continue;
         /* names[id] is "state_in:K", K chosen so that "state_out:K" is free too */
         size_t n = strlen(names[id]) + 2;
-        char *key = ox_alloc(b, n);
+        char *key = oxw_alloc(b, n);
         if (!key) return;
         snprintf(key, n, "state_out:%s", names[id] + strlen("state_in:"));
-        const char *out = ox_op1(b, "Identity", key, names[nd->inputs[0]]);
-        ox_value_info(b, &b->outputs, out, nd->shape, "the delay's state for the next step");
+        const char *out = oxw_op1(b, "Identity", key, names[nd->inputs[0]]);
+        oxw_value_info(b, &b->outputs, out, nd->shape, "the delay's state for the next step");
     }
 }
 
-static otc_status pack(ox_builder *b, void **data, size_t *len) {
+static otc_status pack(oxw_builder *b, void **data, size_t *len) {
     Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
     graph.name = "otc";
     graph.n_node = b->nodes.n;
@@ -323,7 +323,7 @@ otc_status otc_onnx_export(const otc_graph *g, void **data, size_t *len) {
     if (otc_graph_output_count(g) == 0)
         return otc_fail(OTC_ERR_ARG, "onnx export: the graph has no outputs");
     int size = otc_graph_size(g);
-    ox_builder b = {.g = g, .at = -1};
+    oxw_builder b = {.g = g, .at = -1};
     otc_id *order = malloc((size_t)size * sizeof *order);
     bool *need = calloc((size_t)size, sizeof *need);
     char **names = calloc((size_t)size, sizeof *names);
@@ -339,7 +339,7 @@ otc_status otc_onnx_export(const otc_graph *g, void **data, size_t *len) {
         if (nd->op == OTC_OP_DELAY) {
             const char *key = state_key(&b, id);
             size_t n = key ? strlen(key) + 16 : 0;
-            if (key && (names[id] = ox_alloc(&b, n))) snprintf(names[id], n, "state_in:%s", key);
+            if (key && (names[id] = oxw_alloc(&b, n))) snprintf(names[id], n, "state_in:%s", key);
         } else
             names[id] = value_name(&b, id);
         st = b.st;

@@ -11,7 +11,7 @@ typedef struct {
 } seen_set;
 
 typedef struct {
-    ox_builder *b;
+    oxw_builder *b;
     const char *x, *x1;
     float a;
     seen_set seen;
@@ -20,33 +20,33 @@ typedef struct {
 static const char *emit(walk *w, const otc_expr *e, const char *out);
 
 static const char *unary(walk *w, const char *op, const otc_expr *e, const char *out) {
-    return ox_op1(w->b, op, out, emit(w, e->a, NULL));
+    return oxw_op1(w->b, op, out, emit(w, e->a, NULL));
 }
 
 static const char *binary(walk *w, const char *op, const otc_expr *e, const char *out) {
     const char *l = emit(w, e->a, NULL);
-    return ox_op2(w->b, op, out, l, emit(w, e->b, NULL));
+    return oxw_op2(w->b, op, out, l, emit(w, e->b, NULL));
 }
 
 /* Where(cond, p, q). */
 static const char *where(walk *w, const char *cond, const char *p, const char *q, const char *out) {
-    Onnx__NodeProto *n = ox_node(w->b, "Where", out, 3, (const char *[]){cond, p, q});
+    Onnx__NodeProto *n = oxw_node(w->b, "Where", out, 3, (const char *[]){cond, p, q});
     return n ? n->output[0] : NULL;
 }
 
 static const char *emit_node(walk *w, const otc_expr *e, const char *out) {
-    ox_builder *b = w->b;
+    oxw_builder *b = w->b;
     switch (e->op) {
     case OTC_EX_CONST:
-        return out ? ox_op1(b, "Identity", out, ox_const_f(b, (float)e->k))
-                   : ox_const_f(b, (float)e->k);
+        return out ? oxw_op1(b, "Identity", out, oxw_const_f(b, (float)e->k))
+                   : oxw_const_f(b, (float)e->k);
     case OTC_EX_A:
-        return out ? ox_op1(b, "Identity", out, ox_const_f(b, w->a)) : ox_const_f(b, w->a);
+        return out ? oxw_op1(b, "Identity", out, oxw_const_f(b, w->a)) : oxw_const_f(b, w->a);
     case OTC_EX_X:
     case OTC_EX_X1: {
         const char *v = e->op == OTC_EX_X ? w->x : w->x1;
         if (!v) break;
-        return out ? ox_op1(b, "Identity", out, v) : v;
+        return out ? oxw_op1(b, "Identity", out, v) : v;
     }
     case OTC_EX_NEG:
         return unary(w, "Neg", e, out);
@@ -67,10 +67,10 @@ static const char *emit_node(walk *w, const otc_expr *e, const char *out) {
     /* ONNX has neither expm1 nor log1p: exp(p) - 1 and log(1 + p), exact but for the last
      * bits near 0. */
     case OTC_EX_EXPM1:
-        return ox_op2(b, "Sub", out, unary(w, "Exp", e, NULL), ox_const_f(b, 1.0f));
+        return oxw_op2(b, "Sub", out, unary(w, "Exp", e, NULL), oxw_const_f(b, 1.0f));
     case OTC_EX_LOG1P:
-        return ox_op1(b, "Log", out,
-                      ox_op2(b, "Add", NULL, emit(w, e->a, NULL), ox_const_f(b, 1.0f)));
+        return oxw_op1(b, "Log", out,
+                       oxw_op2(b, "Add", NULL, emit(w, e->a, NULL), oxw_const_f(b, 1.0f)));
     case OTC_EX_ADD:
         return binary(w, "Add", e, out);
     case OTC_EX_SUB:
@@ -90,21 +90,21 @@ static const char *emit_node(walk *w, const otc_expr *e, const char *out) {
     case OTC_EX_COPYSIGN: {
         /* |a| with b's sign (a negative zero b counts as positive here) */
         const char *mag = unary(w, "Abs", e, NULL);
-        const char *neg = ox_op2(b, "Less", NULL, emit(w, e->b, NULL), ox_const_f(b, 0.0f));
-        return where(w, neg, ox_op1(b, "Neg", NULL, mag), mag, out);
+        const char *neg = oxw_op2(b, "Less", NULL, emit(w, e->b, NULL), oxw_const_f(b, 0.0f));
+        return where(w, neg, oxw_op1(b, "Neg", NULL, mag), mag, out);
     }
     case OTC_EX_FMA: {
         const char *ab = binary(w, "Mul", e, NULL);
-        return ox_op2(b, "Add", out, ab, emit(w, e->c, NULL));
+        return oxw_op2(b, "Add", out, ab, emit(w, e->c, NULL));
     }
     case OTC_EX_POLY: {
         /* Horner's rule, as the tree means it */
         if (e->n < 1) break;
-        const char *x = emit(w, e->a, NULL), *acc = ox_const_f(b, (float)e->coef[0]);
+        const char *x = emit(w, e->a, NULL), *acc = oxw_const_f(b, (float)e->coef[0]);
         for (int i = 1; i < e->n; i++)
-            acc = ox_op2(b, "Add", i == e->n - 1 ? out : NULL, ox_op2(b, "Mul", NULL, acc, x),
-                         ox_const_f(b, (float)e->coef[i]));
-        return e->n == 1 && out ? ox_op1(b, "Identity", out, acc) : acc;
+            acc = oxw_op2(b, "Add", i == e->n - 1 ? out : NULL, oxw_op2(b, "Mul", NULL, acc, x),
+                          oxw_const_f(b, (float)e->coef[i]));
+        return e->n == 1 && out ? oxw_op1(b, "Identity", out, acc) : acc;
     }
     case OTC_EX_SELECT: {
         const char *c = emit(w, e->a, NULL), *p = emit(w, e->b, NULL);
@@ -113,8 +113,8 @@ static const char *emit_node(walk *w, const otc_expr *e, const char *out) {
     default:
         break;
     }
-    ox_unsupported(b, "its math uses '%s', which the ONNX export does not write",
-                   otc_expr_op_name(e->op));
+    oxw_unsupported(b, "its math uses '%s', which the ONNX export does not write",
+                    otc_expr_op_name(e->op));
     return NULL;
 }
 
@@ -131,8 +131,8 @@ static const char *emit(walk *w, const otc_expr *e, const char *out) {
     return r;
 }
 
-const char *ox_expr(ox_builder *b, const otc_expr *e, const char *x, const char *x1, float a,
-                    const char *out) {
+const char *oxw_expr(oxw_builder *b, const otc_expr *e, const char *x, const char *x1, float a,
+                     const char *out) {
     walk w = {.b = b, .x = x, .x1 = x1, .a = a};
     return emit(&w, e, out);
 }
