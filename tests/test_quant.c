@@ -79,6 +79,30 @@ static otc_graph *neat_graph(void) {
     return g;
 }
 
+/* A small CNN on 6x6 images: conv + ReLU (fused), max pool, a grouped strided conv with
+ * padding, average pool, dense. */
+static otc_graph *cnn_graph(void) {
+    otc_graph *g = otc_graph_new();
+    otc_rng rng;
+    otc_rng_seed(&rng, 11);
+    otc_id x = otc_input(g, "x", otc_shape_make(4, (int[]){OTC_BATCH, 2, 6, 6}));
+    otc_id c1 =
+        otc_conv2d_layer(g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "c1");
+    otc_id p1 = otc_maxpool2d(g, "p1", otc_activation(g, OTC_OP_RELU, c1, 0),
+                              &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    otc_id c2 = otc_conv2d_layer(
+        g, p1, 4, 2, &(otc_conv2d_params){.stride_h = 2, .pad_h = 1, .groups = 2}, &rng, "c2");
+    otc_id p2 = otc_avgpool2d(g, "p2", otc_activation(g, OTC_OP_TANH, c2, 0),
+                              &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2, .pad_h = 1});
+    if (otc_graph_mark_output(g, otc_linear(g, otc_flatten(g, p2), 3, &rng, "out"))) {
+        otc_graph_free(g);
+        return NULL;
+    }
+    for (otc_id id = 0; id < otc_graph_size(g); id++)
+        if (otc_graph_node(g, id)->op == OTC_OP_PARAMETER) fill(g, id, 300 + (uint64_t)id);
+    return g;
+}
+
 typedef void (*fwd_fn)(const int8_t *, int8_t *);
 typedef void (*reset_fn)(void);
 
@@ -218,6 +242,29 @@ TEST(quant_neat_emitted_equals_host) {
         int over;
         worst_error_steps(g, q, test, &over);
         CHECK_MSG(over <= 12, "%d of 1200 values off by over 5%% of the range", over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
+TEST(quant_cnn_emitted_equals_host) {
+    otc_graph *g = cnn_graph();
+    REQUIRE(g != NULL);
+    otc_dataset *cal = random_rows(200, 72, 8), *test = random_rows(100, 72, 9);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(emitted_matches_host(q, test, false));
+        /* The output's range is narrow next to its inputs' (a dense layer of random weights
+         * over averaged tanh values), so a step of error there is several output steps. */
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        fprintf(stderr, "cnn: worst %.2f steps, %d of 300 values off by over 5%% of the range\n", e,
+                over);
+        CHECK_MSG(e < 40.0 && over <= 15, "worst error %.2f output steps, %d over 5%%", e, over);
     }
     otc_qmodel_free(q);
     otc_dataset_free(cal);

@@ -23,12 +23,16 @@ typedef struct {
 } otc_qmult;
 
 typedef enum {
-    OTC_QOP_DENSE,  /* y = clamp(zy + rq(bias[n] + sum_k (x[k] - zx) w[n][k], mult[n])) */
-    OTC_QOP_LUT,    /* y = lut[x + 128]: any elementwise unary op, from its expression tree */
-    OTC_QOP_ADD,    /* y = clamp(zy + rq(a - za, ma) + rq(b - zb, mb)); subtraction: mb < 0 */
-    OTC_QOP_MUL,    /* y = clamp(zy + rq((a - za)(b - zb), ma)) */
-    OTC_QOP_NEURON, /* terms t_i = rq(src_i[col_i] - z_i, term[i]); aggregated; pre =
-                       clamp(zp + rq(agg, ma) + bias); y = lut[pre + 128] */
+    OTC_QOP_DENSE,   /* y = clamp(zy + rq(bias[n] + sum_k (x[k] - zx) w[n][k], mult[n])) */
+    OTC_QOP_LUT,     /* y = lut[x + 128]: any elementwise unary op, from its expression tree */
+    OTC_QOP_ADD,     /* y = clamp(zy + rq(a - za, ma) + rq(b - zb, mb)); subtraction: mb < 0 */
+    OTC_QOP_MUL,     /* y = clamp(zy + rq((a - za)(b - zb), ma)) */
+    OTC_QOP_NEURON,  /* terms t_i = rq(src_i[col_i] - z_i, term[i]); aggregated; pre =
+                        clamp(zp + rq(agg, ma) + bias); y = lut[pre + 128] */
+    OTC_QOP_CONV,    /* dense over each window (NCHW); padding reads the zero point (real 0) */
+    OTC_QOP_MAXPOOL, /* the int8 maximum of each window; the output keeps the input's scale */
+    OTC_QOP_AVGPOOL, /* y = clamp(zy + rq(sum of (x - zx) over the window, ma)), ma with 1/(KH KW)
+                      */
     OTC_QOP_COUNT
 } otc_qop_kind;
 
@@ -61,6 +65,8 @@ typedef struct {
     int32_t bias_q; /* neuron: the bias in the pre-activation's units */
     int32_t pre_zp; /* neuron: the pre-activation's zero point */
     int8_t lut[256];
+    /* conv / pools: C, H, W, O, OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups */
+    int32_t geo[15];
 } otc_qstep;
 
 typedef struct otc_qmodel {

@@ -162,6 +162,45 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
                         "        y[j] = %s_sat(zy + %s_rq(((int32_t)a[j] - za) * ((int32_t)b[j] "
                         "- zb), m, sh), -128, 127);\n}\n\n",
                         n, n, n);
+    if (used[OTC_QOP_CONV] || used[OTC_QOP_MAXPOOL] || used[OTC_QOP_AVGPOOL])
+        otc_text_printf(
+            t,
+            "/* Conv2d (kind 0), max pooling (1) and average pooling (2) over one NCHW sample; "
+            "g: C, H, W,\n * O, OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups. */\n"
+            "static void %s_window(int32_t kind, const int8_t *x, int8_t *y, int32_t zx, int32_t "
+            "zy,\n                      const int32_t *g, const int8_t *w, const int32_t *bias, "
+            "const int32_t *m,\n                      const int8_t *sh, int32_t lo, int32_t hi) "
+            "{\n"
+            "    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], "
+            "KW = g[7];\n"
+            "    int32_t cg = C / g[14], og = O / g[14];\n"
+            "    for (int32_t o = 0; o < O; o++)\n"
+            "        for (int32_t oh = 0; oh < OH; oh++)\n"
+            "            for (int32_t ow = 0; ow < OW; ow++) {\n"
+            "                int32_t acc = kind == 0 ? bias[o] : 0, best = -128;\n"
+            "                for (int32_t ci = 0; ci < (kind == 0 ? cg : 1); ci++) {\n"
+            "                    int32_t c = kind == 0 ? (o / og) * cg + ci : o;\n"
+            "                    for (int32_t kh = 0; kh < KH; kh++) {\n"
+            "                        int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
+            "                        if (ih < 0 || ih >= H) continue;\n"
+            "                        for (int32_t kw = 0; kw < KW; kw++) {\n"
+            "                            int32_t iw = ow * g[9] - g[11] + kw * g[13];\n"
+            "                            if (iw < 0 || iw >= W) continue;\n"
+            "                            int32_t v = x[(c * H + ih) * W + iw];\n"
+            "                            if (kind == 0)\n"
+            "                                acc += (v - zx) * w[((o * cg + ci) * KH + kh) * KW + "
+            "kw];\n"
+            "                            else if (kind == 2)\n"
+            "                                acc += v - zx;\n"
+            "                            else if (v > best)\n"
+            "                                best = v;\n"
+            "                        }\n                    }\n                }\n"
+            "                int8_t *out = &y[(o * OH + oh) * OW + ow];\n"
+            "                if (kind == 1) *out = (int8_t)best;\n"
+            "                else *out = %s_sat(zy + %s_rq(acc, m[kind == 0 ? o : 0], "
+            "sh[kind == 0 ? o : 0]), lo, hi);\n"
+            "            }\n}\n\n",
+            n, n, n);
     if (used[OTC_QOP_NEURON])
         otc_text_printf(
             t,
@@ -210,6 +249,18 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
         break;
     case OTC_QOP_LUT:
         emit_i8s(t, name, i, "lut", s->lut, 256);
+        break;
+    case OTC_QOP_CONV:
+    case OTC_QOP_MAXPOOL:
+    case OTC_QOP_AVGPOOL:
+        emit_i32s(t, name, i, "g", s->geo, 15);
+        if (s->kind == OTC_QOP_CONV) {
+            emit_i8s(t, name, i, "w", s->w, s->k * s->n);
+            emit_i32s(t, name, i, "b", s->bias, s->n);
+            emit_mults(t, name, i, "o", s->mult, s->n);
+        } else if (s->kind == OTC_QOP_AVGPOOL) {
+            emit_mults(t, name, i, "o", &s->ma, 1);
+        }
         break;
     case OTC_QOP_NEURON: {
         emit_i8s(t, name, i, "lut", s->lut, 256);
@@ -283,6 +334,27 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
         if (s->kind == OTC_QOP_ADD)
             otc_text_printf(t, ", %" PRId32 ", %" PRId32, s->mb.m, s->mb.shift);
         otc_text_puts(t, ");\n");
+        break;
+    }
+    case OTC_QOP_CONV:
+    case OTC_QOP_MAXPOOL:
+    case OTC_QOP_AVGPOOL: {
+        int kind = s->kind == OTC_QOP_CONV ? 0 : s->kind == OTC_QOP_MAXPOOL ? 1 : 2;
+        otc_text_printf(t, "%s_window(%d, ", name, kind);
+        tensor_ref(t, name, a);
+        otc_text_puts(t, ", ");
+        tensor_ref(t, name, y);
+        otc_text_printf(t, ", %d, %d, %s_s%d_g, ", (int)a->q.zero_point, (int)y->q.zero_point, name,
+                        i);
+        if (kind == 0)
+            otc_text_printf(t, "%s_s%d_w, %s_s%d_b, ", name, i, name, i);
+        else
+            otc_text_puts(t, "0, 0, ");
+        if (kind == 1)
+            otc_text_puts(t, "0, 0, ");
+        else
+            otc_text_printf(t, "%s_s%d_o_m, %s_s%d_o_sh, ", name, i, name, i);
+        otc_text_printf(t, "%d, %d);\n", s->lo, s->hi);
         break;
     }
     case OTC_QOP_NEURON:

@@ -340,6 +340,112 @@ static otc_status lower_dense(builder *b, otc_id mm) {
     return OTC_OK;
 }
 
+/* x [B,C,H,W] -> geometry of a Conv2d or pool node (see otc_qstep.geo). */
+static void window_geo(const otc_graph *g, const otc_node *nd, int out_c, int32_t *geo) {
+    const otc_node *x = otc_graph_node(g, nd->inputs[0]);
+    const otc_window *w = &nd->win;
+    int32_t v[15] = {x->shape.dim[1],
+                     x->shape.dim[2],
+                     x->shape.dim[3],
+                     out_c,
+                     nd->shape.dim[2],
+                     nd->shape.dim[3],
+                     w->kernel_h,
+                     w->kernel_w,
+                     w->stride_h,
+                     w->stride_w,
+                     w->pad_h,
+                     w->pad_w,
+                     w->dilation_h ? w->dilation_h : 1,
+                     w->dilation_w ? w->dilation_w : 1,
+                     w->groups ? w->groups : 1};
+    memcpy(geo, v, sizeof v);
+}
+
+/* Conv2d (weights per output channel, symmetric) [-> ReLU or clamp]. */
+static otc_status lower_conv(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    otc_id x = nd->inputs[0], wid = nd->inputs[1];
+    if (b->tensor_of[x] < 0 || !is_param(b, wid) || nd->shape.ndim != 4 ||
+        (nd->n_inputs > 2 && !is_param(b, nd->inputs[2])))
+        return no_lowering(b, id, "only a value convolved with parameters is lowered");
+    const otc_node *wn = otc_graph_node(b->g, wid);
+    const float *w = wn->value->data;
+    const float *bias = nd->n_inputs > 2 ? otc_graph_node(b->g, nd->inputs[2])->value->data : NULL;
+    int o = wn->shape.dim[0], per = (int)(wn->value->size / (size_t)o);
+    otc_id last = id;
+    int fused_act = -1;
+    otc_id c = sole_consumer(b, id);
+    if (c >= 0 && (otc_graph_node(b->g, c)->op == OTC_OP_RELU ||
+                   otc_graph_node(b->g, c)->op == OTC_OP_CLAMPED)) {
+        fused_act = otc_graph_node(b->g, c)->op;
+        b->done[c] = true;
+        last = c;
+    }
+    int xt = b->tensor_of[x], yt = out_tensor(b, last);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_CONV, last);
+    if (!s) return OTC_ERR_NOMEM;
+    b->tensor_of[id] = yt;
+    s->a = xt;
+    s->out = yt;
+    s->k = per;
+    s->n = o;
+    window_geo(b->g, nd, o, s->geo);
+    s->w = malloc((size_t)per * (size_t)o);
+    s->bias = calloc((size_t)o, sizeof *s->bias);
+    s->mult = calloc((size_t)o, sizeof *s->mult);
+    if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
+    otc_qparam qx = b->q->tensors[xt].q, qy = b->q->tensors[yt].q;
+    if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
+    if (fused_act == OTC_OP_CLAMPED) {
+        s->lo = otc_quantize_value(-1.0f, qy);
+        s->hi = otc_quantize_value(1.0f, qy);
+    }
+    for (int j = 0; j < o; j++) {
+        double amax = 0;
+        for (int i = 0; i < per; i++) {
+            double v = w[(size_t)j * (size_t)per + (size_t)i];
+            if (!isfinite(v)) return no_lowering(b, id, "a weight is not finite");
+            if (fabs(v) > amax) amax = fabs(v);
+        }
+        double sw = amax > 0 ? amax / 127.0 : 1.0;
+        for (int i = 0; i < per; i++)
+            s->w[(size_t)j * (size_t)per + (size_t)i] =
+                (int8_t)nearbyint(w[(size_t)j * (size_t)per + (size_t)i] / sw);
+        double sacc = (double)qx.scale * sw;
+        if (bias) {
+            double bq = nearbyint(bias[j] / sacc);
+            if (!(fabs(bq) < 2e9)) return no_lowering(b, id, "a bias does not fit int32");
+            s->bias[j] = (int32_t)bq;
+        }
+        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
+        if (st) return no_lowering(b, id, otc_last_error());
+    }
+    return OTC_OK;
+}
+
+/* Max pooling keeps the input's scale (a maximum of int8 values is exact); average pooling
+ * requantises the window's sum. */
+static otc_status lower_pool(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    int xt = b->tensor_of[nd->inputs[0]];
+    if (xt < 0 || nd->shape.ndim != 4) return no_lowering(b, id, NULL);
+    bool avg = nd->op == OTC_OP_AVGPOOL2D;
+    otc_qparam qx = b->q->tensors[xt].q;
+    int yt = avg ? out_tensor(b, id) : new_tensor(b, row_width(nd->shape), qx, false);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, avg ? OTC_QOP_AVGPOOL : OTC_QOP_MAXPOOL, id);
+    if (!s) return OTC_ERR_NOMEM;
+    b->tensor_of[id] = yt;
+    s->a = xt;
+    s->out = yt;
+    window_geo(b->g, nd, nd->shape.dim[1], s->geo);
+    if (avg && otc_qmult_from_real((double)qx.scale / ((double)nd->win.kernel_h * nd->win.kernel_w *
+                                                       b->q->tensors[yt].q.scale),
+                                   &s->ma))
+        return no_lowering(b, id, otc_last_error());
+    return OTC_OK;
+}
+
 static otc_status lower_binary(builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
     int at = b->tensor_of[nd->inputs[0]], bt = b->tensor_of[nd->inputs[1]];
@@ -438,6 +544,11 @@ static otc_status lower_node(builder *b, otc_id id) {
         return lower_binary(b, id);
     case OTC_OP_NEURON:
         return lower_neuron(b, id);
+    case OTC_OP_CONV2D:
+        return lower_conv(b, id);
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D:
+        return lower_pool(b, id);
     case OTC_OP_RESHAPE:
     case OTC_OP_FLATTEN: /* the same bytes, per sample */
         if (b->tensor_of[nd->inputs[0]] < 0) return no_lowering(b, id, NULL);

@@ -102,6 +102,44 @@ static int32_t neuron_agg(const otc_qmodel *q, const otc_qstep *s, int8_t *work,
     return acc > INT32_MAX ? INT32_MAX : acc < INT32_MIN ? INT32_MIN : (int32_t)acc;
 }
 
+/* Conv2d and the pools over one sample (NCHW, geometry in s->geo). Integer sums are exact
+ * in any order, so the loop order need not match the float kernels'. */
+static void run_window(const otc_qstep *s, const int8_t *x, int8_t *y, int32_t zx, int32_t zy) {
+    const int32_t *g = s->geo;
+    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], KW = g[7];
+    int32_t cg = C / g[14], og = O / g[14];
+    for (int32_t o = 0; o < O; o++)
+        for (int32_t oh = 0; oh < OH; oh++)
+            for (int32_t ow = 0; ow < OW; ow++) {
+                int32_t acc = s->kind == OTC_QOP_CONV ? s->bias[o] : 0, best = -128;
+                for (int32_t ci = 0; ci < (s->kind == OTC_QOP_CONV ? cg : 1); ci++) {
+                    int32_t c = s->kind == OTC_QOP_CONV ? (o / og) * cg + ci : o;
+                    for (int32_t kh = 0; kh < KH; kh++) {
+                        int32_t ih = oh * g[8] - g[10] + kh * g[12];
+                        if (ih < 0 || ih >= H) continue;
+                        for (int32_t kw = 0; kw < KW; kw++) {
+                            int32_t iw = ow * g[9] - g[11] + kw * g[13];
+                            if (iw < 0 || iw >= W) continue;
+                            int32_t v = x[(c * H + ih) * W + iw];
+                            if (s->kind == OTC_QOP_CONV)
+                                acc += (v - zx) * s->w[((o * cg + ci) * KH + kh) * KW + kw];
+                            else if (s->kind == OTC_QOP_AVGPOOL)
+                                acc += v - zx;
+                            else if (v > best)
+                                best = v;
+                        }
+                    }
+                }
+                int8_t *out = &y[(o * OH + oh) * OW + ow];
+                if (s->kind == OTC_QOP_CONV)
+                    *out = sat(zy + otc_qmult_apply(acc, s->mult[o]), s->lo, s->hi);
+                else if (s->kind == OTC_QOP_AVGPOOL)
+                    *out = sat(zy + otc_qmult_apply(acc, s->ma), s->lo, s->hi);
+                else
+                    *out = (int8_t)best;
+            }
+}
+
 static void run_step(const otc_qmodel *q, const otc_qstep *s, int8_t *work, int8_t *state) {
     int8_t *y = tensor_at(q, s->out, work, state);
     const int8_t *a = tensor_at(q, s->a, work, state);
@@ -138,6 +176,11 @@ static void run_step(const otc_qmodel *q, const otc_qstep *s, int8_t *work, int8
         y[0] = s->lut[sat(pre, -128, 127) + 128];
         break;
     }
+    case OTC_QOP_CONV:
+    case OTC_QOP_MAXPOOL:
+    case OTC_QOP_AVGPOOL:
+        run_window(s, a, y, za, zy);
+        break;
     default:
         break;
     }
