@@ -14,8 +14,9 @@ dir=$(mktemp -d /tmp/otc_quant_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# A driver over the int8 API: CSV rows in (features, then the label), each output's int8
-# values and the argmax out; the last line counts the rows whose argmax is the label.
+# A driver over the int8 API: CSV rows in (features, then the label); out, as `otc run
+# --argmax` writes them, the dequantised outputs and the argmax; on standard error the count
+# of rows whose argmax is the label.
 cat > "$dir/main.c" << 'EOF'
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,14 +44,15 @@ int main(void) {
         FORWARD(in, out);
         int best = 0;
         for (int i = 0; i < P(OUT_WIDTH); i++) {
-            printf("%d ", out[i]);
+            printf("%s%.7g", i ? "," : "",
+                   (double)(P(OUT0_SCALE) * (float)((int32_t)out[i] - P(OUT0_ZERO_POINT))));
             if (out[i] > out[best]) best = i;
         }
-        printf("-> %d\n", best);
+        printf(",%d\n", best);
         rows++;
         right += best == (int)label;
     }
-    printf("right %d of %d\n", right, rows);
+    fprintf(stderr, "right %d of %d\n", right, rows);
     return 0;
 }
 EOF
@@ -76,16 +78,21 @@ defs="-DMODEL_H=\"iris.h\" -DP(x)=IRIS_##x -DFORWARD=iris_forward"
 cc -std=c99 -O2 -I"$dir/c" $defs "$dir/main.c" "$dir/c/iris.c" -o "$dir/host"
 arm-linux-gnueabihf-gcc -std=c99 -O2 -static -I"$dir/c" $defs "$dir/main.c" "$dir/c/iris.c" \
     -o "$dir/arm"
-"$dir/host" < "$src/examples/data/iris.csv" > "$dir/host.out"
-qemu-arm "$dir/arm" < "$src/examples/data/iris.csv" > "$dir/arm.out" || fail "qemu-arm run"
+"$dir/host" < "$src/examples/data/iris.csv" > "$dir/host.out" 2> "$dir/host.err"
+qemu-arm "$dir/arm" < "$src/examples/data/iris.csv" > "$dir/arm.out" 2> /dev/null ||
+    fail "qemu-arm run"
 cmp "$dir/host.out" "$dir/arm.out" || fail "armhf and host outputs differ"
+# ...and `otc run --quantized int8`, the host's integer reference, prints the same values.
+"$otc" run "$dir/iris.otm" --input "$src/examples/data/iris.csv" --drop species --argmax \
+    --quantized int8 --calibrate "$src/examples/data/iris.csv" | tail -n +2 > "$dir/ref.out"
+cmp "$dir/host.out" "$dir/ref.out" || fail "otc run --quantized and the emitted C differ"
 
 # Accuracy: the int8 argmax against the float model's, on all 150 rows.
 "$otc" run "$dir/iris.otm" --input "$src/examples/data/iris.csv" --drop species --argmax \
     -o "$dir/float.csv"
 float_right=$(paste -d, "$src/examples/data/iris.csv" "$dir/float.csv" |
     awk -F, 'NR > 1 && $5 == $NF { n++ } END { print n + 0 }')
-int8_right=$(tail -1 "$dir/host.out" | awk '{ print $2 }')
+int8_right=$(awk '{ print $2 }' "$dir/host.err")
 echo "iris: float $float_right/150 right, int8 $int8_right/150"
 [ $((float_right - int8_right)) -le 2 ] || fail "int8 lost accuracy: $int8_right vs $float_right"
 
