@@ -239,6 +239,20 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
             n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
 }
 
+/* A step's table: an earlier step's identical one is reused (NEAT neurons of one
+ * activation and scale share theirs: 256 bytes of flash each saved). */
+static void emit_lut(otc_text *t, const otc_qmodel *q, const char *name, int i) {
+    for (int j = 0; j < i; j++) {
+        otc_qop_kind k = q->steps[j].kind;
+        if ((k == OTC_QOP_LUT || k == OTC_QOP_NEURON) &&
+            !memcmp(q->steps[j].lut, q->steps[i].lut, sizeof q->steps[i].lut)) {
+            otc_text_printf(t, "#define %s_s%d_lut %s_s%d_lut\n", name, i, name, j);
+            return;
+        }
+    }
+    emit_i8s(t, name, i, "lut", q->steps[i].lut, 256);
+}
+
 static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, int i) {
     const otc_qstep *s = &q->steps[i];
     switch (s->kind) {
@@ -248,7 +262,7 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
         emit_mults(t, name, i, "o", s->mult, s->n);
         break;
     case OTC_QOP_LUT:
-        emit_i8s(t, name, i, "lut", s->lut, 256);
+        emit_lut(t, q, name, i);
         break;
     case OTC_QOP_CONV:
     case OTC_QOP_MAXPOOL:
@@ -263,7 +277,7 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
         }
         break;
     case OTC_QOP_NEURON: {
-        emit_i8s(t, name, i, "lut", s->lut, 256);
+        emit_lut(t, q, name, i);
         emit_mults(t, name, i, "t", s->term, s->n_src);
         otc_text_printf(t, "static const int8_t *const %s_s%d_src[%d] = {", name, i,
                         s->n_src ? s->n_src : 1);
