@@ -139,7 +139,7 @@ expect2() { # expect2 PATTERN ARGS...
 expect2 'feature column\|takes 4\|4 ' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8 \
     --calibrate "$src/examples/data/iris.csv"
 printf 'a,b,c,d\n1,2,3,4\n1,3,3,5\n2,2,3,4\n' > "$dir/const.csv"
-expect2 'column 3 is constant' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8 \
+expect2 'column 3 (c) is constant' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8 \
     --calibrate "$dir/const.csv"
 printf 'a,b,c,d\n1,2,3,4\n1,nan,3,5\n2,2,3,4\n' > "$dir/nan.csv"
 expect2 'line 3\|column 2\|nan' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8 \

@@ -280,12 +280,16 @@ TEST(quant_refuses_bad_data) {
     CHECK(strstr(otc_last_error(), "4 feature column") != NULL);
     otc_dataset_free(d);
     d = random_rows(20, 5, 5);
+    /* As from a CSV (line numbers): a constant feature is refused; image pixels are not. */
+    d->lines = malloc(20 * sizeof *d->lines);
+    REQUIRE(d->lines != NULL);
+    for (int r = 0; r < 20; r++) d->lines[r] = r + 2;
     for (int r = 0; r < 20; r++) d->x[r * 5 + 2] = 1.5f;
     CHECK(otc_quantize_int8(g, d, &q) != OTC_OK);
-    CHECK(strstr(otc_last_error(), "column 3 is constant") != NULL);
+    CHECK(strstr(otc_last_error(), "column 3 (x2) is constant") != NULL);
     d->x[7 * 5 + 2] = NAN;
     CHECK(otc_quantize_int8(g, d, &q) != OTC_OK);
-    CHECK(strstr(otc_last_error(), "column 3 is not a finite") != NULL);
+    CHECK(strstr(otc_last_error(), "(line 9), column 3 is not a finite") != NULL);
     CHECK(q == NULL);
     otc_dataset_free(d);
     otc_graph_free(g);

@@ -139,11 +139,13 @@ static otc_status check_data(const otc_graph *g, const otc_dataset *d, otc_id *i
             if (x < lo) lo = x;
             if (x > hi) hi = x;
         }
-        if (lo == hi && d->rows > 1)
+        /* A CSV feature that never varies was not calibrated: the rows do not cover what
+         * the model will see. (Image pixels, from IDX files, may be constant: the border.) */
+        if (lo == hi && d->rows > 1 && d->lines)
             return otc_fail(OTC_ERR_ARG,
-                            "calibration column %d is constant (%g): its range is zero, so the "
-                            "rows do not calibrate it; give rows that vary",
-                            c + 1, (double)lo);
+                            "calibration column %d (%s) is constant (%g): its range is zero, so "
+                            "the rows do not calibrate it; give rows that vary",
+                            c + 1, d->feature_names ? d->feature_names[c] : "?", (double)lo);
     }
     return OTC_OK;
 }
