@@ -209,6 +209,7 @@ static int new_tensor(builder *b, int width, otc_qparam p, bool state) {
     otc_qtensor *t = &q->tensors[q->n_tensors];
     *t = (otc_qtensor){.width = width, .q = p, .state = state, .delay_of = -1};
     int *bytes = state ? &q->state_bytes : &q->workspace_bytes;
+    if (width < 0 || *bytes > INT32_MAX / 2 - width) return -1;
     t->offset = *bytes;
     *bytes += width;
     return q->n_tensors++;
@@ -264,6 +265,12 @@ static otc_id sole_consumer(builder *b, otc_id id) {
 
 static bool is_param(builder *b, otc_id id) {
     return otc_graph_node(b->g, id)->op == OTC_OP_PARAMETER;
+}
+
+/* The int32 accumulator of k products (|x - zx| <= 255, |w| <= 127) plus a bias cannot
+ * overflow (signed overflow would be undefined in both the host and the device code). */
+static bool acc_fits(int64_t k, double bias_q) {
+    return fabs(bias_q) + (double)k * 255.0 * 127.0 < 2147483647.0;
 }
 
 /* matmul(x, W [K,N]) [+ row_broadcast(bias [N])] [-> ReLU or clamp]: one dense step. */
@@ -331,11 +338,12 @@ static otc_status lower_dense(builder *b, otc_id mm) {
             s->w[(size_t)j * (size_t)k + (size_t)i] =
                 (int8_t)nearbyint(w[(size_t)i * (size_t)n + (size_t)j] / sw);
         double sacc = (double)qx.scale * sw;
-        if (bias) {
-            double bq = nearbyint(bias[j] / sacc);
-            if (!(fabs(bq) < 2e9)) return no_lowering(b, mm, "a bias does not fit int32");
-            s->bias[j] = (int32_t)bq;
-        }
+        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
+        if (!acc_fits(k, bq))
+            return no_lowering(b, mm,
+                               "its accumulator could overflow int32 (a bias or the number of "
+                               "inputs is too large)");
+        s->bias[j] = (int32_t)bq;
         otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
         if (st) return no_lowering(b, mm, otc_last_error());
     }
@@ -415,11 +423,12 @@ static otc_status lower_conv(builder *b, otc_id id) {
             s->w[(size_t)j * (size_t)per + (size_t)i] =
                 (int8_t)nearbyint(w[(size_t)j * (size_t)per + (size_t)i] / sw);
         double sacc = (double)qx.scale * sw;
-        if (bias) {
-            double bq = nearbyint(bias[j] / sacc);
-            if (!(fabs(bq) < 2e9)) return no_lowering(b, id, "a bias does not fit int32");
-            s->bias[j] = (int32_t)bq;
-        }
+        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
+        if (!acc_fits(per, bq))
+            return no_lowering(b, id,
+                               "its accumulator could overflow int32 (a bias or the number of "
+                               "inputs is too large)");
+        s->bias[j] = (int32_t)bq;
         otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
         if (st) return no_lowering(b, id, otc_last_error());
     }
@@ -533,6 +542,11 @@ static otc_status lower_neuron(builder *b, otc_id id) {
 static otc_status lower_node(builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
     const otc_op_info *info = otc_op_get(nd->op);
+    const node_stats *st = &b->st[id];
+    if (st->seen && !(isfinite(st->v.lo) && isfinite(st->v.hi) &&
+                      (nd->op != OTC_OP_NEURON ||
+                       (isfinite(st->pre.lo) && isfinite(st->pre.hi) && isfinite(st->tmax)))))
+        return no_lowering(b, id, "its value on the calibration rows is not finite");
     switch (nd->op) {
     case OTC_OP_INPUT:
         return out_tensor(b, id) < 0 ? OTC_ERR_NOMEM : OTC_OK;
