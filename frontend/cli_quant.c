@@ -27,6 +27,14 @@ int otc_cli_quantize(const char *cmd, const char *model, otc_graph *g, const cha
         rc = otc_cli_load_csv(cmd, calibrate, &co, &d);
     }
     otc_id in;
+    int want = otc_graph_input_count(g) == 1 ? otc_cli_row_width(g, otc_graph_input(g, 0)) : -1;
+    if (!rc && want > 0 && d->n_features != want && !otc_cli_idx_dir(calibrate)) {
+        char sd_[512];
+        rc = otc_cli_error(cmd,
+                           "--calibrate %s has %d feature columns but the model's input takes %d "
+                           "(leave out the others, e.g. the labels, with --drop COLS)",
+                           otc_cli_printable(calibrate, sd_, sizeof sd_), d->n_features, want);
+    }
     if (!rc) rc = otc_cli_data_input(cmd, g, model, calibrate, d, &in);
     if (!rc && d->rows > 4096 && !sd) {
         /* A few thousand rows set the ranges as well as sixty thousand, in a fraction of the

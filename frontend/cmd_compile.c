@@ -96,8 +96,9 @@ static int compile_int8(const char *model, const char *name, const char *dir, co
         return otc_cli_error("compile", "unknown --quantize '%s' (int8)", mode);
     if (!dir) return otc_cli_error("compile", "--quantize int8 writes C: give --emit-c DIR");
     if (other_outputs)
-        return otc_cli_error("compile", "--quantize int8 makes inference C only (no --train, "
-                                        "--bptt, --plan-dot or LLVM outputs)");
+        return otc_cli_error("compile", "--quantize int8 makes one-sample inference C only (no "
+                                        "--train, --bptt, --batch, --fuse, --plan-dot or LLVM "
+                                        "outputs)");
     otc_graph *g = NULL;
     otc_qmodel *q = NULL;
     int rc = otc_cli_load_model("compile", model, &g);
@@ -221,7 +222,7 @@ int otc_cmd_compile(int argc, char **argv) {
     if ((rc = otc_cli_check_files("compile", ins, 1, outs, 6))) return rc;
     if (quantize)
         return compile_int8(pos[0], name, emit_c, quantize, calibrate, drop,
-                            train || llvm || plan_dot || bptt);
+                            train || llvm || plan_dot || bptt || batch || dynamic || fuse);
     if (calibrate || drop)
         return otc_cli_error("compile", "--calibrate and --drop go with --quantize int8");
     if (llvm) {
