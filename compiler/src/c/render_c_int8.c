@@ -174,12 +174,13 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
             "    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], "
             "KW = g[7];\n"
             "    int32_t cg = C / g[14], og = O / g[14];\n"
-            "    for (int32_t o = 0; o < O; o++)\n"
+            "    for (int32_t o = 0; o < O; o++) {\n"
+            "        int32_t c0 = kind == 0 ? (o / og) * cg : o;\n"
             "        for (int32_t oh = 0; oh < OH; oh++)\n"
             "            for (int32_t ow = 0; ow < OW; ow++) {\n"
             "                int32_t acc = kind == 0 ? bias[o] : 0, best = -128;\n"
             "                for (int32_t ci = 0; ci < (kind == 0 ? cg : 1); ci++) {\n"
-            "                    int32_t c = kind == 0 ? (o / og) * cg + ci : o;\n"
+            "                    int32_t c = c0 + ci;\n"
             "                    for (int32_t kh = 0; kh < KH; kh++) {\n"
             "                        int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
             "                        if (ih < 0 || ih >= H) continue;\n"
@@ -199,7 +200,7 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
             "                if (kind == 1) *out = (int8_t)best;\n"
             "                else *out = %s_sat(zy + %s_rq(acc, m[kind == 0 ? o : 0], "
             "sh[kind == 0 ? o : 0]), lo, hi);\n"
-            "            }\n}\n\n",
+            "            }\n    }\n}\n\n",
             n, n, n);
     if (used[OTC_QOP_NEURON])
         otc_text_printf(

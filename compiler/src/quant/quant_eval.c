@@ -108,12 +108,13 @@ static void run_window(const otc_qstep *s, const int8_t *x, int8_t *y, int32_t z
     const int32_t *g = s->geo;
     int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], KW = g[7];
     int32_t cg = C / g[14], og = O / g[14];
-    for (int32_t o = 0; o < O; o++)
+    for (int32_t o = 0; o < O; o++) {
+        int32_t c0 = s->kind == OTC_QOP_CONV ? (o / og) * cg : o; /* one division per channel */
         for (int32_t oh = 0; oh < OH; oh++)
             for (int32_t ow = 0; ow < OW; ow++) {
                 int32_t acc = s->kind == OTC_QOP_CONV ? s->bias[o] : 0, best = -128;
                 for (int32_t ci = 0; ci < (s->kind == OTC_QOP_CONV ? cg : 1); ci++) {
-                    int32_t c = s->kind == OTC_QOP_CONV ? (o / og) * cg + ci : o;
+                    int32_t c = c0 + ci;
                     for (int32_t kh = 0; kh < KH; kh++) {
                         int32_t ih = oh * g[8] - g[10] + kh * g[12];
                         if (ih < 0 || ih >= H) continue;
@@ -138,6 +139,7 @@ static void run_window(const otc_qstep *s, const int8_t *x, int8_t *y, int32_t z
                 else
                     *out = (int8_t)best;
             }
+    }
 }
 
 static void run_step(const otc_qmodel *q, const otc_qstep *s, int8_t *work, int8_t *state) {
