@@ -101,7 +101,8 @@ float otc_dequantize_value(int8_t q, otc_qparam p);
 
 /* The fixed-point form of a real multiplier; fails when it is too large (>= 2^30). */
 otc_status otc_qmult_from_real(double real, otc_qmult *out);
-/* round-half-up(acc * m / 2^shift), the requantisation both the host and the emitted C do. */
+/* round-half-up(acc * m / 2^shift) saturated at +-2^29, the requantisation both the host
+ * and the emitted C do. */
 int32_t otc_qmult_apply(int32_t acc, otc_qmult m);
 
 /* The model as standalone C without floating point at run time: header and source text

@@ -114,11 +114,12 @@ static void emit_mults(otc_text *t, const char *name, int step, const char *what
 static void emit_helpers(otc_text *t, const char *n, const bool *used) {
     otc_text_printf(
         t,
-        "/* round-half-up(acc * m / 2^sh), saturated: the fixed-point requantisation. An\n"
-        " * arithmetic right shift of a negative value is what GCC and Clang do. */\n"
+        "/* round-half-up(acc * m / 2^sh), saturated at +-2^29: the fixed-point "
+        "requantisation.\n * An arithmetic right shift of a negative value is what GCC and Clang "
+        "do. */\n"
         "static int32_t %s_rq(int32_t acc, int32_t m, int32_t sh) {\n"
         "    int64_t p = ((int64_t)acc * m + ((int64_t)1 << (sh - 1))) >> sh;\n"
-        "    return p > INT32_MAX ? INT32_MAX : p < INT32_MIN ? INT32_MIN : (int32_t)p;\n}\n\n"
+        "    return (int32_t)(p > 536870912 ? 536870912 : p < -536870912 ? -536870912 : p);\n}\n\n"
         "static int8_t %s_sat(int32_t v, int32_t lo, int32_t hi) {\n"
         "    return (int8_t)(v < lo ? lo : v > hi ? hi : v);\n}\n\n",
         n, n);

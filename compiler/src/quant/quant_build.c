@@ -442,6 +442,8 @@ static otc_status lower_pool(builder *b, otc_id id) {
     int xt = b->tensor_of[nd->inputs[0]];
     if (xt < 0 || nd->shape.ndim != 4) return no_lowering(b, id, NULL);
     bool avg = nd->op == OTC_OP_AVGPOOL2D;
+    if (avg && !acc_fits((int64_t)nd->win.kernel_h * nd->win.kernel_w, 0))
+        return no_lowering(b, id, "its window's sum could overflow int32");
     otc_qparam qx = b->q->tensors[xt].q;
     int yt = avg ? out_tensor(b, id) : new_tensor(b, row_width(nd->shape), qx, false);
     otc_qstep *s = yt < 0 ? NULL : new_step(b, avg ? OTC_QOP_AVGPOOL : OTC_QOP_MAXPOOL, id);

@@ -27,12 +27,12 @@ otc_status otc_qmult_from_real(double real, otc_qmult *out) {
 }
 
 /* Arithmetic right shift of a negative int64 is what every compiler the emitted code
- * targets does (GCC and Clang define it). */
+ * targets does (GCC and Clang define it). The result saturates at +-2^29, far past any int8,
+ * so that a zero point plus two of them (add; a median's middle pair) stays in int32. */
 int32_t otc_qmult_apply(int32_t acc, otc_qmult m) {
     int64_t p = ((int64_t)acc * m.m + ((int64_t)1 << (m.shift - 1))) >> m.shift;
-    if (p > INT32_MAX) return INT32_MAX;
-    if (p < INT32_MIN) return INT32_MIN;
-    return (int32_t)p;
+    const int64_t lim = (int64_t)1 << 29;
+    return (int32_t)(p > lim ? lim : p < -lim ? -lim : p);
 }
 
 int8_t otc_quantize_value(float x, otc_qparam p) {
