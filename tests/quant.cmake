@@ -7,6 +7,8 @@ endif()
 if(TARGET otc_cli)
   add_test(NAME quant_int8_cli
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/quant_int8.sh $<TARGET_FILE:otc_cli>
-                   ${PROJECT_SOURCE_DIR})
-  set_tests_properties(quant_int8_cli PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+                   ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models)
+  # The recurrent and two-input models come from tests/cli/make_test_models.c.
+  set_tests_properties(quant_int8_cli PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+                                                 FIXTURES_REQUIRED otc_cli_models)
 endif()

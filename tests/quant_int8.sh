@@ -3,10 +3,12 @@
 # champion still solves XOR in int8; the C builds for Cortex-M0 and M4 with no soft-float
 # helper; armhf under qemu-arm prints what the host build prints; bad calibration data and an
 # op without an integer lowering exit 2 naming the column or node.
-# usage: quant_int8.sh OTC SOURCE_DIR   (exit 77 without the Arm toolchains)
+# usage: quant_int8.sh OTC SOURCE_DIR MODELS_DIR   (exit 77 without the Arm toolchains;
+#        MODELS_DIR: tests/cli/make_test_models.c's models)
 set -eu
 otc=$1
 src=$2
+models=$3
 for tool in arm-none-eabi-gcc arm-none-eabi-nm arm-linux-gnueabihf-gcc qemu-arm cc; do
     command -v "$tool" > /dev/null 2>&1 || { echo "skip: $tool not installed"; exit 77; }
 done
@@ -153,5 +155,17 @@ expect2 'line 3\|column 2\|nan' "$dir/iris.otm" --emit-c "$dir/e" --quantize int
 expect2 'needs --calibrate' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8
 expect2 "unknown --quantize 'int4'" "$dir/iris.otm" --emit-c "$dir/e" --quantize int4 \
     --calibrate "$dir/const.csv"
+expect2 'one input' "$models/two_inputs.otm" --emit-c "$dir/e" --quantize int8 \
+    --calibrate "$dir/const.csv"
 [ ! -e "$dir/e/iris.c" ] || fail "a refused compile wrote files"
+
+# A recurrent model (a running sum through a delay) runs its rows as one sequence, its state
+# in int8: within a few of the output's steps (1/51 here) of the float model.
+printf 'x\n1\n2\n-1\n0.5\n3\n' > "$dir/seq.csv"
+"$otc" run "$models/running_sum.otm" --input "$dir/seq.csv" > "$dir/f32.csv"
+"$otc" run "$models/running_sum.otm" --input "$dir/seq.csv" --quantized int8 \
+    --calibrate "$dir/seq.csv" > "$dir/i8.csv"
+paste -d, "$dir/f32.csv" "$dir/i8.csv" |
+    awk -F, 'NR > 1 { d = $1 - $2; if (d < 0) d = -d; if (d > 0.03) bad = 1 } END { exit bad }' ||
+    fail "recurrent int8 far from float: $(paste -d, "$dir/f32.csv" "$dir/i8.csv")"
 echo "quant_int8: ok"
