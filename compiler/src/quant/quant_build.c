@@ -1,29 +1,11 @@
-/* Calibration and lowering to int8: the float model runs on the calibration rows with the
- * interpreter, each value's range gives its scale and zero point, and every node becomes an
- * integer step (dense layers with per-output-channel weights, lookup tables from the op
- * spec's expression trees, NEAT neurons). */
+/* Lowering to int8: each calibrated range (quant_calibrate.c) gives a value's scale and zero
+ * point, and every node becomes an integer step (dense layers with per-output-channel weights,
+ * lookup tables from the op spec's expression trees, NEAT neurons). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "otc/quant.h"
-
-typedef struct {
-    double lo, hi;
-} range;
-
-/* What calibration learns about one node. */
-typedef struct {
-    range v;     /* its value */
-    range pre;   /* neuron: bias + response * agg */
-    double tmax; /* neuron: the largest |term| and |agg| */
-    bool seen;
-} node_stats;
-
-static void widen(range *r, double x) {
-    if (x < r->lo) r->lo = x;
-    if (x > r->hi) r->hi = x;
-}
+#include "quant_internal.h"
 
 /* Asymmetric int8 over [lo, hi] widened to hold 0 (so zero, padding and ReLU's floor are
  * exact); a value that never varies gets a unit range. */
@@ -34,144 +16,6 @@ static otc_qparam qparam_of(range r) {
     double zp = nearbyint(-128.0 - lo / scale);
     otc_qparam p = {(float)scale, (int32_t)(zp < -128 ? -128 : zp > 127 ? 127 : zp)};
     return p;
-}
-
-static int row_width(otc_shape s) {
-    if (s.ndim < 1 || s.dim[0] != OTC_BATCH) return -1;
-    int w = 1;
-    for (int i = 1; i < s.ndim; i++) w *= s.dim[i];
-    return w;
-}
-
-/* The float aggregation of a neuron's terms (otc/ops.h otc_agg), for calibration. */
-static double agg_float(int agg, const double *t, int k) {
-    if (k == 0) return 0;
-    if (agg == OTC_AGG_MEDIAN) {
-        double a = 0, b = 0;
-        for (int r = 0; r < 2; r++) {
-            int want = r ? k / 2 : (k - 1) / 2;
-            for (int i = 0; i < k; i++) {
-                int lt = 0, le = 0;
-                for (int j = 0; j < k; j++) {
-                    lt += t[j] < t[i];
-                    le += t[j] <= t[i];
-                }
-                if (lt <= want && want < le) {
-                    *(r ? &b : &a) = t[i];
-                    break;
-                }
-            }
-        }
-        return (a + b) / 2;
-    }
-    double acc = agg == OTC_AGG_SUM || agg == OTC_AGG_MEAN ? 0 : t[0];
-    for (int i = 0; i < k; i++) {
-        if (agg == OTC_AGG_SUM || agg == OTC_AGG_MEAN)
-            acc += t[i];
-        else if (agg == OTC_AGG_MIN && t[i] < acc)
-            acc = t[i];
-        else if (agg == OTC_AGG_MAX && t[i] > acc)
-            acc = t[i];
-        else if (agg == OTC_AGG_MAXABS && fabs(t[i]) > fabs(acc))
-            acc = t[i];
-    }
-    return agg == OTC_AGG_MEAN ? acc / k : acc;
-}
-
-/* The ranges of one forward's values (batch rows), neurons' pre-activations included. */
-static otc_status collect(otc_graph *g, otc_executor *ex, int batch, node_stats *st,
-                          double *terms) {
-    int n = otc_graph_size(g);
-    for (otc_id id = 0; id < n; id++) {
-        const otc_node *nd = otc_graph_node(g, id);
-        int w = row_width(nd->shape);
-        if (w < 0 || nd->op == OTC_OP_PARAMETER) continue;
-        const float *v;
-        otc_status s = otc_exec_value(ex, id, &v, NULL);
-        if (s) return s;
-        for (size_t i = 0; i < (size_t)batch * (size_t)w; i++) widen(&st[id].v, v[i]);
-        st[id].seen = true;
-        if (nd->op != OTC_OP_NEURON) continue;
-        int k = nd->n_inputs - 2;
-        const float *wt = otc_graph_node(g, nd->inputs[0])->value->data;
-        float bias = otc_graph_node(g, nd->inputs[1])->value->data[0];
-        for (int r = 0; r < batch; r++) {
-            for (int i = 0; i < k; i++) {
-                const float *src;
-                otc_id sid = nd->inputs[2 + i];
-                if ((s = otc_exec_value(ex, sid, &src, NULL))) return s;
-                int sw = row_width(otc_graph_node(g, sid)->shape);
-                terms[i] = (double)wt[i] * src[(size_t)r * (size_t)sw + (size_t)nd->cols[i]];
-                if (fabs(terms[i]) > st[id].tmax) st[id].tmax = fabs(terms[i]);
-            }
-            double agg = agg_float(nd->agg, terms, k);
-            if (fabs(agg) > st[id].tmax) st[id].tmax = fabs(agg);
-            widen(&st[id].pre, bias + (double)nd->scale * agg);
-        }
-    }
-    return OTC_OK;
-}
-
-/* The data's own faults, before anything runs: width, non-finite cells, constant columns. */
-static otc_status check_data(const otc_graph *g, const otc_dataset *d, otc_id *input) {
-    if (otc_graph_input_count(g) != 1)
-        return otc_fail(OTC_ERR_ARG, "int8 quantisation takes a model with one input, not %d",
-                        otc_graph_input_count(g));
-    *input = otc_graph_input(g, 0);
-    int w = row_width(otc_graph_node(g, *input)->shape);
-    char lb[96];
-    if (w < 0)
-        return otc_fail(OTC_ERR_ARG, "input %s is not batched",
-                        otc_graph_node_label(g, *input, lb, sizeof lb));
-    if (d->n_features != w)
-        return otc_fail(OTC_ERR_SHAPE,
-                        "the calibration data has %d feature column(s); input %s takes %d",
-                        d->n_features, otc_graph_node_label(g, *input, lb, sizeof lb), w);
-    if (d->rows < 1) return otc_fail(OTC_ERR_ARG, "the calibration data has no rows");
-    for (int c = 0; c < w; c++) {
-        float lo = d->x[c], hi = d->x[c];
-        for (int r = 0; r < d->rows; r++) {
-            float x = d->x[(size_t)r * (size_t)w + (size_t)c];
-            if (!isfinite(x))
-                return otc_fail(OTC_ERR_ARG,
-                                "calibration row %d (line %d), column %d is not a finite number",
-                                r + 1, d->lines ? d->lines[r] : r + 1, c + 1);
-            if (x < lo) lo = x;
-            if (x > hi) hi = x;
-        }
-        /* A CSV feature that never varies was not calibrated: the rows do not cover what
-         * the model will see. (Image pixels, from IDX files, may be constant: the border.) */
-        if (lo == hi && d->rows > 1 && d->lines)
-            return otc_fail(OTC_ERR_ARG,
-                            "calibration column %d (%s) is constant (%g): its range is zero, so "
-                            "the rows do not calibrate it; give rows that vary",
-                            c + 1, d->feature_names ? d->feature_names[c] : "?", (double)lo);
-    }
-    return OTC_OK;
-}
-
-static otc_status calibrate(otc_graph *g, const otc_dataset *d, otc_id input, node_stats *st) {
-    int n = otc_graph_size(g), max_k = 1;
-    for (otc_id id = 0; id < n; id++) {
-        st[id].v.lo = st[id].pre.lo = INFINITY;
-        st[id].v.hi = st[id].pre.hi = -INFINITY;
-        if (otc_graph_node(g, id)->n_inputs > max_k) max_k = otc_graph_node(g, id)->n_inputs;
-    }
-    otc_exec_options eo = {.inference = true};
-    otc_executor *ex = otc_interpreter_new(g, &eo);
-    double *terms = malloc(sizeof *terms * (size_t)max_k);
-    otc_status s = ex && terms ? OTC_OK : OTC_ERR_NOMEM;
-    /* A recurrent model reads the rows as one sequence, a step each; others in chunks. */
-    int chunk = otc_graph_is_recurrent(g) ? 1 : 256;
-    for (int r = 0; !s && r < d->rows; r += chunk) {
-        int b = d->rows - r < chunk ? d->rows - r : chunk;
-        s = otc_exec_set_input(ex, input, d->x + (size_t)r * (size_t)d->n_features, b);
-        if (!s) s = otc_exec_forward(ex);
-        if (!s) s = collect(g, ex, b, st, terms);
-    }
-    free(terms);
-    otc_exec_free(ex);
-    return s;
 }
 
 /* ---- lowering ---- */
@@ -236,8 +80,8 @@ static otc_qstep *new_step(builder *b, otc_qop_kind kind, otc_id node) {
 
 /* The output tensor of node id, with its calibrated scale. */
 static int out_tensor(builder *b, otc_id id) {
-    int t =
-        new_tensor(b, row_width(otc_graph_node(b->g, id)->shape), qparam_of(b->st[id].v), false);
+    int t = new_tensor(b, otc_quant_row_width(otc_graph_node(b->g, id)->shape),
+                       qparam_of(b->st[id].v), false);
     if (t >= 0) b->tensor_of[id] = t;
     return t;
 }
@@ -445,7 +289,7 @@ static otc_status lower_pool(builder *b, otc_id id) {
     if (avg && !acc_fits((int64_t)nd->win.kernel_h * nd->win.kernel_w, 0))
         return no_lowering(b, id, "its window's sum could overflow int32");
     otc_qparam qx = b->q->tensors[xt].q;
-    int yt = avg ? out_tensor(b, id) : new_tensor(b, row_width(nd->shape), qx, false);
+    int yt = avg ? out_tensor(b, id) : new_tensor(b, otc_quant_row_width(nd->shape), qx, false);
     otc_qstep *s = yt < 0 ? NULL : new_step(b, avg ? OTC_QOP_AVGPOOL : OTC_QOP_MAXPOOL, id);
     if (!s) return OTC_ERR_NOMEM;
     b->tensor_of[id] = yt;
@@ -575,7 +419,7 @@ static otc_status lower_node(builder *b, otc_id id) {
     case OTC_OP_DELAY: {
         /* The state shares its source's scale (the pair's ranges were merged) so that
          * carrying it is a copy. */
-        int t = new_tensor(b, row_width(nd->shape), qparam_of(b->st[id].v), true);
+        int t = new_tensor(b, otc_quant_row_width(nd->shape), qparam_of(b->st[id].v), true);
         if (t < 0) return OTC_ERR_NOMEM;
         b->tensor_of[id] = t;
         return OTC_OK;
@@ -626,8 +470,8 @@ static otc_status lower(builder *b, otc_id input) {
         const otc_node *nd = otc_graph_node(g, id);
         if (nd->op != OTC_OP_DELAY) continue;
         node_stats *a = &b->st[id], *c = &b->st[nd->inputs[0]];
-        widen(&c->v, a->v.lo);
-        widen(&c->v, a->v.hi);
+        otc_quant_widen(&c->v, a->v.lo);
+        otc_quant_widen(&c->v, a->v.hi);
         a->v = c->v;
     }
     for (int i = 0; !s && i < n; i++)
@@ -670,7 +514,7 @@ static otc_status lower(builder *b, otc_id input) {
 otc_status otc_quantize_int8(otc_graph *g, const otc_dataset *d, otc_qmodel **out) {
     *out = NULL;
     otc_id input = -1;
-    otc_status s = check_data(g, d, &input);
+    otc_status s = otc_quant_check_data(g, d, &input);
     if (s) return s;
     int n = otc_graph_size(g);
     builder b = {.g = g};
@@ -683,7 +527,7 @@ otc_status otc_quantize_int8(otc_graph *g, const otc_dataset *d, otc_qmodel **ou
         s = otc_fail(OTC_ERR_NOMEM, "out of memory quantising the model");
     } else {
         for (otc_id id = 0; id < n; id++) b.tensor_of[id] = -1;
-        s = calibrate(g, d, input, b.st);
+        s = otc_quant_calibrate(g, d, input, b.st);
         if (!s) s = lower(&b, input);
     }
     free(b.st);
