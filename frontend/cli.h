@@ -98,6 +98,14 @@ const char *otc_cli_idx_dir(const char *data);
 int otc_cli_load_idx(const char *cmd, const char *data, const char *split, const otc_graph *g,
                      const char *model_path, otc_dataset **out);
 
+/* ---- int8 quantisation (cli_quant.c) ---- */
+typedef struct otc_qmodel otc_qmodel;
+/* g calibrated on `calibrate` (a CSV, `drop` its columns to leave out, or idx:DIR's train
+ * images) and lowered to int8 (otc/quant.h). Errors name the model, the data and the node or
+ * column; exit code as otc_cli_error. */
+int otc_cli_quantize(const char *cmd, const char *model, otc_graph *g, const char *calibrate,
+                     const char *drop, otc_qmodel **out);
+
 /* ---- recurrent models ---- */
 /* A recurrent model (otc_graph_is_recurrent) reads its CSV rows as the time steps of
  * sequences rather than independent samples. */

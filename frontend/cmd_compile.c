@@ -14,6 +14,7 @@
 #include "otc/compiler.h"
 #include "otc/limits.h"
 #include "otc/otc.h"
+#include "otc/quant.h"
 
 const char otc_cmd_compile_summary[] = "compile a model to standalone C (--emit-c DIR)";
 
@@ -88,9 +89,43 @@ static int check_range(const char *opt, double v, double lo, bool lo_open, doubl
                          lo_open ? '(' : '[', lo, isinf(hi) ? "inf" : hs, hi_open ? ')' : ']', v);
 }
 
+/* --quantize int8: calibrate, lower to integer steps, write the integer-only C. */
+static int compile_int8(const char *model, const char *name, const char *dir, const char *mode,
+                        const char *calibrate, const char *drop, bool other_outputs) {
+    if (strcmp(mode, "int8"))
+        return otc_cli_error("compile", "unknown --quantize '%s' (int8)", mode);
+    if (!dir) return otc_cli_error("compile", "--quantize int8 writes C: give --emit-c DIR");
+    if (other_outputs)
+        return otc_cli_error("compile", "--quantize int8 makes one-sample inference C only (no "
+                                        "--train, --bptt, --batch, --fuse, --plan-dot or LLVM "
+                                        "outputs)");
+    otc_graph *g = NULL;
+    otc_qmodel *q = NULL;
+    int rc = otc_cli_load_model("compile", model, &g);
+    if (!rc) rc = otc_cli_quantize("compile", model, g, calibrate, drop, &q);
+    otc_status st = OTC_OK;
+    if (!rc && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        st = otc_fail(OTC_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    if (!rc && !st) st = otc_emit_c_int8_files(q, name, model, dir);
+    if (!rc && st) rc = otc_cli_error_file("compile", dir);
+    if (!rc) {
+        printf("wrote %s/%s.h and %s/%s.c (int8, integer arithmetic only)\n", dir, name, dir, name);
+        printf("  inputs %d int8 per sample, outputs %d; %d step(s)\n", q->in_width, q->out_width,
+               q->n_steps);
+        printf("  RAM: workspace %d bytes, state %d bytes (static)\n", q->workspace_bytes,
+               q->state_bytes);
+        for (int i = 0; i < q->n_outputs; i++)
+            if (q->logits[i])
+                printf("  output %d: the logits; apply its softmax to the dequantised values\n", i);
+    }
+    otc_qmodel_free(q);
+    otc_graph_free(g);
+    return rc;
+}
+
 int otc_cmd_compile(int argc, char **argv) {
     const char *emit_c = NULL, *name = NULL, *loss = "mse", *optim = "adam", *fuse = NULL,
-               *plan_dot = NULL;
+               *plan_dot = NULL, *quantize = NULL, *calibrate = NULL, *drop = NULL;
     const char *emit_ll = NULL, *emit_s = NULL, *emit_obj = NULL, *target = NULL; /* LLVM */
     int batch = 0, bptt = 0;
     bool dynamic = false, train = false, nesterov = false, verbose = false;
@@ -124,6 +159,12 @@ int otc_cmd_compile(int argc, char **argv) {
          "same loop)"},
         {"--plan-dot", OTC_OPT_STRING, &plan_dot,
          "FILE: also write the plan as Graphviz DOT (kernels, buffer offsets)"},
+        {"--quantize", OTC_OPT_STRING, &quantize,
+         "int8: with --emit-c, integer-only C for CPUs without an FPU (docs/quantize.md)"},
+        {"--calibrate", OTC_OPT_STRING, &calibrate,
+         "DATA: --quantize's calibration rows, a CSV file or idx:DIR (its train images)"},
+        {"--drop", OTC_OPT_STRING, &drop,
+         "COLS: --calibrate CSV columns to leave out (e.g. the labels)"},
         {"--verbose,-v", OTC_OPT_FLAG, &verbose, "print the plan, one step per line"},
         /* LLVM outputs (frontend/cli_llvm.c) */
         {"--emit-llvm", OTC_OPT_STRING, &emit_ll, "FILE: the forward pass as LLVM IR (after O3)"},
@@ -179,6 +220,11 @@ int otc_cmd_compile(int argc, char **argv) {
                                  {"--emit-asm", emit_s},
                                  {"--emit-obj", emit_obj}};
     if ((rc = otc_cli_check_files("compile", ins, 1, outs, 6))) return rc;
+    if (quantize)
+        return compile_int8(pos[0], name, emit_c, quantize, calibrate, drop,
+                            train || llvm || plan_dot || bptt || batch || dynamic || fuse);
+    if (calibrate || drop)
+        return otc_cli_error("compile", "--calibrate and --drop go with --quantize int8");
     if (llvm) {
         /* The LLVM backend's outputs (cli_llvm.c); --emit-c, if given too, follows. */
         if ((rc = otc_cli_emit_llvm(pos[0], name, emit_ll, emit_s, emit_obj, target)) || !emit_c)

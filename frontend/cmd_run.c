@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "otc/otc.h"
+#include "otc/quant.h"
 #ifdef OTC_HAVE_JIT
 #include "otc/jit.h"
 #endif
@@ -77,6 +78,38 @@ static void write_rows(FILE *f, int n_out, const float *const *out, const int *w
     }
 }
 
+/* --quantized int8: rows through the integer reference (otc/quant.h) one at a time, each
+ * input quantised and each output dequantised (a softmax output comes out as its logits). */
+typedef struct {
+    otc_qmodel *q;
+    int8_t *work, *state, *in, *out;
+    float *buf; /* batch rows of each output, one output after another */
+} quant_run;
+
+static void quant_rows(quant_run *qr, const float *x, int rows, int batch, const float **out,
+                       const int *width) {
+    const otc_qmodel *q = qr->q;
+    size_t off = 0;
+    for (int k = 0; k < q->n_outputs; k++) {
+        out[k] = qr->buf + off;
+        off += (size_t)batch * (size_t)width[k];
+    }
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < q->in_width; c++)
+            qr->in[c] = otc_quantize_value(x[(size_t)r * (size_t)q->in_width + (size_t)c],
+                                           q->tensors[q->input].q);
+        otc_qmodel_forward(q, qr->in, qr->out, qr->work, qr->state);
+        int at = 0;
+        for (int k = 0; k < q->n_outputs; k++) {
+            otc_qparam p = q->tensors[q->outputs[k]].q;
+            for (int j = 0; j < width[k]; j++)
+                ((float *)out[k])[(size_t)r * (size_t)width[k] + (size_t)j] =
+                    otc_dequantize_value(qr->out[at + j], p);
+            at += width[k];
+        }
+    }
+}
+
 /* Forward `rows` rows from x and write their outputs; 0 or the exit code. */
 static int run_rows(otc_executor *ex, const otc_graph *g, otc_id in, const float *x, int rows,
                     const float **out, const int *width, bool argmax, FILE *mem,
@@ -93,6 +126,7 @@ static int run_rows(otc_executor *ex, const otc_graph *g, otc_id in, const float
 
 int otc_cmd_run(int argc, char **argv) {
     const char *input = NULL, *output = NULL, *features = NULL, *drop = NULL, *sequence = NULL;
+    const char *quantized = NULL, *calibrate = NULL;
     const char *data = NULL;
     bool header = false, no_header = false, argmax = false, jit = false;
     int batch = 256;
@@ -113,6 +147,11 @@ int otc_cmd_run(int argc, char **argv) {
         {"--sequence", OTC_OPT_STRING, &sequence,
          "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
          "with one id are one sequence, run from a reset state (default: the file is one)"},
+        {"--quantized", OTC_OPT_STRING, &quantized,
+         "int8: run the integer-only model `otc compile --quantize int8` emits, bit for bit "
+         "(outputs dequantised; a softmax output as its logits)"},
+        {"--calibrate", OTC_OPT_STRING, &calibrate,
+         "DATA: --quantized's calibration rows, a CSV file (--drop applies) or idx:DIR"},
         {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
         {"--no-header", OTC_OPT_FLAG, &no_header, "the first line is data (default: guessed)"},
 #ifdef OTC_HAVE_JIT
@@ -134,6 +173,13 @@ int otc_cmd_run(int argc, char **argv) {
     if (batch < 1) return otc_cli_error("run", "--batch must be at least 1, not %d", batch);
     if (header && no_header) return otc_cli_error("run", "--header and --no-header conflict");
     if (features && drop) return otc_cli_error("run", "use --features or --drop, not both");
+    if (quantized && strcmp(quantized, "int8"))
+        return otc_cli_error("run", "unknown --quantized '%s' (int8)", quantized);
+    if (calibrate && !quantized)
+        return otc_cli_error("run", "--calibrate goes with --quantized int8");
+#ifdef OTC_HAVE_JIT
+    if (quantized && jit) return otc_cli_error("run", "--quantized and --jit conflict");
+#endif
     const otc_cli_file ins[] = {{"MODEL", pos[0]}, {"--input", input}};
     const otc_cli_file outs[] = {{"--output", output}};
     if ((rc = otc_cli_check_files("run", ins, 2, outs, 1))) return rc;
@@ -147,7 +193,9 @@ int otc_cmd_run(int argc, char **argv) {
     char *text = NULL;
     size_t text_len = 0;
     FILE *mem = NULL;
+    quant_run qr = {0};
     if ((rc = otc_cli_load_model("run", pos[0], &g))) goto done;
+    if (quantized && (rc = otc_cli_quantize("run", pos[0], g, calibrate, drop, &qr.q))) goto done;
     otc_cli_csv co = {.skip_targets = true,
                       .targets = drop,
                       .features = features,
@@ -211,8 +259,22 @@ int otc_cmd_run(int argc, char **argv) {
                                    "running")))
         goto done;
     otc_exec_options eo = {.inference = true};
+    if (qr.q) {
+        size_t per = 0;
+        for (int k = 0; k < n_out; k++) per += (size_t)width[k];
+        qr.work = malloc((size_t)qr.q->workspace_bytes + 1);
+        qr.state = malloc((size_t)qr.q->state_bytes + 1);
+        qr.in = malloc((size_t)qr.q->in_width + 1);
+        qr.out = malloc((size_t)qr.q->out_width + 1);
+        qr.buf = malloc(sizeof *qr.buf * per * (size_t)batch);
+        if (!qr.work || !qr.state || !qr.in || !qr.out || !qr.buf) {
+            rc = otc_cli_error("run", "out of memory");
+            goto done;
+        }
+        otc_qmodel_reset(qr.q, qr.state);
+    } else
 #ifdef OTC_HAVE_JIT
-    if (jit) {
+        if (jit) {
         otc_jit_options jo = otc_jit_defaults();
         jo.inference = true;
         ex = otc_jit_executor_new(g, &jo);
@@ -220,7 +282,7 @@ int otc_cmd_run(int argc, char **argv) {
 #endif
         ex = otc_interpreter_new(g, &eo);
     (void)jit;
-    if (!ex) {
+    if (!ex && !qr.q) {
         rc = otc_cli_error_file("run", pos[0]);
         goto done;
     }
@@ -233,18 +295,30 @@ int otc_cmd_run(int argc, char **argv) {
     if (recurrent) {
         /* sequences are consecutive runs of rows, so outputs come in file order */
         for (int i = 0; i < sd->n && !rc; i++) {
-            otc_exec_reset_state(ex);
-            for (int t = 0; t < sd->len[i] && !rc; t++)
-                rc = run_rows(ex, g, in, d->x + (size_t)(sd->start[i] + t) * (size_t)d->n_features,
-                              1, out, width, argmax, mem, pos[0]);
+            if (qr.q) otc_qmodel_reset(qr.q, qr.state);
+            if (ex) otc_exec_reset_state(ex);
+            for (int t = 0; t < sd->len[i] && !rc; t++) {
+                const float *x = d->x + (size_t)(sd->start[i] + t) * (size_t)d->n_features;
+                if (qr.q) {
+                    quant_rows(&qr, x, 1, 1, out, width);
+                    write_rows(mem, n_out, out, width, 1, argmax);
+                } else {
+                    rc = run_rows(ex, g, in, x, 1, out, width, argmax, mem, pos[0]);
+                }
+            }
         }
     }
     long correct = 0;
     for (int r0 = 0; !recurrent && r0 < d->rows && !rc; r0 += batch) {
         int rows = d->rows - r0 < batch ? d->rows - r0 : batch;
-        otc_exec_reset_state(ex); /* rows are independent samples */
-        rc = run_rows(ex, g, in, d->x + (size_t)r0 * (size_t)d->n_features, rows, out, width,
-                      argmax, mem, pos[0]);
+        const float *x = d->x + (size_t)r0 * (size_t)d->n_features;
+        if (qr.q) {
+            quant_rows(&qr, x, rows, batch, out, width);
+            write_rows(mem, n_out, out, width, rows, argmax);
+        } else {
+            otc_exec_reset_state(ex); /* rows are independent samples */
+            rc = run_rows(ex, g, in, x, rows, out, width, argmax, mem, pos[0]);
+        }
         if (!rc && data && width[0] >= 2)
             correct += correct_rows(out[0], width[0], d->y + r0, rows);
     }
@@ -268,6 +342,12 @@ done:
     free(width);
     free(out);
     otc_exec_free(ex);
+    otc_qmodel_free(qr.q);
+    free(qr.work);
+    free(qr.state);
+    free(qr.in);
+    free(qr.out);
+    free(qr.buf);
     if (sd)
         otc_seq_dataset_free(sd);
     else

@@ -45,6 +45,8 @@ table=(
   "gcc-arm-linux-gnueabihf     arm-linux-gnueabihf-gcc"
   "libc6-dev-armhf-cross"
   "qemu-user                   qemu-aarch64 qemu-arm"
+  "gcc-arm-none-eabi           arm-none-eabi-gcc"  # int8 C for Cortex-M0/M4 (no FPU)
+  "libnewlib-arm-none-eabi"      # its C library headers (stdint.h)
   "valgrind                    valgrind"
   "procps                      pgrep"
   "groff-base                  groff"

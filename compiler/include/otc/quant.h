@@ -1,0 +1,116 @@
+/* Integer-only inference: a graph calibrated on float rows and lowered to int8 steps with
+ * int32 accumulators and fixed-point requantisation, for CPUs without an FPU. The same
+ * steps run on the host (otc_qmodel_forward) and come out as standalone C
+ * (otc_emit_c_int8); both do the same integer arithmetic, bit for bit. */
+#ifndef OTC_QUANT_H
+#define OTC_QUANT_H
+
+#include <stdint.h>
+
+#include "otc/otc.h"
+
+/* real = scale * (q - zero_point), q in [-128, 127]. */
+typedef struct {
+    float scale;
+    int32_t zero_point;
+} otc_qparam;
+
+/* A real multiplier as fixed point: real ~= m * 2^-shift, |m| in [2^30, 2^31) (or 0),
+ * shift in [1, 62]. Applied as round-half-up((int64)acc * m >> shift). */
+typedef struct {
+    int32_t m;
+    int32_t shift;
+} otc_qmult;
+
+typedef enum {
+    OTC_QOP_DENSE,   /* y = clamp(zy + rq(bias[n] + sum_k (x[k] - zx) w[n][k], mult[n])) */
+    OTC_QOP_LUT,     /* y = lut[x + 128]: any elementwise unary op, from its expression tree */
+    OTC_QOP_ADD,     /* y = clamp(zy + rq(a - za, ma) + rq(b - zb, mb)); subtraction: mb < 0 */
+    OTC_QOP_MUL,     /* y = clamp(zy + rq((a - za)(b - zb), ma)) */
+    OTC_QOP_NEURON,  /* terms t_i = rq(src_i[col_i] - z_i, term[i]); aggregated; pre =
+                        clamp(zp + rq(agg, ma) + bias); y = lut[pre + 128] */
+    OTC_QOP_CONV,    /* dense over each window (NCHW); padding reads the zero point (real 0) */
+    OTC_QOP_MAXPOOL, /* the int8 maximum of each window; the output keeps the input's scale */
+    OTC_QOP_AVGPOOL, /* y = clamp(zy + rq(sum of (x - zx) over the window, ma)), ma with 1/(KH KW)
+                      */
+    OTC_QOP_COUNT
+} otc_qop_kind;
+
+/* A quantised tensor: per-sample width and its place in the workspace or the state. */
+typedef struct {
+    int width;
+    otc_qparam q;
+    int offset;   /* bytes into the workspace (state: into the state) */
+    bool state;   /* a Delay's value, carried between calls */
+    int delay_of; /* state: the tensor copied into it after each step (-1 otherwise) */
+} otc_qtensor;
+
+typedef struct {
+    otc_qop_kind kind;
+    otc_id node;   /* the graph node whose value the step writes (for messages and comments) */
+    int out, a, b; /* tensor indices (b: -1 when unused) */
+    int lo, hi;    /* output clamp (a fused ReLU or clamp narrows it) */
+    /* dense: n outputs of k inputs; weights [n][k], per output channel symmetric */
+    int k, n;
+    int8_t *w;
+    int32_t *bias;
+    otc_qmult *mult;
+    /* add / mul / neuron */
+    otc_qmult ma, mb;
+    /* neuron: its sources (tensor, column) and their term multipliers */
+    int n_src;
+    int *src, *col;
+    otc_qmult *term;
+    int agg;        /* otc_agg (never product) */
+    int32_t bias_q; /* neuron: the bias in the pre-activation's units */
+    int32_t pre_zp; /* neuron: the pre-activation's zero point */
+    int8_t lut[256];
+    /* conv / pools: C, H, W, O, OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups */
+    int32_t geo[15];
+} otc_qstep;
+
+typedef struct otc_qmodel {
+    int n_tensors, n_steps;
+    otc_qtensor *tensors;
+    otc_qstep *steps;
+    int input; /* tensor index of the one Input */
+    int n_outputs;
+    int *outputs; /* tensor index of each output */
+    bool *logits; /* output i was a softmax/log_softmax's input: the caller applies it */
+    int in_width, out_width;
+    int workspace_bytes, state_bytes;
+} otc_qmodel;
+
+/* Calibration: run g (one batched Input of width d->n_features) on d's rows with the
+ * interpreter, collect every value's range and lower the graph to integer steps. A recurrent
+ * graph steps through the rows in order as one sequence. Errors name the node without an
+ * integer lowering, or the calibration column (wrong width, constant, not finite). */
+otc_status otc_quantize_int8(otc_graph *g, const otc_dataset *d, otc_qmodel **out);
+void otc_qmodel_free(otc_qmodel *q);
+
+/* One sample through the integer steps: in [in_width] -> out [out_width] (outputs
+ * concatenated). work holds workspace_bytes, state state_bytes (carried between calls;
+ * otc_qmodel_reset fills it with each state's zero). */
+void otc_qmodel_forward(const otc_qmodel *q, const int8_t *in, int8_t *out, int8_t *work,
+                        int8_t *state);
+void otc_qmodel_reset(const otc_qmodel *q, int8_t *state);
+
+/* round(x / scale) + zero_point saturated to int8, and back. */
+int8_t otc_quantize_value(float x, otc_qparam p);
+float otc_dequantize_value(int8_t q, otc_qparam p);
+
+/* The fixed-point form of a real multiplier; fails when it is too large (>= 2^30). */
+otc_status otc_qmult_from_real(double real, otc_qmult *out);
+/* round-half-up(acc * m / 2^shift) saturated at +-2^29, the requantisation both the host
+ * and the emitted C do. */
+int32_t otc_qmult_apply(int32_t acc, otc_qmult m);
+
+/* The model as standalone C without floating point at run time: header and source text
+ * (malloc'd). The float wrappers are compiled only with OTC_<NAME>_FLOAT_API defined. */
+otc_status otc_emit_c_int8(const otc_qmodel *q, const char *name, const char *source_name,
+                           char **header, char **source);
+/* The same written to DIR/NAME.h and DIR/NAME.c. */
+otc_status otc_emit_c_int8_files(const otc_qmodel *q, const char *name, const char *source_name,
+                                 const char *dir);
+
+#endif

@@ -1,0 +1,543 @@
+/* Lowering to int8: each calibrated range (quant_calibrate.c) gives a value's scale and zero
+ * point, and every node becomes an integer step (dense layers with per-output-channel weights,
+ * lookup tables from the op spec's expression trees, NEAT neurons). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant_internal.h"
+
+/* Asymmetric int8 over [lo, hi] widened to hold 0 (so zero, padding and ReLU's floor are
+ * exact); a value that never varies gets a unit range. */
+static otc_qparam qparam_of(range r) {
+    double lo = r.lo < 0 ? r.lo : 0, hi = r.hi > 0 ? r.hi : 0;
+    if (!(hi - lo > 1e-12)) hi = lo + 1.0;
+    double scale = (hi - lo) / 255.0;
+    double zp = nearbyint(-128.0 - lo / scale);
+    otc_qparam p = {(float)scale, (int32_t)(zp < -128 ? -128 : zp > 127 ? 127 : zp)};
+    return p;
+}
+
+/* ---- lowering ---- */
+
+typedef struct {
+    otc_graph *g;
+    node_stats *st;
+    int *tensor_of; /* node -> tensor (-1: none yet) */
+    int *uses;      /* node -> consumers + output marks */
+    bool *done;     /* fused into an earlier step */
+    otc_qmodel *q;
+    int cap_t, cap_s;
+} builder;
+
+static otc_status no_lowering(builder *b, otc_id id, const char *reason) {
+    char lb[96], why_buf[256];
+    /* reason may be otc_last_error()'s buffer, which otc_fail rewrites. */
+    const char *why = reason ? strncpy(why_buf, reason, sizeof why_buf - 1) : NULL;
+    why_buf[sizeof why_buf - 1] = '\0';
+    return otc_fail(OTC_ERR_UNSUPPORTED, "node %s (%s) has no integer lowering%s%s",
+                    otc_graph_node_label(b->g, id, lb, sizeof lb),
+                    otc_op_get(otc_graph_node(b->g, id)->op)->name, why ? ": " : "",
+                    why ? why : "");
+}
+
+static int new_tensor(builder *b, int width, otc_qparam p, bool state) {
+    otc_qmodel *q = b->q;
+    if (q->n_tensors == b->cap_t) {
+        int cap = b->cap_t ? 2 * b->cap_t : 16;
+        otc_qtensor *t = realloc(q->tensors, sizeof *t * (size_t)cap);
+        if (!t) return -1;
+        q->tensors = t;
+        b->cap_t = cap;
+    }
+    otc_qtensor *t = &q->tensors[q->n_tensors];
+    *t = (otc_qtensor){.width = width, .q = p, .state = state, .delay_of = -1};
+    int *bytes = state ? &q->state_bytes : &q->workspace_bytes;
+    if (width < 0 || *bytes > INT32_MAX / 2 - width) return -1;
+    t->offset = *bytes;
+    *bytes += width;
+    return q->n_tensors++;
+}
+
+static otc_qstep *new_step(builder *b, otc_qop_kind kind, otc_id node) {
+    otc_qmodel *q = b->q;
+    if (q->n_steps == b->cap_s) {
+        int cap = b->cap_s ? 2 * b->cap_s : 16;
+        otc_qstep *s = realloc(q->steps, sizeof *s * (size_t)cap);
+        if (!s) return NULL;
+        q->steps = s;
+        b->cap_s = cap;
+    }
+    otc_qstep *s = &q->steps[q->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->node = node;
+    s->b = -1;
+    s->lo = -128;
+    s->hi = 127;
+    return s;
+}
+
+/* The output tensor of node id, with its calibrated scale. */
+static int out_tensor(builder *b, otc_id id) {
+    int t = new_tensor(b, otc_quant_row_width(otc_graph_node(b->g, id)->shape),
+                       qparam_of(b->st[id].v), false);
+    if (t >= 0) b->tensor_of[id] = t;
+    return t;
+}
+
+/* A table of f over every int8 input: x dequantised, f evaluated as the op spec says,
+ * the result quantised to the output's parameters. */
+static void fill_lut(int8_t *lut, const otc_expr *f, float a, otc_qparam in, otc_qparam out) {
+    for (int v = -128; v < 128; v++) {
+        otc_expr_env env = {.x = otc_dequantize_value((int8_t)v, in), .a = a};
+        lut[v + 128] = otc_quantize_value(otc_expr_eval(f, &env), out);
+    }
+}
+
+/* The node the only consumer of id is, or -1 (an output or a value read twice has none). */
+static otc_id sole_consumer(builder *b, otc_id id) {
+    if (b->uses[id] != 1) return -1;
+    int n = otc_graph_size(b->g);
+    for (otc_id c = id + 1; c < n; c++) {
+        const otc_node *nd = otc_graph_node(b->g, c);
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (nd->inputs[i] == id) return c;
+    }
+    return -1;
+}
+
+static bool is_param(builder *b, otc_id id) {
+    return otc_graph_node(b->g, id)->op == OTC_OP_PARAMETER;
+}
+
+/* The int32 accumulator of k products (|x - zx| <= 255, |w| <= 127) plus a bias cannot
+ * overflow (signed overflow would be undefined in both the host and the device code). */
+static bool acc_fits(int64_t k, double bias_q) {
+    return fabs(bias_q) + (double)k * 255.0 * 127.0 < 2147483647.0;
+}
+
+/* matmul(x, W [K,N]) [+ row_broadcast(bias [N])] [-> ReLU or clamp]: one dense step. */
+static otc_status lower_dense(builder *b, otc_id mm) {
+    const otc_node *nd = otc_graph_node(b->g, mm);
+    otc_id x = nd->inputs[0], wid = nd->inputs[1];
+    const otc_node *wn = otc_graph_node(b->g, wid);
+    if (b->tensor_of[x] < 0 || !is_param(b, wid) || wn->shape.ndim != 2)
+        return no_lowering(b, mm, "only a value times a weight parameter [K,N] is lowered");
+    int k = wn->shape.dim[0], n = wn->shape.dim[1];
+    const float *w = wn->value->data, *bias = NULL;
+    otc_id last = mm;
+    /* otc_linear's shape: add(mm, row_broadcast(bias, like = mm)); the broadcast reads mm
+     * only for its shape, so mm's value goes to the add alone. */
+    for (otc_id c = mm + 1; c < otc_graph_size(b->g) && b->uses[mm] == 2; c++) {
+        const otc_node *an = otc_graph_node(b->g, c);
+        if (an->op != OTC_OP_ADD || (an->inputs[0] != mm && an->inputs[1] != mm)) continue;
+        otc_id rb = an->inputs[an->inputs[0] == mm ? 1 : 0];
+        const otc_node *rn = otc_graph_node(b->g, rb);
+        if (rn->op == OTC_OP_ROW_BROADCAST && rn->inputs[1] == mm && b->uses[rb] == 1 &&
+            is_param(b, rn->inputs[0])) {
+            bias = otc_graph_node(b->g, rn->inputs[0])->value->data;
+            b->done[c] = b->done[rb] = true;
+            last = c;
+        }
+        break;
+    }
+    /* ReLU and clamp are saturation in the output's own range: fused as the clamp bounds. */
+    int fused_act = -1;
+    otc_id c = sole_consumer(b, last);
+    if (c >= 0 && (otc_graph_node(b->g, c)->op == OTC_OP_RELU ||
+                   otc_graph_node(b->g, c)->op == OTC_OP_CLAMPED)) {
+        fused_act = otc_graph_node(b->g, c)->op;
+        b->done[c] = true;
+        last = c;
+    }
+    int xt = b->tensor_of[x], yt = out_tensor(b, last);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_DENSE, last);
+    if (!s) return OTC_ERR_NOMEM;
+    /* Every fused node had one consumer, the next: none but `last` is read again. */
+    b->tensor_of[mm] = b->tensor_of[last] = yt;
+    s->a = xt;
+    s->out = yt;
+    s->k = k;
+    s->n = n;
+    s->w = malloc((size_t)k * (size_t)n);
+    s->bias = calloc((size_t)n, sizeof *s->bias);
+    s->mult = calloc((size_t)n, sizeof *s->mult);
+    if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
+    otc_qparam qx = b->q->tensors[xt].q, qy = b->q->tensors[yt].q;
+    if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
+    if (fused_act == OTC_OP_CLAMPED) {
+        s->lo = otc_quantize_value(-1.0f, qy);
+        s->hi = otc_quantize_value(1.0f, qy);
+    }
+    for (int j = 0; j < n; j++) {
+        double amax = 0;
+        for (int i = 0; i < k; i++) {
+            double v = w[(size_t)i * (size_t)n + (size_t)j];
+            if (!isfinite(v)) return no_lowering(b, mm, "a weight is not finite");
+            if (fabs(v) > amax) amax = fabs(v);
+        }
+        double sw = amax > 0 ? amax / 127.0 : 1.0; /* symmetric, per output channel */
+        for (int i = 0; i < k; i++)
+            s->w[(size_t)j * (size_t)k + (size_t)i] =
+                (int8_t)nearbyint(w[(size_t)i * (size_t)n + (size_t)j] / sw);
+        double sacc = (double)qx.scale * sw;
+        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
+        if (!acc_fits(k, bq))
+            return no_lowering(b, mm,
+                               "its accumulator could overflow int32 (a bias or the number of "
+                               "inputs is too large)");
+        s->bias[j] = (int32_t)bq;
+        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
+        if (st) return no_lowering(b, mm, otc_last_error());
+    }
+    return OTC_OK;
+}
+
+/* x [B,C,H,W] -> geometry of a Conv2d or pool node (see otc_qstep.geo). */
+static void window_geo(const otc_graph *g, const otc_node *nd, int out_c, int32_t *geo) {
+    const otc_node *x = otc_graph_node(g, nd->inputs[0]);
+    const otc_window *w = &nd->win;
+    int32_t v[15] = {x->shape.dim[1],
+                     x->shape.dim[2],
+                     x->shape.dim[3],
+                     out_c,
+                     nd->shape.dim[2],
+                     nd->shape.dim[3],
+                     w->kernel_h,
+                     w->kernel_w,
+                     w->stride_h,
+                     w->stride_w,
+                     w->pad_h,
+                     w->pad_w,
+                     w->dilation_h ? w->dilation_h : 1,
+                     w->dilation_w ? w->dilation_w : 1,
+                     w->groups ? w->groups : 1};
+    memcpy(geo, v, sizeof v);
+}
+
+/* Conv2d (weights per output channel, symmetric) [-> ReLU or clamp]. */
+static otc_status lower_conv(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    otc_id x = nd->inputs[0], wid = nd->inputs[1];
+    if (b->tensor_of[x] < 0 || !is_param(b, wid) || nd->shape.ndim != 4 ||
+        (nd->n_inputs > 2 && !is_param(b, nd->inputs[2])))
+        return no_lowering(b, id, "only a value convolved with parameters is lowered");
+    const otc_node *wn = otc_graph_node(b->g, wid);
+    const float *w = wn->value->data;
+    const float *bias = nd->n_inputs > 2 ? otc_graph_node(b->g, nd->inputs[2])->value->data : NULL;
+    int o = wn->shape.dim[0], per = (int)(wn->value->size / (size_t)o);
+    otc_id last = id;
+    int fused_act = -1;
+    otc_id c = sole_consumer(b, id);
+    if (c >= 0 && (otc_graph_node(b->g, c)->op == OTC_OP_RELU ||
+                   otc_graph_node(b->g, c)->op == OTC_OP_CLAMPED)) {
+        fused_act = otc_graph_node(b->g, c)->op;
+        b->done[c] = true;
+        last = c;
+    }
+    int xt = b->tensor_of[x], yt = out_tensor(b, last);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_CONV, last);
+    if (!s) return OTC_ERR_NOMEM;
+    b->tensor_of[id] = yt;
+    s->a = xt;
+    s->out = yt;
+    s->k = per;
+    s->n = o;
+    window_geo(b->g, nd, o, s->geo);
+    s->w = malloc((size_t)per * (size_t)o);
+    s->bias = calloc((size_t)o, sizeof *s->bias);
+    s->mult = calloc((size_t)o, sizeof *s->mult);
+    if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
+    otc_qparam qx = b->q->tensors[xt].q, qy = b->q->tensors[yt].q;
+    if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
+    if (fused_act == OTC_OP_CLAMPED) {
+        s->lo = otc_quantize_value(-1.0f, qy);
+        s->hi = otc_quantize_value(1.0f, qy);
+    }
+    for (int j = 0; j < o; j++) {
+        double amax = 0;
+        for (int i = 0; i < per; i++) {
+            double v = w[(size_t)j * (size_t)per + (size_t)i];
+            if (!isfinite(v)) return no_lowering(b, id, "a weight is not finite");
+            if (fabs(v) > amax) amax = fabs(v);
+        }
+        double sw = amax > 0 ? amax / 127.0 : 1.0;
+        for (int i = 0; i < per; i++)
+            s->w[(size_t)j * (size_t)per + (size_t)i] =
+                (int8_t)nearbyint(w[(size_t)j * (size_t)per + (size_t)i] / sw);
+        double sacc = (double)qx.scale * sw;
+        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
+        if (!acc_fits(per, bq))
+            return no_lowering(b, id,
+                               "its accumulator could overflow int32 (a bias or the number of "
+                               "inputs is too large)");
+        s->bias[j] = (int32_t)bq;
+        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
+        if (st) return no_lowering(b, id, otc_last_error());
+    }
+    return OTC_OK;
+}
+
+/* Max pooling keeps the input's scale (a maximum of int8 values is exact); average pooling
+ * requantises the window's sum. */
+static otc_status lower_pool(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    int xt = b->tensor_of[nd->inputs[0]];
+    if (xt < 0 || nd->shape.ndim != 4) return no_lowering(b, id, NULL);
+    bool avg = nd->op == OTC_OP_AVGPOOL2D;
+    if (avg && !acc_fits((int64_t)nd->win.kernel_h * nd->win.kernel_w, 0))
+        return no_lowering(b, id, "its window's sum could overflow int32");
+    otc_qparam qx = b->q->tensors[xt].q;
+    int yt = avg ? out_tensor(b, id) : new_tensor(b, otc_quant_row_width(nd->shape), qx, false);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, avg ? OTC_QOP_AVGPOOL : OTC_QOP_MAXPOOL, id);
+    if (!s) return OTC_ERR_NOMEM;
+    b->tensor_of[id] = yt;
+    s->a = xt;
+    s->out = yt;
+    window_geo(b->g, nd, nd->shape.dim[1], s->geo);
+    if (avg && otc_qmult_from_real((double)qx.scale / ((double)nd->win.kernel_h * nd->win.kernel_w *
+                                                       b->q->tensors[yt].q.scale),
+                                   &s->ma))
+        return no_lowering(b, id, otc_last_error());
+    return OTC_OK;
+}
+
+static otc_status lower_binary(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    int at = b->tensor_of[nd->inputs[0]], bt = b->tensor_of[nd->inputs[1]];
+    if (at < 0 || bt < 0 || b->q->tensors[at].width != b->q->tensors[bt].width)
+        return no_lowering(b, id, "both operands must be per-sample values of one width");
+    int yt = out_tensor(b, id);
+    otc_qstep *s =
+        yt < 0 ? NULL : new_step(b, nd->op == OTC_OP_MUL ? OTC_QOP_MUL : OTC_QOP_ADD, id);
+    if (!s) return OTC_ERR_NOMEM;
+    s->out = yt;
+    s->a = at;
+    s->b = bt;
+    double sa = b->q->tensors[at].q.scale, sb = b->q->tensors[bt].q.scale,
+           sy = b->q->tensors[yt].q.scale;
+    otc_status st;
+    if (nd->op == OTC_OP_MUL) {
+        st = otc_qmult_from_real(sa * sb / sy, &s->ma);
+    } else {
+        st = otc_qmult_from_real(sa / sy, &s->ma);
+        if (!st) st = otc_qmult_from_real((nd->op == OTC_OP_SUB ? -sb : sb) / sy, &s->mb);
+    }
+    return st ? no_lowering(b, id, otc_last_error()) : OTC_OK;
+}
+
+static otc_status lower_unary(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    int at = b->tensor_of[nd->inputs[0]];
+    if (at < 0) return no_lowering(b, id, "its operand is not a per-sample value");
+    int yt = out_tensor(b, id);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_LUT, id);
+    if (!s) return OTC_ERR_NOMEM;
+    s->a = at;
+    s->out = yt;
+    fill_lut(s->lut, otc_op_map_expr(nd->op), otc_node_param(nd), b->q->tensors[at].q,
+             b->q->tensors[yt].q);
+    return OTC_OK;
+}
+
+static otc_status lower_neuron(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    if (nd->agg == OTC_AGG_PRODUCT)
+        return no_lowering(b, id, "the product aggregation has no fixed-point form here");
+    int k = nd->n_inputs - 2;
+    for (int i = 0; i < k; i++)
+        if (b->tensor_of[nd->inputs[2 + i]] < 0)
+            return no_lowering(b, id, "a source is not a per-sample value");
+    int yt = out_tensor(b, id);
+    otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_NEURON, id);
+    if (!s) return OTC_ERR_NOMEM;
+    s->out = yt;
+    s->a = yt; /* unused; a valid tensor for the common prologue */
+    s->n_src = k;
+    s->agg = nd->agg;
+    s->src = calloc((size_t)(k ? k : 1), sizeof *s->src);
+    s->col = calloc((size_t)(k ? k : 1), sizeof *s->col);
+    s->term = calloc((size_t)(k ? k : 1), sizeof *s->term);
+    if (!s->src || !s->col || !s->term) return OTC_ERR_NOMEM;
+    const node_stats *ns = &b->st[id];
+    /* Terms and their aggregate in 16-bit units of the largest seen: exact integer
+     * comparisons and sums, with room for the runtime to exceed calibration 65536-fold. */
+    double s_t = ns->tmax > 0 ? ns->tmax / 32767.0 : 1.0 / 32767.0;
+    otc_qparam qp = qparam_of(ns->pre);
+    const float *w = otc_graph_node(b->g, nd->inputs[0])->value->data;
+    double bias = otc_graph_node(b->g, nd->inputs[1])->value->data[0];
+    otc_status st = OTC_OK;
+    for (int i = 0; !st && i < k; i++) {
+        s->src[i] = b->tensor_of[nd->inputs[2 + i]];
+        s->col[i] = nd->cols[i];
+        st =
+            otc_qmult_from_real(b->q->tensors[s->src[i]].q.scale * (double)w[i] / s_t, &s->term[i]);
+    }
+    double f = nd->agg == OTC_AGG_MEAN && k > 0 ? 1.0 / k : nd->agg == OTC_AGG_MEDIAN ? 0.5 : 1.0;
+    if (!st) st = otc_qmult_from_real((double)nd->scale * s_t * f / qp.scale, &s->ma);
+    if (st) return no_lowering(b, id, otc_last_error());
+    if (!isfinite(bias) || !(fabs(bias / qp.scale) < 1e9))
+        return no_lowering(b, id, "its bias is out of range");
+    s->bias_q = (int32_t)nearbyint(bias / qp.scale);
+    s->pre_zp = qp.zero_point;
+    fill_lut(s->lut, otc_act_get((otc_act)nd->act)->f, otc_node_param(nd), qp, b->q->tensors[yt].q);
+    return OTC_OK;
+}
+
+static otc_status lower_node(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    const otc_op_info *info = otc_op_get(nd->op);
+    const node_stats *st = &b->st[id];
+    if (st->seen && !(isfinite(st->v.lo) && isfinite(st->v.hi) &&
+                      (nd->op != OTC_OP_NEURON ||
+                       (isfinite(st->pre.lo) && isfinite(st->pre.hi) && isfinite(st->tmax)))))
+        return no_lowering(b, id, "its value on the calibration rows is not finite");
+    switch (nd->op) {
+    case OTC_OP_INPUT:
+        return out_tensor(b, id) < 0 ? OTC_ERR_NOMEM : OTC_OK;
+    case OTC_OP_PARAMETER:
+        return OTC_OK; /* read by the dense step or neuron that uses it */
+    case OTC_OP_MATMUL:
+        return lower_dense(b, id);
+    case OTC_OP_ADD:
+    case OTC_OP_SUB:
+    case OTC_OP_MUL:
+        return lower_binary(b, id);
+    case OTC_OP_NEURON:
+        return lower_neuron(b, id);
+    case OTC_OP_CONV2D:
+        return lower_conv(b, id);
+    case OTC_OP_MAXPOOL2D:
+    case OTC_OP_AVGPOOL2D:
+        return lower_pool(b, id);
+    case OTC_OP_RESHAPE:
+    case OTC_OP_FLATTEN: /* the same bytes, per sample */
+        if (b->tensor_of[nd->inputs[0]] < 0) return no_lowering(b, id, NULL);
+        b->tensor_of[id] = b->tensor_of[nd->inputs[0]];
+        return OTC_OK;
+    case OTC_OP_DELAY: {
+        /* The state shares its source's scale (the pair's ranges were merged) so that
+         * carrying it is a copy. */
+        int t = new_tensor(b, otc_quant_row_width(nd->shape), qparam_of(b->st[id].v), true);
+        if (t < 0) return OTC_ERR_NOMEM;
+        b->tensor_of[id] = t;
+        return OTC_OK;
+    }
+    case OTC_OP_SOFTMAX:
+    case OTC_OP_LOG_SOFTMAX:
+        if (b->uses[id] == 1 && sole_consumer(b, id) < 0 && b->tensor_of[nd->inputs[0]] >= 0)
+            return OTC_OK; /* an output: the caller applies it to the dequantised logits */
+        return no_lowering(b, id, "softmax is left to the caller, so only as an output");
+    default:
+        if (info->kind == OTC_OPKIND_ELEMENTWISE && info->max_inputs == 1 &&
+            otc_op_map_expr(nd->op))
+            return lower_unary(b, id);
+        return no_lowering(b, id, NULL);
+    }
+}
+
+void otc_qmodel_free(otc_qmodel *q) {
+    if (!q) return;
+    for (int i = 0; i < q->n_steps; i++) {
+        free(q->steps[i].w);
+        free(q->steps[i].bias);
+        free(q->steps[i].mult);
+        free(q->steps[i].src);
+        free(q->steps[i].col);
+        free(q->steps[i].term);
+    }
+    free(q->steps);
+    free(q->tensors);
+    free(q->outputs);
+    free(q->logits);
+    free(q);
+}
+
+static otc_status lower(builder *b, otc_id input) {
+    otc_graph *g = b->g;
+    int n = otc_graph_size(g);
+    otc_id *order = malloc(sizeof *order * (size_t)n);
+    if (!order) return OTC_ERR_NOMEM;
+    otc_status s = otc_graph_topo_order(g, order);
+    for (otc_id id = 0; id < n; id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        for (int i = 0; i < nd->n_inputs; i++) b->uses[nd->inputs[i]]++;
+    }
+    for (int i = 0; i < otc_graph_output_count(g); i++) b->uses[otc_graph_output(g, i)]++;
+    /* A delay and its source share one range: the state is the source's value. */
+    for (otc_id id = 0; id < n; id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        if (nd->op != OTC_OP_DELAY) continue;
+        node_stats *a = &b->st[id], *c = &b->st[nd->inputs[0]];
+        otc_quant_widen(&c->v, a->v.lo);
+        otc_quant_widen(&c->v, a->v.hi);
+        a->v = c->v;
+    }
+    for (int i = 0; !s && i < n; i++)
+        if (!b->done[order[i]]) s = lower_node(b, order[i]);
+    free(order);
+    if (s) return s;
+    otc_qmodel *q = b->q;
+    q->input = b->tensor_of[input];
+    q->in_width = q->tensors[q->input].width;
+    for (int t = 0; t < q->n_tensors; t++) {
+        otc_qtensor *qt = &q->tensors[t];
+        if (!qt->state) continue;
+        for (otc_id id = 0; id < n; id++)
+            if (b->tensor_of[id] == t && otc_graph_node(g, id)->op == OTC_OP_DELAY) {
+                otc_id src = otc_graph_node(g, id)->inputs[0];
+                qt->delay_of = b->tensor_of[src];
+                if (qt->delay_of < 0 || q->tensors[qt->delay_of].q.scale != qt->q.scale ||
+                    q->tensors[qt->delay_of].q.zero_point != qt->q.zero_point)
+                    return no_lowering(b, id, "its source has a scale of its own");
+            }
+    }
+    q->n_outputs = otc_graph_output_count(g);
+    q->outputs = calloc((size_t)q->n_outputs + 1, sizeof *q->outputs);
+    q->logits = calloc((size_t)q->n_outputs + 1, sizeof *q->logits);
+    if (!q->outputs || !q->logits) return OTC_ERR_NOMEM;
+    for (int i = 0; i < q->n_outputs; i++) {
+        otc_id o = otc_graph_output(g, i);
+        const otc_node *nd = otc_graph_node(g, o);
+        if (nd->op == OTC_OP_SOFTMAX || nd->op == OTC_OP_LOG_SOFTMAX) {
+            q->logits[i] = true;
+            o = nd->inputs[0];
+        }
+        q->outputs[i] = b->tensor_of[o];
+        if (q->outputs[i] < 0) return no_lowering(b, o, "an output must be a per-sample value");
+        q->out_width += q->tensors[q->outputs[i]].width;
+    }
+    return OTC_OK;
+}
+
+otc_status otc_quantize_int8(otc_graph *g, const otc_dataset *d, otc_qmodel **out) {
+    *out = NULL;
+    otc_id input = -1;
+    otc_status s = otc_quant_check_data(g, d, &input);
+    if (s) return s;
+    int n = otc_graph_size(g);
+    builder b = {.g = g};
+    b.st = calloc((size_t)n, sizeof *b.st);
+    b.tensor_of = malloc(sizeof *b.tensor_of * (size_t)n);
+    b.uses = calloc((size_t)n, sizeof *b.uses);
+    b.done = calloc((size_t)n, sizeof *b.done);
+    b.q = calloc(1, sizeof *b.q);
+    if (!b.st || !b.tensor_of || !b.uses || !b.done || !b.q) {
+        s = otc_fail(OTC_ERR_NOMEM, "out of memory quantising the model");
+    } else {
+        for (otc_id id = 0; id < n; id++) b.tensor_of[id] = -1;
+        s = otc_quant_calibrate(g, d, input, b.st);
+        if (!s) s = lower(&b, input);
+    }
+    free(b.st);
+    free(b.tensor_of);
+    free(b.uses);
+    free(b.done);
+    if (s) {
+        otc_qmodel_free(b.q);
+        return s == OTC_ERR_NOMEM ? otc_fail(s, "out of memory quantising the model") : s;
+    }
+    *out = b.q;
+    return OTC_OK;
+}

@@ -1,0 +1,320 @@
+/* int8 quantisation: the emitted integer-only C equals the host's integer reference bit for
+ * bit, both stay near the float interpreter, and bad calibration data or ops without an
+ * integer lowering are refused by name. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "otc/otc.h"
+#include "otc/quant.h"
+
+/* n rows of w uniform values in [-2, 2). */
+static otc_dataset *random_rows(int n, int w, uint64_t seed) {
+    otc_dataset *d = otc_dataset_new(n, w, 0);
+    otc_rng rng;
+    otc_rng_seed(&rng, seed);
+    for (size_t i = 0; i < (size_t)n * (size_t)w; i++)
+        d->x[i] = 4.0f * otc_rng_uniform(&rng) - 2.0f;
+    return d;
+}
+
+static void fill(otc_graph *g, otc_id p, uint64_t seed) {
+    otc_tensor *t = otc_graph_param(g, p);
+    otc_rng rng;
+    otc_rng_seed(&rng, seed);
+    for (size_t i = 0; i < t->size; i++) t->data[i] = otc_rng_uniform(&rng) - 0.5f;
+}
+
+/* Dense + ReLU (fused), a second branch with sigmoid, their sum and product, tanh, a clamp
+ * fused into a dense layer, then every activation op of the spec on a slice-free path. */
+static otc_graph *mlp_graph(void) {
+    otc_graph *g = otc_graph_new();
+    otc_rng rng;
+    otc_rng_seed(&rng, 7);
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 5}));
+    otc_id h = otc_activation(g, OTC_OP_RELU, otc_linear(g, x, 8, &rng, "l1"), 0);
+    otc_id s = otc_activation(g, OTC_OP_SIGMOID, otc_linear(g, x, 8, &rng, "l2"), 0);
+    otc_id sum = otc_add(g, h, s), prod = otc_mul(g, h, s), diff = otc_sub(g, sum, prod);
+    otc_id t = otc_activation(g, OTC_OP_TANH, diff, 0);
+    otc_id c = otc_activation(g, OTC_OP_CLAMPED, otc_linear(g, t, 6, &rng, "l3"), 0);
+    otc_id y = c;
+    for (int op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++)
+        if (op != OTC_OP_INV && op != OTC_OP_LOG && op != OTC_OP_EXP) /* poles and blow-ups */
+            y = otc_add(g, y, otc_activation(g, (otc_op)op, c, 0.1f));
+    otc_graph_mark_output(g, otc_linear(g, y, 3, &rng, "out"));
+    otc_graph_mark_output(g, t);
+    for (otc_id id = 0; id < otc_graph_size(g); id++)
+        if (otc_graph_node(g, id)->op == OTC_OP_PARAMETER) fill(g, id, 100 + (uint64_t)id);
+    return g;
+}
+
+/* NEAT neurons with every aggregation but product and a recurrent one through a delay. */
+static otc_graph *neat_graph(void) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 3}));
+    otc_id d = otc_delay(g, "d", otc_shape_make(2, (int[]){OTC_BATCH, 1}));
+    float w[4] = {1.5f, -0.7f, 0.4f, 0.8f};
+    otc_id prev = -1, outs[8];
+    int acts[] = {OTC_ACT_STEEP_SIGMOID, OTC_ACT_TANH, OTC_ACT_GAUSSIAN,
+                  OTC_ACT_NP_SIGMOID,    OTC_ACT_HAT,  OTC_ACT_SELU};
+    int aggs[] = {OTC_AGG_SUM,    OTC_AGG_MIN,    OTC_AGG_MAX,
+                  OTC_AGG_MAXABS, OTC_AGG_MEDIAN, OTC_AGG_MEAN};
+    for (int i = 0; i < 6; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        otc_id ns[5] = {x, x, x, d, prev};
+        int nc[5] = {0, 1, 2, 0, 0};
+        float nw[5] = {w[0], w[1], w[2], w[3], -1.1f};
+        outs[i] = otc_neuron(g, name, (otc_act)acts[i], 0.2f * (float)i - 0.3f, 1.0f + 0.1f * i,
+                             prev < 0 ? 4 : 5, ns, nc, nw);
+        otc_graph_set_agg(g, outs[i], aggs[i]);
+        prev = outs[i];
+    }
+    otc_graph_set_input(g, d, 0, outs[0]);
+    for (int i = 0; i < 6; i++) otc_graph_mark_output(g, outs[i]);
+    return g;
+}
+
+/* A small CNN on 6x6 images: conv + ReLU (fused), max pool, a grouped strided conv with
+ * padding, average pool, dense. */
+static otc_graph *cnn_graph(void) {
+    otc_graph *g = otc_graph_new();
+    otc_rng rng;
+    otc_rng_seed(&rng, 11);
+    otc_id x = otc_input(g, "x", otc_shape_make(4, (int[]){OTC_BATCH, 2, 6, 6}));
+    otc_id c1 =
+        otc_conv2d_layer(g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "c1");
+    otc_id p1 = otc_maxpool2d(g, "p1", otc_activation(g, OTC_OP_RELU, c1, 0),
+                              &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    otc_id c2 = otc_conv2d_layer(
+        g, p1, 4, 2, &(otc_conv2d_params){.stride_h = 2, .pad_h = 1, .groups = 2}, &rng, "c2");
+    otc_id p2 = otc_avgpool2d(g, "p2", otc_activation(g, OTC_OP_TANH, c2, 0),
+                              &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2, .pad_h = 1});
+    if (otc_graph_mark_output(g, otc_linear(g, otc_flatten(g, p2), 3, &rng, "out"))) {
+        otc_graph_free(g);
+        return NULL;
+    }
+    for (otc_id id = 0; id < otc_graph_size(g); id++)
+        if (otc_graph_node(g, id)->op == OTC_OP_PARAMETER) fill(g, id, 300 + (uint64_t)id);
+    return g;
+}
+
+typedef void (*fwd_fn)(const int8_t *, int8_t *);
+typedef void (*reset_fn)(void);
+
+/* Emits q as C into a temporary directory, builds it with the system compiler, and runs
+ * n_in rows through it and through otc_qmodel_forward: every byte must agree. */
+static bool emitted_matches_host(const otc_qmodel *q, const otc_dataset *d, bool recurrent) {
+    char dir[] = "/tmp/otc_quant_XXXXXX";
+    if (!mkdtemp(dir)) return false;
+    bool ok = otc_emit_c_int8_files(q, "qm", "test", dir) == OTC_OK;
+    char cmd[512], so[128];
+    snprintf(so, sizeof so, "%s/qm.so", dir);
+    snprintf(cmd, sizeof cmd, "cc -std=c99 -Wall -Wextra -Werror -O1 -shared -fPIC -o %s %s/qm.c",
+             so, dir);
+    if (ok) ok = system(cmd) == 0;
+    void *h = ok ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    fwd_fn fwd = h ? (fwd_fn)(uintptr_t)dlsym(h, "qm_forward") : NULL;
+    reset_fn rst = h ? (reset_fn)(uintptr_t)dlsym(h, "qm_reset") : NULL;
+    ok = fwd && rst;
+    int8_t *work = calloc((size_t)q->workspace_bytes + 1, 1);
+    int8_t *state = calloc((size_t)q->state_bytes + 1, 1);
+    int8_t *in = malloc((size_t)q->in_width), *a = malloc((size_t)q->out_width),
+           *b = malloc((size_t)q->out_width);
+    otc_qmodel_reset(q, state);
+    if (ok) rst();
+    int mismatches = 0;
+    for (int r = 0; ok && r < d->rows; r++) {
+        for (int c = 0; c < q->in_width; c++)
+            in[c] = otc_quantize_value(d->x[(size_t)r * (size_t)q->in_width + (size_t)c],
+                                       q->tensors[q->input].q);
+        otc_qmodel_forward(q, in, a, work, state);
+        fwd(in, b);
+        if (memcmp(a, b, (size_t)q->out_width) && mismatches++ < 3)
+            fprintf(stderr, "row %d: emitted C and host reference differ\n", r);
+    }
+    (void)recurrent;
+    if (h) dlclose(h);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    free(work);
+    free(state);
+    free(in);
+    free(a);
+    free(b);
+    return ok && mismatches == 0;
+}
+
+/* The largest |int8 reference - float interpreter| over the rows, in units of each output's
+ * scale; *over counts the values off by more than 5% of the
+ * output range (12.75 steps). */
+static double worst_error_steps(otc_graph *g, const otc_qmodel *q, const otc_dataset *d,
+                                int *over) {
+    *over = 0;
+    otc_executor *ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
+    int8_t *work = calloc((size_t)q->workspace_bytes + 1, 1);
+    int8_t *state = calloc((size_t)q->state_bytes + 1, 1);
+    int8_t *in = malloc((size_t)q->in_width), *out = malloc((size_t)q->out_width);
+    otc_qmodel_reset(q, state);
+    double worst = 0;
+    for (int r = 0; r < d->rows; r++) {
+        const float *row = d->x + (size_t)r * (size_t)q->in_width;
+        otc_exec_set_input(ex, otc_graph_input(g, 0), row, 1);
+        otc_exec_forward(ex);
+        for (int c = 0; c < q->in_width; c++)
+            in[c] = otc_quantize_value(row[c], q->tensors[q->input].q);
+        otc_qmodel_forward(q, in, out, work, state);
+        int off = 0;
+        for (int o = 0; o < q->n_outputs; o++) {
+            const float *v;
+            otc_exec_value(ex, otc_graph_output(g, o), &v, NULL);
+            otc_qparam p = q->tensors[q->outputs[o]].q;
+            for (int j = 0; j < q->tensors[q->outputs[o]].width; j++) {
+                double e = fabs(otc_dequantize_value(out[off + j], p) - v[j]) / p.scale;
+                if (e > worst) worst = e;
+                *over += e > 12.75;
+            }
+            off += q->tensors[q->outputs[o]].width;
+        }
+    }
+    otc_exec_free(ex);
+    free(work);
+    free(state);
+    free(in);
+    free(out);
+    return worst;
+}
+
+TEST(quant_qmult_rounds) {
+    /* 0.75 = 0.75 * 2^0: m = 0.75 * 2^31, shift 31; 10 * 0.75 = 7.5 rounds half up to 8. */
+    otc_qmult m;
+    REQUIRE(otc_qmult_from_real(0.75, &m) == OTC_OK);
+    CHECK(m.m == 1610612736 && m.shift == 31);
+    CHECK(otc_qmult_apply(10, m) == 8);
+    CHECK(otc_qmult_apply(-10, m) == -7); /* -7.5 rounds half up */
+    CHECK(otc_qmult_apply(3, m) == 2);    /* 2.25 */
+    REQUIRE(otc_qmult_from_real(-0.001, &m) == OTC_OK);
+    CHECK(otc_qmult_apply(5000, m) == -5);
+    CHECK(otc_qmult_from_real(3e9, &m) != OTC_OK);
+    /* Quantisation: scale 0.5, zero point -3: 1.0 -> -1, saturating at the ends. */
+    otc_qparam p = {0.5f, -3};
+    CHECK(otc_quantize_value(1.0f, p) == -1);
+    CHECK(otc_quantize_value(1000.0f, p) == 127);
+    CHECK(otc_quantize_value(-1000.0f, p) == -128);
+    CHECK(otc_dequantize_value(-1, p) == 1.0f);
+}
+
+TEST(quant_mlp_emitted_equals_host) {
+    otc_graph *g = mlp_graph();
+    otc_dataset *cal = random_rows(300, 5, 1), *test = random_rows(200, 5, 2);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(emitted_matches_host(q, test, false));
+        /* Within a few output steps of float: int8 error compounds through ~6 layers. */
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        CHECK_MSG(e < 12.0, "worst error %.2f output steps", e);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
+TEST(quant_neat_emitted_equals_host) {
+    otc_graph *g = neat_graph();
+    otc_dataset *cal = random_rows(300, 3, 3), *test = random_rows(200, 3, 4);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(q->state_bytes == 1);
+        CHECK(emitted_matches_host(q, test, true));
+        /* min, max, maxabs and median choose between inputs: where two are nearly tied,
+         * rounding can choose the other one, and a steep activation after it moves far. Such
+         * flips stay rare: at most 1% of the 1200 values off by over 5% of the range. */
+        int over;
+        worst_error_steps(g, q, test, &over);
+        CHECK_MSG(over <= 12, "%d of 1200 values off by over 5%% of the range", over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
+TEST(quant_cnn_emitted_equals_host) {
+    otc_graph *g = cnn_graph();
+    REQUIRE(g != NULL);
+    otc_dataset *cal = random_rows(200, 72, 8), *test = random_rows(100, 72, 9);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(emitted_matches_host(q, test, false));
+        /* The output's range is narrow next to its inputs' (a dense layer of random weights
+         * over averaged tanh values), so a step of error there is several output steps. */
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        fprintf(stderr, "cnn: worst %.2f steps, %d of 300 values off by over 5%% of the range\n", e,
+                over);
+        CHECK_MSG(e < 40.0 && over <= 15, "worst error %.2f output steps, %d over 5%%", e, over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
+TEST(quant_refuses_bad_data) {
+    otc_graph *g = mlp_graph();
+    otc_qmodel *q = NULL;
+    otc_dataset *d = random_rows(20, 4, 5);
+    CHECK(otc_quantize_int8(g, d, &q) == OTC_ERR_SHAPE);
+    CHECK(strstr(otc_last_error(), "4 feature column") != NULL);
+    otc_dataset_free(d);
+    d = random_rows(20, 5, 5);
+    /* As from a CSV (line numbers): a constant feature is refused; image pixels are not. */
+    d->lines = malloc(20 * sizeof *d->lines);
+    REQUIRE(d->lines != NULL);
+    for (int r = 0; r < 20; r++) d->lines[r] = r + 2;
+    for (int r = 0; r < 20; r++) d->x[r * 5 + 2] = 1.5f;
+    CHECK(otc_quantize_int8(g, d, &q) != OTC_OK);
+    CHECK(strstr(otc_last_error(), "column 3 (x2) is constant") != NULL);
+    d->x[7 * 5 + 2] = NAN;
+    CHECK(otc_quantize_int8(g, d, &q) != OTC_OK);
+    CHECK(strstr(otc_last_error(), "(line 9), column 3 is not a finite") != NULL);
+    CHECK(q == NULL);
+    otc_dataset_free(d);
+    otc_graph_free(g);
+}
+
+TEST(quant_refuses_ops_without_lowering) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 2}));
+    otc_id n = otc_neuron(g, "prod", OTC_ACT_TANH, 0, 1, 2, (otc_id[]){x, x}, (int[]){0, 1},
+                          (float[]){1, 1});
+    otc_graph_set_agg(g, n, OTC_AGG_PRODUCT);
+    otc_graph_mark_output(g, n);
+    otc_dataset *d = random_rows(20, 2, 6);
+    otc_qmodel *q = NULL;
+    CHECK(otc_quantize_int8(g, d, &q) == OTC_ERR_UNSUPPORTED);
+    CHECK(strstr(otc_last_error(), "node 'prod' (neuron)") != NULL);
+    otc_graph_free(g);
+    /* A softmax that is not the output has no integer form either. */
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 2}));
+    otc_id s = otc_softmax(g, x);
+    otc_graph_set_name(g, s, "sm");
+    otc_graph_mark_output(g, otc_activation(g, OTC_OP_TANH, s, 0));
+    CHECK(otc_quantize_int8(g, d, &q) == OTC_ERR_UNSUPPORTED);
+    CHECK(strstr(otc_last_error(), "node 'sm' (softmax)") != NULL);
+    otc_graph_free(g);
+    otc_dataset_free(d);
+}
