@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "neat_internal.h"
+#include "otc/neat_exec.h"
 
 extern char **environ;
 
@@ -267,21 +268,6 @@ static void consume_line(env_proc *p) {
     p->taken = 0;
 }
 
-/* Up to `max` numbers after the word; *count how many. False on anything that is not a
- * finite number. */
-static bool numbers(char *s, double *v, int max, int *count) {
-    int n = 0;
-    for (char *save = NULL, *w = strtok_r(s, " \t\r", &save); w;
-         w = strtok_r(NULL, " \t\r", &save)) {
-        char *end;
-        double d = strtod(w, &end);
-        if (*end || end == w || !isfinite(d) || n >= max) return false;
-        v[n++] = d;
-    }
-    *count = n;
-    return true;
-}
-
 /* A short copy of a line for messages, printable. */
 static const char *shown(const char *line, char *buf, size_t len) {
     snprintf(buf, len, "%s", line);
@@ -311,11 +297,10 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
     int len = s ? 0 : snprintf(out, cap, "reset %llu\n", (unsigned long long)seed);
     if (!s) s = send_line(x, p, out, (size_t)len);
     if (!s) s = read_line(x, p, "after 'reset'", &line);
-    int n = 0;
+    otc_neat_exec_reply reply;
     char said[80];
     if (!s) shown(line, said, sizeof said);
-    if (!s && (strncmp(line, "obs", 3) || (line[3] != ' ' && line[3] != '\0') ||
-               !numbers(line + 3, v, n_in + 3, &n) || n != n_in)) {
+    if (!s && !otc_neat_exec_parse(line, false, n_in, v, &reply)) {
         char want[96];
         snprintf(want, sizeof want, "'obs' and %d numbers (num_inputs)", n_in);
         s = garbage(x, said, want, 0);
@@ -333,20 +318,17 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
         snprintf(after, sizeof after, "after 'act' (step %ld)", step);
         if ((s = send_line(x, p, out, at)) || (s = read_line(x, p, after, &line))) break;
         shown(line, said, sizeof said);
-        bool ok = !strncmp(line, "step ", 5) && numbers(line + 5, v, n_in + 3, &n) && n >= 2 &&
-                  (v[1] == 0 || v[1] == 1) && (v[1] == 1 ? n == 2 || n == n_in + 2 : n == n_in + 2);
-        if (!ok) {
+        if (!otc_neat_exec_parse(line, true, n_in, v, &reply)) {
             char want[128];
             snprintf(want, sizeof want, "'step REWARD DONE' (DONE 0 or 1) and %d numbers", n_in);
             s = garbage(x, said, want, step);
             break;
         }
-        *total += v[0];
-        if (v[1] == 1) {
+        *total += reply.reward;
+        if (reply.done) {
             consume_line(p);
             break;
         }
-        memmove(v, v + 2, sizeof *v * (size_t)n_in);
     }
     free(v);
     free(obs);
