@@ -265,9 +265,17 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (threads < 0 || threads > MAX_THREADS)
         return otc_cli_error("evolve", "--threads must be from 1 to " MAX_THREADS_TEXT
                                        ", or 0 for one per core");
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)n : 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    if (threads == 0) threads = (int)cores;
+    /* exec: every thread drives an environment process of its own; past one per core they
+     * only queue for the CPU (and all start at once). */
+    if (!strncmp(task_spec, "exec:", 5) && threads > cores) {
+        fprintf(stderr,
+                "otc evolve: --threads %d capped at %ld for exec: (one environment "
+                "process per core)\n",
+                threads, cores);
+        threads = (int)cores;
     }
 
     const char *csv = !strncmp(task_spec, "csv:", 4) ? task_spec + 4 : NULL;

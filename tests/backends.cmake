@@ -2,7 +2,8 @@
 # run on the interpreter, the emitted C (built and loaded with dlopen by
 # tests/emitc_executor.c) and, when the LLVM backend is built, the JIT.
 foreach(t test_executor test_gradcheck test_bptt test_neat_python test_conv_compiled
-          test_onnx_torch)
+          test_onnx_torch
+          test_ieee_specials)
   if(TARGET ${t})
     target_sources(${t} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/backend_support.c
                                 ${CMAKE_CURRENT_LIST_DIR}/emitc_executor.c

@@ -1,6 +1,6 @@
 # libFuzzer targets for the .otm loader (fuzz_model.c), the CSV reader (fuzz_csv.c), the NEAT
-# config reader (fuzz_neat_config.c), NEAT checkpoints (fuzz_neat_checkpoint.c) and the ONNX
-# importer (fuzz_onnx.c), built
+# config reader (fuzz_neat_config.c), NEAT checkpoints (fuzz_neat_checkpoint.c), the ONNX
+# importer (fuzz_onnx.c) and the exec: task's protocol reader (fuzz_exec_protocol.c), built
 # with clang-19 as a separate project (tests/fuzz/) and run for a bounded time as ctest tests.
 # Without clang-19, or with -DOTC_FUZZ=OFF, nothing here is built or registered.
 if(NOT OTC_FUZZ)
@@ -23,7 +23,8 @@ ExternalProject_Add(otc_fuzzers
   BUILD_ALWAYS ON
   INSTALL_COMMAND ""
   BUILD_BYPRODUCTS ${fuzz_dir}/fuzz_csv ${fuzz_dir}/fuzz_model ${fuzz_dir}/fuzz_neat_config
-                   ${fuzz_dir}/fuzz_neat_checkpoint ${fuzz_dir}/fuzz_onnx)
+                   ${fuzz_dir}/fuzz_neat_checkpoint ${fuzz_dir}/fuzz_onnx
+                   ${fuzz_dir}/fuzz_exec_protocol)
 
 # Seed corpora, written at configure time; libFuzzer adds what it finds to the first
 # directory it is given, so these grow from run to run within the build directory.
@@ -93,3 +94,13 @@ add_test(NAME fuzz_onnx_bounded
          COMMAND ${fuzz_dir}/fuzz_onnx ${common} -max_len=65536 ${onnx_corpus}
                  ${PROJECT_SOURCE_DIR}/tests/onnx)
 set_tests_properties(fuzz_onnx_bounded PROPERTIES TIMEOUT 300)
+# The exec: protocol reader: seeds are lines an environment says (the first byte picks
+# num_inputs: '"' is 34, 34 % 8 + 1 = 3 inputs).
+set(exec_corpus ${fuzz_dir}/exec_protocol_corpus)
+file(MAKE_DIRECTORY ${exec_corpus})
+file(WRITE ${exec_corpus}/episode "\"obs 0 1 2\nstep 1 0 0.5 -1e3 7\nstep -2.5 1\n")
+file(WRITE ${exec_corpus}/last_obs "\"obs 1 1 1\nstep 0 1 1 2 3\nstep 1e308 0 nan inf 1\n")
+file(WRITE ${exec_corpus}/garbage "\"obs\t1\r\nstep  0x10 0 1 2 3\nact 1\n\n")
+add_test(NAME fuzz_exec_protocol_bounded
+         COMMAND ${fuzz_dir}/fuzz_exec_protocol ${common} -max_len=4096 ${exec_corpus})
+set_tests_properties(fuzz_exec_protocol_bounded PROPERTIES TIMEOUT 300)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "otc/error.h"
+#include "otc/neat.h"
 #include "otc/neat_mpi.h"
 
 enum { TAG_WORK = 1, TAG_RESULT = 2, TAG_STOP = 3 };
@@ -204,6 +205,7 @@ static void on_terminate(int sig) {
     n += sizeof tail - 1;
     ssize_t w = write(STDERR_FILENO, msg, n);
     (void)w;
+    otc_neat_exec_end_all(); /* no environment process outlives the rank */
     _exit(2);
 }
 
@@ -376,7 +378,10 @@ otc_neat_mpi_traffic otc_neat_mpi_traffic_so_far(void) {
 
 void otc_neat_mpi_finish(bool ok) {
     coordinator *k = &coord;
-    if (!ok) MPI_Abort(MPI_COMM_WORLD, 2);
+    if (!ok) {
+        otc_neat_exec_end_all();
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     if (k->rank == 0) {
         if (k->sending) MPI_Waitall(k->size * IN_FLIGHT, k->sending, MPI_STATUSES_IGNORE);
         for (int w = 1; w < k->size; w++) MPI_Send(NULL, 0, MPI_BYTE, w, TAG_STOP, MPI_COMM_WORLD);

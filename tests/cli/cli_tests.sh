@@ -590,7 +590,7 @@ case_import() {
 case_exec_task() {
     # --task exec:PROGRAM: an environment process speaking the line protocol (examples/exec/).
     local xc="$SRC/tests/neat_python/configs/xor_config-feedforward"
-    { cat "$xc"; printf '\n[Task]\nexec_timeout = 1\n'; } >"$WORK/x.ini"
+    { cat "$xc"; printf '\n[Task]\nexec_timeout = 1\nexec_startup_timeout = 1\n'; } >"$WORK/x.ini"
     if command -v python3 >/dev/null; then
         # XOR written in Python scores what xor:neat-python scores: the very same run (sums
         # of rewards and 4 - sum err^2 can differ in the last bit, which some seeds amplify)

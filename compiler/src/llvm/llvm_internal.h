@@ -112,9 +112,13 @@ LLVMValueRef otc_llvm_const(LLVMTypeRef t, double v);
 LLVMValueRef otc_llvm_intrinsic(otc_llvm_ir *ir, const char *name, LLVMValueRef *args, int n);
 /* a * b + c, fused where the target has FMA (llvm.fmuladd); always fused when ir->exact. */
 LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
+/* a * b + c rounded twice, as the interpreter's and the emitted C's sums: every sum of
+ * products (neuron, matmul and their gradients) uses it, because a fused product hides an
+ * overflow (fma(10, -1e38, inf) is inf where 10 * -1e38 + inf is NaN). */
+LLVMValueRef otc_llvm_mul_add(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
 
 /* The math library's trees (otc/math_lib.h) built on x: within a few ulp of libm on the range
- * a network sees; exp saturates at about +-88.4 instead of overflowing to inf or 0. */
+ * a network sees, and libm's results on inf, NaN, +-0 and subnormals. */
 LLVMValueRef otc_llvm_exp(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_expm1(otc_llvm_ir *ir, LLVMValueRef x);
 LLVMValueRef otc_llvm_log(otc_llvm_ir *ir, LLVMValueRef x);

@@ -90,6 +90,10 @@ void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_nea
  * config's [Task]). Checks the config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
 void otc_neat_task_free(otc_neat_task *t);
+/* Kills the process group of every live exec: environment (async-signal-safe). For paths that
+ * end the process without exit() or the default action of SIGINT/SIGTERM/SIGHUP (which do it
+ * themselves): a signal handler of the program's own that calls _exit, MPI_Abort. */
+void otc_neat_exec_end_all(void);
 /* Under ctrnn, the config's ctrnn_advance_time and ctrnn_time_step where it leaves them 0:
  * both the task's action_time (OTC_ERR_CONFIG naming the keys when it has none). Call after
  * creating the task and before creating or resuming a population. */

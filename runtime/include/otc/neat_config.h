@@ -14,6 +14,9 @@
 #define OTC_NEAT_MAX_INPUTS   100000
 #define OTC_NEAT_MAX_OUTPUTS  10000
 #define OTC_NEAT_MAX_HIDDEN   10000
+/* [Task] max_steps' default: an exec: episode that never says done ends after this many
+ * steps (about 10 s of a Python environment), scored so far. */
+#define OTC_NEAT_EXEC_MAX_STEPS 100000
 /* pop_size x the genes (nodes + connections) of an initial genome: a gene takes about 20
  * bytes and reproduction holds two generations, so this is about 0.4 GB at the start. */
 #define OTC_NEAT_MAX_INITIAL_GENES 10000000
@@ -172,7 +175,9 @@ typedef struct {
     double target_accuracy; /* classification success: validation accuracy */
     double target_mse;      /* regression success: validation MSE */
     double validation_fraction;
-    double exec_timeout; /* exec:PROGRAM: seconds the environment may take per answer */
+    double exec_timeout;         /* exec:PROGRAM: seconds the environment may take per answer */
+    double exec_startup_timeout; /* exec:PROGRAM: seconds a new process may take to answer */
+    int exec_max_steps; /* exec:PROGRAM: steps after which an episode ends ([Task] max_steps) */
 } otc_neat_config;
 
 /* neat-python's defaults where it has them, the NEAT paper's otherwise; num_inputs,

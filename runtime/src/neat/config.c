@@ -177,6 +177,8 @@ static const key_def keys[] = {
     {"Task", "sequence", K_STRING, OFF(sequence), false, 0, 0},
     {"Task", "sequence_steps", K_SEQ_STEPS, OFF(sequence_last), false, 0, 0},
     {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
+    {"Task", "exec_startup_timeout", K_SECONDS, OFF(exec_startup_timeout), false, 0, 86400},
+    {"Task", "max_steps", K_INT, OFF(exec_max_steps), false, 1, 100000000},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
@@ -346,6 +348,8 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->target_mse = 0.01;
     c->validation_fraction = 0.25;
     c->exec_timeout = 10;
+    c->exec_startup_timeout = 60;
+    c->exec_max_steps = OTC_NEAT_EXEC_MAX_STEPS;
 }
 
 typedef struct {
@@ -968,6 +972,10 @@ void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, 
         /* The CTRNN keys change nothing without ctrnn (and earlier checkpoints lack them). */
         if (!c->ctrnn &&
             (!strncmp(keys[i].name, "time_constant_", 14) || !strncmp(keys[i].name, "ctrnn", 5)))
+            continue;
+        /* max_steps is listed when set (earlier checkpoints lack it). */
+        if (keys[i].offset == offsetof(otc_neat_config, exec_max_steps) &&
+            c->exec_max_steps == OTC_NEAT_EXEC_MAX_STEPS)
             continue;
         if (format_value(&keys[i], c, buf, sizeof buf)) fn(ctx, keys[i].section, keys[i].name, buf);
     }

@@ -43,6 +43,10 @@ LLVMValueRef otc_llvm_fma(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMV
     return otc_llvm_intrinsic(ir, ir->exact ? "llvm.fma" : "llvm.fmuladd", args, 3);
 }
 
+LLVMValueRef otc_llvm_mul_add(otc_llvm_ir *ir, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    return LLVMBuildFAdd(ir->b, LLVMBuildFMul(ir->b, a, b, ""), c, "");
+}
+
 /* Exact code calls the C library the interpreter calls (expf for OTC_EX_EXP, ...), lane by
  * lane: the same function of the same process gives the same bits. */
 static LLVMValueRef libm(otc_llvm_ir *ir, otc_ex_op f, LLVMValueRef x) {

@@ -175,15 +175,11 @@ static LLVMValueRef neuron_value(otc_llvm_r *r, otc_id id) {
     for (int i = 2; i < nd->n_inputs && nd->agg == OTC_AGG_SUM; i++) {
         LLVMValueRef w = otc_lv_weight(r, nd->inputs[0], i - 2, true);
         LLVMValueRef x = operand(r, nd->inputs[i], otc_lv_i64(r, nd->cols[i - 2]), true);
-        /* Exact: rounded twice, as the interpreter's acc += w * x. */
-        acc = r->o.exact ? LLVMBuildFAdd(B, acc, LLVMBuildFMul(B, w, x, ""), "")
-                         : otc_llvm_fma(&r->ir, w, x, acc);
+        /* Rounded twice, as the interpreter's acc += w * x. */
+        acc = otc_llvm_mul_add(&r->ir, w, x, acc);
     }
     LLVMValueRef bias = otc_lv_weight(r, nd->inputs[1], 0, true);
-    LLVMValueRef pre =
-        r->o.exact
-            ? LLVMBuildFAdd(B, bias, LLVMBuildFMul(B, konst(r, true, nd->scale), acc, ""), "")
-            : otc_llvm_fma(&r->ir, konst(r, true, nd->scale), acc, bias);
+    LLVMValueRef pre = otc_llvm_mul_add(&r->ir, konst(r, true, nd->scale), acc, bias);
     if (r->plan->values[id].has_pre) otc_lv_store(r, pre, otc_lv_pre_ptr(r, id));
     return otc_llvm_act_call(&r->ir, nd->act, nd->alpha, pre);
 }
@@ -337,7 +333,7 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
                                                     : otc_lv_load(r, r->ir.f32, wp));
         for (int c = 0; c < nch; c++) {
             LLVMValueRef acc = otc_lv_load(r, r->vec, slots[c][j]);
-            otc_lv_store(r, otc_llvm_fma(&r->ir, x[c], w, acc), slots[c][j]);
+            otc_lv_store(r, otc_llvm_mul_add(&r->ir, x[c], w, acc), slots[c][j]);
         }
     }
     otc_lv_loop_end(r, &lk);
@@ -433,7 +429,7 @@ static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e,
     for (int j = 0; j < nb; j++) {
         LLVMValueRef wp = otc_lv_gep(r, wrow, otc_lv_i64(r, (int64_t)j * r->o.lanes));
         LLVMValueRef w = load_lanes(r, wp, j == nb - 1 ? last : r->o.lanes);
-        otc_lv_store(r, otc_llvm_fma(&r->ir, a, w, otc_lv_load(r, r->vec, acc[j])), acc[j]);
+        otc_lv_store(r, otc_llvm_mul_add(&r->ir, a, w, otc_lv_load(r, r->vec, acc[j])), acc[j]);
     }
     otc_lv_loop_end(r, &lk);
     for (int j = 0; j < nb && !r->st; j++) {

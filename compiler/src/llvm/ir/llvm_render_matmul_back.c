@@ -40,7 +40,7 @@ static void input_grad_block(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueR
         LLVMValueRef wv = otc_lv_splat(r, w_param ? otc_lv_load_weight(r, r->ir.f32, wp)
                                                   : otc_lv_load(r, r->ir.f32, wp));
         for (int c = 0; c < nch; c++)
-            otc_lv_store(r, otc_llvm_fma(&r->ir, x[c], wv, otc_lv_load(r, r->vec, slots[c][j])),
+            otc_lv_store(r, otc_llvm_mul_add(&r->ir, x[c], wv, otc_lv_load(r, r->vec, slots[c][j])),
                          slots[c][j]);
     }
     otc_lv_loop_end(r, &ln);
@@ -120,7 +120,7 @@ void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
         otc_lv_chunks_begin(r, &lc);
         LLVMValueRef av = otc_lv_load(r, r->vec, otc_lv_at(r, a, lk.i, true));
         LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
-        otc_lv_store(r, otc_llvm_fma(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
+        otc_lv_store(r, otc_llvm_mul_add(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
         otc_lv_chunks_end(r, &lc);
         LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), ln.i, "");
         otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));

@@ -7,13 +7,21 @@
  *   env: obs X1 .. Xn            (n = num_inputs)
  *   otc: act Y1 .. Ym            (m = num_outputs: the network's outputs)
  *   env: step REWARD DONE X1 .. Xn   (DONE 0 or 1; the observation may be left out at 1)
- *   ... until DONE is 1. The fitness is the sum of the rewards; the genome solves the task
- *   when it reaches fitness_threshold. otc closes the pipe at the end of the run. */
+ *   ... until DONE is 1, or [Task] max_steps steps: then the next episode's 'reset' comes
+ *   mid-episode (an environment starts over on 'reset' whenever it comes). The fitness is
+ *   the sum of the rewards; the genome solves the task when it reaches fitness_threshold.
+ *   otc closes the pipe at the end of the run.
+ *
+ * Each environment runs in its own process group, and no process of it outlives otc: the
+ * group is killed when its environment ends (normally or on an error), at exit, and on
+ * SIGINT, SIGTERM and SIGHUP (a handler kills every live group, then the signal does what it
+ * did before). Only SIGKILL of otc itself leaves them running. */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +32,17 @@
 #include <unistd.h>
 
 #include "neat_internal.h"
+#include "otc/neat_exec.h"
 
 extern char **environ;
 
-/* Longest line an environment may send, and steps of one episode. */
-#define EXEC_MAX_LINE  (1 << 20)
-#define EXEC_MAX_STEPS 10000000
+/* Longest line an environment may send. */
+#define EXEC_MAX_LINE (1 << 20)
 
 typedef struct {
-    pid_t pid;
+    pid_t pid; /* also its process group's id; reaped only in proc_end */
     int fd;
+    bool started; /* it has answered once (the start-up timeout is behind it) */
     char *buf;
     size_t len, cap;
     size_t taken; /* bytes of the line read last, its newline included */
@@ -42,26 +51,93 @@ typedef struct {
 typedef struct {
     char program[512];
     double timeout; /* seconds per answer */
+    double startup; /* seconds for a new process's first answer (interpreter start, imports) */
+    int max_steps;  /* steps of one episode */
     pthread_mutex_t lock;
     env_proc **idle;
     int n_idle, cap_idle;
 } exec_ctx;
 
+/* ---- the live process groups, for the exit and signal paths: a fixed table of atomics a
+ * signal handler may read (a slot 0 is free) ---- */
+
+#define EXEC_MAX_GROUPS 4096
+static _Atomic int live_groups[EXEC_MAX_GROUPS];
+static struct sigaction previous[3];
+static const int fatal_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void kill_live_groups(void) {
+    for (int i = 0; i < EXEC_MAX_GROUPS; i++) {
+        int g = atomic_load(&live_groups[i]);
+        if (g > 0) kill(-g, SIGKILL);
+    }
+}
+
+void otc_neat_exec_end_all(void) {
+    kill_live_groups();
+}
+
+/* Kills the groups, puts back what the signal did before and raises it again. */
+static void on_fatal_signal(int sig) {
+    int saved = errno;
+    kill_live_groups();
+    for (int i = 0; i < 3; i++)
+        if (fatal_signals[i] == sig) sigaction(sig, &previous[i], NULL);
+    raise(sig);
+    errno = saved;
+}
+
+/* Once per process: the exit hook, and the handler for the signals whose disposition is the
+ * default (a program that handles or ignores one keeps its choice). */
+static void install_cleanup(void) {
+    atexit(kill_live_groups);
+    for (int i = 0; i < 3; i++) {
+        struct sigaction now;
+        if (sigaction(fatal_signals[i], NULL, &now) != 0 || now.sa_handler != SIG_DFL) continue;
+        struct sigaction sa = {.sa_handler = on_fatal_signal};
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND; /* a second signal during the handler ends otc at once */
+        if (sigaction(fatal_signals[i], &sa, &previous[i]) != 0) previous[i] = now;
+    }
+}
+static pthread_once_t cleanup_once = PTHREAD_ONCE_INIT;
+
+/* Records group g (false when the table is full: it is then only ended by proc_end). */
+static void group_add(int g) {
+    for (int i = 0; i < EXEC_MAX_GROUPS; i++) {
+        int free_slot = 0;
+        if (atomic_compare_exchange_strong(&live_groups[i], &free_slot, g)) return;
+    }
+}
+
+static void group_remove(int g) {
+    for (int i = 0; i < EXEC_MAX_GROUPS; i++) {
+        int was = g;
+        if (atomic_compare_exchange_strong(&live_groups[i], &was, 0)) return;
+    }
+}
+
+/* Whether process pid has exited, without reaping it: while it is a zombie its id cannot be
+ * reused, so killing its group afterwards cannot hit another program's. */
+static bool exited(pid_t pid, siginfo_t *info) {
+    siginfo_t si = {0};
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return true;
+    if (info) *info = si;
+    return si.si_pid == pid;
+}
+
 /* Ends an environment: its end of the socket closed (a well-behaved one sees end of input
- * and exits), then, after `grace` seconds, its process group killed. */
+ * and exits), then, after up to `grace` seconds, its whole process group killed (what it
+ * started too, even when it exited itself), and it reaped. */
 static void proc_end(env_proc *p, double grace) {
     if (!p) return;
     if (p->fd >= 0) close(p->fd);
     if (p->pid > 0) {
-        pid_t w = 0;
-        for (int i = 0; i < (int)(grace * 100) && w == 0; i++) {
-            w = waitpid(p->pid, NULL, WNOHANG);
-            if (w == 0) nanosleep(&(struct timespec){0, 10000000}, NULL);
-        }
-        if (w == 0) { /* still running: it and what its shell started */
-            kill(-p->pid, SIGKILL);
-            waitpid(p->pid, NULL, 0);
-        }
+        for (int i = 0; i < (int)(grace * 100) && !exited(p->pid, NULL); i++)
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+        kill(-p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        group_remove(p->pid);
     }
     free(p->buf);
     free(p);
@@ -105,26 +181,24 @@ static otc_status proc_spawn(const exec_ctx *x, env_proc **out) {
     }
     p->pid = pid;
     p->fd = sv[0];
+    group_add(pid);
     *out = p;
     return OTC_OK;
 }
 
 /* Why the environment stopped talking: its exit status when it has exited. */
 static otc_status gone(const exec_ctx *x, env_proc *p, const char *after) {
-    int status = 0;
-    pid_t w = 0;
-    for (int i = 0; i < 50 && w == 0; i++) { /* up to 0.5 s for it to finish exiting */
-        w = waitpid(p->pid, &status, WNOHANG);
-        if (w == 0) nanosleep(&(struct timespec){0, 10000000}, NULL);
-    }
+    siginfo_t si = {0};
+    bool done = false;
+    for (int i = 0; i < 50 && !(done = exited(p->pid, &si)); i++) /* up to 0.5 s to exit */
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
     char why[96];
-    if (w == p->pid && WIFEXITED(status))
-        snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
-    else if (w == p->pid && WIFSIGNALED(status))
-        snprintf(why, sizeof why, "was killed by signal %d", WTERMSIG(status));
+    if (done && si.si_pid == p->pid && si.si_code == CLD_EXITED)
+        snprintf(why, sizeof why, "exited with status %d", si.si_status);
+    else if (done && si.si_pid == p->pid)
+        snprintf(why, sizeof why, "was killed by signal %d", si.si_status);
     else
         snprintf(why, sizeof why, "closed its output");
-    if (w == p->pid) p->pid = -1; /* reaped */
     return otc_fail(OTC_ERR_IO, "exec:%s: the environment %s %s", x->program, why, after);
 }
 
@@ -147,7 +221,10 @@ static double now_seconds(void) {
 
 /* The next line (without its newline) into *line, valid until the next read. */
 static otc_status read_line(const exec_ctx *x, env_proc *p, const char *after, char **line) {
-    double deadline = now_seconds() + x->timeout;
+    /* A new process's first answer: the start-up timeout (start-up does not count against
+     * the per-answer one). */
+    double timeout = p->started ? x->timeout : x->startup;
+    double deadline = now_seconds() + timeout;
     size_t scanned = 0;
     for (;;) {
         char *nl = p->len > scanned ? memchr(p->buf + scanned, '\n', p->len - scanned) : NULL;
@@ -155,6 +232,7 @@ static otc_status read_line(const exec_ctx *x, env_proc *p, const char *after, c
             *nl = '\0';
             *line = p->buf;
             p->taken = (size_t)(nl - p->buf) + 1;
+            p->started = true;
             return OTC_OK;
         }
         scanned = p->len;
@@ -163,8 +241,8 @@ static otc_status read_line(const exec_ctx *x, env_proc *p, const char *after, c
                             EXEC_MAX_LINE, after);
         double left = deadline - now_seconds();
         if (left <= 0)
-            return otc_fail(OTC_ERR_IO, "exec:%s: no answer within %g s %s", x->program, x->timeout,
-                            after);
+            return otc_fail(OTC_ERR_IO, "exec:%s: no answer within %g s %s%s", x->program, timeout,
+                            after, p->started ? "" : " (start-up)");
         struct pollfd pf = {.fd = p->fd, .events = POLLIN};
         int r = poll(&pf, 1, (int)ceil(left * 1000));
         if (r < 0 && errno == EINTR) continue;
@@ -188,21 +266,6 @@ static void consume_line(env_proc *p) {
     memmove(p->buf, p->buf + p->taken, p->len - p->taken);
     p->len -= p->taken;
     p->taken = 0;
-}
-
-/* Up to `max` numbers after the word; *count how many. False on anything that is not a
- * finite number. */
-static bool numbers(char *s, double *v, int max, int *count) {
-    int n = 0;
-    for (char *save = NULL, *w = strtok_r(s, " \t\r", &save); w;
-         w = strtok_r(NULL, " \t\r", &save)) {
-        char *end;
-        double d = strtod(w, &end);
-        if (*end || end == w || !isfinite(d) || n >= max) return false;
-        v[n++] = d;
-    }
-    *count = n;
-    return true;
 }
 
 /* A short copy of a line for messages, printable. */
@@ -234,11 +297,10 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
     int len = s ? 0 : snprintf(out, cap, "reset %llu\n", (unsigned long long)seed);
     if (!s) s = send_line(x, p, out, (size_t)len);
     if (!s) s = read_line(x, p, "after 'reset'", &line);
-    int n = 0;
+    otc_neat_exec_reply reply;
     char said[80];
     if (!s) shown(line, said, sizeof said);
-    if (!s && (strncmp(line, "obs", 3) || (line[3] != ' ' && line[3] != '\0') ||
-               !numbers(line + 3, v, n_in + 3, &n) || n != n_in)) {
+    if (!s && !otc_neat_exec_parse(line, false, n_in, v, &reply)) {
         char want[96];
         snprintf(want, sizeof want, "'obs' and %d numbers (num_inputs)", n_in);
         s = garbage(x, said, want, 0);
@@ -246,11 +308,7 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
     for (long step = 1; !s; step++) {
         for (int i = 0; i < n_in; i++) obs[i] = (float)v[i];
         consume_line(p);
-        if (step > EXEC_MAX_STEPS) {
-            s = otc_fail(OTC_ERR_FORMAT, "exec:%s: no 'done' after %d steps", x->program,
-                         EXEC_MAX_STEPS);
-            break;
-        }
+        if (step > x->max_steps) break; /* the episode ends here, scored so far */
         if ((s = otc_neat_runner_forward(r, obs, 1, act))) break;
         size_t at = (size_t)snprintf(out, cap, "act");
         for (int k = 0; k < n_out; k++)
@@ -260,20 +318,17 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
         snprintf(after, sizeof after, "after 'act' (step %ld)", step);
         if ((s = send_line(x, p, out, at)) || (s = read_line(x, p, after, &line))) break;
         shown(line, said, sizeof said);
-        bool ok = !strncmp(line, "step ", 5) && numbers(line + 5, v, n_in + 3, &n) && n >= 2 &&
-                  (v[1] == 0 || v[1] == 1) && (v[1] == 1 ? n == 2 || n == n_in + 2 : n == n_in + 2);
-        if (!ok) {
+        if (!otc_neat_exec_parse(line, true, n_in, v, &reply)) {
             char want[128];
             snprintf(want, sizeof want, "'step REWARD DONE' (DONE 0 or 1) and %d numbers", n_in);
             s = garbage(x, said, want, step);
             break;
         }
-        *total += v[0];
-        if (v[1] == 1) {
+        *total += reply.reward;
+        if (reply.done) {
             consume_line(p);
             break;
         }
-        memmove(v, v + 2, sizeof *v * (size_t)n_in);
     }
     free(v);
     free(obs);
@@ -346,6 +401,9 @@ otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config 
     }
     snprintf(x->program, sizeof x->program, "%s", program);
     x->timeout = c->exec_timeout;
+    x->startup = c->exec_startup_timeout;
+    x->max_steps = c->exec_max_steps;
+    pthread_once(&cleanup_once, install_cleanup);
     pthread_mutex_init(&x->lock, NULL);
     snprintf(t->name, sizeof t->name, "exec:%s", program);
     t->evaluate = exec_evaluate;
