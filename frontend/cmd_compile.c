@@ -166,19 +166,21 @@ int otc_cmd_compile(int argc, char **argv) {
                              "--name '%s' is not a C identifier (a letter, then letters, digits "
                              "and _)",
                              name);
-    char c_h[4096] = "", c_c[4096] = "";
+    char c_h[4096] = "", c_c[4096] = "", obj_h[4096] = "";
     if (emit_c) {
         snprintf(c_h, sizeof c_h, "%s/%s.h", emit_c, name);
         snprintf(c_c, sizeof c_c, "%s/%s.c", emit_c, name);
     }
+    if (emit_obj) otc_cli_obj_header(emit_obj, obj_h, sizeof obj_h);
     const otc_cli_file ins[] = {{"MODEL", pos[0]}};
     const otc_cli_file outs[] = {{"--emit-c", emit_c ? c_h : NULL},
                                  {"--emit-c", emit_c ? c_c : NULL},
                                  {"--plan-dot", plan_dot},
                                  {"--emit-llvm", emit_ll},
                                  {"--emit-asm", emit_s},
-                                 {"--emit-obj", emit_obj}};
-    if ((rc = otc_cli_check_files("compile", ins, 1, outs, 6))) return rc;
+                                 {"--emit-obj", emit_obj},
+                                 {"--emit-obj's header", emit_obj ? obj_h : NULL}};
+    if ((rc = otc_cli_check_files("compile", ins, 1, outs, 7))) return rc;
     if (llvm) {
         /* The LLVM backend's outputs (cli_llvm.c); --emit-c, if given too, follows. */
         if ((rc = otc_cli_emit_llvm(pos[0], name, emit_ll, emit_s, emit_obj, target)) || !emit_c)
