@@ -63,6 +63,31 @@ case_escaped_names() {
     err_clean
 }
 
+case_json_strict() {
+    # F2, F3: one JSON document per file, nothing after it; no string cut at an escaped NUL.
+    { cat "$FF"; echo 'garbage}'; } >tg.json
+    run 2 import tg.json -o x.otm
+    err_has "tg.json: line 455: data after the end of the JSON document (byte 7080)"
+    cat "$FF" "$FF" >two.json
+    run 2 import two.json -o x.otm
+    err_has "two.json: line 455: data after the end of the JSON document"
+    sed '0,/"name": "abs"/s//"name": "abs\\u0000xyz"/' "$FF" >nul.json
+    run 2 import nul.json -o x.otm
+    err_has 'nul.json: line 32: a string holds \u0000 (byte 495)'
+    [ ! -e x.otm ] || fail "x.otm written although refused"
+    { cat "$FF"; printf ' \n\t\r\n'; } >ws.json
+    run 0 import ws.json -o x.otm
+    # a checkpoint with trailing data
+    run 1 evolve "$SRC/examples/neat/xor.ini" --task xor --seed 1 --generations 1 --threads 1 \
+        --checkpoint-every 1 --checkpoint-prefix ck-
+    [ -s ck-1.json ] || fail "no checkpoint written"
+    echo '{}' >>ck-1.json
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --generations 2 --threads 1 \
+        --resume ck-1.json
+    err_has "ck-1.json: checkpoint: line"
+    err_has "data after the end of the JSON document"
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2

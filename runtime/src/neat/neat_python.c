@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_read.h"
 #include "otc/limits.h"
 #include "otc/neat_python.h"
 
@@ -801,14 +802,10 @@ otc_status otc_neat_python_import(const char *text, size_t len, const char *labe
         text += 3;
         len -= 3;
     }
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    otc_status st;
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
-        int line = 1;
-        for (size_t i = 0; i < off; i++) line += text[i] == '\n';
-        st = bad(&n, "line %d: not valid JSON (near byte %zu)", line, off);
+    cJSON *root = NULL;
+    otc_status st = otc_json_parse(text, len, OTC_JSON_VALUES_SMALL, &root);
+    if (st != OTC_OK) {
+        st = otc_fail_context(st, "%s", n.label);
     } else {
         st = import(&n, root, options, out);
     }
