@@ -88,6 +88,29 @@ case_json_strict() {
     err_has "data after the end of the JSON document"
 }
 
+# big_json VALUES OUT: a network file whose metadata is an array of VALUES zeros.
+big_json() {
+    python3 -c "
+import sys
+f = open('$2', 'w')
+f.write('{\"format_version\":\"1.0\",\"network_type\":\"feedforward\",\"metadata\":[')
+f.write('0,' * ($1 - 1))
+f.write('0],\"topology\":{\"input_keys\":[-1],\"output_keys\":[0]},\"nodes\":[],\"connections\":[]}')"
+}
+
+case_json_memory() {
+    # F5: cJSON's tree is ~80 bytes a value, 40 times a file of "0,": the values are counted
+    # before parsing, past the budget refused, and memory short said as such.
+    big_json 9000000 z.json
+    run 2 import z.json -o x.otm
+    err_has "z.json: about 9000013 JSON values, more than the 8388608 this file may hold"
+    big_json 1000000 y.json
+    OTC_MEMORY_LIMIT=20M run 2 import y.json -o x.otm
+    err_has "y.json: parsing 2000143 bytes of JSON (1000013 values) needs about"
+    err_has "more than the 20 MB OTC_MEMORY_LIMIT allows"
+    [ ! -e x.otm ] || fail "x.otm written although refused"
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
