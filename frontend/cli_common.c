@@ -31,6 +31,13 @@ int otc_cli_error(const char *cmd, const char *fmt, ...) {
     return OTC_EXIT_USAGE;
 }
 
+bool otc_cli_given(int argc, char **argv, const char *opt) {
+    size_t n = strlen(opt);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], opt, n) && (argv[i][n] == '\0' || argv[i][n] == '=')) return true;
+    return false;
+}
+
 bool otc_cli_interactive(void) {
     return isatty(STDERR_FILENO) != 0;
 }

@@ -111,6 +111,26 @@ case_json_memory() {
     [ ! -e x.otm ] || fail "x.otm written although refused"
 }
 
+case_bptt() {
+    # F11: --bptt -1 is refused like 0 and -5 (it once meant "not given"); a sequence longer
+    # than one pass through time records is refused in the CLI's words, naming --bptt.
+    printf 'id,x,y\n1,1,0.5\n1,1,0.5\n2,1,0.5\n' >s.csv
+    local k
+    for k in -1 0 -5; do
+        run 2 train "$MODELS/running_sum.otm" --data s.csv --sequence id --target y --epochs 1 \
+            --val-split 0 --bptt $k --out t.otm
+        err_has "--bptt must be 1 .. 1048576 steps, not $k"
+    done
+    python3 -c "
+f = open('long.csv', 'w')
+f.write('id,x,y\\n' + 'a,1,0.5\\n' * 3 + 'b,1,0.5\\n' * 1048577)"
+    run 2 train "$MODELS/running_sum.otm" --data long.csv --sequence id --target y --epochs 1 \
+        --val-split 0 --out t.otm
+    err_has "long.csv: sequence 'b' has 1048577 steps, more than the 1048576 one pass through"
+    err_has "give --bptt K (at most 1048576)"
+    [ ! -e t.otm ] || fail "t.otm written although refused"
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
