@@ -131,6 +131,20 @@ f.write('id,x,y\\n' + 'a,1,0.5\\n' * 3 + 'b,1,0.5\\n' * 1048577)"
     [ ! -e t.otm ] || fail "t.otm written although refused"
 }
 
+case_stdout_lost() {
+    # A failed write to standard output is an error (exit 2), for every command.
+    [ -w /dev/full ] || { echo "no /dev/full: skipped"; exit 77; }
+    local c
+    for c in "--help" "--version" "summary --help" "summary $MODELS/iris_mlp.otm" \
+        "import $FF -o x.otm" "viz $MODELS/iris_mlp.otm -o - --format dot"; do
+        # shellcheck disable=SC2086
+        "$OTC" $c >/dev/full 2>err
+        local got=$?
+        [ "$got" = 2 ] || fail "otc $c >/dev/full exited $got, wanted 2"
+        err_has "writing to standard output failed"
+    done
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
