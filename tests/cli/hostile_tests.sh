@@ -145,6 +145,35 @@ case_stdout_lost() {
     done
 }
 
+case_viz_size() {
+    # A drawing Graphviz would lay out for minutes is refused for SVG and PNG, DOT offered
+    # (which still works); the counts are the DOT's own.
+    python3 - <<'PY'
+import json
+n = lambda i, t: {"id": i, "type": t, "activation": {"name": "tanh", "custom": False},
+                  "aggregation": {"name": "sum", "custom": False}, "bias": 0.1, "response": 1.0}
+N = 1700
+nodes = [n(0, "output")] + [n(i, "hidden") for i in range(1, N)]
+conns = [{"from": -1, "to": i, "weight": 0.5, "enabled": True} for i in range(1, N)]
+conns += [{"from": i, "to": 0, "weight": 0.5, "enabled": True} for i in range(1, N)]
+json.dump({"format_version": "1.0", "network_type": "feedforward",
+           "topology": {"input_keys": [-1], "output_keys": [0]}, "nodes": nodes,
+           "connections": conns}, open("wide.json", "w"))
+PY
+    run 0 import wide.json -o wide.otm
+    run 0 viz wide.otm -o wide.dot
+    local nodes edges
+    nodes=$(grep -cE '^ *n[0-9]+ \[' wide.dot)
+    edges=$(grep -c -- '->' wide.dot)
+    [ $((nodes + edges)) -gt 5000 ] || fail "the drawing has only $nodes nodes and $edges edges"
+    for f in wide.svg wide.png; do
+        run 2 viz wide.otm -o $f
+        grep -q "without Graphviz" err && { echo "no Graphviz: skipped"; exit 77; }
+        err_has "wide.otm: the drawing has $nodes nodes and $edges edges, more than Graphviz lays out in seconds (5000 together): write DOT instead"
+        [ ! -e $f ] || fail "$f written although refused"
+    done
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
