@@ -174,6 +174,29 @@ PY
     done
 }
 
+case_idx() {
+    # IDX: the images header is checked against the model before the data is inflated (here
+    # the data is a cut stream: reading it first would report that instead), and data after
+    # the gzip stream is refused.
+    mkdir -p d
+    python3 - <<'PY'
+import gzip, struct
+head = struct.pack(">IIII", 0x803, 3, 2, 3)
+img = gzip.compress(head + bytes(range(18)))
+open("d/train-images-idx3-ubyte.gz", "wb").write(img[:len(img) // 2 + 4])
+open("d/train-labels-idx1-ubyte.gz", "wb").write(gzip.compress(struct.pack(">II", 0x801, 3) + bytes([0, 1, 2])))
+open("good.gz", "wb").write(gzip.compress(struct.pack(">IIII", 0x803, 3, 2, 2) + bytes(range(12))))
+PY
+    run 2 train "$MODELS/iris_mlp.otm" --data idx:d --out t.otm
+    err_has "idx:d holds 2x3 images (6 values each), but the input [B,4] of"
+    err_has "takes 4 values per sample"
+    # 2x2 images, which the model takes, and garbage after their stream
+    { cat good.gz; printf 'garbage}'; } >d/train-images-idx3-ubyte.gz
+    run 2 train "$MODELS/iris_mlp.otm" --data idx:d --out t.otm
+    err_has "d/train-images-idx3-ubyte.gz: data after the end of the gzip stream (from byte $(stat -c %s good.gz))"
+    [ ! -e t.otm ] || fail "t.otm written although refused"
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
