@@ -3,7 +3,7 @@
 find_program(OTC_HOSTILE_BASH bash)
 if(TARGET otc_cli AND OTC_HOSTILE_BASH)
   foreach(case escaped_names json_strict json_memory bptt stdout_lost
-               viz_size idx)
+               viz_size idx bench_no_jit)
     add_test(NAME cli_hostile_${case}
              COMMAND ${OTC_HOSTILE_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/hostile_tests.sh
                      $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models

@@ -197,6 +197,30 @@ PY
     [ ! -e t.otm ] || fail "t.otm written although refused"
 }
 
+case_bench_no_jit() {
+    # --no-jit beside --no-c: the interpreter alone, the JIT's figures null.
+    run 0 bench "$MODELS/iris_mlp.otm" --no-jit --no-c --json --block-ms 1
+    python3 -c "
+import json, sys
+f = json.load(open('out'))
+assert f['jit_us_per_sample'] is None and f['jit_vs_interpreter'] is None, f
+assert f['c_us_per_sample'] is None and f['interpreter_us_per_sample'] > 0, f" ||
+        fail "figures: $(cat out)"
+    run 0 bench "$MODELS/iris_mlp.otm" --no-jit --no-c --block-ms 1
+    grep -q '^  interpreter ' out || fail "no interpreter row: $(cat out)"
+    grep -q '^  jit' out && fail "a JIT row with --no-jit: $(cat out)"
+    # the memory estimate counts only the backends run: the JIT's vector-padded copies go
+    OTC_MEMORY_LIMIT=1M run 2 bench "$MODELS/cnn.otm" --batch 4096 --no-c
+    local with=$(grep -o 'needs about [0-9.]* [KMG]*B' err)
+    OTC_MEMORY_LIMIT=1M run 2 bench "$MODELS/cnn.otm" --batch 4096 --no-c --no-jit
+    local without=$(grep -o 'needs about [0-9.]* [KMG]*B' err)
+    # the interpreter's by hand: cnn.otm's values per sample are 16 + 32 + 32 + 8 + 4 + 4 + 3
+    # + 3 + 3 = 105 floats (image, conv, relu, two pools, flatten, matmul, bias, add), 4096 *
+    # 105 * 4 bytes = 1.64 MiB, and 35 parameters
+    [ "$without" = "needs about 1.64 MB" ] || fail "interpreter alone: '$without'"
+    [ -n "$with" ] && [ "$with" != "$without" ] || fail "estimates '$with' and '$without'"
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
