@@ -9,6 +9,8 @@
 
 #include "otc/limits.h"
 
+#define JSON_CHECKED_FROM ((uint64_t)16 << 20) /* bytes of parsed tree */
+
 /* cJSON reports a failed allocation as a parse failure; its allocator is wrapped (once, for
  * the process) so the reader can tell the user which it was. */
 static _Thread_local bool alloc_failed;
@@ -93,9 +95,11 @@ otc_status otc_json_parse(const char *text, size_t len, size_t max_values, cJSON
                         s.values, max_values, sizeof(cJSON) + 16);
     /* Each value a cJSON item and a malloc header; each string a copy and its header. */
     uint64_t need = (uint64_t)s.values * (sizeof(cJSON) + 16) + s.string_bytes + s.strings * 24;
+    /* Checked from a size that matters: a model header of a few KB is no memory question,
+     * even under a tiny OTC_MEMORY_LIMIT meant for the model's values. */
     char what[96];
     snprintf(what, sizeof what, "parsing %zu bytes of JSON (%zu values)", len, s.values);
-    if (otc_memory_check(need, what) != OTC_OK) return OTC_ERR_NOMEM;
+    if (need > JSON_CHECKED_FROM && otc_memory_check(need, what) != OTC_OK) return OTC_ERR_NOMEM;
     alloc_failed = false;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
