@@ -37,6 +37,10 @@ typedef struct {
 int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts, int argc,
                   char **argv, const char **pos, int min_pos, int max_pos);
 
+/* Was option `opt` on the command line (as "--opt X" or "--opt=X")? Options whose default is
+ * "not given" are told apart this way from any value the user could type. */
+bool otc_cli_given(int argc, char **argv, const char *opt);
+
 /* Strict decimal integers (digits only, an optional sign for int; no spaces, no trailing
  * text, nothing out of range): what OTC_OPT_INT and OTC_OPT_U64 accept. */
 bool otc_cli_parse_int(const char *text, int *out);

@@ -9,15 +9,33 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "otc/error.h"
 
+/* Names from files and the command line reach the message through the arguments: the
+ * whole message is made printable (otc_text_printable) before the terminal sees it. */
 int otc_cli_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
-    fprintf(stderr, "otc %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "otc %s: %s\n", cmd, otc_text_printable(msg));
+        free(msg);
+    } else {
+        fprintf(stderr, "otc %s: out of memory while reporting an error\n", cmd);
+    }
     return OTC_EXIT_USAGE;
+}
+
+bool otc_cli_given(int argc, char **argv, const char *opt) {
+    size_t n = strlen(opt);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], opt, n) && (argv[i][n] == '\0' || argv[i][n] == '=')) return true;
+    return false;
 }
 
 bool otc_cli_interactive(void) {

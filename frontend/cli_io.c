@@ -14,16 +14,16 @@
 
 const char *otc_cli_printable(const char *text, char *buf, size_t len) {
     if (len == 0) return buf;
-    size_t o = 0;
-    const unsigned char *s = (const unsigned char *)(text ? text : "");
-    for (; *s && o + 1 < len; s++) buf[o++] = (*s < 0x20 || *s == 0x7f) ? '?' : (char)*s;
-    if (*s && len > 4) { /* cut: end in "..." at a character boundary, not inside UTF-8 */
-        o = len - 4;
-        while (o > 0 && ((unsigned char)buf[o] & 0xC0) == 0x80) o--;
-        memcpy(buf + o, "...", 3);
-        o += 3;
+    size_t n = strlen(text ? text : "");
+    bool cut = n >= len;
+    if (cut) { /* end in "..." at a character boundary, not inside a UTF-8 sequence */
+        n = len > 4 ? len - 4 : len - 1;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
     }
-    buf[o] = '\0';
+    memcpy(buf, text ? text : "", n);
+    buf[n] = '\0';
+    otc_text_printable(buf);
+    if (cut && len > 4) memcpy(buf + n, "...", 4);
     return buf;
 }
 

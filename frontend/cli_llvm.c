@@ -9,20 +9,26 @@
 #include "cli_llvm.h"
 #include "otc/otc.h"
 
+void otc_cli_obj_header(const char *obj, char *buf, size_t len) {
+    if (!len) return;
+    size_t n = strlen(obj);
+    const char *dot = strrchr(obj, '.'), *slash = strrchr(obj, '/');
+    if (dot && (!slash || dot > slash)) n = (size_t)(dot - obj);
+    snprintf(buf, len, "%.*s.h", (int)n, obj);
+}
+
 #ifdef OTC_HAVE_JIT
 #include "otc/jit.h"
 
 static int emit_one(otc_graph *g, const otc_emit_llvm_options *o, otc_emit_kind kind,
                     const char *path) {
     if (!path) return 0;
-    if (otc_emit_llvm_file(g, o, kind, path, NULL) != OTC_OK)
+    char header[4096];
+    otc_cli_obj_header(path, header, sizeof header);
+    if (otc_emit_llvm_file(g, o, kind, path, kind == OTC_EMIT_OBJ ? header : NULL) != OTC_OK)
         return otc_cli_error_file("compile", path);
     if (kind == OTC_EMIT_OBJ) {
-        char header[4096];
-        snprintf(header, sizeof header, "%s", path);
-        char *dot = strrchr(header, '.'), *slash = strrchr(header, '/');
-        if (dot && (!slash || dot > slash)) *dot = '\0';
-        printf("wrote %s and %s.h (%s, entry %s_forward)\n", path, header,
+        printf("wrote %s and %s (%s, entry %s_forward)\n", path, header,
                o->triple ? o->triple : "this machine", o->name);
     } else {
         printf("wrote %s (%s)\n", path, kind == OTC_EMIT_ASM ? "assembly" : "LLVM IR after O3");

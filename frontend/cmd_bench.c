@@ -118,9 +118,44 @@ typedef struct {
     bool ran;
 } result;
 
+/* The memory the chosen backends take at once, from what each allocates: the interpreter
+ * every node's value at the batch (training: and a gradient each); the JIT tiers and the
+ * emitted C their plan's workspace (activations shared by lifetime, gradients) and optimiser
+ * state, the JIT's at the batch rounded up to whole vectors (16 lanes). A plan that cannot be
+ * built is counted as the interpreter's. Saturating: the check is what matters. */
+static uint64_t bench_memory(const otc_graph *g, int batch, bool train, otc_id loss,
+                             const otc_optim_config *oc, bool jit, bool c) {
+    uint64_t interp = otc_graph_value_bytes(g, batch);
+    if (interp > UINT64_MAX / 8) return UINT64_MAX;
+    uint64_t need = train ? 2 * interp : interp;
+    otc_plan_options po = {0};
+    po.train = train;
+    po.loss = loss;
+    po.optim = *oc;
+    otc_plan *p = NULL;
+    bool planned = (jit || c) && otc_plan_build(g, train ? &po : NULL, &p) == OTC_OK;
+    int64_t vec_batch = ((int64_t)batch + 15) / 16 * 16;
+    for (int k = 0; k < 3; k++) { /* JIT, its fast tier, emitted C */
+        if (k < 2 ? !jit : !c) continue;
+        int64_t at = k < 2 ? vec_batch : batch;
+        uint64_t one;
+        if (planned) {
+            otc_plan_bytes b = otc_plan_sizes(p, at);
+            one = (uint64_t)b.workspace + (uint64_t)b.weights + (uint64_t)b.optimizer_state;
+        } else {
+            one = otc_graph_value_bytes(g, at);
+            if (one > UINT64_MAX / 8) one = UINT64_MAX / 8;
+            if (train) one *= 2;
+        }
+        need = need > UINT64_MAX - one ? UINT64_MAX : need + one;
+    }
+    otc_plan_free(p);
+    return need;
+}
+
 int otc_cmd_bench(int argc, char **argv) {
     int batch = 1, random_n = 0, connections = 0, seed = 1;
-    bool train = false, json = false, no_c = false, no_blas = false;
+    bool train = false, json = false, no_c = false, no_jit = false, no_blas = false;
     const char *export_path = NULL, *optim = "adam";
     double lr = 0.001, block_ms = 20.0;
     const otc_opt opts[] = {
@@ -135,6 +170,7 @@ int otc_cmd_bench(int argc, char **argv) {
          "C: connections of the random graph (about; default 3 per neuron)"},
         {"--seed", OTC_OPT_INT, &seed, "S: the random graph's seed (default 1)"},
         {"--no-c", OTC_OPT_FLAG, &no_c, "skip the emitted-C backend"},
+        {"--no-jit", OTC_OPT_FLAG, &no_jit, "skip the two JIT tiers"},
         {"--no-blas", OTC_OPT_FLAG, &no_blas,
          "the JIT generates every dense product itself (no OpenBLAS calls)"},
         {"--block-ms", OTC_OPT_FLOAT, &block_ms, "MS: length of one timed block (default 20)"},
@@ -199,17 +235,10 @@ int otc_cmd_bench(int argc, char **argv) {
         return otc_cli_error("bench", "%s: %s", what, otc_last_error());
     }
     otc_id out = otc_graph_output(g, 0);
-    /* The backends hold the graph's values at once: the interpreter and the emitted C at the
-     * batch, the two JIT tiers at the batch rounded up to whole vectors (up to 16 lanes);
-     * training about doubles each (gradients). Saturating sums: the check is what matters. */
-    int vec_batch = (batch + 15) / 16 * 16;
-    uint64_t at_b = otc_graph_value_bytes(g, batch), at_v = otc_graph_value_bytes(g, vec_batch);
-    uint64_t each =
-        at_b > UINT64_MAX / 8 || at_v > UINT64_MAX / 8 ? UINT64_MAX / 8 : 2 * at_b + 2 * at_v;
-    uint64_t copies = train ? 2 : 1;
+    uint64_t need = bench_memory(g, batch, train, loss, &oc, !no_jit, !no_c);
     char need_what[700];
     snprintf(need_what, sizeof need_what, "%s: benchmarking at batch %d", what, batch);
-    if (otc_memory_check(each > UINT64_MAX / copies ? UINT64_MAX : each * copies, need_what)) {
+    if (otc_memory_check(need, need_what)) {
         otc_graph_free(g);
         return otc_cli_error("bench", "%s", otc_last_error());
     }
@@ -248,14 +277,16 @@ int otc_cmd_bench(int argc, char **argv) {
      * once); the figures below are the steady state, the library's cost is shown apart. */
     otc_jit_options fo = jo;
     fo.tier = OTC_JIT_TIER_FAST;
-    if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &fo, &jf) == OTC_OK) {
+    if (!no_jit && otc_jit_executors_new(&g, train ? losses : NULL, 1, &fo, &jf) == OTC_OK) {
         otc_jit_executor_stats(jf, &jfs);
         library_ms = jfs.compile_ms;
         otc_exec_free(jf);
         jf = NULL;
     }
-    if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &fo, &jf) != OTC_OK) jf = NULL;
-    if (otc_jit_executors_new(&g, train ? losses : NULL, 1, &jo, &je) != OTC_OK) je = NULL;
+    if (!no_jit && otc_jit_executors_new(&g, train ? losses : NULL, 1, &fo, &jf) != OTC_OK)
+        jf = NULL;
+    if (!no_jit && otc_jit_executors_new(&g, train ? losses : NULL, 1, &jo, &je) != OTC_OK)
+        je = NULL;
     bool have_data = data && in_ids;
     for (int i = 0; have_data && i < n_in; i++) have_data = data[i] != NULL;
     if (!have_data) {
@@ -263,19 +294,21 @@ int otc_cmd_bench(int argc, char **argv) {
             otc_cli_error("bench", "%s: out of memory for the input rows at batch %d", what, batch);
         goto done;
     }
-    if (!ie || !je || !jf || !opt_i || !opt_j || !opt_f) {
+    if (!ie || (!no_jit && (!je || !jf)) || !opt_i || !opt_j || !opt_f) {
         rc = otc_cli_error("bench", "%s: %s", what, otc_last_error());
         goto done;
     }
-    otc_jit_executor_stats(jf, &jfs);
-    library_ms = library_ms > jfs.compile_ms ? library_ms - jfs.compile_ms : 0;
+    if (!no_jit) {
+        otc_jit_executor_stats(jf, &jfs);
+        library_ms = library_ms > jfs.compile_ms ? library_ms - jfs.compile_ms : 0;
+    }
     if (!no_c) have_c = otc_bench_c_build(&cb, g, train, loss, &oc, cerr, sizeof cerr);
 
     job jb = {g,    ie,   opt_i, loss, out,  batch, n_in,      in_ids, data, NULL,
               NULL, NULL, NULL,  NULL, NULL, NULL,  (float)lr, train,  0};
     otc_executor *timed[3] = {ie, je, jf};
     otc_optimizer *timed_opt[3] = {opt_i, opt_j, opt_f};
-    for (int i = INTERP; i <= JIT_FAST; i++) {
+    for (int i = INTERP; i <= (no_jit ? INTERP : JIT_FAST); i++) {
         jb.ex = timed[i];
         jb.opt = timed_opt[i];
         jb.failed = 0;
@@ -283,8 +316,8 @@ int otc_cmd_bench(int argc, char **argv) {
         res[i].ran = jb.failed == 0;
     }
     /* After the runs: code compiled on first use (the single-sample code) counts too. */
-    otc_jit_executor_stats(je, &js);
-    if (!res[INTERP].ran || !res[JIT].ran || !res[JIT_FAST].ran) {
+    if (!no_jit) otc_jit_executor_stats(je, &js);
+    if (!res[INTERP].ran || (!no_jit && (!res[JIT].ran || !res[JIT_FAST].ran))) {
         rc = otc_cli_error("bench", "%s: %s", what, otc_last_error());
         goto done;
     }
@@ -331,19 +364,29 @@ int otc_cmd_bench(int argc, char **argv) {
     if (res[EMITTED_C].ran) {
         snprintf(c_us, sizeof c_us, "%.6g", per[EMITTED_C]);
         snprintf(c_ms, sizeof c_ms, "%.4g", cb.build_ms);
-        snprintf(c_ratio, sizeof c_ratio, "%.4g", per[EMITTED_C] / per[JIT]);
+        if (!no_jit) snprintf(c_ratio, sizeof c_ratio, "%.4g", per[EMITTED_C] / per[JIT]);
+    }
+    /* --no-jit: the JIT's figures are null, as the emitted C's are with --no-c */
+    char j_us[32] = "null", j_ms[32] = "null", jf_us[32] = "null", jf_ms[32] = "null",
+         lib_ms[32] = "null", j_ratio[32] = "null";
+    if (!no_jit) {
+        snprintf(j_us, sizeof j_us, "%.6g", per[JIT]);
+        snprintf(j_ms, sizeof j_ms, "%.4g", js.compile_ms);
+        snprintf(jf_us, sizeof jf_us, "%.6g", per[JIT_FAST]);
+        snprintf(jf_ms, sizeof jf_ms, "%.4g", jfs.compile_ms);
+        snprintf(lib_ms, sizeof lib_ms, "%.4g", library_ms);
+        snprintf(j_ratio, sizeof j_ratio, "%.4g", per[INTERP] / per[JIT]);
     }
     snprintf(figures, sizeof figures,
              "{\"model\": \"%s\", \"nodes\": %d, \"neurons\": %d, \"connections\": %d, "
              "\"batch\": %d, \"mode\": \"%s\", \"host_cpu\": \"%s\", \"lanes\": %d, "
-             "\"interpreter_us_per_sample\": %.6g, \"jit_us_per_sample\": %.6g, "
-             "\"c_us_per_sample\": %s, \"jit_compile_ms\": %.4g, \"c_build_ms\": %s, "
-             "\"jit_fast_us_per_sample\": %.6g, \"jit_fast_compile_ms\": %.4g, "
-             "\"jit_math_library_ms\": %.4g, \"jit_vs_interpreter\": %.4g, \"jit_vs_c\": %s}",
+             "\"interpreter_us_per_sample\": %.6g, \"jit_us_per_sample\": %s, "
+             "\"c_us_per_sample\": %s, \"jit_compile_ms\": %s, \"c_build_ms\": %s, "
+             "\"jit_fast_us_per_sample\": %s, \"jit_fast_compile_ms\": %s, "
+             "\"jit_math_library_ms\": %s, \"jit_vs_interpreter\": %s, \"jit_vs_c\": %s}",
              pos[0] ? "file" : "random", otc_graph_size(g), neurons, links, batch,
-             train ? "train" : "forward", otc_jit_host_cpu(), js.lanes, per[INTERP], per[JIT], c_us,
-             js.compile_ms, c_ms, per[JIT_FAST], jfs.compile_ms, library_ms, per[INTERP] / per[JIT],
-             c_ratio);
+             train ? "train" : "forward", otc_jit_host_cpu(), js.lanes, per[INTERP], j_us, c_us,
+             j_ms, c_ms, jf_us, jf_ms, lib_ms, j_ratio, c_ratio);
     if (json) {
         printf("%s\n", figures);
     } else {
@@ -362,11 +405,12 @@ int otc_cmd_bench(int argc, char **argv) {
             if (i == EMITTED_C) printf("   cc -O3 -march=native %.0f ms", cb.build_ms);
             printf("\n");
         }
-        printf("\n  JIT math library (activations, once per process): %.1f ms\n", library_ms);
-        if (res[EMITTED_C].ran)
+        if (!no_jit)
+            printf("\n  JIT math library (activations, once per process): %.1f ms\n", library_ms);
+        if (res[EMITTED_C].ran && !no_jit)
             printf("  JIT vs emitted C: %.2fx (above 1: the JIT is faster)\n",
                    per[EMITTED_C] / per[JIT]);
-        else if (!no_c)
+        else if (!no_c && !res[EMITTED_C].ran)
             printf("  emitted C: not measured (%s)\n", cerr[0] ? cerr : "build failed");
     }
     if (export_path) {

@@ -69,15 +69,6 @@ static int parse_fuse(const char *s, otc_fuse_level *out) {
     return otc_cli_error("compile", "unknown --fuse '%s' (none, chains or loops)", s);
 }
 
-/* Was option `opt` on the command line (as "--opt X" or "--opt=X")? Options whose default is
- * "not given" are told apart from any value the user could type this way. */
-static bool given(int argc, char **argv, const char *opt) {
-    size_t n = strlen(opt);
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], opt, n) && (argv[i][n] == '\0' || argv[i][n] == '=')) return true;
-    return false;
-}
-
 /* A floating option in [lo, hi) (hi_open) or [lo, hi]; lo_open excludes lo. */
 static int check_range(const char *opt, double v, double lo, bool lo_open, double hi,
                        bool hi_open) {
@@ -185,13 +176,14 @@ int otc_cmd_compile(int argc, char **argv) {
         return otc_cli_error("compile", "missing --emit-c DIR or --emit-llvm/--emit-asm/--emit-obj "
                                         "FILE (try 'otc compile --help')");
     if (batch && dynamic) return otc_cli_error("compile", "--batch and --dynamic-batch conflict");
-    if ((given(argc, argv, "--batch") && batch < 1) || batch < 0 || batch > (1 << 24))
+    if ((otc_cli_given(argc, argv, "--batch") && batch < 1) || batch < 0 || batch > (1 << 24))
         return otc_cli_error("compile", "--batch must be 1 .. 16777216, not %d", batch);
     /* The optimiser's numbers: each in its range (NaN and infinities never are). */
-    if (given(argc, argv, "--lr") && (rc = check_range("--lr", lr, 0, true, INFINITY, true)))
+    if (otc_cli_given(argc, argv, "--lr") &&
+        (rc = check_range("--lr", lr, 0, true, INFINITY, true)))
         return rc;
     if ((rc = check_range("--momentum", momentum, 0, false, 1, true)) ||
-        (given(argc, argv, "--weight-decay") &&
+        (otc_cli_given(argc, argv, "--weight-decay") &&
          (rc = check_range("--weight-decay", weight_decay, 0, false, INFINITY, true))) ||
         (rc = check_range("--beta1", beta1, 0, false, 1, true)) ||
         (rc = check_range("--beta2", beta2, 0, false, 1, true)) ||
@@ -207,19 +199,21 @@ int otc_cmd_compile(int argc, char **argv) {
                              "--name '%s' is not a C identifier (a letter, then letters, digits "
                              "and _)",
                              name);
-    char c_h[4096] = "", c_c[4096] = "";
+    char c_h[4096] = "", c_c[4096] = "", obj_h[4096] = "";
     if (emit_c) {
         snprintf(c_h, sizeof c_h, "%s/%s.h", emit_c, name);
         snprintf(c_c, sizeof c_c, "%s/%s.c", emit_c, name);
     }
+    if (emit_obj) otc_cli_obj_header(emit_obj, obj_h, sizeof obj_h);
     const otc_cli_file ins[] = {{"MODEL", pos[0]}};
     const otc_cli_file outs[] = {{"--emit-c", emit_c ? c_h : NULL},
                                  {"--emit-c", emit_c ? c_c : NULL},
                                  {"--plan-dot", plan_dot},
                                  {"--emit-llvm", emit_ll},
                                  {"--emit-asm", emit_s},
-                                 {"--emit-obj", emit_obj}};
-    if ((rc = otc_cli_check_files("compile", ins, 1, outs, 6))) return rc;
+                                 {"--emit-obj", emit_obj},
+                                 {"--emit-obj's header", emit_obj ? obj_h : NULL}};
+    if ((rc = otc_cli_check_files("compile", ins, 1, outs, 7))) return rc;
     if (quantize)
         return compile_int8(pos[0], name, emit_c, quantize, calibrate, drop,
                             train || llvm || plan_dot || bptt || batch || dynamic || fuse);

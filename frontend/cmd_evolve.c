@@ -41,16 +41,17 @@ static void progress(void *ctx, const otc_neat_population *p, const otc_neat_gen
 }
 
 /* Would a checkpoint this run writes (P<g>.json for the generations after `from` up to
- * `generations` that are multiples of `every`) land on one of the inputs? An input can only be
- * one if its name, or its link target's, is P<g>.json, so that g is the one to check. */
-static int checkpoint_over_input(const char *prefix, int every, int from, int generations,
-                                 const otc_cli_file *in, int n_in) {
+ * `generations` that are multiples of `every`) land on one of the files (the first n_in
+ * inputs, then outputs)? A file can only be one if its name, or its link target's, is
+ * P<g>.json, so that g is the one to check; the checkpoints are not listed one by one. */
+static int checkpoint_over_file(const char *prefix, int every, int from, int generations,
+                                const otc_cli_file *in, int n_files, int n_in) {
     if (every <= 0) return 0;
     const char *pslash = strrchr(prefix, '/');
     const char *pbase = pslash ? pslash + 1 : prefix;
     size_t plen = strlen(pbase);
-    for (int i = 0; i < n_in; i++) {
-        if (!in[i].path) continue;
+    for (int i = 0; i < n_files; i++) {
+        if (!in[i].path || !strcmp(in[i].path, "-")) continue;
         char real[PATH_MAX];
         const char *names[2] = {in[i].path, realpath(in[i].path, real)};
         for (int k = 0; k < 2; k++) {
@@ -67,12 +68,17 @@ static int checkpoint_over_input(const char *prefix, int every, int from, int ge
             char sp[512];
             return otc_cli_error("evolve",
                                  "--checkpoint-prefix and %s name the same file (%s): the "
-                                 "checkpoint of generation %ld would overwrite an input",
-                                 in[i].option, otc_cli_printable(path, sp, sizeof sp), g);
+                                 "checkpoint of generation %ld %s",
+                                 in[i].option, otc_cli_printable(path, sp, sizeof sp), g,
+                                 i < n_in ? "would overwrite an input"
+                                          : "and that output would overwrite each other");
         }
     }
     return 0;
 }
+
+#define N_EVOLVE_INS   3 /* CONFIG, --resume, --task csv: */
+#define N_EVOLVE_FILES 6 /* and --out, --stats, --plot */
 
 /* What the population's run needs from the command line. */
 typedef struct {
@@ -85,7 +91,7 @@ typedef struct {
     int jit_steps; /* --jit-steps, -1: the policy's break-even */
     int threads;
     const char *stats, *plot, *out;
-    const otc_cli_file *ins;
+    const otc_cli_file *files; /* N_EVOLVE_INS inputs, then the outputs */
     otc_neat_config *config;
     const otc_neat_remote *remote; /* rank 0 under mpirun; NULL otherwise */
 } evolve_args;
@@ -109,8 +115,8 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
     if (s != OTC_OK) {
         return otc_cli_error("evolve", "%s", otc_last_error());
     }
-    if ((rc = checkpoint_over_input(a->prefix, a->every, otc_neat_generation(pop), a->generations,
-                                    a->ins, 3))) {
+    if ((rc = checkpoint_over_file(a->prefix, a->every, otc_neat_generation(pop), a->generations,
+                                   a->files, N_EVOLVE_FILES, N_EVOLVE_INS))) {
         otc_neat_population_free(pop);
         return rc;
     }
@@ -279,9 +285,12 @@ int otc_cmd_evolve(int argc, char **argv) {
     }
 
     const char *csv = !strncmp(task_spec, "csv:", 4) ? task_spec + 4 : NULL;
-    const otc_cli_file ins[] = {{"CONFIG", pos[0]}, {"--resume", resume}, {"--task csv:", csv}};
-    const otc_cli_file outs[] = {{"--out", out}, {"--stats", stats}, {"--plot", plot}};
-    if ((rc = otc_cli_check_files("evolve", ins, 3, outs, 3))) return rc;
+    const otc_cli_file files[N_EVOLVE_FILES] = {
+        {"CONFIG", pos[0]}, {"--resume", resume}, {"--task csv:", csv}, /* inputs */
+        {"--out", out},     {"--stats", stats},   {"--plot", plot}};
+    if ((rc = otc_cli_check_files("evolve", files, N_EVOLVE_INS, files + N_EVOLVE_INS,
+                                  N_EVOLVE_FILES - N_EVOLVE_INS)))
+        return rc;
 
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
@@ -337,7 +346,7 @@ int otc_cmd_evolve(int argc, char **argv) {
         }
     }
     evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,   jit_steps,
-                      threads, stats,      plot, out,    ins,   &config,     remote};
+                      threads, stats,      plot, out,    files, &config,     remote};
     int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);
     if (mpi) {

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "otc/limits.h"
 #include "otc/otc.h"
 #include "otc/plot.h"
 #ifdef OTC_HAVE_JIT
@@ -386,10 +387,28 @@ static void print_epoch(int e, int epochs, double tl, double ta, double vl, doub
     fflush(stdout);
 }
 
+/* Without --bptt a sequence is trained through in one piece, recording each of its steps: one
+ * longer than that record holds (OTC_MAX_SEQ_STEPS) is refused here, naming it, with --bptt
+ * as the way to train it in chunks. */
+static int check_whole_sequences(const char *data, const otc_seq_dataset *sd) {
+    for (int i = 0; i < sd->n; i++) {
+        if (sd->len[i] <= OTC_MAX_SEQ_STEPS) continue;
+        char sd_name[512], id[128];
+        return otc_cli_error("train",
+                             "%s: sequence '%s' has %d steps, more than the %d one pass "
+                             "through time can record: give --bptt K (at most %d) to train it "
+                             "K steps at a time",
+                             otc_cli_printable(data, sd_name, sizeof sd_name),
+                             otc_cli_printable(sd->ids[i], id, sizeof id), sd->len[i],
+                             OTC_MAX_SEQ_STEPS, OTC_MAX_SEQ_STEPS);
+    }
+    return 0;
+}
+
 int otc_cmd_train(int argc, char **argv) {
     const char *data = NULL, *target = NULL, *features = NULL, *out = NULL, *plot = NULL;
     const char *optimizer = "adam", *loss = "auto", *sequence = NULL;
-    int epochs = 20, batch = 32, bptt = -1; /* -1: not given (whole sequences) */
+    int epochs = 20, batch = 32, bptt = 0; /* not given: whole sequences */
     double lr = 0.01, val_split = 0.2;
     uint64_t seed = 1;
     bool header = false, no_header = false, jit = false;
@@ -441,8 +460,10 @@ int otc_cmd_train(int argc, char **argv) {
     if (epochs < 1 || epochs > 1000000)
         return otc_cli_error("train", "--epochs must be in 1..1000000, not %d", epochs);
     if (batch < 1) return otc_cli_error("train", "--batch must be at least 1, not %d", batch);
-    if (bptt != -1 && bptt < 1)
-        return otc_cli_error("train", "--bptt must be at least 1 step, not %d", bptt);
+    bool bptt_given = otc_cli_given(argc, argv, "--bptt");
+    if (bptt_given && (bptt < 1 || bptt > OTC_MAX_SEQ_STEPS))
+        return otc_cli_error("train", "--bptt must be 1 .. %d steps, not %d", OTC_MAX_SEQ_STEPS,
+                             bptt);
     if (!(lr > 0) || !isfinite(lr))
         return otc_cli_error("train", "--lr must be a positive number, not %g", lr);
     if (!(val_split >= 0 && val_split < 1))
@@ -478,7 +499,7 @@ int otc_cmd_train(int argc, char **argv) {
                                             : -1};
     /* A model with state trains on sequences through time; any other, on independent rows. */
     bool recurrent = otc_graph_is_recurrent(t.g);
-    if (!recurrent && (sequence || bptt != -1)) {
+    if (!recurrent && (sequence || bptt_given)) {
         rc = otc_cli_needs_recurrent("train", pos[0], sequence ? "--sequence" : "--bptt");
         goto done;
     }
@@ -501,7 +522,10 @@ int otc_cmd_train(int argc, char **argv) {
                                longest == 1 ? "" : "s");
             goto done;
         }
-        if (bptt < 0) bptt = longest;
+        if (!bptt_given) {
+            bptt = longest;
+            if ((rc = check_whole_sequences(data, sd))) goto done;
+        }
         weight = malloc((size_t)bptt * sizeof *weight);
         if (!weight) {
             rc = otc_cli_error("train", "out of memory");

@@ -1,4 +1,5 @@
 /* The `otc` command: global options and dispatch to the subcommands. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,7 +31,19 @@ static void usage(FILE *out) {
     fprintf(out, "\nRun 'otc COMMAND --help' for a command's options.\n");
 }
 
-int main(int argc, char **argv) {
+/* Output lost is a failure, whichever command wrote it (a full disk, /dev/full, a closed
+ * stdout): checked once here, as the last buffered bytes reach the file only now. */
+static int finish(int rc) {
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc != OTC_EXIT_USAGE) {
+        fprintf(stderr, "otc: writing to standard output failed%s%s\n", errno ? ": " : "",
+                errno ? strerror(errno) : "");
+        return OTC_EXIT_USAGE;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return OTC_EXIT_USAGE;
@@ -47,4 +60,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "otc: unknown command '%s' (try 'otc --help')\n", argv[1]);
     return OTC_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+    return finish(dispatch(argc, argv));
 }

@@ -2,8 +2,8 @@
 # links as outputs, outputs naming an input, endless inputs, emit-c's pair, stale temporaries.
 find_program(OTC_FILES_BASH bash)
 if(TARGET otc_cli AND OTC_FILES_BASH)
-  foreach(case output_device output_symlink output_over_input unbounded_input emit_c_pair
-               stale_temporaries long_error)
+  foreach(case output_device output_symlink output_over_input derived_outputs unbounded_input
+               emit_c_pair stale_temporaries long_error)
     add_test(NAME cli_files_${case}
              COMMAND ${OTC_FILES_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/cli/file_tests.sh
                      $<TARGET_FILE:otc_cli> ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models

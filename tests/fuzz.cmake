@@ -1,6 +1,7 @@
 # libFuzzer targets for the .otm loader (fuzz_model.c), the CSV reader (fuzz_csv.c), the NEAT
 # config reader (fuzz_neat_config.c), NEAT checkpoints (fuzz_neat_checkpoint.c), the ONNX
-# importer (fuzz_onnx.c) and the exec: task's protocol reader (fuzz_exec_protocol.c), built
+# importer (fuzz_onnx.c), the exec: task's protocol reader (fuzz_exec_protocol.c) and
+# neat-python network import (fuzz_neat_python.c), built
 # with clang-19 as a separate project (tests/fuzz/) and run for a bounded time as ctest tests.
 # Without clang-19, or with -DOTC_FUZZ=OFF, nothing here is built or registered.
 if(NOT OTC_FUZZ)
@@ -24,7 +25,7 @@ ExternalProject_Add(otc_fuzzers
   INSTALL_COMMAND ""
   BUILD_BYPRODUCTS ${fuzz_dir}/fuzz_csv ${fuzz_dir}/fuzz_model ${fuzz_dir}/fuzz_neat_config
                    ${fuzz_dir}/fuzz_neat_checkpoint ${fuzz_dir}/fuzz_onnx
-                   ${fuzz_dir}/fuzz_exec_protocol)
+                   ${fuzz_dir}/fuzz_exec_protocol ${fuzz_dir}/fuzz_neat_python)
 
 # Seed corpora, written at configure time; libFuzzer adds what it finds to the first
 # directory it is given, so these grow from run to run within the build directory.
@@ -104,3 +105,18 @@ file(WRITE ${exec_corpus}/garbage "\"obs\t1\r\nstep  0x10 0 1 2 3\nact 1\n\n")
 add_test(NAME fuzz_exec_protocol_bounded
          COMMAND ${fuzz_dir}/fuzz_exec_protocol ${common} -max_len=4096 ${exec_corpus})
 set_tests_properties(fuzz_exec_protocol_bounded PROPERTIES TIMEOUT 300)
+# neat-python networks: seeds are the fixtures (tests/neat_python/*.json), each with an options
+# byte in front (fuzz_neat_python.c), written at configure time.
+set(neat_python_corpus ${fuzz_dir}/neat_python_corpus)
+set(neat_python_seeds ${fuzz_dir}/neat_python_seeds)
+file(MAKE_DIRECTORY ${neat_python_corpus} ${neat_python_seeds})
+file(GLOB neat_python_fixtures ${PROJECT_SOURCE_DIR}/tests/neat_python/*_000.json)
+foreach(f ${neat_python_fixtures})
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} body)
+  file(WRITE ${neat_python_seeds}/${name} "A${body}") # 'A': bits 0 and 6, the file's own times
+endforeach()
+add_test(NAME fuzz_neat_python_bounded
+         COMMAND ${fuzz_dir}/fuzz_neat_python ${common} -max_len=16384 ${neat_python_corpus}
+                 ${neat_python_seeds})
+set_tests_properties(fuzz_neat_python_bounded PROPERTIES TIMEOUT 300)

@@ -236,3 +236,70 @@ TEST(idx_hostile_truncated_gzip) {
     fclose(f);
     expect_fail(cut, lb, OTC_ERR_FORMAT, "cut.gz: gzip stream", "unexpected end of file");
 }
+
+/* Appends the bytes of file `from` (or, with from NULL, `n` bytes of `text`) to `to`. */
+static void append(const char *to, const char *from, const char *text, size_t n) {
+    static unsigned char b[65536];
+    if (from) {
+        FILE *f = fopen(from, "rb");
+        REQUIRE(f);
+        n = fread(b, 1, sizeof b, f);
+        fclose(f);
+        text = (const char *)b;
+    }
+    FILE *f = fopen(to, "ab");
+    REQUIRE(f);
+    CHECK(fwrite(text, 1, n, f) == n);
+    fclose(f);
+}
+
+/* After the last gzip member, only another member may follow: zlib's gzread skips anything
+ * else, so a file with data after its stream loaded as if it ended there. */
+TEST(idx_gzip_trailing_data_refused) {
+    make_dir("trail");
+    const char *im = tmp_path("im.gz"), *lb = tmp_path("lb.gz");
+    write_good(im, lb, true);
+    struct stat st;
+    REQUIRE(stat(im, &st) == 0);
+    append(im, NULL, "garbage}", 8);
+    char at[64];
+    snprintf(at, sizeof at, "(from byte %lld)", (long long)st.st_size);
+    expect_fail(im, lb, OTC_ERR_FORMAT, "im.gz: data after the end of the gzip stream", at);
+    /* one byte of it, and zeros as tar pads with, are refused the same */
+    write_good(im, lb, true);
+    append(im, NULL, "\0\0\0\0", 4);
+    expect_fail(im, lb, OTC_ERR_FORMAT, "im.gz: data after the end of the gzip stream", at);
+    /* two members (gzip a b > c): one stream of their bytes, loaded whole */
+    const char *head = tmp_path("head.gz"), *rest = tmp_path("rest.gz");
+    unsigned char h[16];
+    put_be32(h, 0x803);
+    put_be32(h + 4, 3);
+    put_be32(h + 8, 2);
+    put_be32(h + 12, 3);
+    gzFile f = gzopen(head, "wb");
+    REQUIRE(f);
+    CHECK(gzwrite(f, h, 16) == 16 && gzwrite(f, pix, 7) == 7 && gzclose(f) == Z_OK);
+    f = gzopen(rest, "wb");
+    REQUIRE(f);
+    CHECK(gzwrite(f, pix + 7, 11) == 11 && gzclose(f) == Z_OK);
+    append(head, rest, NULL, 0);
+    otc_dataset *d = NULL;
+    otc_idx_info info = {0};
+    CHECK_MSG(otc_idx_load(head, lb, NULL, &d, &info) == OTC_OK, "%s", otc_last_error());
+    check_good(d, &info, 3);
+    otc_dataset_free(d);
+}
+
+/* The header alone: what a caller checks against its model before the data is inflated. */
+TEST(idx_peek_reads_the_header) {
+    make_dir("peek");
+    /* a header claiming 2^20 images of 16x16 over 18 bytes: peeking does not mind */
+    write_idx(tmp_path("train-images-idx3-ubyte.gz"), 0x803, 3,
+              (const uint32_t[]){1u << 20, 16, 16}, pix, 18, true);
+    write_idx(tmp_path("train-labels-idx1-ubyte.gz"), 0x801, 1, (const uint32_t[]){3}, lab, 3,
+              true);
+    otc_idx_info info = {0};
+    CHECK_MSG(otc_idx_peek_dir(dir, "train", &info) == OTC_OK, "%s", otc_last_error());
+    CHECK(info.items == 1 << 20 && info.height == 16 && info.width == 16);
+    CHECK(otc_idx_peek_dir(dir, "t10k", &info) == OTC_ERR_IO);
+}

@@ -1,5 +1,6 @@
 /* The limits in otc/limits.h and the inputs near them: files and graphs far larger than
- * usual (100,000 metadata keys, 20,000-node chains, one node past OTC_MAX_NODES) load,
+ * usual (100,000 metadata keys, 20,000-node chains, one node past OTC_MAX_NODES, a
+ * neat-python network of 65,536 input keys and 500,000 connections) load,
  * compile or are refused with a message naming the limit. The ctest TIMEOUT (60 s, set in
  * test_limits_cli.cmake) catches a return to quadratic work; nothing here times itself. */
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include "otm_ref.h"
 #include "otc/compiler.h"
 #include "otc/data.h"
+#include "otc/neat_python.h"
 #include "otc/otc.h"
 #include "otc/render_c.h"
 
@@ -257,4 +259,66 @@ TEST(limits_csv_50000_columns_chosen_by_name) {
     otc_dataset_free(d);
     free(text);
     free(list);
+}
+
+/* A neat-python network with 65,536 input keys (OTC_MAX_INPUTS) and 500,000 connections from
+ * them: each connection's key is looked up, so a linear search was 16G comparisons. The
+ * output (identity of the sum) is checked against the sum computed here from the file's
+ * connections, which shows every key found its column. */
+TEST(limits_65536_input_keys_import) {
+    const int keys = 65536, conns = 500000, hidden = 15;
+    size_t cap = (size_t)keys * 10 + (size_t)conns * 64 + 4096, o = 0;
+    char *text = malloc(cap);
+    REQUIRE(text);
+    o += (size_t)snprintf(text + o, cap - o,
+                          "{\"format_version\":\"1.0\",\"network_type\":\"feedforward\","
+                          "\"topology\":{\"input_keys\":[");
+    for (int k = 0; k < keys; k++)
+        o += (size_t)snprintf(text + o, cap - o, "%s%d", k ? "," : "", -1 - k);
+    o += (size_t)snprintf(text + o, cap - o, "],\"output_keys\":[0]},\"nodes\":[");
+    for (int i = 0; i <= hidden; i++)
+        o += (size_t)snprintf(text + o, cap - o,
+                              "%s{\"id\":%d,\"type\":\"%s\",\"activation\":{\"name\":"
+                              "\"identity\",\"custom\":false},\"aggregation\":{\"name\":\"sum\","
+                              "\"custom\":false},\"bias\":0,\"response\":1}",
+                              i ? "," : "", i, i ? "hidden" : "output");
+    o += (size_t)snprintf(text + o, cap - o, "],\"connections\":[");
+    double want = 0; /* node 0 gets connection c when c % 16 == 0, from column (c * 7919) % keys */
+    for (int c = 0; c < conns; c++) {
+        int col = (int)(((long)c * 7919) % keys);
+        o += (size_t)snprintf(text + o, cap - o,
+                              "%s{\"from\":%d,\"to\":%d,\"weight\":0.5,\"enabled\":true}",
+                              c ? "," : "", -1 - col, c % (hidden + 1));
+        if (c % (hidden + 1) == 0) want += 0.5 * (double)(col % 7) / 7.0;
+    }
+    o += (size_t)snprintf(text + o, cap - o, "]}");
+    REQUIRE(o + 1 < cap);
+    otc_graph *g = NULL;
+    otc_status st = otc_neat_python_import(text, o, "wide.json", NULL, &g);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (st == OTC_OK) {
+        otc_id in = otc_graph_input(g, 0);
+        CHECK(otc_graph_node(g, in)->shape.dim[1] == keys);
+        float *x = malloc(sizeof *x * (size_t)keys);
+        REQUIRE(x);
+        for (int k = 0; k < keys; k++) x[k] = (float)(k % 7) / 7.0f;
+        otc_executor *ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
+        REQUIRE(ex);
+        const float *y = NULL;
+        REQUIRE(otc_exec_set_input(ex, in, x, 1) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+        REQUIRE(otc_exec_value(ex, otc_graph_output(g, 0), &y, NULL) == OTC_OK);
+        CHECK_NEAR(y[0], want, 1e-4 * want); /* float sums of 31,250 terms */
+        otc_exec_free(ex);
+        free(x);
+    }
+    otc_graph_free(g);
+    /* a key twice, at the end of the list: refused naming its position */
+    char *dup = strstr(text, ",-65536]");
+    REQUIRE(dup);
+    memcpy(dup, ",-65535", 7);
+    g = NULL;
+    CHECK(otc_neat_python_import(text, o, "wide.json", NULL, &g) == OTC_ERR_FORMAT && !g);
+    CHECK(contains(otc_last_error(), "input_keys[65535]: key -65535 appears twice"));
+    free(text);
 }

@@ -6,7 +6,7 @@
 set_tests_properties(
   limits_100000_metadata_keys_save_and_load limits_one_node_past_max_nodes_refused
   limits_20000_named_nodes_load_and_find limits_20000_node_chain_emits_c
-  limits_csv_50000_columns_chosen_by_name
+  limits_csv_50000_columns_chosen_by_name limits_65536_input_keys_import
   PROPERTIES TIMEOUT 60)
 
 find_program(OTC_LIMITS_BASH bash)

@@ -504,9 +504,13 @@ static const json_case json_cases[] = {
     {"version_mismatch", "\"version\":1", "\"version\":2", "\"version\" is 2"},
     {"meta_duplicate_key", "\"meta\":{\"genome\":{\"nodes\":3}}", "\"meta\":{\"a\":1,\"a\":2}",
      "duplicate key"},
-    {"invalid_json", "\"outputs\":[5]", "\"outputs\":[5,]", "invalid JSON"},
-    {"json_trailing_text", "{\"nodes\":3}}}", "{\"nodes\":3}}} x", "invalid JSON"},
-    {"json_two_values", "{\"nodes\":3}}}", "{\"nodes\":3}}}{}", "invalid JSON"},
+    {"invalid_json", "\"outputs\":[5]", "\"outputs\":[5,]", "not valid JSON"},
+    {"json_trailing_text", "{\"nodes\":3}}}", "{\"nodes\":3}}} x",
+     "data after the end of the JSON document (byte"},
+    {"json_two_values", "{\"nodes\":3}}}", "{\"nodes\":3}}}{}",
+     "data after the end of the JSON document (byte"},
+    /* cJSON would keep "x" of "x\u0000y": a name that is not the file's */
+    {"json_nul_escape", "\"name\":\"x\"", "\"name\":\"x\\u0000y\"", "a string holds \\u0000"},
 };
 
 static char *replace_once(const char *s, const char *from, const char *to, int *hits) {
@@ -558,7 +562,7 @@ TEST(model_rejects_deep_nesting) {
     strcpy(json + at + 2 * depth, "}");
     size_t len;
     unsigned char *b = otm_ref_pack(json, strlen(json), NULL, 0, &len);
-    expect_reject("deep_nesting", b, len, "invalid JSON");
+    expect_reject("deep_nesting", b, len, "not valid JSON");
     free(b);
     free(json);
 }

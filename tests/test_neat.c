@@ -557,6 +557,19 @@ TEST(neat_genome_json_round_trip) {
                                     "\"out\":1,\"weight\":1,\"enabled\":true}]}",
                                     &bad) == OTC_ERR_FORMAT);
     CHECK(otc_neat_genome_from_json("[1,2", &bad) == OTC_ERR_FORMAT);
+    /* one document and nothing after it (white space aside) */
+    size_t jl = strlen(json);
+    char *more = malloc(jl + 8);
+    REQUIRE(more);
+    memcpy(more, json, jl);
+    strcpy(more + jl, " \n");
+    CHECK(otc_neat_genome_from_json(more, &bad) == OTC_OK);
+    otc_neat_genome_free(bad);
+    bad = NULL;
+    strcpy(more + jl, " {}");
+    CHECK(otc_neat_genome_from_json(more, &bad) == OTC_ERR_FORMAT);
+    CHECK(strstr(otc_last_error(), "data after the end of the JSON document") != NULL);
+    free(more);
     free(json);
     otc_neat_genome_free(g);
     otc_neat_genome_free(back);

@@ -211,6 +211,14 @@ TEST(neat_ctrnn_config_keys) {
         {"ctrnn = true\nbias_node = true\n", "bias_node: not with ctrnn"},
         {"ctrnn = true\nctrnn_advance_time = 0.1\n", "give both or neither"},
         {"time_constant_min_value = 20\n", "time_constant_min_value: greater than"},
+        /* nonzero but 0 in float32 (FLT_MIN is 1.17549435e-38): every float key */
+        {"time_constant_min_value = 1e-300\n",
+         "t.ini:7: [DefaultGenome] time_constant_min_value: value '1e-300' is too small for "
+         "float32, where otc computes (it would round to 0): give 0 or a magnitude from "
+         "1.17549e-38 to 1e+06"},
+        {"weight_init_stdev = 1e-39\n", "weight_init_stdev: value '1e-39' is too small"},
+        {"bias_min_value = -1.1e-38\n", "bias_min_value: value '-1.1e-38' is too small"},
+        {"conn_add_prob = 1e-40\n", "conn_add_prob: value '1e-40' is too small"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[1024];
@@ -220,6 +228,16 @@ TEST(neat_ctrnn_config_keys) {
                  bad[i].extra);
         CHECK(otc_neat_config_parse(text, "t.ini", &x) == OTC_ERR_CONFIG);
         CHECK_MSG(strstr(otc_last_error(), bad[i].msg), "case %zu: %s", i, otc_last_error());
+    }
+    /* float32's least normal magnitude itself, and 0, are fine */
+    const char *fine[] = {"weight_init_stdev = 1.2e-38\n", "bias_init_mean = 0\n"};
+    for (size_t i = 0; i < 2; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "[NEAT]\nfitness_threshold = 1\npop_size = 5\n[DefaultGenome]\nnum_inputs = 2\n"
+                 "num_outputs = 1\n%s[DefaultSpeciesSet]\ncompatibility_threshold = 3\n",
+                 fine[i]);
+        CHECK_MSG(otc_neat_config_parse(text, "t.ini", &x) == OTC_OK, "%s", otc_last_error());
     }
 }
 

@@ -223,6 +223,42 @@ TEST(neat_python_import_by_hand) {
     }
 }
 
+/* One JSON document and nothing after it; no string cut short by an escaped NUL (cJSON
+ * would read "sig\u0000moid" as "sig"): each refused naming the line and byte. */
+TEST(neat_python_import_rejects_trailing_data_and_nul) {
+    static const struct {
+        const char *from, *to, *tail, *msg;
+    } cases[] = {
+        {NULL, NULL, " x", "line 1: data after the end of the JSON document (byte"},
+        {NULL, NULL, "{}", "data after the end of the JSON document"},
+        {"\"sigmoid\"", "\"sig\\u0000moid\"", "", "a string holds \\u0000 (byte"},
+        /* an escaped backslash, then "u0000": no NUL, just an unknown name */
+        {"\"sigmoid\"", "\"sig\\\\u0000moid\"", "", "unknown activation 'sig\\u0000moid'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[4096];
+        const char *at = cases[i].from ? strstr(small_net, cases[i].from) : NULL;
+        if (at)
+            snprintf(text, sizeof text, "%.*s%s%s%s", (int)(at - small_net), small_net, cases[i].to,
+                     at + strlen(cases[i].from), cases[i].tail);
+        else
+            snprintf(text, sizeof text, "%s%s", small_net, cases[i].tail);
+        otc_graph *g = NULL;
+        otc_status st = otc_neat_python_import(text, strlen(text), "small.json", NULL, &g);
+        CHECK_MSG(st == OTC_ERR_FORMAT && !g, "case %zu: status %d", i, (int)st);
+        CHECK_MSG(strstr(otc_last_error(), cases[i].msg), "case %zu: '%s' lacks '%s'", i,
+                  otc_last_error(), cases[i].msg);
+        otc_graph_free(g);
+    }
+    /* white space after the document is fine */
+    char text[4096];
+    snprintf(text, sizeof text, "%s \r\n\t", small_net);
+    otc_graph *g = NULL;
+    CHECK_MSG(otc_neat_python_import(text, strlen(text), "small.json", NULL, &g) == OTC_OK, "%s",
+              otc_last_error());
+    otc_graph_free(g);
+}
+
 /* Malformed files: each edit of small_net fails with OTC_ERR_FORMAT (custom functions and
  * iznn: OTC_ERR_UNSUPPORTED; ctrnn without times: OTC_ERR_ARG) and a message naming the file
  * and the field or node. */

@@ -680,8 +680,11 @@ case_recurrent_errors() {
     local T=(train "$RSUM" --data "$WORK/sums.csv" --target y --out "$WORK/t.otm")
     run 2 "${T[@]}" --sequence sid
     err_has "sums.csv: no sequence column named \"sid\""
-    run 2 "${T[@]}" --sequence id --bptt 0
-    err_has "--bptt must be at least 1 step, not 0"
+    local k
+    for k in 0 -1 -5 1048577; do # -1 was once taken as "not given": whole sequences
+        run 2 "${T[@]}" --sequence id --bptt $k
+        err_has "--bptt must be 1 .. 1048576 steps, not $k"
+    done
     run 2 "${T[@]}" --sequence id --bptt 7
     err_has "--bptt 7 is longer than the longest sequence in $WORK/sums.csv (6 steps)"
     printf 'id,x,y\na,1,1\na,nan,2\n' >"$WORK/nan.csv"

@@ -137,6 +137,43 @@ case_output_over_input() {
         --threads 1 --checkpoint-every 1 --checkpoint-prefix r- --resume r-2.json
 }
 
+case_derived_outputs() {
+    # Outputs a command derives (emit-c's DIR/NAME.c, the object's header, checkpoints) are
+    # checked like the named ones: against every other output and every input, files that do
+    # not exist yet included (by their normalised path), before anything is written.
+    cp "$IRIS" m.otm
+    cp "$XOR_INI" x.ini
+    run 2 compile m.otm --emit-c cd --name m --plan-dot cd/m.c
+    err_has "--plan-dot and --emit-c name the same file"
+    [ ! -e cd ] || fail "cd/ written although refused"
+    run 2 compile m.otm --emit-c cd --name m --plan-dot ./cd/sub/../m.h
+    err_has "--plan-dot and --emit-c name the same file"
+    if have_llvm; then
+        cp m.otm net.h
+        same "--emit-obj's header" MODEL net.h compile net.h --emit-obj net
+        run 2 compile m.otm --emit-obj y.o --emit-asm y.h
+        err_has "--emit-obj's header and --emit-asm name the same file"
+        [ ! -e y.o ] && [ ! -e y.h ] || fail "y.o or y.h written although refused"
+        run 2 compile m.otm --emit-obj o/../z.h
+        err_has "--emit-obj's header and --emit-obj name the same file"
+    fi
+    # a checkpoint against --out, --stats, --plot (the input side is output_over_input's)
+    local o
+    for o in --out --stats --plot; do
+        run 2 evolve x.ini --task xor --seed 1 --generations 3 --threads 1 --checkpoint-every 1 \
+            --checkpoint-prefix "" $o 2.json
+        err_has "--checkpoint-prefix and $o name the same file (2.json)"
+        [ ! -e 1.json ] && [ ! -e 2.json ] || fail "files written although refused ($o)"
+    done
+    run 2 evolve x.ini --task xor --seed 1 --generations 4 --threads 1 --checkpoint-every 2 \
+        --checkpoint-prefix ck/g --out ck/../ck/g4.json
+    err_has "checkpoint of generation 4"
+    # generation 3 is not a multiple of 2: no clash, the run goes ahead
+    run 1 evolve x.ini --task xor --seed 1 --generations 4 --threads 1 --checkpoint-every 2 \
+        --checkpoint-prefix g --out g3.json
+    [ -s g2.json ] && [ -s g3.json ] || fail "g2.json or g3.json missing"
+}
+
 case_unbounded_input() {
     # An endless input is refused after a bounded read, naming the file.
     run 2 run "$IRIS" --input /dev/zero

@@ -105,6 +105,9 @@ otc_status otc_idx_load(const char *images_path, const char *labels_path,
  * without .gz). */
 otc_status otc_idx_load_dir(const char *dir, const char *split, const otc_idx_options *opt,
                             otc_dataset **out, otc_idx_info *info);
+/* The images header of DIR's split alone (items, height, width), read without the data: what
+ * a caller checks against its model before inflating what may be a gigabyte. */
+otc_status otc_idx_peek_dir(const char *dir, const char *split, otc_idx_info *info);
 
 /* ---- sequences ----
  * Sequence i is rows start[i] .. start[i] + len[i] - 1 of data, in time order; each row is

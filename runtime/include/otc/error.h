@@ -33,6 +33,12 @@ otc_status otc_fail_context(otc_status status, const char *fmt, ...)
 #endif
     ;
 
+/* Makes text (NUL-terminated, changed in place, returned) safe to show: control bytes, C1
+ * controls and bytes that are not valid UTF-8 each become '?', so a name from a hostile file
+ * cannot move the cursor, recolour or clear a terminal, or make a log invalid UTF-8. Every
+ * message otc_fail and otc_fail_context record has been through it. */
+char *otc_text_printable(char *text);
+
 /* Short name of a status ("shape error"). */
 const char *otc_status_name(otc_status status);
 

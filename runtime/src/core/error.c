@@ -23,8 +23,11 @@ static void mark_cut(char *buf, size_t cap) {
     memcpy(buf + at, "...", 4);
 }
 
+/* Names from files reach messages through the arguments: the finished message is made
+ * printable here, the one place every library message passes. */
 static void set_message(int n, size_t cap) {
     if (n >= 0 && (size_t)n >= cap) mark_cut(last_error, cap);
+    otc_text_printable(last_error);
 }
 
 otc_status otc_fail(otc_status status, const char *fmt, ...) {

@@ -15,39 +15,101 @@
 #define IDX_DEFAULT_CLASSES 10
 #define IDX_CHUNK           (1u << 20) /* bytes read (and grown) at a time */
 
+#define IDX_INBUF (1u << 16) /* compressed (or plain) bytes read from the file at a time */
+
+/* One IDX file, gzip or plain (told by gzip's magic bytes). gzip goes through inflate rather
+ * than gzread: gzread ignores whatever follows the last gzip member, and a file with data
+ * after its stream is not the file it claims to be. */
 typedef struct {
     const char *path;
-    gzFile f;
+    FILE *f;
+    bool gz, ended, inflating; /* ended: every byte of the data delivered */
+    z_stream z;                /* next_in/avail_in: unread file bytes, gzip or plain */
+    long long base;            /* the file offset of in[0] */
+    unsigned char in[IDX_INBUF];
 } idx_file;
 
-/* zlib's reason for a failed read ("unexpected end of file" for a cut gzip stream), without
- * the path it puts first. zlib reads ahead, so the fault may lie after the field being read:
- * the message names the stream, not the field. */
-static otc_status stream_error(const idx_file *in) {
-    int code;
-    const char *why = gzerror(in->f, &code);
-    size_t pl = strlen(in->path);
-    if (why && !strncmp(why, in->path, pl) && !strncmp(why + pl, ": ", 2)) why += pl + 2;
-    return otc_fail(OTC_ERR_FORMAT, "%s: gzip stream: %s", in->path,
-                    why && *why ? why : "read error");
+/* Tops up the buffer of unread file bytes; the count added (0 at the end of the file), or -1
+ * with the error set. */
+static long long fill(idx_file *in) {
+    size_t keep = in->z.avail_in, used = (size_t)(in->z.next_in - in->in);
+    if (keep) memmove(in->in, in->z.next_in, keep);
+    in->base += (long long)used;
+    size_t got = fread(in->in + keep, 1, IDX_INBUF - keep, in->f);
+    if (got == 0 && ferror(in->f)) {
+        otc_fail(OTC_ERR_IO, "%s: read error", in->path);
+        return -1;
+    }
+    in->z.next_in = in->in;
+    in->z.avail_in = (uInt)(keep + got);
+    return (long long)got;
+}
+
+static otc_status stream_error(const idx_file *in, const char *why) {
+    return otc_fail(OTC_ERR_FORMAT, "%s: gzip stream: %s", in->path, why);
+}
+
+/* A gzip member ended: another may follow (gzip concatenates them); anything else after it
+ * is refused, naming where it starts. */
+static int after_member(idx_file *in) {
+    if (in->z.avail_in < 2 && fill(in) < 0) return -1;
+    if (in->z.avail_in == 0) {
+        in->ended = true;
+        return 0;
+    }
+    if (in->z.avail_in >= 2 && in->z.next_in[0] == 0x1f && in->z.next_in[1] == 0x8b) {
+        inflateReset(&in->z);
+        return 0;
+    }
+    long long at = in->base + (long long)(in->z.next_in - in->in);
+    otc_fail(OTC_ERR_FORMAT, "%s: data after the end of the gzip stream (from byte %lld)", in->path,
+             at);
+    return -1;
 }
 
 /* Reads up to n bytes; the count read (short only at the end of the data), or -1 with the
  * error set. */
 static long long read_bytes(idx_file *in, unsigned char *buf, size_t n) {
     size_t got = 0;
-    while (got < n) {
-        unsigned want = n - got > IDX_CHUNK ? IDX_CHUNK : (unsigned)(n - got);
-        int r = gzread(in->f, buf + got, want);
-        int code;
-        gzerror(in->f, &code);
-        /* a cut stream may end without gzread itself failing: ask zlib each time */
-        if (r < 0 || (code != Z_OK && code != Z_STREAM_END) || (r == 0 && !gzeof(in->f))) {
-            stream_error(in);
+    while (got < n && !in->ended) {
+        if (!in->gz) {
+            if (in->z.avail_in == 0) {
+                long long f = fill(in);
+                if (f < 0) return -1;
+                if (f == 0) {
+                    in->ended = true;
+                    break;
+                }
+            }
+            size_t k = n - got < in->z.avail_in ? n - got : in->z.avail_in;
+            memcpy(buf + got, in->z.next_in, k);
+            in->z.next_in += k;
+            in->z.avail_in -= (uInt)k;
+            got += k;
+            continue;
+        }
+        if (in->z.avail_in == 0) {
+            long long f = fill(in);
+            if (f < 0) return -1;
+            if (f == 0) {
+                stream_error(in, "unexpected end of file");
+                return -1;
+            }
+        }
+        size_t want = n - got > IDX_CHUNK ? IDX_CHUNK : n - got;
+        in->z.next_out = buf + got;
+        in->z.avail_out = (uInt)want;
+        int r = inflate(&in->z, Z_NO_FLUSH);
+        got += want - in->z.avail_out;
+        if (r == Z_STREAM_END) {
+            if (after_member(in) < 0) return -1;
+        } else if (r == Z_MEM_ERROR) {
+            otc_fail(OTC_ERR_NOMEM, "%s: out of memory inflating the gzip stream", in->path);
+            return -1;
+        } else if (r != Z_OK && r != Z_BUF_ERROR) {
+            stream_error(in, in->z.msg ? in->z.msg : "invalid data");
             return -1;
         }
-        if (r == 0) break;
-        got += (size_t)r;
     }
     return (long long)got;
 }
@@ -57,9 +119,23 @@ static otc_status open_idx(idx_file *in, const char *path) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return otc_fail(OTC_ERR_IO, "%s: cannot open: no such regular file", path);
-    in->f = gzopen(path, "rb");
+    in->f = fopen(path, "rb");
     if (!in->f) return otc_fail(OTC_ERR_IO, "%s: cannot open", path);
+    in->z.next_in = in->in;
+    if (fill(in) < 0) return OTC_ERR_IO;
+    in->gz = in->z.avail_in >= 2 && in->in[0] == 0x1f && in->in[1] == 0x8b;
+    if (in->gz) {
+        if (inflateInit2(&in->z, 16 + MAX_WBITS) != Z_OK)
+            return otc_fail(OTC_ERR_NOMEM, "%s: cannot start inflating", path);
+        in->inflating = true;
+    }
     return OTC_OK;
+}
+
+/* Closes an idx_file (any state open_idx left it in). */
+static void close_idx(idx_file *in) {
+    if (in->inflating) inflateEnd(&in->z);
+    if (in->f) fclose(in->f);
 }
 
 /* The magic (unsigned bytes, `ndims` dimensions) and the dimensions, each 1..OTC_MAX_DIM. */
@@ -149,13 +225,13 @@ otc_status otc_idx_load(const char *images_path, const char *labels_path,
         return otc_fail(OTC_ERR_ARG, "idx_load: max_items %d / classes %d is negative", o.max_items,
                         o.classes);
     int classes = o.classes ? o.classes : IDX_DEFAULT_CLASSES;
-    idx_file im = {0}, lb = {0};
+    idx_file *im = calloc(1, sizeof *im), *lb = calloc(1, sizeof *lb); /* 64 KiB buffers */
     unsigned char *pixels = NULL, *labels = NULL;
     otc_dataset *d = NULL;
     int idim[3] = {0}, ldim[1] = {0};
-    otc_status st;
-    if ((st = open_idx(&im, images_path)) || (st = open_idx(&lb, labels_path)) ||
-        (st = read_header(&im, 3, idim)) || (st = read_header(&lb, 1, ldim)))
+    otc_status st = im && lb ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");
+    if (st || (st = open_idx(im, images_path)) || (st = open_idx(lb, labels_path)) ||
+        (st = read_header(im, 3, idim)) || (st = read_header(lb, 1, ldim)))
         goto done;
     if (idim[0] != ldim[0]) {
         st = otc_fail(OTC_ERR_FORMAT, "%s: item count: %d labels, but %s holds %d images",
@@ -171,8 +247,8 @@ otc_status otc_idx_load(const char *images_path, const char *labels_path,
     }
     int n = o.max_items && o.max_items < idim[0] ? o.max_items : idim[0];
     bool whole = n == idim[0];
-    if ((st = read_data(&im, (size_t)n * plane, whole, "pixels", &pixels)) ||
-        (st = read_data(&lb, (size_t)n, whole, "labels", &labels)))
+    if ((st = read_data(im, (size_t)n * plane, whole, "pixels", &pixels)) ||
+        (st = read_data(lb, (size_t)n, whole, "labels", &labels)))
         goto done;
     for (int i = 0; i < n; i++)
         if (labels[i] >= classes) {
@@ -194,8 +270,10 @@ done:
     otc_dataset_free(d);
     free(pixels);
     free(labels);
-    if (im.f) gzclose(im.f);
-    if (lb.f) gzclose(lb.f);
+    if (im) close_idx(im);
+    if (lb) close_idx(lb);
+    free(im);
+    free(lb);
     return st;
 }
 
@@ -213,19 +291,38 @@ static otc_status idx_path(const char *dir, const char *split, const char *kind,
     return OTC_OK;
 }
 
-otc_status otc_idx_load_dir(const char *dir, const char *split, const otc_idx_options *opt,
-                            otc_dataset **out, otc_idx_info *info) {
-    if (!dir || !split || !out) return otc_fail(OTC_ERR_ARG, "idx_load_dir: NULL argument");
+/* DIR's images and labels files for split, or an error naming what is missing. */
+static otc_status dir_paths(const char *dir, const char *split, char *images, char *labels,
+                            size_t len) {
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return otc_fail(OTC_ERR_IO,
                         "%s: not a directory (IDX data: a directory holding %s-images-"
                         "idx3-ubyte.gz and %s-labels-idx1-ubyte.gz)",
                         dir, split, split);
+    otc_status s = idx_path(dir, split, "images", 3, images, len);
+    return s ? s : idx_path(dir, split, "labels", 1, labels, len);
+}
+
+otc_status otc_idx_load_dir(const char *dir, const char *split, const otc_idx_options *opt,
+                            otc_dataset **out, otc_idx_info *info) {
+    if (!dir || !split || !out) return otc_fail(OTC_ERR_ARG, "idx_load_dir: NULL argument");
     char images[4096], labels[4096];
-    otc_status s;
-    if ((s = idx_path(dir, split, "images", 3, images, sizeof images)) ||
-        (s = idx_path(dir, split, "labels", 1, labels, sizeof labels)))
-        return s;
-    return otc_idx_load(images, labels, opt, out, info);
+    otc_status s = dir_paths(dir, split, images, labels, sizeof images);
+    return s ? s : otc_idx_load(images, labels, opt, out, info);
+}
+
+otc_status otc_idx_peek_dir(const char *dir, const char *split, otc_idx_info *info) {
+    if (!dir || !split || !info) return otc_fail(OTC_ERR_ARG, "idx_peek_dir: NULL argument");
+    char images[4096], labels[4096];
+    otc_status s = dir_paths(dir, split, images, labels, sizeof images);
+    if (s) return s;
+    idx_file *im = calloc(1, sizeof *im);
+    if (!im) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    int dim[3] = {0};
+    if (!(s = open_idx(im, images)) && !(s = read_header(im, 3, dim)))
+        *info = (otc_idx_info){dim[0], dim[1], dim[2]};
+    close_idx(im);
+    free(im);
+    return s;
 }

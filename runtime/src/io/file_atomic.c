@@ -314,15 +314,51 @@ otc_status otc_write_file_atomic(const char *path, const void *data, size_t len)
     return otc_write_files_atomic(&part, 1);
 }
 
-/* Where a path that does not exist yet would be created: its directory made canonical. */
-static bool landing_place(const char *path, char *out) {
+/* Where a path that does not exist yet would be created: its deepest existing directory made
+ * canonical, the components below it (directories a writer would create, as --emit-c does)
+ * appended with "." and ".." applied by spelling, since they name nothing on disk yet. */
+static bool landing_place(const char *path, char *out, size_t cap) {
     char target[PATH_CAP], dir[PATH_CAP], real[PATH_MAX];
     landing how;
     if (resolve(path, target, &how) != OTC_OK) return false;
-    dir_of(target, dir);
-    if (!realpath(dir, real)) return false;
-    const char *slash = strrchr(target, '/');
-    snprintf(out, PATH_CAP + PATH_MAX, "%s/%s", real, slash ? slash + 1 : target);
+    strcpy(dir, target);
+    size_t rest = strlen(target); /* target[rest..] is below dir: the part that does not exist */
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) {
+            rest = 0;
+            if (!realpath(".", real)) return false;
+            break;
+        }
+        rest = (size_t)(slash - dir) + 1;
+        if (slash == dir) {
+            strcpy(real, "/");
+            break;
+        }
+        *slash = '\0';
+        if (realpath(dir, real)) break;
+    }
+    size_t o = strlen(real);
+    if (o >= cap) return false;
+    memcpy(out, real, o + 1);
+    if (o == 1) o = 0; /* "/": components start right after it */
+    for (const char *c = target + rest; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 1 && c[0] == '.') {
+            /* the directory itself */
+        } else if (n == 2 && c[0] == '.' && c[1] == '.') {
+            while (o > 0 && out[o - 1] != '/') o--;
+            if (o > 0) o--;
+        } else if (n > 0) {
+            if (o + 1 + n + 1 > cap) return false;
+            out[o++] = '/';
+            memcpy(out + o, c, n);
+            o += n;
+        }
+        c += n;
+        if (*c == '/') c++;
+    }
+    out[o] = '\0';
     return true;
 }
 
@@ -333,5 +369,5 @@ bool otc_same_file(const char *a, const char *b) {
     if (ea && eb) return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     if (ea || eb) return false;
     char pa[PATH_CAP + PATH_MAX], pb[PATH_CAP + PATH_MAX];
-    return landing_place(a, pa) && landing_place(b, pb) && !strcmp(pa, pb);
+    return landing_place(a, pa, sizeof pa) && landing_place(b, pb, sizeof pb) && !strcmp(pa, pb);
 }

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "json_read.h"
 #include "model_format.h"
 #include "otc/file.h"
 #include "otc/model.h"
@@ -610,18 +611,9 @@ static otc_status decode(const unsigned char *p, size_t len, otc_graph **out) {
     if (count_nodes(jtext, (size_t)jlen) > OTC_MAX_NODES)
         return otc_fail(OTC_ERR_FORMAT, "field \"nodes\": more than %d nodes (OTC_MAX_NODES)",
                         OTC_MAX_NODES);
-    char *json = malloc((size_t)jlen + 1);
-    if (!json) return otc_fail(OTC_ERR_NOMEM, "out of memory for the JSON header");
-    memcpy(json, jtext, (size_t)jlen);
-    json[jlen] = '\0';
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
-    if (!root) {
-        size_t at = end && end >= json && end <= json + jlen ? (size_t)(end - json) : 0;
-        free(json);
-        return otc_fail(OTC_ERR_FORMAT, "JSON header: invalid JSON near byte %zu", at);
-    }
-    free(json);
+    cJSON *root = NULL;
+    otc_status ps = otc_json_parse(jtext, (size_t)jlen, OTC_JSON_VALUES_LARGE, &root);
+    if (ps != OTC_OK) return otc_fail_context(ps, "JSON header");
 
     loader L = {.data = q + 8, .n_floats = n_floats};
     L.g = otc_graph_new();

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "json_read.h"
 #include "model_format.h"
 #include "otc/file.h"
 #include "otc/model.h"
@@ -126,10 +127,10 @@ static otc_status meta_json(const otc_graph *g, cJSON **out) {
             cJSON_Delete(meta);
             return otc_fail(OTC_ERR_ARG, "meta entry %d has no key or value", i);
         }
-        cJSON *v = cJSON_Parse(text);
-        if (!v) {
+        cJSON *v = NULL;
+        if (otc_json_parse(text, strlen(text), OTC_JSON_VALUES_LARGE, &v) != OTC_OK) {
             cJSON_Delete(meta);
-            return otc_fail(OTC_ERR_ARG, "meta \"%s\": value is not valid JSON text", key);
+            return otc_fail_context(OTC_ERR_ARG, "meta \"%s\": value is not valid JSON text", key);
         }
         if (!add_item(meta, key, v)) {
             cJSON_Delete(meta);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_read.h"
 #include "neat_internal.h"
 #include "otc/file.h"
 
@@ -604,8 +605,9 @@ otc_status otc_neat_checkpoint_parse(const char *text, size_t len, const char *n
     if (!text || !c || !out)
         return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_parse: NULL argument");
     const char *path = name ? name : "checkpoint";
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root) return otc_fail(OTC_ERR_FORMAT, "%s: checkpoint is not valid JSON", path);
+    cJSON *root = NULL;
+    otc_status ps = otc_json_parse(text, len, OTC_JSON_VALUES_SMALL, &root);
+    if (ps != OTC_OK) return otc_fail_context(ps, "%s: checkpoint", path);
     otc_neat_population *p = calloc(1, sizeof *p);
     innov_entry *tab = NULL;
     otc_status s = p ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");

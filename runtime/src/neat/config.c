@@ -2,6 +2,7 @@
  * known keys, each with its parser and destination, so unknown, repeated and missing keys
  * and bad values are all reported with the file, line, section and key. */
 #include <errno.h>
+#include <float.h>
 #include <ini.h>
 #include <math.h>
 #include <stddef.h>
@@ -391,6 +392,19 @@ static bool range_error(parse_state *st, const key_def *k, const char *section, 
     return fail_key(st, section, name, msg, value);
 }
 
+/* Genes and networks compute in float32: a value that is not 0 but smaller in magnitude than
+ * float32's least normal number becomes 0 there (a time constant of 1e-300 is a division by
+ * 0), or keeps only a few bits. Every float key is held to float32's normal range. */
+static bool f32_error(parse_state *st, const key_def *k, const char *section, const char *name,
+                      const char *value) {
+    char msg[192];
+    snprintf(msg, sizeof msg,
+             "value '%%s' is too small for float32, where otc computes (it would round to 0): "
+             "give 0 or a magnitude from %g to %g",
+             (double)FLT_MIN, k->hi < FLT_MAX ? k->hi : (double)FLT_MAX);
+    return fail_key(st, section, name, msg, value);
+}
+
 static bool parse_bool(const char *v, bool *out) {
     static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
     for (int i = 0; i < 4; i++) {
@@ -471,6 +485,7 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
         if (!in_range(k, x)) return range_error(st, k, section, name, value);
+        if (x != 0 && fabs(x) < FLT_MIN) return f32_error(st, k, section, name, value);
         if (k->offset) *(double *)dest = x;
         return true;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_read.h"
 #include "neat_internal.h"
 
 static const char *type_names[] = {"input", "bias", "output", "hidden"};
@@ -212,8 +213,9 @@ otc_status otc_neat_genome_from_cjson(const cJSON *j, otc_neat_genome **out) {
 
 otc_status otc_neat_genome_from_json(const char *json, otc_neat_genome **out) {
     if (!json || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_genome_from_json: NULL argument");
-    cJSON *j = cJSON_Parse(json);
-    if (!j) return otc_fail(OTC_ERR_FORMAT, "genome: not valid JSON");
+    cJSON *j = NULL;
+    otc_status ps = otc_json_parse(json, strlen(json), OTC_JSON_VALUES_SMALL, &j);
+    if (ps != OTC_OK) return otc_fail_context(ps, "genome");
     otc_status s = otc_neat_genome_from_cjson(j, out);
     cJSON_Delete(j);
     return s == OTC_OK ? s : otc_fail_context(s, "genome");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_read.h"
 #include "otc/limits.h"
 #include "otc/neat_python.h"
 
@@ -50,10 +51,16 @@ typedef struct {
     otc_id value, delay; /* the node's value now and its Delay (recurrent, ctrnn) */
 } np_node;
 
+/* A topology key and its position in the file's list. */
+typedef struct {
+    int key, at;
+} np_key;
+
 typedef struct {
     const char *label;
     np_type type;
     int n_in, n_out, *in_keys, *out_keys;
+    np_key *in_by_key, *out_by_key; /* the keys sorted, for lookups */
     int n_nodes;
     np_node *nodes;
     int *sorted; /* node indices by id, for lookups */
@@ -120,8 +127,16 @@ static otc_status num_member(const np_net *n, const cJSON *obj, const char *wher
     return OTC_OK;
 }
 
+static int by_key(const void *a, const void *b) {
+    const np_key *x = a, *y = b;
+    if (x->key != y->key) return (x->key > y->key) - (x->key < y->key);
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Thousands of input keys are looked up once per connection: a sorted copy keeps the import
+ * n log n (a linear scan made 65536 keys x 1M connections take minutes). */
 static otc_status keys_member(const np_net *n, const cJSON *topo, const char *key, int **out,
-                              int *count) {
+                              np_key **by, int *count) {
     const cJSON *arr = NULL;
     otc_status st = member(n, topo, "topology", key, cJSON_IsArray, "an array", &arr);
     if (st) return st;
@@ -139,17 +154,30 @@ static otc_status keys_member(const np_net *n, const cJSON *topo, const char *ke
             return bad(n, "topology: %s[%d]: expected an integer key, got %s", key, i,
                        json_type(v));
         (*out)[i] = (int)d;
-        for (int j = 0; j < i; j++)
-            if ((*out)[j] == (*out)[i])
-                return bad(n, "topology: %s[%d]: key %d appears twice", key, i, (*out)[i]);
         i++;
     }
+    *by = malloc(sizeof **by * (size_t)k);
+    if (!*by) return otc_fail(OTC_ERR_NOMEM, "%s: out of memory", n->label);
+    for (int j = 0; j < k; j++) (*by)[j] = (np_key){(*out)[j], j};
+    qsort(*by, (size_t)k, sizeof **by, by_key);
+    int dup = -1; /* the first position whose key came before */
+    for (int j = 1; j < k; j++)
+        if ((*by)[j].key == (*by)[j - 1].key && (dup < 0 || (*by)[j].at < dup)) dup = (*by)[j].at;
+    if (dup >= 0) return bad(n, "topology: %s[%d]: key %d appears twice", key, dup, (*out)[dup]);
     return OTC_OK;
 }
 
-static int key_index(const int *keys, int n, int id) {
-    for (int i = 0; i < n; i++)
-        if (keys[i] == id) return i;
+/* The position of key id in the file's list, or -1. */
+static int key_index(const np_key *keys, int n, int id) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (keys[mid].key == id) return keys[mid].at;
+        if (keys[mid].key < id)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
     return -1;
 }
 
@@ -285,7 +313,7 @@ static otc_status read_nodes(np_net *n, const cJSON *net) {
             (st = int_member(n, jn, where, "id", &id)))
             break;
         const char *t = type->valuestring;
-        int in = key_index(n->in_keys, n->n_in, id), out = key_index(n->out_keys, n->n_out, id);
+        int in = key_index(n->in_by_key, n->n_in, id), out = key_index(n->out_by_key, n->n_out, id);
         if (!strcmp(t, "input")) {
             /* Inputs carry no computation: their key's column of x. */
             if (in < 0) {
@@ -375,7 +403,7 @@ static otc_status read_connections(np_net *n, const cJSON *net) {
                      b);
             goto done;
         }
-        int col = key_index(n->in_keys, n->n_in, a), fi = node_index(n, a);
+        int col = key_index(n->in_by_key, n->n_in, a), fi = node_index(n, a);
         if (col >= 0)
             from[i] = -1 - col; /* an input column */
         else if (fi >= 0)
@@ -751,8 +779,8 @@ static otc_status import(np_net *n, const cJSON *root, const otc_neat_python_opt
     else
         return bad(n, "field \"network_type\": '%.20s' is not feedforward, recurrent or ctrnn", t);
     if ((st = member(n, net, "network", "topology", cJSON_IsObject, "an object", &topo)) ||
-        (st = keys_member(n, topo, "input_keys", &n->in_keys, &n->n_in)) ||
-        (st = keys_member(n, topo, "output_keys", &n->out_keys, &n->n_out)))
+        (st = keys_member(n, topo, "input_keys", &n->in_keys, &n->in_by_key, &n->n_in)) ||
+        (st = keys_member(n, topo, "output_keys", &n->out_keys, &n->out_by_key, &n->n_out)))
         return st;
     const char *counts[2] = {"num_inputs", "num_outputs"};
     for (int i = 0; i < 2; i++) {
@@ -764,7 +792,7 @@ static otc_status import(np_net *n, const cJSON *root, const otc_neat_python_opt
                        i ? "output" : "input");
     }
     for (int i = 0; i < n->n_out; i++)
-        if (key_index(n->in_keys, n->n_in, n->out_keys[i]) >= 0)
+        if (key_index(n->in_by_key, n->n_in, n->out_keys[i]) >= 0)
             return bad(n, "topology: key %d is both an input and an output key", n->out_keys[i]);
     if (n->type == NP_CTRNN && (st = ctrnn_times(n, root, o))) return st;
     if ((st = read_nodes(n, net)) || (st = read_connections(n, net))) return st;
@@ -801,14 +829,10 @@ otc_status otc_neat_python_import(const char *text, size_t len, const char *labe
         text += 3;
         len -= 3;
     }
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    otc_status st;
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
-        int line = 1;
-        for (size_t i = 0; i < off; i++) line += text[i] == '\n';
-        st = bad(&n, "line %d: not valid JSON (near byte %zu)", line, off);
+    cJSON *root = NULL;
+    otc_status st = otc_json_parse(text, len, OTC_JSON_VALUES_SMALL, &root);
+    if (st != OTC_OK) {
+        st = otc_fail_context(st, "%s", n.label);
     } else {
         st = import(&n, root, options, out);
     }
@@ -821,6 +845,8 @@ otc_status otc_neat_python_import(const char *text, size_t len, const char *labe
     free(n.nodes);
     free(n.sorted);
     free(n.in_keys);
+    free(n.in_by_key);
+    free(n.out_by_key);
     free(n.out_keys);
     return st;
 }
