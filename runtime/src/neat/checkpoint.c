@@ -190,6 +190,11 @@ static cJSON *population_json(const otc_neat_population *p) {
 
 otc_status otc_neat_checkpoint_save(const otc_neat_population *p, const char *path) {
     if (!p || !path) return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_save: NULL argument");
+    if (p->config.selection == OTC_NEAT_SELECT_NOVELTY)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: checkpoints of novelty search runs are not "
+                        "supported (the archive is not saved)",
+                        path);
     cJSON *root = population_json(p);
     char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
@@ -604,6 +609,11 @@ otc_status otc_neat_checkpoint_parse(const char *text, size_t len, const char *n
     if (!text || !c || !out)
         return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_parse: NULL argument");
     const char *path = name ? name : "checkpoint";
+    if (c->selection == OTC_NEAT_SELECT_NOVELTY)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [NEAT] selection = novelty: runs cannot be resumed "
+                        "(the archive is not saved)",
+                        path);
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) return otc_fail(OTC_ERR_FORMAT, "%s: checkpoint is not valid JSON", path);
     otc_neat_population *p = calloc(1, sizeof *p);

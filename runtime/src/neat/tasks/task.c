@@ -88,6 +88,8 @@ static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config 
         sq += (yi - target[i]) * (yi - target[i]);
         right &= (yi > 0.5) == (target[i] > 0.5);
     }
+    out->n_bc = 4; /* the behaviour: what it answers to each case */
+    for (int i = 0; i < 4; i++) out->bc[i] = isfinite(y[i]) ? y[i] : 0.5f;
     if (task->ctx) {
         out->fitness = 4 - sq;
         out->solved = !c->no_fitness_termination && out->fitness >= c->fitness_threshold;
@@ -138,7 +140,7 @@ static int dpole_trial_steps(pole_kind kind) {
  * fitness threshold. */
 static otc_neat_eval pole_outcome(pole_kind kind, const otc_neat_config *c,
                                   const otc_pole_result *res) {
-    otc_neat_eval ev = {res->fitness, false};
+    otc_neat_eval ev = {.fitness = res->fitness};
     if (kind == POLE1_NP)
         ev.solved = !c->no_fitness_termination && ev.fitness >= c->fitness_threshold;
     else
@@ -500,10 +502,36 @@ static otc_status check_io(const otc_neat_config *c, const char *task, int n_in,
     return OTC_OK;
 }
 
+static otc_status builtin_task_create(const char *spec, const otc_neat_config *c,
+                                      otc_neat_task **out);
+
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
-    if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
-    if (!strncmp(spec, "exec:", 5)) return otc_neat_exec_task_create(spec + 5, c, out);
+    otc_status s = !strncmp(spec, "csv:", 4)    ? otc_neat_csv_task_create(spec + 4, c, out)
+                   : !strncmp(spec, "exec:", 5) ? otc_neat_exec_task_create(spec + 5, c, out)
+                   : !strncmp(spec, "maze:", 5) ? otc_neat_maze_task_create(spec + 5, c, out)
+                                                : builtin_task_create(spec, c, out);
+    if (s == OTC_OK && c->selection == OTC_NEAT_SELECT_NOVELTY && (*out)->n_bc == 0) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[NEAT] selection: novelty needs a behaviour characterisation, and task %s "
+                     "gives none (xor, maze:*, exec: with bc lines do)",
+                     (*out)->name);
+        otc_neat_task_free(*out);
+        *out = NULL;
+    } else if (s == OTC_OK && c->selection == OTC_NEAT_SELECT_NOVELTY &&
+               !((*out)->novelty_threshold > 0) && !(c->novelty_threshold > 0)) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[NEAT] novelty_threshold: task %s has no scale for its behaviours: give "
+                     "the archive's initial threshold",
+                     (*out)->name);
+        otc_neat_task_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+static otc_status builtin_task_create(const char *spec, const otc_neat_config *c,
+                                      otc_neat_task **out) {
     otc_status s;
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
@@ -512,6 +540,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         s = check_io(c, spec, 2, 1, 1);
         t->evaluate = xor_evaluate;
         t->ctx = (void *)(intptr_t)(spec[3] == ':'); /* neat-python's fitness */
+        t->n_bc = 4;
+        t->novelty_threshold = 0.1;
     } else if (!strcmp(spec, "pole1")) {
         s = check_io(c, spec, OTC_POLE1_N_OBS, 1, 2);
         if (s == OTC_ERR_CONFIG && c->num_inputs == OTC_NP_POLE_N_OBS) {
@@ -551,7 +581,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
          * Gymnasium's LunarLander) can drive evolution as an external program. */
         s = otc_fail(OTC_ERR_ARG,
                      "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
-                     "dpv, dpnv, csv:FILE or exec:PROGRAM; an environment otc does not have, "
+                     "dpv, dpnv, maze:medium, maze:hard, csv:FILE or exec:PROGRAM; an environment "
+                     "otc does not have, "
                      "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
                      spec);
     }

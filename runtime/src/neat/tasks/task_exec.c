@@ -8,7 +8,9 @@
  *   otc: act Y1 .. Ym            (m = num_outputs: the network's outputs)
  *   env: step REWARD DONE X1 .. Xn   (DONE 0 or 1; the observation may be left out at 1)
  *   ... until DONE is 1. The fitness is the sum of the rewards; the genome solves the task
- *   when it reaches fitness_threshold. otc closes the pipe at the end of the run. */
+ *   when it reaches fitness_threshold. otc closes the pipe at the end of the run.
+ *   env: bc B1 .. Bk             (optional, before any 'step' line: the episode's behaviour
+ *                                 for novelty search, k <= 16; the last one sent counts) */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -220,9 +222,22 @@ static otc_status garbage(const exec_ctx *x, const char *said, const char *want,
                     x->program, step, said, want);
 }
 
-/* One episode with the network in r: its total reward. */
+/* A 'bc' line's numbers into res (false when it is not one, or malformed). */
+static bool behaviour_line(char *line, otc_neat_eval *res) {
+    double b[OTC_NEAT_MAX_BC + 1];
+    int n = 0;
+    if (strncmp(line, "bc ", 3) || !numbers(line + 3, b, OTC_NEAT_MAX_BC + 1, &n) || n < 1 ||
+        n > OTC_NEAT_MAX_BC)
+        return false;
+    res->n_bc = n;
+    for (int i = 0; i < n; i++) res->bc[i] = (float)b[i];
+    return true;
+}
+
+/* One episode with the network in r: its total reward (and behaviour, when the environment
+ * gives one, in res). */
 static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config *c,
-                          otc_neat_runner *r, uint64_t seed, double *total) {
+                          otc_neat_runner *r, uint64_t seed, double *total, otc_neat_eval *res) {
     int n_in = c->num_inputs, n_out = c->num_outputs;
     double *v = malloc(sizeof *v * (size_t)(n_in + 3));
     float *obs = malloc(sizeof *obs * (size_t)n_in), *act = malloc(sizeof *act * (size_t)n_out);
@@ -259,6 +274,11 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
         char after[64];
         snprintf(after, sizeof after, "after 'act' (step %ld)", step);
         if ((s = send_line(x, p, out, at)) || (s = read_line(x, p, after, &line))) break;
+        while (!strncmp(line, "bc", 2) && behaviour_line(line, res)) {
+            consume_line(p);
+            if ((s = read_line(x, p, after, &line))) break;
+        }
+        if (s) break;
         shown(line, said, sizeof said);
         bool ok = !strncmp(line, "step ", 5) && numbers(line + 5, v, n_in + 3, &n) && n >= 2 &&
                   (v[1] == 0 || v[1] == 1) && (v[1] == 1 ? n == 2 || n == n_in + 2 : n == n_in + 2);
@@ -294,7 +314,7 @@ static otc_status exec_evaluate(const otc_neat_task *task, const otc_neat_config
     otc_neat_runner r;
     double total = 0;
     if ((s = otc_neat_runner_open(task, c, g, &r)) == OTC_OK) {
-        s = episode(x, p, c, &r, seed, &total);
+        s = episode(x, p, c, &r, seed, &total, res);
         otc_neat_runner_close(&r);
     }
     if (s == OTC_OK && !isfinite(total))
@@ -353,6 +373,7 @@ otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config 
     t->ctx = x;
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
+    t->n_bc = -1; /* as the environment's 'bc' lines say */
     *out = t;
     return OTC_OK;
 }
