@@ -25,6 +25,13 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "cp '${examples}/xor.ini' \"$W/bad.ini\" && echo 'bogus_key = 1' >> \"$W/bad.ini\" && n=$(wc -l < \"$W/bad.ini\") && expect 2 '${otc}' evolve \"$W/bad.ini\" --task xor && has err \"bad.ini:$n:\" && has err '[DefaultReproduction]' && has err 'bogus_key: unknown key'"
       out_writes_loadable_model
       "expect 0 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 2 --threads 1 --out \"$W/best.otm\" && test -s \"$W/best.otm\" && expect 0 '${otc}' summary \"$W/best.otm\" && has out 'genome (NEAT)'"
+      # NSGA-II's front: each member a loadable model, the CSV and the plot; a budget chooses.
+      front_written_and_chosen
+      "sed 's/^no_fitness_termination = true/&\\nselection = nsga2\\nobjectives = fitness, connections/' '${examples}/xor.ini' > \"$W/n.ini\" && expect 0 '${otc}' evolve \"$W/n.ini\" --task xor --seed 1 --threads 1 --front \"$W/f\" --max-connections 3 && has out 'chosen (budget): member ' && has out '3 enabled connection(s)' && head -1 \"$W/f/front.csv\" | grep -q '^member,file,generation,fitness,connections' && test -s \"$W/f/front.svg\" && expect 0 '${otc}' summary \"$W/f/member-0.otm\" && expect 0 '${otc}' summary \"$W/f/chosen.otm\" && expect 1 '${otc}' evolve \"$W/n.ini\" --task xor --seed 1 --threads 1 --front \"$W/g\" --max-connections 0 && has out 'no member within the budget'"
+      selection_options_refused_exits_2
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --max-cost 10 && has err 'choose from --front' && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --maze-svg \"$W/m.svg\" && has err 'is for --task maze' && expect 2 '${otc}' evolve '${examples}/maze.ini' --task maze:hard --generations 2 --threads 1 --checkpoint-every 1 --checkpoint-prefix \"$W/ck-\" && has err 'novelty search runs are not supported' && expect 2 '${otc}' evolve '${examples}/maze.ini' --task xor && has err 'num_inputs'"
+      maze_svg_written
+      "sed 's/^pop_size .*/pop_size = 30/' '${examples}/maze.ini' > \"$W/m.ini\" && expect 0 '${otc}' evolve \"$W/m.ini\" --task maze:tiny --seed 1 --threads 1 --maze-svg \"$W/m.svg\" && has out 'maze:tiny: solved' && grep -q '<polyline' \"$W/m.svg\" && grep -q '#3060c0' \"$W/m.svg\""
       # Hostile options and files: refused with exit 2 and a message naming what is wrong.
       mpi_timeout_out_of_range_exits_2
       "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout 0 && has err '--mpi-timeout must be' && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout nan && has err '--mpi-timeout must be'"

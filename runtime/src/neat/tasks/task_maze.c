@@ -23,9 +23,10 @@ static const otc_maze_wall hard_walls[] = {
     {57, 106, 158, 162}, {77, 201, 108, 164}, {6, 80, 33, 121}, {192, 146, 87, 91},
     {56, 55, 133, 30},
 };
-/* A box split by one wall with a gap: small enough for a test to solve in seconds. */
+/* A box split by one wall, the goal behind it, a gap of 20 at the far end: small enough for a
+ * test to solve in seconds. */
 static const otc_maze_wall tiny_walls[] = {
-    {0, 0, 100, 0}, {100, 0, 100, 100}, {100, 100, 0, 100}, {0, 100, 0, 0}, {0, 50, 65, 50},
+    {0, 0, 100, 0}, {100, 0, 100, 100}, {100, 100, 0, 100}, {0, 100, 0, 0}, {0, 50, 80, 50},
 };
 
 static const otc_maze mazes[] = {
