@@ -170,6 +170,38 @@ TEST(neat_novelty_tiny_maze) {
     otc_neat_population_free(p);
 }
 
+TEST(neat_novelty_pole_behaviours) {
+    /* The single pole under novelty: each trial's behaviour is its last and mean observation
+     * (5 inputs: 10 numbers), from trials run one at a time. */
+    otc_neat_config c;
+    REQUIRE(example_with("pole1.ini", "selection = novelty\nnovelty_weight = 0.5", &c) == OTC_OK);
+    c.pop_size = 50;
+    bool solved = false;
+    otc_neat_population *p = run(&c, "pole1", 1, 3, 2, false, &solved);
+    REQUIRE(p);
+    int n = 0, dim = 0;
+    const float *b = otc_neat_behaviours(p, &n, &dim);
+    CHECK(b && dim == 10 && n == 50);
+    for (int i = 0; b && i < n * dim; i++) CHECK(isfinite(b[i]));
+    otc_neat_population_free(p);
+}
+
+TEST(neat_novelty_csv_behaviours) {
+    /* circle.csv: one output, so the behaviour is the outputs on the first 16 training rows. */
+    otc_neat_config c;
+    REQUIRE(example_with("circle.ini", "selection = novelty", &c) == OTC_OK);
+    c.pop_size = 30;
+    bool solved = false;
+    otc_neat_population *p =
+        run(&c, "csv:" OTC_SOURCE_DIR "/examples/data/circle.csv", 1, 2, 1, false, &solved);
+    REQUIRE(p);
+    int n = 0, dim = 0;
+    const float *b = otc_neat_behaviours(p, &n, &dim);
+    CHECK(b && dim == 16 && n == 30);
+    for (int i = 0; b && i < n * dim; i++) CHECK(b[i] >= 0 && b[i] <= 1); /* sigmoid outputs */
+    otc_neat_population_free(p);
+}
+
 TEST(neat_novelty_xor_behaviours) {
     otc_neat_config c;
     REQUIRE(example_with("xor.ini", "selection = novelty\nnovelty_weight = 0.5", &c) == OTC_OK);
@@ -255,9 +287,11 @@ TEST(neat_selection_config_errors) {
         CHECK_MSG(strstr(otc_last_error(), bad[i].says), "%s: %s", bad[i].extra, otc_last_error());
     }
     /* A task without behaviours cannot do novelty search: the key is named. */
-    REQUIRE(example_with("pole1.ini", "selection = novelty", &c) == OTC_OK);
+    REQUIRE(example_with("delayed_xor_hybrid.ini", "selection = novelty", &c) == OTC_OK);
     otc_neat_task *t = NULL;
-    CHECK(otc_neat_task_create("pole1", &c, &t) == OTC_ERR_CONFIG && !t);
+    CHECK(otc_neat_task_create("csv:" OTC_SOURCE_DIR "/examples/data/delayed_xor.csv", &c, &t) ==
+              OTC_ERR_CONFIG &&
+          !t);
     CHECK(strstr(otc_last_error(), "[NEAT] selection: novelty needs a behaviour"));
     /* The maze's inputs and outputs are checked against the config. */
     REQUIRE(example_with("xor.ini", "", &c) == OTC_OK);

@@ -98,8 +98,8 @@ struct otc_neat_population {
  * fitness, after the generation's behaviours updated the archive (`evaluated` genomes were
  * new this generation; default_threshold: the task's, when the config gives none). */
 otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val);
-otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold,
-                                   long evaluated, double *val);
+otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
+                                   double *val);
 void otc_neat_novelty_free(otc_neat_novelty *nv);
 /* The generation's evaluated genomes into the tracked front (none tracked: nothing). */
 otc_status otc_neat_front_update(otc_neat_population *p);
@@ -238,11 +238,13 @@ otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch
 void otc_neat_runner_reset(otc_neat_runner *r);
 
 /* The csv and sequence tasks score a genome alike: its training fitness and validation MSE
- * and accuracy (after hybrid training when `train`). Their context starts with this
- * function, so one evaluate and one confirm (task_csv.c) serve both. */
+ * and accuracy (after hybrid training when `train`), and when `behaviour` is not NULL and the
+ * task has one, its behaviour characterisation. Their context starts with this function, so
+ * one evaluate and one confirm (task_csv.c) serve both. */
 typedef otc_status (*otc_neat_score_fn)(const otc_neat_task *task, const otc_neat_config *c,
                                         otc_neat_genome *g, uint64_t seed, double *fitness,
-                                        double *mse, double *acc, bool train);
+                                        double *mse, double *acc, bool train,
+                                        otc_neat_eval *behaviour);
 otc_status otc_neat_scored_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                     otc_neat_genome *g, uint64_t seed, otc_neat_eval *out);
 otc_status otc_neat_scored_confirm(const otc_neat_task *task, const otc_neat_config *c,

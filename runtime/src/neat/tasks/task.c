@@ -102,13 +102,23 @@ static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config 
 
 /* ---- pole balancing ------------------------------------------------------------------------ */
 
+/* The observations a pole behaviour keeps: the last one and the mean, POLE_BC_OBS each. */
+#define POLE_BC_OBS (OTC_NEAT_MAX_BC / 2)
+
 typedef struct {
     otc_neat_runner *r;
     otc_status status;
+    /* The behaviour (novelty search): the last observation and the sum of all of them. */
+    int n_obs;
+    long seen;
+    double last[POLE_BC_OBS], sum[POLE_BC_OBS];
 } pole_ctx;
 
 static void pole_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
     pole_ctx *pc = ctx;
+    pc->n_obs = n_obs < POLE_BC_OBS ? n_obs : POLE_BC_OBS;
+    for (int i = 0; i < pc->n_obs; i++) pc->sum[i] += pc->last[i] = obs[i];
+    pc->seen++;
     float x[16], y[4] = {0.5f, 0.5f, 0.5f, 0.5f};
     for (int i = 0; i < n_obs && i < 16; i++) x[i] = (float)obs[i];
     if (pc->status == OTC_OK) pc->status = otc_neat_runner_forward(pc->r, x, 1, y);
@@ -154,7 +164,7 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     otc_neat_runner r;
     otc_status s = otc_neat_runner_open(task, c, g, &r);
     if (s != OTC_OK) return s;
-    pole_ctx pc = {&r, OTC_OK};
+    pole_ctx pc = {.r = &r, .status = OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
     otc_pole_result res = {0, 0, 0};
     if (kind == POLE1_NP) {
@@ -169,6 +179,12 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     if (s == OTC_OK) s = pc.status;
     if (s != OTC_OK) return s;
     *out = pole_outcome(kind, c, &res);
+    /* The behaviour: where the cart and poles ended and where they were on average. */
+    out->n_bc = 2 * pc.n_obs;
+    for (int i = 0; i < pc.n_obs; i++) {
+        out->bc[i] = (float)pc.last[i];
+        out->bc[pc.n_obs + i] = (float)(pc.seen ? pc.sum[i] / (double)pc.seen : 0);
+    }
     return OTC_OK;
 }
 
@@ -226,7 +242,7 @@ static otc_status pole_lane_open(pole_lanes_run *run, int l, const otc_neat_geno
                                  otc_neat_flat *f) {
     pole_lane *ln = &run->lane[l];
     ln->r = (otc_neat_runner){.task = run->task, .c = run->c, .g = g, .fixed = true, .flat = f};
-    ln->pc = (pole_ctx){&ln->r, OTC_OK};
+    ln->pc = (pole_ctx){.r = &ln->r, .status = OTC_OK};
     if (ln->built == g) return OTC_OK;
     ln->built = NULL;
     otc_status s = otc_neat_flat_build(f, g, run->c);
@@ -367,7 +383,7 @@ static bool gen_chunks_lanes(gen_job *j, otc_neat_runner *r) {
 
 static void gen_chunks(gen_job *j, otc_neat_runner *r) {
     if (gen_chunks_lanes(j, r)) return;
-    pole_ctx pc = {r, OTC_OK};
+    pole_ctx pc = {.r = r, .status = OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
     for (;;) {
         int k = atomic_fetch_add(&j->next, 1);
@@ -592,6 +608,13 @@ static otc_status builtin_task_create(const char *spec, const otc_neat_config *c
     }
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
+    if (t->evaluate == pole_evaluate) {
+        t->n_bc = 2 * (c->num_inputs < POLE_BC_OBS ? c->num_inputs : POLE_BC_OBS);
+        t->novelty_threshold = 0.1;
+        /* Lanes report results only: novelty's behaviours come from one trial at a time,
+         * whose results are the lanes' by their contract. */
+        if (c->selection == OTC_NEAT_SELECT_NOVELTY) t->lanes = 0, t->evaluate_lanes = NULL;
+    }
     *out = t;
     return OTC_OK;
 }
