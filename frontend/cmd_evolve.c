@@ -2,6 +2,8 @@
  * a CSV, with progress, checkpoints, statistics, and the champion saved as a .otm graph. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <ctype.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -15,12 +17,13 @@
 #include "otc/file.h"
 #include "otc/model.h"
 #include "otc/neat.h"
+#include "otc/neat_maze.h"
 #ifdef OTC_HAVE_JIT
 #include "otc/jit.h"
 #endif
 
 const char otc_cmd_evolve_summary[] =
-    "evolve a network with NEAT (xor, pole1, dpv, dpnv, csv:FILE, exec:PROGRAM)";
+    "evolve a network with NEAT (xor, pole1, dpv, dpnv, maze, csv:FILE, exec:PROGRAM)";
 
 /* More threads than this only cost memory and start-up time (genomes are the unit of work). */
 #define MAX_THREADS      1024
@@ -78,7 +81,7 @@ static int checkpoint_over_file(const char *prefix, int every, int from, int gen
 }
 
 #define N_EVOLVE_INS   3 /* CONFIG, --resume, --task csv: */
-#define N_EVOLVE_FILES 6 /* and --out, --stats, --plot */
+#define N_EVOLVE_FILES 7 /* and --out, --stats, --plot, --maze-svg */
 
 /* What the population's run needs from the command line. */
 typedef struct {
@@ -91,10 +94,49 @@ typedef struct {
     int jit_steps; /* --jit-steps, -1: the policy's break-even */
     int threads;
     const char *stats, *plot, *out;
+    const char *front; /* --front DIR, or NULL */
+    const char *maze_svg;
+    int max_connections;
+    double max_cost;
     const otc_cli_file *files; /* N_EVOLVE_INS inputs, then the outputs */
     otc_neat_config *config;
     const otc_neat_remote *remote; /* rank 0 under mpirun; NULL otherwise */
 } evolve_args;
+
+/* --front: the run's Pareto front into its directory, and the member a budget (or the knee)
+ * chooses printed and saved as chosen.otm. */
+static int save_front(const evolve_args *a, const otc_neat_population *pop,
+                      const otc_neat_task *task) {
+    char shown[512];
+    otc_cli_printable(a->front, shown, sizeof shown);
+    if (mkdir(a->front, 0777) != 0 && errno != EEXIST)
+        return otc_cli_error("evolve", "--front %s: cannot create the directory: %s", shown,
+                             strerror(errno));
+    if (otc_neat_front_save(pop, task, a->front) != OTC_OK)
+        return otc_cli_error("evolve", "--front %s: %s", shown, otc_last_error());
+    int n = otc_neat_front_size(pop);
+    int k = otc_neat_front_choose(pop, a->max_connections, a->max_cost);
+    printf("front: %d member(s) in %s (member-K.otm, front.csv, front.svg)\n", n, shown);
+    if (k < 0) {
+        printf("front: no member within the budget\n");
+        return OTC_EXIT_GOAL;
+    }
+    const otc_neat_genome *g = otc_neat_front_genome(pop, k);
+    const char *why = a->max_connections >= 0 || a->max_cost >= 0 ? "budget" : "knee";
+    printf("chosen (%s): member %d, fitness %.6g, %d hidden node(s), %d enabled connection(s), "
+           "cost %.0f; saved to %s/chosen.otm\n",
+           why, k, g->fitness, otc_neat_genome_hidden_count(g), otc_neat_genome_enabled_count(g),
+           otc_neat_objective_value(OTC_NEAT_OBJ_COST, g), shown);
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/chosen.otm", a->front) >= (int)sizeof path)
+        return otc_cli_error("evolve", "--front %s: name too long", shown);
+    otc_graph *gr = NULL;
+    otc_status s = otc_neat_genome_graph_of(pop, k, task, &gr);
+    if (s == OTC_OK) s = otc_model_save(gr, path);
+    otc_graph_free(gr);
+    if (s != OTC_OK) return otc_cli_error("evolve", "%s", otc_last_error());
+    return 0;
+}
 
 /* A new or resumed population run to its end, with its statistics, plot and champion. */
 static int evolve_population(const evolve_args *a, otc_neat_task *task) {
@@ -144,6 +186,10 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
         return otc_cli_error("evolve", "--jit: this otc was built without LLVM");
 #endif
     }
+    if (a->front && otc_neat_track_front(pop) != OTC_OK) {
+        otc_neat_population_free(pop);
+        return otc_cli_error("evolve", "%s", otc_last_error());
+    }
     otc_neat_run_options ro = {.generations = a->generations,
                                .threads = a->threads,
                                .remote = a->remote,
@@ -184,6 +230,16 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
             otc_graph_free(g);
         }
     }
+    if (exit_code != OTC_EXIT_USAGE && a->maze_svg) {
+        if (otc_maze_save_svg(otc_maze_get(task->name + 5), pop, task, a->maze_svg) != OTC_OK)
+            exit_code = otc_cli_error("evolve", "%s", otc_last_error());
+        else
+            printf("maze picture saved to %s\n", a->maze_svg);
+    }
+    if (exit_code != OTC_EXIT_USAGE && a->front) {
+        int rc2 = save_front(a, pop, task);
+        if (rc2) exit_code = rc2;
+    }
 #ifdef OTC_HAVE_JIT
     if (a->jit) {
         otc_jit_policy_stats js = otc_jit_policy_info();
@@ -205,7 +261,9 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *task_spec = NULL, *resume = NULL, *out = NULL, *stats = NULL, *plot = NULL;
     const char *prefix = "neat-checkpoint-";
     uint64_t seed = 1;
-    int generations = 300, threads = 0, every = 0, jit_steps = -1;
+    int generations = 300, threads = 0, every = 0, jit_steps = -1, max_connections = -1;
+    double max_cost = -1;
+    const char *front = NULL, *maze_svg = NULL;
     double mpi_timeout = 600;
     bool seed_given = false, jit = false, ctrnn = false;
     double advance_time = 0, time_step = 0;
@@ -213,8 +271,9 @@ int otc_cmd_evolve(int argc, char **argv) {
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
          "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, pole1:neat-python "
-         "(neat-python's single-pole example), dpv, dpnv, csv:FILE or exec:PROGRAM (an "
-         "environment process; see examples/exec/) (required)"},
+         "(neat-python's single-pole example), dpv, dpnv, maze:medium, maze:hard (Lehman & "
+         "Stanley's maze navigation), csv:FILE or exec:PROGRAM (an environment process; see "
+         "examples/exec/) (required)"},
         {"--ctrnn", OTC_OPT_FLAG, &ctrnn,
          "phenotypes are neat-python CTRNNs with evolved time constants (the config's "
          "time_constant_* keys; as its ctrnn = true)"},
@@ -234,6 +293,18 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--stats", OTC_OPT_STRING, &stats, "FILE.csv: per-generation statistics"},
         {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: best and mean fitness per generation"},
         {"--out,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
+        {"--front", OTC_OPT_STRING, &front,
+         "DIR: the run's Pareto front over the config's objectives: each member as a model, "
+         "front.csv, front.svg, and the chosen member as chosen.otm"},
+        {"--maze-svg", OTC_OPT_STRING, &maze_svg,
+         "FILE.svg: with --task maze:NAME, the maze with the last generation's final positions, "
+         "the novelty archive and the champion's path"},
+        {"--max-connections", OTC_OPT_INT, &max_connections,
+         "N: with --front, choose the fittest member with at most N enabled connections "
+         "(default: the knee)"},
+        {"--max-cost", OTC_OPT_FLOAT, &max_cost,
+         "C: with --front, choose the fittest member costing at most C (multiply-adds + weight "
+         "bytes per sample)"},
         {"--mpi-timeout", OTC_OPT_FLOAT, &mpi_timeout,
          "S: under mpirun, stop when a rank holding work sends nothing for S seconds (default "
          "600)"},
@@ -266,6 +337,12 @@ int otc_cmd_evolve(int argc, char **argv) {
     if (!(mpi_timeout > 0 && mpi_timeout <= 1e6)) /* NaN too: the wait must stay bounded */
         return otc_cli_error("evolve", "--mpi-timeout must be from 0 (exclusive) to 1e6 seconds");
     if (every < 0) return otc_cli_error("evolve", "--checkpoint-every must not be negative");
+    if (maze_svg && strncmp(task_spec, "maze:", 5))
+        return otc_cli_error("evolve", "--maze-svg is for --task maze:NAME");
+    if ((max_connections != -1 || max_cost != -1) && !front)
+        return otc_cli_error("evolve", "--max-connections and --max-cost choose from --front");
+    if (max_connections < -1 || (max_cost != -1 && !(max_cost >= 0 && max_cost <= 1e15)))
+        return otc_cli_error("evolve", "--max-connections and --max-cost must not be negative");
     if (jit_steps != -1 && (jit_steps < 0 || !jit))
         return otc_cli_error("evolve", "--jit-steps must not be negative, and needs --jit");
     if (threads < 0 || threads > MAX_THREADS)
@@ -287,7 +364,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     const char *csv = !strncmp(task_spec, "csv:", 4) ? task_spec + 4 : NULL;
     const otc_cli_file files[N_EVOLVE_FILES] = {
         {"CONFIG", pos[0]}, {"--resume", resume}, {"--task csv:", csv}, /* inputs */
-        {"--out", out},     {"--stats", stats},   {"--plot", plot}};
+        {"--out", out},     {"--stats", stats},   {"--plot", plot},     {"--maze-svg", maze_svg}};
     if ((rc = otc_cli_check_files("evolve", files, N_EVOLVE_INS, files + N_EVOLVE_INS,
                                   N_EVOLVE_FILES - N_EVOLVE_INS)))
         return rc;
@@ -345,8 +422,25 @@ int otc_cmd_evolve(int argc, char **argv) {
             mpi->finish(false);
         }
     }
-    evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,   jit_steps,
-                      threads, stats,      plot, out,    files, &config,     remote};
+    evolve_args ea = {.resume = resume,
+                      .seed_given = seed_given,
+                      .seed = seed,
+                      .prefix = prefix,
+                      .every = every,
+                      .generations = generations,
+                      .jit = jit,
+                      .jit_steps = jit_steps,
+                      .threads = threads,
+                      .stats = stats,
+                      .plot = plot,
+                      .out = out,
+                      .front = front,
+                      .maze_svg = maze_svg,
+                      .max_connections = max_connections,
+                      .max_cost = max_cost,
+                      .files = files,
+                      .config = &config,
+                      .remote = remote};
     int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);
     if (mpi) {

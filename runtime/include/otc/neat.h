@@ -11,12 +11,17 @@
 #include "neat_config.h"
 #include "neat_flat.h"
 #include "neat_genome.h"
+#include "neat_select.h"
 
 /* ---- tasks ----------------------------------------------------------------------------- */
 
 typedef struct {
     double fitness;
     bool solved; /* this genome met the task's success criterion on its own */
+    /* Optional: its behaviour characterisation for novelty search (n_bc numbers, at most
+     * OTC_NEAT_MAX_BC; 0: none), e.g. the maze robot's final position. */
+    int n_bc;
+    float bc[OTC_NEAT_MAX_BC];
 } otc_neat_eval;
 
 typedef otc_executor *(*otc_neat_executor_fn)(otc_graph *g, const otc_exec_options *o);
@@ -66,6 +71,11 @@ struct otc_neat_task {
     /* Simulated seconds per action (pole1:neat-python: 0.01), what a CTRNN phenotype advances
      * per forward when the config gives no times (otc_neat_ctrnn_times); 0: none. */
     double action_time;
+    /* What novelty search needs of the task: the numbers in each evaluation's behaviour
+     * characterisation (0: none; -1: given by the task as it runs, exec:'s bc lines) and the
+     * archive's initial threshold on the distance between two of them. */
+    int n_bc;
+    double novelty_threshold;
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };
@@ -259,5 +269,19 @@ otc_status otc_neat_stats_save_svg(const otc_neat_population *p, const char *tit
  * "evaluations","solved"}). The caller frees it. */
 otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_task *task,
                                    otc_graph **out);
+
+/* The tracked Pareto front (otc/neat_select.h) as files in the existing directory dir:
+ * member-K.otm for each member K (as otc_neat_champion_graph's), front.csv (member, file,
+ * generation, fitness, connections, nodes, parameters, cost) and front.svg (fitness against
+ * the first objective other than fitness, the knee marked). */
+otc_status otc_neat_front_save(const otc_neat_population *p, const otc_neat_task *task,
+                               const char *dir);
+/* The member a budget chooses: the fittest with at most max_connections enabled connections
+ * (< 0: any) and at most max_cost cost (< 0: any); the knee when neither is given. -1: none
+ * fits. */
+/* Front member i as a graph ready to save (as otc_neat_champion_graph's). */
+otc_status otc_neat_genome_graph_of(const otc_neat_population *p, int i, const otc_neat_task *task,
+                                    otc_graph **out);
+int otc_neat_front_choose(const otc_neat_population *p, int max_connections, double max_cost);
 
 #endif

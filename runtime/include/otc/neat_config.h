@@ -24,6 +24,24 @@
  * value), compatibility coefficients and thresholds: genes are floats. */
 #define OTC_NEAT_MAX_MAGNITUDE 1e6
 
+/* How parents are chosen and offspring shared (the [NEAT] selection key). */
+typedef enum {
+    OTC_NEAT_SELECT_FITNESS, /* the task's fitness (NEAT as published) */
+    OTC_NEAT_SELECT_NSGA2,   /* Pareto rank and crowding over the objectives */
+    OTC_NEAT_SELECT_NOVELTY  /* novelty of the behaviour, blended with fitness */
+} otc_neat_selection;
+
+/* The objectives NSGA-II selection sorts on (the [NEAT] objectives key). */
+typedef enum {
+    OTC_NEAT_OBJ_FITNESS,     /* the task's fitness, maximised */
+    OTC_NEAT_OBJ_CONNECTIONS, /* enabled connections, minimised */
+    OTC_NEAT_OBJ_NODES,       /* hidden nodes, minimised */
+    OTC_NEAT_OBJ_PARAMETERS,  /* enabled weights + biases of the non-input nodes, minimised */
+    OTC_NEAT_OBJ_COST,        /* multiply-adds + weight bytes per sample, minimised */
+    OTC_NEAT_OBJ_COUNT
+} otc_neat_objective;
+#define OTC_NEAT_MAX_OBJECTIVES 4
+
 typedef enum {
     OTC_NEAT_AGG_MAX,
     OTC_NEAT_AGG_MIN,
@@ -58,6 +76,15 @@ typedef struct {
     bool reset_on_extinction;
     bool has_seed;           /* seed was given (neat-python 2's [NEAT] seed) */
     unsigned long long seed; /* the run's seed when no --seed is given */
+    /* otc: selection beyond fitness (docs/selection.md). Under nsga2 and novelty the value
+     * species share and parents are ranked by replaces the raw fitness in reproduction; the
+     * fitness is still recorded, and still stops the run. */
+    otc_neat_selection selection;
+    int n_objectives; /* objectives (default fitness, connections), also the --front's */
+    otc_neat_objective objectives[OTC_NEAT_MAX_OBJECTIVES];
+    double novelty_weight;    /* novelty's share of the value, 0..1 (the rest: fitness rank) */
+    int novelty_k;            /* nearest neighbours whose mean distance is the novelty */
+    double novelty_threshold; /* initial archive threshold (0: the task's own) */
 
     /* [DefaultGenome] */
     int num_inputs, num_outputs, num_hidden;
@@ -209,6 +236,8 @@ void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, 
  * supported. */
 int otc_neat_act_from_name(const char *name);
 const char *otc_neat_act_name(otc_act act);
+/* An objective's key name ("fitness", "connections", ...). */
+const char *otc_neat_objective_name(otc_neat_objective o);
 /* The slope parameter a NEAT neuron with activation act gets under c (leaky_relu: 0.005 when
  * c->np_functions, as neat-python's lelu; otherwise the activation's default). */
 float otc_neat_act_alpha(const otc_neat_config *c, otc_act act);

@@ -10,6 +10,9 @@
 #include "neat_config.h"
 #include "rng.h"
 
+/* Most numbers in a behaviour characterisation (otc_neat_eval.bc, novelty search). */
+#define OTC_NEAT_MAX_BC 16
+
 typedef enum { OTC_NEAT_INPUT, OTC_NEAT_BIAS, OTC_NEAT_OUTPUT, OTC_NEAT_HIDDEN } otc_neat_node_type;
 
 /* Node ids: inputs 0..n_in-1, the bias node (if any) n_in, outputs next, hidden after. */
@@ -45,6 +48,10 @@ typedef struct {
     otc_neat_conn *conns; /* sorted by innov */
     double fitness;
     bool evaluated;
+    /* Its behaviour, as the task characterised it in the last evaluation (novelty search;
+     * n_bc 0: none given). */
+    int n_bc;
+    float bc[OTC_NEAT_MAX_BC];
     int species; /* species id, 0 when not assigned */
 } otc_neat_genome;
 

@@ -191,6 +191,11 @@ static cJSON *population_json(const otc_neat_population *p) {
 
 otc_status otc_neat_checkpoint_save(const otc_neat_population *p, const char *path) {
     if (!p || !path) return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_save: NULL argument");
+    if (p->config.selection == OTC_NEAT_SELECT_NOVELTY)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: checkpoints of novelty search runs are not "
+                        "supported (the archive is not saved)",
+                        path);
     cJSON *root = population_json(p);
     char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
@@ -605,6 +610,11 @@ otc_status otc_neat_checkpoint_parse(const char *text, size_t len, const char *n
     if (!text || !c || !out)
         return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_parse: NULL argument");
     const char *path = name ? name : "checkpoint";
+    if (c->selection == OTC_NEAT_SELECT_NOVELTY)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [NEAT] selection = novelty: runs cannot be resumed "
+                        "(the archive is not saved)",
+                        path);
     cJSON *root = NULL;
     otc_status ps = otc_json_parse(text, len, OTC_JSON_VALUES_SMALL, &root);
     if (ps != OTC_OK) return otc_fail_context(ps, "%s: checkpoint", path);

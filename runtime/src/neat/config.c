@@ -34,10 +34,13 @@ typedef enum {
     K_SEQ_STEPS,
     K_OPTIM,
     K_SEED,
-    K_SECONDS,  /* a positive double that does not change a run's result (not listed) */
-    K_AGG_RATE, /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
-    K_FUNCS,    /* activation_functions: neat-python or otc */
-    K_RULES     /* evolution: neat-python or otc */
+    K_SECONDS,    /* a positive double that does not change a run's result (not listed) */
+    K_AGG_RATE,   /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
+    K_FUNCS,      /* activation_functions: neat-python or otc */
+    K_RULES,      /* evolution: neat-python or otc */
+    K_SELECT,     /* selection: fitness, nsga2 or novelty (listed when not fitness) */
+    K_OBJECTIVES, /* objectives: a list of otc_neat_objective names */
+    K_NOVELTY     /* a novelty_* number, listed only under selection = novelty */
 } key_kind;
 
 typedef struct {
@@ -108,6 +111,11 @@ static const key_def keys[] = {
     {"DefaultGenome", "ctrnn_time_step", K_DOUBLE, OFF(ctrnn_time_step), false, 0, BIG},
     {"DefaultGenome", "activation_functions", K_FUNCS, OFF(np_functions), false, 0, 0},
     {"NEAT", "evolution", K_RULES, OFF(np_evolution), false, 0, 0},
+    {"NEAT", "selection", K_SELECT, OFF(selection), false, 0, 0},
+    {"NEAT", "objectives", K_OBJECTIVES, OFF(objectives), false, 0, 0},
+    {"NEAT", "novelty_weight", K_NOVELTY, OFF(novelty_weight), false, 0, 1},
+    {"NEAT", "novelty_k", K_NOVELTY, OFF(novelty_k), false, 1, 1000},
+    {"NEAT", "novelty_threshold", K_NOVELTY, OFF(novelty_threshold), false, 0, BIG},
     {"DefaultGenome", "weight_mutate_genome_rate", K_DOUBLE, OFF(weight_mutate_genome_rate), false,
      0, 1},
     {"DefaultGenome", "weight_mutate_stanley", K_BOOL, OFF(weight_mutate_stanley), false, 0, 0},
@@ -277,6 +285,11 @@ static const char *const otc_only_keys[] = {
     "ctrnn",
     "ctrnn_advance_time",
     "ctrnn_time_step",
+    "selection",
+    "objectives",
+    "novelty_weight",
+    "novelty_k",
+    "novelty_threshold",
 };
 
 static bool otc_only(const char *section, const char *name) {
@@ -351,6 +364,20 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->exec_timeout = 10;
     c->exec_startup_timeout = 60;
     c->exec_max_steps = OTC_NEAT_EXEC_MAX_STEPS;
+    c->selection = OTC_NEAT_SELECT_FITNESS;
+    c->n_objectives = 2;
+    c->objectives[0] = OTC_NEAT_OBJ_FITNESS;
+    c->objectives[1] = OTC_NEAT_OBJ_CONNECTIONS;
+    c->novelty_weight = 1.0;
+    c->novelty_k = 15;
+}
+
+static const char *const selection_names[] = {"fitness", "nsga2", "novelty"};
+static const char *const objective_names[] = {"fitness", "connections", "nodes", "parameters",
+                                              "cost"};
+
+const char *otc_neat_objective_name(otc_neat_objective o) {
+    return o >= 0 && o < OTC_NEAT_OBJ_COUNT ? objective_names[o] : "?";
 }
 
 typedef struct {
@@ -645,6 +672,55 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         else
             return fail_key(st, section, name, "bad value '%s' (expected all or last)", value);
         return true;
+    case K_SELECT:
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(value, selection_names[i])) {
+                *(otc_neat_selection *)dest = (otc_neat_selection)i;
+                return true;
+            }
+        return fail_key(st, section, name, "bad value '%s' (expected fitness, nsga2 or novelty)",
+                        value);
+    case K_OBJECTIVES: {
+        char buf[256];
+        if (strlen(value) >= sizeof buf)
+            return fail_key(st, section, name, "value '%.40s...' too long", value);
+        snprintf(buf, sizeof buf, "%s", value);
+        int n = 0;
+        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
+             w = strtok_r(NULL, " \t,", &save)) {
+            int o = -1;
+            for (int i = 0; i < OTC_NEAT_OBJ_COUNT; i++)
+                if (!strcmp(w, objective_names[i])) o = i;
+            if (o < 0)
+                return fail_key(st, section, name,
+                                "unknown objective '%s' (expected fitness, connections, nodes, "
+                                "parameters or cost)",
+                                w);
+            for (int i = 0; i < n; i++)
+                if (st->c->objectives[i] == (otc_neat_objective)o)
+                    return fail_key(st, section, name, "objective '%s' given twice", w);
+            if (n == OTC_NEAT_MAX_OBJECTIVES)
+                return fail_key(st, section, name, "more than %s objectives", "4");
+            st->c->objectives[n++] = (otc_neat_objective)o;
+        }
+        if (n < 2) return fail_key(st, section, name, "at least two objectives are needed%s", "");
+        st->c->n_objectives = n;
+        return true;
+    }
+    case K_NOVELTY: {
+        double x = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(x))
+            return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
+        if (!in_range(k, x)) return range_error(st, k, section, name, value);
+        if (k->offset == OFF(novelty_k)) {
+            if (x != floor(x))
+                return fail_key(st, section, name, "bad value '%s' (expected an integer)", value);
+            *(int *)dest = (int)x;
+        } else {
+            *(double *)dest = x;
+        }
+        return true;
+    }
     case K_OPTIM:
         if (strcmp(value, "adam"))
             return fail_key(st, section, name, "unsupported optimizer '%s' (only adam)", value);
@@ -813,6 +889,24 @@ static otc_status check_config(parse_state *st) {
                         "a sparser initial_connection",
                         st->file, line, c->pop_size, per_genome, genes, OTC_NEAT_MAX_INITIAL_GENES);
     }
+    if (c->selection != OTC_NEAT_SELECT_FITNESS && c->np_evolution)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [NEAT] selection: %s needs otc's evolution rules (not evolution = "
+                        "neat-python)",
+                        st->file, selection_names[c->selection]);
+    bool has_fitness = false;
+    for (int i = 0; i < c->n_objectives; i++)
+        has_fitness |= c->objectives[i] == OTC_NEAT_OBJ_FITNESS;
+    /* The non-dominated sort keeps a list of whom each genome dominates: pop_size^2 ints. */
+    if (c->selection == OTC_NEAT_SELECT_NSGA2 && c->pop_size > 5000)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [NEAT] pop_size: %d is more than nsga2 sorts (at most 5000)", st->file,
+                        c->pop_size);
+    if (c->selection == OTC_NEAT_SELECT_NSGA2 && !has_fitness)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [NEAT] objectives: nsga2 needs fitness among the objectives (the "
+                        "task's success is measured by it)",
+                        st->file);
     bool default_in_options = c->activation_random;
     for (int i = 0; i < c->n_activation_options; i++)
         default_in_options |= c->activation_options[i] == c->activation_default;
@@ -971,6 +1065,28 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     case K_RULES: /* listed only when neat-python's: checkpoints of otc's rules predate it */
         if (!*(const bool *)src) return false;
         snprintf(buf, size, "neat-python");
+        return true;
+    /* The selection keys are listed only where they change the run (earlier checkpoints
+     * lack them): selection and objectives when not the default, novelty_* under novelty. */
+    case K_SELECT:
+        if (c->selection == OTC_NEAT_SELECT_FITNESS) return false;
+        snprintf(buf, size, "%s", selection_names[c->selection]);
+        return true;
+    case K_OBJECTIVES: {
+        if (c->selection != OTC_NEAT_SELECT_NSGA2) return false;
+        size_t at = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < c->n_objectives && at < size; i++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? ", " : "",
+                                   objective_names[c->objectives[i]]);
+        return true;
+    }
+    case K_NOVELTY:
+        if (c->selection != OTC_NEAT_SELECT_NOVELTY) return false;
+        if (k->offset == OFF(novelty_k))
+            snprintf(buf, size, "%d", c->novelty_k);
+        else
+            snprintf(buf, size, "%.17g", *(const double *)src);
         return true;
     case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:

@@ -149,7 +149,7 @@ static void evaluate_one(eval_job *job, int i) {
         }
         g = job->copies[i];
     }
-    otc_neat_eval ev = {0, false};
+    otc_neat_eval ev = {.fitness = 0};
     otc_status s = job->task->evaluate(job->task, job->c, g, job->seeds[i], &ev);
     record_one(job, i, g, s, &ev);
 }
@@ -176,6 +176,11 @@ static void record_one(eval_job *job, int i, otc_neat_genome *g, otc_status s,
         g->evaluated = true;
     }
     job->solved[i] = ev->solved;
+    if (!job->stream) { /* a stream's runs have none: novelty is evaluated without one */
+        int nb = ev->n_bc < 0 ? 0 : ev->n_bc > OTC_NEAT_MAX_BC ? OTC_NEAT_MAX_BC : ev->n_bc;
+        g->n_bc = nb;
+        if (nb) memcpy(g->bc, ev->bc, sizeof *g->bc * (size_t)nb);
+    }
 }
 
 static bool stream_wait(eval_job *job, int i);

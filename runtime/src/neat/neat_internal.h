@@ -48,6 +48,9 @@ enum {
     OTC_NEAT_SCRATCH_SLOTS
 };
 
+typedef struct otc_neat_novelty otc_neat_novelty; /* select_novelty.c */
+typedef struct otc_neat_front otc_neat_front;     /* front.c */
+
 struct otc_neat_population {
     otc_neat_config config;
     char task[64]; /* the task's name, from the first step (checkpoints record it) */
@@ -80,7 +83,32 @@ struct otc_neat_population {
         void *items;
         int cap;
     } scratch[OTC_NEAT_SCRATCH_SLOTS];
+    otc_neat_novelty *novelty; /* selection = novelty: the archive (NULL before) */
+    otc_neat_front *front;     /* the Pareto front when tracked (NULL: not) */
+    /* The last evaluated generation's behaviours (n_behaviours of behaviour_dim numbers;
+     * 0: the task gave none), for pictures such as the maze's. */
+    float *behaviours;
+    int n_behaviours, behaviour_dim, cap_behaviours;
 };
+
+/* Selection beyond fitness: the value reproduction ranks and shares in place of fitness,
+ * val[i] for genome i (higher better, non-negative). NSGA-II: the fitness discounted by the
+ * genome's Pareto rank over the config's objectives, crowding breaking near ties
+ * (select_nsga2.c). Novelty: the blend of scaled novelty and scaled
+ * fitness, after the generation's behaviours updated the archive (`evaluated` genomes were
+ * new this generation; default_threshold: the task's, when the config gives none). */
+otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val);
+otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
+                                   double *val);
+void otc_neat_novelty_free(otc_neat_novelty *nv);
+/* The generation's evaluated genomes into the tracked front (none tracked: nothing). */
+otc_status otc_neat_front_update(otc_neat_population *p);
+void otc_neat_front_free(otc_neat_front *f);
+/* g's phenotype with metadata "genome" and "neat" as otc_neat_champion_graph's (generation:
+ * when g was evaluated; solved: the run's outcome). */
+otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_genome *g,
+                                 int generation, bool solved, const otc_neat_task *task,
+                                 otc_graph **out);
 
 /* Grow-only array: *items gets room for at least `need` items of `size` bytes (doubling, its
  * contents kept); false when out of memory. */
@@ -210,16 +238,21 @@ otc_status otc_neat_runner_forward(otc_neat_runner *r, const float *x, int batch
 void otc_neat_runner_reset(otc_neat_runner *r);
 
 /* The csv and sequence tasks score a genome alike: its training fitness and validation MSE
- * and accuracy (after hybrid training when `train`). Their context starts with this
- * function, so one evaluate and one confirm (task_csv.c) serve both. */
+ * and accuracy (after hybrid training when `train`), and when `behaviour` is not NULL and the
+ * task has one, its behaviour characterisation. Their context starts with this function, so
+ * one evaluate and one confirm (task_csv.c) serve both. */
 typedef otc_status (*otc_neat_score_fn)(const otc_neat_task *task, const otc_neat_config *c,
                                         otc_neat_genome *g, uint64_t seed, double *fitness,
-                                        double *mse, double *acc, bool train);
+                                        double *mse, double *acc, bool train,
+                                        otc_neat_eval *behaviour);
 otc_status otc_neat_scored_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                     otc_neat_genome *g, uint64_t seed, otc_neat_eval *out);
 otc_status otc_neat_scored_confirm(const otc_neat_task *task, const otc_neat_config *c,
                                    const otc_neat_genome *g, bool *solved, double *score);
 
+/* maze:NAME (task_maze.c): Lehman & Stanley's maze navigation (otc/neat_maze.h). */
+otc_status otc_neat_maze_task_create(const char *name, const otc_neat_config *c,
+                                     otc_neat_task **out);
 /* The csv task (task_csv.c). */
 /* exec:PROGRAM (task_exec.c): an environment process speaking the line protocol. */
 otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config *c,

@@ -68,6 +68,9 @@ void otc_neat_population_free(otc_neat_population *p) {
     for (int i = 0; i < p->n_spare_members; i++) free(p->spare_members[i]);
     free(p->spare_members);
     for (int i = 0; i < OTC_NEAT_SCRATCH_SLOTS; i++) free(p->scratch[i].items);
+    otc_neat_novelty_free(p->novelty);
+    otc_neat_front_free(p->front);
+    free(p->behaviours);
     free(p);
 }
 
@@ -165,6 +168,56 @@ static otc_status set_champion(otc_neat_population *p, const otc_neat_genome *g)
     return OTC_OK;
 }
 
+/* The generation's behaviours, when its genomes all have some of one size. */
+static otc_status keep_behaviours(otc_neat_population *p) {
+    int dim = p->n_genomes ? p->genomes[0]->n_bc : 0;
+    for (int i = 0; i < p->n_genomes; i++)
+        if (p->genomes[i]->n_bc != dim) dim = 0;
+    p->n_behaviours = p->behaviour_dim = 0;
+    if (dim == 0) return OTC_OK;
+    if (!otc_neat_grow((void **)&p->behaviours, &p->cap_behaviours, p->n_genomes * dim,
+                       sizeof *p->behaviours))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for behaviours");
+    for (int i = 0; i < p->n_genomes; i++)
+        memcpy(p->behaviours + (size_t)i * dim, p->genomes[i]->bc, sizeof(float) * dim);
+    p->n_behaviours = p->n_genomes;
+    p->behaviour_dim = dim;
+    return OTC_OK;
+}
+
+const float *otc_neat_behaviours(const otc_neat_population *p, int *n, int *dim) {
+    if (n) *n = p ? p->n_behaviours : 0;
+    if (dim) *dim = p ? p->behaviour_dim : 0;
+    return p && p->n_behaviours ? p->behaviours : NULL;
+}
+
+/* Under NSGA-II, of two genomes that solved the task the one better in the first objective
+ * other than fitness (the smaller net) is the champion; otherwise the first that solved. */
+static bool smaller_solver(const otc_neat_config *c, const otc_neat_genome *g,
+                           const otc_neat_genome *than) {
+    if (c->selection != OTC_NEAT_SELECT_NSGA2) return false;
+    for (int j = 0; j < c->n_objectives; j++)
+        if (c->objectives[j] != OTC_NEAT_OBJ_FITNESS)
+            return otc_neat_objective_value(c->objectives[j], g) <
+                   otc_neat_objective_value(c->objectives[j], than);
+    return false;
+}
+
+/* Reproduction ranks and shares the selection value in place of fitness (the fitness was
+ * recorded, and the run's success decided, before): the genomes are recycled by then. */
+static otc_status selection_values(otc_neat_population *p, const otc_neat_task *task, int fresh) {
+    const otc_neat_config *c = &p->config;
+    if (c->selection == OTC_NEAT_SELECT_FITNESS) return OTC_OK;
+    double *val = malloc(sizeof *val * (size_t)p->n_genomes);
+    if (!val) return otc_fail(OTC_ERR_NOMEM, "out of memory for selection");
+    otc_status s = c->selection == OTC_NEAT_SELECT_NSGA2
+                       ? otc_neat_nsga2_values(p, val)
+                       : otc_neat_novelty_values(p, task->novelty_threshold, fresh, val);
+    for (int i = 0; i < p->n_genomes && s == OTC_OK; i++) p->genomes[i]->fitness = val[i];
+    free(val);
+    return s;
+}
+
 /* Stanley's pole2_epoch choice of the genome to confirm: species whose best member beats every
  * earlier generation's become untested; the champion of the fittest untested species is tested
  * (of the fittest species when all were), and that species is marked tested. A champion that
@@ -210,6 +263,9 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     memset(flags, 0, sizeof *flags * ((size_t)n + 1));
     int fresh = 0;
     for (int i = 0; i < n; i++) fresh += !p->genomes[i]->evaluated;
+    if (c->selection == OTC_NEAT_SELECT_NOVELTY && o && o->remote)
+        return otc_fail(OTC_ERR_CONFIG, "[NEAT] selection = novelty: not with evaluation in "
+                                        "other processes (behaviours are not sent back)");
     otc_status s = otc_neat_evaluate_all(p, task, o ? o->remote : NULL, o ? o->threads : 1, flags);
     if (s != OTC_OK) goto done;
     p->evaluations += fresh;
@@ -221,7 +277,7 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
         const otc_neat_genome *g = p->genomes[i];
         fit[i] = g->fitness;
         if (g->fitness > p->genomes[best]->fitness) best = i;
-        if (flags[i] && solver < 0) solver = i;
+        if (flags[i] && (solver < 0 || smaller_solver(c, g, p->genomes[solver]))) solver = i;
         sum += g->fitness;
         hid += otc_neat_genome_hidden_count(g);
         con += otc_neat_genome_enabled_count(g);
@@ -266,12 +322,16 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     st.evaluations = p->evaluations;
     st.n_species = p->n_species;
     st.threshold = p->threshold;
+    if ((s = otc_neat_front_update(p)) != OTC_OK) goto done;
+    if ((s = keep_behaviours(p)) != OTC_OK) goto done;
+    if (p->stop == OTC_NEAT_RUNNING && (s = selection_values(p, task, fresh)) != OTC_OK) goto done;
     if (p->stop == OTC_NEAT_RUNNING) {
         /* The helper threads evaluate the next generation's children while reproduction
          * makes them (evaluation is a pure function of genome and seed, so the run is the
          * same); an MPI evaluator keeps its own schedule. */
         int threads = o ? o->threads : 1;
-        if (threads > 1 && !(o && (o->remote || o->last)) && !c->np_evolution)
+        if (threads > 1 && !(o && (o->remote || o->last)) && !c->np_evolution &&
+            c->selection != OTC_NEAT_SELECT_NOVELTY) /* novelty needs behaviours it drops */
             s = otc_neat_ahead_begin(p, task, threads);
         if (s == OTC_OK) s = otc_neat_reproduce(p);
         otc_neat_ahead_end(p); /* reproduction ends it; not when it stopped early */
@@ -314,20 +374,26 @@ otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_
                                    otc_graph **out) {
     if (!p || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_champion_graph: NULL argument");
     if (!p->champion) return otc_fail(OTC_ERR_STATE, "no champion yet (nothing evaluated)");
+    return otc_neat_genome_graph(p, p->champion, p->champion_generation,
+                                 p->stop == OTC_NEAT_STOP_SOLVED, task, out);
+}
+
+otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_genome *g,
+                                 int generation, bool solved, const otc_neat_task *task,
+                                 otc_graph **out) {
     otc_neat_phenotype *ph = NULL;
-    otc_status s = otc_neat_phenotype_build(p->champion, &p->config, &ph);
+    otc_status s = otc_neat_phenotype_build(g, &p->config, &ph);
     if (s != OTC_OK) return s;
-    char *json = otc_neat_genome_to_json(p->champion);
+    char *json = otc_neat_genome_to_json(g);
     cJSON *f = cJSON_CreateObject();
     char *facts = NULL;
     if (f && cJSON_AddStringToObject(f, "task", task ? task->name : "") &&
-        cJSON_AddNumberToObject(f, "generation", p->champion_generation) &&
-        cJSON_AddNumberToObject(f, "fitness", p->champion->fitness) &&
-        cJSON_AddNumberToObject(f, "hidden_nodes", otc_neat_genome_hidden_count(p->champion)) &&
-        cJSON_AddNumberToObject(f, "enabled_connections",
-                                otc_neat_genome_enabled_count(p->champion)) &&
+        cJSON_AddNumberToObject(f, "generation", generation) &&
+        cJSON_AddNumberToObject(f, "fitness", g->fitness) &&
+        cJSON_AddNumberToObject(f, "hidden_nodes", otc_neat_genome_hidden_count(g)) &&
+        cJSON_AddNumberToObject(f, "enabled_connections", otc_neat_genome_enabled_count(g)) &&
         cJSON_AddNumberToObject(f, "evaluations", (double)p->evaluations) &&
-        cJSON_AddBoolToObject(f, "solved", p->stop == OTC_NEAT_STOP_SOLVED) &&
+        cJSON_AddBoolToObject(f, "solved", solved) &&
         cJSON_AddBoolToObject(f, "recurrent", ph->recurrent))
         facts = cJSON_PrintUnformatted(f);
     cJSON_Delete(f);

@@ -88,6 +88,8 @@ static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config 
         sq += (yi - target[i]) * (yi - target[i]);
         right &= (yi > 0.5) == (target[i] > 0.5);
     }
+    out->n_bc = 4; /* the behaviour: what it answers to each case */
+    for (int i = 0; i < 4; i++) out->bc[i] = isfinite(y[i]) ? y[i] : 0.5f;
     if (task->ctx) {
         out->fitness = 4 - sq;
         out->solved = !c->no_fitness_termination && out->fitness >= c->fitness_threshold;
@@ -100,13 +102,23 @@ static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config 
 
 /* ---- pole balancing ------------------------------------------------------------------------ */
 
+/* The observations a pole behaviour keeps: the last one and the mean, POLE_BC_OBS each. */
+#define POLE_BC_OBS (OTC_NEAT_MAX_BC / 2)
+
 typedef struct {
     otc_neat_runner *r;
     otc_status status;
+    /* The behaviour (novelty search): the last observation and the sum of all of them. */
+    int n_obs;
+    long seen;
+    double last[POLE_BC_OBS], sum[POLE_BC_OBS];
 } pole_ctx;
 
 static void pole_policy(void *ctx, const double *obs, int n_obs, double *out, int n_out) {
     pole_ctx *pc = ctx;
+    pc->n_obs = n_obs < POLE_BC_OBS ? n_obs : POLE_BC_OBS;
+    for (int i = 0; i < pc->n_obs; i++) pc->sum[i] += pc->last[i] = obs[i];
+    pc->seen++;
     float x[16], y[4] = {0.5f, 0.5f, 0.5f, 0.5f};
     for (int i = 0; i < n_obs && i < 16; i++) x[i] = (float)obs[i];
     if (pc->status == OTC_OK) pc->status = otc_neat_runner_forward(pc->r, x, 1, y);
@@ -138,7 +150,7 @@ static int dpole_trial_steps(pole_kind kind) {
  * fitness threshold. */
 static otc_neat_eval pole_outcome(pole_kind kind, const otc_neat_config *c,
                                   const otc_pole_result *res) {
-    otc_neat_eval ev = {res->fitness, false};
+    otc_neat_eval ev = {.fitness = res->fitness};
     if (kind == POLE1_NP)
         ev.solved = !c->no_fitness_termination && ev.fitness >= c->fitness_threshold;
     else
@@ -152,7 +164,7 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     otc_neat_runner r;
     otc_status s = otc_neat_runner_open(task, c, g, &r);
     if (s != OTC_OK) return s;
-    pole_ctx pc = {&r, OTC_OK};
+    pole_ctx pc = {.r = &r, .status = OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
     otc_pole_result res = {0, 0, 0};
     if (kind == POLE1_NP) {
@@ -167,6 +179,12 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
     if (s == OTC_OK) s = pc.status;
     if (s != OTC_OK) return s;
     *out = pole_outcome(kind, c, &res);
+    /* The behaviour: where the cart and poles ended and where they were on average. */
+    out->n_bc = 2 * pc.n_obs;
+    for (int i = 0; i < pc.n_obs; i++) {
+        out->bc[i] = (float)pc.last[i];
+        out->bc[pc.n_obs + i] = (float)(pc.seen ? pc.sum[i] / (double)pc.seen : 0);
+    }
     return OTC_OK;
 }
 
@@ -224,7 +242,7 @@ static otc_status pole_lane_open(pole_lanes_run *run, int l, const otc_neat_geno
                                  otc_neat_flat *f) {
     pole_lane *ln = &run->lane[l];
     ln->r = (otc_neat_runner){.task = run->task, .c = run->c, .g = g, .fixed = true, .flat = f};
-    ln->pc = (pole_ctx){&ln->r, OTC_OK};
+    ln->pc = (pole_ctx){.r = &ln->r, .status = OTC_OK};
     if (ln->built == g) return OTC_OK;
     ln->built = NULL;
     otc_status s = otc_neat_flat_build(f, g, run->c);
@@ -365,7 +383,7 @@ static bool gen_chunks_lanes(gen_job *j, otc_neat_runner *r) {
 
 static void gen_chunks(gen_job *j, otc_neat_runner *r) {
     if (gen_chunks_lanes(j, r)) return;
-    pole_ctx pc = {r, OTC_OK};
+    pole_ctx pc = {.r = r, .status = OTC_OK};
     otc_pole_agent agent = {pole_policy, pole_reset, &pc};
     for (;;) {
         int k = atomic_fetch_add(&j->next, 1);
@@ -500,10 +518,36 @@ static otc_status check_io(const otc_neat_config *c, const char *task, int n_in,
     return OTC_OK;
 }
 
+static otc_status builtin_task_create(const char *spec, const otc_neat_config *c,
+                                      otc_neat_task **out);
+
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
-    if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
-    if (!strncmp(spec, "exec:", 5)) return otc_neat_exec_task_create(spec + 5, c, out);
+    otc_status s = !strncmp(spec, "csv:", 4)    ? otc_neat_csv_task_create(spec + 4, c, out)
+                   : !strncmp(spec, "exec:", 5) ? otc_neat_exec_task_create(spec + 5, c, out)
+                   : !strncmp(spec, "maze:", 5) ? otc_neat_maze_task_create(spec + 5, c, out)
+                                                : builtin_task_create(spec, c, out);
+    if (s == OTC_OK && c->selection == OTC_NEAT_SELECT_NOVELTY && (*out)->n_bc == 0) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[NEAT] selection: novelty needs a behaviour characterisation, and task %s "
+                     "gives none (xor, maze:*, exec: with bc lines do)",
+                     (*out)->name);
+        otc_neat_task_free(*out);
+        *out = NULL;
+    } else if (s == OTC_OK && c->selection == OTC_NEAT_SELECT_NOVELTY &&
+               !((*out)->novelty_threshold > 0) && !(c->novelty_threshold > 0)) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[NEAT] novelty_threshold: task %s has no scale for its behaviours: give "
+                     "the archive's initial threshold",
+                     (*out)->name);
+        otc_neat_task_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+static otc_status builtin_task_create(const char *spec, const otc_neat_config *c,
+                                      otc_neat_task **out) {
     otc_status s;
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
@@ -512,6 +556,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         s = check_io(c, spec, 2, 1, 1);
         t->evaluate = xor_evaluate;
         t->ctx = (void *)(intptr_t)(spec[3] == ':'); /* neat-python's fitness */
+        t->n_bc = 4;
+        t->novelty_threshold = 0.1;
     } else if (!strcmp(spec, "pole1")) {
         s = check_io(c, spec, OTC_POLE1_N_OBS, 1, 2);
         if (s == OTC_ERR_CONFIG && c->num_inputs == OTC_NP_POLE_N_OBS) {
@@ -551,7 +597,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
          * Gymnasium's LunarLander) can drive evolution as an external program. */
         s = otc_fail(OTC_ERR_ARG,
                      "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
-                     "dpv, dpnv, csv:FILE or exec:PROGRAM; an environment otc does not have, "
+                     "dpv, dpnv, maze:medium, maze:hard, csv:FILE or exec:PROGRAM; an environment "
+                     "otc does not have, "
                      "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
                      spec);
     }
@@ -561,6 +608,13 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
     }
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
+    if (t->evaluate == pole_evaluate) {
+        t->n_bc = 2 * (c->num_inputs < POLE_BC_OBS ? c->num_inputs : POLE_BC_OBS);
+        t->novelty_threshold = 0.1;
+        /* Lanes report results only: novelty's behaviours come from one trial at a time,
+         * whose results are the lanes' by their contract. */
+        if (c->selection == OTC_NEAT_SELECT_NOVELTY) t->lanes = 0, t->evaluate_lanes = NULL;
+    }
     *out = t;
     return OTC_OK;
 }

@@ -157,9 +157,18 @@ static otc_status train(const otc_neat_task *task, const otc_neat_config *c, csv
     return OTC_OK;
 }
 
+/* The behaviour (novelty search): the outputs on the first training rows, task->n_bc of
+ * them (non-finite outputs as 0.5). */
+static void keep_behaviour(const otc_neat_task *task, const float *y, otc_neat_eval *behaviour) {
+    if (!behaviour || task->n_bc <= 0) return;
+    behaviour->n_bc = task->n_bc;
+    for (int i = 0; i < task->n_bc; i++) behaviour->bc[i] = isfinite(y[i]) ? y[i] : 0.5f;
+}
+
 static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_config *c,
                                     otc_neat_genome *g, uint64_t seed, double *fitness,
-                                    double *val_mse, double *val_acc, bool write_back) {
+                                    double *val_mse, double *val_acc, bool write_back,
+                                    otc_neat_eval *behaviour) {
     csv_ctx *x = task->ctx;
     otc_neat_phenotype *ph = NULL;
     otc_executor *ex = NULL;
@@ -176,6 +185,7 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
         if (s == OTC_OK) {
             metrics(x, x->train, x->train_labels, y, &mse, &acc);
             *fitness = 1.0 / (1.0 + mse);
+            keep_behaviour(task, y, behaviour);
             s = otc_neat_runner_forward(&r, x->val->x, x->val->rows, y);
         }
         if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
@@ -198,6 +208,7 @@ static otc_status csv_evaluate_impl(const otc_neat_task *task, const otc_neat_co
     if (s == OTC_OK) {
         metrics(x, x->train, x->train_labels, y, &mse, &acc);
         *fitness = 1.0 / (1.0 + mse);
+        keep_behaviour(task, y, behaviour);
         s = forward_rows(ex, ph, target_in, x->val, y);
     }
     if (s == OTC_OK) metrics(x, x->val, x->val_labels, y, val_mse, val_acc);
@@ -215,7 +226,7 @@ static otc_neat_score_fn score_of(const otc_neat_task *task) {
 otc_status otc_neat_scored_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                     otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
     double fitness = 0, mse = 0, acc = 0;
-    otc_status s = score_of(task)(task, c, g, seed, &fitness, &mse, &acc, true);
+    otc_status s = score_of(task)(task, c, g, seed, &fitness, &mse, &acc, true, out);
     if (s != OTC_OK) return s;
     out->fitness = fitness;
     out->solved = c->regression ? mse <= c->target_mse : acc >= c->target_accuracy;
@@ -231,7 +242,7 @@ otc_status otc_neat_scored_confirm(const otc_neat_task *task, const otc_neat_con
     if (c->lamarckian) pure.train_steps = 0;
     /* Without write_back the score functions only read the genome (no copy to allocate). */
     otc_status s =
-        score_of(task)(task, &pure, (otc_neat_genome *)g, 0, &fitness, &mse, &acc, false);
+        score_of(task)(task, &pure, (otc_neat_genome *)g, 0, &fitness, &mse, &acc, false, NULL);
     if (s != OTC_OK) return s;
     *solved = false;
     *score = c->regression ? mse : acc;
@@ -362,6 +373,11 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     t->needs_feed_forward = true;
     t->evaluate = otc_neat_scored_evaluate;
     t->confirm = otc_neat_scored_confirm;
+    /* The behaviour: the outputs on as many of the first training rows as fit (whole rows). */
+    int per = OTC_NEAT_MAX_BC / (t->n_outputs > 0 ? t->n_outputs : 1);
+    if (per > x->train->rows) per = (int)x->train->rows;
+    t->n_bc = per * t->n_outputs;
+    t->novelty_threshold = 0.1;
     t->score_name = x->regression ? "val_mse" : "val_accuracy";
     t->destroy = csv_destroy;
     t->ctx = x;

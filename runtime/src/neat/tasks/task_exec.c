@@ -15,7 +15,10 @@
  * Each environment runs in its own process group, and no process of it outlives otc: the
  * group is killed when its environment ends (normally or on an error), at exit, and on
  * SIGINT, SIGTERM and SIGHUP (a handler kills every live group, then the signal does what it
- * did before). Only SIGKILL of otc itself leaves them running. */
+ * did before). Only SIGKILL of otc itself leaves them running.
+ *
+ *   env: bc B1 .. Bk             (optional, before any 'step' line: the episode's behaviour
+ *                                 for novelty search, k <= 16; the last one sent counts) */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -283,9 +286,22 @@ static otc_status garbage(const exec_ctx *x, const char *said, const char *want,
                     x->program, step, said, want);
 }
 
-/* One episode with the network in r: its total reward. */
+/* A 'bc' line's numbers into res (false when it is not one, or malformed). */
+static bool behaviour_line(char *line, otc_neat_eval *res) {
+    double b[OTC_NEAT_MAX_BC + 1];
+    int n = 0;
+    if (strncmp(line, "bc ", 3) || !numbers(line + 3, b, OTC_NEAT_MAX_BC + 1, &n) || n < 1 ||
+        n > OTC_NEAT_MAX_BC)
+        return false;
+    res->n_bc = n;
+    for (int i = 0; i < n; i++) res->bc[i] = (float)b[i];
+    return true;
+}
+
+/* One episode with the network in r: its total reward (and behaviour, when the environment
+ * gives one, in res). */
 static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config *c,
-                          otc_neat_runner *r, uint64_t seed, double *total) {
+                          otc_neat_runner *r, uint64_t seed, double *total, otc_neat_eval *res) {
     int n_in = c->num_inputs, n_out = c->num_outputs;
     double *v = malloc(sizeof *v * (size_t)(n_in + 3));
     float *obs = malloc(sizeof *obs * (size_t)n_in), *act = malloc(sizeof *act * (size_t)n_out);
@@ -317,6 +333,11 @@ static otc_status episode(const exec_ctx *x, env_proc *p, const otc_neat_config 
         char after[64];
         snprintf(after, sizeof after, "after 'act' (step %ld)", step);
         if ((s = send_line(x, p, out, at)) || (s = read_line(x, p, after, &line))) break;
+        while (!strncmp(line, "bc", 2) && behaviour_line(line, res)) {
+            consume_line(p);
+            if ((s = read_line(x, p, after, &line))) break;
+        }
+        if (s) break;
         shown(line, said, sizeof said);
         if (!otc_neat_exec_parse(line, true, n_in, v, &reply)) {
             char want[128];
@@ -349,7 +370,7 @@ static otc_status exec_evaluate(const otc_neat_task *task, const otc_neat_config
     otc_neat_runner r;
     double total = 0;
     if ((s = otc_neat_runner_open(task, c, g, &r)) == OTC_OK) {
-        s = episode(x, p, c, &r, seed, &total);
+        s = episode(x, p, c, &r, seed, &total, res);
         otc_neat_runner_close(&r);
     }
     if (s == OTC_OK && !isfinite(total))
@@ -411,6 +432,7 @@ otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config 
     t->ctx = x;
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
+    t->n_bc = -1; /* as the environment's 'bc' lines say */
     *out = t;
     return OTC_OK;
 }

@@ -196,7 +196,9 @@ static bool genome_finite(const otc_neat_genome *g) {
  * limit of 1 / (1 + MSE): no genome with non-finite genes enters the population. */
 static otc_status seq_evaluate_impl(const otc_neat_task *task, const otc_neat_config *c,
                                     otc_neat_genome *g, uint64_t seed, double *fitness,
-                                    double *val_mse, double *val_acc, bool write_back) {
+                                    double *val_mse, double *val_acc, bool write_back,
+                                    otc_neat_eval *behaviour) {
+    (void)behaviour; /* sequences give none */
     seq_ctx *x = task->ctx;
     otc_neat_genome *own = NULL;
     const otc_neat_genome *run = g;

@@ -1,0 +1,140 @@
+/* Novelty search (Lehman & Stanley 2011): each genome's novelty is the mean distance from its
+ * behaviour to its k nearest neighbours among the generation and the archive; behaviours more
+ * novel than a threshold join the archive, and the threshold adapts to how often they do. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neat_internal.h"
+
+/* Lehman & Stanley's archive rule: the threshold falls by 5% once this many evaluations have
+ * added nothing, and rises by 20% after a generation that added more than ADD_MANY. */
+#define QUIET_EVALUATIONS 2500
+#define ADD_MANY          4
+
+struct otc_neat_novelty {
+    int dim, n, cap;
+    float *archive; /* n behaviours of dim numbers */
+    double threshold, floor;
+    long quiet; /* evaluations since the last addition */
+};
+
+void otc_neat_novelty_free(otc_neat_novelty *nv) {
+    if (!nv) return;
+    free(nv->archive);
+    free(nv);
+}
+
+const float *otc_neat_novelty_archive(const otc_neat_population *p, int *n, int *dim) {
+    const otc_neat_novelty *nv = p ? p->novelty : NULL;
+    if (n) *n = nv ? nv->n : 0;
+    if (dim) *dim = nv ? nv->dim : 0;
+    return nv ? nv->archive : NULL;
+}
+
+double otc_neat_novelty_threshold(const otc_neat_population *p) {
+    return p && p->novelty ? p->novelty->threshold : NAN;
+}
+
+static double bc_distance(const float *a, const float *b, int dim) {
+    double d = 0;
+    for (int j = 0; j < dim; j++) d += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
+    return sqrt(d);
+}
+
+/* The k smallest of d[0 .. n) moved to the front (partial selection sort: k is small). */
+static double mean_of_smallest(double *d, int n, int k) {
+    if (k > n) k = n;
+    double sum = 0;
+    for (int a = 0; a < k; a++) {
+        int best = a;
+        for (int b = a + 1; b < n; b++)
+            if (d[b] < d[best]) best = b;
+        double t = d[a];
+        d[a] = d[best];
+        d[best] = t;
+        sum += d[a];
+    }
+    return k > 0 ? sum / k : 0.0;
+}
+
+/* Min-max scaled to [0, 1] over the generation (all 1 when every value is equal). */
+static void scale01(double *x, int n) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] = hi > lo ? (x[i] - lo) / (hi - lo) : 1.0;
+}
+
+otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
+                                   double *val) {
+    const otc_neat_config *c = &p->config;
+    int n = p->n_genomes, dim = p->genomes[0]->n_bc;
+    for (int i = 0; i < n; i++)
+        if (p->genomes[i]->n_bc != dim || dim <= 0)
+            return otc_fail(OTC_ERR_CONFIG,
+                            "[NEAT] selection = novelty: the task gave no behaviour for genome "
+                            "%d of generation %d (%d numbers, genome 0 gave %d)",
+                            i, p->generation, p->genomes[i]->n_bc, dim);
+    otc_neat_novelty *nv = p->novelty;
+    if (!nv) {
+        if (!(nv = p->novelty = calloc(1, sizeof *nv)))
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for the novelty archive");
+        nv->dim = dim;
+        nv->threshold = c->novelty_threshold > 0 ? c->novelty_threshold : default_threshold;
+        nv->floor = nv->threshold / 100;
+    }
+    if (nv->dim != dim)
+        return otc_fail(OTC_ERR_FORMAT,
+                        "novelty: generation %d's behaviours have %d numbers, earlier ones %d",
+                        p->generation, dim, nv->dim);
+    int others = n - 1 + nv->n;
+    double *d = malloc(sizeof *d * (size_t)(others + 1)), *nov = malloc(sizeof *nov * (size_t)n);
+    double *fit = malloc(sizeof *fit * (size_t)n);
+    if (!d || !nov || !fit) {
+        free(d);
+        free(nov);
+        free(fit);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for novelty");
+    }
+    /* Every novelty against the archive as the generation found it, then the additions. */
+    for (int i = 0; i < n; i++) {
+        const float *bi = p->genomes[i]->bc;
+        int m = 0;
+        for (int j = 0; j < n; j++)
+            if (j != i) d[m++] = bc_distance(bi, p->genomes[j]->bc, dim);
+        for (int a = 0; a < nv->n; a++)
+            d[m++] = bc_distance(bi, nv->archive + (size_t)a * dim, dim);
+        nov[i] = mean_of_smallest(d, m, c->novelty_k);
+        fit[i] = p->genomes[i]->fitness;
+    }
+    int added = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(nov[i] > nv->threshold) || nv->n >= OTC_NEAT_MAX_ARCHIVE) continue;
+        if (nv->n == nv->cap &&
+            !otc_neat_grow((void **)&nv->archive, &nv->cap, nv->n + 1, sizeof(float) * dim))
+            break; /* out of memory: the archive stops growing, the run goes on */
+        memcpy(nv->archive + (size_t)nv->n * dim, p->genomes[i]->bc, sizeof(float) * dim);
+        nv->n++;
+        added++;
+    }
+    if (added) {
+        nv->quiet = 0;
+    } else if ((nv->quiet += evaluated) >= QUIET_EVALUATIONS) {
+        nv->quiet = 0;
+        nv->threshold *= 0.95;
+        if (nv->threshold < nv->floor) nv->threshold = nv->floor;
+    }
+    if (added > ADD_MANY) nv->threshold *= 1.2;
+    /* The value: novelty_weight of the scaled novelty, the rest the scaled fitness. */
+    scale01(nov, n);
+    scale01(fit, n);
+    double w = c->novelty_weight;
+    for (int i = 0; i < n; i++) val[i] = w * nov[i] + (1 - w) * fit[i];
+    free(d);
+    free(nov);
+    free(fit);
+    return OTC_OK;
+}
