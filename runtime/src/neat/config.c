@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "otc/file.h"
+#include "otc/hyperneat.h"
 #include "otc/limits.h"
 #include "otc/neat_config.h"
 
@@ -36,7 +37,10 @@ typedef enum {
     K_SECONDS,  /* a positive double that does not change a run's result (not listed) */
     K_AGG_RATE, /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
     K_FUNCS,    /* activation_functions: neat-python or otc */
-    K_RULES     /* evolution: neat-python or otc */
+    K_RULES,    /* evolution: neat-python or otc */
+    K_GRID,     /* [Substrate] a node grid, NXxNY */
+    K_GRIDS,    /* [Substrate] hidden_grids: grids or none */
+    K_SUB_ACT   /* [Substrate] activation: an otc activation name */
 } key_kind;
 
 typedef struct {
@@ -177,6 +181,16 @@ static const key_def keys[] = {
     {"Task", "sequence", K_STRING, OFF(sequence), false, 0, 0},
     {"Task", "sequence_steps", K_SEQ_STEPS, OFF(sequence_last), false, 0, 0},
     {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
+    /* [Substrate] (HyperNEAT): listed only in configs that have the section */
+    {"Substrate", "input_grid", K_GRID, OFF(substrate.input), false, 0, 0},
+    {"Substrate", "hidden_grids", K_GRIDS, OFF(substrate.hidden), false, 0, 0},
+    {"Substrate", "output_grid", K_GRID, OFF(substrate.output), false, 0, 0},
+    {"Substrate", "weight_threshold", K_DOUBLE, OFF(substrate.weight_threshold), false, 0, 0.99},
+    {"Substrate", "max_weight", K_POSITIVE, OFF(substrate.max_weight), false, 0, BIG},
+    {"Substrate", "leo", K_BOOL, OFF(substrate.leo), false, 0, 0},
+    {"Substrate", "bias_output", K_BOOL, OFF(substrate.bias_output), false, 0, 0},
+    {"Substrate", "distance_input", K_BOOL, OFF(substrate.distance_input), false, 0, 0},
+    {"Substrate", "activation", K_SUB_ACT, OFF(substrate.activation), false, 0, 0},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
@@ -346,6 +360,9 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->target_mse = 0.01;
     c->validation_fraction = 0.25;
     c->exec_timeout = 10;
+    c->substrate.weight_threshold = 0.2; /* Stanley, D'Ambrosio and Gauci 2009 */
+    c->substrate.max_weight = 3.0;
+    c->substrate.activation = OTC_ACT_IDENTITY;
 }
 
 typedef struct {
@@ -630,6 +647,20 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         if (strcmp(value, "adam"))
             return fail_key(st, section, name, "unsupported optimizer '%s' (only adam)", value);
         return true;
+    case K_GRID:
+        if (!otc_substrate_parse_grid(value, (otc_neat_grid *)dest))
+            return fail_key(st, section, name, OTC_SUBSTRATE_GRID_EXPECTED, value);
+        return true;
+    case K_GRIDS:
+        if (!otc_substrate_parse_grids(value, st->c->substrate.hidden, &st->c->substrate.n_hidden))
+            return fail_key(st, section, name, OTC_SUBSTRATE_GRIDS_EXPECTED, value);
+        return true;
+    case K_SUB_ACT: {
+        int a = otc_neat_act_from_name(value);
+        if (a < 0) return fail_key(st, section, name, "unknown activation '%s'", value);
+        *(otc_act *)dest = (otc_act)a;
+        return true;
+    }
     }
     return true;
 }
@@ -649,6 +680,7 @@ static int handler(void *user, const char *section, const char *name, const char
         }
         st->seen[i] = st->line;
         st->otc_key |= otc_only(section, name);
+        st->c->substrate.enabled |= !strcmp(section, "Substrate");
         return handle_value(st, &keys[i], section, name, value) ? 1 : 0;
     }
     if (!known_section) return fail_key(st, section, name, "unknown section [%s]", section);
@@ -740,6 +772,7 @@ static otc_status check_config(parse_state *st) {
     otc_neat_config *c = st->c;
     resolve_activations(st);
     otc_status cs = check_ctrnn(st->file, c);
+    if (cs == OTC_OK && c->substrate.enabled) cs = otc_substrate_check(c, st->file);
     if (cs != OTC_OK) return cs;
     for (int i = 0; i < N_KEYS; i++) {
         if (!keys[i].required || st->seen[i]) continue;
@@ -953,6 +986,22 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         if (!*(const bool *)src) return false;
         snprintf(buf, size, "neat-python");
         return true;
+    case K_GRID: {
+        const otc_neat_grid *gr = src;
+        snprintf(buf, size, "%dx%d", gr->nx, gr->ny);
+        return true;
+    }
+    case K_GRIDS: {
+        size_t at = 0;
+        snprintf(buf, size, "none");
+        for (int i = 0; i < c->substrate.n_hidden && at < size; i++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%dx%d", i ? " " : "",
+                                   c->substrate.hidden[i].nx, c->substrate.hidden[i].ny);
+        return true;
+    }
+    case K_SUB_ACT:
+        snprintf(buf, size, "%s", otc_neat_act_name(*(const otc_act *)src));
+        return true;
     case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:
     case K_SEED: /* a checkpoint records the seed itself */
@@ -969,6 +1018,8 @@ void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, 
         if (!c->ctrnn &&
             (!strncmp(keys[i].name, "time_constant_", 14) || !strncmp(keys[i].name, "ctrnn", 5)))
             continue;
+        /* Configs without the section list what they listed before it existed. */
+        if (!c->substrate.enabled && !strcmp(keys[i].section, "Substrate")) continue;
         if (format_value(&keys[i], c, buf, sizeof buf)) fn(ctx, keys[i].section, keys[i].name, buf);
     }
 }

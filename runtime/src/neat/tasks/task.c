@@ -504,6 +504,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
     if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
     if (!strncmp(spec, "exec:", 5)) return otc_neat_exec_task_create(spec + 5, c, out);
+    if (!strncmp(spec, "visual", 6) && (!spec[6] || spec[6] == ':'))
+        return otc_neat_visual_task_create(spec, c, out);
     otc_status s;
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
@@ -551,7 +553,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
          * Gymnasium's LunarLander) can drive evolution as an external program. */
         s = otc_fail(OTC_ERR_ARG,
                      "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
-                     "dpv, dpnv, csv:FILE or exec:PROGRAM; an environment otc does not have, "
+                     "dpv, dpnv, visual, visual:N, csv:FILE or exec:PROGRAM; an environment otc "
+                     "does not have, "
                      "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
                      spec);
     }
