@@ -6,8 +6,10 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "graph.h"
 #include "neat_config.h"
 #include "neat_flat.h"
+#include "neat_genome.h"
 
 /* The config parser's grid syntax: "NXxNY" (each side 1 to OTC_SUBSTRATE_MAX_SIDE); a
  * hidden_grids value is "none" or grids separated by spaces or commas. */
@@ -52,6 +54,16 @@ float *otc_substrate_biases(otc_substrate *s, int layer);
 otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
 /* x [batch, size(0)] -> y [batch, size(last)]: each layer act(W x + b). */
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
+
+otc_act otc_substrate_activation(const otc_substrate *s);
+
+/* s as a graph: input "input" [batch, size(0)], per layer a matmul by layerN.weight
+ * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output. */
+otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out);
+/* The substrate the CPPN genome cppn paints (scale 1) as a graph: what otc evolve --out
+ * saves for a [Substrate] config. */
+otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                      otc_graph **out);
 
 /* The visual discrimination task (Stanley, D'Ambrosio and Gauci 2009) on s, whose input and
  * output grids are 11 x 11 times the same scale: 75 trials (a 1x1-cell box at 25 positions,

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "neat_internal.h"
+#include "otc/hyperneat.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -314,9 +315,14 @@ otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_
                                    otc_graph **out) {
     if (!p || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_champion_graph: NULL argument");
     if (!p->champion) return otc_fail(OTC_ERR_STATE, "no champion yet (nothing evaluated)");
+    /* HyperNEAT: the genome is a CPPN and the model is the substrate it paints. */
+    bool cppn = p->config.substrate.enabled;
     otc_neat_phenotype *ph = NULL;
-    otc_status s = otc_neat_phenotype_build(p->champion, &p->config, &ph);
+    otc_graph *graph = NULL;
+    otc_status s = cppn ? otc_substrate_genome_graph(p->champion, &p->config, &graph)
+                        : otc_neat_phenotype_build(p->champion, &p->config, &ph);
     if (s != OTC_OK) return s;
+    if (!cppn) graph = ph->graph;
     char *json = otc_neat_genome_to_json(p->champion);
     cJSON *f = cJSON_CreateObject();
     char *facts = NULL;
@@ -328,20 +334,25 @@ otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_
                                 otc_neat_genome_enabled_count(p->champion)) &&
         cJSON_AddNumberToObject(f, "evaluations", (double)p->evaluations) &&
         cJSON_AddBoolToObject(f, "solved", p->stop == OTC_NEAT_STOP_SOLVED) &&
-        cJSON_AddBoolToObject(f, "recurrent", ph->recurrent))
+        cJSON_AddBoolToObject(f, "recurrent", ph && ph->recurrent))
         facts = cJSON_PrintUnformatted(f);
     cJSON_Delete(f);
     if (!facts) s = OTC_ERR_NOMEM;
     if (!json) s = OTC_ERR_NOMEM;
-    if (s == OTC_OK) s = otc_graph_meta_set(ph->graph, "genome", json);
-    if (s == OTC_OK) s = otc_graph_meta_set(ph->graph, "neat", facts);
+    /* A CPPN is not the model's network: it goes under its own key. */
+    if (s == OTC_OK) s = otc_graph_meta_set(graph, cppn ? "cppn" : "genome", json);
+    if (s == OTC_OK) s = otc_graph_meta_set(graph, "neat", facts);
     free(json);
     free(facts);
     if (s != OTC_OK) {
-        otc_neat_phenotype_free(ph);
+        if (ph)
+            otc_neat_phenotype_free(ph);
+        else
+            otc_graph_free(graph);
         return s;
     }
-    *out = ph->graph;
+    *out = graph;
+    if (!ph) return OTC_OK;
     ph->graph = NULL;
     otc_neat_phenotype_free(ph);
     return OTC_OK;

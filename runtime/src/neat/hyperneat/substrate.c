@@ -163,6 +163,9 @@ void otc_substrate_free(otc_substrate *s) {
 int otc_substrate_layers(const otc_substrate *s) {
     return s->n_layers;
 }
+otc_act otc_substrate_activation(const otc_substrate *s) {
+    return s->cfg.activation;
+}
 int otc_substrate_size(const otc_substrate *s, int layer) {
     return s->size[layer];
 }
