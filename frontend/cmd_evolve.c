@@ -207,8 +207,9 @@ int otc_cmd_evolve(int argc, char **argv) {
     const otc_opt opts[] = {
         {"--task", OTC_OPT_STRING, &task_spec,
          "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, pole1:neat-python "
-         "(neat-python's single-pole example), dpv, dpnv, csv:FILE or exec:PROGRAM (an "
-         "environment process; see examples/exec/) (required)"},
+         "(neat-python's single-pole example), dpv, dpnv, visual or visual:N (HyperNEAT's "
+         "boxes, the config's [Substrate]; N = 33: the 11x11 field at 33x33), csv:FILE or "
+         "exec:PROGRAM (an environment process; see examples/exec/) (required)"},
         {"--ctrnn", OTC_OPT_FLAG, &ctrnn,
          "phenotypes are neat-python CTRNNs with evolved time constants (the config's "
          "time_constant_* keys; as its ctrnn = true)"},
