@@ -1,5 +1,6 @@
 /* The HyperNEAT substrate: [Substrate] grid syntax and checks, painting the dense layer weights
  * from a CPPN's flat program in batches of queries, and running the painted layers. */
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,9 @@
 /* CPPN queries per batch: large enough to amortise the program's per-call work, small enough
  * that the query and answer buffers stay in cache-sized blocks. */
 #define QUERY_ROWS 4096
+/* One row through a layer below this many multiply-adds runs faster as a plain loop than
+ * through sgemv's fixed cost (bench/hyperneat: 11x11 -> 11x11 at batch 1). */
+#define SMALL_LAYER_MACS 65536
 
 struct otc_substrate {
     int n_layers, size[MAX_LAYERS], nx[MAX_LAYERS], ny[MAX_LAYERS];
@@ -281,16 +285,22 @@ otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, fl
     for (int l = 0; l + 1 < s->n_layers; l++) {
         size_t n_in = (size_t)s->size[l], n_out = (size_t)s->size[l + 1];
         float *out = l + 2 == s->n_layers ? y : s->act[l % 2];
-        for (int r = 0; r < batch; r++) {
-            const float *xr = in + (size_t)r * n_in;
-            float *yr = out + (size_t)r * n_out;
+        /* y = x W^T + b through BLAS, as the interpreter's MatMul runs large products. */
+        for (int r = 0; r < batch; r++)
+            memcpy(out + (size_t)r * n_out, s->b[l], sizeof(float) * n_out);
+        if (batch == 1 && n_in * n_out < SMALL_LAYER_MACS) {
             for (size_t j = 0; j < n_out; j++) {
                 const float *wj = s->w[l] + j * n_in;
-                float acc = s->b[l][j];
-                for (size_t i = 0; i < n_in; i++) acc += wj[i] * xr[i];
-                yr[j] = acc;
+                float acc = 0.0f;
+                for (size_t i = 0; i < n_in; i++) acc += wj[i] * in[i];
+                out[j] += acc;
             }
-        }
+        } else if (batch == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, s->w[l],
+                        (int)n_in, in, 1, 1.0f, out, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, (int)n_out, (int)n_in, 1.0f,
+                        in, (int)n_in, s->w[l], (int)n_in, 1.0f, out, (int)n_out);
         if (!otc_act_forward_n((int)s->cfg.activation, s->alpha, out, out, (size_t)batch * n_out))
             return otc_fail(OTC_ERR_ARG, "substrate: unknown activation %d",
                             (int)s->cfg.activation);
