@@ -101,6 +101,7 @@ typedef struct {
     const otc_cli_file *files; /* N_EVOLVE_INS inputs, then the outputs */
     otc_neat_config *config;
     const otc_neat_remote *remote; /* rank 0 under mpirun; NULL otherwise */
+    otc_neat_task *reevaluate;     /* --reevaluate: the champion scored on it too, or NULL */
 } evolve_args;
 
 /* --front: the run's Pareto front into its directory, and the member a budget (or the knee)
@@ -136,6 +137,20 @@ static int save_front(const evolve_args *a, const otc_neat_population *pop,
     otc_graph_free(gr);
     if (s != OTC_OK) return otc_cli_error("evolve", "%s", otc_last_error());
     return 0;
+}
+
+/* The champion's fitness on another task without further evolution (HyperNEAT's CPPN at a
+ * finer resolution: --reevaluate visual:33). */
+static int reevaluate(const evolve_args *a, const otc_neat_genome *champ) {
+    otc_neat_genome *g = otc_neat_genome_copy(champ);
+    if (!g) return otc_cli_error("evolve", "out of memory for --reevaluate");
+    otc_neat_eval ev = {.fitness = 0};
+    otc_status s = a->reevaluate->evaluate(a->reevaluate, a->config, g, a->seed, &ev);
+    otc_neat_genome_free(g);
+    if (s != OTC_OK) return otc_cli_error("evolve", "--reevaluate: %s", otc_last_error());
+    printf("%s: champion fitness %.6g%s (re-evaluated, no further evolution)\n",
+           a->reevaluate->name, ev.fitness, ev.solved ? ", solved" : "");
+    return OTC_EXIT_OK;
 }
 
 /* A new or resumed population run to its end, with its statistics, plot and champion. */
@@ -229,6 +244,8 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
                 printf("champion saved to %s\n", a->out);
             otc_graph_free(g);
         }
+        if (exit_code != OTC_EXIT_USAGE && a->reevaluate && reevaluate(a, champ) != OTC_EXIT_OK)
+            exit_code = OTC_EXIT_USAGE;
     }
     if (exit_code != OTC_EXIT_USAGE && a->maze_svg) {
         if (otc_maze_save_svg(otc_maze_get(task->name + 5), pop, task, a->maze_svg) != OTC_OK)
@@ -259,6 +276,7 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
 
 int otc_cmd_evolve(int argc, char **argv) {
     const char *task_spec = NULL, *resume = NULL, *out = NULL, *stats = NULL, *plot = NULL;
+    const char *reevaluate_spec = NULL;
     const char *prefix = "neat-checkpoint-";
     uint64_t seed = 1;
     int generations = 300, threads = 0, every = 0, jit_steps = -1, max_connections = -1;
@@ -272,8 +290,9 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--task", OTC_OPT_STRING, &task_spec,
          "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, pole1:neat-python "
          "(neat-python's single-pole example), dpv, dpnv, maze:medium, maze:hard (Lehman & "
-         "Stanley's maze navigation), csv:FILE or exec:PROGRAM (an environment process; see "
-         "examples/exec/) (required)"},
+         "Stanley's maze navigation), visual or visual:N (HyperNEAT's boxes, the config's "
+         "[Substrate]; N = 33: the 11x11 field at 33x33), csv:FILE or exec:PROGRAM (an "
+         "environment process; see examples/exec/) (required)"},
         {"--ctrnn", OTC_OPT_FLAG, &ctrnn,
          "phenotypes are neat-python CTRNNs with evolved time constants (the config's "
          "time_constant_* keys; as its ctrnn = true)"},
@@ -314,6 +333,9 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--jit-steps", OTC_OPT_INT, &jit_steps,
          "N: with --jit, compile every genome that runs N steps (default: those large enough "
          "to gain, after the measured break-even)"},
+        {"--reevaluate", OTC_OPT_STRING, &reevaluate_spec,
+         "TASK: after the run, score the champion on TASK too, without further evolution "
+         "(visual:33: a HyperNEAT champion at 33x33)"},
     };
     const char *pos[1];
     int rc = otc_cli_parse("evolve", "CONFIG.ini --task TASK [options] --out best.otm", opts,
@@ -391,6 +413,12 @@ int otc_cmd_evolve(int argc, char **argv) {
         otc_neat_task_free(task);
         return otc_cli_error("evolve", "%s: %s", pos[0], otc_last_error());
     }
+    otc_neat_task *again = NULL;
+    if (reevaluate_spec &&
+        (ts = otc_neat_task_create(reevaluate_spec, &config, &again)) != OTC_OK) {
+        otc_neat_task_free(task);
+        return otc_cli_error("evolve", "--reevaluate %s: %s", reevaluate_spec, otc_last_error());
+    }
     /* Under mpirun: rank 0 runs the population, every other rank evaluates for it. */
     const otc_cli_mpi *mpi = NULL;
     const otc_neat_remote *remote = NULL;
@@ -402,17 +430,20 @@ int otc_cmd_evolve(int argc, char **argv) {
          * genomes compile would depend on the ranks, and so would the run. */
         if (jit) {
             otc_neat_task_free(task);
+            otc_neat_task_free(again);
             return otc_cli_error("evolve", "--jit cannot be used under mpirun: the results "
                                            "would depend on the number of ranks");
         }
         if (!(mpi = otc_cli_mpi_load()) || mpi->init(&rank, &mpi_size) != OTC_OK) {
             otc_neat_task_free(task);
+            otc_neat_task_free(again);
             return otc_cli_error("evolve", "%s", otc_last_error());
         }
         if (rank > 0) {
             otc_status ss = mpi->serve(task, &config, threads);
             if (ss != OTC_OK) otc_cli_error("evolve", "MPI rank %d: %s", rank, otc_last_error());
             otc_neat_task_free(task);
+            otc_neat_task_free(again);
             mpi->finish(ss == OTC_OK);
             return ss == OTC_OK ? OTC_EXIT_OK : OTC_EXIT_USAGE;
         }
@@ -440,9 +471,11 @@ int otc_cmd_evolve(int argc, char **argv) {
                       .max_cost = max_cost,
                       .files = files,
                       .config = &config,
-                      .remote = remote};
+                      .remote = remote,
+                      .reevaluate = again};
     int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);
+    otc_neat_task_free(again);
     if (mpi) {
         if (exit_code != OTC_EXIT_USAGE) { /* what distribution cost: the scaling estimate */
             otc_neat_mpi_traffic t = mpi->traffic();

@@ -67,6 +67,26 @@ typedef struct {
     double min_value, max_value;
 } otc_neat_float_attr;
 
+/* [Substrate] (otc, HyperNEAT): the genome is a CPPN that paints the weights of a layered
+ * substrate of 2-D node grids (runtime/include/otc/hyperneat.h). */
+#define OTC_SUBSTRATE_MAX_HIDDEN 4
+/* Connections a painted substrate may have (weights are floats: 64 MB). */
+#define OTC_SUBSTRATE_MAX_CONNECTIONS (1 << 24)
+typedef struct {
+    int nx, ny; /* 0: not given */
+} otc_neat_grid;
+
+typedef struct {
+    bool enabled; /* the config has a [Substrate] section */
+    otc_neat_grid input, output, hidden[OTC_SUBSTRATE_MAX_HIDDEN];
+    int n_hidden;
+    double weight_threshold, max_weight;
+    bool leo;            /* a CPPN output expresses a connection when > 0 (link expression) */
+    bool bias_output;    /* a CPPN output paints each substrate node's bias */
+    bool distance_input; /* the CPPN's fifth input: the distance between the two points */
+    otc_act activation;  /* of the substrate's hidden and output nodes */
+} otc_neat_substrate;
+
 typedef struct {
     /* [NEAT] */
     otc_neat_agg fitness_criterion;
@@ -205,6 +225,8 @@ typedef struct {
     double exec_timeout;         /* exec:PROGRAM: seconds the environment may take per answer */
     double exec_startup_timeout; /* exec:PROGRAM: seconds a new process may take to answer */
     int exec_max_steps; /* exec:PROGRAM: steps after which an episode ends ([Task] max_steps) */
+
+    otc_neat_substrate substrate;
 } otc_neat_config;
 
 /* neat-python's defaults where it has them, the NEAT paper's otherwise; num_inputs,

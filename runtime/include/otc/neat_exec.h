@@ -18,4 +18,8 @@ typedef struct {
  * anything else (the caller names what it expected). */
 bool otc_neat_exec_parse(char *line, bool step, int n_in, double *v, otc_neat_exec_reply *r);
 
+/* An optional "bc B1 .. Bk" line (an episode's behaviour for novelty search): k, 1 <= k <= max,
+ * with b[0 .. k) filled, every number finite; 0 when the line is not one or is malformed. */
+int otc_neat_exec_parse_bc(char *line, double *b, int max);
+
 #endif

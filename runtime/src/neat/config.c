@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "otc/file.h"
+#include "otc/hyperneat.h"
 #include "otc/limits.h"
 #include "otc/neat_config.h"
 
@@ -40,7 +41,10 @@ typedef enum {
     K_RULES,      /* evolution: neat-python or otc */
     K_SELECT,     /* selection: fitness, nsga2 or novelty (listed when not fitness) */
     K_OBJECTIVES, /* objectives: a list of otc_neat_objective names */
-    K_NOVELTY     /* a novelty_* number, listed only under selection = novelty */
+    K_NOVELTY,    /* a novelty_* number, listed only under selection = novelty */
+    K_GRID,       /* [Substrate] a node grid, NXxNY */
+    K_GRIDS,      /* [Substrate] hidden_grids: grids or none */
+    K_SUB_ACT     /* [Substrate] activation: an otc activation name */
 } key_kind;
 
 typedef struct {
@@ -370,6 +374,9 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->objectives[1] = OTC_NEAT_OBJ_CONNECTIONS;
     c->novelty_weight = 1.0;
     c->novelty_k = 15;
+    c->substrate.weight_threshold = 0.2; /* Stanley, D'Ambrosio and Gauci 2009 */
+    c->substrate.max_weight = 3.0;
+    c->substrate.activation = OTC_ACT_IDENTITY;
 }
 
 static const char *const selection_names[] = {"fitness", "nsga2", "novelty"};
@@ -725,6 +732,20 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         if (strcmp(value, "adam"))
             return fail_key(st, section, name, "unsupported optimizer '%s' (only adam)", value);
         return true;
+    case K_GRID:
+        if (!otc_substrate_parse_grid(value, (otc_neat_grid *)dest))
+            return fail_key(st, section, name, OTC_SUBSTRATE_GRID_EXPECTED, value);
+        return true;
+    case K_GRIDS:
+        if (!otc_substrate_parse_grids(value, st->c->substrate.hidden, &st->c->substrate.n_hidden))
+            return fail_key(st, section, name, OTC_SUBSTRATE_GRIDS_EXPECTED, value);
+        return true;
+    case K_SUB_ACT: {
+        int a = otc_neat_act_from_name(value);
+        if (a < 0) return fail_key(st, section, name, "unknown activation '%s'", value);
+        *(otc_act *)dest = (otc_act)a;
+        return true;
+    }
     }
     return true;
 }
@@ -744,6 +765,7 @@ static int handler(void *user, const char *section, const char *name, const char
         }
         st->seen[i] = st->line;
         st->otc_key |= otc_only(section, name);
+        st->c->substrate.enabled |= !strcmp(section, "Substrate");
         return handle_value(st, &keys[i], section, name, value) ? 1 : 0;
     }
     if (!known_section) return fail_key(st, section, name, "unknown section [%s]", section);
@@ -835,6 +857,7 @@ static otc_status check_config(parse_state *st) {
     otc_neat_config *c = st->c;
     resolve_activations(st);
     otc_status cs = check_ctrnn(st->file, c);
+    if (cs == OTC_OK && c->substrate.enabled) cs = otc_substrate_check(c, st->file);
     if (cs != OTC_OK) return cs;
     for (int i = 0; i < N_KEYS; i++) {
         if (!keys[i].required || st->seen[i]) continue;
@@ -1088,6 +1111,22 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         else
             snprintf(buf, size, "%.17g", *(const double *)src);
         return true;
+    case K_GRID: {
+        const otc_neat_grid *gr = src;
+        snprintf(buf, size, "%dx%d", gr->nx, gr->ny);
+        return true;
+    }
+    case K_GRIDS: {
+        size_t at = 0;
+        snprintf(buf, size, "none");
+        for (int i = 0; i < c->substrate.n_hidden && at < size; i++)
+            at += (size_t)snprintf(buf + at, size - at, "%s%dx%d", i ? " " : "",
+                                   c->substrate.hidden[i].nx, c->substrate.hidden[i].ny);
+        return true;
+    }
+    case K_SUB_ACT:
+        snprintf(buf, size, "%s", otc_neat_act_name(*(const otc_act *)src));
+        return true;
     case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:
     case K_SEED: /* a checkpoint records the seed itself */
@@ -1108,6 +1147,8 @@ void otc_neat_config_list(const otc_neat_config *c, otc_neat_config_visitor fn, 
         if (keys[i].offset == offsetof(otc_neat_config, exec_max_steps) &&
             c->exec_max_steps == OTC_NEAT_EXEC_MAX_STEPS)
             continue;
+        /* Configs without the section list what they listed before it existed. */
+        if (!c->substrate.enabled && !strcmp(keys[i].section, "Substrate")) continue;
         if (format_value(&keys[i], c, buf, sizeof buf)) fn(ctx, keys[i].section, keys[i].name, buf);
     }
 }

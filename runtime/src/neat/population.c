@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "neat_internal.h"
+#include "otc/hyperneat.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -381,9 +382,14 @@ otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_
 otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_genome *g,
                                  int generation, bool solved, const otc_neat_task *task,
                                  otc_graph **out) {
+    /* HyperNEAT: the genome is a CPPN and the model is the substrate it paints. */
+    bool cppn = p->config.substrate.enabled;
     otc_neat_phenotype *ph = NULL;
-    otc_status s = otc_neat_phenotype_build(g, &p->config, &ph);
+    otc_graph *graph = NULL;
+    otc_status s = cppn ? otc_substrate_genome_graph(g, &p->config, &graph)
+                        : otc_neat_phenotype_build(g, &p->config, &ph);
     if (s != OTC_OK) return s;
+    if (!cppn) graph = ph->graph;
     char *json = otc_neat_genome_to_json(g);
     cJSON *f = cJSON_CreateObject();
     char *facts = NULL;
@@ -394,20 +400,25 @@ otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_ge
         cJSON_AddNumberToObject(f, "enabled_connections", otc_neat_genome_enabled_count(g)) &&
         cJSON_AddNumberToObject(f, "evaluations", (double)p->evaluations) &&
         cJSON_AddBoolToObject(f, "solved", solved) &&
-        cJSON_AddBoolToObject(f, "recurrent", ph->recurrent))
+        cJSON_AddBoolToObject(f, "recurrent", ph && ph->recurrent))
         facts = cJSON_PrintUnformatted(f);
     cJSON_Delete(f);
     if (!facts) s = OTC_ERR_NOMEM;
     if (!json) s = OTC_ERR_NOMEM;
-    if (s == OTC_OK) s = otc_graph_meta_set(ph->graph, "genome", json);
-    if (s == OTC_OK) s = otc_graph_meta_set(ph->graph, "neat", facts);
+    /* A CPPN is not the model's network: it goes under its own key. */
+    if (s == OTC_OK) s = otc_graph_meta_set(graph, cppn ? "cppn" : "genome", json);
+    if (s == OTC_OK) s = otc_graph_meta_set(graph, "neat", facts);
     free(json);
     free(facts);
     if (s != OTC_OK) {
-        otc_neat_phenotype_free(ph);
+        if (ph)
+            otc_neat_phenotype_free(ph);
+        else
+            otc_graph_free(graph);
         return s;
     }
-    *out = ph->graph;
+    *out = graph;
+    if (!ph) return OTC_OK;
     ph->graph = NULL;
     otc_neat_phenotype_free(ph);
     return OTC_OK;

@@ -40,3 +40,10 @@ bool otc_neat_exec_parse(char *line, bool step, int n_in, double *v, otc_neat_ex
     memmove(v, v + 2, sizeof *v * (size_t)r->n_obs);
     return true;
 }
+
+int otc_neat_exec_parse_bc(char *line, double *b, int max) {
+    int n = 0;
+    if (!line || max < 1 || strncmp(line, "bc ", 3) || !numbers(line + 3, b, max, &n) || n < 1)
+        return 0;
+    return n;
+}

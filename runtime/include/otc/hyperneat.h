@@ -1,0 +1,76 @@
+/* HyperNEAT: a CPPN genome paints the weights of a layered substrate of 2-D node grids
+ * (the config's [Substrate]); the painted substrate runs as dense layers. */
+#ifndef OTC_HYPERNEAT_H
+#define OTC_HYPERNEAT_H
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "graph.h"
+#include "neat_config.h"
+#include "neat_flat.h"
+#include "neat_genome.h"
+
+/* The config parser's grid syntax: "NXxNY" (each side 1 to OTC_SUBSTRATE_MAX_SIDE); a
+ * hidden_grids value is "none" or grids separated by spaces or commas. */
+#define OTC_SUBSTRATE_MAX_SIDE 1024
+#define OTC_SUBSTRATE_GRID_EXPECTED                                                                \
+    "bad value '%s' (expected a grid NXxNY such as 11x11, sides 1 to 1024)"
+#define OTC_SUBSTRATE_GRIDS_EXPECTED                                                               \
+    "bad value '%s' (expected none or up to 4 grids NXxNY separated by spaces)"
+bool otc_substrate_parse_grid(const char *text, otc_neat_grid *out);
+bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n);
+/* A config with [Substrate]: its grids and the CPPN's inputs/outputs agree (OTC_ERR_CONFIG
+ * naming file, section and key otherwise). */
+otc_status otc_substrate_check(const otc_neat_config *c, const char *file);
+
+/* The CPPN's layout: inputs x1 y1 x2 y2 [distance]; outputs weight [bias] [leo]. */
+int otc_substrate_cppn_inputs(const otc_neat_substrate *s);
+int otc_substrate_cppn_outputs(const otc_neat_substrate *s);
+
+/* A painted substrate: layer 0 the input grid, then the hidden grids, then the output grid,
+ * every grid's sides multiplied by `scale` (the same CPPN queried at a finer resolution). Node
+ * (col, row) of an NX x NY grid is index row * NX + col at x = (2 col + 1) / NX - 1,
+ * y = (2 row + 1) / NY - 1: the centres of NX x NY cells tiling [-1, 1]^2, so a cell's centre
+ * keeps its coordinates at any scale. Layer l + 1's nodes read every node of layer l. */
+typedef struct otc_substrate otc_substrate;
+
+otc_status otc_substrate_new(const otc_neat_config *c, int scale, otc_substrate **out);
+void otc_substrate_free(otc_substrate *s);
+int otc_substrate_layers(const otc_substrate *s);          /* grids, input and output included */
+int otc_substrate_size(const otc_substrate *s, int layer); /* nodes of grid `layer` */
+void otc_substrate_coord(const otc_substrate *s, int layer, int node, float *x, float *y);
+/* The weights into layer + 1 [size(layer + 1), size(layer)], row-major, and the biases of
+ * layer + 1: writable, for painting by hand. */
+float *otc_substrate_weights(otc_substrate *s, int layer);
+float *otc_substrate_biases(otc_substrate *s, int layer);
+
+/* Paint s from the CPPN program cppn (built from the genome under the same config): every
+ * (source, target) pair of consecutive layers is queried in batches. The weight output w,
+ * clamped to [-1, 1], becomes 0 when |w| <= weight_threshold and else
+ * sign(w) (|w| - threshold) / (1 - threshold) max_weight (Stanley et al. 2009); with leo, the
+ * connection exists when the leo output is > 0 and its weight is w max_weight. With
+ * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. */
+otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
+/* x [batch, size(0)] -> y [batch, size(last)]: each layer act(W x + b). */
+otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
+
+otc_act otc_substrate_activation(const otc_substrate *s);
+
+/* s as a graph: input "input" [batch, size(0)], per layer a matmul by layerN.weight
+ * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output. */
+otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out);
+/* The substrate the CPPN genome cppn paints (scale 1) as a graph: what otc evolve --out
+ * saves for a [Substrate] config. */
+otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                      otc_graph **out);
+
+/* The visual discrimination task (Stanley, D'Ambrosio and Gauci 2009) on s, whose input and
+ * output grids are 11 x 11 times the same scale: 75 trials (a 1x1-cell box at 25 positions,
+ * a 3x3-cell box 5 cells right, down and diagonally, wrapped and moved into view); distance d
+ * (in cells of the 11 x 11 field) from the large box's centre to the most active output.
+ * fitness = 200 - mean d^2 (200 = the largest d^2 on the field); *hits = trials with d = 0. */
+#define OTC_VISUAL_TRIALS 75
+otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits);
+
+#endif

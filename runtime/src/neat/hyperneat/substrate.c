@@ -1,0 +1,310 @@
+/* The HyperNEAT substrate: [Substrate] grid syntax and checks, painting the dense layer weights
+ * from a CPPN's flat program in batches of queries, and running the painted layers. */
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "otc/hyperneat.h"
+
+#define MAX_LAYERS (OTC_SUBSTRATE_MAX_HIDDEN + 2)
+/* CPPN queries per batch: large enough to amortise the program's per-call work, small enough
+ * that the query and answer buffers stay in cache-sized blocks. */
+#define QUERY_ROWS 4096
+/* One row through a layer below this many multiply-adds runs faster as a plain loop than
+ * through sgemv's fixed cost (bench/hyperneat: 11x11 -> 11x11 at batch 1). */
+#define SMALL_LAYER_MACS 65536
+
+struct otc_substrate {
+    int n_layers, size[MAX_LAYERS], nx[MAX_LAYERS], ny[MAX_LAYERS];
+    float *w[MAX_LAYERS - 1], *b[MAX_LAYERS - 1];
+    otc_neat_substrate cfg;
+    float alpha;
+    int cppn_in, cppn_out;
+    float *query, *answer; /* [QUERY_ROWS, cppn_in], [QUERY_ROWS, cppn_out] */
+    float *act[2];         /* layer values while running, [batch, largest layer] */
+    int act_rows;
+};
+
+bool otc_substrate_parse_grid(const char *text, otc_neat_grid *out) {
+    int nx = 0, ny = 0, used = 0;
+    if (sscanf(text, "%4d%*[xX]%4d%n", &nx, &ny, &used) != 2 || text[used]) return false;
+    if (nx < 1 || ny < 1 || nx > OTC_SUBSTRATE_MAX_SIDE || ny > OTC_SUBSTRATE_MAX_SIDE)
+        return false;
+    *out = (otc_neat_grid){nx, ny};
+    return true;
+}
+
+bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n) {
+    if (!strcmp(text, "none")) return *n = 0, true;
+    char buf[256];
+    if (strlen(text) >= sizeof buf) return false;
+    snprintf(buf, sizeof buf, "%s", text);
+    int k = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
+         w = strtok_r(NULL, " \t,", &save)) {
+        if (k == OTC_SUBSTRATE_MAX_HIDDEN || !otc_substrate_parse_grid(w, &out[k])) return false;
+        k++;
+    }
+    if (k == 0) return false;
+    *n = k;
+    return true;
+}
+
+int otc_substrate_cppn_inputs(const otc_neat_substrate *s) {
+    return 4 + s->distance_input;
+}
+
+int otc_substrate_cppn_outputs(const otc_neat_substrate *s) {
+    return 1 + s->bias_output + s->leo;
+}
+
+/* The grids of s in layer order. */
+static int grids(const otc_neat_substrate *s, otc_neat_grid *g) {
+    int n = 0;
+    g[n++] = s->input;
+    for (int i = 0; i < s->n_hidden; i++) g[n++] = s->hidden[i];
+    g[n++] = s->output;
+    return n;
+}
+
+otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
+    const otc_neat_substrate *s = &c->substrate;
+    if (!s->input.nx || !s->output.nx)
+        return otc_fail(OTC_ERR_CONFIG, "%s: [Substrate] %s: missing required key", file,
+                        s->input.nx ? "output_grid" : "input_grid");
+    if (c->num_inputs != otc_substrate_cppn_inputs(s))
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] num_inputs: a [Substrate] CPPN has %d inputs (x1 y1 "
+                        "x2 y2%s), the config says %d",
+                        file, otc_substrate_cppn_inputs(s), s->distance_input ? " distance" : "",
+                        c->num_inputs);
+    if (c->num_outputs != otc_substrate_cppn_outputs(s))
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] num_outputs: a [Substrate] CPPN has %d outputs "
+                        "(weight%s%s), the config says %d",
+                        file, otc_substrate_cppn_outputs(s), s->bias_output ? " bias" : "",
+                        s->leo ? " leo" : "", c->num_outputs);
+    if (!c->feed_forward || c->ctrnn)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [DefaultGenome] feed_forward: a [Substrate] CPPN must be a "
+                        "feed-forward network (a function of its inputs)",
+                        file);
+    otc_neat_grid g[MAX_LAYERS];
+    int n = grids(s, g);
+    double conns = 0;
+    for (int l = 0; l + 1 < n; l++) conns += (double)g[l].nx * g[l].ny * g[l + 1].nx * g[l + 1].ny;
+    if (conns > OTC_SUBSTRATE_MAX_CONNECTIONS)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Substrate] input_grid, hidden_grids, output_grid: %.0f connections, "
+                        "more than the limit of %d",
+                        file, conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
+    return OTC_OK;
+}
+
+otc_status otc_substrate_new(const otc_neat_config *c, int scale, otc_substrate **out) {
+    if (!c || !out || scale < 1) return otc_fail(OTC_ERR_ARG, "otc_substrate_new: bad argument");
+    *out = NULL;
+    if (!c->substrate.enabled) return otc_fail(OTC_ERR_CONFIG, "the config has no [Substrate]");
+    otc_neat_grid g[MAX_LAYERS];
+    int n = grids(&c->substrate, g);
+    double conns = 0;
+    for (int l = 0; l < n; l++)
+        if ((double)g[l].nx * scale > OTC_SUBSTRATE_MAX_SIDE ||
+            (double)g[l].ny * scale > OTC_SUBSTRATE_MAX_SIDE)
+            return otc_fail(OTC_ERR_ARG, "substrate scale %d: a grid side over %d", scale,
+                            OTC_SUBSTRATE_MAX_SIDE);
+    for (int l = 0; l + 1 < n; l++)
+        conns +=
+            (double)g[l].nx * g[l].ny * g[l + 1].nx * g[l + 1].ny * scale * scale * scale * scale;
+    if (conns > OTC_SUBSTRATE_MAX_CONNECTIONS)
+        return otc_fail(OTC_ERR_ARG, "substrate scale %d: %.0f connections, more than %d", scale,
+                        conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
+    otc_substrate *s = calloc(1, sizeof *s);
+    if (!s) return otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate");
+    s->n_layers = n;
+    s->cfg = c->substrate;
+    s->alpha = otc_neat_act_alpha(c, c->substrate.activation);
+    s->cppn_in = otc_substrate_cppn_inputs(&c->substrate);
+    s->cppn_out = otc_substrate_cppn_outputs(&c->substrate);
+    bool ok = true;
+    for (int l = 0; l < n; l++) {
+        s->nx[l] = g[l].nx * scale;
+        s->ny[l] = g[l].ny * scale;
+        s->size[l] = s->nx[l] * s->ny[l];
+    }
+    for (int l = 0; l + 1 < n && ok; l++) {
+        s->w[l] = calloc((size_t)s->size[l] * (size_t)s->size[l + 1], sizeof(float));
+        s->b[l] = calloc((size_t)s->size[l + 1], sizeof(float));
+        ok = s->w[l] && s->b[l];
+    }
+    s->query = malloc(sizeof(float) * QUERY_ROWS * (size_t)s->cppn_in);
+    s->answer = malloc(sizeof(float) * QUERY_ROWS * (size_t)s->cppn_out);
+    if (!ok || !s->query || !s->answer) {
+        otc_substrate_free(s);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate of %.0f connections", conns);
+    }
+    *out = s;
+    return OTC_OK;
+}
+
+void otc_substrate_free(otc_substrate *s) {
+    if (!s) return;
+    for (int l = 0; l + 1 < s->n_layers; l++) {
+        free(s->w[l]);
+        free(s->b[l]);
+    }
+    free(s->query);
+    free(s->answer);
+    free(s->act[0]);
+    free(s->act[1]);
+    free(s);
+}
+
+int otc_substrate_layers(const otc_substrate *s) {
+    return s->n_layers;
+}
+otc_act otc_substrate_activation(const otc_substrate *s) {
+    return s->cfg.activation;
+}
+int otc_substrate_size(const otc_substrate *s, int layer) {
+    return s->size[layer];
+}
+float *otc_substrate_weights(otc_substrate *s, int layer) {
+    return s->w[layer];
+}
+float *otc_substrate_biases(otc_substrate *s, int layer) {
+    return s->b[layer];
+}
+
+void otc_substrate_coord(const otc_substrate *s, int layer, int node, float *x, float *y) {
+    int col = node % s->nx[layer], row = node / s->nx[layer];
+    *x = (float)(2 * col + 1) / (float)s->nx[layer] - 1.0f;
+    *y = (float)(2 * row + 1) / (float)s->ny[layer] - 1.0f;
+}
+
+/* A CPPN output as a substrate weight: the paper's threshold and scaling, or (with LEO, which
+ * decides expression itself) the output scaled. A non-finite output paints nothing. */
+static float scale_weight(const otc_neat_substrate *c, float w) {
+    if (!isfinite(w)) return 0.0f;
+    w = fminf(fmaxf(w, -1.0f), 1.0f);
+    if (c->leo) return w * (float)c->max_weight;
+    float a = fabsf(w), t = (float)c->weight_threshold;
+    if (a <= t) return 0.0f;
+    return copysignf((a - t) / (1.0f - t) * (float)c->max_weight, w);
+}
+
+/* Answers for rows [0, n) of the query buffer, stored through dst (row r's weight or bias). */
+static otc_status ask(otc_substrate *s, otc_neat_flat *cppn, int n) {
+    return otc_neat_flat_forward(cppn, s->query, n, s->answer);
+}
+
+static void put_row(otc_substrate *s, int r, float x1, float y1, float x2, float y2) {
+    float *q = s->query + (size_t)r * (size_t)s->cppn_in;
+    q[0] = x1;
+    q[1] = y1;
+    q[2] = x2;
+    q[3] = y2;
+    if (s->cfg.distance_input) q[4] = sqrtf((x2 - x1) * (x2 - x1) + (y2 - y1) * (y2 - y1));
+}
+
+/* Layer l + 1's weights: pairs in the weight matrix's order (target-major), QUERY_ROWS at a
+ * time. */
+static otc_status paint_weights(otc_substrate *s, otc_neat_flat *cppn, int l) {
+    size_t n_src = (size_t)s->size[l], total = n_src * (size_t)s->size[l + 1];
+    int leo = 1 + s->cfg.bias_output;
+    for (size_t at = 0; at < total; at += QUERY_ROWS) {
+        int n = total - at < QUERY_ROWS ? (int)(total - at) : QUERY_ROWS;
+        for (int r = 0; r < n; r++) {
+            size_t k = at + (size_t)r;
+            float x1, y1, x2, y2;
+            otc_substrate_coord(s, l, (int)(k % n_src), &x1, &y1);
+            otc_substrate_coord(s, l + 1, (int)(k / n_src), &x2, &y2);
+            put_row(s, r, x1, y1, x2, y2);
+        }
+        otc_status st = ask(s, cppn, n);
+        if (st != OTC_OK) return st;
+        for (int r = 0; r < n; r++) {
+            const float *a = s->answer + (size_t)r * (size_t)s->cppn_out;
+            bool expressed = !s->cfg.leo || a[leo] > 0.0f;
+            s->w[l][at + (size_t)r] = expressed ? scale_weight(&s->cfg, a[0]) : 0.0f;
+        }
+    }
+    return OTC_OK;
+}
+
+/* Layer l + 1's biases: the bias output queried from the origin to each node. */
+static otc_status paint_biases(otc_substrate *s, otc_neat_flat *cppn, int l) {
+    int total = s->size[l + 1];
+    for (int at = 0; at < total; at += QUERY_ROWS) {
+        int n = total - at < QUERY_ROWS ? total - at : QUERY_ROWS;
+        for (int r = 0; r < n; r++) {
+            float x2, y2;
+            otc_substrate_coord(s, l + 1, at + r, &x2, &y2);
+            put_row(s, r, 0.0f, 0.0f, x2, y2);
+        }
+        otc_status st = ask(s, cppn, n);
+        if (st != OTC_OK) return st;
+        for (int r = 0; r < n; r++)
+            s->b[l][at + r] = scale_weight(&s->cfg, s->answer[(size_t)r * (size_t)s->cppn_out + 1]);
+    }
+    return OTC_OK;
+}
+
+otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn) {
+    if (!s || !cppn) return otc_fail(OTC_ERR_ARG, "otc_substrate_paint: NULL argument");
+    for (int l = 0; l + 1 < s->n_layers; l++) {
+        otc_status st = paint_weights(s, cppn, l);
+        if (st == OTC_OK && s->cfg.bias_output) st = paint_biases(s, cppn, l);
+        if (st != OTC_OK) return st;
+    }
+    return OTC_OK;
+}
+
+otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y) {
+    if (!s || !x || !y || batch < 1)
+        return otc_fail(OTC_ERR_ARG, "otc_substrate_forward: bad argument (batch %d)", batch);
+    int widest = 0;
+    for (int l = 1; l < s->n_layers; l++)
+        if (s->size[l] > widest) widest = s->size[l];
+    if (batch > s->act_rows) {
+        for (int k = 0; k < 2; k++) {
+            free(s->act[k]);
+            s->act[k] = malloc(sizeof(float) * (size_t)batch * (size_t)widest);
+        }
+        if (!s->act[0] || !s->act[1]) {
+            s->act_rows = 0;
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for %d substrate rows", batch);
+        }
+        s->act_rows = batch;
+    }
+    const float *in = x;
+    for (int l = 0; l + 1 < s->n_layers; l++) {
+        size_t n_in = (size_t)s->size[l], n_out = (size_t)s->size[l + 1];
+        float *out = l + 2 == s->n_layers ? y : s->act[l % 2];
+        /* y = x W^T + b through BLAS, as the interpreter's MatMul runs large products. */
+        for (int r = 0; r < batch; r++)
+            memcpy(out + (size_t)r * n_out, s->b[l], sizeof(float) * n_out);
+        if (batch == 1 && n_in * n_out < SMALL_LAYER_MACS) {
+            for (size_t j = 0; j < n_out; j++) {
+                const float *wj = s->w[l] + j * n_in;
+                float acc = 0.0f;
+                for (size_t i = 0; i < n_in; i++) acc += wj[i] * in[i];
+                out[j] += acc;
+            }
+        } else if (batch == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, s->w[l],
+                        (int)n_in, in, 1, 1.0f, out, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, (int)n_out, (int)n_in, 1.0f,
+                        in, (int)n_in, s->w[l], (int)n_in, 1.0f, out, (int)n_out);
+        if (!otc_act_forward_n((int)s->cfg.activation, s->alpha, out, out, (size_t)batch * n_out))
+            return otc_fail(OTC_ERR_ARG, "substrate: unknown activation %d",
+                            (int)s->cfg.activation);
+        in = out;
+    }
+    return OTC_OK;
+}

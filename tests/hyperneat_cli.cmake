@@ -1,0 +1,40 @@
+# HyperNEAT through `otc evolve`: --task visual saves a substrate model `otc run` takes and
+# --reevaluate visual:33 scores the champion at 33x33; bad
+# [Substrate] keys, a config without the section and a bad field size exit 2 naming the key.
+# Each case is one ctest test named hyperneat_cli_*.
+find_program(OTC_HYPERNEAT_CLI_BASH bash)
+if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
+  set(otc ${PROJECT_BINARY_DIR}/otc)
+  set(visual ${PROJECT_SOURCE_DIR}/examples/neat/visual.ini)
+  set(work ${CMAKE_CURRENT_BINARY_DIR}/hyperneat_cli)
+  set(prelude "set -u; W=$(mktemp -d '${work}.XXXXXX') || exit 1; trap 'rm -rf \"$W\"' EXIT; \
+expect() { want=$1; shift; \"$@\" >\"$W/out\" 2>\"$W/err\"; got=$?; if [ $got != $want ]; then \
+echo \"exit $got, wanted $want: $*\"; cat \"$W/out\" \"$W/err\"; exit 1; fi; }; \
+has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\" \"$W/err\"; exit 1; }; }; ")
+  set(hyperneat_cli_cases
+      visual_out_runs
+      "expect 1 '${otc}' evolve '${visual}' --task visual --seed 1 --generations 2 --threads 1 --out \"$W/v.otm\" --reevaluate visual:33 && has out 'champion saved' && has out 'visual:33: champion fitness' && expect 0 '${otc}' summary \"$W/v.otm\" && has out 'layer1.weight' && has out '[B,121]' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/v.otm\" --input \"$W/x.csv\" --no-header"
+      bad_grid_exits_2
+      "sed 's/^input_grid .*/input_grid = 11by11/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] input_grid: bad value' && has err 'b.ini:'"
+      bad_threshold_exits_2
+      "sed 's/^weight_threshold .*/weight_threshold = 1.5/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] weight_threshold'"
+      cppn_inputs_mismatch_exits_2
+      "sed 's/^num_inputs .*/num_inputs = 3/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[DefaultGenome] num_inputs: a [Substrate] CPPN has 4 inputs'"
+      no_substrate_exits_2
+      "expect 2 '${otc}' evolve '${PROJECT_SOURCE_DIR}/examples/neat/xor.ini' --task visual && has err 'no [Substrate] section'"
+      other_field_size_exits_2
+      "expect 2 '${otc}' evolve '${visual}' --task visual:20 && has err 'visual:20'"
+      bad_reevaluate_exits_2
+      "expect 2 '${otc}' evolve '${visual}' --task visual --reevaluate visual:7 && has err '--reevaluate visual:7'"
+      other_grid_exits_2
+      "sed 's/^output_grid .*/output_grid = 5x5/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] output_grid: task visual needs 11x11'")
+  list(LENGTH hyperneat_cli_cases n)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE 0 ${last} 2)
+    math(EXPR j "${i} + 1")
+    list(GET hyperneat_cli_cases ${i} name)
+    list(GET hyperneat_cli_cases ${j} body)
+    add_test(NAME hyperneat_cli_${name} COMMAND ${OTC_HYPERNEAT_CLI_BASH} -c "${prelude}${body}")
+    set_tests_properties(hyperneat_cli_${name} PROPERTIES TIMEOUT 60)
+  endforeach()
+endif()

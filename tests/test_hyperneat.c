@@ -1,0 +1,202 @@
+/* HyperNEAT: substrate weights painted by hand-built CPPNs against hand-computed values
+ * (threshold, scaling, clamping, bias and LEO outputs), the visual discrimination task's
+ * fitness for hand-painted substrates, and a short evolution run that improves. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "otc/hyperneat.h"
+#include "otc/neat.h"
+
+#define NEAT_HEAD                                                                                  \
+    "[NEAT]\nfitness_criterion = max\nfitness_threshold = 200\npop_size = 40\n"                    \
+    "reset_on_extinction = false\n"                                                                \
+    "[DefaultSpeciesSet]\ncompatibility_threshold = 3.0\n"                                         \
+    "[DefaultStagnation]\nmax_stagnation = 20\n[DefaultReproduction]\nelitism = 2\n"               \
+    "[DefaultGenome]\nnum_hidden = 0\nfeed_forward = true\ninitial_connection = full_direct\n"     \
+    "activation_default = identity\nactivation_options = identity\n"                               \
+    "compatibility_disjoint_coefficient = 1.0\ncompatibility_weight_coefficient = 0.5\n"           \
+    "conn_add_prob = 0.1\nconn_delete_prob = 0.0\nnode_add_prob = 0.05\nnode_delete_prob = 0.0\n"
+
+static otc_neat_config config_of(const char *genome_keys, const char *substrate) {
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s[Substrate]\n%s", NEAT_HEAD, genome_keys, substrate);
+    otc_neat_config c;
+    otc_status s = otc_neat_config_parse(text, "test.ini", &c);
+    if (s != OTC_OK) fprintf(stderr, "%s\n", otc_last_error());
+    CHECK(s == OTC_OK);
+    return c;
+}
+
+/* A CPPN without hidden nodes: inputs 0..3 (x1 y1 x2 y2), outputs from id 4 (identity, the
+ * given biases), connections (in, out, weight). */
+static otc_neat_genome *cppn(int n_out, const float *bias, const int (*conn)[2], const float *w,
+                             int n_conn) {
+    otc_neat_genome *g = otc_neat_genome_new();
+    for (int i = 0; i < 4; i++) {
+        otc_neat_node n = {i, OTC_NEAT_INPUT, OTC_ACT_IDENTITY, 0, 1, 0, 1};
+        otc_neat_genome_add_node(g, &n);
+    }
+    for (int o = 0; o < n_out; o++) {
+        otc_neat_node n = {4 + o, OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, bias[o], 1, 0, 1};
+        otc_neat_genome_add_node(g, &n);
+    }
+    for (int k = 0; k < n_conn; k++) {
+        otc_neat_conn cn = {k, conn[k][0], conn[k][1], w[k], true};
+        otc_neat_genome_add_conn(g, &cn);
+    }
+    return g;
+}
+
+/* Paints a 2x1 -> 2x1 substrate (nodes at x = -0.5 and 0.5, y = 0) from g. */
+static void paint(const otc_neat_config *c, otc_neat_genome *g, otc_substrate **s) {
+    otc_neat_flat *f = otc_neat_flat_new();
+    REQUIRE(f);
+    REQUIRE(otc_neat_flat_build(f, g, c) == OTC_OK);
+    REQUIRE(otc_substrate_new(c, 1, s) == OTC_OK);
+    REQUIRE(otc_substrate_paint(*s, f) == OTC_OK);
+    otc_neat_flat_free(f);
+}
+
+TEST(hyperneat_paint_threshold_and_scaling) {
+    otc_neat_config c =
+        config_of("num_inputs = 4\nnum_outputs = 1\n", "input_grid = 2x1\noutput_grid = 2x1\n");
+    /* CPPN weight = k (x1 - x2): for source i and target j, k (x_i - x_j) with x = -+0.5. */
+    const int conn[2][2] = {{0, 4}, {2, 4}};
+    const float zero = 0;
+    /* k = 0.5: w = +-0.5 -> (0.5 - 0.2) / 0.8 * 3 = 1.125; k = 0.3: (0.3 - 0.2) / 0.8 * 3 =
+     * 0.375; k = 2: w = +-2 clamped to 1 -> 3; k = 0.1: |w| = 0.1 <= 0.2 -> 0. */
+    const float k[4] = {0.5f, 0.3f, 2.0f, 0.1f}, want[4] = {1.125f, 0.375f, 3.0f, 0.0f};
+    for (int t = 0; t < 4; t++) {
+        const float w[2] = {k[t], -k[t]};
+        otc_neat_genome *g = cppn(1, &zero, conn, w, 2);
+        otc_substrate *s = NULL;
+        paint(&c, g, &s);
+        const float *W = otc_substrate_weights(s, 0); /* [target j][source i] */
+        CHECK_NEAR(W[0], 0.0, 1e-6);                  /* j = 0, i = 0: x1 = x2 */
+        CHECK_NEAR(W[1], want[t], 1e-5);              /* j = 0 (x -0.5), i = 1 (x 0.5) */
+        CHECK_NEAR(W[2], -want[t], 1e-5);
+        CHECK_NEAR(W[3], 0.0, 1e-6);
+        /* identity activation, no biases: y_j = sum_i W[j][i] x_i */
+        const float x[2] = {1.0f, 2.0f};
+        float y[2];
+        REQUIRE(otc_substrate_forward(s, x, 1, y) == OTC_OK);
+        CHECK_NEAR(y[0], 2.0 * want[t], 1e-5);
+        CHECK_NEAR(y[1], -1.0 * want[t], 1e-5);
+        otc_substrate_free(s);
+        otc_neat_genome_free(g);
+    }
+}
+
+TEST(hyperneat_paint_bias_and_leo) {
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 3\n",
+                                  "input_grid = 2x1\noutput_grid = 2x1\nbias_output = true\n"
+                                  "leo = true\nmax_weight = 2.0\n");
+    /* weight = x1 (output 4), bias = 0.25 (output 5), leo = x2 (output 6: only the target at
+     * x = 0.5 gets connections). With LEO, weights are w * max_weight, no threshold. */
+    const float bias[3] = {0, 0.25f, 0};
+    const int conn[2][2] = {{0, 4}, {2, 6}};
+    const float w[2] = {1.0f, 1.0f};
+    otc_neat_genome *g = cppn(3, bias, conn, w, 2);
+    otc_substrate *s = NULL;
+    paint(&c, g, &s);
+    const float *W = otc_substrate_weights(s, 0), *b = otc_substrate_biases(s, 0);
+    CHECK_NEAR(W[0], 0.0, 1e-6);
+    CHECK_NEAR(W[1], 0.0, 1e-6);
+    CHECK_NEAR(W[2], -1.0, 1e-6); /* j = 1, i = 0: x1 = -0.5 -> -0.5 * 2 */
+    CHECK_NEAR(W[3], 1.0, 1e-6);
+    CHECK_NEAR(b[0], 0.5, 1e-6); /* 0.25 * 2 */
+    CHECK_NEAR(b[1], 0.5, 1e-6);
+    otc_substrate_free(s);
+    otc_neat_genome_free(g);
+}
+
+/* An 11k x 11k -> 11k x 11k substrate whose output node sums the inputs within `reach` nodes
+ * (a (2 reach + 1)^2 window): reach = 1.5 k - 0.5 matches the large box exactly, so its centre
+ * is the single most active output. */
+static void paint_window(otc_substrate *s, int side, int reach) {
+    float *W = otc_substrate_weights(s, 0);
+    int n = side * side;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++)
+            W[(size_t)j * n + i] =
+                abs(j % side - i % side) <= reach && abs(j / side - i / side) <= reach;
+}
+
+TEST(hyperneat_visual_fitness_of_hand_painted_substrates) {
+    otc_neat_config c =
+        config_of("num_inputs = 4\nnum_outputs = 1\n", "input_grid = 11x11\noutput_grid = 11x11\n");
+    for (int k = 1; k <= 3; k += 2) {
+        otc_substrate *s = NULL;
+        REQUIRE(otc_substrate_new(&c, k, &s) == OTC_OK);
+        CHECK(otc_substrate_size(s, 0) == 121 * k * k);
+        double fitness = 0;
+        int hits = 0;
+        /* All weights 0: every output ties and the first (cell (0, 0)) wins, so d^2 = lx^2 +
+         * ly^2; over the 75 trials that sums to 5470 (worked out from the layout by hand). */
+        REQUIRE(otc_visual_score(s, &fitness, &hits) == OTC_OK);
+        if (k == 1) {
+            CHECK_NEAR(fitness, 200.0 - 5470.0 / 75.0, 1e-4); /* float coordinates */
+            CHECK(hits == 0);
+        }
+        paint_window(s, 11 * k, (3 * k - 1) / 2);
+        REQUIRE(otc_visual_score(s, &fitness, &hits) == OTC_OK);
+        CHECK_NEAR(fitness, 200.0, 1e-4);
+        CHECK(hits == OTC_VISUAL_TRIALS);
+        otc_substrate_free(s);
+    }
+}
+
+TEST(hyperneat_visual_evolution_improves) {
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/visual.ini", &c) == OTC_OK);
+    c.pop_size = 30;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(&c, 1, &p) == OTC_OK);
+    otc_neat_run_options o = {.generations = 8, .threads = 1};
+    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    int n = otc_neat_stats_count(p);
+    REQUIRE(n == 8);
+    double first = otc_neat_stats(p, 0)->best_fitness,
+           last = otc_neat_stats(p, n - 1)->best_fitness;
+    printf("best fitness: generation 0 %.3f, generation %d %.3f\n", first, n - 1, last);
+    CHECK(last > first);
+    /* The champion's CPPN painted at 33 x 33 (1.2 M connections) without further evolution. */
+    otc_neat_task *fine = NULL;
+    REQUIRE(otc_neat_task_create("visual:33", &c, &fine) == OTC_OK);
+    otc_neat_eval ev = {.fitness = 0};
+    otc_neat_genome *champ = otc_neat_genome_copy(otc_neat_champion(p));
+    REQUIRE(fine->evaluate(fine, &c, champ, 0, &ev) == OTC_OK);
+    printf("champion at 33x33: %.3f\n", ev.fitness);
+    CHECK(ev.fitness > 0 && ev.fitness <= 200);
+    otc_neat_genome_free(champ);
+    otc_neat_task_free(fine);
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+}
+
+TEST(hyperneat_config_refuses_bad_substrates) {
+    const char *bad[][2] = {
+        {"input_grid = 11\noutput_grid = 11x11\n", "input_grid: bad value '11'"},
+        {"input_grid = 0x3\noutput_grid = 11x11\n", "input_grid: bad value '0x3'"},
+        {"input_grid = 11x11\n", "output_grid: missing required key"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nhidden_grids = 3x3 axb\n", "hidden_grids"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nweight_threshold = 1\n", "weight_threshold"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nactivation = nope\n", "activation"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nleo = true\n", "num_outputs"},
+        {"input_grid = 99x99\noutput_grid = 99x99\nhidden_grids = 99x99\n", "connections"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nbogus = 1\n", "[Substrate] bogus: unknown key"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[4096];
+        snprintf(text, sizeof text, "%snum_inputs = 4\nnum_outputs = 1\n[Substrate]\n%s", NEAT_HEAD,
+                 bad[i][0]);
+        otc_neat_config c;
+        CHECK(otc_neat_config_parse(text, "bad.ini", &c) == OTC_ERR_CONFIG);
+        CHECK_MSG(strstr(otc_last_error(), bad[i][1]), "case %zu: %s", i, otc_last_error());
+    }
+}
