@@ -24,12 +24,17 @@ bool otc_cli_interactive(void) {
     return isatty(STDERR_FILENO) != 0;
 }
 
-/* Does argument `arg` name option `opt` (its long name or its alias after a comma)? */
+/* Does argument `arg` name option `spec` (its long name or an alias after a comma:
+ * "--out,--output,-o")? */
 static bool names_option(const char *spec, const char *arg) {
-    const char *comma = strchr(spec, ',');
-    size_t first = comma ? (size_t)(comma - spec) : strlen(spec);
-    if (strlen(arg) == first && !strncmp(spec, arg, first)) return true;
-    return comma && !strcmp(comma + 1, arg);
+    size_t len = strlen(arg);
+    for (const char *p = spec; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, arg, n)) return true;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return false;
 }
 
 static void print_help(const char *cmd, const char *synopsis, const otc_opt *opts, int n) {

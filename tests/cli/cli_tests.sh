@@ -862,6 +862,139 @@ case_images_errors() {
     err_clean
 }
 
+# otc new: each kind made, trained a few epochs on an example CSV and compiled to C; the
+# parameter counts are PyTorch's for the same layers (counted by hand below).
+case_new() {
+    local D=$SRC/examples/data
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 --activation relu --seed 1 -o "$WORK/m.otm"
+    out_has "403 parameters" # 4*16+16 + 16*16+16 + 16*3+3
+    run 0 train "$WORK/m.otm" --data "$D/iris.csv" --target species --epochs 3 --out "$WORK/mt.otm"
+    run 0 compile "$WORK/mt.otm" --emit-c "$WORK/mc"
+    # the same seed makes the same model; another seed another
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 --seed 1 --output "$WORK/m2.otm"
+    cmp -s "$WORK/m.otm" "$WORK/m2.otm" || fail "--seed 1 twice made two models"
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 --seed 2 --out "$WORK/m3.otm"
+    cmp -s "$WORK/m.otm" "$WORK/m3.otm" && fail "--seed 2 made the model of --seed 1"
+    # LeNet-style on iris's 4 features as a 1x2x2 image: conv 4x2x2 pad 1 -> 4x3x3, pool 2 ->
+    # 4x1x1, fc 8, out 3: 4*1*2*2+4 + 4*8+8 + 8*3+3 = 87
+    run 0 new cnn --input 1x2x2 --spec c4k2p1-p2-f8 --outputs 3 -o "$WORK/c.otm"
+    out_has "87 parameters"
+    run 0 train "$WORK/c.otm" --data "$D/iris.csv" --target species --epochs 3 --out "$WORK/ct.otm"
+    run 0 compile "$WORK/ct.otm" --emit-c "$WORK/cc"
+    run 0 new cnn --input 1x28x28 --spec c6k5p2-p2-c16k5-p2-f120-f84 --outputs 10 -o "$WORK/l.otm"
+    out_has "61706 parameters" # LeNet-5 as torch counts it: 156+2416+48120+10164+850
+    # recurrent: H(in+H) weights and 2H biases per gate, then a Linear H -> 1
+    local k n
+    for k in rnn:97 lstm:361 gru:273; do
+        n=${k#*:}
+        k=${k%%:*}
+        run 0 new "$k" --inputs 1 --hidden 8 --outputs 1 -o "$WORK/$k.otm"
+        out_has "$n parameters"
+        run 0 train "$WORK/$k.otm" --data "$D/delayed_xor.csv" --target y --sequence seq \
+            --epochs 2 --out "$WORK/${k}t.otm"
+        out_has "through time"
+        run 0 compile "$WORK/${k}t.otm" --emit-c "$WORK/${k}c"
+    done
+    err_clean
+}
+
+case_new_errors() {
+    run 2 new mlp --inputs 4 --outputs 3
+    err_has "missing -o MODEL.otm"
+    run 2 new tree --inputs 4 --outputs 3 -o "$WORK/m.otm"
+    err_has "unknown kind 'tree'"
+    run 2 new mlp --outputs 3 -o "$WORK/m.otm"
+    err_has "mlp needs --inputs N"
+    run 2 new mlp --inputs 4 -o "$WORK/m.otm"
+    err_has "--outputs K is required"
+    run 2 new mlp --inputs 4 --hidden 16,,2 --outputs 3 -o "$WORK/m.otm"
+    err_has "--hidden: '16,,2' is not a list"
+    run 2 new mlp --inputs 4 --hidden 16, --outputs 3 -o "$WORK/m.otm"
+    err_has "is not a list"
+    run 2 new mlp --inputs 4 --outputs 3 --activation swish -o "$WORK/m.otm"
+    err_has "unknown activation 'swish'"
+    run 2 new lstm --inputs 4 --hidden 8,8 --outputs 3 -o "$WORK/m.otm"
+    err_has "lstm needs --hidden H"
+    run 2 new cnn --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "cnn needs --input CxHxW"
+    run 2 new cnn --input 1x28 --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "not '1x28'"
+    run 2 new cnn --input 1x28x28 --spec c6k5-q2 --outputs 3 -o "$WORK/m.otm"
+    err_has "'q2' is not a layer"
+    run 2 new cnn --input 1x4x4 --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "--spec: layer 1 ('c6k5')"
+    run 2 new mlp --inputs 4 --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "--input and --spec are for cnn"
+    [ ! -e "$WORK/m.otm" ] || fail "a refused otc new wrote its output"
+    err_clean
+}
+
+# otc eval: a champion evolved here scores what evolution recorded, and what its outputs give
+# when the fitness is computed from them independently (neat-python's 4 - sum err^2).
+case_eval() {
+    local C=$SRC/tests/neat_python/configs/xor_config-feedforward
+    run 1 evolve "$C" --task xor:neat-python --seed 2 --generations 15 --threads 1 \
+        -o "$WORK/x.otm"
+    run 0 eval "$WORK/x.otm" --config "$C" --task xor:neat-python
+    local mean rec
+    mean=$(sed -n 's/.*mean fitness \([^ ]*\) over 1 episode.*/\1/p' "$WORK/out")
+    rec=$(sed -n 's/^recorded by otc evolve: fitness //p' "$WORK/out")
+    [ -n "$mean" ] && [ "$mean" = "$rec" ] || fail "eval $mean, evolve recorded $rec"
+    printf 'a,b\n0,0\n0,1\n1,0\n1,1\n' >"$WORK/xor.csv"
+    run 0 run "$WORK/x.otm" --input "$WORK/xor.csv"
+    awk -F, -v m="$mean" 'NR > 1 { t = (NR == 3 || NR == 4); s += ($1 - t) ^ 2 }
+        END { d = 4 - s - m; exit !(d < 1e-5 && d > -1e-5) }' "$WORK/out" ||
+        fail "eval's $mean is not 4 - sum err^2 of $(tr '\n' ' ' <"$WORK/out")"
+    # not an evolved network; no config; a task the config does not fit
+    run 2 eval "$IRIS" --config "$C" --task xor
+    err_has "holds no NEAT genome"
+    run 2 eval "$WORK/x.otm" --task xor
+    err_has "--config CONFIG.ini is required"
+    run 2 eval "$WORK/x.otm" --config "$C" --task dpv
+    err_has "num_inputs: task dpv has"
+    run 2 eval "$WORK/x.otm" --config "$C" --task xor --episodes 0
+    err_has "--episodes must be from 1 to"
+    err_clean
+}
+
+# [Task] episodes: an environment whose reward is the parity of each episode's seed, so a
+# fitness is the share of odd seeds among a genome's episodes.
+case_eval_episodes() {
+    cat >"$WORK/env.sh" <<'ENV'
+#!/usr/bin/env bash
+while read -r word arg _; do
+    case $word in
+    reset) seed=$arg; echo "$seed" >>"$SEED_LOG"; echo "obs 0 0" ;;
+    act) echo "step $(( ${seed: -1} % 2 )) 1" ;;
+    esac
+done
+ENV
+    chmod +x "$WORK/env.sh"
+    sed -e 's/^pop_size .*/pop_size = 5/' "$SRC/tests/neat_python/configs/xor_config-feedforward" \
+        >"$WORK/e.ini"
+    printf '\n[Task]\nepisodes = 20\n' >>"$WORK/e.ini"
+    export SEED_LOG=$WORK/seeds.log
+    run 1 evolve "$WORK/e.ini" --task "exec:$WORK/env.sh" --generations 1 --seed 1 --threads 1 \
+        -o "$WORK/e.otm"
+    [ "$(sort -u "$SEED_LOG" | wc -l)" = 100 ] ||
+        fail "5 genomes x 20 episodes: $(wc -l <"$SEED_LOG") resets"
+    local rec
+    rec=$(sed -n 's/.*champion fitness \([^,]*\),.*/\1/p' "$WORK/out")
+    awk -v f="$rec" 'BEGIN { k = f * 20; exit !(k == int(k) && f > 0 && f < 1) }' ||
+        fail "champion fitness $rec is not a mean of 20 episodes' 0 or 1"
+    rm -f "$SEED_LOG"
+    run 0 eval "$WORK/e.otm" --config "$WORK/e.ini" --task "exec:$WORK/env.sh" --seed 7
+    out_has "over 20 episodes"
+    [ "$(head -1 "$SEED_LOG")" = 7 ] || fail "episode 1's seed is $(head -1 "$SEED_LOG"), not 7"
+    local want
+    want=$(awk '{ s += substr($1, length($1)) % 2 } END { printf "%.9g", s / NR }' "$SEED_LOG")
+    out_has "mean fitness $want over 20 episodes"
+    run 0 eval "$WORK/e.otm" --config "$WORK/e.ini" --task "exec:$WORK/env.sh" --episodes 3
+    out_has "episode 3: fitness"
+    out_has "over 3 episodes"
+    err_clean
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2

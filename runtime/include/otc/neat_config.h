@@ -173,6 +173,9 @@ typedef struct {
     double target_mse;      /* regression success: validation MSE */
     double validation_fraction;
     double exec_timeout; /* exec:PROGRAM: seconds the environment may take per answer */
+    /* Episodes each evaluation averages (1: the task's own evaluation; more for a task whose
+     * episodes differ by seed, such as exec:PROGRAM's resets or pole1:neat-python's starts) */
+    int episodes;
 } otc_neat_config;
 
 /* neat-python's defaults where it has them, the NEAT paper's otherwise; num_inputs,

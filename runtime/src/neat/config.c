@@ -177,6 +177,7 @@ static const key_def keys[] = {
     {"Task", "sequence", K_STRING, OFF(sequence), false, 0, 0},
     {"Task", "sequence_steps", K_SEQ_STEPS, OFF(sequence_last), false, 0, 0},
     {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
+    {"Task", "episodes", K_INT, OFF(episodes), false, 1, 10000},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
@@ -346,6 +347,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->target_mse = 0.01;
     c->validation_fraction = 0.25;
     c->exec_timeout = 10;
+    c->episodes = 1;
 }
 
 typedef struct {
