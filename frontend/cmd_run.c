@@ -156,6 +156,10 @@ int otc_cmd_run(int argc, char **argv) {
                                             : -1};
     /* A model with state runs the rows as time steps; any other, as independent samples. */
     bool recurrent = otc_graph_is_recurrent(g);
+    if (!drop) { /* columns by the names the model was trained on (--drop: by hand) */
+        co.model = g;
+        co.model_path = pos[0];
+    }
     if (sequence && !recurrent) {
         rc = otc_cli_needs_recurrent("run", pos[0], "--sequence");
         goto done;

@@ -477,6 +477,10 @@ int otc_cmd_train(int argc, char **argv) {
                                 : no_header ? 0
                                             : -1};
     /* A model with state trains on sequences through time; any other, on independent rows. */
+    bool had_header = false; /* the columns have names to record */
+    co.model = t.g;
+    co.model_path = pos[0];
+    co.had_header = &had_header;
     bool recurrent = otc_graph_is_recurrent(t.g);
     if (!recurrent && (sequence || bptt != -1)) {
         rc = otc_cli_needs_recurrent("train", pos[0], sequence ? "--sequence" : "--bptt");
@@ -721,7 +725,9 @@ int otc_cmd_train(int argc, char **argv) {
                    .val_acc = has_val ? val_acc : NAN,
                    .seed = seed,
                    .kind = t.kind};
-    if (otc_graph_truncate(t.g, n_orig) != OTC_OK || store_facts(t.g, &f) != OTC_OK) {
+    if (otc_graph_truncate(t.g, n_orig) != OTC_OK || store_facts(t.g, &f) != OTC_OK ||
+        (had_header && otc_cli_record_columns(t.g, d->feature_names, d->n_features, d->target_names,
+                                              d->n_targets) != OTC_OK)) {
         rc = otc_cli_error("train", "%s", otc_last_error());
         goto done;
     }

@@ -995,6 +995,43 @@ ENV
     err_clean
 }
 
+# No silent wrong answers: train records the columns; run takes them by name in any order and
+# refuses a file that lacks one or brings one the model does not know.
+case_columns() {
+    local D=$SRC/examples/data
+    run 0 new mlp --inputs 4 --hidden 8 --outputs 3 -o "$WORK/m.otm"
+    run 0 train "$WORK/m.otm" --data "$D/iris.csv" --target species --epochs 2 --out "$WORK/t.otm"
+    run 0 run "$WORK/t.otm" --input "$D/iris.csv"
+    cp "$WORK/out" "$WORK/want"
+    # the same rows with the first two columns swapped: the same outputs
+    awk -F, 'BEGIN { OFS = "," } { print $2, $1, $3, $4, $5 }' "$D/iris.csv" >"$WORK/swapped.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/swapped.csv"
+    cmp -s "$WORK/out" "$WORK/want" || fail "swapped columns changed the outputs"
+    # a missing column (misspelt), an unknown one
+    sed '1s/petal_width/petal_widht/' "$D/iris.csv" >"$WORK/typo.csv"
+    run 2 run "$WORK/t.otm" --input "$WORK/typo.csv"
+    err_has "lacks column 'petal_width' (did you mean 'petal_widht'?) that"
+    awk -F, 'BEGIN { OFS = "," } { print $0, (NR == 1 ? "id" : NR) }' "$D/iris.csv" >"$WORK/id.csv"
+    run 2 run "$WORK/t.otm" --input "$WORK/id.csv"
+    err_has "has column 'id' that"
+    # by hand: --features names them in the model's order, --drop leaves columns out
+    run 0 run "$WORK/t.otm" --input "$WORK/id.csv" --drop id,species
+    cmp -s "$WORK/out" "$WORK/want" || fail "--drop changed the outputs"
+    sed '1s/.*/a,b,c,d,species/' "$D/iris.csv" >"$WORK/renamed.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/renamed.csv" --features a,b,c,d
+    cmp -s "$WORK/out" "$WORK/want" || fail "--features changed the outputs"
+    # a headerless file is taken by position, as before
+    tail -n +2 "$D/iris.csv" | cut -d, -f1-4 >"$WORK/bare.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/bare.csv"
+    cmp -s "$WORK/out" "$WORK/want" || fail "a headerless file changed the outputs"
+    # retraining on the swapped file takes the columns by name too
+    run 0 train "$WORK/t.otm" --data "$WORK/swapped.csv" --target species --epochs 1 \
+        --out "$WORK/t2.otm"
+    run 2 train "$WORK/t.otm" --data "$WORK/typo.csv" --target species --out "$WORK/t3.otm"
+    err_has "lacks column 'petal_width'"
+    err_clean
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2

@@ -7,6 +7,7 @@
 
 #include "name_index.h"
 #include "otc/limits.h"
+#include "graph_params.h"
 #include "op_table.h"
 
 struct otc_graph {
@@ -16,8 +17,21 @@ struct otc_graph {
     int n_outputs, cap_outputs;
     char **meta_keys, **meta_values;
     int n_meta, cap_meta;
-    otc_name_index names, meta; /* node names -> ids, metadata keys -> entries */
+    otc_name_index names, meta;  /* node names -> ids, metadata keys -> entries */
+    otc_executor *params_holder; /* graph_params.h; not cloned */
 };
+
+void otc_graph_set_params_holder(otc_graph *g, otc_executor *ex) {
+    if (g) g->params_holder = ex;
+}
+
+otc_executor *otc_graph_params_holder(const otc_graph *g) {
+    return g ? g->params_holder : NULL;
+}
+
+otc_status otc_graph_sync_from_holder(const otc_graph *g) {
+    return g && g->params_holder ? otc_exec_sync_params(g->params_holder) : OTC_OK;
+}
 
 static const char *node_name(const void *g, int i) {
     return ((const otc_graph *)g)->nodes[i].name;
