@@ -21,8 +21,16 @@ typedef enum {
     OTC_OPT_STRING, /* const char * */
     OTC_OPT_INT,    /* int */
     OTC_OPT_U64,    /* uint64_t */
-    OTC_OPT_FLOAT   /* double */
+    OTC_OPT_FLOAT,  /* double */
+    OTC_OPT_RANGE   /* int within a range: dest is an otc_opt_range (OTC_RANGE) */
 } otc_opt_kind;
+
+/* An integer option's destination and the values it may take, which its errors state. */
+typedef struct {
+    int *value;
+    int min, max;
+} otc_opt_range;
+#define OTC_RANGE(var, lo, hi) (&(otc_opt_range){&(var), (lo), (hi)})
 
 typedef struct {
     const char *name; /* "--epochs" (a short alias after a comma: "--output,-o") */
@@ -107,6 +115,9 @@ int otc_cli_match_columns(const char *cmd, const char *path, const char *text, s
 /* The name of names[0..n) closest to word by edit distance, when close enough to be a typo
  * (at most a third of its letters, 1 to 3); NULL otherwise. */
 const char *otc_cli_closest(const char *word, const char *const *names, int n);
+/* Refuses a --task name that is a typo of a built-in task's, suggesting it (OTC_EXIT_USAGE);
+ * 0 otherwise (otc_neat_task_create judges the rest). */
+int otc_cli_check_task(const char *cmd, const char *spec);
 
 /* Loads a CSV of numbers; errors as for otc_cli_load_model. */
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "otc/neat.h"
 
 /* Levenshtein distance, capped: names longer than this are not worth a suggestion. */
 #define MAX_NAME 64
@@ -30,6 +31,7 @@ static int distance(const char *a, const char *b) {
 const char *otc_cli_closest(const char *word, const char *const *names, int n) {
     if (!word) return NULL;
     /* a third of the word's length, at least 1 and at most 3 edits: close enough to be a typo */
+    if (strlen(word) < 3) return NULL; /* "-x": every short name is one edit away */
     int limit = (int)strlen(word) / 3;
     if (limit < 1) limit = 1;
     if (limit > 3) limit = 3;
@@ -44,4 +46,17 @@ const char *otc_cli_closest(const char *word, const char *const *names, int n) {
         }
     }
     return best;
+}
+
+int otc_cli_check_task(const char *cmd, const char *spec) {
+    if (!strncmp(spec, "csv:", 4) || !strncmp(spec, "exec:", 5)) return 0;
+    const char *const *names;
+    int n = otc_neat_task_names(&names);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(spec, names[i])) return 0;
+    const char *near = otc_cli_closest(spec, names, n);
+    char ss[128];
+    otc_cli_printable(spec, ss, sizeof ss);
+    if (near) return otc_cli_error(cmd, "unknown task '%s' (did you mean %s?)", ss, near);
+    return 0; /* the task factory's message lists them all */
 }

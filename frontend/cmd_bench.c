@@ -124,7 +124,7 @@ int otc_cmd_bench(int argc, char **argv) {
     const char *export_path = NULL, *optim = "adam";
     double lr = 0.001, block_ms = 20.0;
     const otc_opt opts[] = {
-        {"--batch", OTC_OPT_INT, &batch, "B: samples per call (default 1)"},
+        {"--batch", OTC_OPT_RANGE, OTC_RANGE(batch, 1, 1 << 20), "B: samples per call (default 1)"},
         {"--train", OTC_OPT_FLAG, &train,
          "time a training step (forward, backward, optimiser) instead of forward"},
         {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: with --train (default adam)"},

@@ -37,7 +37,7 @@ int otc_cmd_eval(int argc, char **argv) {
         {"--config", OTC_OPT_STRING, &config_path,
          "FILE.ini: the config the network was evolved with (required: inputs, outputs, "
          "fitness threshold, [Task] and [Hybrid] keys)"},
-        {"--episodes", OTC_OPT_INT, &episodes,
+        {"--episodes", OTC_OPT_RANGE, OTC_RANGE(episodes, 1, MAX_EPISODES),
          "N: episodes to score, each with its own seed (default: the config's [Task] "
          "episodes, else 1)"},
         {"--seed", OTC_OPT_U64, &seed,
@@ -56,6 +56,7 @@ int otc_cmd_eval(int argc, char **argv) {
         return otc_cli_error("eval", "--episodes must be from 1 to %d, not %d", MAX_EPISODES,
                              episodes);
 
+    if ((rc = otc_cli_check_task("eval", task_spec))) return rc;
     char sm[512];
     otc_cli_printable(pos[0], sm, sizeof sm);
     otc_graph *g = NULL;

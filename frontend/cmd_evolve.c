@@ -218,23 +218,25 @@ int otc_cmd_evolve(int argc, char **argv) {
          "DT: ...in steps of DT seconds (CTRNN.advance's time_step)"},
         {"--seed", OTC_OPT_STRING, &seed_text,
          "N: random seed (default: the config's [NEAT] seed, else 1)"},
-        {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
-        {"--threads", OTC_OPT_INT, &threads,
+        {"--generations", OTC_OPT_RANGE, OTC_RANGE(generations, 1, 100000000),
+         "G: stop after G generations (default 300)"},
+        {"--threads", OTC_OPT_RANGE, OTC_RANGE(threads, 0, MAX_THREADS),
          "T: evaluation threads, 1 to " MAX_THREADS_TEXT " (default 0: one per core)"},
-        {"--checkpoint-every", OTC_OPT_INT, &every, "K: write a checkpoint every K generations"},
+        {"--checkpoint-every", OTC_OPT_RANGE, OTC_RANGE(every, 0, 100000000),
+         "K: write a checkpoint every K generations"},
         {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
          "P: checkpoints go to P<generation>.json (default neat-checkpoint-)"},
         {"--resume", OTC_OPT_STRING, &resume, "FILE: continue from a checkpoint"},
         {"--stats", OTC_OPT_STRING, &stats, "FILE.csv: per-generation statistics"},
         {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: best and mean fitness per generation"},
-        {"--out,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
+        {"--out,--output,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
         {"--mpi-timeout", OTC_OPT_FLOAT, &mpi_timeout,
          "S: under mpirun, stop when a rank holding work sends nothing for S seconds (default "
          "600)"},
         {"--jit", OTC_OPT_FLAG, &jit,
          "compile genomes with LLVM when their evaluation or training work makes it pay "
          "(the same results)"},
-        {"--jit-steps", OTC_OPT_INT, &jit_steps,
+        {"--jit-steps", OTC_OPT_RANGE, OTC_RANGE(jit_steps, 0, INT_MAX),
          "N: with --jit, compile every genome that runs N steps (default: those large enough "
          "to gain, after the measured break-even)"},
     };
@@ -275,6 +277,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     const otc_cli_file outs[] = {{"--out", out}, {"--stats", stats}, {"--plot", plot}};
     if ((rc = otc_cli_check_files("evolve", ins, 3, outs, 3))) return rc;
 
+    if ((rc = otc_cli_check_task("evolve", task_spec))) return rc;
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());

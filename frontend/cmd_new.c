@@ -164,16 +164,18 @@ int otc_cmd_new(int argc, char **argv) {
     new_args a = {.activation = "relu", .outputs = 0, .layers = 1, .seed = 1};
     const char *out = NULL;
     const otc_opt opts[] = {
-        {"--inputs", OTC_OPT_INT, &a.inputs, "N: input features per sample (mlp, rnn, lstm, gru)"},
+        {"--inputs", OTC_OPT_RANGE, OTC_RANGE(a.inputs, 1, MAX_WIDTH),
+         "N: input features per sample (mlp, rnn, lstm, gru)"},
         {"--input", OTC_OPT_STRING, &a.input, "CxHxW: cnn: the input image, e.g. 1x28x28"},
         {"--hidden", OTC_OPT_STRING, &a.hidden,
          "SIZES: mlp: hidden layer widths, e.g. 16,16 (default: none); rnn, lstm, gru: the "
          "state size H"},
-        {"--layers", OTC_OPT_INT, &a.layers, "L: rnn, lstm, gru: stacked layers (default 1)"},
+        {"--layers", OTC_OPT_RANGE, OTC_RANGE(a.layers, 1, MAX_LAYERS),
+         "L: rnn, lstm, gru: stacked layers (default 1)"},
         {"--spec", OTC_OPT_STRING, &a.spec,
          "LAYERS: cnn: layers joined by '-': c<N>k<K>[s<S>][p<P>] convolution, p<K> max pool, "
          "a<K> average pool, f<N> fully connected (e.g. c6k5-p2-c16k5-p2-f120-f84)"},
-        {"--outputs", OTC_OPT_INT, &a.outputs,
+        {"--outputs", OTC_OPT_RANGE, OTC_RANGE(a.outputs, 1, MAX_WIDTH),
          "K: output columns (class logits, or values to regress)"},
         {"--activation", OTC_OPT_STRING, &a.activation,
          "NAME: between layers: relu, tanh, sigmoid, elu, ... (default relu)"},

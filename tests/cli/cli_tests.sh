@@ -681,7 +681,7 @@ case_recurrent_errors() {
     run 2 "${T[@]}" --sequence sid
     err_has "sums.csv: no sequence column named \"sid\""
     run 2 "${T[@]}" --sequence id --bptt 0
-    err_has "--bptt must be at least 1 step, not 0"
+    err_has "bad value '0' for --bptt (expected an integer from 1 to"
     run 2 "${T[@]}" --sequence id --bptt 7
     err_has "--bptt 7 is longer than the longest sequence in $WORK/sums.csv (6 steps)"
     printf 'id,x,y\na,1,1\na,nan,2\n' >"$WORK/nan.csv"
@@ -953,7 +953,7 @@ case_eval() {
     run 2 eval "$WORK/x.otm" --config "$C" --task dpv
     err_has "num_inputs: task dpv has"
     run 2 eval "$WORK/x.otm" --config "$C" --task xor --episodes 0
-    err_has "--episodes must be from 1 to"
+    err_has "bad value '0' for --episodes (expected an integer from 1 to 10000)"
     err_clean
 }
 
@@ -1029,6 +1029,34 @@ case_columns() {
         --out "$WORK/t2.otm"
     run 2 train "$WORK/t.otm" --data "$WORK/typo.csv" --target species --out "$WORK/t3.otm"
     err_has "lacks column 'petal_width'"
+    err_clean
+}
+
+# One convention: every command that writes takes -o, --out and --output; integer options
+# state their range; a near miss of an option or a task name is suggested.
+case_conventions() {
+    local D=$SRC/examples/data o
+    for o in -o --out --output; do
+        rm -f "$WORK/t.otm" "$WORK/r.csv" "$WORK/v.dot" "$WORK/n.otm"
+        run 0 new mlp --inputs 4 --outputs 3 "$o" "$WORK/n.otm"
+        run 0 train "$IRIS" --data "$D/iris.csv" --target species --epochs 1 "$o" "$WORK/t.otm"
+        run 0 run "$IRIS" --input "$D/iris.csv" --drop species "$o" "$WORK/r.csv"
+        run 0 viz "$IRIS" "$o" "$WORK/v.dot"
+        [ -s "$WORK/t.otm" ] && [ -s "$WORK/r.csv" ] && [ -s "$WORK/v.dot" ] &&
+            [ -s "$WORK/n.otm" ] || fail "$o did not write every output"
+    done
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --epochs ten -o "$WORK/t.otm"
+    err_has "bad value 'ten' for --epochs (expected an integer from 1 to 1000000)"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --batch 0 -o "$WORK/t.otm"
+    err_has "bad value '0' for --batch (expected an integer from 1 to 16777216)"
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --generations 0
+    err_has "bad value '0' for --generations (expected an integer from 1 to 100000000)"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --epoch 3 -o "$WORK/t.otm"
+    err_has "unknown option '--epoch' (did you mean --epochs?"
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task pol1
+    err_has "unknown task 'pol1' (did you mean pole1?)"
+    run 2 eval "$IRIS" --config "$SRC/examples/neat/xor.ini" --task dpvn
+    err_has "unknown task 'dpvn' (did you mean dpv?)"
     err_clean
 }
 

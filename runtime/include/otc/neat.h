@@ -99,6 +99,9 @@ void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_nea
  * or "exec:PROGRAM" (an environment process, runtime/src/neat/tasks/task_exec.c; options from the
  * config's [Task]). Checks the config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
+/* The built-in tasks' names (xor, ..., dpnv; csv:FILE and exec:PROGRAM besides); returns their
+ * count. */
+int otc_neat_task_names(const char *const **names);
 void otc_neat_task_free(otc_neat_task *t);
 /* Under ctrnn, the config's ctrnn_advance_time and ctrnn_time_step where it leaves them 0:
  * both the task's action_time (OTC_ERR_CONFIG naming the keys when it has none). Call after

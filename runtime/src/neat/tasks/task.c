@@ -500,6 +500,14 @@ static otc_status check_io(const otc_neat_config *c, const char *task, int n_in,
     return OTC_OK;
 }
 
+static const char *const builtin_tasks[] = {
+    "xor", "xor:neat-python", "pole1", "pole1:neat-python", "dpv", "dpnv"};
+
+int otc_neat_task_names(const char *const **names) {
+    if (names) *names = builtin_tasks;
+    return (int)(sizeof builtin_tasks / sizeof builtin_tasks[0]);
+}
+
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
     if (!strncmp(spec, "csv:", 4)) return otc_neat_csv_task_create(spec + 4, c, out);
