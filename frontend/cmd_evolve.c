@@ -281,6 +281,12 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
+    if (config.time_constants_given && !ctrnn && !config.ctrnn)
+        return otc_cli_error("evolve",
+                             "%s sets time_constant_* keys, as neat-python's CTRNN configs do: "
+                             "add --ctrnn to evolve CTRNNs (or ctrnn = true in [DefaultGenome]), "
+                             "or remove those keys to evolve plain networks",
+                             pos[0]);
     if ((advance_time != 0 || time_step != 0) && !ctrnn && !config.ctrnn)
         return otc_cli_error("evolve", "--advance-time and --time-step are for --ctrnn");
     if ((ctrnn || config.ctrnn) &&

@@ -1060,6 +1060,19 @@ case_conventions() {
     err_clean
 }
 
+# Traps that ran and said nothing useful: a neat-python CTRNN config without --ctrnn, and a
+# neat-python XOR config (threshold on its 4 - sum err^2 scale) under --task xor.
+case_traps() {
+    local C=$SRC/tests/neat_python/configs
+    run 2 evolve "$C/single-pole-balancing_config-ctrnn" --task pole1:neat-python --generations 1
+    err_has "sets time_constant_* keys, as neat-python's CTRNN configs do: add --ctrnn"
+    run 2 evolve "$C/xor_config-feedforward" --task xor --generations 1
+    err_has "[NEAT] fitness_threshold: 3.9 is on neat-python's XOR scale"
+    err_has "use --task xor:neat-python"
+    run 1 evolve "$C/xor_config-feedforward" --task xor:neat-python --generations 1 --threads 1
+    err_clean
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2

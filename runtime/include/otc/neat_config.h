@@ -79,6 +79,9 @@ typedef struct {
      * action, e.g. the neat-python cart-pole's 0.01 s). Set by --ctrnn as well. */
     bool ctrnn;
     double ctrnn_advance_time, ctrnn_time_step;
+    /* The file sets time_constant_* keys: neat-python's CTRNN configs do (their scripts,
+     * not their configs, say ctrnn), so without ctrnn they would be ignored. */
+    bool time_constants_given;
     /* Activation names mean neat-python's functions (sigmoid(5x), tanh(2.5x), sin(5x),
      * exp(-5x^2), 0.2 softplus(5x), lelu's slope 0.005) rather than otc's: the key
      * activation_functions, else true for a config that uses no otc extension key. */

@@ -743,6 +743,9 @@ static otc_status check_config(parse_state *st) {
     resolve_activations(st);
     otc_status cs = check_ctrnn(st->file, c);
     if (cs != OTC_OK) return cs;
+    for (int i = 0; i < N_KEYS; i++)
+        if (st->seen[i] && !strncmp(keys[i].name, "time_constant_", 14))
+            c->time_constants_given = true;
     for (int i = 0; i < N_KEYS; i++) {
         if (!keys[i].required || st->seen[i]) continue;
         if (!strcmp(keys[i].name, "fitness_threshold") && c->no_fitness_termination) continue;
