@@ -85,10 +85,28 @@ typedef struct {
     int jit_steps; /* --jit-steps, -1: the policy's break-even */
     int threads;
     const char *stats, *plot, *out;
+    const char *csv; /* the csv task's file, or NULL */
     const otc_cli_file *ins;
     otc_neat_config *config;
     const otc_neat_remote *remote; /* rank 0 under mpirun; NULL otherwise */
 } evolve_args;
+
+/* The csv task's columns (as the task reads them) recorded with its champion, so `otc run`
+ * takes a file's columns by name. */
+static otc_status record_csv_columns(otc_graph *g, const char *csv, const otc_neat_config *c) {
+    if (!csv || !c->csv_header) return OTC_OK;
+    otc_csv_options o = {.header = true,
+                         .targets = c->targets[0] ? c->targets : NULL,
+                         .last_target = !c->targets[0],
+                         .sequence = c->sequence[0] ? c->sequence : NULL};
+    otc_dataset *d = NULL;
+    otc_status s = otc_csv_load(csv, &o, &d);
+    if (s == OTC_OK)
+        s = otc_cli_record_columns(g, d->feature_names, d->n_features, d->target_names,
+                                   d->n_targets);
+    otc_dataset_free(d);
+    return s;
+}
 
 /* A new or resumed population run to its end, with its statistics, plot and champion. */
 static int evolve_population(const evolve_args *a, otc_neat_task *task) {
@@ -171,6 +189,7 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
         if (a->out) {
             otc_graph *g = NULL;
             if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||
+                record_csv_columns(g, a->csv, a->config) != OTC_OK ||
                 otc_model_save(g, a->out) != OTC_OK)
                 exit_code = otc_cli_error("evolve", "%s", otc_last_error());
             else
@@ -337,8 +356,8 @@ int otc_cmd_evolve(int argc, char **argv) {
             mpi->finish(false);
         }
     }
-    evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,   jit_steps,
-                      threads, stats,      plot, out,    ins,   &config,     remote};
+    evolve_args ea = {resume,  seed_given, seed, prefix, every, generations, jit,     jit_steps,
+                      threads, stats,      plot, out,    csv,   ins,         &config, remote};
     int exit_code = evolve_population(&ea, task);
     otc_neat_task_free(task);
     if (mpi) {

@@ -1029,6 +1029,14 @@ case_columns() {
         --out "$WORK/t2.otm"
     run 2 train "$WORK/t.otm" --data "$WORK/typo.csv" --target species --out "$WORK/t3.otm"
     err_has "lacks column 'petal_width'"
+    # an evolved csv champion records them too
+    run 1 evolve "$SRC/examples/neat/circle.ini" --task "csv:$D/circle.csv" --generations 1 \
+        --threads 1 -o "$WORK/c.otm"
+    run 0 run "$WORK/c.otm" --input "$D/circle.csv" --drop inside
+    cp "$WORK/out" "$WORK/want"
+    awk -F, 'BEGIN { OFS = "," } { print $2, $1, $3 }' "$D/circle.csv" >"$WORK/cswap.csv"
+    run 0 run "$WORK/c.otm" --input "$WORK/cswap.csv"
+    cmp -s "$WORK/out" "$WORK/want" || fail "the champion read swapped columns by position"
     err_clean
 }
 
