@@ -26,7 +26,7 @@ if(TARGET otc_cli AND OTC_BASH)
             recurrent_errors import exec_task images images_errors new new_errors eval
             eval_episodes columns conventions traps)
   if(TARGET otc_compiler AND OTC_LLVM_LIB) # as frontend/CMakeLists.txt decides on --jit
-    list(APPEND cases jit images_compiled)
+    list(APPEND cases jit images_compiled bench_counts)
   endif()
   foreach(case ${cases})
     add_test(NAME cli_${case}

@@ -1081,6 +1081,28 @@ case_traps() {
     err_clean
 }
 
+# otc bench: neurons and connections of a layered model (counted by hand below), the median
+# of --repeat blocks with its spread, compile time reported apart by otc train --jit.
+case_bench_counts() {
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 -o "$WORK/m.otm"
+    run 0 bench "$WORK/m.otm" --no-c --repeat 3 --block-ms 1
+    out_has "35 neurons, 368 connections" # 16+16+3; 4*16 + 16*16 + 16*3
+    out_has "median of 3 blocks"
+    out_has "spread"
+    # conv 2x6x6 outputs of 9 weights, pooled to 2x3x3, then 18-4-2: 72+4+2 neurons,
+    # 72*9 + 18*4 + 4*2 connections
+    run 0 new cnn --input 1x8x8 --spec c2k3-p2-f4 --outputs 2 -o "$WORK/c.otm"
+    run 0 bench "$WORK/c.otm" --no-c --repeat 3 --block-ms 1 --json
+    out_has '"neurons": 78, "connections": 728'
+    out_has '"repeat": 3'
+    run 2 bench "$WORK/m.otm" --repeat 2
+    err_has "bad value '2' for --repeat (expected an integer from 3 to 1001)"
+    run 0 train "$WORK/m.otm" --data "$SRC/examples/data/iris.csv" --target species --epochs 2 \
+        --jit -o "$WORK/t.otm"
+    out_has "compiled in "
+    err_clean
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2
