@@ -206,7 +206,8 @@ TEST(graph_inference_drops_loss_and_target) {
     CHECK(otc_graph_meta_get(inf, "about") != NULL);
     for (int i = 0; i < otc_graph_size(inf); i++) CHECK(otc_graph_node(inf, i)->op != OTC_OP_MSE);
     CHECK(otc_graph_is_recurrent(inf));
-    /* two steps by hand: y1 = x W, y2 = x W + y1 = 2 x W; x = (1, 2, 3): x W = (5.5, 1.75) */
+    /* two steps by hand: y1 = x W, y2 = x W + y1 = 2 x W; x = (1, 2, 3), W's rows (0.5, -1),
+     * (2, 0.25), (1.5, -0.75): x W = (0.5 + 4 + 4.5, -1 + 0.5 - 2.25) = (9, -2.75) */
     otc_executor *ex = otc_interpreter_new(inf, NULL);
     REQUIRE(ex);
     const float xv[3] = {1, 2, 3};
@@ -214,11 +215,11 @@ TEST(graph_inference_drops_loss_and_target) {
     otc_id yo = otc_graph_output(inf, 0);
     REQUIRE(otc_exec_set_input(ex, otc_graph_input(inf, 0), xv, 1) == OTC_OK);
     REQUIRE(otc_exec_forward(ex) == OTC_OK && otc_exec_value(ex, yo, &out, NULL) == OTC_OK);
-    CHECK_NEAR(out[0], 5.5, 1e-6);
-    CHECK_NEAR(out[1], 1.75, 1e-6);
+    CHECK_NEAR(out[0], 9, 1e-6);
+    CHECK_NEAR(out[1], -2.75, 1e-6);
     REQUIRE(otc_exec_forward(ex) == OTC_OK && otc_exec_value(ex, yo, &out, NULL) == OTC_OK);
-    CHECK_NEAR(out[0], 11, 1e-6);
-    CHECK_NEAR(out[1], 3.5, 1e-6);
+    CHECK_NEAR(out[0], 18, 1e-6);
+    CHECK_NEAR(out[1], -5.5, 1e-6);
     otc_exec_free(ex);
     otc_graph_free(inf);
     /* a graph whose only output is its loss has no inference graph */
