@@ -157,7 +157,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist: %s\n", otc_last_error());
         return 2;
     }
-    int model_size = otc_graph_size(g); /* the nodes saved; labels and loss are for training */
     otc_id labels = otc_input(g, "label", otc_shape_2d(OTC_BATCH, 1));
     otc_id loss = otc_softmax_ce(g, logits, labels);
     otc_executor *ex = otc_interpreter_new(g, NULL);
@@ -221,13 +220,16 @@ int main(int argc, char **argv) {
     otc_exec_sync_params(ex);
     otc_exec_free(ex);
     if (o.save) {
-        /* the model alone: image -> logits, with the trained weights */
-        if (otc_graph_truncate(g, model_size) || otc_model_save(g, o.save)) {
+        /* the model alone: image -> logits, with the trained weights (labels and loss are
+         * for training) */
+        otc_graph *model = otc_graph_inference(g);
+        if (!model || otc_model_save(model, o.save)) {
             fprintf(stderr, "fashion_mnist: %s\n", otc_last_error());
             rc = 2;
         } else {
             printf("fashion_mnist: wrote %s\n", o.save);
         }
+        otc_graph_free(model);
     }
     otc_graph_free(g);
     otc_dataset_free(train);

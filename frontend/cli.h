@@ -21,8 +21,16 @@ typedef enum {
     OTC_OPT_STRING, /* const char * */
     OTC_OPT_INT,    /* int */
     OTC_OPT_U64,    /* uint64_t */
-    OTC_OPT_FLOAT   /* double */
+    OTC_OPT_FLOAT,  /* double */
+    OTC_OPT_RANGE   /* int within a range: dest is an otc_opt_range (OTC_RANGE) */
 } otc_opt_kind;
+
+/* An integer option's destination and the values it may take, which its errors state. */
+typedef struct {
+    int *value;
+    int min, max;
+} otc_opt_range;
+#define OTC_RANGE(var, lo, hi) (&(otc_opt_range){&(var), (lo), (hi)})
 
 typedef struct {
     const char *name; /* "--epochs" (a short alias after a comma: "--output,-o") */
@@ -86,7 +94,34 @@ typedef struct {
     int header;           /* 1 yes, 0 no, -1 guess from the first two lines */
     bool skip_targets;    /* the target columns are only left out: their cells are not read */
     const char *sequence; /* the sequence-id column (otc_cli_load_seq_csv) or NULL */
+    /* With a header and no features list: the model whose recorded columns
+     * (otc_cli_record_columns) are taken by name, whatever their order in the file; NULL
+     * takes the columns by position */
+    const otc_graph *model;
+    const char *model_path;
+    bool *had_header; /* out, optional: the file's first line named the columns */
 } otc_cli_csv;
+
+/* ---- a model's columns (cli_columns.c) ---- */
+/* Records in g's metadata ("columns") the CSV columns it is trained on. */
+otc_status otc_cli_record_columns(otc_graph *g, char *const *features, int n_features,
+                                  char *const *targets, int n_targets);
+/* Matches the header of a CSV (text, its first line) against the columns recorded in g: sets
+ * *features to the recorded features as a column list by name (the caller frees it), or NULL
+ * when g records none. A recorded feature missing from the header, or a header column that is
+ * neither a recorded feature nor target nor the sequence column, is an error naming them
+ * (OTC_EXIT_USAGE). */
+int otc_cli_match_columns(const char *cmd, const char *path, const char *text, size_t len,
+                          const otc_graph *g, const char *model_path, const char *sequence,
+                          char **features);
+
+/* ---- "did you mean" (cli_suggest.c) ---- */
+/* The name of names[0..n) closest to word by edit distance, when close enough to be a typo
+ * (at most a third of its letters, 1 to 3); NULL otherwise. */
+const char *otc_cli_closest(const char *word, const char *const *names, int n);
+/* Refuses a --task name that is a typo of a built-in task's, suggesting it (OTC_EXIT_USAGE);
+ * 0 otherwise (otc_neat_task_create judges the rest). */
+int otc_cli_check_task(const char *cmd, const char *spec);
 
 /* Loads a CSV of numbers; errors as for otc_cli_load_model. */
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out);

@@ -211,3 +211,27 @@ char *otc_bench_export(const otc_graph *g, otc_id loss, int batch, bool train,
     cJSON_Delete(root);
     return text;
 }
+
+void otc_bench_count_units(const otc_graph *g, long long *neurons, long long *connections) {
+    long long n = 0, c = 0;
+    for (otc_id id = 0; id < otc_graph_size(g); id++) {
+        const otc_node *nd = otc_graph_node(g, id);
+        if (nd->op == OTC_OP_NEURON) {
+            n++;
+            c += nd->n_inputs - 2;
+        } else if (nd->op == OTC_OP_MATMUL) {
+            const otc_node *w = otc_graph_node(g, nd->inputs[1]);
+            if (w->op != OTC_OP_PARAMETER || w->shape.ndim != 2) continue;
+            n += w->shape.dim[1];
+            c += (long long)w->shape.dim[0] * w->shape.dim[1];
+        } else if (nd->op == OTC_OP_CONV2D) {
+            /* per sample: out channels x OH x OW neurons, each reading C/groups x KH x KW */
+            const otc_node *w = otc_graph_node(g, nd->inputs[1]);
+            long long outs = (long long)otc_shape_size(nd->shape); /* the batch not counted */
+            n += outs;
+            c += outs * (long long)(otc_shape_size(w->shape) / (size_t)w->shape.dim[0]);
+        }
+    }
+    *neurons = n;
+    *connections = c;
+}

@@ -25,6 +25,11 @@ typedef struct {
     size_t params_bytes;
 } otc_bench_c;
 
+/* Neurons and connections of any graph: a Neuron node is one neuron with one connection per
+ * source; a layer's product x W (W a Parameter [K, N]) is N neurons and K*N connections; a
+ * Conv2d is one neuron per output value, each with its window's weights. */
+void otc_bench_count_units(const otc_graph *g, long long *neurons, long long *connections);
+
 /* Render g (a training step for loss when train) and build it. The C compiler's messages
  * go to stderr; false with a message on failure. */
 bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, bool train, otc_id loss,

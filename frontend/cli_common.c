@@ -42,12 +42,17 @@ bool otc_cli_interactive(void) {
     return isatty(STDERR_FILENO) != 0;
 }
 
-/* Does argument `arg` name option `opt` (its long name or its alias after a comma)? */
+/* Does argument `arg` name option `spec` (its long name or an alias after a comma:
+ * "--out,--output,-o")? */
 static bool names_option(const char *spec, const char *arg) {
-    const char *comma = strchr(spec, ',');
-    size_t first = comma ? (size_t)(comma - spec) : strlen(spec);
-    if (strlen(arg) == first && !strncmp(spec, arg, first)) return true;
-    return comma && !strcmp(comma + 1, arg);
+    size_t len = strlen(arg);
+    for (const char *p = spec; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, arg, n)) return true;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return false;
 }
 
 static void print_help(const char *cmd, const char *synopsis, const otc_opt *opts, int n) {
@@ -102,6 +107,17 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
         otc_cli_error(cmd, "bad value '%s' for %s (expected an integer from %d to %d)", v, o->name,
                       INT_MIN, INT_MAX);
         return OTC_EXIT_USAGE;
+    case OTC_OPT_RANGE: {
+        const otc_opt_range *r = o->dest;
+        int x;
+        if (otc_cli_parse_int(v, &x) && x >= r->min && x <= r->max) {
+            *r->value = x;
+            return 0;
+        }
+        otc_cli_error(cmd, "bad value '%s' for %s (expected an integer from %d to %d)", v, o->name,
+                      r->min, r->max);
+        return OTC_EXIT_USAGE;
+    }
     case OTC_OPT_U64:
         if (otc_cli_parse_u64(v, (uint64_t *)o->dest)) return 0;
         otc_cli_error(cmd, "bad value '%s' for %s (expected an integer from 0 to %" PRIu64 ")", v,
@@ -118,6 +134,27 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
     }
     otc_cli_error(cmd, "bad value '%s' for %s (try 'otc %s --help')", v, o->name, cmd);
     return OTC_EXIT_USAGE;
+}
+
+/* "unknown option", with the closest of the command's option names when one is near. */
+static int unknown_option(const char *cmd, const otc_opt *opts, int n_opts, const char *name) {
+    const char *names[256];
+    char copies[256][64];
+    int n = 0;
+    for (int k = 0; k < n_opts; k++)
+        for (const char *p = opts[k].name; *p && n < 256;) {
+            size_t len = strcspn(p, ",");
+            snprintf(copies[n], sizeof copies[n], "%.*s", (int)len, p);
+            names[n] = copies[n];
+            n++;
+            p += len;
+            if (*p == ',') p++;
+        }
+    const char *near = otc_cli_closest(name, names, n);
+    if (near)
+        return otc_cli_error(cmd, "unknown option '%s' (did you mean %s? try 'otc %s --help')",
+                             name, near, cmd);
+    return otc_cli_error(cmd, "unknown option '%s' (try 'otc %s --help')", name, cmd);
 }
 
 int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, int n_opts, int argc,
@@ -147,8 +184,7 @@ int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, in
             const otc_opt *o = NULL;
             for (int k = 0; k < n_opts && !o; k++)
                 if (names_option(opts[k].name, name)) o = &opts[k];
-            if (!o)
-                return otc_cli_error(cmd, "unknown option '%s' (try 'otc %s --help')", name, cmd);
+            if (!o) return unknown_option(cmd, opts, n_opts, name);
             if (o->kind == OTC_OPT_FLAG) {
                 if (value) return otc_cli_error(cmd, "%s takes no value", name);
                 *(bool *)o->dest = true;

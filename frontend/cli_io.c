@@ -138,6 +138,16 @@ static char *read_all(const char *cmd, const char *path, size_t *len) {
     return text;
 }
 
+/* The model's recorded columns by name, when the file has a header and no list was given. */
+static int match_model(const char *cmd, const char *path, const char *text, size_t len,
+                       const otc_cli_csv *opt, bool header, char **by_name) {
+    *by_name = NULL;
+    if (opt->had_header) *opt->had_header = header;
+    if (!header || !opt->model || opt->features) return 0;
+    return otc_cli_match_columns(cmd, path, text, len, opt->model, opt->model_path, opt->sequence,
+                                 by_name);
+}
+
 int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, otc_dataset **out) {
     *out = NULL;
     size_t len = 0;
@@ -146,7 +156,15 @@ int otc_cli_load_csv(const char *cmd, const char *path, const otc_cli_csv *opt, 
     otc_csv_options o = {
         .targets = opt->targets, .features = opt->features, .skip_targets = opt->skip_targets};
     o.header = opt->header < 0 ? otc_cli_csv_has_header(text, len) : opt->header != 0;
+    char *by_name = NULL;
+    int rc = match_model(cmd, path, text, len, opt, o.header, &by_name);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    if (by_name) o.features = by_name;
     otc_status st = otc_csv_parse(text, len, path, &o, out);
+    free(by_name);
     free(text);
     if (st != OTC_OK) return otc_cli_error_file(cmd, path);
     return 0;
@@ -163,9 +181,17 @@ int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *o
                          .skip_targets = opt->skip_targets,
                          .sequence = opt->sequence};
     o.header = opt->header < 0 ? otc_cli_csv_has_header(text, len) : opt->header != 0;
+    char *by_name = NULL;
+    int rc = match_model(cmd, path, text, len, opt, o.header, &by_name);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    if (by_name) o.features = by_name;
     /* the parser refuses cells that are not finite numbers and files without rows, so every
      * sequence has steps; the check stays as the one statement of what a run needs */
     otc_status st = otc_seq_csv_parse(text, len, path, &o, out);
+    free(by_name);
     free(text);
     if (st == OTC_OK) st = otc_seq_dataset_check(*out, path);
     if (st != OTC_OK) {

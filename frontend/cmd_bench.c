@@ -72,9 +72,10 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Median over 7 blocks of the time per call, in microseconds; each block runs long enough
- * (block_ms) that the clock's resolution does not matter. */
-static double median_us(job *j, double block_ms) {
+/* Median over `repeat` blocks of the time per call, in microseconds, and their spread (half
+ * the range between the fastest and slowest block, in % of the median); each block runs long
+ * enough (block_ms) that the clock's resolution does not matter. */
+static double median_us(job *j, double block_ms, int repeat, double *spread_pct) {
     run(j); /* warm: buffers, first-touch, compile of a lazily built plan */
     int k = 1;
     for (;;) {
@@ -84,14 +85,21 @@ static double median_us(job *j, double block_ms) {
         if (dt >= block_ms * 1e3 || k >= (1 << 24)) break;
         k = dt > 0 ? (int)fmin((double)k * 2.0, ceil(k * block_ms * 1e3 / dt * 1.2)) : k * 2;
     }
-    double t[7];
-    for (int b = 0; b < 7; b++) {
+    double *t = malloc((size_t)repeat * sizeof *t);
+    if (!t) {
+        j->failed++;
+        return 0;
+    }
+    for (int b = 0; b < repeat; b++) {
         double t0 = now_us();
         for (int i = 0; i < k; i++) run(j);
         t[b] = (now_us() - t0) / k;
     }
-    qsort(t, 7, sizeof t[0], cmp_double);
-    return t[3];
+    qsort(t, (size_t)repeat, sizeof t[0], cmp_double);
+    double med = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+    *spread_pct = med > 0 ? 50 * (t[repeat - 1] - t[0]) / med : 0;
+    free(t);
+    return med;
 }
 
 /* The plan's rows of one stream, assembled from the per-Input data. */
@@ -114,7 +122,7 @@ static float *rows_for(const otc_plan *p, otc_io_stream stream, otc_graph *g, fl
 
 typedef struct {
     const char *name;
-    double us;
+    double us, spread; /* median per call; half the blocks' range in % of it */
     bool ran;
 } result;
 
@@ -154,12 +162,12 @@ static uint64_t bench_memory(const otc_graph *g, int batch, bool train, otc_id l
 }
 
 int otc_cmd_bench(int argc, char **argv) {
-    int batch = 1, random_n = 0, connections = 0, seed = 1;
+    int batch = 1, random_n = 0, connections = 0, seed = 1, repeat = 7;
     bool train = false, json = false, no_c = false, no_jit = false, no_blas = false;
     const char *export_path = NULL, *optim = "adam";
     double lr = 0.001, block_ms = 20.0;
     const otc_opt opts[] = {
-        {"--batch", OTC_OPT_INT, &batch, "B: samples per call (default 1)"},
+        {"--batch", OTC_OPT_RANGE, OTC_RANGE(batch, 1, 1 << 20), "B: samples per call (default 1)"},
         {"--train", OTC_OPT_FLAG, &train,
          "time a training step (forward, backward, optimiser) instead of forward"},
         {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: with --train (default adam)"},
@@ -174,6 +182,8 @@ int otc_cmd_bench(int argc, char **argv) {
         {"--no-blas", OTC_OPT_FLAG, &no_blas,
          "the JIT generates every dense product itself (no OpenBLAS calls)"},
         {"--block-ms", OTC_OPT_FLOAT, &block_ms, "MS: length of one timed block (default 20)"},
+        {"--repeat", OTC_OPT_RANGE, OTC_RANGE(repeat, 3, 1001),
+         "N: timed blocks per backend: their median is reported, with the spread (default 7)"},
         {"--json", OTC_OPT_FLAG, &json, "print the figures as one JSON object"},
         {"--export", OTC_OPT_STRING, &export_path,
          "FILE.json: the graph, weights and figures for bench/torch_compare.py"},
@@ -218,11 +228,8 @@ int otc_cmd_bench(int argc, char **argv) {
         if (!g) return otc_cli_error("bench", "random graph: %s", otc_last_error());
         snprintf(what, sizeof what, "random evolved-style graph (seed %d)", seed);
     }
-    int neurons = 0, links = 0;
-    for (otc_id id = 0; id < otc_graph_size(g); id++) {
-        const otc_node *nd = otc_graph_node(g, id);
-        if (nd->op == OTC_OP_NEURON) neurons++, links += nd->n_inputs - 2;
-    }
+    long long neurons = 0, links = 0;
+    otc_bench_count_units(g, &neurons, &links);
     otc_id loss = -1, target = -1;
     otc_optim_config oc = otc_optim_defaults((otc_optim_kind)okind);
     oc.lr = (float)lr;
@@ -257,10 +264,10 @@ int otc_cmd_bench(int argc, char **argv) {
     }
 
     enum { INTERP, JIT, JIT_FAST, EMITTED_C, N_BACKENDS };
-    result res[N_BACKENDS] = {{"interpreter", 0, false},
-                              {"jit", 0, false},
-                              {"jit, fast tier", 0, false},
-                              {"emitted C", 0, false}};
+    result res[N_BACKENDS] = {{"interpreter", 0, 0, false},
+                              {"jit", 0, 0, false},
+                              {"jit, fast tier", 0, 0, false},
+                              {"emitted C", 0, 0, false}};
     otc_jit_stats js = {0}, jfs = {0};
     double library_ms = 0;
     otc_bench_c cb = {0};
@@ -312,7 +319,7 @@ int otc_cmd_bench(int argc, char **argv) {
         jb.ex = timed[i];
         jb.opt = timed_opt[i];
         jb.failed = 0;
-        res[i].us = median_us(&jb, block_ms);
+        res[i].us = median_us(&jb, block_ms, repeat, &res[i].spread);
         res[i].ran = jb.failed == 0;
     }
     /* After the runs: code compiled on first use (the single-sample code) counts too. */
@@ -346,7 +353,7 @@ int otc_cmd_bench(int argc, char **argv) {
         if (in_rows && t_rows && o_rows && lv && ws && (!train || params)) {
             job jc = {g,       NULL,   NULL,   loss, out, batch,  n_in,      in_ids, data, &cb,
                       in_rows, t_rows, o_rows, lv,   ws,  params, (float)lr, train,  0};
-            res[EMITTED_C].us = median_us(&jc, block_ms);
+            res[EMITTED_C].us = median_us(&jc, block_ms, repeat, &res[EMITTED_C].spread);
             res[EMITTED_C].ran = jc.failed == 0;
         }
         free(in_rows);
@@ -378,28 +385,31 @@ int otc_cmd_bench(int argc, char **argv) {
         snprintf(j_ratio, sizeof j_ratio, "%.4g", per[INTERP] / per[JIT]);
     }
     snprintf(figures, sizeof figures,
-             "{\"model\": \"%s\", \"nodes\": %d, \"neurons\": %d, \"connections\": %d, "
+             "{\"model\": \"%s\", \"nodes\": %d, \"neurons\": %lld, \"connections\": %lld, "
              "\"batch\": %d, \"mode\": \"%s\", \"host_cpu\": \"%s\", \"lanes\": %d, "
              "\"interpreter_us_per_sample\": %.6g, \"jit_us_per_sample\": %s, "
              "\"c_us_per_sample\": %s, \"jit_compile_ms\": %s, \"c_build_ms\": %s, "
              "\"jit_fast_us_per_sample\": %s, \"jit_fast_compile_ms\": %s, "
-             "\"jit_math_library_ms\": %s, \"jit_vs_interpreter\": %s, \"jit_vs_c\": %s}",
+             "\"jit_math_library_ms\": %s, \"jit_vs_interpreter\": %s, \"jit_vs_c\": %s, "
+             "\"repeat\": %d, \"interpreter_spread_pct\": %.3g, \"jit_spread_pct\": %.3g}",
              pos[0] ? "file" : "random", otc_graph_size(g), neurons, links, batch,
              train ? "train" : "forward", otc_jit_host_cpu(), js.lanes, per[INTERP], j_us, c_us,
-             j_ms, c_ms, jf_us, jf_ms, lib_ms, j_ratio, c_ratio);
+             j_ms, c_ms, jf_us, jf_ms, lib_ms, j_ratio, c_ratio, repeat, res[INTERP].spread,
+             res[JIT].spread);
     if (json) {
         printf("%s\n", figures);
     } else {
-        printf("otc bench: %s\n  %d nodes, %d neurons, %d connections; batch %d; %s; %s, %d "
-               "lanes\n\n",
+        printf("otc bench: %s\n  %d nodes, %lld neurons, %lld connections; batch %d; %s; %s, %d "
+               "lanes; median of %d blocks\n\n",
                what, otc_graph_size(g), neurons, links, batch,
                train ? "training step (forward, backward, update)" : "forward", otc_jit_host_cpu(),
-               js.lanes);
-        printf("  %-15s %14s %16s %16s\n", "backend", "us/sample", "samples/s", "vs interpreter");
+               js.lanes, repeat);
+        printf("  %-15s %14s %8s %16s %16s\n", "backend", "us/sample", "spread", "samples/s",
+               "vs interpreter");
         for (int i = 0; i < N_BACKENDS; i++) {
             if (!res[i].ran) continue;
-            printf("  %-15s %14.4f %16.0f %15.1fx", res[i].name, per[i], 1e6 / per[i],
-                   per[INTERP] / per[i]);
+            printf("  %-15s %14.4f %7.1f%% %16.0f %15.1fx", res[i].name, per[i], res[i].spread,
+                   1e6 / per[i], per[INTERP] / per[i]);
             if (i == JIT) printf("   compile %.1f ms", js.compile_ms);
             if (i == JIT_FAST) printf("   compile %.1f ms", jfs.compile_ms);
             if (i == EMITTED_C) printf("   cc -O3 -march=native %.0f ms", cb.build_ms);

@@ -98,6 +98,7 @@ typedef struct {
     const char *maze_svg;
     int max_connections;
     double max_cost;
+    const char *csv;           /* the csv task's file, or NULL */
     const otc_cli_file *files; /* N_EVOLVE_INS inputs, then the outputs */
     otc_neat_config *config;
     const otc_neat_remote *remote; /* rank 0 under mpirun; NULL otherwise */
@@ -151,6 +152,23 @@ static int reevaluate(const evolve_args *a, const otc_neat_genome *champ) {
     printf("%s: champion fitness %.6g%s (re-evaluated, no further evolution)\n",
            a->reevaluate->name, ev.fitness, ev.solved ? ", solved" : "");
     return OTC_EXIT_OK;
+}
+
+/* The csv task's columns (as the task reads them) recorded with its champion, so `otc run`
+ * takes a file's columns by name. */
+static otc_status record_csv_columns(otc_graph *g, const char *csv, const otc_neat_config *c) {
+    if (!csv || !c->csv_header) return OTC_OK;
+    otc_csv_options o = {.header = true,
+                         .targets = c->targets[0] ? c->targets : NULL,
+                         .last_target = !c->targets[0],
+                         .sequence = c->sequence[0] ? c->sequence : NULL};
+    otc_dataset *d = NULL;
+    otc_status s = otc_csv_load(csv, &o, &d);
+    if (s == OTC_OK)
+        s = otc_cli_record_columns(g, d->feature_names, d->n_features, d->target_names,
+                                   d->n_targets);
+    otc_dataset_free(d);
+    return s;
 }
 
 /* A new or resumed population run to its end, with its statistics, plot and champion. */
@@ -238,6 +256,7 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
         if (a->out) {
             otc_graph *g = NULL;
             if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||
+                record_csv_columns(g, a->csv, a->config) != OTC_OK ||
                 otc_model_save(g, a->out) != OTC_OK)
                 exit_code = otc_cli_error("evolve", "%s", otc_last_error());
             else
@@ -302,16 +321,18 @@ int otc_cmd_evolve(int argc, char **argv) {
          "DT: ...in steps of DT seconds (CTRNN.advance's time_step)"},
         {"--seed", OTC_OPT_STRING, &seed_text,
          "N: random seed (default: the config's [NEAT] seed, else 1)"},
-        {"--generations", OTC_OPT_INT, &generations, "G: stop after G generations (default 300)"},
-        {"--threads", OTC_OPT_INT, &threads,
+        {"--generations", OTC_OPT_RANGE, OTC_RANGE(generations, 1, 100000000),
+         "G: stop after G generations (default 300)"},
+        {"--threads", OTC_OPT_RANGE, OTC_RANGE(threads, 0, MAX_THREADS),
          "T: evaluation threads, 1 to " MAX_THREADS_TEXT " (default 0: one per core)"},
-        {"--checkpoint-every", OTC_OPT_INT, &every, "K: write a checkpoint every K generations"},
+        {"--checkpoint-every", OTC_OPT_RANGE, OTC_RANGE(every, 0, 100000000),
+         "K: write a checkpoint every K generations"},
         {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
          "P: checkpoints go to P<generation>.json (default neat-checkpoint-)"},
         {"--resume", OTC_OPT_STRING, &resume, "FILE: continue from a checkpoint"},
         {"--stats", OTC_OPT_STRING, &stats, "FILE.csv: per-generation statistics"},
         {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: best and mean fitness per generation"},
-        {"--out,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
+        {"--out,--output,-o", OTC_OPT_STRING, &out, "FILE.otm: where to save the champion"},
         {"--front", OTC_OPT_STRING, &front,
          "DIR: the run's Pareto front over the config's objectives: each member as a model, "
          "front.csv, front.svg, and the chosen member as chosen.otm"},
@@ -330,7 +351,7 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--jit", OTC_OPT_FLAG, &jit,
          "compile genomes with LLVM when their evaluation or training work makes it pay "
          "(the same results)"},
-        {"--jit-steps", OTC_OPT_INT, &jit_steps,
+        {"--jit-steps", OTC_OPT_RANGE, OTC_RANGE(jit_steps, 0, INT_MAX),
          "N: with --jit, compile every genome that runs N steps (default: those large enough "
          "to gain, after the measured break-even)"},
         {"--reevaluate", OTC_OPT_STRING, &reevaluate_spec,
@@ -391,9 +412,16 @@ int otc_cmd_evolve(int argc, char **argv) {
                                   N_EVOLVE_FILES - N_EVOLVE_INS)))
         return rc;
 
+    if ((rc = otc_cli_check_task("evolve", task_spec))) return rc;
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
+    if (config.time_constants_given && !ctrnn && !config.ctrnn)
+        return otc_cli_error("evolve",
+                             "%s sets time_constant_* keys, as neat-python's CTRNN configs do: "
+                             "add --ctrnn to evolve CTRNNs (or ctrnn = true in [DefaultGenome]), "
+                             "or remove those keys to evolve plain networks",
+                             pos[0]);
     if ((advance_time != 0 || time_step != 0) && !ctrnn && !config.ctrnn)
         return otc_cli_error("evolve", "--advance-time and --time-step are for --ctrnn");
     if ((ctrnn || config.ctrnn) &&
@@ -465,6 +493,7 @@ int otc_cmd_evolve(int argc, char **argv) {
                       .stats = stats,
                       .plot = plot,
                       .out = out,
+                      .csv = csv,
                       .front = front,
                       .maze_svg = maze_svg,
                       .max_connections = max_connections,

@@ -22,7 +22,7 @@ int otc_cmd_import(int argc, char **argv) {
     double advance = 0, step = 0;
     bool state_io = false;
     const otc_opt opts[] = {
-        {"--output,-o", OTC_OPT_STRING, &out, "FILE.otm: the model to write"},
+        {"--out,--output,-o", OTC_OPT_STRING, &out, "FILE.otm: the model to write"},
         {"--advance-time", OTC_OPT_FLOAT, &advance,
          "T: neat-python ctrnn: the time each row advances the network (CTRNN.advance's "
          "advance_time; "

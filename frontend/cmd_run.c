@@ -135,14 +135,14 @@ int otc_cmd_run(int argc, char **argv) {
         {"--data", OTC_OPT_STRING, &data,
          "idx:DIR: instead of --input, DIR's IDX test images (t10k-*, pixels scaled to [0, 1]); "
          "the accuracy against their labels goes to standard error"},
-        {"--output,-o", OTC_OPT_STRING, &output,
+        {"--out,--output,-o", OTC_OPT_STRING, &output,
          "FILE.csv: where to write the outputs (default: standard output)"},
         {"--features", OTC_OPT_STRING, &features,
          "COLS: the input columns, by name or 0-based index (default: all)"},
         {"--drop", OTC_OPT_STRING, &drop, "COLS: columns to leave out (e.g. the labels)"},
         {"--argmax", OTC_OPT_FLAG, &argmax,
          "add a 'class' column: the index of the largest first output"},
-        {"--batch", OTC_OPT_INT, &batch,
+        {"--batch", OTC_OPT_RANGE, OTC_RANGE(batch, 1, 1 << 24),
          "N: rows per forward pass (default 256; a recurrent model runs its steps one by one)"},
         {"--sequence", OTC_OPT_STRING, &sequence,
          "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
@@ -204,6 +204,10 @@ int otc_cmd_run(int argc, char **argv) {
                                             : -1};
     /* A model with state runs the rows as time steps; any other, as independent samples. */
     bool recurrent = otc_graph_is_recurrent(g);
+    if (!drop) { /* columns by the names the model was trained on (--drop: by hand) */
+        co.model = g;
+        co.model_path = pos[0];
+    }
     if (sequence && !recurrent) {
         rc = otc_cli_needs_recurrent("run", pos[0], "--sequence");
         goto done;

@@ -108,7 +108,7 @@ int otc_cmd_viz(int argc, char **argv) {
     const char *out = NULL, *format = NULL, *title = NULL;
     bool weights = false, group = false, params = false, top_down = false, plan = false;
     const otc_opt opts[] = {
-        {"--output,-o", OTC_OPT_STRING, &out,
+        {"--out,--output,-o", OTC_OPT_STRING, &out,
          "FILE: where to write (.svg, .png or .dot; '-' is standard output)"},
         {"--format", OTC_OPT_STRING, &format, "svg|png|dot: output format (default: from FILE)"},
         {"--weights", OTC_OPT_FLAG, &weights,

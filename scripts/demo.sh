@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 scripts/install-deps.sh --bench
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DOTC_WERROR=ON >/dev/null
 cmake --build build/release -j "$(nproc)" >/dev/null
 otc=$root/build/release/otc
 out=$root/build/demo

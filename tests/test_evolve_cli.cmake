@@ -43,7 +43,7 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       seed_overflow_exits_2
       "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 99999999999999999999999 && has err \"bad value '99999999999999999999999' for --seed\""
       threads_negative_exits_2
-      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --threads -1 && has err '--threads must be from 1 to'"
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --threads -1 && has err 'expected an integer from 0 to 1024'"
       task_csv_without_path_exits_2
       "expect 2 '${otc}' evolve '${examples}/xor.ini' --task csv: && has err 'csv:FILE'"
       generations_overflow_exits_2

@@ -181,3 +181,52 @@ TEST(graph_deep_chain_topo_order) {
     free(order);
     otc_graph_free(g);
 }
+
+/* A training graph's inference graph: the loss and the target it alone reads are gone, the
+ * rest (a recurrent state included) computes what the training graph's output computed. */
+TEST(graph_inference_drops_loss_and_target) {
+    otc_graph *g = otc_graph_new();
+    REQUIRE(g);
+    const float w0[6] = {0.5f, -1, 2, 0.25f, 1.5f, -0.75f};
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
+    otc_id w = otc_param(g, "w", otc_shape_2d(3, 2), w0);
+    otc_id d = otc_delay(g, "h", otc_shape_2d(OTC_BATCH, 2));
+    otc_id y = otc_add(g, otc_matmul(g, x, w), d);
+    REQUIRE(y >= 0 && otc_graph_set_input(g, d, 0, y) == OTC_OK);
+    REQUIRE(otc_graph_set_name(g, y, "y") == OTC_OK && otc_graph_mark_output(g, y) == OTC_OK);
+    otc_id t = otc_input(g, "target", otc_shape_2d(OTC_BATCH, 2));
+    otc_id loss = otc_mse(g, y, t);
+    REQUIRE(loss >= 0 && otc_graph_mark_output(g, loss) == OTC_OK);
+    REQUIRE(otc_graph_meta_set(g, "about", "{}") == OTC_OK);
+
+    otc_graph *inf = otc_graph_inference(g);
+    REQUIRE(inf);
+    CHECK(otc_graph_input_count(inf) == 1 && otc_graph_find(inf, "target") < 0);
+    CHECK(otc_graph_output_count(inf) == 1);
+    CHECK(otc_graph_meta_get(inf, "about") != NULL);
+    for (int i = 0; i < otc_graph_size(inf); i++) CHECK(otc_graph_node(inf, i)->op != OTC_OP_MSE);
+    CHECK(otc_graph_is_recurrent(inf));
+    /* two steps by hand: y1 = x W, y2 = x W + y1 = 2 x W; x = (1, 2, 3), W's rows (0.5, -1),
+     * (2, 0.25), (1.5, -0.75): x W = (0.5 + 4 + 4.5, -1 + 0.5 - 2.25) = (9, -2.75) */
+    otc_executor *ex = otc_interpreter_new(inf, NULL);
+    REQUIRE(ex);
+    const float xv[3] = {1, 2, 3};
+    const float *out;
+    otc_id yo = otc_graph_output(inf, 0);
+    REQUIRE(otc_exec_set_input(ex, otc_graph_input(inf, 0), xv, 1) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK && otc_exec_value(ex, yo, &out, NULL) == OTC_OK);
+    CHECK_NEAR(out[0], 9, 1e-6);
+    CHECK_NEAR(out[1], -2.75, 1e-6);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK && otc_exec_value(ex, yo, &out, NULL) == OTC_OK);
+    CHECK_NEAR(out[0], 18, 1e-6);
+    CHECK_NEAR(out[1], -5.5, 1e-6);
+    otc_exec_free(ex);
+    otc_graph_free(inf);
+    /* a graph whose only output is its loss has no inference graph */
+    otc_graph *bare = otc_graph_new();
+    otc_id a = otc_input(bare, "a", otc_shape_2d(OTC_BATCH, 1));
+    REQUIRE(otc_graph_mark_output(bare, otc_mse(bare, a, a)) == OTC_OK);
+    CHECK(otc_graph_inference(bare) == NULL);
+    otc_graph_free(bare);
+    otc_graph_free(g);
+}

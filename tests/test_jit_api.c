@@ -487,6 +487,49 @@ TEST(jit_optimiser_updates_match_interpreter_bit_for_bit) {
     }
 }
 
+/* A model saved after JIT training holds the trained weights without a call to
+ * otc_exec_sync_params, and so does the graph once the executor is freed: the reference is the
+ * interpreter's training of the same graph (bit for bit, as the test above shows). */
+TEST(jit_save_after_training_holds_trained_weights) {
+    const float init[3] = {0.75f, -1.5f, 2.25f};
+    otc_graph *gi = otc_graph_new(), *gj = otc_graph_new();
+    otc_id wi = otc_param(gi, "w", otc_shape_1d(3), init);
+    otc_id wj = otc_param(gj, "w", otc_shape_1d(3), init);
+    otc_id li = otc_sum(gi, otc_mul(gi, wi, wi)), lj = otc_sum(gj, otc_mul(gj, wj, wj));
+    NEED(li >= 0 && lj >= 0);
+    otc_executor *in = otc_interpreter_new(gi, NULL), *jit = otc_jit_executor_new(gj, NULL);
+    otc_optim_config cfg = otc_optim_defaults(OTC_OPTIM_SGD);
+    otc_optimizer *oi = otc_optimizer_new(&cfg), *oj = otc_optimizer_new(&cfg);
+    NEED(in && jit && oi && oj);
+    for (int step = 0; step < 10; step++) {
+        NEED(otc_exec_train_step(in, li, oi, NULL) == OTC_OK);
+        NEED(otc_exec_train_step(jit, lj, oj, NULL) == OTC_OK);
+    }
+    const float *want = otc_graph_node(gi, wi)->value->data;
+    CHECK(want[0] != init[0]);
+    char path[] = "/tmp/otc_jit_save_XXXXXX";
+    int fd = mkstemp(path);
+    NEED(fd >= 0);
+    close(fd);
+    NEED(otc_model_save(gj, path) == OTC_OK);
+    otc_graph *loaded = NULL;
+    NEED(otc_model_load(path, &loaded) == OTC_OK);
+    unlink(path);
+    const float *got = otc_graph_node(loaded, otc_graph_find(loaded, "w"))->value->data;
+    for (int i = 0; i < 3; i++) CHECK_NEAR(got[i], want[i], 0);
+    /* trained once more, then freed: the graph gets the last step's weights */
+    NEED(otc_exec_train_step(in, li, oi, NULL) == OTC_OK);
+    NEED(otc_exec_train_step(jit, lj, oj, NULL) == OTC_OK);
+    otc_exec_free(jit);
+    for (int i = 0; i < 3; i++) CHECK_NEAR(otc_graph_node(gj, wj)->value->data[i], want[i], 0);
+    otc_graph_free(loaded);
+    otc_optimizer_free(oi);
+    otc_optimizer_free(oj);
+    otc_exec_free(in);
+    otc_graph_free(gi);
+    otc_graph_free(gj);
+}
+
 /* otc evolve --jit's switch: a recurrent genome steps on NEAT's flat program, then its
  * phenotype compiled exact (otc_jit_policy_compiled) takes over mid-episode with the flat
  * program's state (otc_neat_flat_hand_over). The reference is the flat program alone (its

@@ -1,5 +1,6 @@
 /* Tests for layers: the nodes, shapes, names and initial values otc_linear and otc_mlp build,
- * their forward values against hand computation, and a Linear layer learning a line. */
+ * their forward values against hand computation, PyTorch's Linear initialisation, and a Linear
+ * layer learning a line. */
 #include "harness.h"
 
 #include "otc/executor.h"
@@ -63,6 +64,40 @@ TEST(layers_linear_structure) {
         float u = otc_rng_uniform(&again);
         CHECK_NEAR(wn->value->data[i], -limit + 2 * limit * u, 1e-6);
     }
+    otc_graph_free(g);
+}
+
+/* PyTorch's nn.Linear initialisation: W and b uniform in +-1/sqrt(in_features) (kaiming_uniform
+ * with a = sqrt(5) gives gain sqrt(1/3), bound gain * sqrt(3 / in) = 1/sqrt(in)), W drawn
+ * first, then b, each -bound + 2 bound u from the rng's uniforms u. */
+TEST(layers_linear_torch_init) {
+    otc_graph *g = otc_graph_new();
+    REQUIRE(g);
+    otc_rng rng, again;
+    otc_rng_seed(&rng, 7);
+    otc_rng_seed(&again, 7);
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 50));
+    REQUIRE(otc_linear_torch(g, x, 40, &rng, "fc") >= 0);
+    const otc_node *wn = otc_graph_node(g, otc_graph_find(g, "fc.weight"));
+    const otc_node *bn = otc_graph_node(g, otc_graph_find(g, "fc.bias"));
+    REQUIRE(wn && bn && wn->value->size == 2000 && bn->value->size == 40);
+    double bound = 1.0 / sqrt(50.0), sq = 0;
+    for (int i = 0; i < 2000; i++) {
+        float v = wn->value->data[i];
+        CHECK(fabs(v) <= bound);
+        CHECK_NEAR(v, -bound + 2 * bound * otc_rng_uniform(&again), 1e-6);
+        sq += (double)v * v;
+    }
+    /* a uniform on [-b, b] has variance b^2 / 3 */
+    CHECK_NEAR(sq / 2000, bound * bound / 3, 0.1 * bound * bound / 3);
+    bool nonzero = false;
+    for (int i = 0; i < 40; i++) {
+        float v = bn->value->data[i];
+        CHECK(fabs(v) <= bound);
+        CHECK_NEAR(v, -bound + 2 * bound * otc_rng_uniform(&again), 1e-6);
+        nonzero |= v != 0;
+    }
+    CHECK(nonzero);
     otc_graph_free(g);
 }
 

@@ -464,7 +464,7 @@ TEST(neat_python_xor_fitness_by_hand) {
         bool solved;
     } cases[] = {{"xor:neat-python", 2.5, 2.75, true},
                  {"xor:neat-python", 3.0, 2.75, false},
-                 {"xor", 3.0, 4.0, false}};
+                 {"xor", 16.0, 4.0, false}};
     for (int i = 0; i < 3; i++) {
         c.fitness_threshold = cases[i].threshold;
         otc_neat_task *t = NULL;
@@ -475,6 +475,12 @@ TEST(neat_python_xor_fitness_by_hand) {
         CHECK(e.solved == cases[i].solved);
         otc_neat_task_free(t);
     }
+    /* a threshold on neat-python's scale (at most 4) under the paper's fitness would stop the
+     * first generation unsolved: refused, naming the key */
+    c.fitness_threshold = 3.0;
+    otc_neat_task *t = NULL;
+    CHECK(otc_neat_task_create("xor", &c, &t) == OTC_ERR_CONFIG && !t);
+    CHECK(strstr(otc_last_error(), "fitness_threshold") != NULL);
     otc_neat_genome_free(g);
 }
 

@@ -683,7 +683,7 @@ case_recurrent_errors() {
     local k
     for k in 0 -1 -5 1048577; do # -1 was once taken as "not given": whole sequences
         run 2 "${T[@]}" --sequence id --bptt $k
-        err_has "--bptt must be 1 .. 1048576 steps, not $k"
+        err_has "bad value '$k' for --bptt (expected an integer from 1 to 1048576)"
     done
     run 2 "${T[@]}" --sequence id --bptt 7
     err_has "--bptt 7 is longer than the longest sequence in $WORK/sums.csv (6 steps)"
@@ -862,6 +862,247 @@ case_images_errors() {
     run 2 run "$cnn" --data "idx:$d" --input "$IRIS_CSV"
     err_has "not both"
     [ ! -e "$WORK/t.otm" ] || fail "a failed run wrote its output"
+    err_clean
+}
+
+# otc new: each kind made, trained a few epochs on an example CSV and compiled to C; the
+# parameter counts are PyTorch's for the same layers (counted by hand below).
+case_new() {
+    local D=$SRC/examples/data
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 --activation relu --seed 1 -o "$WORK/m.otm"
+    out_has "403 parameters" # 4*16+16 + 16*16+16 + 16*3+3
+    run 0 train "$WORK/m.otm" --data "$D/iris.csv" --target species --epochs 3 --out "$WORK/mt.otm"
+    run 0 compile "$WORK/mt.otm" --emit-c "$WORK/mc"
+    # the same seed makes the same model; another seed another
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 --seed 1 --output "$WORK/m2.otm"
+    cmp -s "$WORK/m.otm" "$WORK/m2.otm" || fail "--seed 1 twice made two models"
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 --seed 2 --out "$WORK/m3.otm"
+    cmp -s "$WORK/m.otm" "$WORK/m3.otm" && fail "--seed 2 made the model of --seed 1"
+    # LeNet-style on iris's 4 features as a 1x2x2 image: conv 4x2x2 pad 1 -> 4x3x3, pool 2 ->
+    # 4x1x1, fc 8, out 3: 4*1*2*2+4 + 4*8+8 + 8*3+3 = 87
+    run 0 new cnn --input 1x2x2 --spec c4k2p1-p2-f8 --outputs 3 -o "$WORK/c.otm"
+    out_has "87 parameters"
+    run 0 train "$WORK/c.otm" --data "$D/iris.csv" --target species --epochs 3 --out "$WORK/ct.otm"
+    run 0 compile "$WORK/ct.otm" --emit-c "$WORK/cc"
+    run 0 new cnn --input 1x28x28 --spec c6k5p2-p2-c16k5-p2-f120-f84 --outputs 10 -o "$WORK/l.otm"
+    out_has "61706 parameters" # LeNet-5 as torch counts it: 156+2416+48120+10164+850
+    # recurrent: H(in+H) weights and 2H biases per gate, then a Linear H -> 1
+    local k n
+    for k in rnn:97 lstm:361 gru:273; do
+        n=${k#*:}
+        k=${k%%:*}
+        run 0 new "$k" --inputs 1 --hidden 8 --outputs 1 -o "$WORK/$k.otm"
+        out_has "$n parameters"
+        run 0 train "$WORK/$k.otm" --data "$D/delayed_xor.csv" --target y --sequence seq \
+            --epochs 2 --out "$WORK/${k}t.otm"
+        out_has "through time"
+        run 0 compile "$WORK/${k}t.otm" --emit-c "$WORK/${k}c"
+    done
+    err_clean
+}
+
+case_new_errors() {
+    run 2 new mlp --inputs 4 --outputs 3
+    err_has "missing -o MODEL.otm"
+    run 2 new tree --inputs 4 --outputs 3 -o "$WORK/m.otm"
+    err_has "unknown kind 'tree'"
+    run 2 new mlp --outputs 3 -o "$WORK/m.otm"
+    err_has "mlp needs --inputs N"
+    run 2 new mlp --inputs 4 -o "$WORK/m.otm"
+    err_has "--outputs K is required"
+    run 2 new mlp --inputs 4 --hidden 16,,2 --outputs 3 -o "$WORK/m.otm"
+    err_has "--hidden: '16,,2' is not a list"
+    run 2 new mlp --inputs 4 --hidden 16, --outputs 3 -o "$WORK/m.otm"
+    err_has "is not a list"
+    run 2 new mlp --inputs 4 --outputs 3 --activation swish -o "$WORK/m.otm"
+    err_has "unknown activation 'swish'"
+    run 2 new lstm --inputs 4 --hidden 8,8 --outputs 3 -o "$WORK/m.otm"
+    err_has "lstm needs --hidden H"
+    run 2 new cnn --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "cnn needs --input CxHxW"
+    run 2 new cnn --input 1x28 --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "not '1x28'"
+    run 2 new cnn --input 1x28x28 --spec c6k5-q2 --outputs 3 -o "$WORK/m.otm"
+    err_has "'q2' is not a layer"
+    run 2 new cnn --input 1x4x4 --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "--spec: layer 1 ('c6k5')"
+    run 2 new mlp --inputs 4 --spec c6k5 --outputs 3 -o "$WORK/m.otm"
+    err_has "--input and --spec are for cnn"
+    [ ! -e "$WORK/m.otm" ] || fail "a refused otc new wrote its output"
+    err_clean
+}
+
+# otc eval: a champion evolved here scores what evolution recorded, and what its outputs give
+# when the fitness is computed from them independently (neat-python's 4 - sum err^2).
+case_eval() {
+    local C=$SRC/tests/neat_python/configs/xor_config-feedforward
+    run 1 evolve "$C" --task xor:neat-python --seed 2 --generations 15 --threads 1 \
+        -o "$WORK/x.otm"
+    run 0 eval "$WORK/x.otm" --config "$C" --task xor:neat-python
+    local mean rec
+    mean=$(sed -n 's/.*mean fitness \([^ ]*\) over 1 episode.*/\1/p' "$WORK/out")
+    rec=$(sed -n 's/^recorded by otc evolve: fitness //p' "$WORK/out")
+    [ -n "$mean" ] && [ "$mean" = "$rec" ] || fail "eval $mean, evolve recorded $rec"
+    printf 'a,b\n0,0\n0,1\n1,0\n1,1\n' >"$WORK/xor.csv"
+    run 0 run "$WORK/x.otm" --input "$WORK/xor.csv"
+    awk -F, -v m="$mean" 'NR > 1 { t = (NR == 3 || NR == 4); s += ($1 - t) ^ 2 }
+        END { d = 4 - s - m; exit !(d < 1e-5 && d > -1e-5) }' "$WORK/out" ||
+        fail "eval's $mean is not 4 - sum err^2 of $(tr '\n' ' ' <"$WORK/out")"
+    # not an evolved network; no config; a task the config does not fit
+    run 2 eval "$IRIS" --config "$C" --task xor
+    err_has "holds no NEAT genome"
+    run 2 eval "$WORK/x.otm" --task xor
+    err_has "--config CONFIG.ini is required"
+    run 2 eval "$WORK/x.otm" --config "$C" --task dpv
+    err_has "num_inputs: task dpv has"
+    run 2 eval "$WORK/x.otm" --config "$C" --task xor --episodes 0
+    err_has "bad value '0' for --episodes (expected an integer from 1 to 10000)"
+    err_clean
+}
+
+# [Task] episodes: an environment whose reward is the parity of each episode's seed, so a
+# fitness is the share of odd seeds among a genome's episodes.
+case_eval_episodes() {
+    cat >"$WORK/env.sh" <<'ENV'
+#!/usr/bin/env bash
+while read -r word arg _; do
+    case $word in
+    reset) seed=$arg; echo "$seed" >>"$SEED_LOG"; echo "obs 0 0" ;;
+    act) echo "step $(( ${seed: -1} % 2 )) 1" ;;
+    esac
+done
+ENV
+    chmod +x "$WORK/env.sh"
+    sed -e 's/^pop_size .*/pop_size = 5/' "$SRC/tests/neat_python/configs/xor_config-feedforward" \
+        >"$WORK/e.ini"
+    printf '\n[Task]\nepisodes = 20\n' >>"$WORK/e.ini"
+    export SEED_LOG=$WORK/seeds.log
+    run 1 evolve "$WORK/e.ini" --task "exec:$WORK/env.sh" --generations 1 --seed 1 --threads 1 \
+        -o "$WORK/e.otm"
+    [ "$(sort -u "$SEED_LOG" | wc -l)" = 100 ] ||
+        fail "5 genomes x 20 episodes: $(wc -l <"$SEED_LOG") resets"
+    local rec
+    rec=$(sed -n 's/.*champion fitness \([^,]*\),.*/\1/p' "$WORK/out")
+    awk -v f="$rec" 'BEGIN { k = f * 20; exit !(k == int(k) && f > 0 && f < 1) }' ||
+        fail "champion fitness $rec is not a mean of 20 episodes' 0 or 1"
+    rm -f "$SEED_LOG"
+    run 0 eval "$WORK/e.otm" --config "$WORK/e.ini" --task "exec:$WORK/env.sh" --seed 7
+    out_has "over 20 episodes"
+    [ "$(head -1 "$SEED_LOG")" = 7 ] || fail "episode 1's seed is $(head -1 "$SEED_LOG"), not 7"
+    local want
+    want=$(awk '{ s += substr($1, length($1)) % 2 } END { printf "%.9g", s / NR }' "$SEED_LOG")
+    out_has "mean fitness $want over 20 episodes"
+    run 0 eval "$WORK/e.otm" --config "$WORK/e.ini" --task "exec:$WORK/env.sh" --episodes 3
+    out_has "episode 3: fitness"
+    out_has "over 3 episodes"
+    err_clean
+}
+
+# No silent wrong answers: train records the columns; run takes them by name in any order and
+# refuses a file that lacks one or brings one the model does not know.
+case_columns() {
+    local D=$SRC/examples/data
+    run 0 new mlp --inputs 4 --hidden 8 --outputs 3 -o "$WORK/m.otm"
+    run 0 train "$WORK/m.otm" --data "$D/iris.csv" --target species --epochs 2 --out "$WORK/t.otm"
+    run 0 run "$WORK/t.otm" --input "$D/iris.csv"
+    cp "$WORK/out" "$WORK/want"
+    # the same rows with the first two columns swapped: the same outputs
+    awk -F, 'BEGIN { OFS = "," } { print $2, $1, $3, $4, $5 }' "$D/iris.csv" >"$WORK/swapped.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/swapped.csv"
+    cmp -s "$WORK/out" "$WORK/want" || fail "swapped columns changed the outputs"
+    # a missing column (misspelt), an unknown one
+    sed '1s/petal_width/petal_widht/' "$D/iris.csv" >"$WORK/typo.csv"
+    run 2 run "$WORK/t.otm" --input "$WORK/typo.csv"
+    err_has "lacks column 'petal_width' (did you mean 'petal_widht'?) that"
+    awk -F, 'BEGIN { OFS = "," } { print $0, (NR == 1 ? "id" : NR) }' "$D/iris.csv" >"$WORK/id.csv"
+    run 2 run "$WORK/t.otm" --input "$WORK/id.csv"
+    err_has "has column 'id' that"
+    # by hand: --features names them in the model's order, --drop leaves columns out
+    run 0 run "$WORK/t.otm" --input "$WORK/id.csv" --drop id,species
+    cmp -s "$WORK/out" "$WORK/want" || fail "--drop changed the outputs"
+    sed '1s/.*/a,b,c,d,species/' "$D/iris.csv" >"$WORK/renamed.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/renamed.csv" --features a,b,c,d
+    cmp -s "$WORK/out" "$WORK/want" || fail "--features changed the outputs"
+    # a headerless file is taken by position, as before
+    tail -n +2 "$D/iris.csv" | cut -d, -f1-4 >"$WORK/bare.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/bare.csv"
+    cmp -s "$WORK/out" "$WORK/want" || fail "a headerless file changed the outputs"
+    # retraining on the swapped file takes the columns by name too
+    run 0 train "$WORK/t.otm" --data "$WORK/swapped.csv" --target species --epochs 1 \
+        --out "$WORK/t2.otm"
+    run 2 train "$WORK/t.otm" --data "$WORK/typo.csv" --target species --out "$WORK/t3.otm"
+    err_has "lacks column 'petal_width'"
+    # an evolved csv champion records them too
+    run 1 evolve "$SRC/examples/neat/circle.ini" --task "csv:$D/circle.csv" --generations 1 \
+        --threads 1 -o "$WORK/c.otm"
+    run 0 run "$WORK/c.otm" --input "$D/circle.csv" --drop inside
+    cp "$WORK/out" "$WORK/want"
+    awk -F, 'BEGIN { OFS = "," } { print $2, $1, $3 }' "$D/circle.csv" >"$WORK/cswap.csv"
+    run 0 run "$WORK/c.otm" --input "$WORK/cswap.csv"
+    cmp -s "$WORK/out" "$WORK/want" || fail "the champion read swapped columns by position"
+    err_clean
+}
+
+# One convention: every command that writes takes -o, --out and --output; integer options
+# state their range; a near miss of an option or a task name is suggested.
+case_conventions() {
+    local D=$SRC/examples/data o
+    for o in -o --out --output; do
+        rm -f "$WORK/t.otm" "$WORK/r.csv" "$WORK/v.dot" "$WORK/n.otm"
+        run 0 new mlp --inputs 4 --outputs 3 "$o" "$WORK/n.otm"
+        run 0 train "$IRIS" --data "$D/iris.csv" --target species --epochs 1 "$o" "$WORK/t.otm"
+        run 0 run "$IRIS" --input "$D/iris.csv" --drop species "$o" "$WORK/r.csv"
+        run 0 viz "$IRIS" "$o" "$WORK/v.dot"
+        [ -s "$WORK/t.otm" ] && [ -s "$WORK/r.csv" ] && [ -s "$WORK/v.dot" ] &&
+            [ -s "$WORK/n.otm" ] || fail "$o did not write every output"
+    done
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --epochs ten -o "$WORK/t.otm"
+    err_has "bad value 'ten' for --epochs (expected an integer from 1 to 1000000)"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --batch 0 -o "$WORK/t.otm"
+    err_has "bad value '0' for --batch (expected an integer from 1 to 16777216)"
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --generations 0
+    err_has "bad value '0' for --generations (expected an integer from 1 to 100000000)"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --epoch 3 -o "$WORK/t.otm"
+    err_has "unknown option '--epoch' (did you mean --epochs?"
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task pol1
+    err_has "unknown task 'pol1' (did you mean pole1?)"
+    run 2 eval "$IRIS" --config "$SRC/examples/neat/xor.ini" --task dpvn
+    err_has "unknown task 'dpvn' (did you mean dpv?)"
+    err_clean
+}
+
+# Traps that ran and said nothing useful: a neat-python CTRNN config without --ctrnn, and a
+# neat-python XOR config (threshold on its 4 - sum err^2 scale) under --task xor.
+case_traps() {
+    local C=$SRC/tests/neat_python/configs
+    run 2 evolve "$C/single-pole-balancing_config-ctrnn" --task pole1:neat-python --generations 1
+    err_has "sets time_constant_* keys, as neat-python's CTRNN configs do: add --ctrnn"
+    run 2 evolve "$C/xor_config-feedforward" --task xor --generations 1
+    err_has "[NEAT] fitness_threshold: 3.9 is on neat-python's XOR scale"
+    err_has "use --task xor:neat-python"
+    run 1 evolve "$C/xor_config-feedforward" --task xor:neat-python --generations 1 --threads 1
+    err_clean
+}
+
+# otc bench: neurons and connections of a layered model (counted by hand below), the median
+# of --repeat blocks with its spread, compile time reported apart by otc train --jit.
+case_bench_counts() {
+    run 0 new mlp --inputs 4 --hidden 16,16 --outputs 3 -o "$WORK/m.otm"
+    run 0 bench "$WORK/m.otm" --no-c --repeat 3 --block-ms 1
+    out_has "35 neurons, 368 connections" # 16+16+3; 4*16 + 16*16 + 16*3
+    out_has "median of 3 blocks"
+    out_has "spread"
+    # conv 2x6x6 outputs of 9 weights, pooled to 2x3x3, then 18-4-2: 72+4+2 neurons,
+    # 72*9 + 18*4 + 4*2 connections
+    run 0 new cnn --input 1x8x8 --spec c2k3-p2-f4 --outputs 2 -o "$WORK/c.otm"
+    run 0 bench "$WORK/c.otm" --no-c --repeat 3 --block-ms 1 --json
+    out_has '"neurons": 78, "connections": 728'
+    out_has '"repeat": 3'
+    run 2 bench "$WORK/m.otm" --repeat 2
+    err_has "bad value '2' for --repeat (expected an integer from 3 to 1001)"
+    run 0 train "$WORK/m.otm" --data "$SRC/examples/data/iris.csv" --target species --epochs 2 \
+        --jit -o "$WORK/t.otm"
+    out_has "compiled in "
     err_clean
 }
 

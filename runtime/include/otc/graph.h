@@ -43,6 +43,11 @@ typedef struct otc_graph otc_graph;
 otc_graph *otc_graph_new(void);
 void otc_graph_free(otc_graph *g);
 otc_graph *otc_graph_clone(const otc_graph *g);
+/* A training graph's inference graph: a copy of what its marked outputs compute (losses
+ * marked as outputs left out), without the loss nodes and the target inputs only they read;
+ * parameters, names and metadata copied. NULL with the error set when no output remains.
+ * The caller frees it. */
+otc_graph *otc_graph_inference(const otc_graph *g);
 int otc_graph_size(const otc_graph *g);
 /* Does the graph hold state between forwards (a Delay node)? */
 bool otc_graph_is_recurrent(const otc_graph *g);

@@ -9,6 +9,9 @@
 /* y = x W + b with W [in, out] (Xavier-uniform from rng), b [out] zeros. Names the
  * parameters "<prefix>.weight"/"<prefix>.bias" when prefix is given. Returns y or -1. */
 otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const char *prefix);
+/* As otc_linear, initialised as PyTorch's nn.Linear: W and b both U(-1/sqrt(in), 1/sqrt(in))
+ * (kaiming_uniform with a = sqrt(5) for W), drawn from rng in that order. */
+otc_id otc_linear_torch(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const char *prefix);
 
 /* Linear layers to sizes[0..n-1] with the activation op `hidden_act` between them and
  * `out_act` (or -1 for none) after the last. Layers are named "fc1", "fc2", ... */

@@ -80,6 +80,16 @@ struct otc_neat_task {
     void *ctx;
 };
 
+/* The task's fitness of g averaged over `episodes` episodes (< 1 means 1); episode 0 is
+ * evaluated with `seed` itself (so one episode is task->evaluate), episode k with
+ * otc_neat_episode_seed(seed, k). Solved when every episode is. each (NULL, or `episodes`
+ * doubles) receives the episodes' fitnesses. Evolution evaluates every genome this way with
+ * the config's [Task] episodes. */
+otc_status otc_neat_evaluate_episodes(const otc_neat_task *task, const otc_neat_config *c,
+                                      otc_neat_genome *g, uint64_t seed, int episodes, double *each,
+                                      otc_neat_eval *out);
+uint64_t otc_neat_episode_seed(uint64_t seed, int episode);
+
 /* task->confirm on g with up to `threads` threads (<= 0 means 1; dpnv splits its
  * generalisation starts among them, with the same result on any count), as otc_neat_step runs
  * it on each generation's candidate. OTC_ERR_ARG when the task has no confirm test. */
@@ -99,6 +109,9 @@ void otc_neat_feed_done(otc_neat_feed *f, int index, otc_status s, const otc_nea
  * or "exec:PROGRAM" (an environment process, runtime/src/neat/tasks/task_exec.c; options from the
  * config's [Task]). Checks the config's num_inputs/num_outputs against the task. */
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out);
+/* The built-in tasks' names (xor, ..., dpnv; csv:FILE and exec:PROGRAM besides); returns their
+ * count. */
+int otc_neat_task_names(const char *const **names);
 void otc_neat_task_free(otc_neat_task *t);
 /* Kills the process group of every live exec: environment (async-signal-safe). For paths that
  * end the process without exit() or the default action of SIGINT/SIGTERM/SIGHUP (which do it

@@ -129,6 +129,9 @@ typedef struct {
      * action, e.g. the neat-python cart-pole's 0.01 s). Set by --ctrnn as well. */
     bool ctrnn;
     double ctrnn_advance_time, ctrnn_time_step;
+    /* The file sets time_constant_* keys: neat-python's CTRNN configs do (their scripts,
+     * not their configs, say ctrnn), so without ctrnn they would be ignored. */
+    bool time_constants_given;
     /* Activation names mean neat-python's functions (sigmoid(5x), tanh(2.5x), sin(5x),
      * exp(-5x^2), 0.2 softplus(5x), lelu's slope 0.005) rather than otc's: the key
      * activation_functions, else true for a config that uses no otc extension key. */
@@ -225,6 +228,10 @@ typedef struct {
     double exec_timeout;         /* exec:PROGRAM: seconds the environment may take per answer */
     double exec_startup_timeout; /* exec:PROGRAM: seconds a new process may take to answer */
     int exec_max_steps; /* exec:PROGRAM: steps after which an episode ends ([Task] max_steps) */
+
+    /* Episodes each evaluation averages (1: the task's own evaluation; more for a task whose
+     * episodes differ by seed, such as exec:PROGRAM's resets or pole1:neat-python's starts) */
+    int episodes;
 
     otc_neat_substrate substrate;
 } otc_neat_config;

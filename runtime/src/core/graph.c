@@ -7,6 +7,7 @@
 
 #include "name_index.h"
 #include "otc/limits.h"
+#include "graph_params.h"
 #include "op_table.h"
 
 struct otc_graph {
@@ -16,8 +17,21 @@ struct otc_graph {
     int n_outputs, cap_outputs;
     char **meta_keys, **meta_values;
     int n_meta, cap_meta;
-    otc_name_index names, meta; /* node names -> ids, metadata keys -> entries */
+    otc_name_index names, meta;  /* node names -> ids, metadata keys -> entries */
+    otc_executor *params_holder; /* graph_params.h; not cloned */
 };
+
+void otc_graph_set_params_holder(otc_graph *g, otc_executor *ex) {
+    if (g) g->params_holder = ex;
+}
+
+otc_executor *otc_graph_params_holder(const otc_graph *g) {
+    return g ? g->params_holder : NULL;
+}
+
+otc_status otc_graph_sync_from_holder(const otc_graph *g) {
+    return g && g->params_holder ? otc_exec_sync_params(g->params_holder) : OTC_OK;
+}
 
 static const char *node_name(const void *g, int i) {
     return ((const otc_graph *)g)->nodes[i].name;
@@ -450,6 +464,79 @@ otc_graph *otc_graph_clone(const otc_graph *g) {
         if (otc_graph_meta_set(c, g->meta_keys[i], g->meta_values[i])) goto fail;
     return c;
 fail:
+    otc_graph_free(c);
+    return NULL;
+}
+
+/* A loss compares a prediction with a target: training only. */
+static bool is_loss(otc_op op) {
+    return op == OTC_OP_MSE || op == OTC_OP_BCE || op == OTC_OP_SOFTMAX_CE;
+}
+
+otc_graph *otc_graph_inference(const otc_graph *g) {
+    if (!g) {
+        otc_fail(OTC_ERR_ARG, "otc_graph_inference: NULL graph");
+        return NULL;
+    }
+    int n_out = 0;
+    for (int i = 0; i < g->n_outputs; i++) n_out += !is_loss(g->nodes[g->outputs[i]].op);
+    if (n_out == 0) {
+        otc_fail(OTC_ERR_ARG, "otc_graph_inference: the graph marks no output other than a loss");
+        return NULL;
+    }
+    /* What the outputs read, through Delays' sources too: the rest (losses, their targets) is
+     * left out. Ids keep their order, so every input is copied before its readers. */
+    bool *needed = calloc((size_t)g->n, sizeof *needed);
+    otc_id *stack = malloc((size_t)g->n * sizeof *stack), *map = malloc((size_t)g->n * sizeof *map);
+    otc_id *ins = NULL;
+    otc_graph *c = otc_graph_new();
+    if (!needed || !stack || !map || !c) goto nomem;
+    int top = 0, max_inputs = 1;
+    for (int i = 0; i < g->n_outputs; i++) {
+        otc_id o = g->outputs[i];
+        if (!is_loss(g->nodes[o].op) && !needed[o]) needed[stack[top++] = o] = true;
+    }
+    while (top > 0) {
+        const otc_node *n = &g->nodes[stack[--top]];
+        if (n->n_inputs > max_inputs) max_inputs = n->n_inputs;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (!needed[n->inputs[k]]) needed[stack[top++] = n->inputs[k]] = true;
+    }
+    if (!(ins = malloc((size_t)max_inputs * sizeof *ins))) goto nomem;
+    for (int i = 0; i < g->n; i++) {
+        map[i] = -1;
+        if (!needed[i]) continue;
+        const otc_node *n = &g->nodes[i];
+        otc_node_spec s = spec_of(n);
+        for (int k = 0; k < n->n_inputs; k++) ins[k] = map[n->inputs[k]];
+        if (n->op == OTC_OP_DELAY) ins[0] = c->n; /* connected once its source exists */
+        s.inputs = ins;
+        if ((map[i] = otc_graph_add(c, &s)) < 0) goto fail;
+        if (n->op == OTC_OP_PARAMETER) {
+            memcpy(c->nodes[map[i]].value->data, n->value->data, n->value->size * sizeof(float));
+            c->nodes[map[i]].trainable = n->trainable;
+        }
+    }
+    for (int i = 0; i < g->n; i++)
+        if (needed[i] && g->nodes[i].op == OTC_OP_DELAY)
+            c->nodes[map[i]].inputs[0] = map[g->nodes[i].inputs[0]];
+    for (int i = 0; i < g->n_outputs; i++)
+        if (!is_loss(g->nodes[g->outputs[i]].op) && otc_graph_mark_output(c, map[g->outputs[i]]))
+            goto fail;
+    for (int i = 0; i < g->n_meta; i++)
+        if (otc_graph_meta_set(c, g->meta_keys[i], g->meta_values[i])) goto fail;
+    free(needed);
+    free(stack);
+    free(map);
+    free(ins);
+    return c;
+nomem:
+    otc_fail(OTC_ERR_NOMEM, "out of memory");
+fail:
+    free(needed);
+    free(stack);
+    free(map);
+    free(ins);
     otc_graph_free(c);
     return NULL;
 }

@@ -1,5 +1,6 @@
 /* The public executor API: argument checks, then dispatch through the backend's vtable, so
  * the interpreter and the compiled backends share one front door. */
+#include "graph_params.h"
 #include "otc/executor.h"
 
 #define CHECK_EX(ex, what)                                                                         \
@@ -8,7 +9,13 @@
     } while (0)
 
 void otc_exec_free(otc_executor *ex) {
-    if (ex && ex->vt) ex->vt->destroy(ex);
+    if (!ex || !ex->vt) return;
+    /* trained weights outlive the executor: the graph gets them back */
+    if (otc_graph_params_holder(ex->graph) == ex) {
+        ex->vt->sync_params(ex);
+        otc_graph_set_params_holder(ex->graph, NULL);
+    }
+    ex->vt->destroy(ex);
 }
 
 const char *otc_exec_backend(const otc_executor *ex) {
@@ -51,7 +58,9 @@ void otc_exec_zero_grad(otc_executor *ex) {
 otc_status otc_exec_train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt,
                                float *loss_value) {
     CHECK_EX(ex, "train_step");
-    return ex->vt->train_step(ex, loss, opt, loss_value);
+    otc_status st = ex->vt->train_step(ex, loss, opt, loss_value);
+    if (st == OTC_OK) otc_graph_set_params_holder(ex->graph, ex);
+    return st;
 }
 
 void otc_exec_reset_state(otc_executor *ex) {
@@ -96,5 +105,7 @@ otc_status otc_exec_set_state(otc_executor *ex, otc_id delay, const float *data,
 
 otc_status otc_exec_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
     CHECK_SEQ(ex, optimizer_step, "optimizer_step");
-    return ex->vt->optimizer_step(ex, opt);
+    otc_status st = ex->vt->optimizer_step(ex, opt);
+    if (st == OTC_OK) otc_graph_set_params_holder(ex->graph, ex);
+    return st;
 }

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "graph_params.h"
 #include "json_read.h"
 #include "model_format.h"
 #include "otc/file.h"
@@ -242,7 +243,9 @@ otc_status otc_model_save(const otc_graph *g, const char *path) {
     if (!g || !path || !*path) return otc_fail(OTC_ERR_ARG, "otc_model_save: NULL graph or path");
     unsigned char *buf = NULL;
     size_t len = 0;
-    otc_status st = encode(g, &buf, &len);
+    /* an executor still training it holds the newest weights */
+    otc_status st = otc_graph_sync_from_holder(g);
+    if (st == OTC_OK) st = encode(g, &buf, &len);
     if (st != OTC_OK) return otc_fail_context(st, "%s", path);
     /* The shared writer: temporary name beside the target, fsync, rename; on failure the
      * temporary is removed and an existing file is left untouched. */

@@ -1,5 +1,6 @@
 /* Layers built from graph nodes: Linear (matmul + row-broadcast bias) and an MLP of them.
  * Layers are only a way to add nodes; the graph keeps no trace of them beyond names. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,7 +16,11 @@ static otc_id undo(otc_graph *g, int size_before) {
     return -1;
 }
 
-otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const char *prefix) {
+/* The Linear layer under either initialisation: Xavier with a zero bias, or PyTorch's
+ * nn.Linear default (kaiming_uniform(a=sqrt(5)) is U(-1/sqrt(in), 1/sqrt(in)), the bias
+ * alike). */
+static otc_id linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const char *prefix,
+                     bool torch_init) {
     if (!g || !rng) {
         otc_fail(OTC_ERR_ARG, "otc_linear: %s is NULL", !g ? "graph" : "rng");
         return -1;
@@ -42,7 +47,18 @@ otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const 
 
     otc_tensor *w0 = otc_tensor_new(otc_shape_2d(in_features, out_features));
     if (!w0) return -1;
-    otc_tensor_xavier(w0, rng, in_features, out_features);
+    otc_tensor *b0 = torch_init ? otc_tensor_new(otc_shape_1d(out_features)) : NULL;
+    if (torch_init && !b0) {
+        otc_tensor_free(w0);
+        return -1;
+    }
+    if (torch_init) {
+        float bound = 1.0f / sqrtf((float)in_features);
+        otc_tensor_uniform(w0, rng, -bound, bound);
+        otc_tensor_uniform(b0, rng, -bound, bound);
+    } else {
+        otc_tensor_xavier(w0, rng, in_features, out_features);
+    }
 
     char w_name[256], b_name[256];
     if (prefix) {
@@ -52,8 +68,13 @@ otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const 
     int size_before = otc_graph_size(g);
     otc_id w = otc_param(g, prefix ? w_name : NULL, w0->shape, w0->data);
     otc_tensor_free(w0);
-    if (w < 0) return undo(g, size_before);
-    otc_id b = otc_param(g, prefix ? b_name : NULL, otc_shape_1d(out_features), NULL);
+    if (w < 0) {
+        otc_tensor_free(b0);
+        return undo(g, size_before);
+    }
+    otc_id b =
+        otc_param(g, prefix ? b_name : NULL, otc_shape_1d(out_features), b0 ? b0->data : NULL);
+    otc_tensor_free(b0);
     if (b < 0) return undo(g, size_before);
     otc_id xw = otc_matmul(g, x, w);
     if (xw < 0) return undo(g, size_before);
@@ -62,6 +83,15 @@ otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const 
     otc_id y = otc_add(g, xw, bias);
     if (y < 0) return undo(g, size_before);
     return y;
+}
+
+otc_id otc_linear(otc_graph *g, otc_id x, int out_features, otc_rng *rng, const char *prefix) {
+    return linear(g, x, out_features, rng, prefix, false);
+}
+
+otc_id otc_linear_torch(otc_graph *g, otc_id x, int out_features, otc_rng *rng,
+                        const char *prefix) {
+    return linear(g, x, out_features, rng, prefix, true);
 }
 
 otc_id otc_mlp(otc_graph *g, otc_id x, int n, const int *sizes, otc_op hidden_act, int out_act,

@@ -192,6 +192,7 @@ static const key_def keys[] = {
     {"Task", "exec_timeout", K_SECONDS, OFF(exec_timeout), false, 0, 86400},
     {"Task", "exec_startup_timeout", K_SECONDS, OFF(exec_startup_timeout), false, 0, 86400},
     {"Task", "max_steps", K_INT, OFF(exec_max_steps), false, 1, 100000000},
+    {"Task", "episodes", K_INT, OFF(episodes), false, 1, 10000},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
@@ -377,6 +378,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->substrate.weight_threshold = 0.2; /* Stanley, D'Ambrosio and Gauci 2009 */
     c->substrate.max_weight = 3.0;
     c->substrate.activation = OTC_ACT_IDENTITY;
+    c->episodes = 1;
 }
 
 static const char *const selection_names[] = {"fitness", "nsga2", "novelty"};
@@ -859,6 +861,9 @@ static otc_status check_config(parse_state *st) {
     otc_status cs = check_ctrnn(st->file, c);
     if (cs == OTC_OK && c->substrate.enabled) cs = otc_substrate_check(c, st->file);
     if (cs != OTC_OK) return cs;
+    for (int i = 0; i < N_KEYS; i++)
+        if (st->seen[i] && !strncmp(keys[i].name, "time_constant_", 14))
+            c->time_constants_given = true;
     for (int i = 0; i < N_KEYS; i++) {
         if (!keys[i].required || st->seen[i]) continue;
         if (!strcmp(keys[i].name, "fitness_threshold") && c->no_fitness_termination) continue;

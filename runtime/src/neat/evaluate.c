@@ -89,7 +89,9 @@ static otc_status reserve_flats(otc_neat_flat ***arr, int *have, int n) {
 
 /* Lanes each of n workers runs for task (0: one genome at a time): evaluate_lanes' count for
  * a job that does not evaluate copies. */
-static int job_lanes(const otc_neat_task *task, bool copies) {
+static int job_lanes(const otc_neat_task *task, const otc_neat_config *c, bool copies) {
+    /* lanes run one episode per genome: averaged episodes go one genome at a time */
+    if (c && c->episodes > 1) return 0;
     return task->evaluate_lanes && task->lanes > 0 && !copies ? task->lanes : 0;
 }
 
@@ -98,7 +100,7 @@ static otc_status reserve_scratch(otc_neat_evaluator *e, const otc_neat_task *ta
                                   int n) {
     otc_status s = reserve_flats(&e->scratch, &e->n_scratch, n);
     if (s == OTC_OK)
-        s = reserve_flats(&e->lane_scratch, &e->n_lane_scratch, n * job_lanes(task, copies));
+        s = reserve_flats(&e->lane_scratch, &e->n_lane_scratch, n * job_lanes(task, NULL, copies));
     return s;
 }
 
@@ -150,7 +152,8 @@ static void evaluate_one(eval_job *job, int i) {
         g = job->copies[i];
     }
     otc_neat_eval ev = {.fitness = 0};
-    otc_status s = job->task->evaluate(job->task, job->c, g, job->seeds[i], &ev);
+    otc_status s = otc_neat_evaluate_episodes(job->task, job->c, g, job->seeds[i], job->c->episodes,
+                                              NULL, &ev);
     record_one(job, i, g, s, &ev);
 }
 
@@ -508,7 +511,7 @@ otc_status otc_neat_evaluate_batch(otc_neat_evaluator *e, const otc_neat_task *t
                     .n = n,
                     .workers = threads,
                     .scratch = e->scratch,
-                    .lanes = job_lanes(task, false),
+                    .lanes = job_lanes(task, c, false),
                     .lane_scratch = e->lane_scratch,
                     .solved = b->solved};
     atomic_init(&job.next, 0);
@@ -624,7 +627,7 @@ otc_status otc_neat_ahead_begin(otc_neat_population *p, const otc_neat_task *tas
                         .n = n,
                         .workers = threads,
                         .scratch = e->scratch,
-                        .lanes = job_lanes(task, writes),
+                        .lanes = job_lanes(task, c, writes),
                         .lane_scratch = e->lane_scratch,
                         .solved = a->solved,
                         .status = a->status,

@@ -521,6 +521,14 @@ static otc_status check_io(const otc_neat_config *c, const char *task, int n_in,
 static otc_status builtin_task_create(const char *spec, const otc_neat_config *c,
                                       otc_neat_task **out);
 
+static const char *const builtin_tasks[] = {
+    "xor", "xor:neat-python", "pole1", "pole1:neat-python", "dpv", "dpnv"};
+
+int otc_neat_task_names(const char *const **names) {
+    if (names) *names = builtin_tasks;
+    return (int)(sizeof builtin_tasks / sizeof builtin_tasks[0]);
+}
+
 otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_neat_task **out) {
     if (!spec || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_neat_task_create: NULL argument");
     otc_status s = !strncmp(spec, "csv:", 4)    ? otc_neat_csv_task_create(spec + 4, c, out)
@@ -556,6 +564,16 @@ static otc_status builtin_task_create(const char *spec, const otc_neat_config *c
     snprintf(t->name, sizeof t->name, "%s", spec);
     if (!strcmp(spec, "xor") || !strcmp(spec, "xor:neat-python")) {
         s = check_io(c, spec, 2, 1, 1);
+        /* A threshold a neat-python XOR config sets (3.9) is on its fitness's scale: under
+         * the paper's fitness every first generation would pass it, stopping unsolved. */
+        if (s == OTC_OK && spec[3] == '\0' && !c->no_fitness_termination &&
+            c->fitness_threshold <= 4)
+            s = otc_fail(OTC_ERR_CONFIG,
+                         "[NEAT] fitness_threshold: %g is on neat-python's XOR scale (4 - sum "
+                         "err^2, at most 4), but task xor scores (4 - sum |err|)^2, up to 16: "
+                         "use --task xor:neat-python, or a threshold on xor's scale (16 with "
+                         "no_fitness_termination = true stops when every case is right)",
+                         c->fitness_threshold);
         t->evaluate = xor_evaluate;
         t->ctx = (void *)(intptr_t)(spec[3] == ':'); /* neat-python's fitness */
         t->n_bc = 4;
