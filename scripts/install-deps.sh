@@ -47,8 +47,9 @@ table=(
   "qemu-user                   qemu-aarch64 qemu-arm"
   "gcc-arm-none-eabi           arm-none-eabi-gcc"  # int8 C for Cortex-M0/M4 (no FPU)
   "libnewlib-arm-none-eabi"      # its C library headers (stdint.h)
+  "binutils-arm-none-eabi      arm-none-eabi-nm arm-none-eabi-size"
   "valgrind                    valgrind"
-  "procps                      pgrep"
+  "procps                      pgrep pkill"
   "groff-base                  groff"
   "man-db                      man"
   "libxml2-utils               xmllint"

@@ -193,6 +193,16 @@ static const key_def keys[] = {
     {"Task", "exec_startup_timeout", K_SECONDS, OFF(exec_startup_timeout), false, 0, 86400},
     {"Task", "max_steps", K_INT, OFF(exec_max_steps), false, 1, 100000000},
     {"Task", "episodes", K_INT, OFF(episodes), false, 1, 10000},
+    /* [Substrate] (HyperNEAT): listed only in configs that have the section */
+    {"Substrate", "input_grid", K_GRID, OFF(substrate.input), false, 0, 0},
+    {"Substrate", "hidden_grids", K_GRIDS, OFF(substrate.hidden), false, 0, 0},
+    {"Substrate", "output_grid", K_GRID, OFF(substrate.output), false, 0, 0},
+    {"Substrate", "weight_threshold", K_DOUBLE, OFF(substrate.weight_threshold), false, 0, 0.99},
+    {"Substrate", "max_weight", K_POSITIVE, OFF(substrate.max_weight), false, 0, BIG},
+    {"Substrate", "leo", K_BOOL, OFF(substrate.leo), false, 0, 0},
+    {"Substrate", "bias_output", K_BOOL, OFF(substrate.bias_output), false, 0, 0},
+    {"Substrate", "distance_input", K_BOOL, OFF(substrate.distance_input), false, 0, 0},
+    {"Substrate", "activation", K_SUB_ACT, OFF(substrate.activation), false, 0, 0},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
