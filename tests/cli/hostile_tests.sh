@@ -119,7 +119,7 @@ case_bptt() {
     for k in -1 0 -5; do
         run 2 train "$MODELS/running_sum.otm" --data s.csv --sequence id --target y --epochs 1 \
             --val-split 0 --bptt $k --out t.otm
-        err_has "--bptt must be 1 .. 1048576 steps, not $k"
+        err_has "bad value '$k' for --bptt (expected an integer from 1 to 1048576)"
     done
     python3 -c "
 f = open('long.csv', 'w')
