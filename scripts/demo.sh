@@ -55,10 +55,17 @@ cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DOTC_MODEL=dpnv -DOTC_MODEL_UPP
   -I dpnv_c "$ex/deploy/pole_balancer.c" dpnv_c/dpnv.c -lm -o pole_balancer
 show ./pole_balancer 100000
 
-step "8. compare: interpreter vs LLVM JIT vs emitted C, and PyTorch eager on the same graph"
+step "8. interop and microcontrollers: a PyTorch model in through ONNX, the evolved net out, int8 C"
+show "$otc" import "$root/tests/onnx/lenet_bn.onnx" -o torch_lenet.otm
+show "$otc" compile torch_lenet.otm --emit-c torch_lenet_c --name torch_lenet --train
+show "$otc" export xor.otm -o xor.onnx
+show "$otc" compile iris.otm --emit-c iris_int8 --name iris_q --quantize int8 \
+  --calibrate "$ex/data/iris.csv" --drop species
+
+step "9. compare: interpreter vs LLVM JIT vs emitted C, and PyTorch eager on the same graph"
 export OPENBLAS_NUM_THREADS=1
 show "$otc" bench circle.otm --batch 256 --train --export circle.json
 show /usr/bin/python3 "$root/bench/torch_compare.py" circle.json
 show "$otc" bench --random 100 --connections 300 --seed 1 --batch 1
 
-printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/, dpnv_c/\n' "$out"
+printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/, dpnv_c/, torch_lenet_c/, iris_int8/, xor.onnx\n' "$out"
