@@ -71,10 +71,10 @@ static otc_status gemm_or_matmul(ox_ctx *x, bool gemm) {
 static otc_status op_gemm(ox_ctx *x) {
     TRY(gemm_or_matmul(x, true));
     ox_value *a = ox_in(x, 1), *c = ox_in(x, 2), *o = ox_out(x, 0);
-    const otc_node *n = otc_graph_node(x->g, o->id);
+    const otc_node *n = o ? otc_graph_node(x->g, o->id) : NULL;
     /* y = add(matmul(a, W), row_broadcast(bias)): BatchNormalization may fold into W, bias
      * when nothing else reads them. */
-    if (c && a->uses == 1 && c->uses == 1 && n->op == OTC_OP_ADD) {
+    if (a && c && n && a->uses == 1 && c->uses == 1 && n->op == OTC_OP_ADD) {
         const otc_node *mm = otc_graph_node(x->g, n->inputs[0]);
         const otc_node *rb = otc_graph_node(x->g, n->inputs[1]);
         o->fold = OX_FOLD_GEMM;
