@@ -118,6 +118,62 @@ static bool acc_fits(int64_t k, double bias_q) {
 }
 
 /* matmul(x, W [K,N]) [+ row_broadcast(bias [N])] [-> ReLU or clamp]: one dense step. */
+/* ReLU and clamp after `last` are saturation in the output's own range: fused as the step's
+ * clamp bounds. The node that now ends the step; *fused_act the fused op, or -1. */
+static otc_id fuse_saturation(builder *b, otc_id last, int *fused_act) {
+    otc_id c = sole_consumer(b, last);
+    if (c >= 0 && (otc_graph_node(b->g, c)->op == OTC_OP_RELU ||
+                   otc_graph_node(b->g, c)->op == OTC_OP_CLAMPED)) {
+        *fused_act = otc_graph_node(b->g, c)->op;
+        b->done[c] = true;
+        return c;
+    }
+    return last;
+}
+
+/* A dense or conv step's weights, biases and multipliers, one output channel at a time:
+ * symmetric int8 per channel, the bias in the accumulator's scale, and the requantising
+ * multiplier to the output's scale. n channels of k inputs each; input i of channel j is
+ * w[i * stride_i + j * stride_j]; stored as s->w[j * k + i]. */
+static otc_status quantize_channels(builder *b, otc_qstep *s, otc_id node, const float *w,
+                                    const float *bias, int k, int n, size_t stride_i,
+                                    size_t stride_j, int fused_act) {
+    s->k = k;
+    s->n = n;
+    s->w = malloc((size_t)k * (size_t)n);
+    s->bias = calloc((size_t)n, sizeof *s->bias);
+    s->mult = calloc((size_t)n, sizeof *s->mult);
+    if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
+    otc_qparam qx = b->q->tensors[s->a].q, qy = b->q->tensors[s->out].q;
+    if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
+    if (fused_act == OTC_OP_CLAMPED) {
+        s->lo = otc_quantize_value(-1.0f, qy);
+        s->hi = otc_quantize_value(1.0f, qy);
+    }
+    for (int j = 0; j < n; j++) {
+        double amax = 0;
+        for (int i = 0; i < k; i++) {
+            double v = w[(size_t)i * stride_i + (size_t)j * stride_j];
+            if (!isfinite(v)) return no_lowering(b, node, "a weight is not finite");
+            if (fabs(v) > amax) amax = fabs(v);
+        }
+        double sw = amax > 0 ? amax / 127.0 : 1.0; /* symmetric, per output channel */
+        for (int i = 0; i < k; i++)
+            s->w[(size_t)j * (size_t)k + (size_t)i] =
+                (int8_t)nearbyint(w[(size_t)i * stride_i + (size_t)j * stride_j] / sw);
+        double sacc = (double)qx.scale * sw;
+        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
+        if (!acc_fits(k, bq))
+            return no_lowering(b, node,
+                               "its accumulator could overflow int32 (a bias or the number of "
+                               "inputs is too large)");
+        s->bias[j] = (int32_t)bq;
+        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
+        if (st) return no_lowering(b, node, otc_last_error());
+    }
+    return OTC_OK;
+}
+
 static otc_status lower_dense(builder *b, otc_id mm) {
     const otc_node *nd = otc_graph_node(b->g, mm);
     otc_id x = nd->inputs[0], wid = nd->inputs[1];
@@ -142,15 +198,8 @@ static otc_status lower_dense(builder *b, otc_id mm) {
         }
         break;
     }
-    /* ReLU and clamp are saturation in the output's own range: fused as the clamp bounds. */
     int fused_act = -1;
-    otc_id c = sole_consumer(b, last);
-    if (c >= 0 && (otc_graph_node(b->g, c)->op == OTC_OP_RELU ||
-                   otc_graph_node(b->g, c)->op == OTC_OP_CLAMPED)) {
-        fused_act = otc_graph_node(b->g, c)->op;
-        b->done[c] = true;
-        last = c;
-    }
+    last = fuse_saturation(b, last, &fused_act);
     int xt = b->tensor_of[x], yt = out_tensor(b, last);
     otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_DENSE, last);
     if (!s) return OTC_ERR_NOMEM;
@@ -158,40 +207,8 @@ static otc_status lower_dense(builder *b, otc_id mm) {
     b->tensor_of[mm] = b->tensor_of[last] = yt;
     s->a = xt;
     s->out = yt;
-    s->k = k;
-    s->n = n;
-    s->w = malloc((size_t)k * (size_t)n);
-    s->bias = calloc((size_t)n, sizeof *s->bias);
-    s->mult = calloc((size_t)n, sizeof *s->mult);
-    if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
-    otc_qparam qx = b->q->tensors[xt].q, qy = b->q->tensors[yt].q;
-    if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
-    if (fused_act == OTC_OP_CLAMPED) {
-        s->lo = otc_quantize_value(-1.0f, qy);
-        s->hi = otc_quantize_value(1.0f, qy);
-    }
-    for (int j = 0; j < n; j++) {
-        double amax = 0;
-        for (int i = 0; i < k; i++) {
-            double v = w[(size_t)i * (size_t)n + (size_t)j];
-            if (!isfinite(v)) return no_lowering(b, mm, "a weight is not finite");
-            if (fabs(v) > amax) amax = fabs(v);
-        }
-        double sw = amax > 0 ? amax / 127.0 : 1.0; /* symmetric, per output channel */
-        for (int i = 0; i < k; i++)
-            s->w[(size_t)j * (size_t)k + (size_t)i] =
-                (int8_t)nearbyint(w[(size_t)i * (size_t)n + (size_t)j] / sw);
-        double sacc = (double)qx.scale * sw;
-        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
-        if (!acc_fits(k, bq))
-            return no_lowering(b, mm,
-                               "its accumulator could overflow int32 (a bias or the number of "
-                               "inputs is too large)");
-        s->bias[j] = (int32_t)bq;
-        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
-        if (st) return no_lowering(b, mm, otc_last_error());
-    }
-    return OTC_OK;
+    /* W [k, n]: input i of channel j at i * n + j. */
+    return quantize_channels(b, s, mm, w, bias, k, n, (size_t)n, 1, fused_act);
 }
 
 /* x [B,C,H,W] -> geometry of a Conv2d or pool node (see otc_qstep.geo). */
@@ -227,56 +244,17 @@ static otc_status lower_conv(builder *b, otc_id id) {
     const float *w = wn->value->data;
     const float *bias = nd->n_inputs > 2 ? otc_graph_node(b->g, nd->inputs[2])->value->data : NULL;
     int o = wn->shape.dim[0], per = (int)(wn->value->size / (size_t)o);
-    otc_id last = id;
     int fused_act = -1;
-    otc_id c = sole_consumer(b, id);
-    if (c >= 0 && (otc_graph_node(b->g, c)->op == OTC_OP_RELU ||
-                   otc_graph_node(b->g, c)->op == OTC_OP_CLAMPED)) {
-        fused_act = otc_graph_node(b->g, c)->op;
-        b->done[c] = true;
-        last = c;
-    }
+    otc_id last = fuse_saturation(b, id, &fused_act);
     int xt = b->tensor_of[x], yt = out_tensor(b, last);
     otc_qstep *s = yt < 0 ? NULL : new_step(b, OTC_QOP_CONV, last);
     if (!s) return OTC_ERR_NOMEM;
     b->tensor_of[id] = yt;
     s->a = xt;
     s->out = yt;
-    s->k = per;
-    s->n = o;
     window_geo(b->g, nd, o, s->geo);
-    s->w = malloc((size_t)per * (size_t)o);
-    s->bias = calloc((size_t)o, sizeof *s->bias);
-    s->mult = calloc((size_t)o, sizeof *s->mult);
-    if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
-    otc_qparam qx = b->q->tensors[xt].q, qy = b->q->tensors[yt].q;
-    if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
-    if (fused_act == OTC_OP_CLAMPED) {
-        s->lo = otc_quantize_value(-1.0f, qy);
-        s->hi = otc_quantize_value(1.0f, qy);
-    }
-    for (int j = 0; j < o; j++) {
-        double amax = 0;
-        for (int i = 0; i < per; i++) {
-            double v = w[(size_t)j * (size_t)per + (size_t)i];
-            if (!isfinite(v)) return no_lowering(b, id, "a weight is not finite");
-            if (fabs(v) > amax) amax = fabs(v);
-        }
-        double sw = amax > 0 ? amax / 127.0 : 1.0;
-        for (int i = 0; i < per; i++)
-            s->w[(size_t)j * (size_t)per + (size_t)i] =
-                (int8_t)nearbyint(w[(size_t)j * (size_t)per + (size_t)i] / sw);
-        double sacc = (double)qx.scale * sw;
-        double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
-        if (!acc_fits(per, bq))
-            return no_lowering(b, id,
-                               "its accumulator could overflow int32 (a bias or the number of "
-                               "inputs is too large)");
-        s->bias[j] = (int32_t)bq;
-        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
-        if (st) return no_lowering(b, id, otc_last_error());
-    }
-    return OTC_OK;
+    /* weight [o, C/groups, KH, KW]: input i of channel j at j * per + i. */
+    return quantize_channels(b, s, id, w, bias, per, o, 1, (size_t)per, fused_act);
 }
 
 /* Max pooling keeps the input's scale (a maximum of int8 values is exact); average pooling
