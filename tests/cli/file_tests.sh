@@ -16,21 +16,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/otc_files_${CASE}.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 
-failures=0
-fail() {
-    echo "FAIL [$CASE]: $*" >&2
-    failures=$((failures + 1))
-}
-
-# run CODE CMD...: runs otc, stdout/stderr into out and err, and checks the exit code.
-run() {
-    local want=$1
-    shift
-    "$OTC" "$@" >out 2>err
-    local got=$?
-    [ "$got" = "$want" ] || fail "otc $* exited $got, wanted $want; stderr: $(head -c 600 err)"
-}
-err_has() { grep -qF -- "$1" err || fail "stderr lacks '$1': $(head -c 400 err)"; }
+. "$SRC/tests/cli/check_lib.sh" # failures, fail, run, err_has
 kind() { stat -c %F "$1"; }
 no_temporaries() {
     if ls -a "$1" | grep -q '\.tmp'; then fail "temporaries left in $1: $(ls -a "$1")"; fi
