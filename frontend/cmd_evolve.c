@@ -80,8 +80,8 @@ static int checkpoint_over_file(const char *prefix, int every, int from, int gen
     return 0;
 }
 
-#define N_EVOLVE_INS   3 /* CONFIG, --resume, --task csv: */
-#define N_EVOLVE_FILES 7 /* and --out, --stats, --plot, --maze-svg */
+#define N_EVOLVE_INS   3  /* CONFIG, --resume, --task csv: */
+#define N_EVOLVE_FILES 10 /* and --out, --stats, --plot, --maze-svg, --front's named files */
 
 /* What the population's run needs from the command line. */
 typedef struct {
@@ -405,9 +405,23 @@ int otc_cmd_evolve(int argc, char **argv) {
     }
 
     const char *csv = !strncmp(task_spec, "csv:", 4) ? task_spec + 4 : NULL;
-    const otc_cli_file files[N_EVOLVE_FILES] = {
-        {"CONFIG", pos[0]}, {"--resume", resume}, {"--task csv:", csv}, /* inputs */
-        {"--out", out},     {"--stats", stats},   {"--plot", plot},     {"--maze-svg", maze_svg}};
+    /* --front's files with fixed names (its member-K.otm are numbered after the run). */
+    char front_csv[4096] = "", front_svg[4096] = "", chosen[4096] = "";
+    if (front &&
+        (snprintf(front_csv, sizeof front_csv, "%s/front.csv", front) >= (int)sizeof front_csv ||
+         snprintf(front_svg, sizeof front_svg, "%s/front.svg", front) >= (int)sizeof front_svg ||
+         snprintf(chosen, sizeof chosen, "%s/chosen.otm", front) >= (int)sizeof chosen))
+        return otc_cli_error("evolve", "--front: directory name too long");
+    const otc_cli_file files[N_EVOLVE_FILES] = {{"CONFIG", pos[0]},
+                                                {"--resume", resume},
+                                                {"--task csv:", csv}, /* inputs */
+                                                {"--out", out},
+                                                {"--stats", stats},
+                                                {"--plot", plot},
+                                                {"--maze-svg", maze_svg},
+                                                {"--front's front.csv", front ? front_csv : NULL},
+                                                {"--front's front.svg", front ? front_svg : NULL},
+                                                {"--front's chosen.otm", front ? chosen : NULL}};
     if ((rc = otc_cli_check_files("evolve", files, N_EVOLVE_INS, files + N_EVOLVE_INS,
                                   N_EVOLVE_FILES - N_EVOLVE_INS)))
         return rc;

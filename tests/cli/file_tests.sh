@@ -143,6 +143,12 @@ case_derived_outputs() {
         run 2 compile m.otm --emit-obj o/../z.h
         err_has "--emit-obj's header and --emit-obj name the same file"
     fi
+    # --front's named files against the other outputs
+    run 2 evolve x.ini --task xor --seed 1 --generations 2 --front fr --stats fr/front.csv
+    err_has "--front's front.csv and --stats name the same file"
+    run 2 evolve x.ini --task xor --seed 1 --generations 2 --front fr --out ./fr/chosen.otm
+    err_has "--front's chosen.otm and --out name the same file"
+    [ ! -e fr ] || fail "fr/ written although refused"
     # a checkpoint against --out, --stats, --plot (the input side is output_over_input's)
     local o
     for o in --out --stats --plot; do
