@@ -68,7 +68,11 @@ static void print_help(const char *cmd, const char *synopsis, const otc_opt *opt
             snprintf(left, sizeof left, "%s %.*s", opts[i].name, (int)(colon - help), help);
         else
             snprintf(left, sizeof left, "%s", opts[i].name);
-        printf("  %-28s %s\n", left, colon ? colon + 2 : help);
+        /* a name too long for the column gets a line of its own, so the texts stay aligned */
+        if (strlen(left) > 28)
+            printf("  %s\n  %-28s %s\n", left, "", colon ? colon + 2 : help);
+        else
+            printf("  %-28s %s\n", left, colon ? colon + 2 : help);
     }
     printf("  %-28s %s\n", "--help,-h", "show this help");
 }

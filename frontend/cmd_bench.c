@@ -172,9 +172,9 @@ int otc_cmd_bench(int argc, char **argv) {
          "time a training step (forward, backward, optimiser) instead of forward"},
         {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: with --train (default adam)"},
         {"--lr", OTC_OPT_FLOAT, &lr, "X: with --train (default 0.001)"},
-        {"--random", OTC_OPT_INT, &random_n,
+        {"--random", OTC_OPT_RANGE, OTC_RANGE(random_n, 1, 1 << 20),
          "N: an evolved-style random graph of N neurons instead of a model file"},
-        {"--connections", OTC_OPT_INT, &connections,
+        {"--connections", OTC_OPT_RANGE, OTC_RANGE(connections, 1, 1 << 26),
          "C: connections of the random graph (about; default 3 per neuron)"},
         {"--seed", OTC_OPT_INT, &seed, "S: the random graph's seed (default 1)"},
         {"--no-c", OTC_OPT_FLAG, &no_c, "skip the emitted-C backend"},
@@ -192,17 +192,11 @@ int otc_cmd_bench(int argc, char **argv) {
     int rc = otc_cli_parse("bench", "MODEL.otm | --random N [--batch B] [--train] [--json]", opts,
                            (int)(sizeof opts / sizeof opts[0]), argc, argv, pos, 0, 1);
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
-    if (batch < 1 || batch > (1 << 20))
-        return otc_cli_error("bench", "--batch must be 1 .. 1048576, not %d", batch);
     if (!(block_ms > 0 && block_ms <= 60000))
         return otc_cli_error("bench", "--block-ms must be a number in (0, 60000], not %g",
                              block_ms);
     if (!(lr > 0) || !isfinite(lr))
         return otc_cli_error("bench", "--lr must be a positive number, not %g", lr);
-    if (random_n < 0 || connections < 0)
-        return otc_cli_error("bench", "--%s must be positive, not %d",
-                             random_n < 0 ? "random" : "connections",
-                             random_n < 0 ? random_n : connections);
     if (!pos[0] && random_n <= 0)
         return otc_cli_error("bench", "give a MODEL.otm or --random N (try 'otc bench --help')");
     if (pos[0] && random_n > 0) return otc_cli_error("bench", "a model file or --random, not both");

@@ -122,10 +122,11 @@ int otc_cmd_compile(int argc, char **argv) {
     bool dynamic = false, train = false, nesterov = false, verbose = false;
     double lr = -1.0, momentum = 0.0, weight_decay = -1.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     const otc_opt opts[] = {
-        {"--emit-c", OTC_OPT_STRING, &emit_c, "DIR: write DIR/NAME.h and DIR/NAME.c"},
+        {"--emit-c,--out,--output,-o", OTC_OPT_STRING, &emit_c,
+         "DIR: write DIR/NAME.h and DIR/NAME.c"},
         {"--name", OTC_OPT_STRING, &name,
          "NAME: C prefix of every symbol (default: the model's file name)"},
-        {"--batch", OTC_OPT_INT, &batch,
+        {"--batch", OTC_OPT_RANGE, OTC_RANGE(batch, 1, 1 << 24),
          "N: fix the layout for at most N samples (a constant workspace size)"},
         {"--dynamic-batch", OTC_OPT_FLAG, &dynamic,
          "any batch; the workspace size is a function of it (the default)"},

@@ -339,7 +339,7 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--maze-svg", OTC_OPT_STRING, &maze_svg,
          "FILE.svg: with --task maze:NAME, the maze with the last generation's final positions, "
          "the novelty archive and the champion's path"},
-        {"--max-connections", OTC_OPT_INT, &max_connections,
+        {"--max-connections", OTC_OPT_RANGE, OTC_RANGE(max_connections, 0, 1 << 30),
          "N: with --front, choose the fittest member with at most N enabled connections "
          "(default: the knee)"},
         {"--max-cost", OTC_OPT_FLOAT, &max_cost,
@@ -384,8 +384,8 @@ int otc_cmd_evolve(int argc, char **argv) {
         return otc_cli_error("evolve", "--maze-svg is for --task maze:NAME");
     if ((max_connections != -1 || max_cost != -1) && !front)
         return otc_cli_error("evolve", "--max-connections and --max-cost choose from --front");
-    if (max_connections < -1 || (max_cost != -1 && !(max_cost >= 0 && max_cost <= 1e15)))
-        return otc_cli_error("evolve", "--max-connections and --max-cost must not be negative");
+    if (max_cost != -1 && !(max_cost >= 0 && max_cost <= 1e15))
+        return otc_cli_error("evolve", "--max-cost must be a number from 0 to 1e15");
     if (jit_steps != -1 && (jit_steps < 0 || !jit))
         return otc_cli_error("evolve", "--jit-steps must not be negative, and needs --jit");
     if (threads < 0 || threads > MAX_THREADS)

@@ -14,7 +14,7 @@ const char otc_cmd_export_summary[] = "write a model as an ONNX file";
 int otc_cmd_export(int argc, char **argv) {
     const char *out = NULL;
     const otc_opt opts[] = {
-        {"--output,-o", OTC_OPT_STRING, &out,
+        {"--out,--output,-o", OTC_OPT_STRING, &out,
          "FILE.onnx: the ONNX model to write ('-': standard output)"},
     };
     const char *pos[1];

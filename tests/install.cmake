@@ -1,4 +1,5 @@
-# The installed tree as users get it (tests/install_test.sh) and the man page generated from
+# The installed tree as users get it (tests/install_test.sh), otc as a subdirectory of another
+# project (tests/install/subproject_test.sh) and the man page generated from
 # --help (tests/man_page_test.sh).
 find_program(OTC_INSTALL_BASH bash)
 if(TARGET otc_cli AND OTC_INSTALL_BASH)
@@ -20,4 +21,10 @@ if(TARGET otc_cli AND OTC_INSTALL_BASH)
            COMMAND ${OTC_INSTALL_BASH} ${CMAKE_CURRENT_LIST_DIR}/man_page_test.sh
                    $<TARGET_FILE:otc_cli> ${PROJECT_BINARY_DIR}/man/otc.1)
   set_tests_properties(man_page PROPERTIES TIMEOUT 60)
+endif()
+if(OTC_INSTALL_BASH)
+  add_test(NAME subproject_configure
+           COMMAND ${OTC_INSTALL_BASH} ${CMAKE_CURRENT_LIST_DIR}/install/subproject_test.sh
+                   ${PROJECT_SOURCE_DIR} ${CMAKE_COMMAND} ${CMAKE_CURRENT_BINARY_DIR}/subproject)
+  set_tests_properties(subproject_configure PROPERTIES TIMEOUT 300)
 endif()

@@ -1053,8 +1053,10 @@ case_conventions() {
         run 0 train "$IRIS" --data "$D/iris.csv" --target species --epochs 1 "$o" "$WORK/t.otm"
         run 0 run "$IRIS" --input "$D/iris.csv" --drop species "$o" "$WORK/r.csv"
         run 0 viz "$IRIS" "$o" "$WORK/v.dot"
+        rm -rf "$WORK/c$o"
+        run 0 compile "$IRIS" "$o" "$WORK/c$o" --name iris
         [ -s "$WORK/t.otm" ] && [ -s "$WORK/r.csv" ] && [ -s "$WORK/v.dot" ] &&
-            [ -s "$WORK/n.otm" ] || fail "$o did not write every output"
+            [ -s "$WORK/n.otm" ] && [ -s "$WORK/c$o/iris.c" ] || fail "$o did not write every output"
     done
     run 2 train "$IRIS" --data "$D/iris.csv" --target species --epochs ten -o "$WORK/t.otm"
     err_has "bad value 'ten' for --epochs (expected an integer from 1 to 1000000)"
@@ -1062,6 +1064,12 @@ case_conventions() {
     err_has "bad value '0' for --batch (expected an integer from 1 to 16777216)"
     run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --generations 0
     err_has "bad value '0' for --generations (expected an integer from 1 to 100000000)"
+    run 2 compile "$IRIS" -o "$WORK/c" --batch -1
+    err_has "bad value '-1' for --batch (expected an integer from 1 to 16777216)"
+    run 2 bench --random -3
+    err_has "bad value '-3' for --random (expected an integer from 1 to 1048576)"
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --front "$WORK/f" --max-connections x
+    err_has "bad value 'x' for --max-connections (expected an integer from 0 to 1073741824)"
     run 2 train "$IRIS" --data "$D/iris.csv" --target species --epoch 3 -o "$WORK/t.otm"
     err_has "unknown option '--epoch' (did you mean --epochs?"
     run 2 evolve "$SRC/examples/neat/xor.ini" --task pol1

@@ -63,8 +63,10 @@ static void load(void) {
         }
     }
     if (!p && !load_error[0])
-        snprintf(load_error, sizeof load_error, "not found (looked for %s)",
-                 tried[0] ? tried : OTC_LLVM_PLUGIN_FILE);
+        /* the list of paths is cut to what the message holds (said by the precision, so
+         * compilers that check for truncation see it is meant) */
+        snprintf(load_error, sizeof load_error, "not found (looked for %.*s)",
+                 (int)sizeof load_error - 32, tried[0] ? tried : OTC_LLVM_PLUGIN_FILE);
     __atomic_store_n(&api, p, __ATOMIC_RELEASE);
 }
 
