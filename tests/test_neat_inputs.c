@@ -141,12 +141,13 @@ static otc_neat_config xor_config(void) {
     return c;
 }
 
-/* A real checkpoint after a few xor generations, as a cJSON tree. */
-static cJSON *xor_checkpoint(const otc_neat_config *c) {
+/* A real checkpoint after a few xor generations, as a cJSON tree (front: with a tracked
+ * Pareto front). */
+static cJSON *xor_checkpoint_with(const otc_neat_config *c, bool front) {
     otc_neat_task *task = NULL;
     otc_neat_population *p = NULL;
     if (otc_neat_task_create("xor", c, &task) != OTC_OK ||
-        otc_neat_population_new(c, 7, &p) != OTC_OK)
+        otc_neat_population_new(c, 7, &p) != OTC_OK || (front && otc_neat_track_front(p) != OTC_OK))
         return NULL;
     otc_neat_step_options o = {.threads = 1};
     for (int g = 0; g < 4; g++)
@@ -161,6 +162,10 @@ static cJSON *xor_checkpoint(const otc_neat_config *c) {
     if (f) fclose(f);
     buf[n] = '\0';
     return cJSON_Parse(buf);
+}
+
+static cJSON *xor_checkpoint(const otc_neat_config *c) {
+    return xor_checkpoint_with(c, false);
 }
 
 /* Load tree j (written to ck) with config c and task; the population is freed. */
@@ -308,6 +313,74 @@ TEST(neat_checkpoint_hostile_numbers) {
     j = cJSON_Duplicate(good, 1);
     cJSON_DeleteItemFromArray(at(j, "genomes", -1), 0);
     expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": genomes", "30");
+    cJSON_Delete(j);
+    cJSON_Delete(good);
+    remove(ck);
+    ck = NULL;
+}
+
+/* The novelty archive and the tracked front in a checkpoint: each field checked, the
+ * message naming it. */
+TEST(neat_checkpoint_hostile_novelty_and_front) {
+    ck = OTC_BINARY_DIR "/neat_inputs_ck_novelty.json";
+    otc_neat_config c = xor_config();
+    c.selection = OTC_NEAT_SELECT_NOVELTY;
+    c.novelty_weight = 0.5;
+    cJSON *good = xor_checkpoint_with(&c, true);
+    REQUIRE(good);
+    cJSON *nv = cJSON_GetObjectItem(good, "novelty"), *front = at(good, "front", -1);
+    REQUIRE(nv && cJSON_GetObjectItem(nv, "dim")->valueint == 4); /* xor: its 4 outputs */
+    REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItem(nv, "archive")) % 4 == 0);
+    REQUIRE(cJSON_GetArraySize(front) >= 1);
+    CHECK(load(good, &c, "xor") == OTC_OK);
+
+    static const struct {
+        const char *field, *raw, *says;
+    } novelty_cases[] = {
+        {"dim", "17", ": novelty: dim"},
+        {"floor", "0", ": novelty: threshold and floor"},
+        {"threshold", "\"nan\"", ": novelty: threshold and floor"},
+        {"quiet", "-1", ": novelty: quiet"},
+        {"archive", "[1,2,3]", ": novelty: archive: missing, not whole behaviours of 4"},
+        {"archive", "[1,2,3,1e39]", ": novelty: archive: a number that is not a finite f32"},
+        {"archive", "{}", ": novelty: archive"},
+    };
+    for (size_t i = 0; i < sizeof novelty_cases / sizeof *novelty_cases; i++) {
+        cJSON *j = cJSON_Duplicate(good, 1);
+        set(cJSON_GetObjectItem(j, "novelty"), novelty_cases[i].field,
+            cJSON_CreateRaw(novelty_cases[i].raw));
+        expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, novelty_cases[i].says, NULL);
+        cJSON_Delete(j);
+    }
+    cJSON *j = cJSON_Duplicate(good, 1);
+    cJSON_DeleteItemFromObject(j, "novelty");
+    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": novelty: missing", NULL);
+    cJSON_Delete(j);
+    /* an archive in the checkpoint of a run that selects on fitness */
+    otc_neat_config fitness = xor_config();
+    j = xor_checkpoint(&fitness);
+    REQUIRE(j);
+    cJSON_AddItemToObject(j, "novelty", cJSON_Duplicate(nv, 1));
+    expect_error(load(j, &fitness, "xor"), OTC_ERR_FORMAT, ": novelty: an archive, but", NULL);
+    cJSON_Delete(j);
+
+    /* front members: generation, values and genome checked like the population's */
+    j = cJSON_Duplicate(good, 1);
+    set(at(j, "front", 0), "generation", cJSON_CreateNumber(1000));
+    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: generation", NULL);
+    cJSON_Delete(j);
+    j = cJSON_Duplicate(good, 1);
+    set(at(j, "front", 0), "values", cJSON_CreateRaw("[1]"));
+    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: values", NULL);
+    cJSON_Delete(j);
+    j = cJSON_Duplicate(good, 1);
+    set(at(j, "front", 0), "values", cJSON_CreateRaw("[1,\"inf\"]"));
+    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: values", NULL);
+    cJSON_Delete(j);
+    j = cJSON_Duplicate(good, 1);
+    set(at(at(at(j, "front", 0), "genome", -1), "connections", 0), "innov",
+        cJSON_CreateNumber(999999));
+    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: connection", "innov");
     cJSON_Delete(j);
     cJSON_Delete(good);
     remove(ck);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,60 @@ static bool add_real(cJSON *o, const char *k, double v) {
         return cJSON_AddRawToObject(o, k, text) != NULL;
     }
     return cJSON_AddStringToObject(o, k, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") != NULL;
+}
+
+/* An array of finite numbers, each printed so it reads back to the same bits (%.17g for a
+ * double, %.9g for a float). */
+static cJSON *reals_json(const double *d, const float *f, size_t n) {
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++) {
+        char text[40];
+        snprintf(text, sizeof text, d ? "%.17g" : "%.9g", d ? d[i] : (double)f[i]);
+        if (!cJSON_AddItemToArray(a, cJSON_CreateRaw(text))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* item under key k of o; false (item freed) when it or the addition failed. */
+static bool add_item(cJSON *o, const char *k, cJSON *item) {
+    if (item && cJSON_AddItemToObject(o, k, item)) return true;
+    cJSON_Delete(item);
+    return false;
+}
+
+/* The novelty archive and its threshold's state (select_novelty.c). */
+static cJSON *novelty_json(const otc_neat_novelty_state *st) {
+    cJSON *o = cJSON_CreateObject();
+    if (o && add_num(o, "dim", st->dim) && add_real(o, "threshold", st->threshold) &&
+        add_real(o, "floor", st->floor) && add_num(o, "quiet", (double)st->quiet) &&
+        add_item(o, "archive", reals_json(NULL, st->archive, (size_t)st->n * (size_t)st->dim)))
+        return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* The tracked Pareto front: each member's generation, objective values and genome. */
+static cJSON *front_json(const otc_neat_population *p) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < otc_neat_front_size(p); i++) {
+        cJSON *m = cJSON_CreateObject();
+        if (!m || !cJSON_AddItemToArray(a, m)) {
+            cJSON_Delete(m);
+            m = NULL;
+        }
+        if (!m || !add_num(m, "generation", otc_neat_front_generation(p, i)) ||
+            !add_item(
+                m, "values",
+                reals_json(otc_neat_front_values(p, i), NULL, (size_t)p->config.n_objectives)) ||
+            !add_item(m, "genome", otc_neat_genome_to_cjson(otc_neat_front_genome(p, i)))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
 }
 
 static bool get_real(const cJSON *o, const char *k, double *v) {
@@ -177,6 +232,13 @@ static cJSON *population_json(const otc_neat_population *p) {
         ok = ch && cJSON_AddItemToObject(root, "champion", ch) &&
              add_num(root, "champion_generation", p->champion_generation);
     }
+    otc_neat_novelty_state nst;
+    if (ok && otc_neat_novelty_get(p, &nst)) {
+        ok = add_item(root, "novelty", novelty_json(&nst));
+    }
+    if (ok && otc_neat_front_size(p) > 0) {
+        ok = add_item(root, "front", front_json(p));
+    }
     cJSON *stats = ok && species ? cJSON_AddArrayToObject(root, "stats") : NULL;
     for (int i = 0; stats && ok && i < p->n_stats; i++) {
         cJSON *s = stats_json(&p->stats[i]);
@@ -191,11 +253,6 @@ static cJSON *population_json(const otc_neat_population *p) {
 
 otc_status otc_neat_checkpoint_save(const otc_neat_population *p, const char *path) {
     if (!p || !path) return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_save: NULL argument");
-    if (p->config.selection == OTC_NEAT_SELECT_NOVELTY)
-        return otc_fail(OTC_ERR_CONFIG,
-                        "%s: checkpoints of novelty search runs are not "
-                        "supported (the archive is not saved)",
-                        path);
     cJSON *root = population_json(p);
     char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
@@ -382,6 +439,90 @@ static otc_status load_genome(const load_ctx *L, const cJSON *j, const char *wha
 /* A best-so-far value: finite, or -inf before anything was recorded. */
 static bool get_best(const cJSON *o, const char *k, double *v) {
     return get_real(o, k, v) && !isnan(*v) && *v != INFINITY;
+}
+
+/* An array of exactly n finite numbers, into d (doubles) or f (floats, each within f32). */
+static bool get_reals(const cJSON *o, const char *k, long n, double *d, float *f) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k), *it;
+    if (!cJSON_IsArray(a) || (long)cJSON_GetArraySize(a) != n) return false;
+    long i = 0;
+    cJSON_ArrayForEach(it, a) {
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) return false;
+        if (d) d[i] = it->valuedouble;
+        if (f) {
+            if (fabs(it->valuedouble) > FLT_MAX) return false;
+            f[i] = (float)it->valuedouble;
+        }
+        i++;
+    }
+    return true;
+}
+
+/* The novelty archive: there from the first generation of a novelty search run, and only
+ * then; behaviours of 1 .. OTC_NEAT_MAX_BC finite numbers, at most OTC_NEAT_MAX_ARCHIVE. */
+static otc_status load_novelty(const cJSON *root, const char *path, const otc_neat_config *c,
+                               long gen, otc_neat_population *p) {
+    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(root, "novelty");
+    bool novelty = c->selection == OTC_NEAT_SELECT_NOVELTY;
+    if (!nv) {
+        NEED(!novelty || gen == 0, "novelty: missing (a novelty search run records its archive)");
+        return OTC_OK;
+    }
+    NEED(novelty, "novelty: an archive, but [NEAT] selection is not novelty");
+    long dim, quiet, n;
+    double threshold, floor_;
+    NEED(get_int(nv, "dim", 1, OTC_NEAT_MAX_BC, &dim), "novelty: dim: missing or not in 1..%d",
+         OTC_NEAT_MAX_BC);
+    NEED(get_real(nv, "threshold", &threshold) && get_real(nv, "floor", &floor_) &&
+             isfinite(threshold) && floor_ > 0 && threshold >= floor_,
+         "novelty: threshold and floor: missing, or not finite with 0 < floor <= threshold");
+    NEED(get_int(nv, "quiet", 0, 1L << 50, &quiet), "novelty: quiet: missing or out of range");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(nv, "archive");
+    n = cJSON_IsArray(a) ? (long)cJSON_GetArraySize(a) : -1;
+    NEED(n >= 0 && n % dim == 0 && n / dim <= OTC_NEAT_MAX_ARCHIVE,
+         "novelty: archive: missing, not whole behaviours of %ld numbers, or more than %d "
+         "behaviours",
+         dim, OTC_NEAT_MAX_ARCHIVE);
+    float *archive = malloc(sizeof *archive * (size_t)(n + 1));
+    if (!archive) return otc_fail(OTC_ERR_NOMEM, "out of memory for the novelty archive");
+    otc_status s =
+        get_reals(nv, "archive", n, NULL, archive)
+            ? otc_neat_novelty_set(p, &(otc_neat_novelty_state){(int)dim, (int)(n / dim), archive,
+                                                                threshold, floor_, quiet})
+            : bad(path, OTC_ERR_FORMAT, "novelty: archive: a number that is not a finite f32");
+    free(archive);
+    return s;
+}
+
+/* The tracked Pareto front: members with their generation (up to the checkpoint's), their
+ * objective values (finite, one per objective) and genomes checked like the population's. */
+static otc_status load_front(const load_ctx *L, const cJSON *root, long gen,
+                             otc_neat_population *p) {
+    const char *path = L->path;
+    const cJSON *front = cJSON_GetObjectItemCaseSensitive(root, "front"), *it;
+    if (!front) return OTC_OK;
+    NEED(cJSON_IsArray(front) && cJSON_GetArraySize(front) <= OTC_NEAT_MAX_FRONT,
+         "front: not an array of at most %d members", OTC_NEAT_MAX_FRONT);
+    int k = 0;
+    cJSON_ArrayForEach(it, front) {
+        long g;
+        double v[OTC_NEAT_MAX_OBJECTIVES];
+        NEED(get_int(it, "generation", 0, gen, &g),
+             "front: member %d: generation: missing or not "
+             "in [0, %ld]",
+             k, gen);
+        NEED(get_reals(it, "values", L->c->n_objectives, v, NULL),
+             "front: member %d: values: not %d finite numbers", k, L->c->n_objectives);
+        char what[48];
+        snprintf(what, sizeof what, "front: member %d", k);
+        otc_neat_genome *genome = NULL;
+        otc_status s =
+            load_genome(L, cJSON_GetObjectItemCaseSensitive(it, "genome"), what, &genome);
+        if (s == OTC_OK) s = otc_neat_front_restore(p, genome, (int)g, v);
+        if (s != OTC_OK) return s;
+        k++;
+    }
+    return OTC_OK;
 }
 
 static otc_status load_tree(const cJSON *root, const char *path, const otc_neat_config *c,
@@ -589,6 +730,9 @@ static otc_status load_tree(const cJSON *root, const char *path, const otc_neat_
              "champion_generation: missing or not in [0, generation]");
         p->champion_generation = (int)cg;
     }
+    if ((s = load_novelty(root, path, c, gen, p)) != OTC_OK ||
+        (s = load_front(&L, root, gen, p)) != OTC_OK)
+        return s;
     const cJSON *stats = cJSON_GetObjectItemCaseSensitive(root, "stats");
     NEED(cJSON_IsArray(stats), "stats: missing or not an array");
     cJSON_ArrayForEach(it, stats) {
@@ -610,11 +754,6 @@ otc_status otc_neat_checkpoint_parse(const char *text, size_t len, const char *n
     if (!text || !c || !out)
         return otc_fail(OTC_ERR_ARG, "otc_neat_checkpoint_parse: NULL argument");
     const char *path = name ? name : "checkpoint";
-    if (c->selection == OTC_NEAT_SELECT_NOVELTY)
-        return otc_fail(OTC_ERR_CONFIG,
-                        "%s: [NEAT] selection = novelty: runs cannot be resumed "
-                        "(the archive is not saved)",
-                        path);
     cJSON *root = NULL;
     otc_status ps = otc_json_parse(text, len, OTC_JSON_VALUES_SMALL, &root);
     if (ps != OTC_OK) return otc_fail_context(ps, "%s: checkpoint", path);

@@ -59,6 +59,24 @@ static int compare(const otc_neat_config *c, const double *a, const double *b) {
     return a_better ? 0 : 2;
 }
 
+/* g (owned) into f at its place: in order of the first objective other than fitness, then
+ * fitness down, the order the files list them in. f has room. */
+static void insert(const otc_neat_config *c, otc_neat_front *f, otc_neat_genome *g, int generation,
+                   const double *v) {
+    int x = other_objective(c), fi = fitness_objective(c), at = f->n;
+    for (int k = 0; k < f->n; k++)
+        if (v[x] < f->m[k].v[x] || (v[x] == f->m[k].v[x] && v[fi] > f->m[k].v[fi])) {
+            at = k;
+            break;
+        }
+    memmove(&f->m[at + 1], &f->m[at], sizeof *f->m * (size_t)(f->n - at));
+    f->n++;
+    front_member *m = &f->m[at];
+    m->g = g;
+    m->generation = generation;
+    memcpy(m->v, v, sizeof m->v);
+}
+
 otc_status otc_neat_front_update(otc_neat_population *p) {
     otc_neat_front *f = p->front;
     if (!f) return OTC_OK;
@@ -86,21 +104,23 @@ otc_status otc_neat_front_update(otc_neat_population *p) {
         if (f->n == OTC_NEAT_MAX_FRONT) continue;
         otc_neat_genome *copy = otc_neat_genome_copy(g);
         if (!copy) return otc_fail(OTC_ERR_NOMEM, "out of memory for the Pareto front");
-        /* Kept in order of the first objective other than fitness, then fitness down: the
-         * order the files list them in. */
-        int x = other_objective(c), fi = fitness_objective(c), at = f->n;
-        for (int k = 0; k < f->n; k++)
-            if (v[x] < f->m[k].v[x] || (v[x] == f->m[k].v[x] && v[fi] > f->m[k].v[fi])) {
-                at = k;
-                break;
-            }
-        memmove(&f->m[at + 1], &f->m[at], sizeof *f->m * (size_t)(f->n - at));
-        f->n++;
-        front_member *m = &f->m[at];
-        m->g = copy;
-        m->generation = p->generation;
-        memcpy(m->v, v, sizeof m->v);
+        insert(c, f, copy, p->generation, v);
     }
+    return OTC_OK;
+}
+
+otc_status otc_neat_front_restore(otc_neat_population *p, otc_neat_genome *g, int generation,
+                                  const double *v) {
+    otc_status s = otc_neat_track_front(p);
+    if (s == OTC_OK && p->front->n == OTC_NEAT_MAX_FRONT)
+        s = otc_fail(OTC_ERR_FORMAT, "front: more than %d members", OTC_NEAT_MAX_FRONT);
+    if (s != OTC_OK) {
+        otc_neat_genome_free(g);
+        return s;
+    }
+    double w[OTC_NEAT_MAX_OBJECTIVES] = {0};
+    memcpy(w, v, sizeof *w * (size_t)p->config.n_objectives);
+    insert(&p->config, p->front, g, generation, w);
     return OTC_OK;
 }
 

@@ -101,8 +101,22 @@ otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val);
 otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
                                    double *val);
 void otc_neat_novelty_free(otc_neat_novelty *nv);
+/* The novelty archive as a checkpoint records it (checkpoint.c): the behaviours and the
+ * threshold's state. get: false before the first generation made one; set: replaces p's. */
+typedef struct {
+    int dim, n;
+    const float *archive; /* n behaviours of dim numbers */
+    double threshold, floor;
+    long quiet;
+} otc_neat_novelty_state;
+bool otc_neat_novelty_get(const otc_neat_population *p, otc_neat_novelty_state *st);
+otc_status otc_neat_novelty_set(otc_neat_population *p, const otc_neat_novelty_state *st);
 /* The generation's evaluated genomes into the tracked front (none tracked: nothing). */
 otc_status otc_neat_front_update(otc_neat_population *p);
+/* A member back into p's tracked front from a checkpoint (it takes g; v in the objectives'
+ * own sense, as otc_neat_front_values gives them). */
+otc_status otc_neat_front_restore(otc_neat_population *p, otc_neat_genome *g, int generation,
+                                  const double *v);
 void otc_neat_front_free(otc_neat_front *f);
 /* g's phenotype with metadata "genome" and "neat" as otc_neat_champion_graph's (generation:
  * when g was evaluated; solved: the run's outcome). */

@@ -36,6 +36,29 @@ double otc_neat_novelty_threshold(const otc_neat_population *p) {
     return p && p->novelty ? p->novelty->threshold : NAN;
 }
 
+bool otc_neat_novelty_get(const otc_neat_population *p, otc_neat_novelty_state *st) {
+    const otc_neat_novelty *nv = p->novelty;
+    if (!nv) return false;
+    *st =
+        (otc_neat_novelty_state){nv->dim, nv->n, nv->archive, nv->threshold, nv->floor, nv->quiet};
+    return true;
+}
+
+otc_status otc_neat_novelty_set(otc_neat_population *p, const otc_neat_novelty_state *st) {
+    otc_neat_novelty *nv = calloc(1, sizeof *nv);
+    if (!nv || (st->n > 0 && !otc_neat_grow((void **)&nv->archive, &nv->cap, st->n,
+                                            sizeof(float) * (size_t)st->dim))) {
+        otc_neat_novelty_free(nv);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for the novelty archive");
+    }
+    if (st->n > 0) memcpy(nv->archive, st->archive, sizeof(float) * (size_t)st->dim * st->n);
+    nv->dim = st->dim, nv->n = st->n;
+    nv->threshold = st->threshold, nv->floor = st->floor, nv->quiet = st->quiet;
+    otc_neat_novelty_free(p->novelty);
+    p->novelty = nv;
+    return OTC_OK;
+}
+
 static double bc_distance(const float *a, const float *b, int dim) {
     double d = 0;
     for (int j = 0; j < dim; j++) d += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
