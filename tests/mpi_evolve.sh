@@ -1,7 +1,7 @@
 #!/bin/sh
 # `mpirun -n K otc evolve`: the same champion and statistics (bar the seconds column) for
-# K = 1..4 as without MPI, Lamarckian weights coming back from the ranks (hybrid csv), resume
-# across different K, and a killed or stopped rank ending the run within a bounded time with
+# K = 1..4 as without MPI, behaviours (novelty search) and Lamarckian weights (hybrid csv)
+# coming back from the ranks, resume across different K, and a killed or stopped rank ending the run within a bounded time with
 # a message naming the rank or the generation.
 # Usage: mpi_evolve.sh OTC EXAMPLES_DIR CASE
 set -u
@@ -45,6 +45,7 @@ same_runs() { # CONFIG TASK GENERATIONS
 case $case in
 xor) same_runs "$ex/neat/xor.ini" xor 100 ;;
 dpv) same_runs "$ex/neat/dpv.ini" dpv 8 ;;
+novelty) same_runs "$ex/neat/maze.ini" maze:medium 4 ;; # behaviours come back from the ranks
 hybrid)
   # Hybrid training happens on the ranks: the trained weights must come back to rank 0,
   # else the champion and statistics would differ from the run without MPI.

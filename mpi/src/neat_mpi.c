@@ -129,11 +129,14 @@ static bool get_genome(reader *r, otc_neat_genome *g, uint64_t *seed) {
     return !r->bad;
 }
 
-/* What evaluation changes in a genome: fitness, flags, and the trained parameters. */
+/* What evaluation changes in a genome: fitness, flags, the behaviour (novelty search), and
+ * the trained parameters. */
 static void put_outcome(bytes *b, const otc_neat_genome *g, bool solved) {
     put(b, &g->fitness, sizeof g->fitness);
     put_i32(b, g->evaluated);
     put_i32(b, solved);
+    put_i32(b, g->n_bc);
+    put(b, g->bc, sizeof(float) * (size_t)g->n_bc);
     put_i32(b, g->n_nodes);
     put_i32(b, g->n_conns);
     for (int i = 0; i < g->n_nodes; i++) {
@@ -146,7 +149,11 @@ static void put_outcome(bytes *b, const otc_neat_genome *g, bool solved) {
 static bool get_outcome(reader *r, otc_neat_genome *g, bool *solved) {
     double fitness;
     get(r, &fitness, sizeof fitness);
-    int32_t evaluated = get_i32(r), sol = get_i32(r), nn = get_i32(r), nc = get_i32(r);
+    int32_t evaluated = get_i32(r), sol = get_i32(r), n_bc = get_i32(r);
+    if (r->bad || n_bc < 0 || n_bc > OTC_NEAT_MAX_BC) return false;
+    get(r, g->bc, sizeof(float) * (size_t)n_bc);
+    g->n_bc = n_bc;
+    int32_t nn = get_i32(r), nc = get_i32(r);
     if (r->bad || nn != g->n_nodes || nc != g->n_conns) return false;
     for (int i = 0; i < nn; i++) {
         get(r, &g->nodes[i].bias, sizeof(float));

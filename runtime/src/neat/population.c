@@ -264,9 +264,6 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     memset(flags, 0, sizeof *flags * ((size_t)n + 1));
     int fresh = 0;
     for (int i = 0; i < n; i++) fresh += !p->genomes[i]->evaluated;
-    if (c->selection == OTC_NEAT_SELECT_NOVELTY && o && o->remote)
-        return otc_fail(OTC_ERR_CONFIG, "[NEAT] selection = novelty: not with evaluation in "
-                                        "other processes (behaviours are not sent back)");
     otc_status s = otc_neat_evaluate_all(p, task, o ? o->remote : NULL, o ? o->threads : 1, flags);
     if (s != OTC_OK) goto done;
     p->evaluations += fresh;
