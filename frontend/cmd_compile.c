@@ -155,9 +155,8 @@ int otc_cmd_compile(int argc, char **argv) {
         {"--plan-dot", OTC_OPT_STRING, &plan_dot,
          "FILE: also write the plan as Graphviz DOT (kernels, buffer offsets)"},
         {"--quantize", OTC_OPT_STRING, &quantize,
-         "int8|f16|weights-int8: with --emit-c, int8: integer-only C for CPUs without an FPU; "
-         "f16, weights-int8: f32 compute with the weights stored 2x / 4x smaller "
-         "(docs/quantize.md)"},
+         "MODE: with --emit-c, int8 (integer-only C for CPUs without an FPU), f16 or "
+         "weights-int8 (f32 compute, the weights stored 2x / 4x smaller); docs/quantize.md"},
         {"--calibrate", OTC_OPT_STRING, &calibrate,
          "DATA: --quantize's calibration rows, a CSV file or idx:DIR (its train images)"},
         {"--drop", OTC_OPT_STRING, &drop,

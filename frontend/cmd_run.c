@@ -148,9 +148,9 @@ int otc_cmd_run(int argc, char **argv) {
          "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
          "with one id are one sequence, run from a reset state (default: the file is one)"},
         {"--quantized", OTC_OPT_STRING, &quantized,
-         "int8|f16|weights-int8: run the model `otc compile --quantize` emits with the same "
-         "arithmetic (int8: integer-only, bit for bit, outputs dequantised and a softmax output "
-         "as its logits; f16, weights-int8: f32 compute on the stored weights' values)"},
+         "MODE: the arithmetic of `otc compile --quantize MODE`'s C: int8 bit for bit (outputs "
+         "dequantised, a softmax output as its logits); f16, weights-int8: f32 on the stored "
+         "weights' values"},
         {"--calibrate", OTC_OPT_STRING, &calibrate,
          "DATA: --quantized's calibration rows, a CSV file (--drop applies) or idx:DIR"},
         {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
