@@ -3,7 +3,8 @@
 # docs/quantize.md: flash (text + data of the Cortex-M4 object, -Os; the float modes for an
 # M4F, -mfloat-abi=hard) and RAM (workspace + state at batch 1), then each model's accuracy in
 # the four modes (the host's arithmetic, `otc run --quantized MODE`, which the tests hold
-# equal to the emitted C). Two tables, never pass/fail.
+# equal to the emitted C), then the host speed of each mode's C at batch 1. Tables, never
+# pass/fail.
 # usage: bench/quant_int8.sh OTC SOURCE_DIR [LENET.otm]
 #   Trains iris (60 epochs) and, without LENET.otm, LeNet on Fashion-MNIST (6 epochs, --jit,
 #   a few minutes); evolves an XOR champion (seed 3); the DPNV champion is the shipped one.
@@ -161,3 +162,68 @@ for mode in f32 int8 f16 weights-int8; do
     line="$line $acc |"
 done
 echo "$line"
+
+# ---- host speed at batch 1 ----
+# One sample at a time through the emitted C built with the host's cc -O2 (no -march): the
+# median of 7 runs of the microseconds per call.
+cat > "$dir/speed.c" << 'EOF'
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "m.h"
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+int main(int argc, char **argv) {
+    int calls = atoi(argv[1]);
+    double us[7];
+#ifdef INT8
+    static int8_t in[M_IN_WIDTH], out[M_OUT_WIDTH];
+    for (int i = 0; i < M_IN_WIDTH; i++) in[i] = (int8_t)(i * 37 % 255 - 127);
+#else
+    static float in[M_IN_FLOATS], out[M_OUT_FLOATS];
+    static float ws[M_WORKSPACE_BYTES(1) / sizeof(float) + 1];
+    for (int i = 0; i < M_IN_FLOATS; i++) in[i] = (float)(i * 37 % 255) / 255.0f;
+#endif
+    for (int r = 0; r < 7; r++) {
+        double t0 = now();
+        for (int c = 0; c < calls; c++) {
+#ifdef INT8
+            m_forward(in, out);
+#else
+            m_forward(in, out, 1, ws);
+#endif
+        }
+        us[r] = (now() - t0) / calls * 1e6;
+    }
+    qsort(us, 7, sizeof us[0], cmp);
+    printf("%.2f\n", us[3]);
+    (void)out;
+    return 0;
+}
+EOF
+echo
+echo "| model, µs per sample at batch 1 (host) | f32 | int8 | f16 | weights-int8 |"
+echo "|---|---|---|---|---|"
+speed_row() { # speed_row LABEL MODEL CAL CALLS [DROP]
+    line="| $1 |"
+    for mode in f32 int8 f16 weights-int8; do
+        emit "$2" $mode "$dir/s_$mode" "$3" "${5:-}" > /dev/null
+        def=""
+        [ $mode = int8 ] && def=-DINT8
+        cc -std=c99 -O2 $def -I "$dir/s_$mode" "$dir/speed.c" "$dir/s_$mode/m.c" \
+            -o "$dir/speed" -lm
+        line="$line $("$dir/speed" "$4") |"
+    done
+    echo "$line"
+}
+speed_row "iris MLP" "$dir/iris.otm" "$iris" 200000 species
+speed_row "DPNV champion" "$dpnv" "$dir/dpnv_cal.csv" 200000
+speed_row "Fashion-MNIST LeNet" "$lenet" "$fmnist" 300

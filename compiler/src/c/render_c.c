@@ -308,6 +308,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
 static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
     otc_text *sb = c->sb;
     int64_t P = p->param_floats;
+    otc_cr_finite_weights(c, p); /* the error names the parameter */
     otc_text_printf(sb, "static const float %s[%" PRId64 "] = {", array, P > 0 ? P : 1);
     if (P == 0) otc_text_puts(sb, "0.0f");
     int64_t k = 0;
@@ -315,14 +316,6 @@ static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
     for (int i = 0; i < p->n_params; i++) {
         const otc_node *nd = otc_graph_node(p->graph, p->params[i]);
         for (size_t j = 0; j < nd->value->size; j++, k++) {
-            if (!isfinite(nd->value->data[j]) && !c->st) {
-                char lab[64];
-                c->st = otc_fail(OTC_ERR_UNSUPPORTED,
-                                 "emit-c: parameter %s element %zu is %g; the generated code "
-                                 "needs finite weights",
-                                 otc_graph_node_label(p->graph, p->params[i], lab, sizeof lab), j,
-                                 (double)nd->value->data[j]);
-            }
             otc_text_puts(sb, k % 6 == 0 ? "\n    " : " ");
             otc_text_printf(sb, "%s,", otc_cr_float(c, lit, nd->value->data[j]));
         }

@@ -121,7 +121,7 @@ static void write_int8(otc_cr *c, const otc_plan *p) {
     array_close(c);
 }
 
-void otc_cr_stored_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode) {
+bool otc_cr_finite_weights(otc_cr *c, const otc_plan *p) {
     for (int i = 0; i < p->n_params && !c->st; i++) {
         const otc_node *nd = otc_graph_node(p->graph, p->params[i]);
         for (size_t j = 0; j < nd->value->size; j++)
@@ -132,9 +132,14 @@ void otc_cr_stored_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode
                                  "needs finite weights",
                                  otc_graph_node_label(p->graph, p->params[i], lab, sizeof lab), j,
                                  (double)nd->value->data[j]);
-                return;
+                return false;
             }
     }
+    return !c->st;
+}
+
+void otc_cr_stored_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode) {
+    if (!otc_cr_finite_weights(c, p)) return;
     if (mode == OTC_WEIGHTS_F16)
         write_f16(c, p);
     else
