@@ -191,12 +191,17 @@ int main(int argc, char **argv) {
     static float in[M_IN_FLOATS], out[M_OUT_FLOATS];
     static float ws[M_WORKSPACE_BYTES(1) / sizeof(float) + 1];
     for (int i = 0; i < M_IN_FLOATS; i++) in[i] = (float)(i * 37 % 255) / 255.0f;
+#ifdef DECODED
+    m_decode(ws);
+#endif
 #endif
     for (int r = 0; r < 7; r++) {
         double t0 = now();
         for (int c = 0; c < calls; c++) {
 #ifdef INT8
             m_forward(in, out);
+#elif defined DECODED
+            m_forward_decoded(in, out, 1, ws);
 #else
             m_forward(in, out, 1, ws);
 #endif
@@ -210,16 +215,20 @@ int main(int argc, char **argv) {
 }
 EOF
 echo
-echo "| model, µs per sample at batch 1 (host) | f32 | int8 | f16 | weights-int8 |"
-echo "|---|---|---|---|---|"
+# f16 and weights-int8 twice: decoding at every call (m_forward), and once (m_decode, then
+# m_forward_decoded).
+echo "| model, µs per sample at batch 1 (host) | f32 | int8 | f16 | weights-int8 |" \
+    "f16 decoded once | weights-int8 decoded once |"
+echo "|---|---|---|---|---|---|---|"
 speed_row() { # speed_row LABEL MODEL CAL CALLS [DROP]
     line="| $1 |"
-    for mode in f32 int8 f16 weights-int8; do
-        emit "$2" $mode "$dir/s_$mode" "$3" "${5:-}" > /dev/null
+    for mode in f32 int8 f16 weights-int8 f16+ weights-int8+; do
+        m=${mode%+}
+        emit "$2" "$m" "$dir/s_$m" "$3" "${5:-}" > /dev/null
         def=""
-        [ $mode = int8 ] && def=-DINT8
-        cc -std=c99 -O2 $def -I "$dir/s_$mode" "$dir/speed.c" "$dir/s_$mode/m.c" \
-            -o "$dir/speed" -lm
+        [ "$m" = int8 ] && def=-DINT8
+        [ "$m" = "$mode" ] || def=-DDECODED
+        cc -std=c99 -O2 $def -I "$dir/s_$m" "$dir/speed.c" "$dir/s_$m/m.c" -o "$dir/speed" -lm
         line="$line $("$dir/speed" "$4") |"
     done
     echo "$line"

@@ -259,6 +259,16 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
                         "int %s_forward(const float *in, float *out, int batch, void "
                         "*workspace);\n",
                         N);
+        if (ps->decoded > 0)
+            otc_text_printf(sb,
+                            "/* %s_forward decodes the stored weights at every call. To decode "
+                            "them once,\n * call %s_decode(workspace), then "
+                            "%s_forward_decoded as often as the\n * workspace's first %" PRId64
+                            " floats stay untouched. */\n"
+                            "void %s_decode(void *workspace);\n"
+                            "int %s_forward_decoded(const float *in, float *out, int batch, "
+                            "void *workspace);\n",
+                            N, N, N, ps->decoded, N, N);
         if (fwd->state_per_sample > 0) {
             snprintf(macro, sizeof macro, "%s_STATE_BYTES", U);
             bytes_macro(sb, macro, (otc_extent){0, fwd->state_per_sample}, o->batch);
@@ -372,9 +382,9 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
                         N, N);
     else
         otc_text_printf(c->sb,
-                        "int %s_forward(const float *in, float *out, int batch, void *workspace) "
-                        "{\n",
-                        N);
+                        "int %s_forward%s(const float *in, float *out, int batch, void "
+                        "*workspace) {\n",
+                        N, ps->decoded > 0 ? "_decoded" : "");
     c->indent = 1;
     char cond[256];
     int used = snprintf(cond, sizeof cond,
@@ -389,8 +399,7 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     if (train) {
         otc_cr_line(c, "const float *const w = p->w;");
     } else if (ps->decoded > 0) {
-        otc_cr_line(c, "float *const w = (float *)workspace;");
-        otc_cr_line(c, "%s_decode_weights(w);", N);
+        otc_cr_line(c, "const float *const w = (const float *)workspace; /* decoded */");
     } else {
         otc_cr_line(c, "const float *const w = %s_weights;", N);
     }
@@ -418,6 +427,17 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     otc_cr_line(c, "}");
     otc_cr_line(c, "return 0;");
     otc_text_puts(c->sb, "}\n\n");
+    if (ps->decoded > 0) {
+        /* The forward pass that decodes first, and the decoding alone. */
+        otc_text_printf(c->sb,
+                        "int %s_forward(const float *in, float *out, int batch, void "
+                        "*workspace) {\n    if (%s) return 1;\n"
+                        "    %s_decode_weights((float *)workspace);\n"
+                        "    return %s_forward_decoded(in, out, batch, workspace);\n}\n\n"
+                        "void %s_decode(void *workspace) {\n"
+                        "    if (workspace) %s_decode_weights((float *)workspace);\n}\n\n",
+                        N, cond, N, N, N, N);
+    }
     otc_text_printf(c->sb,
                     "size_t %s_workspace_bytes(int batch) {\n    (void)batch;\n    return "
                     "%s_WORKSPACE_BYTES(batch);\n}\n\n",

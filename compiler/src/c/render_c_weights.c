@@ -179,9 +179,12 @@ void otc_cr_decode_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode
                     "            continue;\n"
                     "        }\n"
                     "        for (size_t j = 0; j < n; j += ch * inner)\n"
-                    "            for (size_t c = 0; c < ch; c++)\n"
-                    "                for (size_t k = 0; k < inner; k++) *w++ = (float)*q++ * "
-                    "s[c];\n"
+                    "            if (inner == 1) /* a matmul's row: a loop that vectorises */\n"
+                    "                for (size_t c = 0; c < ch; c++) *w++ = (float)*q++ * s[c];\n"
+                    "            else\n"
+                    "                for (size_t c = 0; c < ch; c++)\n"
+                    "                    for (size_t k = 0; k < inner; k++) *w++ = (float)*q++ "
+                    "* s[c];\n"
                     "        s += ch;\n"
                     "    }\n}\n\n",
                     N, N, N, p->n_params, N, N, N);
