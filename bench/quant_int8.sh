@@ -222,13 +222,13 @@ echo "| model, µs per sample at batch 1 (host) | f32 | int8 | f16 | weights-int
 echo "|---|---|---|---|---|---|---|"
 speed_row() { # speed_row LABEL MODEL CAL CALLS [DROP]
     line="| $1 |"
-    for mode in f32 int8 f16 weights-int8 f16+ weights-int8+; do
-        m=${mode%+}
-        emit "$2" "$m" "$dir/s_$m" "$3" "${5:-}" > /dev/null
+    for variant in f32 int8 f16 weights-int8 f16+ weights-int8+; do
+        sm=${variant%+} # (emit sets m and mode)
+        emit "$2" "$sm" "$dir/s_$sm" "$3" "${5:-}" > /dev/null
         def=""
-        [ "$m" = int8 ] && def=-DINT8
-        [ "$m" = "$mode" ] || def=-DDECODED
-        cc -std=c99 -O2 $def -I "$dir/s_$m" "$dir/speed.c" "$dir/s_$m/m.c" -o "$dir/speed" -lm
+        [ "$sm" = int8 ] && def=-DINT8
+        [ "$sm" = "$variant" ] || def=-DDECODED
+        cc -std=c99 -O2 $def -I "$dir/s_$sm" "$dir/speed.c" "$dir/s_$sm/m.c" -o "$dir/speed" -lm
         line="$line $("$dir/speed" "$4") |"
     done
     echo "$line"

@@ -49,9 +49,9 @@ static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_
         printf("\n  weights %" PRId64 " bytes (static const)\n", b.weights);
     else
         printf("\n  weights %" PRId64 " bytes stored as %s (static const), decoded into the "
-               "workspace at each call\n",
+               "workspace by %s_forward at each call or once by %s_decode\n",
                otc_weights_stored_bytes(g, o->weights),
-               o->weights == OTC_WEIGHTS_F16 ? "f16" : "int8 per output channel");
+               o->weights == OTC_WEIGHTS_F16 ? "f16" : "int8 per output channel", o->name, o->name);
     printf("  workspace at batch %" PRId64 ": %" PRId64 " bytes (%" PRId64
            " without lifetime sharing)%s\n",
            at, b.workspace, b.activations_unshared,
