@@ -54,7 +54,8 @@ static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_
                o->weights == OTC_WEIGHTS_F16 ? "f16" : "int8 per output channel", o->name, o->name);
     printf("  workspace at batch %" PRId64 ": %" PRId64 " bytes (%" PRId64
            " without lifetime sharing)%s\n",
-           at, b.workspace, b.activations_unshared,
+           /* (Weight-only storage: the decoded weights are in both.) */
+           at, b.workspace, b.activations_unshared + (b.workspace - b.activations),
            o->batch > 0 ? "" : "; it grows with the batch");
     if (fwd->state_per_sample > 0)
         printf("  recurrent: %" PRId64 " bytes of state per sample carried in the workspace; "
