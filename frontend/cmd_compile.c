@@ -45,10 +45,17 @@ static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_
            fwd->out_width);
     printf("  plan: %d kernel(s), %d value(s) kept in registers", fwd->n_kernels, fwd->n_registers);
     if (big) printf("; from 16 samples on %d kernel(s) that vectorise", big->n_kernels);
-    printf("\n  weights %" PRId64 " bytes (static const)\n", b.weights);
+    if (o->weights == OTC_WEIGHTS_F32)
+        printf("\n  weights %" PRId64 " bytes (static const)\n", b.weights);
+    else
+        printf("\n  weights %" PRId64 " bytes stored as %s (static const), decoded into the "
+               "workspace by %s_forward at each call or once by %s_decode\n",
+               otc_weights_stored_bytes(g, o->weights),
+               o->weights == OTC_WEIGHTS_F16 ? "f16" : "int8 per output channel", o->name, o->name);
     printf("  workspace at batch %" PRId64 ": %" PRId64 " bytes (%" PRId64
            " without lifetime sharing)%s\n",
-           at, b.workspace, b.activations_unshared,
+           /* (Weight-only storage: the decoded weights are in both.) */
+           at, b.workspace, b.activations_unshared + (b.workspace - b.activations),
            o->batch > 0 ? "" : "; it grows with the batch");
     if (fwd->state_per_sample > 0)
         printf("  recurrent: %" PRId64 " bytes of state per sample carried in the workspace; "
@@ -81,10 +88,8 @@ static int check_range(const char *opt, double v, double lo, bool lo_open, doubl
 }
 
 /* --quantize int8: calibrate, lower to integer steps, write the integer-only C. */
-static int compile_int8(const char *model, const char *name, const char *dir, const char *mode,
-                        const char *calibrate, const char *drop, bool other_outputs) {
-    if (strcmp(mode, "int8"))
-        return otc_cli_error("compile", "unknown --quantize '%s' (int8)", mode);
+static int compile_int8(const char *model, const char *name, const char *dir, const char *calibrate,
+                        const char *drop, bool other_outputs) {
     if (!dir) return otc_cli_error("compile", "--quantize int8 writes C: give --emit-c DIR");
     if (other_outputs)
         return otc_cli_error("compile", "--quantize int8 makes one-sample inference C only (no "
@@ -152,7 +157,8 @@ int otc_cmd_compile(int argc, char **argv) {
         {"--plan-dot", OTC_OPT_STRING, &plan_dot,
          "FILE: also write the plan as Graphviz DOT (kernels, buffer offsets)"},
         {"--quantize", OTC_OPT_STRING, &quantize,
-         "int8: with --emit-c, integer-only C for CPUs without an FPU (docs/quantize.md)"},
+         "MODE: with --emit-c, int8 (integer-only C for CPUs without an FPU), f16 or "
+         "weights-int8 (f32 compute, the weights stored 2x / 4x smaller); docs/quantize.md"},
         {"--calibrate", OTC_OPT_STRING, &calibrate,
          "DATA: --quantize's calibration rows, a CSV file or idx:DIR (its train images)"},
         {"--drop", OTC_OPT_STRING, &drop,
@@ -215,9 +221,29 @@ int otc_cmd_compile(int argc, char **argv) {
                                  {"--emit-obj", emit_obj},
                                  {"--emit-obj's header", emit_obj ? obj_h : NULL}};
     if ((rc = otc_cli_check_files("compile", ins, 1, outs, 7))) return rc;
-    if (quantize)
-        return compile_int8(pos[0], name, emit_c, quantize, calibrate, drop,
+    otc_weight_storage weights = OTC_WEIGHTS_F32;
+    if (quantize && strcmp(quantize, "int8")) {
+        if (!strcmp(quantize, "f16"))
+            weights = OTC_WEIGHTS_F16;
+        else if (!strcmp(quantize, "weights-int8"))
+            weights = OTC_WEIGHTS_INT8;
+        else
+            return otc_cli_error("compile", "unknown --quantize '%s' (int8, f16 or weights-int8)",
+                                 quantize);
+        if (!emit_c || train || llvm)
+            return otc_cli_error("compile",
+                                 "--quantize %s stores the weights of --emit-c's "
+                                 "inference C (no --train or LLVM outputs)",
+                                 quantize);
+        if (calibrate || drop)
+            return otc_cli_error("compile",
+                                 "--quantize %s needs no --calibrate (or --drop): the "
+                                 "weights alone set the scales",
+                                 quantize);
+    } else if (quantize) {
+        return compile_int8(pos[0], name, emit_c, calibrate, drop,
                             train || llvm || plan_dot || bptt || batch || dynamic || fuse);
+    }
     if (calibrate || drop)
         return otc_cli_error("compile", "--calibrate and --drop go with --quantize int8");
     if (llvm) {
@@ -230,6 +256,7 @@ int otc_cmd_compile(int argc, char **argv) {
     o.batch = batch;
     o.train = train;
     o.source_name = pos[0];
+    o.weights = weights;
     if (fuse && (rc = parse_fuse(fuse, &o.fuse))) return rc;
     otc_op loss_op = OTC_OP_MSE;
     if (train) {

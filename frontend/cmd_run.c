@@ -148,8 +148,9 @@ int otc_cmd_run(int argc, char **argv) {
          "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
          "with one id are one sequence, run from a reset state (default: the file is one)"},
         {"--quantized", OTC_OPT_STRING, &quantized,
-         "int8: run the integer-only model `otc compile --quantize int8` emits, bit for bit "
-         "(outputs dequantised; a softmax output as its logits)"},
+         "MODE: the arithmetic of `otc compile --quantize MODE`'s C: int8 bit for bit (outputs "
+         "dequantised, a softmax output as its logits); f16, weights-int8: f32 on the stored "
+         "weights' values"},
         {"--calibrate", OTC_OPT_STRING, &calibrate,
          "DATA: --quantized's calibration rows, a CSV file (--drop applies) or idx:DIR"},
         {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
@@ -173,12 +174,20 @@ int otc_cmd_run(int argc, char **argv) {
     if (batch < 1) return otc_cli_error("run", "--batch must be at least 1, not %d", batch);
     if (header && no_header) return otc_cli_error("run", "--header and --no-header conflict");
     if (features && drop) return otc_cli_error("run", "use --features or --drop, not both");
-    if (quantized && strcmp(quantized, "int8"))
-        return otc_cli_error("run", "unknown --quantized '%s' (int8)", quantized);
+    /* f16 and weights-int8 change only the weights' values: the float model runs on. */
+    otc_weight_storage weights = OTC_WEIGHTS_F32;
+    if (quantized && !strcmp(quantized, "f16"))
+        weights = OTC_WEIGHTS_F16;
+    else if (quantized && !strcmp(quantized, "weights-int8"))
+        weights = OTC_WEIGHTS_INT8;
+    else if (quantized && strcmp(quantized, "int8"))
+        return otc_cli_error("run", "unknown --quantized '%s' (int8, f16 or weights-int8)",
+                             quantized);
+    if (weights != OTC_WEIGHTS_F32) quantized = NULL;
     if (calibrate && !quantized)
         return otc_cli_error("run", "--calibrate goes with --quantized int8");
 #ifdef OTC_HAVE_JIT
-    if (quantized && jit) return otc_cli_error("run", "--quantized and --jit conflict");
+    if (quantized && jit) return otc_cli_error("run", "--quantized int8 and --jit conflict");
 #endif
     const otc_cli_file ins[] = {{"MODEL", pos[0]}, {"--input", input}};
     const otc_cli_file outs[] = {{"--output", output}};
@@ -195,6 +204,10 @@ int otc_cmd_run(int argc, char **argv) {
     FILE *mem = NULL;
     quant_run qr = {0};
     if ((rc = otc_cli_load_model("run", pos[0], &g))) goto done;
+    if (otc_weights_round(g, weights)) {
+        rc = otc_cli_error_file("run", pos[0]);
+        goto done;
+    }
     if (quantized && (rc = otc_cli_quantize("run", pos[0], g, calibrate, drop, &qr.q))) goto done;
     otc_cli_csv co = {.skip_targets = true,
                       .targets = drop,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `otc compile --quantize int8` end to end: iris keeps its accuracy and an evolved XOR
 # champion still solves XOR in int8; the C builds for Cortex-M0 and M4 with no soft-float
-# helper; armhf under qemu-arm prints what the host build prints; bad calibration data and an
+# helper; --quantize f16 and weights-int8 build for a Cortex-M4F and print what `otc run
+# --quantized` prints; armhf under qemu-arm prints what the host build prints; bad calibration data and an
 # op without an integer lowering exit 2 naming the column or node.
 # usage: quant_int8.sh OTC SOURCE_DIR MODELS_DIR   (exit 77 without the Arm toolchains;
 #        MODELS_DIR: tests/cli/make_test_models.c's models)
@@ -81,6 +82,54 @@ arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os
     fail "float API build"
 arm-none-eabi-nm "$dir/iris_f.o" | grep -q 'T iris_forward_float' || fail "no iris_forward_float"
 
+# Weight-only storage for CPUs with an FPU (a Cortex-M4F): f32 compute on weights stored as
+# f16 or int8. The object has no soft-float helper, and the host build prints what `otc run
+# --quantized MODE` prints.
+cat > "$dir/fmain.c" << 'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include "iris.h"
+int main(void) {
+    static float ws[IRIS_WORKSPACE_BYTES(1) / sizeof(float)];
+    char line[512];
+    while (fgets(line, sizeof line, stdin)) {
+        float x[IRIS_IN_FLOATS], y[IRIS_OUT_FLOATS];
+        char *s = line, *end;
+        int n = 0;
+        for (; n < IRIS_IN_FLOATS; n++, s = end + (*end == ',')) {
+            x[n] = strtof(s, &end);
+            if (end == s) break;
+        }
+        if (n < IRIS_IN_FLOATS || iris_forward(x, y, 1, ws)) continue; /* the header */
+        for (int i = 0; i < IRIS_OUT_FLOATS; i++) printf("%s%.7g", i ? "," : "", (double)y[i]);
+        printf("\n");
+    }
+    return 0;
+}
+EOF
+for mode in f16 weights-int8; do
+    "$otc" compile "$dir/iris.otm" --emit-c "$dir/$mode" --name iris --quantize $mode \
+        --batch 1 > "$dir/log" || fail "compile --quantize $mode: $(cat "$dir/log")"
+    arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os -std=c99 \
+        -Wall -Wextra -Werror -c "$dir/$mode/iris.c" -o "$dir/iris_$mode.o" ||
+        fail "$mode: Cortex-M4F build"
+    if arm-none-eabi-nm "$dir/iris_$mode.o" | grep -E '__aeabi_[fd]|__(add|sub|mul|div)[sd]f3'; then
+        fail "$mode: the Cortex-M4F object calls soft-float helpers"
+    fi
+    cc -std=c99 -O2 -I"$dir/$mode" "$dir/fmain.c" "$dir/$mode/iris.c" -lm -o "$dir/f_$mode"
+    "$dir/f_$mode" < "$src/examples/data/iris.csv" > "$dir/$mode.out"
+    "$otc" run "$dir/iris.otm" --input "$src/examples/data/iris.csv" --drop species \
+        --quantized $mode | tail -n +2 > "$dir/$mode.ref"
+    # The same weights; the interpreter's sums and the C's may differ in the last bit.
+    paste -d, "$dir/$mode.out" "$dir/$mode.ref" | awk -F, '{
+        for (i = 1; i <= NF / 2; i++) {
+            d = $i - $(i + NF / 2); if (d < 0) d = -d
+            m = $i < 0 ? -$i : $i; if (m < 1) m = 1
+            if (d > 1e-5 * m) bad = 1
+        } } END { exit bad }' || fail "$mode: otc run --quantized and the C differ"
+done
+! cmp -s "$dir/f16.out" "$dir/weights-int8.out" || fail "f16 and weights-int8 agree exactly"
+
 # The host and armhf (under qemu) print the same bytes.
 defs="-DMODEL_H=\"iris.h\" -DP(x)=IRIS_##x -DFORWARD=iris_forward"
 cc -std=c99 -O2 -I"$dir/c" $defs "$dir/main.c" "$dir/c/iris.c" -o "$dir/host"
@@ -153,6 +202,8 @@ printf 'a,b,c,d\n1,2,3,4\n1,nan,3,5\n2,2,3,4\n' > "$dir/nan.csv"
 expect2 'line 3\|column 2\|nan' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8 \
     --calibrate "$dir/nan.csv"
 expect2 'needs --calibrate' "$dir/iris.otm" --emit-c "$dir/e" --quantize int8
+expect2 'needs no --calibrate' "$dir/iris.otm" --emit-c "$dir/e" --quantize f16 \
+    --calibrate "$dir/const.csv"
 expect2 "unknown --quantize 'int4'" "$dir/iris.otm" --emit-c "$dir/e" --quantize int4 \
     --calibrate "$dir/const.csv"
 expect2 'one input' "$models/two_inputs.otm" --emit-c "$dir/e" --quantize int8 \

@@ -1,6 +1,7 @@
 /* int8 quantisation: the emitted integer-only C equals the host's integer reference bit for
  * bit, both stay near the float interpreter, and bad calibration data or ops without an
- * integer lowering are refused by name. */
+ * integer lowering are refused by name. Weight-only storage (f16, int8 weights): the emitted
+ * C decodes exactly the host's weights and computes what the f32 C computes with them. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "otc/compiler.h"
 #include "otc/otc.h"
 #include "otc/quant.h"
 
@@ -317,4 +319,212 @@ TEST(quant_refuses_ops_without_lowering) {
     CHECK(strstr(otc_last_error(), "node 'sm' (softmax)") != NULL);
     otc_graph_free(g);
     otc_dataset_free(d);
+}
+
+/* ---- weight-only storage ---- */
+
+TEST(quant_f16_bits) {
+    /* Hand-checked halves: 1, -2, 65504 (the largest), 2^-24 (the smallest subnormal), 1/3
+     * rounded to nearest (0x3555 = 0.33325195...), and ties (1 + 2^-11, 1 + 3 * 2^-11)
+     * rounding to even. */
+    CHECK(otc_f16_from_f32(1.0f) == 0x3c00);
+    CHECK(otc_f16_from_f32(-2.0f) == 0xc000);
+    CHECK(otc_f16_from_f32(65504.0f) == 0x7bff);
+    CHECK(otc_f16_from_f32(65520.0f) == 0x7c00);
+    CHECK(otc_f16_from_f32(0x1p-24f) == 0x0001);
+    CHECK(otc_f16_from_f32(1.0f / 3.0f) == 0x3555);
+    CHECK(otc_f16_from_f32(1.0f + 0x1p-11f) == 0x3c00);
+    CHECK(otc_f16_from_f32(1.0f + 0x1.8p-10f) == 0x3c02);
+    CHECK(otc_f32_from_f16(0x3555) == 0.333251953125f);
+    CHECK(otc_f32_from_f16(0x8001) == -0x1p-24f);
+    /* Every half reads back to itself. */
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x7c00; h++) {
+        bad += otc_f16_from_f32(otc_f32_from_f16((uint16_t)h)) != h;
+        bad += otc_f16_from_f32(otc_f32_from_f16((uint16_t)(h | 0x8000))) != (h | 0x8000);
+    }
+    CHECK_MSG(bad == 0, "%d halves do not read back", bad);
+}
+
+typedef int (*c_fwd_fn)(const float *, float *, int, void *);
+typedef size_t (*c_bytes_fn)(int);
+typedef int (*c_reset_fn)(void *, int);
+
+typedef void (*c_decode_fn)(void *);
+
+typedef struct {
+    c_fwd_fn fwd, fwd_decoded;
+    c_reset_fn reset;
+    c_decode_fn decode;
+    void *ws;
+} c_model;
+
+static bool c_model_load(void *h, const char *name, c_model *m) {
+    char sym[64];
+    snprintf(sym, sizeof sym, "%s_forward", name);
+    m->fwd = (c_fwd_fn)(uintptr_t)dlsym(h, sym);
+    snprintf(sym, sizeof sym, "%s_reset", name);
+    m->reset = (c_reset_fn)(uintptr_t)dlsym(h, sym);
+    snprintf(sym, sizeof sym, "%s_forward_decoded", name);
+    m->fwd_decoded = (c_fwd_fn)(uintptr_t)dlsym(h, sym);
+    snprintf(sym, sizeof sym, "%s_decode", name);
+    m->decode = (c_decode_fn)(uintptr_t)dlsym(h, sym);
+    snprintf(sym, sizeof sym, "%s_workspace_bytes", name);
+    c_bytes_fn bytes = (c_bytes_fn)(uintptr_t)dlsym(h, sym);
+    m->ws = bytes ? calloc(bytes(4) / sizeof(float) + 1, sizeof(float)) : NULL;
+    if (m->ws && m->reset) m->reset(m->ws, 1);
+    return m->fwd && m->ws;
+}
+
+/* Each graph emitted with its weights stored as f16 and as int8 ("<what>_<mode>"), and as
+ * f32 C with the host's decoded weights (otc_weights_round, "<what>_<mode>_host"), all built
+ * into one shared object (one compiler run: the suite's time is short). */
+typedef struct {
+    const char *what;
+    otc_graph *g, *host[2];
+    int width;
+} wcase;
+
+static bool build_weight_modes(wcase *cs, int n, const char *dir, void **h) {
+    char cmd[4096];
+    int used = snprintf(cmd, sizeof cmd,
+                        "cc -std=c99 -Wall -Wextra -Werror -O0 -shared -fPIC -o %s/w.so", dir);
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++)
+        for (int m = 0; m < 2 && ok; m++) {
+            char name[2][64];
+            snprintf(name[0], sizeof name[0], "%s_%d", cs[i].what, m);
+            snprintf(name[1], sizeof name[1], "%s_%d_host", cs[i].what, m);
+            cs[i].host[m] = otc_graph_clone(cs[i].g);
+            otc_weight_storage mode = m ? OTC_WEIGHTS_INT8 : OTC_WEIGHTS_F16;
+            ok = cs[i].host[m] && otc_weights_round(cs[i].host[m], mode) == OTC_OK;
+            otc_emit_c_options o = otc_emit_c_defaults();
+            o.name = name[0];
+            o.weights = mode;
+            ok = ok && otc_emit_c_files(cs[i].g, &o, dir) == OTC_OK;
+            o.name = name[1];
+            o.weights = OTC_WEIGHTS_F32;
+            ok = ok && otc_emit_c_files(cs[i].host[m], &o, dir) == OTC_OK;
+            for (int k = 0; k < 2; k++)
+                used += snprintf(cmd + used, sizeof cmd - (size_t)used, " %s/%s.c", dir, name[k]);
+        }
+    if (!ok) fprintf(stderr, "emit: %s\n", otc_last_error());
+    snprintf(cmd + used, sizeof cmd - (size_t)used, " -lm");
+    if (ok) ok = system(cmd) == 0;
+    char so[128];
+    snprintf(so, sizeof so, "%s/w.so", dir);
+    *h = ok ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    return *h != NULL;
+}
+
+/* The stored-weights C must decode exactly the host's weights and compute what the f32 C
+ * computes with them, bit for bit, whether it decodes at every call (rows 0, 2, ...) or once
+ * (NAME_decode, then NAME_forward_decoded: rows 1, 3, ...); the largest |stored - interpreter on
+ * the trained weights| relative to max(1, |y|) goes to *err. */
+static bool weights_mode_matches_host(void *h, const wcase *wc, int m, const otc_dataset *d,
+                                      double *err) {
+    char name[2][64];
+    snprintf(name[0], sizeof name[0], "%s_%d", wc->what, m);
+    snprintf(name[1], sizeof name[1], "%s_%d_host", wc->what, m);
+    c_model cm[2] = {{0}};
+    bool ok = c_model_load(h, name[0], &cm[0]) && c_model_load(h, name[1], &cm[1]) &&
+              cm[0].decode && cm[0].fwd_decoded;
+    otc_plan *fwd = NULL, *big = NULL, *tr = NULL;
+    otc_emit_c_options o = otc_emit_c_defaults();
+    ok = ok && otc_emit_c_plans(wc->host[m], &o, &fwd, &big, &tr) == OTC_OK;
+    otc_executor *ex = otc_interpreter_new(wc->g, &(otc_exec_options){.inference = true});
+    ok = ok && ex;
+    float y[2][64];
+    int mismatches = 0;
+    *err = 0;
+    for (int row = 0; ok && row < d->rows; row++) {
+        const float *x = d->x + (size_t)row * (size_t)d->n_features;
+        if (ok && row == 1) cm[0].decode(cm[0].ws);
+        ok = ok && (row % 2 ? cm[0].fwd_decoded : cm[0].fwd)(x, y[0], 1, cm[0].ws) == 0;
+        ok = ok && cm[1].fwd(x, y[1], 1, cm[1].ws) == 0;
+        if (ok && memcmp(y[0], y[1], (size_t)fwd->out_width * sizeof(float)) && mismatches++ < 3)
+            fprintf(stderr, "%s row %d: stored-weights C and f32 C on the host's weights differ\n",
+                    name[0], row);
+        ok = ok && otc_exec_set_input(ex, otc_graph_input(wc->g, 0), x, 1) == OTC_OK &&
+             otc_exec_forward(ex) == OTC_OK;
+        int at = 0;
+        for (int k = 0; ok && k < otc_graph_output_count(wc->g); k++) {
+            const float *v;
+            otc_exec_value(ex, otc_graph_output(wc->g, k), &v, NULL);
+            int n = (int)otc_graph_node(wc->g, otc_graph_output(wc->g, k))->shape.dim[1];
+            for (int j = 0; j < n; j++, at++) {
+                double e = fabs(y[0][at] - v[j]) / fmax(1.0, fabs(v[j]));
+                if (e > *err) *err = e;
+            }
+        }
+    }
+    /* The decoded weights at the workspace's head are the host's, in the plan's order. */
+    for (int i = 0; ok && i < fwd->n_params; i++) {
+        const otc_node *nd = otc_graph_node(wc->host[m], fwd->params[i]);
+        const float *w = (const float *)cm[0].ws + fwd->values[fwd->params[i]].param_offset;
+        if (memcmp(w, nd->value->data, nd->value->size * sizeof(float)) && mismatches++ < 3)
+            fprintf(stderr, "%s parameter %d: the emitted C decodes other weights\n", name[0], i);
+    }
+    otc_exec_free(ex);
+    otc_plan_free(fwd);
+    otc_plan_free(big);
+    otc_plan_free(tr);
+    for (int k = 0; k < 2; k++) free(cm[k].ws);
+    return ok && mismatches == 0;
+}
+
+TEST(quant_weights_emitted_equals_host) {
+    /* NEAT neurons (one weight scale each) and a CNN (per output channel of its convs and,
+     * in its dense layer, of the matmul's columns). */
+    wcase cs[2] = {{"neat", neat_graph(), {NULL, NULL}, 3}, {"cnn", cnn_graph(), {NULL, NULL}, 72}};
+    char dir[] = "/tmp/otc_wquant_XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    void *h = NULL;
+    CHECK(build_weight_modes(cs, 2, dir, &h));
+    for (int i = 0; h && i < 2; i++) {
+        otc_dataset *d = random_rows(20, cs[i].width, 40 + (uint64_t)i);
+        for (int m = 0; m < 2; m++) {
+            double err;
+            bool same = weights_mode_matches_host(h, &cs[i], m, d, &err);
+            const char *mode = m ? "weights-int8" : "f16";
+            CHECK_MSG(same, "%s %s: emitted C and host differ", cs[i].what, mode);
+            fprintf(stderr, "%s %s: largest error vs f32 %.2g\n", cs[i].what, mode, err);
+            /* f16 keeps 11 significant bits; int8 7, through a few layers. */
+            CHECK_MSG(err < (m ? 0.1 : 5e-3), "%s %s: error %.3g vs f32", cs[i].what, mode, err);
+        }
+        otc_dataset_free(d);
+    }
+    if (h) dlclose(h);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    for (int i = 0; i < 2; i++) {
+        otc_graph_free(cs[i].g);
+        otc_graph_free(cs[i].host[0]);
+        otc_graph_free(cs[i].host[1]);
+    }
+}
+
+TEST(quant_weights_refuses) {
+    /* A weight past f16's range is refused by name; training keeps f32 weights. */
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 2}));
+    otc_id n = otc_neuron(g, "big", OTC_ACT_TANH, 0, 1, 2, (otc_id[]){x, x}, (int[]){0, 1},
+                          (float[]){1e5f, 1});
+    otc_graph_mark_output(g, n);
+    otc_graph *r = otc_graph_clone(g);
+    CHECK(otc_weights_round(r, OTC_WEIGHTS_F16) == OTC_ERR_UNSUPPORTED);
+    CHECK(strstr(otc_last_error(), "65504") != NULL);
+    CHECK(otc_weights_round(r, OTC_WEIGHTS_INT8) == OTC_OK);
+    otc_emit_c_options o = otc_emit_c_defaults();
+    o.weights = OTC_WEIGHTS_F16;
+    char *hd = NULL, *src = NULL;
+    CHECK(otc_emit_c(g, &o, &hd, &src) == OTC_ERR_UNSUPPORTED);
+    CHECK(strstr(otc_last_error(), "65504") != NULL);
+    o.train = true;
+    o.loss = n;
+    CHECK(otc_emit_c(g, &o, &hd, &src) == OTC_ERR_ARG);
+    CHECK(hd == NULL && src == NULL);
+    otc_graph_free(r);
+    otc_graph_free(g);
 }

@@ -113,4 +113,35 @@ otc_status otc_emit_c_int8(const otc_qmodel *q, const char *name, const char *so
 otc_status otc_emit_c_int8_files(const otc_qmodel *q, const char *name, const char *source_name,
                                  const char *dir);
 
+/* ---- Weight-only storage (--quantize f16 / weights-int8), quant_weights.c ----
+ * For CPUs with an FPU: the computation stays f32, only the stored weights shrink. The
+ * emitted C decodes them into its workspace; the host runs the float graph whose weights are
+ * the decoded values (otc_weights_round), so both compute with the same floats. */
+typedef enum {
+    OTC_WEIGHTS_F32,  /* as trained */
+    OTC_WEIGHTS_F16,  /* every parameter as IEEE half (2 bytes) */
+    OTC_WEIGHTS_INT8, /* matmul, conv and neuron weights as symmetric int8 per output channel
+                         with an f32 scale each (1 byte); the other parameters (biases) f32 */
+} otc_weight_storage;
+
+/* IEEE half bits of f, rounded to nearest even (|f| >= 65520 gives infinity), and back
+ * (exact). */
+uint16_t otc_f16_from_f32(float f);
+float otc_f32_from_f16(uint16_t h);
+
+/* How OTC_WEIGHTS_INT8 stores parameter id: element j belongs to output channel
+ * (j / inner) % channels (a matmul weight [K,N]: N channels, inner 1; a conv weight
+ * [O,C,KH,KW]: O channels, inner C*KH*KW; a NEAT neuron's weights: one channel). false: the
+ * parameter stays f32 (a bias, or a weight something else also reads). */
+bool otc_weights_int8_layout(const otc_graph *g, otc_id id, int64_t *channels, int64_t *inner);
+/* The int8 values and per-channel scales of n weights in that layout: scale[c] = max |w| of
+ * channel c / 127, q = round(w / scale); w is decoded as (float)q * scale[c]. */
+void otc_weights_int8_quantize(const float *w, int64_t n, int64_t channels, int64_t inner,
+                               int8_t *q, float *scale);
+/* Every parameter of g replaced by the value its storage decodes to: the host's side of
+ * weight-only storage. Fails, naming the parameter, on a weight f16 cannot hold. */
+otc_status otc_weights_round(otc_graph *g, otc_weight_storage mode);
+/* Bytes the emitted C stores g's parameters in (values, scales and the int8 run table). */
+int64_t otc_weights_stored_bytes(const otc_graph *g, otc_weight_storage mode);
+
 #endif

@@ -5,6 +5,7 @@
 #define OTC_RENDER_C_H
 
 #include "otc/plan.h"
+#include "otc/quant.h"
 
 typedef struct {
     const char *name;       /* C identifier prefixing every symbol ("model" when NULL) */
@@ -17,6 +18,10 @@ typedef struct {
     otc_fuse_level fuse;
     bool split_libm;         /* see otc_plan_options */
     const char *source_name; /* for the generated files' comment (e.g. "model.otm"), or NULL */
+    /* How the weights are stored (inference only). F16 and INT8 keep them smaller in the
+     * file and decode them (otc_weights_round's values) into the first param_floats floats of
+     * the workspace at every call, which NAME_WORKSPACE_BYTES counts. */
+    otc_weight_storage weights;
 } otc_emit_c_options;
 
 /* Default options: name "model", dynamic batch, inference, Adam defaults, loss -1. */

@@ -21,6 +21,7 @@ typedef struct {
     otc_plan *big;   /* batches of OTC_C_BIG_BATCH and more, or NULL */
     otc_plan *train; /* NULL without --train */
     otc_extent work; /* the forward workspace: enough for either forward plan */
+    int64_t decoded; /* floats of decoded weights before it (weight-only storage), or 0 */
 } plan_set;
 
 static void free_plans(plan_set *ps) {
@@ -69,6 +70,9 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
         if (ps->big->work.per_batch > ps->work.per_batch)
             ps->work.per_batch = ps->big->work.per_batch;
     }
+    /* (At least one float, so the workspace's weights are never an empty array.) */
+    if (o->weights != OTC_WEIGHTS_F32)
+        ps->decoded = ps->fwd->param_floats > 0 ? ps->fwd->param_floats : 1;
     if (!o->train) return OTC_OK;
     po.train = true;
     po.agg_gradients = true; /* render_c_backward.c's bw_neuron_agg */
@@ -170,6 +174,14 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
         "initialisation%s.\n",
         U, o->batch > 0 ? " (a constant: the layout is fixed)" : "",
         fwd->state_per_sample > 0 ? " but the state's (below)" : "");
+    if (ps->decoded > 0)
+        otc_text_printf(sb,
+                        " * The weights are stored as %s; every call first decodes them into "
+                        "the\n * workspace's first %" PRId64 " floats (compute is f32).\n",
+                        o->weights == OTC_WEIGHTS_F16 ? "IEEE half (f16)"
+                                                      : "int8 with a float scale per output "
+                                                        "channel",
+                        ps->decoded);
     if (fwd->state_per_sample > 0)
         otc_text_printf(
             sb,
@@ -237,7 +249,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
     if (o->batch > 0) otc_text_printf(sb, "#define %s_MAX_BATCH %d\n", U, o->batch);
     char macro[128];
     snprintf(macro, sizeof macro, "%s_WORKSPACE_BYTES", U);
-    bytes_macro(sb, macro, ps->work, o->batch);
+    bytes_macro(sb, macro, (otc_extent){ps->work.base + ps->decoded, ps->work.per_batch}, o->batch);
     otc_text_printf(sb,
                     "\n/* %s_WORKSPACE_BYTES as a function (for callers that cannot use the "
                     "macro). */\nsize_t %s_workspace_bytes(int batch);\n",
@@ -247,6 +259,16 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
                         "int %s_forward(const float *in, float *out, int batch, void "
                         "*workspace);\n",
                         N);
+        if (ps->decoded > 0)
+            otc_text_printf(sb,
+                            "/* %s_forward decodes the stored weights at every call. To decode "
+                            "them once,\n * call %s_decode(workspace), then "
+                            "%s_forward_decoded as often as the\n * workspace's first %" PRId64
+                            " floats stay untouched. */\n"
+                            "void %s_decode(void *workspace);\n"
+                            "int %s_forward_decoded(const float *in, float *out, int batch, "
+                            "void *workspace);\n",
+                            N, N, N, ps->decoded, N, N);
         if (fwd->state_per_sample > 0) {
             snprintf(macro, sizeof macro, "%s_STATE_BYTES", U);
             bytes_macro(sb, macro, (otc_extent){0, fwd->state_per_sample}, o->batch);
@@ -296,6 +318,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
 static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
     otc_text *sb = c->sb;
     int64_t P = p->param_floats;
+    otc_cr_finite_weights(c, p); /* the error names the parameter */
     otc_text_printf(sb, "static const float %s[%" PRId64 "] = {", array, P > 0 ? P : 1);
     if (P == 0) otc_text_puts(sb, "0.0f");
     int64_t k = 0;
@@ -303,14 +326,6 @@ static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
     for (int i = 0; i < p->n_params; i++) {
         const otc_node *nd = otc_graph_node(p->graph, p->params[i]);
         for (size_t j = 0; j < nd->value->size; j++, k++) {
-            if (!isfinite(nd->value->data[j]) && !c->st) {
-                char lab[64];
-                c->st = otc_fail(OTC_ERR_UNSUPPORTED,
-                                 "emit-c: parameter %s element %zu is %g; the generated code "
-                                 "needs finite weights",
-                                 otc_graph_node_label(p->graph, p->params[i], lab, sizeof lab), j,
-                                 (double)nd->value->data[j]);
-            }
             otc_text_puts(sb, k % 6 == 0 ? "\n    " : " ");
             otc_text_printf(sb, "%s,", otc_cr_float(c, lit, nd->value->data[j]));
         }
@@ -319,8 +334,13 @@ static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
 }
 
 /* Locals every function body uses: ws, the batch B and the stride S. */
-static void prologue(otc_cr *c, const otc_emit_c_options *o) {
-    otc_cr_line(c, "float *const ws = (float *)workspace;");
+static void prologue(otc_cr *c, const otc_emit_c_options *o, int64_t decoded) {
+    if (decoded > 0)
+        otc_cr_line(c,
+                    "float *const ws = (float *)workspace + %" PRId64 "; /* after the weights */",
+                    decoded);
+    else
+        otc_cr_line(c, "float *const ws = (float *)workspace;");
     otc_cr_line(c, "const size_t B = (size_t)batch;");
     if (o->batch > 0)
         otc_cr_line(c, "const size_t S = %d; /* the fixed layout's batch stride */", o->batch);
@@ -333,7 +353,8 @@ static void prologue(otc_cr *c, const otc_emit_c_options *o) {
 
 /* NAME_reset: zeros the plan's state range (plan.h), which every forward plan of a
  * recurrent model shares (build_plans keeps one). */
-static void write_reset(otc_cr *c, const otc_emit_c_options *o, const otc_plan *p) {
+static void write_reset(otc_cr *c, const otc_emit_c_options *o, const otc_plan *p,
+                        int64_t decoded) {
     char U[80];
     upper(U, o->name, sizeof U);
     otc_text_printf(c->sb, "int %s_reset(void *workspace, int batch) {\n", o->name);
@@ -342,7 +363,7 @@ static void write_reset(otc_cr *c, const otc_emit_c_options *o, const otc_plan *
         otc_cr_line(c, "if (!workspace || batch < 1 || batch > %s_MAX_BATCH) return 1;", U);
     else
         otc_cr_line(c, "if (!workspace || batch < 1) return 1;");
-    prologue(c, o);
+    prologue(c, o, decoded);
     otc_cr_line(c,
                 "for (size_t i = 0; i < (size_t)%" PRId64 " * S; i++) ws[%" PRId64 " + i] = 0.0f;",
                 p->state_per_sample, p->state_offset);
@@ -361,9 +382,9 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
                         N, N);
     else
         otc_text_printf(c->sb,
-                        "int %s_forward(const float *in, float *out, int batch, void *workspace) "
-                        "{\n",
-                        N);
+                        "int %s_forward%s(const float *in, float *out, int batch, void "
+                        "*workspace) {\n",
+                        N, ps->decoded > 0 ? "_decoded" : "");
     c->indent = 1;
     char cond[256];
     int used = snprintf(cond, sizeof cond,
@@ -372,13 +393,16 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     if (o->batch > 0)
         snprintf(cond + used, sizeof cond - (size_t)used, " || batch > %s_MAX_BATCH", U);
     otc_cr_line(c, "if (%s) return 1;", cond);
-    prologue(c, o);
+    prologue(c, o, ps->decoded);
     otc_cr_line(c, "{");
     c->indent++;
-    if (train)
+    if (train) {
         otc_cr_line(c, "const float *const w = p->w;");
-    else
+    } else if (ps->decoded > 0) {
+        otc_cr_line(c, "const float *const w = (const float *)workspace; /* decoded */");
+    } else {
         otc_cr_line(c, "const float *const w = %s_weights;", N);
+    }
     otc_cr_line(c, "(void)w;");
     otc_cr_line(c, "(void)in;");
     if (ps->big) {
@@ -403,11 +427,22 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     otc_cr_line(c, "}");
     otc_cr_line(c, "return 0;");
     otc_text_puts(c->sb, "}\n\n");
+    if (ps->decoded > 0) {
+        /* The forward pass that decodes first, and the decoding alone. */
+        otc_text_printf(c->sb,
+                        "int %s_forward(const float *in, float *out, int batch, void "
+                        "*workspace) {\n    if (%s) return 1;\n"
+                        "    %s_decode_weights((float *)workspace);\n"
+                        "    return %s_forward_decoded(in, out, batch, workspace);\n}\n\n"
+                        "void %s_decode(void *workspace) {\n"
+                        "    if (workspace) %s_decode_weights((float *)workspace);\n}\n\n",
+                        N, cond, N, N, N, N);
+    }
     otc_text_printf(c->sb,
                     "size_t %s_workspace_bytes(int batch) {\n    (void)batch;\n    return "
                     "%s_WORKSPACE_BYTES(batch);\n}\n\n",
                     o->name, U);
-    if (ps->fwd->state_per_sample > 0) write_reset(c, o, ps->fwd);
+    if (ps->fwd->state_per_sample > 0) write_reset(c, o, ps->fwd, ps->decoded);
 }
 
 static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_plan *t) {
@@ -446,7 +481,7 @@ static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_pla
                 "!workspace || batch < 1) return 1;",
                 U, U);
     if (o->batch > 0) otc_cr_line(c, "if (batch > %s_MAX_BATCH) return 1;", U);
-    prologue(c, o);
+    prologue(c, o, 0);
     otc_cr_line(c, "{");
     c->indent++;
     otc_cr_line(c, "const float *const w = p->w;");
@@ -484,6 +519,11 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         return otc_fail(OTC_ERR_ARG, "emit-c: batch %d out of range", o.batch);
     if (o.train && (o.loss < 0 || o.loss >= otc_graph_size(g)))
         return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    if (o.weights < OTC_WEIGHTS_F32 || o.weights > OTC_WEIGHTS_INT8)
+        return otc_fail(OTC_ERR_ARG, "emit-c: unknown weight storage %d", (int)o.weights);
+    if (o.weights != OTC_WEIGHTS_F32 && o.train)
+        return otc_fail(OTC_ERR_ARG, "emit-c: weight-only storage (f16, int8) is for inference "
+                                     "only; --train keeps f32 weights");
     plan_set ps;
     memset(&ps, 0, sizeof ps);
     otc_status st = build_plans(g, &o, &ps);
@@ -505,11 +545,14 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         char src[OTC_CR_LABEL_LEN];
         otc_text_printf(&cs, "/* %s.c: generated by otc %s from %s; do not edit. See %s.h. */\n",
                         o.name, OTC_VERSION, source_comment(src, &o), o.name);
-        otc_text_printf(&cs, "#include <math.h>\n#include <stddef.h>\n\n#include \"%s.h\"\n\n",
-                        o.name);
+        otc_text_printf(&cs, "#include <math.h>\n#include <stddef.h>\n%s\n#include \"%s.h\"\n\n",
+                        ps.decoded > 0 ? "#include <stdint.h>\n" : "", o.name);
         char array[96];
         snprintf(array, sizeof array, "%s_%s", o.name, train ? "initial_weights" : "weights");
-        write_weights(&c, array, fwd);
+        if (ps.decoded > 0)
+            otc_cr_stored_weights(&c, fwd, o.weights);
+        else
+            write_weights(&c, array, fwd);
         /* The bodies first (they mark the activation helpers they call), then the helpers
          * before them in the file. */
         otc_text body, helpers;
@@ -517,6 +560,7 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         otc_text_init(&helpers);
         c.sb = &body;
         c.helpers = &helpers;
+        if (ps.decoded > 0) otc_cr_decode_weights(&c, fwd, o.weights);
         write_forward(&c, &o, &ps, train != NULL);
         if (train) write_training(&c, &o, train);
         /* The activation helpers mark the math they call: render them apart, then the
@@ -600,7 +644,11 @@ otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *option
             if (ps.big->work.per_batch > w.per_batch) w.per_batch = ps.big->work.per_batch;
             fwd->activations = otc_extent_at(w, at) * (int64_t)sizeof(float);
         }
+        /* Weight-only storage: the decoded weights go before the activations. */
+        int64_t P = ps.fwd->param_floats > 0 ? ps.fwd->param_floats : 1;
         fwd->workspace = fwd->activations;
+        if (options && options->weights != OTC_WEIGHTS_F32)
+            fwd->workspace += P * (int64_t)sizeof(float);
     }
     if (train) {
         memset(train, 0, sizeof *train);

@@ -111,7 +111,7 @@ static void emit_mults(otc_text *t, const char *name, int step, const char *what
 
 /* The helpers, each only when a step uses it (unused statics would warn). They are
  * quant_eval.c's statements. */
-static void emit_helpers(otc_text *t, const char *n, const bool *used) {
+static void emit_helpers(otc_text *t, const char *n, const bool *used, int max_ow) {
     otc_text_printf(
         t,
         "/* round-half-up(acc * m / 2^sh), saturated at +-2^29: the fixed-point "
@@ -163,7 +163,48 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
                         "        y[j] = %s_sat(zy + %s_rq(((int32_t)a[j] - za) * ((int32_t)b[j] "
                         "- zb), m, sh), -128, 127);\n}\n\n",
                         n, n, n);
-    if (used[OTC_QOP_CONV] || used[OTC_QOP_MAXPOOL] || used[OTC_QOP_AVGPOOL])
+    if (used[OTC_QOP_CONV])
+        otc_text_printf(
+            t,
+            "/* Conv2d over one NCHW sample (g: C, H, W, O, OH, OW, KH, KW, stride h w, pad h w,\n"
+            " * dilation h w, groups), an output row at a time: each tap adds its weight times a "
+            "run of\n * the input row to the row's accumulators, a loop the compiler vectorises. "
+            "The sums are\n * the host's in another order, exact in int32. */\n"
+            "static void %s_conv(const int8_t *x, int8_t *y, int32_t zx, int32_t zy, const "
+            "int32_t *g,\n                    const int8_t *w, const int32_t *bias, const int32_t "
+            "*m, const int8_t *sh,\n                    int32_t lo, int32_t hi) {\n"
+            "    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], "
+            "KW = g[7];\n"
+            "    int32_t sw = g[9], cg = C / g[14], og = O / g[14], acc[%d];\n"
+            "    for (int32_t o = 0; o < O; o++)\n"
+            "        for (int32_t oh = 0; oh < OH; oh++) {\n"
+            "            for (int32_t ow = 0; ow < OW; ow++) acc[ow] = bias[o];\n"
+            "            for (int32_t ci = 0; ci < cg; ci++)\n"
+            "                for (int32_t kh = 0; kh < KH; kh++) {\n"
+            "                    int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
+            "                    if (ih < 0 || ih >= H) continue;\n"
+            "                    const int8_t *xr = x + (((o / og) * cg + ci) * H + ih) * W;\n"
+            "                    const int8_t *wr = w + ((o * cg + ci) * KH + kh) * KW;\n"
+            "                    for (int32_t kw = 0; kw < KW; kw++) {\n"
+            "                        /* The outputs whose tap is inside the row: 0 <= ow * sw + "
+            "off < W. */\n"
+            "                        int32_t off = kw * g[13] - g[11], wv = wr[kw];\n"
+            "                        int32_t a = off < 0 ? (sw - 1 - off) / sw : 0;\n"
+            "                        int32_t b = W > off ? (W - off + sw - 1) / sw : 0;\n"
+            "                        if (b > OW) b = OW;\n"
+            "                        if (sw == 1)\n"
+            "                            for (int32_t ow = a; ow < b; ow++) acc[ow] += "
+            "((int32_t)xr[ow + off] - zx) * wv;\n"
+            "                        else\n"
+            "                            for (int32_t ow = a; ow < b; ow++)\n"
+            "                                acc[ow] += ((int32_t)xr[ow * sw + off] - zx) * wv;\n"
+            "                    }\n                }\n"
+            "            for (int32_t ow = 0; ow < OW; ow++)\n"
+            "                y[(o * OH + oh) * OW + ow] = %s_sat(zy + %s_rq(acc[ow], m[o], sh[o]), "
+            "lo, hi);\n"
+            "        }\n}\n\n",
+            n, max_ow > 0 ? max_ow : 1, n, n);
+    if (used[OTC_QOP_MAXPOOL] || used[OTC_QOP_AVGPOOL])
         otc_text_printf(
             t,
             "/* Conv2d (kind 0), max pooling (1) and average pooling (2) over one NCHW sample; "
@@ -356,7 +397,10 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
     case OTC_QOP_MAXPOOL:
     case OTC_QOP_AVGPOOL: {
         int kind = s->kind == OTC_QOP_CONV ? 0 : s->kind == OTC_QOP_MAXPOOL ? 1 : 2;
-        otc_text_printf(t, "%s_window(%d, ", name, kind);
+        if (kind == 0)
+            otc_text_printf(t, "%s_conv(", name);
+        else
+            otc_text_printf(t, "%s_window(%d, ", name, kind);
         tensor_ref(t, name, a);
         otc_text_puts(t, ", ");
         tensor_ref(t, name, y);
@@ -402,8 +446,13 @@ static void emit_source(otc_text *t, const otc_qmodel *q, const char *name, cons
     }
     otc_text_puts(t, "\n");
     bool used[OTC_QOP_COUNT] = {false};
-    for (int i = 0; i < q->n_steps; i++) used[q->steps[i].kind] = true;
-    emit_helpers(t, name, used);
+    int max_ow = 0; /* the conv helper's row of accumulators */
+    for (int i = 0; i < q->n_steps; i++) {
+        used[q->steps[i].kind] = true;
+        if (q->steps[i].kind == OTC_QOP_CONV && q->steps[i].geo[5] > max_ow)
+            max_ow = q->steps[i].geo[5];
+    }
+    emit_helpers(t, name, used, max_ow);
     for (int i = 0; i < q->n_steps; i++) emit_step_data(t, q, name, i);
     const otc_qtensor *in = &q->tensors[q->input];
     otc_text_printf(t, "\nvoid %s_forward(const int8_t *in, int8_t *out) {\n", name);

@@ -153,6 +153,14 @@ void otc_cr_expr_body(otc_cr *c, otc_text *out, const otc_expr *e, const otc_cr_
  * read what an earlier line writes. */
 void otc_cr_expr_lines(otc_cr *c, const otc_expr *const *trees, const char *const *prefix, int n,
                        const otc_cr_leaves *leaves);
+/* render_c_weights.c: weight-only storage (otc_emit_c_options.weights, F16 or INT8). The
+ * arrays holding p's parameters (at file scope, c->sb), then NAME_decode_weights(float *w),
+ * which decodes them in the plan's parameter order (with the bodies: it may call the math
+ * basics). */
+void otc_cr_stored_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode);
+/* Are p's parameters all finite? If not, c->st names the first element that is not. */
+bool otc_cr_finite_weights(otc_cr *c, const otc_plan *p);
+void otc_cr_decode_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode);
 /* The math helpers marked used (and those they call), as static inline functions. */
 void otc_cr_math_helpers(otc_cr *c, otc_text *out);
 
