@@ -365,18 +365,19 @@ TEST(neat_checkpoint_hostile_novelty_and_front) {
     cJSON_Delete(j);
 
     /* front members: generation, values and genome checked like the population's */
-    j = cJSON_Duplicate(good, 1);
-    set(at(j, "front", 0), "generation", cJSON_CreateNumber(1000));
-    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: generation", NULL);
-    cJSON_Delete(j);
-    j = cJSON_Duplicate(good, 1);
-    set(at(j, "front", 0), "values", cJSON_CreateRaw("[1]"));
-    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: values", NULL);
-    cJSON_Delete(j);
-    j = cJSON_Duplicate(good, 1);
-    set(at(j, "front", 0), "values", cJSON_CreateRaw("[1,\"inf\"]"));
-    expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, ": front: member 0: values", NULL);
-    cJSON_Delete(j);
+    static const struct {
+        const char *field, *raw, *says;
+    } front_cases[] = {
+        {"generation", "1000", ": front: member 0: generation"},
+        {"values", "[1]", ": front: member 0: values"},
+        {"values", "[1,\"inf\"]", ": front: member 0: values"},
+    };
+    for (size_t i = 0; i < sizeof front_cases / sizeof *front_cases; i++) {
+        j = cJSON_Duplicate(good, 1);
+        set(at(j, "front", 0), front_cases[i].field, cJSON_CreateRaw(front_cases[i].raw));
+        expect_error(load(j, &c, "xor"), OTC_ERR_FORMAT, front_cases[i].says, NULL);
+        cJSON_Delete(j);
+    }
     j = cJSON_Duplicate(good, 1);
     set(at(at(at(j, "front", 0), "genome", -1), "connections", 0), "innov",
         cJSON_CreateNumber(999999));
