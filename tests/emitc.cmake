@@ -1,6 +1,6 @@
 # The emitted-C tests share tests/emitc_support.c (build many generated models in one
 # compiler run, load them with dlopen, compare with the interpreter).
-foreach(t test_plan test_render_c test_render_c_train test_recurrent_compiled)
+foreach(t test_plan test_render_c test_render_c_train test_recurrent_compiled test_bptt_tape)
   if(TARGET ${t})
     target_sources(${t} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/emitc_support.c)
     target_link_libraries(${t} PRIVATE otc_testgen ${CMAKE_DL_LIBS})
