@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bptt_support.h"
 #include "emitc_support.h"
 #include "harness.h"
 #include "otc/layers.h"
@@ -24,18 +25,6 @@ typedef struct {
     int64_t width[MAX_IN];
     float *x[MAX_IN]; /* input k: [T_SEQ][B][width] */
 } model;
-
-static otc_graph *layer_graph(otc_cell cell, uint64_t seed) {
-    otc_graph *g = otc_graph_new();
-    otc_rng rng;
-    otc_rng_seed(&rng, seed);
-    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
-    otc_id h = otc_recurrent(g, cell, x, 4, 1, &rng, "rnn");
-    float w[8];
-    otc_testgen_fill(&rng, w, 8, -0.5f, 0.5f);
-    otc_graph_mark_output(g, otc_matmul(g, h, otc_param(g, "head", otc_shape_2d(4, 2), w)));
-    return g;
-}
 
 static bool model_init(model *m, otc_graph *g, uint64_t seed) {
     memset(m, 0, sizeof *m);
@@ -245,31 +234,11 @@ static bool train_emitted(const tape_case *tc, const emitc_build *b, const char 
     return ok;
 }
 
-/* |a - b| <= tol * max(1, |b|) for every weight. */
-static bool same_weights(const otc_graph *got, const otc_graph *want, double tol, double *worst,
-                         const char *what) {
-    for (otc_id p = 0; p < otc_graph_size(want); p++) {
-        const otc_node *nd = otc_graph_node(want, p);
-        if (nd->op != OTC_OP_PARAMETER) continue;
-        const float *a = otc_graph_node(got, p)->value->data, *b = nd->value->data;
-        for (size_t i = 0; i < nd->value->size; i++) {
-            double d = fabs((double)a[i] - b[i]) / fmax(1.0, fabs((double)b[i]));
-            if (d > *worst) *worst = d;
-            if (!(d <= tol)) {
-                fprintf(stderr, "%s: param #%d [%zu]: %.9g, interpreter %.9g\n", what, p, i,
-                        (double)a[i], (double)b[i]);
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
 TEST(bptt_tape_matches_interpreter) {
     model models[N_MODELS];
-    REQUIRE(model_init(&models[0], layer_graph(OTC_CELL_RNN, 3), 11));
-    REQUIRE(model_init(&models[1], layer_graph(OTC_CELL_LSTM, 4), 12));
-    REQUIRE(model_init(&models[2], layer_graph(OTC_CELL_GRU, 5), 13));
+    REQUIRE(model_init(&models[0], bptt_layer_graph(OTC_CELL_RNN, 3, 4), 11));
+    REQUIRE(model_init(&models[1], bptt_layer_graph(OTC_CELL_LSTM, 4, 4), 12));
+    REQUIRE(model_init(&models[2], bptt_layer_graph(OTC_CELL_GRU, 5, 4), 13));
     REQUIRE(model_init(&models[3], otc_testgen_recurrent(3301, 5), 14));
     REQUIRE(model_init(&models[4], otc_testgen_recurrent(3306, 9), 15));
     for (int i = 3; i < N_MODELS; i++) CHECK(otc_graph_is_recurrent(models[i].g));
@@ -291,8 +260,8 @@ TEST(bptt_tape_matches_interpreter) {
         REQUIRE(gi && ge);
         CHECK_MSG(train_interpreter(tc[c].m, tc[c].K, gi), "model %d K %d", c / N_K, tc[c].K);
         CHECK_MSG(train_emitted(&tc[c], &b, ec[c].name, ge), "model %d K %d", c / N_K, tc[c].K);
-        CHECK_MSG(same_weights(ge, gi, 1e-5, &worst, "emitted C (tape)"), "model %d K %d", c / N_K,
-                  tc[c].K);
+        CHECK_MSG(bptt_same_params(ge, gi, 1e-5, &worst, "emitted C (tape)"), "model %d K %d",
+                  c / N_K, tc[c].K);
         otc_graph_free(gi);
         otc_graph_free(ge);
     }
@@ -306,7 +275,7 @@ TEST(bptt_tape_matches_interpreter) {
  * the workspace sizes); each loops over the steps rather than unrolling them. */
 TEST(bptt_tape_code_size) {
     model m;
-    REQUIRE(model_init(&m, layer_graph(OTC_CELL_LSTM, 6), 1));
+    REQUIRE(model_init(&m, bptt_layer_graph(OTC_CELL_LSTM, 6, 4), 1));
     size_t len[2];
     int Ks[2] = {10, 10000};
     for (int i = 0; i < 2; i++) {
