@@ -632,20 +632,30 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
     return st;
 }
 
+/* The plans of the queries below (options NULL: the defaults); *ps empty on failure. */
+static otc_status query_plans(const otc_graph *g, const otc_emit_c_options *options,
+                              otc_emit_c_options *o, plan_set *ps) {
+    memset(ps, 0, sizeof *ps);
+    if (!g) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
+    *o = options ? *options : otc_emit_c_defaults();
+    if (o->train && (o->loss < 0 || o->loss >= otc_graph_size(g)))
+        return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    otc_status st = build_plans(g, o, ps);
+    if (st) {
+        free_plans(ps);
+        memset(ps, 0, sizeof *ps);
+    }
+    return st;
+}
+
 otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options, otc_plan **fwd,
                             otc_plan **fwd_big, otc_plan **train) {
-    if (!g || !fwd || !fwd_big || !train) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
+    if (!fwd || !fwd_big || !train) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
     *fwd = *fwd_big = *train = NULL;
-    otc_emit_c_options o = options ? *options : otc_emit_c_defaults();
-    if (o.train && (o.loss < 0 || o.loss >= otc_graph_size(g)))
-        return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    otc_emit_c_options o;
     plan_set ps;
-    memset(&ps, 0, sizeof ps);
-    otc_status st = build_plans(g, &o, &ps);
-    if (st) {
-        free_plans(&ps);
-        return st;
-    }
+    otc_status st = query_plans(g, options, &o, &ps);
+    if (st) return st;
     *fwd = ps.fwd;
     *fwd_big = ps.big;
     *train = ps.train;
@@ -654,17 +664,10 @@ otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *option
 
 otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *options, int64_t batch,
                             otc_plan_bytes *fwd, otc_plan_bytes *train) {
-    if (!g) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
-    otc_emit_c_options o = options ? *options : otc_emit_c_defaults();
-    if (o.train && (o.loss < 0 || o.loss >= otc_graph_size(g)))
-        return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    otc_emit_c_options o;
     plan_set ps;
-    memset(&ps, 0, sizeof ps);
-    otc_status st = build_plans(g, &o, &ps);
-    if (st) {
-        free_plans(&ps);
-        return st;
-    }
+    otc_status st = query_plans(g, options, &o, &ps);
+    if (st) return st;
     int64_t at = o.batch > 0 ? o.batch : batch;
     if (fwd) {
         *fwd = otc_plan_sizes(ps.fwd, at);
@@ -692,13 +695,9 @@ otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *option
 
 otc_status otc_emit_c_rows(const otc_graph *g, const otc_emit_c_options *options, int64_t *in,
                            int64_t *target, int64_t *out) {
-    if (!g) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
-    otc_emit_c_options o = options ? *options : otc_emit_c_defaults();
-    if (o.train && (o.loss < 0 || o.loss >= otc_graph_size(g)))
-        return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    otc_emit_c_options o;
     plan_set ps;
-    memset(&ps, 0, sizeof ps);
-    otc_status st = build_plans(g, &o, &ps);
+    otc_status st = query_plans(g, options, &o, &ps);
     if (!st) {
         if (in) *in = ps.in_floats;
         if (target) *target = ps.target_floats;
