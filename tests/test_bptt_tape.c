@@ -1,8 +1,8 @@
 /* Compiled truncated BPTT over a tape (otc_emit_c_options.bptt): the emitted NAME_train_step
  * over windows of K = 1, 3, 7 steps leaves the interpreter's weights (seq_begin,
  * seq_backward and Adam steps on windows of the same sequences, the state carried between
- * windows) on the RNN, LSTM and GRU layers and on random recurrent NEAT graphs; and the
- * emitted code's size does not grow with K. */
+ * windows) on the RNN, LSTM and GRU layers, random recurrent NEAT graphs and a Delay reading
+ * a Delay; and the emitted code's size does not grow with K. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "otc/layers.h"
 #include "otc/random_graph.h"
 
-enum { B = 3, T_SEQ = 21, WINDOWS = 12, MAX_IN = 4, N_MODELS = 5, N_K = 3 };
+enum { B = 3, T_SEQ = 21, WINDOWS = 12, MAX_IN = 4, N_MODELS = 6, N_K = 3 };
 static const int KS[N_K] = {1, 3, 7};
 
 typedef struct {
@@ -25,6 +25,23 @@ typedef struct {
     int64_t width[MAX_IN];
     float *x[MAX_IN]; /* input k: [T_SEQ][B][width] */
 } model;
+
+/* A Delay reading a Delay: h = x w + d u, d = delay(h), e = delay(d), y = h + e v; what e
+ * holds after a step is the state d held before it, so the state gradient carried into e's
+ * next value lands on d's state input. */
+static otc_graph *two_delays(void) {
+    otc_graph *g = otc_graph_new();
+    otc_shape s = otc_shape_2d(OTC_BATCH, 1), one = otc_shape_2d(1, 1);
+    float w = 0.7f, u = 0.5f, v = -0.4f;
+    otc_id x = otc_input(g, "x", s);
+    otc_id d = otc_delay(g, "d", s), e = otc_delay(g, "e", s);
+    otc_id h = otc_add(g, otc_matmul(g, x, otc_param(g, "w", one, &w)),
+                       otc_matmul(g, d, otc_param(g, "u", one, &u)));
+    otc_graph_set_input(g, d, 0, h);
+    otc_graph_set_input(g, e, 0, d);
+    otc_graph_mark_output(g, otc_add(g, h, otc_matmul(g, e, otc_param(g, "v", one, &v))));
+    return g;
+}
 
 static bool model_init(model *m, otc_graph *g, uint64_t seed) {
     memset(m, 0, sizeof *m);
@@ -241,6 +258,7 @@ TEST(bptt_tape_matches_interpreter) {
     REQUIRE(model_init(&models[2], bptt_layer_graph(OTC_CELL_GRU, 5, 4), 13));
     REQUIRE(model_init(&models[3], otc_testgen_recurrent(3301, 5), 14));
     REQUIRE(model_init(&models[4], otc_testgen_recurrent(3306, 9), 15));
+    REQUIRE(model_init(&models[5], two_delays(), 16));
     for (int i = 3; i < N_MODELS; i++) CHECK(otc_graph_is_recurrent(models[i].g));
     tape_case tc[N_MODELS * N_K];
     emitc_case ec[N_MODELS * N_K];
