@@ -41,8 +41,13 @@ static void print_summary(const char *dir, const otc_graph *g, const otc_emit_c_
     otc_plan_bytes b, t;
     if (otc_emit_c_sizes(g, o, at, &b, &t)) return;
     printf("wrote %s/%s.h and %s/%s.c\n", dir, o->name, dir, o->name);
-    printf("  inputs %" PRId64 " floats per sample, outputs %" PRId64 "\n", fwd->in_width,
-           fwd->out_width);
+    int64_t in = fwd->in_width;
+    otc_emit_c_rows(g, o, &in, NULL, NULL);
+    printf("  inputs %" PRId64 " floats per sample, outputs %" PRId64 "\n", in, fwd->out_width);
+    if (o->bptt > 0)
+        printf("  through time: %s_train_step runs %d steps of one step's code, keeping each "
+               "step's activations for backward\n",
+               o->name, o->bptt);
     printf("  plan: %d kernel(s), %d value(s) kept in registers", fwd->n_kernels, fwd->n_registers);
     if (big) printf("; from 16 samples on %d kernel(s) that vectorise", big->n_kernels);
     if (o->weights == OTC_WEIGHTS_F32)
@@ -138,9 +143,9 @@ int otc_cmd_compile(int argc, char **argv) {
         {"--train", OTC_OPT_FLAG, &train,
          "also emit NAME_train_step: forward, backward and the optimiser update in place"},
         {"--bptt", OTC_OPT_INT, &bptt,
-         "K: a recurrent model trains through K time steps per call: the emitted model is K "
-         "steps unrolled (inputs: the state before them and each step's inputs; outputs: the "
-         "state after them)"},
+         "K: a recurrent model trains through K time steps per call: the emitted code loops "
+         "over them, keeping each step's activations for backward (inputs: the state before "
+         "them and each step's inputs; outputs: the state after them)"},
         {"--loss", OTC_OPT_STRING, &loss,
          "mse|bce|softmax_ce: the training loss over the outputs (default mse)"},
         {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: the optimiser (default adam)"},
@@ -309,13 +314,14 @@ int otc_cmd_compile(int argc, char **argv) {
                                  "time steps one training call runs through)",
                                  otc_cli_printable(pos[0], sm, sizeof sm));
         }
-        /* The model K steps unrolled: one feed-forward graph the plan trains as any other. */
-        st = otc_unroll(g, bptt, o.loss, &u);
+        /* One step of the model, which the emitted code runs K times over a tape. */
+        st = otc_unroll_step(g, bptt, o.loss, &u);
         if (!st) {
             otc_graph_free(g);
             g = u->graph;
-            u->graph = NULL;
             o.loss = u->total;
+            o.bptt = bptt;
+            o.step = u;
         }
     }
     if (!st) st = otc_emit_c_plans(g, &o, &fwd, &big, &tr);
@@ -371,7 +377,7 @@ int otc_cmd_compile(int argc, char **argv) {
     otc_plan_free(fwd);
     otc_plan_free(big);
     otc_plan_free(tr);
-    otc_graph_free(g);
+    if (!u) otc_graph_free(g); /* else u's */
     otc_unrolled_free(u);
     return rc;
 }

@@ -1,6 +1,6 @@
 # The emitted-C tests share tests/emitc_support.c (build many generated models in one
 # compiler run, load them with dlopen, compare with the interpreter).
-foreach(t test_plan test_render_c test_render_c_train test_recurrent_compiled)
+foreach(t test_plan test_render_c test_render_c_train test_recurrent_compiled test_bptt_tape)
   if(TARGET ${t})
     target_sources(${t} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/emitc_support.c)
     target_link_libraries(${t} PRIVATE otc_testgen ${CMAKE_DL_LIBS})
@@ -34,7 +34,8 @@ endif()
 # Compiled training through time: interpreter, JIT and the emitted C of unrolled graphs.
 if(TARGET test_bptt_compiled)
   target_sources(test_bptt_compiled PRIVATE ${CMAKE_CURRENT_LIST_DIR}/emitc_executor.c
-                                            ${CMAKE_CURRENT_LIST_DIR}/emitc_support.c)
+                                            ${CMAKE_CURRENT_LIST_DIR}/emitc_support.c
+                                            ${CMAKE_CURRENT_LIST_DIR}/bptt_support.c)
   target_link_libraries(test_bptt_compiled PRIVATE otc_testgen ${CMAKE_DL_LIBS})
   if(TARGET otc_compiler AND OTC_LLVM_LIB)
     target_compile_definitions(test_bptt_compiled PRIVATE OTC_TEST_JIT=1)
@@ -46,3 +47,7 @@ foreach(t bptt_compiled_random_graphs bptt_compiled_layers)
     set_tests_properties(${t} PROPERTIES TIMEOUT 900)
   endif()
 endforeach()
+# Training through time over an emitted tape (tests/test_bptt_tape.c).
+if(TARGET test_bptt_tape)
+  target_sources(test_bptt_tape PRIVATE ${CMAKE_CURRENT_LIST_DIR}/bptt_support.c)
+endif()

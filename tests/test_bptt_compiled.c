@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bptt_support.h"
 #include "emitc_executor.h"
 #include "harness.h"
 #include "otc/compiler.h"
@@ -74,23 +75,6 @@ static bool window(otc_executor *ex, const scase *c, int t0, int n, const float 
     return otc_exec_seq_backward(ex, c->loss, w) == OTC_OK;
 }
 
-/* |a - b| <= tol * max(1, scale): gradients compared against the parameter's largest one. */
-static bool close_all(const float *got, const float *want, size_t n, double tol, double *worst,
-                      const char *what, int id) {
-    double scale = 1.0;
-    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)want[i]));
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]) / scale;
-        if (d > *worst) *worst = d;
-        if (!(d <= tol)) {
-            fprintf(stderr, "%s: param #%d [%zu]: %.9g, interpreter %.9g\n", what, id, i,
-                    (double)got[i], (double)want[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
 /* The emitted C of the unrolled graph over n steps (loss weights w, NULL: 1/n), and an
  * executor over it; *u the unrolled graph. */
 static otc_executor *emitc_unrolled(const scase *c, int n, const float *w,
@@ -145,10 +129,10 @@ static bool check_gradients(const scase *c, int steps, bool with_emitc, double *
         if (otc_exec_grad(ip, p, &want)) continue; /* the loss does not reach it */
 #ifdef OTC_TEST_JIT
         ok = otc_exec_grad(jit, p, &got) == OTC_OK &&
-             close_all(got, want, nd->value->size, 2e-4, worst, "jit", p);
+             bptt_close_all(got, want, nd->value->size, 2e-4, worst, "jit", p);
 #endif
         if (ok && ec && otc_exec_grad(ec, u->map[p], &got) == OTC_OK)
-            ok = close_all(got, want, nd->value->size, 2e-4, worst, "emitted C", p);
+            ok = bptt_close_all(got, want, nd->value->size, 2e-4, worst, "emitted C", p);
     }
     otc_exec_free(ip);
 #ifdef OTC_TEST_JIT
@@ -230,18 +214,6 @@ static bool train_emitc(const scase *c, const otc_optim_config *oc, otc_graph *i
     return ok;
 }
 
-static bool same_params(const otc_graph *a, const otc_graph *b, double tol, double *worst,
-                        const char *what) {
-    for (otc_id p = 0; p < otc_graph_size(a); p++) {
-        const otc_node *nd = otc_graph_node(a, p);
-        if (nd->op != OTC_OP_PARAMETER) continue;
-        if (!close_all(otc_graph_node(b, p)->value->data, nd->value->data, nd->value->size, tol,
-                       worst, what, p))
-            return false;
-    }
-    return true;
-}
-
 /* Weights after training: interpreter vs JIT vs emitted C (each on its own copy). */
 static bool check_training(const scase *c, bool with_emitc, double *worst) {
     otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_ADAM);
@@ -261,13 +233,14 @@ static bool check_training(const scase *c, bool with_emitc, double *worst) {
     otc_executor *jit = gj ? otc_jit_executor_new(gj, &jo) : NULL;
     ok = ok && jit && train_exec(jit, &cj, &oc);
     if (!ok) fprintf(stderr, "training: %s\n", otc_last_error());
-    ok = ok && same_params(gj, gi, 1e-3, worst, "jit weights");
+    ok = ok && bptt_same_params(gj, gi, 1e-3, worst, "jit weights");
     otc_exec_free(jit);
     otc_graph_free(gj);
 #endif
     if (ok && with_emitc) {
         otc_graph *ge = otc_graph_clone(c->g);
-        ok = ge && train_emitc(c, &oc, ge) && same_params(ge, gi, 1e-3, worst, "emitted C weights");
+        ok = ge && train_emitc(c, &oc, ge) &&
+             bptt_same_params(ge, gi, 1e-3, worst, "emitted C weights");
         otc_graph_free(ge);
     }
     otc_graph_free(gi);
@@ -314,7 +287,7 @@ TEST(bptt_compiled_jit_update_paths) {
         REQUIRE(ip && jit);
         CHECK(train_exec(ip, &ci, &oc));
         CHECK(train_exec_peek(jit, &cj, &oc, true));
-        CHECK(same_params(gj, gi, 1e-3, &worst, "jit weights (both update paths)"));
+        CHECK(bptt_same_params(gj, gi, 1e-3, &worst, "jit weights (both update paths)"));
         otc_exec_free(ip);
         otc_exec_free(jit);
         otc_graph_free(gi);
@@ -325,25 +298,12 @@ TEST(bptt_compiled_jit_update_paths) {
 }
 #endif
 
-static otc_graph *layer_graph(otc_cell cell, uint64_t seed) {
-    otc_graph *g = otc_graph_new();
-    otc_rng rng;
-    otc_rng_seed(&rng, seed);
-    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
-    otc_id h = otc_recurrent(g, cell, x, 5, 1, &rng, "rnn");
-    float w[10];
-    otc_testgen_fill(&rng, w, 10, -0.5f, 0.5f);
-    otc_id y = otc_matmul(g, h, otc_param(g, "head", otc_shape_2d(5, 2), w));
-    otc_graph_mark_output(g, y);
-    return g;
-}
-
 TEST(bptt_compiled_layers) {
     otc_cell cells[3] = {OTC_CELL_RNN, OTC_CELL_LSTM, OTC_CELL_GRU};
     double wg = 0, wt = 0;
     for (int i = 0; i < 3; i++) {
         scase c;
-        REQUIRE(scase_init(&c, layer_graph(cells[i], 7 + (uint64_t)i), 90 + (uint64_t)i));
+        REQUIRE(scase_init(&c, bptt_layer_graph(cells[i], 7 + (uint64_t)i, 5), 90 + (uint64_t)i));
         /* The emitted C over one window (gcc takes long over 20 unrolled LSTM steps). */
         CHECK_MSG(check_gradients(&c, T_GRAD, false, &wg), "cell %d gradients", i);
         CHECK_MSG(check_gradients(&c, K, true, &wg), "cell %d gradients (emitted C)", i);

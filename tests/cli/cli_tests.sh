@@ -710,7 +710,7 @@ case_recurrent_errors() {
     err_has "has no Delay node, so its rows are independent samples"
     run 2 train "$IRIS" --data "$IRIS_CSV" --target species --bptt 2 --out "$WORK/t.otm"
     err_has "--bptt is for recurrent models"
-    # compile: a recurrent model's training step runs through --bptt K steps (unrolled)
+    # compile: a recurrent model's training step runs through --bptt K steps (a loop over them)
     run 2 compile "$RSUM" --emit-c "$WORK/rc" --train
     err_has "is recurrent: training through time needs --bptt K"
     run 2 compile "$RSUM" --emit-c "$WORK/rc" --bptt 3
@@ -718,9 +718,10 @@ case_recurrent_errors() {
     run 2 compile "$IRIS" --emit-c "$WORK/rc" --train --bptt 3
     err_has "--bptt is for recurrent models"
     run 0 compile "$RSUM" --emit-c "$WORK/rc" --train --bptt 3 --name rs
-    grep -q "'h_prev.init'" "$WORK/rc/rs.h" && grep -q "'x.step2'" "$WORK/rc/rs.h" &&
+    grep -q "'h_prev.init'" "$WORK/rc/rs.h" && grep -q "'x.step0'.*step t's + t \* 1" "$WORK/rc/rs.h" &&
+        grep -q "#define RS_BPTT_STEPS 3" "$WORK/rc/rs.h" && grep -q "#define RS_IN_FLOATS 4" "$WORK/rc/rs.h" &&
         grep -q "'h_prev.next'" "$WORK/rc/rs.h" && grep -q "rs_train_step" "$WORK/rc/rs.h" ||
-        fail "the unrolled training header: $(head -c 600 "$WORK/rc/rs.h")"
+        fail "the training header through time: $(head -c 600 "$WORK/rc/rs.h")"
     err_clean
 }
 

@@ -164,6 +164,11 @@ typedef struct {
     /* train: the renderer has the gradients of Neurons that aggregate otherwise than by the
      * sum (the C renderer does; a plan for a renderer without them refuses such neurons). */
     bool agg_gradients;
+    /* train: Inputs whose gradient the backward computes too (a slot each in the gradient
+     * buffer): the state a recurrent step reads, whose gradient truncated BPTT carries to the
+     * step before (render_c_tape.c). Read while building (the plan keeps NULL). */
+    const otc_id *grad_inputs;
+    int n_grad_inputs;
 } otc_plan_options;
 
 typedef struct {

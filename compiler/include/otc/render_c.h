@@ -6,6 +6,7 @@
 
 #include "otc/plan.h"
 #include "otc/quant.h"
+#include "otc/unroll.h"
 
 typedef struct {
     const char *name;       /* C identifier prefixing every symbol ("model" when NULL) */
@@ -22,6 +23,12 @@ typedef struct {
      * file and decode them (otc_weights_round's values) into the first param_floats floats of
      * the workspace at every call, which NAME_WORKSPACE_BYTES counts. */
     otc_weight_storage weights;
+    /* train through time over a tape: g is step->graph (otc_unroll_step(model, bptt, ...)),
+     * loss step->total. NAME_forward and NAME_train_step loop over bptt time steps of the one
+     * step's code, train_step keeping each step's activations in a slot of the workspace for
+     * its backward loop (render_c_tape.c): code size independent of bptt. 0: no tape. */
+    int bptt;
+    const otc_unrolled *step;
 } otc_emit_c_options;
 
 /* Default options: name "model", dynamic batch, inference, Adam defaults, loss -1. */
@@ -47,6 +54,11 @@ otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *option
  * (with options->train) is the training plan's. Either pointer may be NULL. */
 otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *options, int64_t batch,
                             otc_plan_bytes *fwd, otc_plan_bytes *train);
+
+/* Floats per sample in the generated code's rows (NAME_IN_FLOATS, NAME_TARGET_FLOATS, 0
+ * without train, NAME_OUT_FLOATS); any pointer may be NULL. */
+otc_status otc_emit_c_rows(const otc_graph *g, const otc_emit_c_options *options, int64_t *in,
+                           int64_t *target, int64_t *out);
 
 /* Is s a valid C identifier that the renderer may use as a prefix? */
 bool otc_emit_c_valid_name(const char *s);

@@ -41,4 +41,9 @@ typedef struct {
 otc_status otc_unroll(const otc_graph *g, int steps, otc_id loss, otc_unrolled **out);
 void otc_unrolled_free(otc_unrolled *u);
 
+/* The step graph a tape trains (otc_emit_c_options.bptt): g unrolled over one step, its loss
+ * weight 1/window, so that a window of `window` steps run over it trains on the mean of the
+ * steps' losses, as the unrolled window does. */
+otc_status otc_unroll_step(const otc_graph *g, int window, otc_id loss, otc_unrolled **out);
+
 #endif

@@ -22,6 +22,10 @@ typedef struct {
     otc_plan *train; /* NULL without --train */
     otc_extent work; /* the forward workspace: enough for either forward plan */
     int64_t decoded; /* floats of decoded weights before it (weight-only storage), or 0 */
+    /* What the header promises: floats per row of in and target, the training workspace and
+     * where its gradients start (a tape's differ from the plans'). */
+    int64_t in_floats, target_floats;
+    otc_extent train_work, grads_at;
 } plan_set;
 
 static void free_plans(plan_set *ps) {
@@ -42,6 +46,17 @@ static bool same_kernels(const otc_plan *a, const otc_plan *b) {
     return true;
 }
 
+/* A tape (options bptt) needs its step graph: g and the loss are the step's. */
+static otc_status check_tape(const otc_graph *g, const otc_emit_c_options *o) {
+    if (o->bptt < 0) return otc_fail(OTC_ERR_ARG, "emit-c: bptt %d (must be at least 1)", o->bptt);
+    if (o->bptt == 0) return OTC_OK;
+    if (!o->train || !o->step || o->step->graph != g || o->loss != o->step->total ||
+        o->step->steps != 1)
+        return otc_fail(OTC_ERR_ARG, "emit-c: bptt needs --train and the model's step graph "
+                                     "(otc_unroll_step) with its loss");
+    return OTC_OK;
+}
+
 static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, plan_set *ps) {
     bool chosen = o->fuse != OTC_FUSE_DEFAULT;
     otc_plan_options po;
@@ -50,8 +65,10 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
     po.fuse = chosen ? o->fuse : OTC_FUSE_LOOPS;
     po.split_libm = chosen && o->split_libm;
     po.optim = o->optim;
-    otc_status st = otc_plan_build(g, &po, &ps->fwd);
-    if (!st && !chosen && (o->batch == 0 || o->batch >= OTC_C_BIG_BATCH)) {
+    otc_status st = check_tape(g, o);
+    if (!st) st = otc_plan_build(g, &po, &ps->fwd);
+    /* A tape's forward runs the step's code K times: one code path keeps it small. */
+    if (!st && !chosen && o->bptt == 0 && (o->batch == 0 || o->batch >= OTC_C_BIG_BATCH)) {
         po.fuse = OTC_FUSE_CHAINS;
         po.split_libm = true;
         st = otc_plan_build(g, &po, &ps->big);
@@ -64,7 +81,7 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
         otc_plan_free(ps->big);
         ps->big = NULL;
     }
-    ps->work = ps->fwd->work;
+    ps->work = o->bptt > 0 ? otc_cr_tape_fwd_work(ps->fwd) : ps->fwd->work;
     if (ps->big) {
         if (ps->big->work.base > ps->work.base) ps->work.base = ps->big->work.base;
         if (ps->big->work.per_batch > ps->work.per_batch)
@@ -73,12 +90,41 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
     /* (At least one float, so the workspace's weights are never an empty array.) */
     if (o->weights != OTC_WEIGHTS_F32)
         ps->decoded = ps->fwd->param_floats > 0 ? ps->fwd->param_floats : 1;
+    ps->in_floats = ps->fwd->in_width;
     if (!o->train) return OTC_OK;
     po.train = true;
     po.agg_gradients = true; /* render_c_backward.c's bw_neuron_agg */
     po.fuse = chosen ? o->fuse : OTC_FUSE_CHAINS;
     po.split_libm = chosen ? o->split_libm : true;
-    return otc_plan_build(g, &po, &ps->train);
+    if (o->bptt > 0) { /* the state's gradient goes back a step */
+        po.grad_inputs = o->step->state_in;
+        po.n_grad_inputs = o->step->n_delays;
+    }
+    st = otc_plan_build(g, &po, &ps->train);
+    if (st) return st;
+    otc_plan *t = ps->train;
+    ps->target_floats = t->target_width;
+    ps->train_work =
+        (otc_extent){t->work.base + t->grads.base, t->work.per_batch + t->grads.per_batch};
+    ps->grads_at = t->work;
+    if (o->bptt > 0) {
+        ps->in_floats = otc_cr_tape_row(ps->fwd, o->step, o->bptt, OTC_IO_IN);
+        ps->target_floats = otc_cr_tape_row(t, o->step, o->bptt, OTC_IO_TARGET);
+        ps->train_work = otc_cr_tape_train_work(t, o->step, o->bptt);
+        ps->grads_at = otc_cr_tape_grads_at(t, o->bptt);
+    }
+    return OTC_OK;
+}
+
+/* The training plan's sizes as the generated code has them: a tape keeps a slot of
+ * activations per step and the carried state's gradient beside the gradients. */
+static otc_plan_bytes train_bytes(const plan_set *ps, int64_t batch) {
+    otc_plan_bytes b = otc_plan_sizes(ps->train, batch);
+    const int64_t f = (int64_t)sizeof(float);
+    b.activations = otc_extent_at(ps->grads_at, batch) * f;
+    b.workspace = otc_extent_at(ps->train_work, batch) * f;
+    b.gradients = b.workspace - b.activations;
+    return b;
 }
 
 otc_emit_c_options otc_emit_c_defaults(void) {
@@ -113,7 +159,8 @@ static void upper(char *dst, const char *src, size_t len) {
     dst[i] = '\0';
 }
 
-static void io_doc(otc_text *sb, const otc_plan *p, otc_io_stream stream) {
+static void io_doc(otc_text *sb, const otc_plan *p, otc_io_stream stream,
+                   const otc_emit_c_options *o) {
     char lab[OTC_CR_LABEL_LEN], shp[64];
     int shown = 0;
     for (int i = 0; i < p->n_io; i++) {
@@ -125,9 +172,12 @@ static void io_doc(otc_text *sb, const otc_plan *p, otc_io_stream stream) {
         }
         if (shown > 48) continue;
         const otc_node *nd = otc_graph_node(p->graph, io->node);
-        otc_text_printf(sb, " *          [%" PRId64 ", %" PRId64 ")  %s (%s %s)\n", io->offset,
+        otc_text_printf(sb, " *          [%" PRId64 ", %" PRId64 ")  %s (%s %s)", io->offset,
                         io->offset + io->width, otc_cr_label(p->graph, io->node, lab, sizeof lab),
                         otc_op_get(nd->op)->name, otc_shape_str(nd->shape, shp, sizeof shp));
+        int64_t stride = o->bptt > 0 ? otc_cr_tape_stride(p, o->step, io->node) : 0;
+        if (stride > 0) otc_text_printf(sb, ", step t's + t * %" PRId64, stride);
+        otc_text_puts(sb, "\n");
     }
 }
 
@@ -150,6 +200,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
     upper(U, N, sizeof U);
     otc_plan_bytes bf = otc_plan_sizes(fwd, o->batch > 0 ? o->batch : 1);
     bf.activations = otc_extent_at(ps->work, o->batch > 0 ? o->batch : 1) * 4;
+    if (o->bptt > 0) bf.activations_unshared *= 2; /* a tape's forward: two slots */
     otc_text_printf(sb, "/* %s.h: generated by otc %s from %s; do not edit.\n *\n", N, OTC_VERSION,
                     source_comment(src, o));
     otc_text_puts(sb,
@@ -160,13 +211,23 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
                     " * Layout: `in` and `out` hold `batch` rows, sample after sample (row b of "
                     "in starts\n * at in[b * %s_IN_FLOATS]). In each row:\n *   in:\n",
                     U);
-    io_doc(sb, fwd, OTC_IO_IN);
+    io_doc(sb, fwd, OTC_IO_IN, o);
     otc_text_puts(sb, " *   out:\n");
-    io_doc(sb, fwd, OTC_IO_OUT);
+    io_doc(sb, fwd, OTC_IO_OUT, o);
     if (train && train->target_width > 0) {
         otc_text_puts(sb, " *   target (train_step):\n");
-        io_doc(sb, train, OTC_IO_TARGET);
+        io_doc(sb, train, OTC_IO_TARGET, o);
     }
+    if (o->bptt > 0)
+        otc_text_printf(sb,
+                        " *\n * Training through time: each call runs a window of "
+                        "%s_BPTT_STEPS = %d time steps of\n * the recurrent model from the "
+                        "state in the row (`.init`), steps t = 0 .. %d; out is the\n * state "
+                        "after the window (`.next`), for the next window's row. train_step's "
+                        "loss is the\n * mean over the steps; it keeps every step's "
+                        "activations (a slot each of its workspace)\n * and runs backward "
+                        "through them, the state's gradient cut at the window's start.\n",
+                        U, o->bptt, o->bptt - 1);
     otc_text_printf(
         sb,
         " *\n * workspace: %s_WORKSPACE_BYTES(batch) bytes, aligned for float (16 or 64 "
@@ -202,7 +263,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
                     o->batch > 0 ? o->batch : 1, bf.weights, bf.activations,
                     bf.activations_unshared);
     if (train) {
-        otc_plan_bytes bt = otc_plan_sizes(train, o->batch > 0 ? o->batch : 1);
+        otc_plan_bytes bt = train_bytes(ps, o->batch > 0 ? o->batch : 1);
         const otc_optim_config *oc = &train->options.optim;
         otc_text_printf(sb,
                         " *\n * Training (on-device fine-tuning): %s_params holds the weights "
@@ -245,7 +306,8 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
                     U, U);
     otc_text_puts(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     otc_text_printf(sb, "#define %s_IN_FLOATS %" PRId64 "\n#define %s_OUT_FLOATS %" PRId64 "\n", U,
-                    fwd->in_width, U, fwd->out_width);
+                    ps->in_floats, U, fwd->out_width);
+    if (o->bptt > 0) otc_text_printf(sb, "#define %s_BPTT_STEPS %d\n", U, o->bptt);
     if (o->batch > 0) otc_text_printf(sb, "#define %s_MAX_BATCH %d\n", U, o->batch);
     char macro[128];
     snprintf(macro, sizeof macro, "%s_WORKSPACE_BYTES", U);
@@ -282,15 +344,12 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
         int slots = otc_plan_optim_slots(&train->options.optim);
         int64_t P = fwd->param_floats > 0 ? fwd->param_floats : 1;
         char lr[48];
-        otc_text_printf(sb, "#define %s_TARGET_FLOATS %" PRId64 "\n", U, train->target_width);
+        otc_text_printf(sb, "#define %s_TARGET_FLOATS %" PRId64 "\n", U, ps->target_floats);
         otc_text_printf(sb, "#define %s_N_WEIGHTS %" PRId64 "\n", U, fwd->param_floats);
         otc_text_printf(sb, "#define %s_LR %s\n", U,
                         otc_cr_float_literal(lr, sizeof lr, train->options.optim.lr));
         snprintf(macro, sizeof macro, "%s_TRAIN_WORKSPACE_BYTES", U);
-        bytes_macro(sb, macro,
-                    (otc_extent){train->work.base + train->grads.base,
-                                 train->work.per_batch + train->grads.per_batch},
-                    o->batch);
+        bytes_macro(sb, macro, ps->train_work, o->batch);
         otc_text_printf(sb, "\ntypedef struct {\n    float w[%" PRId64 "]; /* the weights */\n", P);
         if (slots >= 1)
             otc_text_printf(sb, "    float m[%" PRId64 "]; /* momentum / first moment */\n", P);
@@ -333,20 +392,22 @@ static void write_weights(otc_cr *c, const char *array, const otc_plan *p) {
     otc_text_puts(sb, "\n};\n\n");
 }
 
-/* Locals every function body uses: ws, the batch B and the stride S. */
+/* Locals every function body uses: ws (base for a tape, whose loops point ws at a slot;
+ * after the decoded weights under weight-only storage), the batch B and the stride S. */
 static void prologue(otc_cr *c, const otc_emit_c_options *o, int64_t decoded) {
+    const char *ws = c->tape ? "base" : "ws";
     if (decoded > 0)
         otc_cr_line(c,
-                    "float *const ws = (float *)workspace + %" PRId64 "; /* after the weights */",
-                    decoded);
+                    "float *const %s = (float *)workspace + %" PRId64 "; /* after the weights */",
+                    ws, decoded);
     else
-        otc_cr_line(c, "float *const ws = (float *)workspace;");
+        otc_cr_line(c, "float *const %s = (float *)workspace;", ws);
     otc_cr_line(c, "const size_t B = (size_t)batch;");
     if (o->batch > 0)
         otc_cr_line(c, "const size_t S = %d; /* the fixed layout's batch stride */", o->batch);
     else
         otc_cr_line(c, "const size_t S = B;");
-    otc_cr_line(c, "(void)ws;");
+    otc_cr_line(c, "(void)%s;", ws);
     otc_cr_line(c, "(void)B;");
     otc_cr_line(c, "(void)S;");
 }
@@ -412,7 +473,10 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     }
     c->plan = ps->fwd;
     c->outline = ps->big != NULL; /* a scalar loop: one copy of each activation's math */
-    otc_cr_forward_steps(c);
+    if (c->tape)
+        otc_cr_tape_forward(c);
+    else
+        otc_cr_forward_steps(c);
     c->outline = false;
     if (ps->big) {
         c->indent--;
@@ -445,7 +509,8 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     if (ps->fwd->state_per_sample > 0) write_reset(c, o, ps->fwd, ps->decoded);
 }
 
-static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_plan *t) {
+static void write_training(otc_cr *c, const otc_emit_c_options *o, const plan_set *ps) {
+    const otc_plan *t = ps->train;
     const char *N = o->name;
     char U[80], off[64];
     upper(U, N, sizeof U);
@@ -465,7 +530,7 @@ static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_pla
     else
         otc_text_puts(sb, "    const size_t S = (size_t)batch;\n");
     otc_text_printf(sb, "    return workspace ? (const float *)workspace + %s : NULL;\n}\n\n",
-                    otc_cr_offset(off, t->work));
+                    otc_cr_offset(off, ps->grads_at));
 
     otc_text_printf(sb,
                     "size_t %s_train_workspace_bytes(int batch) {\n    (void)batch;\n    "
@@ -485,8 +550,8 @@ static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_pla
     otc_cr_line(c, "{");
     c->indent++;
     otc_cr_line(c, "const float *const w = p->w;");
-    otc_cr_line(c, "float *const g = ws + %s; /* the gradient buffer */",
-                otc_cr_offset(off, t->work));
+    otc_cr_line(c, "float *const g = %s + %s; /* the gradient buffer */", c->tape ? "base" : "ws",
+                otc_cr_offset(off, ps->grads_at));
     otc_cr_line(c, "(void)w;");
     otc_cr_line(c, "(void)g;");
     otc_cr_line(c, "(void)in;");
@@ -494,10 +559,14 @@ static void write_training(otc_cr *c, const otc_emit_c_options *o, const otc_pla
     otc_cr_line(c, "(void)lr;");
     if (t->options.optim.kind != OTC_OPTIM_SGD) otc_cr_line(c, "p->t += 1;");
     c->plan = t;
-    otc_cr_forward_steps(c);
-    otc_cr_backward_steps(c);
-    otc_id lo = otc_plan_owner(t, t->options.loss);
-    otc_cr_line(c, "if (loss) *loss = ws[%s];", otc_cr_offset(off, t->values[lo].offset));
+    if (c->tape) {
+        otc_cr_tape_train(c);
+    } else {
+        otc_cr_forward_steps(c);
+        otc_cr_backward_steps(c, true, true);
+        otc_id lo = otc_plan_owner(t, t->options.loss);
+        otc_cr_line(c, "if (loss) *loss = ws[%s];", otc_cr_offset(off, t->values[lo].offset));
+    }
     c->indent--;
     otc_cr_line(c, "}");
     otc_cr_line(c, "return 0;");
@@ -538,6 +607,10 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         c.g = g;
         c.name = o.name;
         c.mark = calloc(4 * (size_t)otc_graph_size(g) + 4, sizeof *c.mark);
+        if (o.bptt > 0) {
+            c.tape = o.step;
+            c.tape_steps = o.bptt;
+        }
         if (!c.mark) st = otc_fail(OTC_ERR_NOMEM, "out of memory");
     }
     if (!st) {
@@ -562,7 +635,7 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         c.helpers = &helpers;
         if (ps.decoded > 0) otc_cr_decode_weights(&c, fwd, o.weights);
         write_forward(&c, &o, &ps, train != NULL);
-        if (train) write_training(&c, &o, train);
+        if (train) write_training(&c, &o, &ps);
         /* The activation helpers mark the math they call: render them apart, then the
          * math, the helpers and the bodies in that order. */
         otc_text acts;
@@ -604,20 +677,30 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
     return st;
 }
 
+/* The plans of the queries below (options NULL: the defaults); *ps empty on failure. */
+static otc_status query_plans(const otc_graph *g, const otc_emit_c_options *options,
+                              otc_emit_c_options *o, plan_set *ps) {
+    memset(ps, 0, sizeof *ps);
+    if (!g) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
+    *o = options ? *options : otc_emit_c_defaults();
+    if (o->train && (o->loss < 0 || o->loss >= otc_graph_size(g)))
+        return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    otc_status st = build_plans(g, o, ps);
+    if (st) {
+        free_plans(ps);
+        memset(ps, 0, sizeof *ps);
+    }
+    return st;
+}
+
 otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *options, otc_plan **fwd,
                             otc_plan **fwd_big, otc_plan **train) {
-    if (!g || !fwd || !fwd_big || !train) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
+    if (!fwd || !fwd_big || !train) return otc_fail(OTC_ERR_ARG, "emit-c: NULL argument");
     *fwd = *fwd_big = *train = NULL;
-    otc_emit_c_options o = options ? *options : otc_emit_c_defaults();
-    if (o.train && (o.loss < 0 || o.loss >= otc_graph_size(g)))
-        return otc_fail(OTC_ERR_ARG, "emit-c: --train needs a loss node");
+    otc_emit_c_options o;
     plan_set ps;
-    memset(&ps, 0, sizeof ps);
-    otc_status st = build_plans(g, &o, &ps);
-    if (st) {
-        free_plans(&ps);
-        return st;
-    }
+    otc_status st = query_plans(g, options, &o, &ps);
+    if (st) return st;
     *fwd = ps.fwd;
     *fwd_big = ps.big;
     *train = ps.train;
@@ -626,13 +709,15 @@ otc_status otc_emit_c_plans(const otc_graph *g, const otc_emit_c_options *option
 
 otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *options, int64_t batch,
                             otc_plan_bytes *fwd, otc_plan_bytes *train) {
+    otc_emit_c_options o;
     plan_set ps;
-    memset(&ps, 0, sizeof ps);
-    otc_status st = otc_emit_c_plans(g, options, &ps.fwd, &ps.big, &ps.train);
+    otc_status st = query_plans(g, options, &o, &ps);
     if (st) return st;
-    int64_t at = options && options->batch > 0 ? options->batch : batch;
+    int64_t at = o.batch > 0 ? o.batch : batch;
     if (fwd) {
         *fwd = otc_plan_sizes(ps.fwd, at);
+        fwd->activations = otc_extent_at(ps.work, at) * (int64_t)sizeof(float);
+        if (o.bptt > 0) fwd->activations_unshared *= 2; /* two slots */
         if (ps.big) {
             otc_plan_bytes b = otc_plan_sizes(ps.big, at);
             if (b.activations > fwd->activations) fwd->activations = b.activations;
@@ -652,10 +737,24 @@ otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *option
     }
     if (train) {
         memset(train, 0, sizeof *train);
-        if (ps.train) *train = otc_plan_sizes(ps.train, at);
+        if (ps.train) *train = train_bytes(&ps, at);
     }
     free_plans(&ps);
     return OTC_OK;
+}
+
+otc_status otc_emit_c_rows(const otc_graph *g, const otc_emit_c_options *options, int64_t *in,
+                           int64_t *target, int64_t *out) {
+    otc_emit_c_options o;
+    plan_set ps;
+    otc_status st = query_plans(g, options, &o, &ps);
+    if (!st) {
+        if (in) *in = ps.in_floats;
+        if (target) *target = ps.target_floats;
+        if (out) *out = ps.fwd->out_width;
+    }
+    free_plans(&ps);
+    return st;
 }
 
 otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options,

@@ -607,7 +607,7 @@ static void update_step(otc_cr *c, const otc_plan_step *s, const otc_optim_rule 
     otc_cr_line(c, "}");
 }
 
-void otc_cr_backward_steps(otc_cr *c) {
+void otc_cr_backward_steps(otc_cr *c, bool grads, bool update) {
     const otc_plan *p = c->plan;
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&p->options.optim));
     char off[64];
@@ -616,8 +616,13 @@ void otc_cr_backward_steps(otc_cr *c) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
         char lab[OTC_CR_LABEL_LEN];
+        if (s->kind == OTC_STEP_UPDATE ? !update : !grads) continue;
         switch (s->kind) {
         case OTC_STEP_ZERO_GRADS:
+            if (c->tape) {
+                otc_cr_tape_seed(c);
+                break;
+            }
             otc_cr_line(c, "for (size_t i = 0; i < (size_t)(%s); i++) g[i] = 0.0f;",
                         otc_cr_offset(off, p->grads));
             break;

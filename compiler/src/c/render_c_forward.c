@@ -258,31 +258,41 @@ static void op_kernel(otc_cr *c, int k) {
     otc_cr_loop_program(c, c->plan->members[c->plan->kernels[k].first], false);
 }
 
-static void io_step(otc_cr *c, const otc_plan_step *s) {
-    const otc_plan_io *io = &c->plan->io[s->io];
-    const char *row = io->stream == OTC_IO_IN       ? "in"
-                      : io->stream == OTC_IO_TARGET ? "target"
-                                                    : "out";
-    int64_t width = io->stream == OTC_IO_IN       ? c->plan->in_width
-                    : io->stream == OTC_IO_TARGET ? c->plan->target_width
-                                                  : c->plan->out_width;
+void otc_cr_io_copy(otc_cr *c, const otc_plan_io *io, bool load, int64_t row, const char *offset) {
+    const char *name = io->stream == OTC_IO_IN       ? "in"
+                       : io->stream == OTC_IO_TARGET ? "target"
+                                                     : "out";
     char lab[OTC_CR_LABEL_LEN], v[96];
-    otc_cr_line(c, "{ /* %s %s */", s->kind == OTC_STEP_LOAD ? "load" : "store",
+    otc_cr_line(c, "{ /* %s %s */", load ? "load" : "store",
                 otc_cr_label(c->g, io->node, lab, sizeof lab));
     c->indent++;
-    otc_cr_pointer(c, io->node, s->kind == OTC_STEP_LOAD);
+    otc_cr_pointer(c, io->node, load);
     otc_cr_at(c, v, sizeof v, io->node, io->width > 1 ? "e" : "0");
     int open = otc_cr_loops(c, io->width, true, true);
-    char r[96];
-    snprintf(r, sizeof r, "%s[b * %" PRId64 " + %" PRId64 "%s]", row, width, io->offset,
+    char r[160];
+    snprintf(r, sizeof r, "%s[b * %" PRId64 " + %s%s]", name, row, offset,
              io->width > 1 ? " + e" : "");
-    if (s->kind == OTC_STEP_LOAD)
+    if (load)
         otc_cr_line(c, "%s = %s;", v, r);
     else
         otc_cr_line(c, "%s = %s;", r, v);
     otc_cr_close(c, open);
     c->indent--;
     otc_cr_line(c, "}");
+}
+
+static void io_step(otc_cr *c, const otc_plan_step *s) {
+    if (c->tape) {
+        otc_cr_tape_io(c, s);
+        return;
+    }
+    const otc_plan_io *io = &c->plan->io[s->io];
+    int64_t width = io->stream == OTC_IO_IN       ? c->plan->in_width
+                    : io->stream == OTC_IO_TARGET ? c->plan->target_width
+                                                  : c->plan->out_width;
+    char off[32];
+    snprintf(off, sizeof off, "%" PRId64, io->offset);
+    otc_cr_io_copy(c, io, s->kind == OTC_STEP_LOAD, width, off);
 }
 
 /* A Delay's new state: its source's value, all of it (value and slot share the layout). */

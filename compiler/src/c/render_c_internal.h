@@ -41,6 +41,10 @@ typedef struct {
     char outline_macro[80];           /* "NAME_OUTLINE" */
     bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
+    /* Spelling a tape's loops (render_c_tape.c): the step graph's states, the window's steps.
+     * The bodies then run inside "for t", with ws the slot of step t and wp step t - 1's. */
+    const otc_unrolled *tape;
+    int tape_steps;
     int n_helpers;
     otc_status st;
 } otc_cr;
@@ -85,7 +89,34 @@ void otc_cr_mm_prelude(otc_cr *c, otc_text *out);
 void otc_cr_forward_steps(otc_cr *c);
 /* render_c_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
 void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward);
-void otc_cr_backward_steps(otc_cr *c);
+/* The backward steps: with grads the zeroing, seed and gradient rules, with update the
+ * optimiser's. */
+void otc_cr_backward_steps(otc_cr *c, bool grads, bool update);
+/* render_c_forward.c: one Input or output between the caller's rows and its value: `row`
+ * floats per sample, the value at `offset` (a C expression) of each. */
+void otc_cr_io_copy(otc_cr *c, const otc_plan_io *io, bool load, int64_t row, const char *offset);
+
+/* render_c_tape.c: training through time over a tape (otc_emit_c_options.bptt). The rows of
+ * a window of `steps` steps hold the state before it, then each step's inputs in turn. */
+int64_t otc_cr_tape_row(const otc_plan *p, const otc_unrolled *u, int steps, otc_io_stream s);
+/* A step input's stride between steps in the row (0 for the state). */
+int64_t otc_cr_tape_stride(const otc_plan *p, const otc_unrolled *u, otc_id input);
+/* The training workspace: a slot per step, the gradients, the carried state gradient. */
+otc_extent otc_cr_tape_train_work(const otc_plan *t, const otc_unrolled *u, int steps);
+/* Where the gradient buffer starts in it (after the slots). */
+otc_extent otc_cr_tape_grads_at(const otc_plan *t, int steps);
+/* The forward workspace: two slots, step t's and step t - 1's. */
+otc_extent otc_cr_tape_fwd_work(const otc_plan *f);
+/* A load or store step of c->plan inside the time loop. */
+void otc_cr_tape_io(otc_cr *c, const otc_plan_step *s);
+/* The zeroing step inside the backward loop: the step's own gradients, then the state's
+ * gradient carried from step t + 1 added to what the step left in the state. */
+void otc_cr_tape_seed(otc_cr *c);
+/* NAME_forward's body: the window's steps over two slots (locals base, w, in, out, B, S). */
+void otc_cr_tape_forward(otc_cr *c);
+/* NAME_train_step's body: forward into the tape, backward through it, the update (locals
+ * base, w, g, in, target, lr, loss, p, B, S). */
+void otc_cr_tape_train(otc_cr *c);
 
 /* A C float literal that reads back to exactly f ("0.5f", "1.0f", "-3.25e-08f"); f finite,
  * buf >= 32 bytes. */

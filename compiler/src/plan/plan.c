@@ -406,6 +406,9 @@ otc_status otc_plan_build(const otc_graph *g, const otc_plan_options *options, o
         otc_plan_free(p);
         return st;
     }
+    /* Read while building; the caller's array need not outlive the call. */
+    p->options.grad_inputs = NULL;
+    p->options.n_grad_inputs = 0;
     *out = p;
     return OTC_OK;
 }

@@ -73,7 +73,11 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
         otc_plan_value *v = &p->values[id];
         if (nd->op == OTC_OP_PARAMETER) {
             v->needs_grad = nd->trainable;
-        } else if (nd->op == OTC_OP_INPUT || nd->op == OTC_OP_DETACH) {
+        } else if (nd->op == OTC_OP_INPUT) {
+            v->needs_grad = false;
+            for (int k = 0; k < p->options.n_grad_inputs; k++)
+                v->needs_grad |= p->options.grad_inputs[k] == id;
+        } else if (nd->op == OTC_OP_DETACH) {
             v->needs_grad = false;
         } else {
             for (int s = 0; s < nd->n_inputs && !v->needs_grad; s++)

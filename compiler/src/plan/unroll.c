@@ -198,3 +198,11 @@ otc_status otc_unroll(const otc_graph *g, int steps, otc_id loss, otc_unrolled *
     *out = u;
     return OTC_OK;
 }
+
+otc_status otc_unroll_step(const otc_graph *g, int window, otc_id loss, otc_unrolled **out) {
+    if (window < 1) return otc_fail(OTC_ERR_ARG, "unroll: a window of %d steps", window);
+    otc_status st = otc_unroll(g, 1, loss, out);
+    if (!st && (*out)->weights)
+        otc_graph_param((*out)->graph, (*out)->weights[0])->data[0] = 1.0f / (float)window;
+    return st;
+}
