@@ -1,7 +1,7 @@
 /* The JIT's math library: each costly activation (per alpha and vector width) compiled once
- * per process at O3 and linked by every module that calls it, so a graph's compile pays
- * for its own code only (a module of ten activations' polynomials cost more to compile than
- * a hundred neurons). */
+ * per machine (then loaded from the on-disk object cache once per process) at O3 and linked by
+ * every module that calls it, so a graph's compile pays for its own code only (a module of ten
+ * activations' polynomials cost more to compile than a hundred neurons). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,18 +54,15 @@ static otc_status define(const char *name, int act, float alpha, unsigned lanes,
     LLVMValueRef fn = otc_llvm_act_declare(&ir, act, alpha, t, grad);
     otc_llvm_act_define(&ir, fn, act, alpha, grad);
     LLVMDisposeBuilder(ir.b);
-    st = otc_llvm_finish_module(ir.mod, tm, OTC_LLVM_PIPE_O3);
-    if (st) {
-        LLVMDisposeModule(ir.mod);
-        LLVMOrcDisposeThreadSafeContext(tsctx);
-        free(copy);
-        return st;
-    }
     /* Resolving the name links the object now, so a failure surfaces here. The code stays
-     * for the life of the process, like the JIT itself. */
+     * for the life of the process, like the JIT itself; the object, in the on-disk cache, for
+     * the machine's next processes. */
+    uint64_t key[2];
+    bool keyed = otc_llvm_objcache_key(ir.mod, tm, OTC_LLVM_PIPE_O3, key);
     void *addr = NULL;
     otc_llvm_code *code = NULL;
-    st = otc_llvm_jit_add(tsctx, ir.mod, false, 1, &name, &addr, &code);
+    st = otc_llvm_jit_compile(tsctx, ir.mod, false, OTC_LLVM_PIPE_O3, false, keyed ? key : NULL, 1,
+                              &name, &addr, &code);
     if (st) {
         free(copy);
         return st;
