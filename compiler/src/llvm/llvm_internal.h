@@ -59,6 +59,9 @@ otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly
  * Static strings valid for the process lifetime. */
 const char *otc_llvm_host_cpu(void);
 
+/* A monotonic clock in milliseconds, for compile-time statistics. */
+double otc_llvm_now_ms(void);
+
 /* ---- llvm_jit.c ---- */
 
 /* One module compiled into the process-wide LLJIT, in its own ResourceTracker. */
@@ -77,6 +80,8 @@ otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, 
 otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast,
                                 otc_llvm_pipeline pipe, bool library, const uint64_t *key, int n,
                                 const char *const *names, void **addrs, otc_llvm_code **out);
+/* Modules otc_llvm_jit_compile compiled, and loaded from the on-disk cache, so far. */
+void otc_llvm_jit_object_counts(long *compiled, long *loaded);
 /* Removes the code from the JIT (its memory is returned) and frees the handle. */
 void otc_llvm_code_free(otc_llvm_code *code);
 
@@ -168,6 +173,8 @@ bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned 
  * (see otc_llvm_ir.shared_math), compiled at O3. Called with the JIT lock held, before m is
  * added. */
 otc_status otc_llvm_library_provide(LLVMModuleRef m);
+/* Milliseconds spent defining library functions so far (compiling or loading them). */
+double otc_llvm_library_ms(void);
 
 /* ---- llvm_objcache.c: compiled objects on disk, shared by the processes of a machine ----
  * Called with the JIT lock held. Any failure (cache off, unwritable, damaged entry) means

@@ -113,7 +113,8 @@ otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     const otc_llvm_plugin_api *p = loaded();
-    otc_jit_cache_stats s = {0, 0, 0, 0};
+    otc_jit_cache_stats s;
+    memset(&s, 0, sizeof s);
     return p ? p->jit_cache_info() : s;
 }
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "llvm_cache.h"
 
@@ -142,12 +141,6 @@ static void trim(int keep) {
         }
         m = prev;
     }
-}
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 static void release_locked(otc_jit_module *m);
@@ -359,7 +352,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
             }
             miss[n_miss++] = i;
         }
-        double t0 = now_ms();
+        double t0 = otc_llvm_now_ms();
         /* One module per tier: the optimised plans first, then the fast ones. */
         int *order = calloc((size_t)n_miss + 1, sizeof *order);
         otc_jit_module **fresh_in_order = calloc((size_t)n_miss + 1, sizeof *fresh_in_order);
@@ -377,7 +370,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
             st = compile_batch(plans, o, order + n_opt, n_miss - n_opt, fresh_in_order + n_opt);
         free(order);
         free(fresh_in_order);
-        double ms = (now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
+        double ms = (otc_llvm_now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
         if (st) {
             for (int i = 0; i < n; i++)
                 if (hits[i]) release_locked(out[i]);
@@ -446,7 +439,8 @@ void otc_llvm_module_release(otc_jit_module *m) {
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     otc_llvm_jit_lock();
-    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses};
+    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses, 0, 0, otc_llvm_library_ms()};
+    otc_llvm_jit_object_counts(&s.objects_compiled, &s.objects_loaded);
     otc_llvm_jit_unlock();
     return s;
 }

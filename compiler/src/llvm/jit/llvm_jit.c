@@ -25,6 +25,7 @@ static LLVMOrcLLJITRef jit;
  * (LLVMCodeGenLevelNone: fast instruction selection and register allocation). */
 static LLVMTargetMachineRef tier_tm[2];
 static unsigned long long module_serial;
+static long objects_compiled, objects_loaded;
 /* ORC reports some failures (e.g. an unresolved symbol) through the session's reporter
  * rather than the caller; keep the last one to put into the caller's message. */
 static char session_error[512];
@@ -203,7 +204,9 @@ otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef
     LLVMMemoryBufferRef obj = !st && key ? otc_llvm_objcache_load(key) : NULL;
     /* The library's declarations are read from the module as rendered, cached or not. */
     if (!st && library) st = otc_llvm_library_provide(m);
+    if (obj) objects_loaded++;
     if (!st && !obj) {
+        objects_compiled++;
         st = otc_llvm_finish_module(m, tm, pipe);
         if (!st) st = otc_llvm_emit_buffer(m, tm, false, &obj);
         if (!st && key)
@@ -218,6 +221,13 @@ otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef
     }
     otc_llvm_jit_unlock();
     return st;
+}
+
+void otc_llvm_jit_object_counts(long *compiled, long *loaded) {
+    otc_llvm_jit_lock();
+    *compiled = objects_compiled;
+    *loaded = objects_loaded;
+    otc_llvm_jit_unlock();
 }
 
 void otc_llvm_code_free(otc_llvm_code *code) {

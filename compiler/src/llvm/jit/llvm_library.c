@@ -15,6 +15,14 @@ typedef struct {
 } entry;
 static entry *provided;
 static int n_provided, cap_provided;
+static double spent_ms;
+
+double otc_llvm_library_ms(void) {
+    otc_llvm_jit_lock();
+    double ms = spent_ms;
+    otc_llvm_jit_unlock();
+    return ms;
+}
 
 static bool is_provided(const char *name) {
     for (int i = 0; i < n_provided; i++)
@@ -82,7 +90,9 @@ otc_status otc_llvm_library_provide(LLVMModuleRef m) {
         bool grad;
         if (!otc_llvm_act_parse_name(name, &act, &alpha, &lanes, &grad) || is_provided(name))
             continue;
+        double t0 = otc_llvm_now_ms();
         otc_status st = define(name, act, alpha, lanes, grad);
+        spent_ms += otc_llvm_now_ms() - t0;
         if (st) return otc_fail_context(st, "compiling the JIT math library's '%s'", name);
     }
     return OTC_OK;
