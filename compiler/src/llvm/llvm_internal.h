@@ -180,11 +180,12 @@ double otc_llvm_library_ms(void);
  * Called with the JIT lock held. Any failure (cache off, unwritable, damaged entry) means
  * only that nothing is cached: never an error. */
 
-/* The key of module m (not yet finished) compiled by tm with `pipe`: a hash of its bitcode,
- * the LLVM and otc versions, the triple, CPU and features. False when the cache is off
- * (OTC_CACHE_DIR=off, or no cache directory can be named). */
-bool otc_llvm_objcache_key(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_llvm_pipeline pipe,
-                           uint64_t key[2]);
+/* The key of module m (not yet finished) compiled by tm (the fast tier's code generator, or
+ * the aggressive one) with `pipe`: a hash of its bitcode, the LLVM and otc versions, the
+ * triple, CPU and features. False when the cache is off (OTC_CACHE_DIR=off, or no cache
+ * directory can be named). */
+bool otc_llvm_objcache_key(LLVMModuleRef m, LLVMTargetMachineRef tm, bool fast_codegen,
+                           otc_llvm_pipeline pipe, uint64_t key[2]);
 /* The object stored under key, checked whole (header, key, checksum); NULL when absent or
  * damaged (a damaged entry is removed). */
 LLVMMemoryBufferRef otc_llvm_objcache_load(const uint64_t key[2]);

@@ -13,22 +13,13 @@ static bool same_layout(const otc_plan *a, const otc_plan *b) {
     return true;
 }
 
-/* Does the plan run dense products in generated loops? The fast tier's register allocator
- * spills whatever lives across blocks, so their accumulators would go through memory (3-4x
- * slower than the optimised tier, measured on a 256x256 layer): such plans get the
- * optimised tier whatever was asked. Neuron graphs (straight-line kernels) do not. */
-static bool has_product_loops(const otc_plan *p) {
-    for (int k = 0; k < p->n_kernels; k++)
-        if (p->kernels[k].kind == OTC_KERNEL_MATMUL) return true;
-    return false;
-}
-
 static otc_llvm_render_options render_options(const jit_exec *j, const otc_plan *p, bool train) {
     otc_llvm_render_options ro = {0};
     ro.lanes = j->lanes;
     ro.train = train;
     ro.blas = !j->o.no_blas;
-    ro.fast = j->o.tier == OTC_JIT_TIER_FAST && !has_product_loops(p);
+    (void)p;
+    ro.fast = j->o.tier == OTC_JIT_TIER_FAST;
     ro.exact = j->o.exact;
     /* Twice the code for up to ~1.5x the throughput on long batches: worth it when the code
      * runs long, not for the fast tier. */

@@ -66,7 +66,7 @@ static otc_status define(const char *name, int act, float alpha, unsigned lanes,
      * for the life of the process, like the JIT itself; the object, in the on-disk cache, for
      * the machine's next processes. */
     uint64_t key[2];
-    bool keyed = otc_llvm_objcache_key(ir.mod, tm, OTC_LLVM_PIPE_O3, key);
+    bool keyed = otc_llvm_objcache_key(ir.mod, tm, false, OTC_LLVM_PIPE_O3, key);
     void *addr = NULL;
     otc_llvm_code *code = NULL;
     st = otc_llvm_jit_compile(tsctx, ir.mod, false, OTC_LLVM_PIPE_O3, false, keyed ? key : NULL, 1,

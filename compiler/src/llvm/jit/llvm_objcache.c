@@ -141,8 +141,8 @@ static bool make_dirs(const char *path) {
 
 /* ---- the key ---- */
 
-bool otc_llvm_objcache_key(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_llvm_pipeline pipe,
-                           uint64_t key[2]) {
+bool otc_llvm_objcache_key(LLVMModuleRef m, LLVMTargetMachineRef tm, bool fast_codegen,
+                           otc_llvm_pipeline pipe, uint64_t key[2]) {
     char dir[4096];
     if (!cache_dir(dir, sizeof dir)) return false;
     LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m);
@@ -151,11 +151,10 @@ bool otc_llvm_objcache_key(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_llvm_pi
     LLVMGetVersion(&major, &minor, &patch);
     char *triple = LLVMGetTargetMachineTriple(tm), *cpu = LLVMGetTargetMachineCPU(tm),
          *features = LLVMGetTargetMachineFeatureString(tm);
-    /* The code generator's level is the tier's: the caller passes the tier's machine, whose
-     * pipeline is named here. */
+    /* tm's code generator level (not readable through the C API) is named by the caller. */
     char meta[256];
-    snprintf(meta, sizeof meta, "otc %s llvm %u.%u.%u pipeline %d", OTC_VERSION, major, minor,
-             patch, (int)pipe);
+    snprintf(meta, sizeof meta, "otc %s llvm %u.%u.%u pipeline %d codegen %s", OTC_VERSION, major,
+             minor, patch, (int)pipe, fast_codegen ? "none" : "aggressive");
     hasher h;
     hash_init(&h, 0x6f7463);
     hash_bytes(&h, meta, strlen(meta) + 1);
