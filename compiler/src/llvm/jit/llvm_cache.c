@@ -189,28 +189,26 @@ static void placeholder(char *buf, size_t len, int i) {
     snprintf(buf, len, "otc_%d_", i);
 }
 
+/* v's name with prefix `from` (fl bytes) replaced by `to`, when it has that prefix. */
+static void rename_value(LLVMValueRef v, const char *from, size_t fl, const char *to) {
+    size_t len;
+    const char *name = LLVMGetValueName2(v, &len);
+    if (len < fl || memcmp(name, from, fl)) return;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s%.*s", to, (int)(len - fl), name + fl);
+    if (n > 0 && (size_t)n < sizeof buf) LLVMSetValueName2(v, buf, (size_t)n);
+}
+
 static void rename_symbols(LLVMModuleRef mod, int k, const char *stem) {
     char from[32], to[96];
     for (int i = 0; i < k; i++) {
         placeholder(from, sizeof from, i);
         size_t fl = strlen(from);
         snprintf(to, sizeof to, "%s_%d_", stem, i);
-        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-            size_t len;
-            const char *name = LLVMGetValueName2(f, &len);
-            if (len < fl || memcmp(name, from, fl)) continue;
-            char buf[512];
-            int n = snprintf(buf, sizeof buf, "%s%.*s", to, (int)(len - fl), name + fl);
-            if (n > 0 && (size_t)n < sizeof buf) LLVMSetValueName2(f, buf, (size_t)n);
-        }
-        for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
-            size_t len;
-            const char *name = LLVMGetValueName2(g, &len);
-            if (len < fl || memcmp(name, from, fl)) continue;
-            char buf[512];
-            int n = snprintf(buf, sizeof buf, "%s%.*s", to, (int)(len - fl), name + fl);
-            if (n > 0 && (size_t)n < sizeof buf) LLVMSetValueName2(g, buf, (size_t)n);
-        }
+        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+            rename_value(f, from, fl, to);
+        for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+            rename_value(g, from, fl, to);
     }
 }
 
