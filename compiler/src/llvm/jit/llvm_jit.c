@@ -201,24 +201,26 @@ otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef
     otc_llvm_jit_lock();
     otc_status st = ensure_jit();
     LLVMTargetMachineRef tm = tier_tm[fast ? 1 : 0];
-    LLVMMemoryBufferRef obj = !st && key ? otc_llvm_objcache_load(key) : NULL;
     /* The library's declarations are read from the module as rendered, cached or not. */
     if (!st && library) st = otc_llvm_library_provide(m);
-    if (obj) objects_loaded++;
-    if (!st && !obj) {
+    LLVMMemoryBufferRef obj = !st && key ? otc_llvm_objcache_load(key) : NULL;
+    if (obj) {
+        /* A stored object that does not link (whatever the reason) is compiled again. */
+        st = add_object(obj, n, names, addrs, out);
+        if (!st) objects_loaded++;
+        st = OTC_OK;
+        obj = NULL;
+    }
+    if (!st && !*out) {
         objects_compiled++;
         st = otc_llvm_finish_module(m, tm, pipe);
         if (!st) st = otc_llvm_emit_buffer(m, tm, false, &obj);
         if (!st && key)
             otc_llvm_objcache_store(key, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+        if (!st) st = add_object(obj, n, names, addrs, out);
     }
     LLVMDisposeModule(m);
     LLVMOrcDisposeThreadSafeContext(tsctx);
-    if (st) {
-        if (obj) LLVMDisposeMemoryBuffer(obj);
-    } else {
-        st = add_object(obj, n, names, addrs, out);
-    }
     otc_llvm_jit_unlock();
     return st;
 }
