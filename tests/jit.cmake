@@ -14,4 +14,9 @@ if(TARGET otc_cli AND OTC_JIT_BASH AND TARGET otc_compiler AND OTC_LLVM_LIB)
            COMMAND ${OTC_JIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/jit_cli.sh $<TARGET_FILE:otc_cli>
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models)
   set_tests_properties(jit_cli PROPERTIES FIXTURES_REQUIRED otc_cli_models TIMEOUT 300)
+  # The on-disk object cache: warm runs, damaged entries, concurrent writers, eviction.
+  add_test(NAME jit_cache
+           COMMAND ${OTC_JIT_BASH} ${CMAKE_CURRENT_LIST_DIR}/jit_cache.sh $<TARGET_FILE:otc_cli>
+                   ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models)
+  set_tests_properties(jit_cache PROPERTIES FIXTURES_REQUIRED otc_cli_models TIMEOUT 120)
 endif()

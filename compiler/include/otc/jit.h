@@ -72,11 +72,15 @@ typedef struct {
 
 otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out);
 
-/* The process-wide structure cache: entries (compiled modules kept) and hits so far. */
+/* The process-wide structure cache: entries (compiled modules kept) and hits so far; and
+ * below it the on-disk object cache (OTC_CACHE_DIR, docs/performance.md): modules (graphs and
+ * math library functions) compiled to object code in this process, and loaded instead. */
 typedef struct {
     int entries;
     int in_use;
     long hits, misses;
+    long objects_compiled, objects_loaded;
+    double library_ms; /* spent providing the math library (compiled or loaded) so far */
 } otc_jit_cache_stats;
 otc_jit_cache_stats otc_jit_cache_info(void);
 /* Drop every cached module no executor uses (their JIT memory is returned). */

@@ -59,6 +59,9 @@ otc_status otc_llvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, bool assembly
  * Static strings valid for the process lifetime. */
 const char *otc_llvm_host_cpu(void);
 
+/* A monotonic clock in milliseconds, for compile-time statistics. */
+double otc_llvm_now_ms(void);
+
 /* ---- llvm_jit.c ---- */
 
 /* One module compiled into the process-wide LLJIT, in its own ResourceTracker. */
@@ -70,6 +73,15 @@ typedef struct otc_llvm_code otc_llvm_code;
  * tier's machine (otc_llvm_jit_target_machine). */
 otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast, int n,
                             const char *const *names, void **addrs, otc_llvm_code **out);
+/* The same through the on-disk object cache (llvm_objcache.c): with a key (NULL: none), an
+ * entry found is linked instead of compiling; otherwise m is finished with the tier's machine
+ * and `pipe`, compiled, and the object stored under the key. With `library`, the math library
+ * functions m declares are provided first (otc_llvm_library_provide). */
+otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast,
+                                otc_llvm_pipeline pipe, bool library, const uint64_t *key, int n,
+                                const char *const *names, void **addrs, otc_llvm_code **out);
+/* Modules otc_llvm_jit_compile compiled, and loaded from the on-disk cache, so far. */
+void otc_llvm_jit_object_counts(long *compiled, long *loaded);
 /* Removes the code from the JIT (its memory is returned) and frees the handle. */
 void otc_llvm_code_free(otc_llvm_code *code);
 
@@ -161,5 +173,24 @@ bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned 
  * (see otc_llvm_ir.shared_math), compiled at O3. Called with the JIT lock held, before m is
  * added. */
 otc_status otc_llvm_library_provide(LLVMModuleRef m);
+/* Milliseconds spent defining library functions so far (compiling or loading them). */
+double otc_llvm_library_ms(void);
+
+/* ---- llvm_objcache.c: compiled objects on disk, shared by the processes of a machine ----
+ * Called with the JIT lock held. Any failure (cache off, unwritable, damaged entry) means
+ * only that nothing is cached: never an error. */
+
+/* The key of module m (not yet finished) compiled by tm (the fast tier's code generator, or
+ * the aggressive one) with `pipe`: a hash of its bitcode, the LLVM and otc versions, the
+ * triple, CPU and features. False when the cache is off (OTC_CACHE_DIR=off, or no cache
+ * directory can be named). */
+bool otc_llvm_objcache_key(LLVMModuleRef m, LLVMTargetMachineRef tm, bool fast_codegen,
+                           otc_llvm_pipeline pipe, uint64_t key[2]);
+/* The object stored under key, checked whole (header, key, checksum); NULL when absent or
+ * damaged (a damaged entry is removed). */
+LLVMMemoryBufferRef otc_llvm_objcache_load(const uint64_t key[2]);
+/* Stores an object under key (a temporary file renamed into place), then keeps the cache
+ * within its size (OTC_CACHE_MAX_MB, default 256) by removing the least recently used. */
+void otc_llvm_objcache_store(const uint64_t key[2], const void *obj, size_t len);
 
 #endif

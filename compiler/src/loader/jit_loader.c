@@ -18,6 +18,10 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const otc_llvm_plugin_api *api; /* set once, read atomically */
 static char load_error[1024];
+/* otc_jit_policy_set before the plugin is loaded: handed to it when it is. */
+static pthread_mutex_t policy_mutex = PTHREAD_MUTEX_INITIALIZER;
+static otc_jit_policy pending_policy;
+static bool policy_pending;
 
 /* dir/libotc_llvm.so where dir is path's directory; false when it does not fit. */
 static bool beside(const char *path, char *out, size_t len) {
@@ -67,7 +71,10 @@ static void load(void) {
          * compilers that check for truncation see it is meant) */
         snprintf(load_error, sizeof load_error, "not found (looked for %.*s)",
                  (int)sizeof load_error - 32, tried[0] ? tried : OTC_LLVM_PLUGIN_FILE);
+    pthread_mutex_lock(&policy_mutex);
+    if (p && policy_pending) p->jit_policy_set(&pending_policy);
     __atomic_store_n(&api, p, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&policy_mutex);
 }
 
 /* The plugin, loading it on the first call; NULL with otc_last_error set when it cannot be. */
@@ -115,7 +122,8 @@ otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     const otc_llvm_plugin_api *p = loaded();
-    otc_jit_cache_stats s = {0, 0, 0, 0};
+    otc_jit_cache_stats s;
+    memset(&s, 0, sizeof s);
     return p ? p->jit_cache_info() : s;
 }
 
@@ -129,16 +137,20 @@ void otc_jit_cache_set_capacity(int entries) {
     if (p) p->jit_cache_set_capacity(entries);
 }
 
-otc_jit_policy otc_jit_policy_defaults(void) {
-    const otc_llvm_plugin_api *p = plugin();
-    otc_jit_policy o;
-    memset(&o, 0, sizeof o);
-    return p ? p->jit_policy_defaults() : o;
-}
+/* otc_jit_policy_defaults is llvm_policy_defaults.c's, built into this library too. */
 
 void otc_jit_policy_set(const otc_jit_policy *policy) {
-    const otc_llvm_plugin_api *p = plugin();
-    if (p) p->jit_policy_set(policy);
+    /* Kept until the plugin loads (the first executor the policy makes), so that `otc evolve
+     * --jit` pays for LLVM only when a genome qualifies for compiling. */
+    pthread_mutex_lock(&policy_mutex);
+    const otc_llvm_plugin_api *p = loaded();
+    if (p) {
+        p->jit_policy_set(policy);
+    } else {
+        pending_policy = policy ? *policy : otc_jit_policy_defaults();
+        policy_pending = true;
+    }
+    pthread_mutex_unlock(&policy_mutex);
 }
 
 otc_executor *otc_jit_policy_executor(otc_graph *g, const otc_exec_options *options) {

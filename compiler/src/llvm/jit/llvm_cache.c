@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "llvm_cache.h"
 
@@ -113,8 +112,11 @@ static void push_front(otc_jit_module *m) {
     if (!lru_tail) lru_tail = m;
 }
 
+static void live_key_remove(const uint64_t key[2]);
+
 static void shared_release(otc_jit_shared *c) {
     if (c && --c->refs == 0) {
+        if (c->keyed) live_key_remove(c->key);
         otc_llvm_code_free(c->code);
         free(c);
     }
@@ -141,32 +143,103 @@ static void trim(int keep) {
     }
 }
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 static void release_locked(otc_jit_module *m);
 
 static const char *const fn_names[OTC_JIT_FN_COUNT] = {"forward", "backward", "train_step"};
 
-/* Render plans[idx[0..k)] into one module, optimise it once, add it to the JIT and fill the
- * modules' function pointers. */
+/* Modules in the JIT named after their on-disk key (see name_by_key): a second live module
+ * with the same content cannot take the same names, and is compiled under serial names. */
+static uint64_t (*live_keys)[2];
+static int n_live_keys, cap_live_keys;
+
+static int live_key_index(const uint64_t key[2]) {
+    for (int i = 0; i < n_live_keys; i++)
+        if (live_keys[i][0] == key[0] && live_keys[i][1] == key[1]) return i;
+    return -1;
+}
+
+static bool live_key_add(const uint64_t key[2]) {
+    if (n_live_keys == cap_live_keys) {
+        int cap = cap_live_keys ? 2 * cap_live_keys : 16;
+        uint64_t(*p)[2] = realloc(live_keys, (size_t)cap * sizeof *p);
+        if (!p) return false;
+        live_keys = p;
+        cap_live_keys = cap;
+    }
+    live_keys[n_live_keys][0] = key[0];
+    live_keys[n_live_keys][1] = key[1];
+    n_live_keys++;
+    return true;
+}
+
+static void live_key_remove(const uint64_t key[2]) {
+    int i = live_key_index(key);
+    if (i >= 0) {
+        live_keys[i][0] = live_keys[n_live_keys - 1][0];
+        live_keys[i][1] = live_keys[n_live_keys - 1][1];
+        n_live_keys--;
+    }
+}
+
+/* Plan i of a batch is rendered under the placeholder prefix "otc_<i>_" (the same in every
+ * process, so the bitcode and its key are too); when the on-disk cache is on and no live
+ * module has this key, every symbol is then renamed "otc<key>_<i>_", names a cached object
+ * from another process also has. Otherwise the serial prefix "otc<N>_<i>_". */
+static void placeholder(char *buf, size_t len, int i) {
+    snprintf(buf, len, "otc_%d_", i);
+}
+
+/* v's name with prefix `from` (fl bytes) replaced by `to`, when it has that prefix. */
+static void rename_value(LLVMValueRef v, const char *from, size_t fl, const char *to) {
+    size_t len;
+    const char *name = LLVMGetValueName2(v, &len);
+    if (len < fl || memcmp(name, from, fl)) return;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s%.*s", to, (int)(len - fl), name + fl);
+    if (n > 0 && (size_t)n < sizeof buf) LLVMSetValueName2(v, buf, (size_t)n);
+}
+
+static void rename_symbols(LLVMModuleRef mod, int k, const char *stem) {
+    char from[32], to[96];
+    for (int i = 0; i < k; i++) {
+        placeholder(from, sizeof from, i);
+        size_t fl = strlen(from);
+        snprintf(to, sizeof to, "%s_%d_", stem, i);
+        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+            rename_value(f, from, fl, to);
+        for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+            rename_value(g, from, fl, to);
+    }
+}
+
+/* Does the plan run dense products in generated loops? The fast code generator's register
+ * allocator spills whatever lives across blocks, so their accumulators would go through
+ * memory (3-4x slower, measured on a 256x256 layer): a fast-tier module holding such a plan
+ * keeps the fast tier's short pipeline but gets the aggressive code generator (LeNet: ~100 ms
+ * of CPU against ~370 for the optimised tier's O3 pipeline). Neuron graphs (straight-line
+ * kernels) do not. */
+static bool has_product_loops(const otc_plan *p) {
+    for (int k = 0; k < p->n_kernels; k++)
+        if (p->kernels[k].kind == OTC_KERNEL_MATMUL) return true;
+    return false;
+}
+
+/* Render plans[idx[0..k)] into one module, optimise it once (or load its object from the
+ * on-disk cache), add it to the JIT and fill the modules' function pointers. */
 static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_render_options *o,
                                 const int *idx, int k, otc_jit_module **mods) {
     /* The plans of one batch share their options' tier (the caller groups them). */
-    bool fast = o[idx[0]].fast;
+    bool fast = o[idx[0]].fast, fast_codegen = fast;
+    for (int i = 0; i < k && fast_codegen; i++)
+        if (has_product_loops(plans[idx[i]])) fast_codegen = false;
     LLVMTargetMachineRef tm = NULL;
-    otc_status st = otc_llvm_jit_target_machine(fast, &tm);
+    otc_status st = otc_llvm_jit_target_machine(fast_codegen, &tm);
     if (st) return st;
-    char(*prefix)[32] = calloc((size_t)k, sizeof *prefix);
     const char **names = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *names);
-    char(*name_buf)[64] = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *name_buf);
+    char(*name_buf)[96] = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *name_buf);
     void **addrs = calloc((size_t)k * OTC_JIT_FN_COUNT + 1, sizeof *addrs);
     otc_jit_shared *shared = calloc(1, sizeof *shared);
-    if (!prefix || !names || !name_buf || !addrs || !shared) {
-        free(prefix);
+    if (!names || !name_buf || !addrs || !shared) {
         free(names);
         free(name_buf);
         free(addrs);
@@ -176,25 +249,41 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
     LLVMOrcThreadSafeContextRef tsctx = LLVMOrcCreateNewThreadSafeContext();
     LLVMModuleRef mod =
         LLVMModuleCreateWithNameInContext("otc", LLVMOrcThreadSafeContextGetContext(tsctx));
-    int n_names = 0;
     for (int i = 0; i < k && !st; i++) {
         otc_llvm_render_options ro = o[idx[i]];
-        ro.prefix = otc_llvm_jit_unique_prefix(prefix[i], sizeof prefix[i]);
+        char prefix[32];
+        placeholder(prefix, sizeof prefix, i);
+        ro.prefix = prefix;
         st = otc_llvm_render_into(plans[idx[i]], &ro, mod);
-        int nf = ro.train ? OTC_JIT_FN_COUNT : 1;
+    }
+    otc_llvm_pipeline pipe = fast ? OTC_LLVM_PIPE_QUICK : OTC_LLVM_PIPE_O3;
+    uint64_t key[2];
+    bool keyed = !st && otc_llvm_objcache_key(mod, tm, fast_codegen, pipe, key) &&
+                 live_key_index(key) < 0 && live_key_add(key);
+    char stem[64];
+    if (keyed) {
+        snprintf(stem, sizeof stem, "otc%016llx%016llx", (unsigned long long)key[0],
+                 (unsigned long long)key[1]);
+    } else {
+        otc_llvm_jit_unique_prefix(stem, sizeof stem);
+        stem[strlen(stem) - 1] = '\0'; /* "otcN", the separator is added below */
+    }
+    int n_names = 0;
+    for (int i = 0; i < k && !st; i++) {
+        int nf = o[idx[i]].train ? OTC_JIT_FN_COUNT : 1;
         for (int f = 0; f < nf; f++) {
-            snprintf(name_buf[n_names], sizeof name_buf[n_names], "%s%s", prefix[i], fn_names[f]);
+            snprintf(name_buf[n_names], sizeof name_buf[n_names], "%s_%d_%s", stem, i, fn_names[f]);
             names[n_names] = name_buf[n_names];
             n_names++;
         }
     }
-    if (!st) st = otc_llvm_finish_module(mod, tm, fast ? OTC_LLVM_PIPE_QUICK : OTC_LLVM_PIPE_O3);
-    if (!st) st = otc_llvm_library_provide(mod);
+    if (!st) rename_symbols(mod, k, stem);
     if (st) {
         LLVMDisposeModule(mod);
         LLVMOrcDisposeThreadSafeContext(tsctx);
     } else {
-        st = otc_llvm_jit_add(tsctx, mod, fast, n_names, names, addrs, &shared->code);
+        st = otc_llvm_jit_compile(tsctx, mod, fast_codegen, pipe, true, keyed ? key : NULL, n_names,
+                                  names, addrs, &shared->code);
     }
     if (!st) {
         int a = 0;
@@ -204,10 +293,12 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
             mods[i]->code = shared;
             shared->refs++;
         }
+        shared->keyed = keyed;
+        if (keyed) memcpy(shared->key, key, sizeof key);
     } else {
+        if (keyed) live_key_remove(key);
         free(shared);
     }
-    free(prefix);
     free(names);
     free(name_buf);
     free(addrs);
@@ -273,7 +364,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
             }
             miss[n_miss++] = i;
         }
-        double t0 = now_ms();
+        double t0 = otc_llvm_now_ms();
         /* One module per tier: the optimised plans first, then the fast ones. */
         int *order = calloc((size_t)n_miss + 1, sizeof *order);
         otc_jit_module **fresh_in_order = calloc((size_t)n_miss + 1, sizeof *fresh_in_order);
@@ -291,7 +382,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
             st = compile_batch(plans, o, order + n_opt, n_miss - n_opt, fresh_in_order + n_opt);
         free(order);
         free(fresh_in_order);
-        double ms = (now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
+        double ms = (otc_llvm_now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
         if (st) {
             for (int i = 0; i < n; i++)
                 if (hits[i]) release_locked(out[i]);
@@ -360,7 +451,8 @@ void otc_llvm_module_release(otc_jit_module *m) {
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     otc_llvm_jit_lock();
-    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses};
+    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses, 0, 0, otc_llvm_library_ms()};
+    otc_llvm_jit_object_counts(&s.objects_compiled, &s.objects_loaded);
     otc_llvm_jit_unlock();
     return s;
 }

@@ -11,6 +11,8 @@ enum { OTC_JIT_FORWARD, OTC_JIT_BACKWARD, OTC_JIT_TRAIN_STEP, OTC_JIT_FN_COUNT }
 typedef struct {
     otc_llvm_code *code;
     int refs;
+    bool keyed;      /* its symbols are named after key, its on-disk cache key */
+    uint64_t key[2]; /* (no other live module may then have the same key) */
 } otc_jit_shared;
 
 typedef struct otc_jit_module {

@@ -13,22 +13,13 @@ static bool same_layout(const otc_plan *a, const otc_plan *b) {
     return true;
 }
 
-/* Does the plan run dense products in generated loops? The fast tier's register allocator
- * spills whatever lives across blocks, so their accumulators would go through memory (3-4x
- * slower than the optimised tier, measured on a 256x256 layer): such plans get the
- * optimised tier whatever was asked. Neuron graphs (straight-line kernels) do not. */
-static bool has_product_loops(const otc_plan *p) {
-    for (int k = 0; k < p->n_kernels; k++)
-        if (p->kernels[k].kind == OTC_KERNEL_MATMUL) return true;
-    return false;
-}
-
-static otc_llvm_render_options render_options(const jit_exec *j, const otc_plan *p, bool train) {
+static otc_llvm_render_options render_options(const jit_exec *j, bool train) {
     otc_llvm_render_options ro = {0};
     ro.lanes = j->lanes;
     ro.train = train;
     ro.blas = !j->o.no_blas;
-    ro.fast = j->o.tier == OTC_JIT_TIER_FAST && !has_product_loops(p);
+    /* The fast tier's short pipeline (its code generator: llvm_cache.c's has_product_loops). */
+    ro.fast = j->o.tier == OTC_JIT_TIER_FAST;
     ro.exact = j->o.exact;
     /* Twice the code for up to ~1.5x the throughput on long batches: worth it when the code
      * runs long, not for the fast tier. */
@@ -103,7 +94,7 @@ static otc_status plan_attach(jit_exec *j, jit_plan *p, otc_jit_module *mod, boo
 otc_status otc_lvx_plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train) {
     otc_status st = otc_plan_build(j->base.graph, po, &p->plan);
     if (st) return st;
-    otc_llvm_render_options ro = render_options(j, p->plan, train);
+    otc_llvm_render_options ro = render_options(j, train);
     bool hit = false;
     otc_jit_module *mod = NULL;
     const otc_plan *pl = p->plan;
@@ -247,7 +238,7 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
             st = otc_plan_build(graphs[i], &po, &j->train.plan);
             if (!st) {
                 plans[k] = j->train.plan;
-                ro[k] = render_options(j, j->train.plan, true);
+                ro[k] = render_options(j, true);
                 dest[k] = &j->train;
                 owner[k++] = i;
             }
@@ -256,7 +247,7 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
             st = otc_plan_build(graphs[i], &po, &j->fwd.plan);
             if (!st) {
                 plans[k] = j->fwd.plan;
-                ro[k] = render_options(j, j->fwd.plan, false);
+                ro[k] = render_options(j, false);
                 dest[k] = &j->fwd;
                 owner[k++] = i;
             }

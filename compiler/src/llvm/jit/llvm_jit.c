@@ -25,6 +25,7 @@ static LLVMOrcLLJITRef jit;
  * (LLVMCodeGenLevelNone: fast instruction selection and register allocation). */
 static LLVMTargetMachineRef tier_tm[2];
 static unsigned long long module_serial;
+static long objects_compiled, objects_loaded;
 /* ORC reports some failures (e.g. an unresolved symbol) through the session's reporter
  * rather than the caller; keep the last one to put into the caller's message. */
 static char session_error[512];
@@ -143,30 +144,20 @@ const char *otc_llvm_jit_unique_prefix(char *buf, size_t len) {
     return buf;
 }
 
-otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast, int n,
-                            const char *const *names, void **addrs, otc_llvm_code **out) {
-    *out = NULL;
-    otc_llvm_jit_lock();
-    otc_status st = ensure_jit();
-    otc_llvm_code *code = NULL;
-    LLVMMemoryBufferRef obj = NULL;
-    if (!st) st = otc_llvm_emit_buffer(m, tier_tm[fast ? 1 : 0], false, &obj);
-    LLVMDisposeModule(m);
-    LLVMOrcDisposeThreadSafeContext(tsctx);
-    if (!st) {
-        code = calloc(1, sizeof *code);
-        if (!code) st = otc_fail(OTC_ERR_NOMEM, "out of memory for JIT code");
-    }
-    if (st) {
-        if (obj) LLVMDisposeMemoryBuffer(obj);
-        otc_llvm_jit_unlock();
-        return st;
+/* Links obj (taken, also on failure) into the JIT in its own ResourceTracker and resolves
+ * the n names. Called with the lock held, the JIT created. */
+static otc_status add_object(LLVMMemoryBufferRef obj, int n, const char *const *names, void **addrs,
+                             otc_llvm_code **out) {
+    otc_llvm_code *code = calloc(1, sizeof *code);
+    if (!code) {
+        LLVMDisposeMemoryBuffer(obj);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for JIT code");
     }
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
     code->rt = LLVMOrcJITDylibCreateResourceTracker(jd);
     /* Takes the buffer, also on failure. */
-    st = otc_llvm_check(LLVMOrcLLJITAddObjectFileWithRT(jit, code->rt, obj), OTC_ERR_STATE,
-                        "adding an object to the LLVM JIT");
+    otc_status st = otc_llvm_check(LLVMOrcLLJITAddObjectFileWithRT(jit, code->rt, obj),
+                                   OTC_ERR_STATE, "adding an object to the LLVM JIT");
     /* Linking happens here, on the first lookup. */
     for (int i = 0; !st && i < n; i++) {
         LLVMOrcExecutorAddress addr = 0;
@@ -183,12 +174,62 @@ otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, 
     }
     if (st) {
         otc_llvm_code_free(code);
-        otc_llvm_jit_unlock();
         return st;
     }
-    otc_llvm_jit_unlock();
     *out = code;
     return OTC_OK;
+}
+
+otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast, int n,
+                            const char *const *names, void **addrs, otc_llvm_code **out) {
+    *out = NULL;
+    otc_llvm_jit_lock();
+    otc_status st = ensure_jit();
+    LLVMMemoryBufferRef obj = NULL;
+    if (!st) st = otc_llvm_emit_buffer(m, tier_tm[fast ? 1 : 0], false, &obj);
+    LLVMDisposeModule(m);
+    LLVMOrcDisposeThreadSafeContext(tsctx);
+    if (!st) st = add_object(obj, n, names, addrs, out);
+    otc_llvm_jit_unlock();
+    return st;
+}
+
+otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, bool fast,
+                                otc_llvm_pipeline pipe, bool library, const uint64_t *key, int n,
+                                const char *const *names, void **addrs, otc_llvm_code **out) {
+    *out = NULL;
+    otc_llvm_jit_lock();
+    otc_status st = ensure_jit();
+    LLVMTargetMachineRef tm = tier_tm[fast ? 1 : 0];
+    /* The library's declarations are read from the module as rendered, cached or not. */
+    if (!st && library) st = otc_llvm_library_provide(m);
+    LLVMMemoryBufferRef obj = !st && key ? otc_llvm_objcache_load(key) : NULL;
+    if (obj) {
+        /* A stored object that does not link (whatever the reason) is compiled again. */
+        st = add_object(obj, n, names, addrs, out);
+        if (!st) objects_loaded++;
+        st = OTC_OK;
+        obj = NULL;
+    }
+    if (!st && !*out) {
+        objects_compiled++;
+        st = otc_llvm_finish_module(m, tm, pipe);
+        if (!st) st = otc_llvm_emit_buffer(m, tm, false, &obj);
+        if (!st && key)
+            otc_llvm_objcache_store(key, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+        if (!st) st = add_object(obj, n, names, addrs, out);
+    }
+    LLVMDisposeModule(m);
+    LLVMOrcDisposeThreadSafeContext(tsctx);
+    otc_llvm_jit_unlock();
+    return st;
+}
+
+void otc_llvm_jit_object_counts(long *compiled, long *loaded) {
+    otc_llvm_jit_lock();
+    *compiled = objects_compiled;
+    *loaded = objects_loaded;
+    otc_llvm_jit_unlock();
 }
 
 void otc_llvm_code_free(otc_llvm_code *code) {

@@ -1,7 +1,7 @@
 /* The JIT's math library: each costly activation (per alpha and vector width) compiled once
- * per process at O3 and linked by every module that calls it, so a graph's compile pays
- * for its own code only (a module of ten activations' polynomials cost more to compile than
- * a hundred neurons). */
+ * per machine (then loaded from the on-disk object cache once per process) at O3 and linked by
+ * every module that calls it, so a graph's compile pays for its own code only (a module of ten
+ * activations' polynomials cost more to compile than a hundred neurons). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +15,14 @@ typedef struct {
 } entry;
 static entry *provided;
 static int n_provided, cap_provided;
+static double spent_ms;
+
+double otc_llvm_library_ms(void) {
+    otc_llvm_jit_lock();
+    double ms = spent_ms;
+    otc_llvm_jit_unlock();
+    return ms;
+}
 
 static bool is_provided(const char *name) {
     for (int i = 0; i < n_provided; i++)
@@ -54,18 +62,15 @@ static otc_status define(const char *name, int act, float alpha, unsigned lanes,
     LLVMValueRef fn = otc_llvm_act_declare(&ir, act, alpha, t, grad);
     otc_llvm_act_define(&ir, fn, act, alpha, grad);
     LLVMDisposeBuilder(ir.b);
-    st = otc_llvm_finish_module(ir.mod, tm, OTC_LLVM_PIPE_O3);
-    if (st) {
-        LLVMDisposeModule(ir.mod);
-        LLVMOrcDisposeThreadSafeContext(tsctx);
-        free(copy);
-        return st;
-    }
     /* Resolving the name links the object now, so a failure surfaces here. The code stays
-     * for the life of the process, like the JIT itself. */
+     * for the life of the process, like the JIT itself; the object, in the on-disk cache, for
+     * the machine's next processes. */
+    uint64_t key[2];
+    bool keyed = otc_llvm_objcache_key(ir.mod, tm, false, OTC_LLVM_PIPE_O3, key);
     void *addr = NULL;
     otc_llvm_code *code = NULL;
-    st = otc_llvm_jit_add(tsctx, ir.mod, false, 1, &name, &addr, &code);
+    st = otc_llvm_jit_compile(tsctx, ir.mod, false, OTC_LLVM_PIPE_O3, false, keyed ? key : NULL, 1,
+                              &name, &addr, &code);
     if (st) {
         free(copy);
         return st;
@@ -85,7 +90,9 @@ otc_status otc_llvm_library_provide(LLVMModuleRef m) {
         bool grad;
         if (!otc_llvm_act_parse_name(name, &act, &alpha, &lanes, &grad) || is_provided(name))
             continue;
+        double t0 = otc_llvm_now_ms();
         otc_status st = define(name, act, alpha, lanes, grad);
+        spent_ms += otc_llvm_now_ms() - t0;
         if (st) return otc_fail_context(st, "compiling the JIT math library's '%s'", name);
     }
     return OTC_OK;

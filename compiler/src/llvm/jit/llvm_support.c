@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>
@@ -43,6 +44,12 @@ otc_status otc_llvm_init(void) {
     if (init_failed)
         return otc_fail(OTC_ERR_UNSUPPORTED, "LLVM has no target for this host (%s)", host_cpu);
     return OTC_OK;
+}
+
+double otc_llvm_now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 const char *otc_llvm_host_cpu(void) {

@@ -197,7 +197,8 @@ static otc_status pole_evaluate(const otc_neat_task *task, const otc_neat_config
 #define POLE_LANES 8
 
 typedef struct {
-    otc_neat_runner r; /* on the lane's flat program, which never switches */
+    otc_neat_runner r; /* on the lane's flat program; switches to compiled code (--jit) when
+                          the genome runs past compile_after rows in its trial */
     pole_ctx pc;
     const otc_neat_genome *built; /* the genome the program holds in this run, or NULL */
     int item;                     /* the lane's genome (evaluation) or start (generalisation) */
@@ -217,12 +218,14 @@ typedef struct {
     int start, end; /* generalisation: the current chunk's starts not yet taken */
 } pole_lanes_run;
 
-/* Lanes only where the genome runs on the flat program throughout (no executor, no switch
- * to compiled code) and where the driver exists (not neat-python's single pole). */
-static bool pole_lanes_fit(const otc_neat_task *task) {
+/* Lanes only where the genome runs on the flat program (no executor) and where the driver
+ * exists (not neat-python's single pole). A lane's runner may switch to compiled code within
+ * its trial, as a runner alone does (`switching`); the generalisation's lanes, which open a
+ * runner per 1,000-step start where a runner alone counts every start's rows, do not. */
+static bool pole_lanes_fit(const otc_neat_task *task, bool switching) {
     pole_kind kind = (pole_kind)(intptr_t)task->ctx;
-    return !task->make_executor && !task->make_compiled && kind != POLE1_NP && task->lanes >= 1 &&
-           task->lanes <= OTC_POLE_LANES_MAX;
+    return !task->make_executor && (switching || !task->make_compiled) && kind != POLE1_NP &&
+           task->lanes >= 1 && task->lanes <= OTC_POLE_LANES_MAX;
 }
 
 static void pole_lanes_setup(pole_lanes_run *run, const otc_neat_task *task,
@@ -241,7 +244,9 @@ static void pole_lanes_setup(pole_lanes_run *run, const otc_neat_task *task,
 static otc_status pole_lane_open(pole_lanes_run *run, int l, const otc_neat_genome *g,
                                  otc_neat_flat *f) {
     pole_lane *ln = &run->lane[l];
-    ln->r = (otc_neat_runner){.task = run->task, .c = run->c, .g = g, .fixed = true, .flat = f};
+    otc_neat_runner_close(&ln->r); /* the last genome's compiled code, if it switched */
+    ln->r = (otc_neat_runner){
+        .task = run->task, .c = run->c, .g = g, .fixed = !run->task->make_compiled, .flat = f};
     ln->pc = (pole_ctx){.r = &ln->r, .status = OTC_OK};
     if (ln->built == g) return OTC_OK;
     ln->built = NULL;
@@ -296,13 +301,15 @@ static void eval_done(void *ctx, int l, const otc_pole_result *res) {
 
 static otc_status pole_evaluate_lanes(const otc_neat_task *task, const otc_neat_config *c,
                                       otc_neat_flat **flats, otc_neat_feed *feed) {
-    if (!pole_lanes_fit(task)) return OTC_ERR_ARG; /* the worker takes them one at a time */
+    if (!pole_lanes_fit(task, true)) return OTC_ERR_ARG; /* the worker takes them one by one */
     pole_lanes_run run;
     pole_lanes_setup(&run, task, c);
     run.feed = feed;
     for (int l = 0; l < task->lanes; l++) run.flats[l] = flats[l];
     otc_pole_lane_source src = {eval_next, eval_done, &run, run.agents};
-    return pole_lanes_trials(&run, &src);
+    otc_status s = pole_lanes_trials(&run, &src);
+    for (int l = 0; l < task->lanes; l++) otc_neat_runner_close(&run.lane[l].r);
+    return s;
 }
 
 /* dpnv's generalisation starts, split among threads in chunks taken from a shared counter;
@@ -362,7 +369,7 @@ static void gen_done(void *ctx, int l, const otc_pole_result *res) {
 /* gen_chunks on the task's lanes, each with a program of its own (lane 0 on r's); false when
  * the task does not run by lanes or the programs cannot be made (nothing taken then). */
 static bool gen_chunks_lanes(gen_job *j, otc_neat_runner *r) {
-    if (!pole_lanes_fit(j->task) || !r->flat) return false;
+    if (!pole_lanes_fit(j->task, false) || !r->flat) return false;
     pole_lanes_run run;
     pole_lanes_setup(&run, j->task, j->c);
     run.gen = j;
