@@ -1,7 +1,10 @@
 """neat-python's XOR script run by otc.neat (`import otc.neat as neat`) and, when importable,
 by neat-python itself (`import neat`, or a checkout in NEAT_PYTHON_DIR): whole runs with the
 same config and fitness, 20 seeds each, evaluations/s; then the cost of one activate() call
-and of activate_batch() per sample. Not a test: prints a table.
+and of activate_batch() per sample. Not a test: prints a table. Times are this process's CPU
+time (time.process_time: the runs are single-threaded, so on an idle machine it is the wall
+time, and on a shared one it leaves out the time other work had the core); the wall-clock
+rate is printed beside it.
 Usage: PYTHONPATH=build/python python3 bench/python_neat_xor.py [RUNS]"""
 import importlib
 import os
@@ -31,32 +34,34 @@ def whole_runs(neat):
             genome.fitness = 4.0 - sum((net.activate(x)[0] - y) ** 2 for x, y in XOR)
             evaluations += 1
 
-    times, evals, failures, winner, config = [], [], 0, None, None
+    times, walls, evals, failures, winner, config = [], [], [], 0, None, None
     for seed in range(1, runs + 1):
         random.seed(seed)
         config = neat.Config(neat.DefaultGenome, neat.DefaultReproduction,
                              neat.DefaultSpeciesSet, neat.DefaultStagnation, CONFIG)
         before = evaluations
-        t0 = time.perf_counter()
+        t0, w0 = time.process_time(), time.perf_counter()
         winner = neat.Population(config).run(eval_genomes, 300)
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
+        walls.append(time.perf_counter() - w0)
         evals.append(evaluations - before)
         failures += winner is None or winner.fitness < config.fitness_threshold
     print(f"{neat.__name__:10} runs={runs} failures={failures} "
           f"mean_evaluations={statistics.mean(evals):.0f} "
           f"median_run_ms={1000 * statistics.median(times):.1f} "
-          f"evaluations_per_s={sum(evals) / sum(times):.0f}")
+          f"evaluations_per_s={sum(evals) / sum(times):.0f} "
+          f"(wall {sum(evals) / sum(walls):.0f})")
     return winner, config
 
 
 def call_costs(neat, winner, config):
     net = neat.nn.FeedForwardNetwork.create(winner, config)
     x = [0.3, 0.7]
-    one = median_time(lambda: net.activate(x))
+    one = median_time(lambda: net.activate(x), clock=time.process_time)
     line = f"{neat.__name__:10} activate_ns={one * 1e9:.0f}"
     if hasattr(net, "activate_batch"):
         batch = np.random.default_rng(0).random((4096, 2), dtype=np.float32)
-        per = median_time(lambda: net.activate_batch(batch)) / len(batch)
+        per = median_time(lambda: net.activate_batch(batch), clock=time.process_time) / len(batch)
         line += f" activate_batch_ns_per_sample={per * 1e9:.1f} (4096 rows)"
     print(line)
 
