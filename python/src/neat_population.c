@@ -37,48 +37,79 @@ typedef struct {
     PyObject *exc_type, *exc_value, *exc_tb; /* what the callback raised, for the caller */
 } remote_ctx;
 
-/* Whether wrapper w shows otc genome g: same fitness and the same genes (reproduction copies
- * an elite byte for byte into another genome). */
+/* Whether wrapper w shows otc genome g: the same genes (reproduction copies an elite byte for
+ * byte into another genome) and, when g kept its evaluation, the same fitness. */
 static bool shows(const pyotc_genome *w, const otc_neat_genome *g) {
     const otc_neat_genome *c = w->g;
-    return w->fitness && w->fitness != Py_None && PyFloat_AsDouble(w->fitness) == g->fitness &&
+    return (!g->evaluated ||
+            (w->fitness && w->fitness != Py_None && PyFloat_AsDouble(w->fitness) == g->fitness)) &&
            c->n_nodes == g->n_nodes && c->n_conns == g->n_conns &&
            (!g->n_nodes || !memcmp(c->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes)) &&
            (!g->n_conns || !memcmp(c->conns, g->conns, sizeof *g->conns * (size_t)g->n_conns));
 }
 
+/* A hash of g's genes (its sizes, innovations, weights and biases) for finding elites. */
+static size_t genes_hash(const otc_neat_genome *g) {
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)g->n_nodes << 32) ^ (uint64_t)g->n_conns;
+    for (int i = 0; i < g->n_conns; i++) {
+        uint32_t bits;
+        memcpy(&bits, &g->conns[i].weight, sizeof bits);
+        h = (h ^ bits ^ ((uint64_t)(uint32_t)g->conns[i].innov << 32)) * 0x100000001b3ull;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        uint32_t bits;
+        memcpy(&bits, &g->nodes[i].bias, sizeof bits);
+        h = (h ^ bits ^ ((uint64_t)(uint32_t)g->nodes[i].id << 32)) * 0x100000001b3ull;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
 /* self->current for the generation otc holds now, made once per generation (the fitness
- * function, genomes() and the reporters all see these objects): an elite (already evaluated:
- * reproduction copied it into another genome) keeps the wrapper, so the key and fitness, of the
- * genome it copies, as in neat-python; every other genome is new and gets the next key. */
+ * function, genomes() and the reporters all see these objects). An elite (reproduction copied
+ * it into another genome; neat-python's rules evaluate it again) keeps the wrapper, so the key,
+ * of the genome it copies, as in neat-python; every other genome is new and gets the next key.
+ * Elites come first in their species' block, so they claim their wrapper before a child that
+ * happens to have the same genes. */
 static int sync_generation(pyotc_population *self) {
     int n = otc_neat_population_size(self->p);
     PyObject *prev = self->current, *list = PyList_New(n);
-    Py_ssize_t np = prev ? PyList_GET_SIZE(prev) : 0;
-    bool *taken = np ? calloc((size_t)np, sizeof *taken) : NULL;
-    if (!list || (np && !taken)) {
+    int np = prev ? (int)PyList_GET_SIZE(prev) : 0, size = 1;
+    while (size < 2 * np) size *= 2;
+    /* The previous generation's wrappers by the hash of their genes: slot -1 empty, else
+     * k + 1 for a wrapper taken (k is its index), -(k + 2) for one still free. */
+    int *slot = np ? malloc(sizeof *slot * (size_t)size) : NULL;
+    if (!list || (np && !slot)) {
         Py_XDECREF(list);
-        free(taken);
+        free(slot);
         if (!PyErr_Occurred()) PyErr_NoMemory();
         return -1;
+    }
+    for (int i = 0; i < size && np; i++) slot[i] = -1;
+    for (int k = 0; k < np; k++) {
+        size_t h = genes_hash(((pyotc_genome *)PyList_GET_ITEM(prev, k))->g) & (size_t)(size - 1);
+        while (slot[h] != -1) h = (h + 1) & (size_t)(size - 1);
+        slot[h] = -(k + 2);
     }
     const otc_neat_config *c = &((pyotc_config *)self->config)->c;
     for (int i = 0; i < n; i++) {
         const otc_neat_genome *g = otc_neat_population_genome(self->p, i);
         PyObject *w = NULL;
-        for (Py_ssize_t k = 0; g->evaluated && k < np && !w; k++)
-            if (!taken[k] && shows((pyotc_genome *)PyList_GET_ITEM(prev, k), g)) {
-                taken[k] = true;
+        for (size_t h = np ? genes_hash(g) & (size_t)(size - 1) : 0; np && slot[h] != -1 && !w;
+             h = (h + 1) & (size_t)(size - 1)) {
+            int k = -slot[h] - 2;
+            if (slot[h] < -1 && shows((pyotc_genome *)PyList_GET_ITEM(prev, k), g)) {
+                slot[h] = k + 1;
                 w = Py_NewRef(PyList_GET_ITEM(prev, k));
             }
+        }
         if (!w && !(w = pyotc_genome_wrap(self->gtype, g, c, self->next_key++))) {
             Py_DECREF(list);
-            free(taken);
+            free(slot);
             return -1;
         }
         PyList_SET_ITEM(list, i, w);
     }
-    free(taken);
+    free(slot);
     Py_XSETREF(self->current, list);
     return 0;
 }

@@ -75,7 +75,7 @@ def test_models_and_errors_do_not_leak(models):
         raises(rnn.run, [np.ones((2, 1)), np.ones((2, 2))])
         raises(rnn.train, seqs, [np.ones((3, 1))])
         raises(otc.Model.load, "/nonexistent.otm")
-    flat_after_warm_up(body, 1500, 256)
+    flat_after_warm_up(body, 1000, 256)
 
 
 def test_networks_genomes_and_evolution_do_not_leak():
@@ -110,7 +110,7 @@ def test_networks_genomes_and_evolution_do_not_leak():
         if i % 50 == 0:
             random.seed(i)
             neat.Population(config).run(fitness, 2)
-    flat_after_warm_up(body, 1500, 256)
+    flat_after_warm_up(body, 1000, 256)
 
 
 def test_training_releases_the_gil(models):

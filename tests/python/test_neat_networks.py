@@ -164,3 +164,32 @@ def test_threaded_evaluator_scores_every_genome(tmp_path):
     p.run(evaluate, 2)
     te.stop()
     assert len(seen) >= config.pop_size
+
+
+def test_keys_as_neat_python_gives_them(tmp_path):
+    """A key names one genome for the whole run: the first generation is 1..pop_size, every
+    new genome gets the next key, and an elite keeps its key and genes (neat-python's rules
+    evaluate it again, so it is scored with the others)."""
+    config = config_with(tmp_path, elitism="2")
+    random.seed(3)
+    p = neat.Population(config)
+    assert sorted(p.population) == list(range(1, config.pop_size + 1))
+    genes, last = {}, 0
+
+    def eval_genomes(genomes, config):
+        assert {key for key, _ in genomes} == set(p.population)
+        for key, g in genomes:
+            assert key == g.key
+            g.fitness = random.random()
+
+    for _ in range(6):
+        before = set(p.population)
+        last = max(before)
+        p.run(eval_genomes, 1)
+        kept = before & set(p.population)
+        assert kept  # elites carried over under their keys
+        assert all(k > last for k in set(p.population) - kept)
+        for k, g in p.population.items():
+            shape = (sorted(g.nodes), sorted(g.connections),
+                     [c.weight for _, c in sorted(g.connections.items())])
+            assert genes.setdefault(k, shape) == shape
