@@ -39,10 +39,13 @@ static int kind_of(const char *kind) {
                                             : -1;
 }
 
+/* Attribute names looked up on every create(), made once. */
+static PyObject *name_c, *name_kind;
+
 /* config as an otc.neat.Config (its parsed ._c) or a NeatConfig; NULL with a TypeError. */
 static const otc_neat_config *config_of(PyObject *config) {
     if (PyObject_TypeCheck(config, &pyotc_config_type)) return &((pyotc_config *)config)->c;
-    PyObject *inner = PyObject_GetAttrString(config, "_c");
+    PyObject *inner = PyObject_GetAttr(config, name_c);
     const otc_neat_config *c = NULL;
     if (inner && PyObject_TypeCheck(inner, &pyotc_config_type))
         c = &((pyotc_config *)inner)->c; /* the Config object keeps ._c alive */
@@ -159,7 +162,7 @@ static PyObject *network_create(PyObject *cls, PyObject *const *args, Py_ssize_t
     }
     const otc_neat_config *c = config_of(a[1]);
     if (!c) return NULL;
-    PyObject *kindo = PyObject_GetAttrString(cls, "_kind");
+    PyObject *kindo = PyObject_GetAttr(cls, name_kind);
     if (!kindo) return NULL;
     const char *ks = PyUnicode_AsUTF8(kindo);
     int k = ks ? kind_of(ks) : -1;
@@ -331,6 +334,8 @@ static PyTypeObject network_type = {
 };
 
 int pyotc_add_network(PyObject *m) {
-    if (PyType_Ready(&network_type) < 0) return -1;
+    if (!(name_c = PyUnicode_InternFromString("_c")) ||
+        !(name_kind = PyUnicode_InternFromString("_kind")) || PyType_Ready(&network_type) < 0)
+        return -1;
     return PyModule_AddObjectRef(m, "Network", (PyObject *)&network_type);
 }
