@@ -193,3 +193,23 @@ def test_keys_as_neat_python_gives_them(tmp_path):
             shape = (sorted(g.nodes), sorted(g.connections),
                      [c.weight for _, c in sorted(g.connections.items())])
             assert genes.setdefault(k, shape) == shape
+
+
+def seeded_fitness(genome, config):  # module level: the worker processes unpickle it
+    return random.random()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_parallel_evaluator_seed_as_neat_python(tmp_path, workers):
+    """seed=S: each genome's evaluation starts Python's random from S + genome.key, in a
+    worker process or (1 worker) in this one, whose own stream it leaves alone."""
+    config = config_with(tmp_path)
+    genomes = list(neat.Population(config).population.items())[:6]
+    random.seed(11)
+    expect_next = random.Random(11).random()
+    with neat.ParallelEvaluator(workers, seeded_fitness, seed=100) as pe:
+        pe.evaluate(genomes, config)
+    for key, g in genomes:
+        assert g.fitness == random.Random(100 + key).random()
+    if workers == 1:
+        assert random.random() == expect_next
