@@ -37,15 +37,26 @@ typedef struct {
     PyObject *exc_type, *exc_value, *exc_tb; /* what the callback raised, for the caller */
 } remote_ctx;
 
-/* Whether wrapper w shows otc genome g: the same genes (reproduction copies an elite byte for
- * byte into another genome) and, when g kept its evaluation, the same fitness. */
+/* Whether two connection gene arrays are the same genes (field by field: a gene's padding
+ * bytes are not set). */
+static bool same_conns(const otc_neat_conn *a, const otc_neat_conn *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].innov != b[i].innov || a[i].in != b[i].in || a[i].out != b[i].out ||
+            a[i].weight != b[i].weight || a[i].enabled != b[i].enabled)
+            return false;
+    return true;
+}
+
+/* Whether wrapper w shows otc genome g: the same genes (reproduction copies an elite into
+ * another genome) and, when g kept its evaluation, the same fitness. A node gene is all
+ * 4-byte fields, compared as bytes. */
 static bool shows(const pyotc_genome *w, const otc_neat_genome *g) {
     const otc_neat_genome *c = w->g;
     return (!g->evaluated ||
             (w->fitness && w->fitness != Py_None && PyFloat_AsDouble(w->fitness) == g->fitness)) &&
            c->n_nodes == g->n_nodes && c->n_conns == g->n_conns &&
            (!g->n_nodes || !memcmp(c->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes)) &&
-           (!g->n_conns || !memcmp(c->conns, g->conns, sizeof *g->conns * (size_t)g->n_conns));
+           same_conns(c->conns, g->conns, g->n_conns);
 }
 
 /* A hash of g's genes (its sizes, innovations, weights and biases) for finding elites. */
