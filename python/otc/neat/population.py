@@ -1,5 +1,5 @@
 """neat-python's Population: run(fitness_function, n) over otc's NEAT, one generation per
-otc step, the user's fitness function called on each generation's new genomes."""
+otc step, the user's fitness function called on the genomes otc has to score."""
 import random
 from operator import attrgetter
 
@@ -47,7 +47,7 @@ class Population:
     def run(self, fitness_function, n=None):
         """Runs up to n generations (None: until the fitness criterion is met) and returns
         the best genome seen. fitness_function(genomes, config) gets (genome_id, genome)
-        pairs of the generation's new genomes and sets each genome.fitness."""
+        pairs of the genomes otc has to score and sets each genome.fitness."""
         if self.config.no_fitness_termination and n is None:
             raise RuntimeError("Cannot have no generational limit with no fitness termination")
         k = 0
@@ -55,9 +55,9 @@ class Population:
             k += 1
             self.reporters.start_generation(self.generation)
             generation, species = self.generation, self.species
-            # The fitness function gets the generation's new genomes as (key, genome) pairs;
-            # the genomes are the objects self.population holds, so once it returns every
-            # genome there has its fitness (elites kept theirs).
+            # The fitness function gets the genomes otc has to score as (key, genome) pairs;
+            # they are the objects self.population holds, so once it returns every genome
+            # there has its fitness (under evolution = otc, elites kept theirs).
             status = self._pop.step(lambda pairs: fitness_function(pairs, self.config))
             best = max(self.population.values(), key=_fitness)
             self.reporters.post_evaluate(self.config, self.population, species, best)
