@@ -133,9 +133,85 @@ static otc_status ensure_executor(pyotc_model *self) {
     return self->ex ? OTC_OK : OTC_ERR_STATE;
 }
 
-/* run(X): X [batch, inputs] (or [batch, steps, inputs] for a recurrent model, state reset at
- * the start) -> one array per output ([batch, ...] or [batch, steps, ...]); a tuple when the
- * model has several outputs. */
+/* One output's values (rows of `per` floats, in d's row order) as numpy: [steps, ...] for one
+ * sequence, [sequences, steps, ...] for a batch, a list of [steps_i, ...] for a list. */
+static PyObject *sequence_output(const otc_seq_dataset *d, pyotc_seq_form form, const float *v,
+                                 const otc_shape *sh) {
+    npy_intp dims[OTC_MAX_DIMS + 2];
+    int nd = 0, lead = form == PYOTC_SEQ_BATCH ? 2 : 1;
+    if (form == PYOTC_SEQ_BATCH) dims[nd++] = d->n;
+    dims[nd++] = d->len[0];
+    for (int k = 1; k < sh->ndim; k++) dims[nd++] = sh->dim[k];
+    if (sh->ndim <= 1) dims[nd++] = 1;
+    size_t per = 1;
+    for (int k = lead; k < nd; k++) per *= (size_t)dims[k];
+    if (form != PYOTC_SEQ_LIST) {
+        PyObject *a = PyArray_SimpleNew(nd, dims, NPY_FLOAT32);
+        if (a) memcpy(PyArray_DATA((PyArrayObject *)a), v, sizeof *v * per * (size_t)d->data->rows);
+        return a;
+    }
+    PyObject *list = PyList_New(d->n);
+    for (int i = 0; list && i < d->n; i++) {
+        dims[0] = d->len[i];
+        PyObject *a = PyArray_SimpleNew(nd, dims, NPY_FLOAT32);
+        if (!a) {
+            Py_CLEAR(list);
+            break;
+        }
+        memcpy(PyArray_DATA((PyArrayObject *)a), v + (size_t)d->start[i] * per,
+               sizeof *v * per * (size_t)d->len[i]);
+        PyList_SET_ITEM(list, i, a);
+    }
+    return list;
+}
+
+/* run(X) on a recurrent model: X one sequence [steps, inputs], a batch [sequences, steps,
+ * inputs] or a list of sequences, each run from a reset state, as `otc run --sequence`. */
+static PyObject *run_sequences(pyotc_model *self, PyObject *xo) {
+    pyotc_seq_form form;
+    otc_seq_dataset *d = pyotc_sequences(xo, NULL, input_width(self->g), 0, &form);
+    if (!d) return NULL;
+    int n_out = otc_graph_output_count(self->g);
+    otc_id *outs = malloc(sizeof *outs * (size_t)n_out);
+    float **values = calloc((size_t)n_out, sizeof *values);
+    int *per = calloc((size_t)n_out, sizeof *per);
+    PyObject *r = NULL;
+    otc_status s =
+        outs && values && per ? ensure_executor(self) : otc_fail(OTC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_out && s == OTC_OK; k++) outs[k] = otc_graph_output(self->g, k);
+    if (s == OTC_OK) {
+        Py_BEGIN_ALLOW_THREADS s =
+            pyotc_run_sequences(self->ex, otc_graph_input(self->g, 0), outs, n_out, d, values, per);
+        Py_END_ALLOW_THREADS
+    }
+    if (s != OTC_OK) {
+        pyotc_fail();
+    } else if ((r = PyTuple_New(n_out))) {
+        for (int k = 0; k < n_out; k++) {
+            PyObject *a =
+                sequence_output(d, form, values[k], &otc_graph_node(self->g, outs[k])->shape);
+            if (!a) {
+                Py_CLEAR(r);
+                break;
+            }
+            PyTuple_SET_ITEM(r, k, a);
+        }
+    }
+    for (int k = 0; values && k < n_out; k++) free(values[k]);
+    free(values);
+    free(per);
+    free(outs);
+    otc_seq_dataset_free(d);
+    if (r && n_out == 1) {
+        PyObject *one = Py_NewRef(PyTuple_GET_ITEM(r, 0));
+        Py_DECREF(r);
+        return one;
+    }
+    return r;
+}
+
+/* run(X): X [batch, inputs] -> one array per output [batch, ...], a tuple when the model has
+ * several outputs; a recurrent model takes sequences (run_sequences). */
 static PyObject *model_run_impl(pyotc_model *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"X", NULL};
     PyObject *xo;
@@ -144,17 +220,16 @@ static PyObject *model_run_impl(pyotc_model *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "run() takes models with exactly one input");
         return NULL;
     }
-    bool seq = otc_graph_is_recurrent(self->g);
-    PyArrayObject *x = pyotc_float_array(xo, "X", seq ? 3 : 2);
+    if (otc_graph_is_recurrent(self->g)) return run_sequences(self, xo);
+    PyArrayObject *x = pyotc_float_array(xo, "X", 2);
     if (!x) return NULL;
     int width = input_width(self->g);
-    npy_intp batch = PyArray_DIM(x, 0), steps = seq ? PyArray_DIM(x, 1) : 1;
-    if (PyArray_DIM(x, seq ? 2 : 1) != width || batch < 1 || steps < 1) {
+    npy_intp batch = PyArray_DIM(x, 0);
+    if (PyArray_DIM(x, 1) != width || batch < 1) {
         PyObject *shape = PyObject_GetAttrString((PyObject *)x, "shape");
         if (shape)
-            PyErr_Format(PyExc_ValueError,
-                         "X: expected shape [batch%s, %d] with batch >= 1, got %S",
-                         seq ? ", steps" : "", width, shape);
+            PyErr_Format(PyExc_ValueError, "X: expected shape [batch, %d] with batch >= 1, got %S",
+                         width, shape);
         Py_XDECREF(shape);
         Py_DECREF(x);
         return NULL;
@@ -169,52 +244,29 @@ static PyObject *model_run_impl(pyotc_model *self, PyObject *args, PyObject *kw)
         Py_DECREF(x);
         return NULL;
     }
-    otc_status s = OTC_OK;
-    const float *xd = PyArray_DATA(x);
-    if (seq) otc_exec_reset_state(self->ex);
-    for (npy_intp t = 0; t < steps && s == OTC_OK; t++) {
-        /* Recurrent steps read row-major [batch, steps, inputs]: gather step t's rows. */
-        float *rows = NULL;
-        const float *in = xd;
-        if (seq) {
-            rows = malloc(sizeof *rows * (size_t)batch * (size_t)width);
-            if (!rows) {
-                s = otc_fail(OTC_ERR_NOMEM, "out of memory for X");
-                break;
-            }
-            for (npy_intp b = 0; b < batch; b++)
-                memcpy(rows + b * width, xd + (b * steps + t) * width, sizeof *rows * width);
-            in = rows;
+    otc_status s;
+    Py_BEGIN_ALLOW_THREADS s =
+        otc_exec_set_input(self->ex, otc_graph_input(self->g, 0), PyArray_DATA(x), (int)batch);
+    if (s == OTC_OK) s = otc_exec_forward(self->ex);
+    Py_END_ALLOW_THREADS;
+    for (int k = 0; k < n_out && s == OTC_OK; k++) {
+        const float *y = NULL;
+        otc_shape sh;
+        s = otc_exec_value(self->ex, otc_graph_output(self->g, k), &y, &sh);
+        if (s != OTC_OK) break;
+        npy_intp dims[OTC_MAX_DIMS + 1];
+        int nd = 0;
+        dims[nd++] = batch;
+        for (int d = 1; d < sh.ndim; d++) dims[nd++] = sh.dim[d];
+        if (sh.ndim <= 1) dims[nd++] = 1;
+        PyObject *a = PyArray_SimpleNew(nd, dims, NPY_FLOAT32);
+        if (!a) {
+            Py_DECREF(outs);
+            Py_DECREF(x);
+            return NULL;
         }
-        Py_BEGIN_ALLOW_THREADS s =
-            otc_exec_set_input(self->ex, otc_graph_input(self->g, 0), in, (int)batch);
-        if (s == OTC_OK) s = otc_exec_forward(self->ex);
-        Py_END_ALLOW_THREADS free(rows);
-        for (int k = 0; k < n_out && s == OTC_OK; k++) {
-            const float *y = NULL;
-            otc_shape sh;
-            s = otc_exec_value(self->ex, otc_graph_output(self->g, k), &y, &sh);
-            if (s != OTC_OK) break;
-            npy_intp per = (npy_intp)otc_shape_size(sh) / (sh.ndim > 0 ? sh.dim[0] : 1);
-            if (t == 0) {
-                npy_intp dims[OTC_MAX_DIMS + 1];
-                int nd = 0;
-                dims[nd++] = batch;
-                if (seq) dims[nd++] = steps;
-                for (int d = 1; d < sh.ndim; d++) dims[nd++] = sh.dim[d];
-                if (sh.ndim <= 1) dims[nd++] = 1;
-                PyObject *a = PyArray_SimpleNew(nd, dims, NPY_FLOAT32);
-                if (!a) {
-                    Py_DECREF(outs);
-                    Py_DECREF(x);
-                    return NULL;
-                }
-                PyTuple_SET_ITEM(outs, k, a);
-            }
-            float *dst = PyArray_DATA((PyArrayObject *)PyTuple_GET_ITEM(outs, k));
-            for (npy_intp b = 0; b < batch; b++)
-                memcpy(dst + (b * steps + t) * per, y + b * per, sizeof *y * (size_t)per);
-        }
+        memcpy(PyArray_DATA((PyArrayObject *)a), y, sizeof *y * (size_t)otc_shape_size(sh));
+        PyTuple_SET_ITEM(outs, k, a);
     }
     Py_DECREF(x);
     if (s != OTC_OK) {
@@ -222,8 +274,7 @@ static PyObject *model_run_impl(pyotc_model *self, PyObject *args, PyObject *kw)
         return pyotc_fail();
     }
     if (n_out == 1) {
-        PyObject *one = PyTuple_GET_ITEM(outs, 0);
-        Py_INCREF(one);
+        PyObject *one = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
         Py_DECREF(outs);
         return one;
     }
@@ -277,25 +328,69 @@ static otc_status train_loop(train_job *j) {
     return s;
 }
 
-/* train(X, y, epochs=10, lr=None, batch=32, optimizer="adam", loss="mse", seed=1): minibatch
- * training of the first output, as `otc train` does; returns the mean loss of each epoch. */
+/* The training data: rows X [rows, inputs] and y, or for a recurrent model sequences (d);
+ * NULL-free on success, a TypeError/ValueError naming the argument otherwise. */
+typedef struct {
+    PyArrayObject *x, *y;
+    otc_seq_dataset *d;
+} train_data;
+
+static int train_data_read(pyotc_model *self, PyObject *xo, PyObject *yo, int width, int twidth,
+                           train_data *t) {
+    if (otc_graph_is_recurrent(self->g)) {
+        pyotc_seq_form form;
+        if (!(t->d = pyotc_sequences(xo, yo, width, twidth, &form))) return -1;
+        return pyotc_sequences_finite(t->d);
+    }
+    if (!(t->x = pyotc_float_array(xo, "X", 2)) || !(t->y = pyotc_float_array(yo, "y", 2)))
+        return -1;
+    if (PyArray_DIM(t->x, 1) != width || PyArray_DIM(t->x, 0) < 1) {
+        PyErr_Format(PyExc_ValueError, "X: expected shape [rows, %d] with rows >= 1", width);
+        return -1;
+    }
+    if (PyArray_DIM(t->y, 0) != PyArray_DIM(t->x, 0) || PyArray_DIM(t->y, 1) != twidth) {
+        PyErr_Format(PyExc_ValueError, "y: expected shape [%ld, %d]", (long)PyArray_DIM(t->x, 0),
+                     twidth);
+        return -1;
+    }
+    return 0;
+}
+
+/* train(X, y, epochs=10, lr=None, batch=32, optimizer="adam", loss="mse", seed=1, bptt=None):
+ * minibatch training of the first output, as `otc train` does; returns the mean loss of each
+ * epoch. A recurrent model trains on sequences through time: batch sequences of one length
+ * per step, an update every bptt steps (None: whole sequences). */
 static PyObject *model_train_impl(pyotc_model *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"X", "y", "epochs", "lr", "batch", "optimizer", "loss", "seed", NULL};
-    PyObject *xo, *yo, *lro = Py_None;
-    int epochs = 10, batch = 32;
+    static char *kwlist[] = {"X",         "y",    "epochs", "lr",   "batch",
+                             "optimizer", "loss", "seed",   "bptt", NULL};
+    PyObject *xo, *yo, *lro = Py_None, *bpo = Py_None;
+    int epochs = 10, batch = 32, bptt = 0;
     const char *optname = "adam", *lossname = "mse";
     unsigned long long seed = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iOissK:train", kwlist, &xo, &yo, &epochs, &lro,
-                                     &batch, &optname, &lossname, &seed))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iOissKO:train", kwlist, &xo, &yo, &epochs, &lro,
+                                     &batch, &optname, &lossname, &seed, &bpo))
         return NULL;
-    if (otc_graph_input_count(self->g) != 1 || otc_graph_is_recurrent(self->g)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "train() takes feed-forward models with exactly one input");
+    bool recurrent = otc_graph_is_recurrent(self->g);
+    if (otc_graph_input_count(self->g) != 1) {
+        PyErr_SetString(PyExc_ValueError, "train() takes models with exactly one input");
         return NULL;
     }
     if (epochs < 0 || batch < 1) {
         PyErr_SetString(PyExc_ValueError, "epochs must be >= 0 and batch >= 1");
         return NULL;
+    }
+    if (bpo != Py_None) {
+        if (!recurrent) {
+            PyErr_SetString(PyExc_ValueError, "bptt: the model is not recurrent (no Delay node)");
+            return NULL;
+        }
+        long v = PyLong_AsLong(bpo);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (v < 1 || v > OTC_MAX_SEQ_STEPS) {
+            PyErr_Format(PyExc_ValueError, "bptt: %ld is not from 1 to %d", v, OTC_MAX_SEQ_STEPS);
+            return NULL;
+        }
+        bptt = (int)v;
     }
     int kind = otc_optim_kind_from_name(optname);
     if (kind < 0) {
@@ -317,33 +412,35 @@ static PyObject *model_train_impl(pyotc_model *self, PyObject *args, PyObject *k
         }
         oc.lr = (float)lr;
     }
-    PyArrayObject *x = pyotc_float_array(xo, "X", 2);
-    if (!x) return NULL;
-    PyArrayObject *y = pyotc_float_array(yo, "y", 2);
-    if (!y) {
-        Py_DECREF(x);
-        return NULL;
-    }
     otc_id pred = otc_graph_output(self->g, 0);
     int width = input_width(self->g);
     int twidth = ce ? 1 : (int)otc_shape_size(otc_graph_node(self->g, pred)->shape);
     PyObject *result = NULL;
-    if (PyArray_DIM(x, 1) != width || PyArray_DIM(x, 0) < 1) {
-        PyErr_Format(PyExc_ValueError, "X: expected shape [rows, %d] with rows >= 1", width);
-        goto out;
-    }
-    if (PyArray_DIM(y, 0) != PyArray_DIM(x, 0) || PyArray_DIM(y, 1) != twidth) {
-        PyErr_Format(PyExc_ValueError, "y: expected shape [%ld, %d]", (long)PyArray_DIM(x, 0),
-                     twidth);
-        goto out;
+    train_data td = {0};
+    if (train_data_read(self, xo, yo, width, twidth, &td) < 0) goto out;
+    if (td.d) {
+        int longest = otc_seq_max_len(td.d);
+        if (bptt > longest) {
+            PyErr_Format(PyExc_ValueError,
+                         "bptt: %d is longer than the longest sequence (%d steps)", bptt, longest);
+            goto out;
+        }
+        if (!bptt && longest > OTC_MAX_SEQ_STEPS) {
+            PyErr_Format(PyExc_ValueError,
+                         "X: a sequence of %d steps is more than one pass through time can "
+                         "record (%d): give bptt",
+                         longest, OTC_MAX_SEQ_STEPS);
+            goto out;
+        }
+        if (!bptt) bptt = longest;
     }
     /* The loss nodes go on the graph for training and come off afterwards, as otc train
      * leaves the saved model as it was. */
     int size = otc_graph_size(self->g);
     train_job j = {.g = self->g,
-                   .x = PyArray_DATA(x),
-                   .y = PyArray_DATA(y),
-                   .rows = (int)PyArray_DIM(x, 0),
+                   .x = td.x ? PyArray_DATA(td.x) : NULL,
+                   .y = td.y ? PyArray_DATA(td.y) : NULL,
+                   .rows = td.x ? (int)PyArray_DIM(td.x, 0) : 0,
                    .width = width,
                    .twidth = twidth,
                    .batch = batch,
@@ -375,8 +472,18 @@ static PyObject *model_train_impl(pyotc_model *self, PyObject *args, PyObject *k
     if (s == OTC_OK && !(j.ex = otc_interpreter_new(self->g, &(otc_exec_options){0})))
         s = OTC_ERR_STATE;
     if (s == OTC_OK && !(j.opt = otc_optimizer_new(&oc))) s = OTC_ERR_NOMEM;
+    pyotc_seq_train st = {.ex = j.ex,
+                          .opt = j.opt,
+                          .input = j.input,
+                          .target = j.target,
+                          .loss = j.loss,
+                          .d = td.d,
+                          .batch = batch,
+                          .bptt = bptt,
+                          .epochs = epochs,
+                          .seed = seed};
     if (s == OTC_OK) {
-        Py_BEGIN_ALLOW_THREADS s = train_loop(&j);
+        Py_BEGIN_ALLOW_THREADS s = td.d ? pyotc_train_sequences(&st, j.losses) : train_loop(&j);
         Py_END_ALLOW_THREADS
     }
     otc_exec_free(j.ex);
@@ -394,8 +501,9 @@ static PyObject *model_train_impl(pyotc_model *self, PyObject *args, PyObject *k
         pyotc_fail();
     }
 out:
-    Py_DECREF(x);
-    Py_DECREF(y);
+    Py_XDECREF(td.x);
+    Py_XDECREF(td.y);
+    otc_seq_dataset_free(td.d);
     return result;
 }
 PYOTC_GUARD3(model_train, pyotc_model, "Model")
@@ -489,9 +597,11 @@ static PyMethodDef model_methods[] = {
      "Model.from_genome(genome, config): a NEAT genome's phenotype"},
     {"save", (PyCFunction)model_save, METH_VARARGS, "save(path): write an .otm file atomically"},
     {"run", (PyCFunction)(void (*)(void))model_run, METH_VARARGS | METH_KEYWORDS,
-     "run(X): outputs for X [batch, inputs] (recurrent: [batch, steps, inputs])"},
+     "run(X): outputs for X [batch, inputs] (recurrent: a sequence [steps, inputs], "
+     "[sequences, steps, inputs] or a list of sequences)"},
     {"train", (PyCFunction)(void (*)(void))model_train, METH_VARARGS | METH_KEYWORDS,
-     "train(X, y, epochs=10, lr=None, batch=32, optimizer='adam', loss='mse', seed=1)"},
+     "train(X, y, epochs=10, lr=None, batch=32, optimizer='adam', loss='mse', seed=1, "
+     "bptt=None)"},
     {"compile", (PyCFunction)(void (*)(void))model_compile, METH_VARARGS | METH_KEYWORDS,
      "compile(emit_c=DIR, name='model'): standalone C files; returns their paths"},
     {"jit", (PyCFunction)model_jit, METH_NOARGS, "jit(): run() through the LLVM JIT"},

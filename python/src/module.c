@@ -32,13 +32,13 @@ PyArrayObject *pyotc_float_array(PyObject *obj, const char *what, int ndim) {
         Py_XDECREF(tb);
         return NULL;
     }
-    if (PyArray_NDIM(a) != ndim) {
+    if (ndim >= 0 && PyArray_NDIM(a) != ndim) {
         PyErr_Format(PyExc_ValueError, "%s: expected a %d-D array, got %d-D", what, ndim,
                      PyArray_NDIM(a));
         Py_DECREF(a);
         return NULL;
     }
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < PyArray_NDIM(a); i++) {
         if (PyArray_DIM(a, i) > INT32_MAX) {
             PyErr_Format(PyExc_ValueError, "%s: dimension %d is too large", what, i);
             Py_DECREF(a);

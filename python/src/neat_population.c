@@ -3,6 +3,7 @@
  * GIL released while otc speciates and reproduces. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "otc/file.h"
 #include "pyotc.h"
@@ -12,7 +13,7 @@ typedef struct {
     PyObject *config;    /* the NeatConfig it was made with */
     PyTypeObject *gtype; /* genomes are made as this (a Genome subclass) */
     long next_key;       /* neat-python's genome keys: 1, 2, ... */
-    PyObject *keys;      /* {id(otc genome): key} of the genomes evaluated or listed */
+    PyObject *current;   /* list: the wrapper of each genome otc holds, index-aligned */
     bool busy;           /* pyotc_enter */
 } pyotc_population;
 
@@ -36,31 +37,92 @@ typedef struct {
     PyObject *exc_type, *exc_value, *exc_tb; /* what the callback raised, for the caller */
 } remote_ctx;
 
-/* The key of otc genome g: its earlier one while it lives on (elites), else a new one. */
-static PyObject *key_of(pyotc_population *self, const otc_neat_genome *g, bool fresh) {
-    PyObject *id = PyLong_FromVoidPtr((void *)g);
-    if (!id) return NULL;
-    PyObject *key = fresh ? NULL : PyDict_GetItemWithError(self->keys, id);
-    if (key) {
-        Py_DECREF(id);
-        return Py_NewRef(key);
-    }
-    if (PyErr_Occurred() || !(key = PyLong_FromLong(self->next_key++))) {
-        Py_DECREF(id);
-        return NULL;
-    }
-    if (PyDict_SetItem(self->keys, id, key) < 0) Py_CLEAR(key);
-    Py_DECREF(id);
-    return key;
+/* Whether two connection gene arrays are the same genes (field by field: a gene's padding
+ * bytes are not set). */
+static bool same_conns(const otc_neat_conn *a, const otc_neat_conn *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].innov != b[i].innov || a[i].in != b[i].in || a[i].out != b[i].out ||
+            a[i].weight != b[i].weight || a[i].enabled != b[i].enabled)
+            return false;
+    return true;
 }
 
-static PyObject *wrap(pyotc_population *self, const otc_neat_genome *g, bool fresh) {
-    PyObject *key = key_of(self, g, fresh);
-    if (!key) return NULL;
-    PyObject *w =
-        pyotc_genome_wrap(self->gtype, g, &((pyotc_config *)self->config)->c, PyLong_AsLong(key));
-    Py_DECREF(key);
-    return w;
+/* Whether wrapper w shows otc genome g: the same genes (reproduction copies an elite into
+ * another genome) and, when g kept its evaluation, the same fitness. A node gene is all
+ * 4-byte fields, compared as bytes. */
+static bool shows(const pyotc_genome *w, const otc_neat_genome *g) {
+    const otc_neat_genome *c = w->g;
+    return (!g->evaluated ||
+            (w->fitness && w->fitness != Py_None && PyFloat_AsDouble(w->fitness) == g->fitness)) &&
+           c->n_nodes == g->n_nodes && c->n_conns == g->n_conns &&
+           (!g->n_nodes || !memcmp(c->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes)) &&
+           same_conns(c->conns, g->conns, g->n_conns);
+}
+
+/* A hash of g's genes (its sizes, innovations, weights and biases) for finding elites. */
+static size_t genes_hash(const otc_neat_genome *g) {
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)g->n_nodes << 32) ^ (uint64_t)g->n_conns;
+    for (int i = 0; i < g->n_conns; i++) {
+        uint32_t bits;
+        memcpy(&bits, &g->conns[i].weight, sizeof bits);
+        h = (h ^ bits ^ ((uint64_t)(uint32_t)g->conns[i].innov << 32)) * 0x100000001b3ull;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        uint32_t bits;
+        memcpy(&bits, &g->nodes[i].bias, sizeof bits);
+        h = (h ^ bits ^ ((uint64_t)(uint32_t)g->nodes[i].id << 32)) * 0x100000001b3ull;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* self->current for the generation otc holds now, made once per generation (the fitness
+ * function, genomes() and the reporters all see these objects). An elite (reproduction copied
+ * it into another genome; neat-python's rules evaluate it again) keeps the wrapper, so the key,
+ * of the genome it copies, as in neat-python; every other genome is new and gets the next key.
+ * Elites come first in their species' block, so they claim their wrapper before a child that
+ * happens to have the same genes. */
+static int sync_generation(pyotc_population *self) {
+    int n = otc_neat_population_size(self->p);
+    PyObject *prev = self->current, *list = PyList_New(n);
+    int np = prev ? (int)PyList_GET_SIZE(prev) : 0, size = 1;
+    while (size < 2 * np) size *= 2;
+    /* The previous generation's wrappers by the hash of their genes: slot -1 empty, else
+     * k + 1 for a wrapper taken (k is its index), -(k + 2) for one still free. */
+    int *slot = np ? malloc(sizeof *slot * (size_t)size) : NULL;
+    if (!list || (np && !slot)) {
+        Py_XDECREF(list);
+        free(slot);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < size && np; i++) slot[i] = -1;
+    for (int k = 0; k < np; k++) {
+        size_t h = genes_hash(((pyotc_genome *)PyList_GET_ITEM(prev, k))->g) & (size_t)(size - 1);
+        while (slot[h] != -1) h = (h + 1) & (size_t)(size - 1);
+        slot[h] = -(k + 2);
+    }
+    const otc_neat_config *c = &((pyotc_config *)self->config)->c;
+    for (int i = 0; i < n; i++) {
+        const otc_neat_genome *g = otc_neat_population_genome(self->p, i);
+        PyObject *w = NULL;
+        for (size_t h = np ? genes_hash(g) & (size_t)(size - 1) : 0; np && slot[h] != -1 && !w;
+             h = (h + 1) & (size_t)(size - 1)) {
+            int k = -slot[h] - 2;
+            if (slot[h] < -1 && shows((pyotc_genome *)PyList_GET_ITEM(prev, k), g)) {
+                slot[h] = k + 1;
+                w = Py_NewRef(PyList_GET_ITEM(prev, k));
+            }
+        }
+        if (!w && !(w = pyotc_genome_wrap(self->gtype, g, c, self->next_key++))) {
+            Py_DECREF(list);
+            free(slot);
+            return -1;
+        }
+        PyList_SET_ITEM(list, i, w);
+    }
+    free(slot);
+    Py_XSETREF(self->current, list);
+    return 0;
 }
 
 /* The batch's genomes handed to the Python callable as genome objects; their .fitness read
@@ -70,16 +132,35 @@ static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const o
     remote_ctx *ctx = vctx;
     PyGILState_STATE gs = PyGILState_Ensure();
     otc_status s = OTC_OK;
-    PyObject *list = PyList_New(b->n), *r = NULL;
-    for (int i = 0; list && i < b->n; i++) {
-        PyObject *w = wrap(ctx->self, b->genomes[i], false);
-        if (!w) {
+    PyObject *list = PyList_New(b->n), *pairs = PyList_New(b->n), *r = NULL;
+    PyObject *cur = ctx->self->current;
+    for (int i = 0; list && pairs && i < b->n; i++) {
+        /* The batch is the generation's unevaluated genomes, by their index in it. */
+        int at = b->index ? b->index[i] : -1;
+        if (at < 0 || at >= PyList_GET_SIZE(cur) ||
+            otc_neat_population_genome(ctx->self->p, at) != b->genomes[i]) {
+            for (at = 0; at < PyList_GET_SIZE(cur) &&
+                         otc_neat_population_genome(ctx->self->p, at) != b->genomes[i];
+                 at++) {
+            }
+        }
+        PyObject *w = at < PyList_GET_SIZE(cur) ? PyList_GET_ITEM(cur, at) : NULL;
+        PyObject *t = w ? PyTuple_New(2) : NULL;
+        PyObject *k = t ? PyLong_FromLong(((pyotc_genome *)w)->key) : NULL;
+        if (!k) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError,
+                                "a genome to evaluate is not in the population");
+            Py_XDECREF(t);
             Py_CLEAR(list);
             break;
         }
-        PyList_SET_ITEM(list, i, w);
+        PyTuple_SET_ITEM(t, 0, k);
+        PyTuple_SET_ITEM(t, 1, Py_NewRef(w));
+        PyList_SET_ITEM(list, i, Py_NewRef(w));
+        PyList_SET_ITEM(pairs, i, t);
     }
-    if (list) r = PyObject_CallOneArg(ctx->fn, list);
+    if (list && pairs) r = PyObject_CallOneArg(ctx->fn, pairs);
     for (int i = 0; r && i < b->n; i++) {
         pyotc_genome *w = (pyotc_genome *)PyList_GET_ITEM(list, i);
         double f = w->fitness && w->fitness != Py_None ? PyFloat_AsDouble(w->fitness) : NAN;
@@ -91,8 +172,8 @@ static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const o
             Py_CLEAR(r);
             break;
         }
-        b->genomes[i]->fitness = f;
-        b->genomes[i]->evaluated = true;
+        b->genomes[i]->fitness = w->g->fitness = f; /* the wrapper's copy too (to_json) */
+        b->genomes[i]->evaluated = w->g->evaluated = true;
         b->solved[i] = false; /* otc_neat_step applies the config's fitness criterion */
     }
     if (!r) {
@@ -101,6 +182,7 @@ static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const o
     }
     Py_XDECREF(r);
     Py_XDECREF(list);
+    Py_XDECREF(pairs);
     PyGILState_Release(gs);
     return s;
 }
@@ -119,10 +201,6 @@ static pyotc_population *population_alloc(PyTypeObject *type, PyObject *config, 
     self->config = Py_NewRef(config);
     self->gtype = (PyTypeObject *)Py_NewRef(gtype);
     self->next_key = 1;
-    if (!(self->keys = PyDict_New())) {
-        Py_DECREF(self);
-        return NULL;
-    }
     return self;
 }
 
@@ -141,6 +219,10 @@ static PyObject *population_new(PyTypeObject *type, PyObject *args, PyObject *kw
     Py_END_ALLOW_THREADS if (s != OTC_OK) {
         Py_DECREF(self);
         return pyotc_fail();
+    }
+    if (sync_generation(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
     }
     return (PyObject *)self;
 }
@@ -165,6 +247,10 @@ static PyObject *population_from_checkpoint(PyObject *cls, PyObject *args) {
         Py_DECREF(self);
         return pyotc_fail();
     }
+    if (sync_generation(self) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
@@ -172,12 +258,12 @@ static void population_dealloc(pyotc_population *self) {
     otc_neat_population_free(self->p);
     Py_XDECREF(self->config);
     Py_XDECREF(self->gtype);
-    Py_XDECREF(self->keys);
+    Py_XDECREF(self->current);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* step(fn): one generation; fn(list of genomes) sets each one's fitness. Returns "running",
- * "solved" (the config's fitness criterion met) or "extinct". */
+/* step(fn): one generation; fn(list of (key, genome) pairs) sets each genome's fitness. Returns
+ * "running", "solved" (the config's fitness criterion met) or "extinct". */
 static PyObject *population_step_impl(pyotc_population *self, PyObject *args) {
     PyObject *fn;
     if (!PyArg_ParseTuple(args, "O:step", &fn)) return NULL;
@@ -201,38 +287,17 @@ static PyObject *population_step_impl(pyotc_population *self, PyObject *args) {
         return NULL;
     }
     if (s != OTC_OK) return pyotc_fail();
-    /* Keys of genomes that no longer exist would be handed to new ones at the same address. */
-    PyObject *keys = PyDict_New();
-    if (!keys) return NULL;
-    for (int i = 0; i < otc_neat_population_size(self->p); i++) {
-        PyObject *id = PyLong_FromVoidPtr(otc_neat_population_genome(self->p, i));
-        PyObject *k = id ? PyDict_GetItemWithError(self->keys, id) : NULL;
-        if (k && PyDict_SetItem(keys, id, k) < 0) k = NULL;
-        Py_XDECREF(id);
-        if (!k && PyErr_Occurred()) {
-            Py_DECREF(keys);
-            return NULL;
-        }
-    }
-    Py_SETREF(self->keys, keys);
+    if (otc_neat_generation(self->p) != gen && sync_generation(self) < 0) return NULL;
     if (otc_neat_generation(self->p) == gen) /* no reproduction: the run stopped */
         return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "solved");
     return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "running");
 }
 PYOTC_GUARD2(population_step, pyotc_population, "Population")
 
-/* genomes(): the current generation's genomes (copies), with their keys and fitness. */
+/* genomes(): the current generation's genomes (the same objects every call until the next
+ * step), with their keys and fitness. */
 static PyObject *population_genomes_impl(pyotc_population *self, PyObject *noargs) {
-    int n = otc_neat_population_size(self->p);
-    PyObject *list = PyList_New(n);
-    for (int i = 0; list && i < n; i++) {
-        PyObject *w = wrap(self, otc_neat_population_genome(self->p, i), false);
-        if (!w)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, w);
-    }
-    return list;
+    return PyList_GetSlice(self->current, 0, PyList_GET_SIZE(self->current));
 }
 PYOTC_GUARD2(population_genomes, pyotc_population, "Population")
 

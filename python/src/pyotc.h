@@ -13,7 +13,10 @@
 #endif
 #include <numpy/arrayobject.h>
 
+#include "otc/data.h"
 #include "otc/error.h"
+#include "otc/executor.h"
+#include "otc/optim.h"
 #include "otc/neat.h"
 
 /* otc.OtcError: raised with otc_last_error() whenever an otc call fails. */
@@ -22,8 +25,9 @@ extern PyObject *pyotc_error;
  * returns NULL, so callers can write `return pyotc_fail();`. */
 PyObject *pyotc_fail(void);
 
-/* obj as a C-contiguous float32 array of ndim dims (new reference; the same object, not a copy,
- * when it already is one). TypeError / ValueError naming `what` otherwise. */
+/* obj as a C-contiguous float32 array of ndim dims, any number when ndim is -1 (new reference;
+ * the same object, not a copy, when it already is one). TypeError / ValueError naming `what`
+ * otherwise. */
 PyArrayObject *pyotc_float_array(PyObject *obj, const char *what, int ndim);
 
 /* Objects whose C state is used with the GIL released (a model's executor, a population, a
@@ -53,6 +57,35 @@ static inline int pyotc_enter(bool *busy, const char *what) {
         self->busy = false;                                                                        \
         return r;                                                                                  \
     }
+
+/* ---- sequences for recurrent models (model_seq.c) ---- */
+typedef enum {
+    PYOTC_SEQ_ONE,   /* a [steps, width] array: one sequence */
+    PYOTC_SEQ_BATCH, /* a [sequences, steps, width] array */
+    PYOTC_SEQ_LIST   /* a list of [steps_i, width] arrays */
+} pyotc_seq_form;
+/* X's sequences (width floats per step) with y's (twidth per step; y NULL: none) as a new
+ * dataset, *form saying how X gave them; NULL with a TypeError/ValueError naming X, y or
+ * the item. */
+otc_seq_dataset *pyotc_sequences(PyObject *x, PyObject *y, int width, int twidth,
+                                 pyotc_seq_form *form);
+/* -1 with a ValueError naming X or y, the sequence and the step, on a value not finite. */
+int pyotc_sequences_finite(const otc_seq_dataset *d);
+/* Every sequence of d through ex from a reset state (batches of one length; call without the
+ * GIL): values[k] (malloc'd) holds output k for each of d's rows, per[k] floats a row. */
+otc_status pyotc_run_sequences(otc_executor *ex, otc_id input, const otc_id *outs, int n_out,
+                               const otc_seq_dataset *d, float **values, int *per);
+/* Training through time as `otc train` does on sequences (call without the GIL). */
+typedef struct {
+    otc_executor *ex;
+    otc_optimizer *opt;
+    otc_id input, target, loss;
+    const otc_seq_dataset *d;
+    int batch, bptt, epochs; /* sequences per step; steps per update */
+    uint64_t seed;
+} pyotc_seq_train;
+/* losses[e]: epoch e's loss, the mean over every step of every sequence. */
+otc_status pyotc_train_sequences(const pyotc_seq_train *j, double *losses);
 
 /* A NEAT config owned by a Python object (otc.neat.Config keeps one). */
 typedef struct {

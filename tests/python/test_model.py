@@ -45,8 +45,10 @@ def test_recurrent_import_runs_sequences():
     assert y.shape[:2] == (1, len(d["inputs"]))
     assert np.allclose(y.reshape(len(d["inputs"]), -1), np.array(d["outputs"]), rtol=1e-3,
                        atol=1e-3)
-    with pytest.raises(ValueError, match="X: expected a 3-D array"):
-        m.run(x[0])
+    one = outputs_2d(m.run(x[0]))  # [steps, inputs]: the same sequence
+    assert np.array_equal(one, y.reshape(len(d["inputs"]), -1))
+    with pytest.raises(ValueError, match="X: expected"):
+        m.run(x[None])
 
 
 def test_save_load_round_trip(tmp_path):

@@ -164,3 +164,52 @@ def test_threaded_evaluator_scores_every_genome(tmp_path):
     p.run(evaluate, 2)
     te.stop()
     assert len(seen) >= config.pop_size
+
+
+def test_keys_as_neat_python_gives_them(tmp_path):
+    """A key names one genome for the whole run: the first generation is 1..pop_size, every
+    new genome gets the next key, and an elite keeps its key and genes (neat-python's rules
+    evaluate it again, so it is scored with the others)."""
+    config = config_with(tmp_path, elitism="2")
+    random.seed(3)
+    p = neat.Population(config)
+    assert sorted(p.population) == list(range(1, config.pop_size + 1))
+    genes, last = {}, 0
+
+    def eval_genomes(genomes, config):
+        assert {key for key, _ in genomes} == set(p.population)
+        for key, g in genomes:
+            assert key == g.key
+            g.fitness = random.random()
+
+    for _ in range(6):
+        before = set(p.population)
+        last = max(before)
+        p.run(eval_genomes, 1)
+        kept = before & set(p.population)
+        assert kept  # elites carried over under their keys
+        assert all(k > last for k in set(p.population) - kept)
+        for k, g in p.population.items():
+            shape = (sorted(g.nodes), sorted(g.connections),
+                     [c.weight for _, c in sorted(g.connections.items())])
+            assert genes.setdefault(k, shape) == shape
+
+
+def seeded_fitness(genome, config):  # module level: the worker processes unpickle it
+    return random.random()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_parallel_evaluator_seed_as_neat_python(tmp_path, workers):
+    """seed=S: each genome's evaluation starts Python's random from S + genome.key, in a
+    worker process or (1 worker) in this one, whose own stream it leaves alone."""
+    config = config_with(tmp_path)
+    genomes = list(neat.Population(config).population.items())[:6]
+    random.seed(11)
+    expect_next = random.Random(11).random()
+    with neat.ParallelEvaluator(workers, seeded_fitness, seed=100) as pe:
+        pe.evaluate(genomes, config)
+    for key, g in genomes:
+        assert g.fitness == random.Random(100 + key).random()
+    if workers == 1:
+        assert random.random() == expect_next

@@ -1,11 +1,14 @@
 """neat-python's Population: run(fitness_function, n) over otc's NEAT, one generation per
-otc step, the user's fitness function called on each generation's new genomes."""
+otc step, the user's fitness function called on the genomes otc has to score."""
 import random
+from operator import attrgetter
 
 from .. import _otc
 from .errors import CompleteExtinctionException
 from .reporting import ReporterSet
 from .species import Species, SpeciesSet
+
+_fitness = attrgetter("fitness")
 
 
 class Population:
@@ -44,29 +47,20 @@ class Population:
     def run(self, fitness_function, n=None):
         """Runs up to n generations (None: until the fitness criterion is met) and returns
         the best genome seen. fitness_function(genomes, config) gets (genome_id, genome)
-        pairs of the generation's new genomes and sets each genome.fitness."""
+        pairs of the genomes otc has to score and sets each genome.fitness."""
         if self.config.no_fitness_termination and n is None:
             raise RuntimeError("Cannot have no generational limit with no fitness termination")
         k = 0
         while n is None or k < n:
             k += 1
             self.reporters.start_generation(self.generation)
-            evaluated = {}
-
-            def evaluate(genomes):
-                fitness_function([(g.key, g) for g in genomes], self.config)
-                for g in genomes:
-                    evaluated[g.key] = g
-
-            generation = self.generation
-            before, species_before = self.population, self.species
-            status = self._pop.step(evaluate)
-            scored = {key: g for key, g in before.items() if g.fitness is not None}
-            scored.update(evaluated)
-            best = max(scored.values(), key=lambda g: g.fitness)
-            for s in species_before.species.values():  # members with their fitness
-                s.members = {key: scored.get(key, g) for key, g in s.members.items()}
-            self.reporters.post_evaluate(self.config, scored, species_before, best)
+            generation, species = self.generation, self.species
+            # The fitness function gets the genomes otc has to score as (key, genome) pairs;
+            # they are the objects self.population holds, so once it returns every genome
+            # there has its fitness (under evolution = otc, elites kept theirs).
+            status = self._pop.step(lambda pairs: fitness_function(pairs, self.config))
+            best = max(self.population.values(), key=_fitness)
+            self.reporters.post_evaluate(self.config, self.population, species, best)
             if self.best_genome is None or best.fitness > self.best_genome.fitness:
                 self.best_genome = best
             if status == "solved":

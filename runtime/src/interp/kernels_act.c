@@ -24,6 +24,11 @@
     }                                                                                              \
     return true
 
+/* neat-python's clamp of a scaled argument, as the table's CLAMP selects it. */
+static inline float np_clamp(float t, float lim) {
+    return t > lim ? lim : (t < -lim ? -lim : t);
+}
+
 static bool forward_by_hand(int act, float alpha, const float *x, float *y, size_t n) {
     const float a = alpha;
     switch (act) {
@@ -49,6 +54,12 @@ static bool forward_by_hand(int act, float alpha, const float *x, float *y, size
         FWD_LOOP(fabsf(x_));
     case OTC_ACT_STEEP_SIGMOID:
         FWD_LOOP(1.0f / (1.0f + expf(-((float)OTC_STEEPNESS * x_))));
+    /* neat-python's: every genome of a neat-python run evaluates these, one row at a time
+     * (the program costs ~800 instructions a value there, the loop ~20). */
+    case OTC_ACT_NP_SIGMOID:
+        FWD_LOOP(1.0f / (1.0f + expf(-np_clamp(5.0f * x_, 60.0f))));
+    case OTC_ACT_NP_TANH:
+        FWD_LOOP(tanhf(np_clamp(2.5f * x_, 60.0f)));
     default:
         return false; /* no loop here: the table's program */
     }

@@ -3,10 +3,10 @@ from ... import _otc
 
 
 class CTRNN(_otc.Network):
-    @staticmethod
-    def create(genome, config, time_constant=None):
-        """time_constant (optional) replaces every node's own, as neat-python's older API."""
-        return CTRNN(genome, config._c, "ctrnn", time_constant)
+    """create(genome, config, time_constant=None): time_constant (optional) replaces every
+    node's own, as neat-python's older API."""
+    __slots__ = ()
+    _kind = "ctrnn"
 
 
 __all__ = ["CTRNN"]

@@ -3,20 +3,17 @@ from ... import _otc
 
 
 class FeedForwardNetwork(_otc.Network):
-    """activate(inputs) -> outputs; activate_batch(X [rows, inputs]) -> [rows, outputs]."""
-
-    @staticmethod
-    def create(genome, config):
-        return FeedForwardNetwork(genome, config._c, "feedforward")
+    """create(genome, config); activate(inputs) -> outputs; activate_batch(X [rows, inputs])
+    -> [rows, outputs]. create and activate are single C calls."""
+    __slots__ = ()
+    _kind = "feedforward"
 
 
 class RecurrentNetwork(_otc.Network):
-    """activate(inputs) is one synchronous step (every node reads the previous step's values);
-    reset() zeroes the state."""
-
-    @staticmethod
-    def create(genome, config):
-        return RecurrentNetwork(genome, config._c, "recurrent")
+    """create(genome, config); activate(inputs) is one synchronous step (every node reads the
+    previous step's values); reset() zeroes the state."""
+    __slots__ = ()
+    _kind = "recurrent"
 
 
 __all__ = ["FeedForwardNetwork", "RecurrentNetwork"]
