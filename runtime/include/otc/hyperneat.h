@@ -27,6 +27,46 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file);
 /* The CPPN's layout: inputs x1 y1 x2 y2 [distance]; outputs weight [bias] [leo]. */
 int otc_substrate_cppn_inputs(const otc_neat_substrate *s);
 int otc_substrate_cppn_outputs(const otc_neat_substrate *s);
+/* One CPPN query row q (cppn_inputs floats) for the connection (x1, y1) -> (x2, y2). */
+void otc_substrate_cppn_row(const otc_neat_substrate *s, float *q, float x1, float y1, float x2,
+                            float y2);
+
+/* ES-HyperNEAT (Risi and Stanley 2012, evolvable_substrate = true): hidden nodes where the
+ * CPPN's weight pattern has information. From each input node (a, b), [-1, 1]^2 is divided
+ * into quarters breadth first: a square at depth d (the whole plane is depth 0) is divided
+ * when d < initial_depth, or when d < maximum_depth and the weights CPPN(a, b, x, y) at the
+ * centres of its parent's four quarters have a variance above division_threshold. Depth
+ * first from the top, a square whose leaves' weights vary by variance_threshold or more is
+ * looked into; any other square is a candidate, expressed as a connection (a, b) -> (x, y) of
+ * weight w max_weight (w the CPPN's weight output clamped to [-1, 1]; with LEO, only where
+ * the LEO output is > 0) when it lies in a band: max(min(dl, dr), min(dt, db)) >
+ * band_threshold, dl..db the differences between w and the weights one square's side to its
+ * left, right, top and bottom. Every expressed point becomes a hidden node. The search runs
+ * again from the hidden nodes found in the previous round, iteration_level times, and then
+ * into each output node, CPPN(x, y, a, b), keeping links from hidden nodes found. A link into a
+ * hidden node found no later than its source would be recurrent and is dropped; hidden nodes
+ * on no path from an input to an output are removed with their links. Weight thresholds do
+ * not apply. With bias_output, hidden and output biases are the bias output at (0, 0, x, y),
+ * clamped and scaled alike. */
+typedef struct {
+    int n_inputs, n_outputs, n_hidden; /* node ids: inputs, then outputs, then hidden */
+    float *x, *y;                      /* per node id */
+    /* The network as a feed-forward NEAT genome (no bias node; hidden nodes in the order
+     * found; every node of the substrate's activation, links in the order found), run and
+     * turned into a graph under the NEAT config with the grids' inputs and outputs. */
+    otc_neat_genome *net;
+} otc_es_network;
+
+/* in_xy and out_xy: (x, y) per input and output node. */
+otc_status otc_es_search(const otc_neat_substrate *sub, otc_neat_flat *cppn, const float *in_xy,
+                         int n_in, const float *out_xy, int n_out, otc_es_network *out);
+void otc_es_network_clear(otc_es_network *n);
+/* One search's expressed points from (a, b) (outgoing) or into it: (x, y, weight) triples in
+ * *xyw (free() it), *n of them, in the order found. For tests and pictures. */
+otc_status otc_es_points(const otc_neat_substrate *sub, otc_neat_flat *cppn, float a, float b,
+                         bool outgoing, float **xyw, int *n);
+/* The most links a search with these inputs and outputs can make (for the memory limit). */
+double otc_es_max_connections(const otc_neat_substrate *sub, int n_in, int n_out);
 
 /* A painted substrate: layer 0 the input grid, then the hidden grids, then the output grid,
  * every grid's sides multiplied by `scale` (the same CPPN queried at a finer resolution). Node
@@ -41,7 +81,7 @@ int otc_substrate_layers(const otc_substrate *s);          /* grids, input and o
 int otc_substrate_size(const otc_substrate *s, int layer); /* nodes of grid `layer` */
 void otc_substrate_coord(const otc_substrate *s, int layer, int node, float *x, float *y);
 /* The weights into layer + 1 [size(layer + 1), size(layer)], row-major, and the biases of
- * layer + 1: writable, for painting by hand. */
+ * layer + 1: writable, for painting by hand (NULL for an evolvable substrate). */
 float *otc_substrate_weights(otc_substrate *s, int layer);
 float *otc_substrate_biases(otc_substrate *s, int layer);
 
@@ -56,9 +96,15 @@ otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
 
 otc_act otc_substrate_activation(const otc_substrate *s);
+/* An evolvable substrate (two layers: the input and output grids) runs the network its last
+ * paint found; this is that network (NULL for a layered substrate or before a paint). */
+const otc_es_network *otc_substrate_es(const otc_substrate *s);
+/* The NEAT config that network runs under (NULL for a layered substrate). */
+const otc_neat_config *otc_substrate_es_config(const otc_substrate *s);
 
 /* s as a graph: input "input" [batch, size(0)], per layer a matmul by layerN.weight
- * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output. */
+ * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output.
+ * An evolvable substrate's graph is its network's NEAT phenotype (input "x"). */
 otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out);
 /* The substrate the CPPN genome cppn paints (scale 1) as a graph: what otc evolve --out
  * saves for a [Substrate] config. */

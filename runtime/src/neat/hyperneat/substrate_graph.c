@@ -15,6 +15,17 @@ static int act_op(otc_act act) {
 otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out) {
     if (!s || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_graph: NULL argument");
     *out = NULL;
+    const otc_es_network *es = otc_substrate_es(s);
+    if (otc_substrate_es_config(s)) {
+        if (!es) return otc_fail(OTC_ERR_STATE, "otc_substrate_graph: not painted");
+        otc_neat_phenotype *ph = NULL;
+        otc_status st = otc_neat_phenotype_build(es->net, otc_substrate_es_config(s), &ph);
+        if (st != OTC_OK) return st;
+        *out = ph->graph;
+        ph->graph = NULL;
+        otc_neat_phenotype_free(ph);
+        return OTC_OK;
+    }
     otc_act act = otc_substrate_activation(s);
     int op = act_op(act);
     if (op < 0)
