@@ -310,7 +310,9 @@ int otc_cmd_evolve(int argc, char **argv) {
          "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, pole1:neat-python "
          "(neat-python's single-pole example), dpv, dpnv, maze:medium, maze:hard (Lehman & "
          "Stanley's maze navigation), visual or visual:N (HyperNEAT's boxes, the config's "
-         "[Substrate]; N = 33: the 11x11 field at 33x33), csv:FILE or exec:PROGRAM (an "
+         "[Substrate]; N = 33: the 11x11 field at 33x33), retina or retina:or (the "
+         "left-and-right retina, a [Substrate] from a 4x2 input grid to a 1x1 output), "
+         "csv:FILE or exec:PROGRAM (an "
          "environment process; see examples/exec/) (required)"},
         {"--ctrnn", OTC_OPT_FLAG, &ctrnn,
          "phenotypes are neat-python CTRNNs with evolved time constants (the config's "

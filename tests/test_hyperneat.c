@@ -379,3 +379,81 @@ TEST(es_hyperneat_visual_same_on_1_and_2_threads) {
            best[0][3]);
     otc_neat_task_free(task);
 }
+
+/* ---- the retina task ----------------------------------------------------------------------- */
+
+TEST(retina_objects_match_the_papers_sets) {
+    /* Kashtan and Alon 2005's objects, drawn 2x2 (top row, bottom row; o lit). */
+    const char *left[8] = {"....", "...o", ".o.o", ".o..", ".ooo", "..o.", "oo.o", "o..."};
+    const char *right[8] = {"....", "o...", "o.o.", "..o.", "ooo.", ".o..", "o.oo", "...o"};
+    int n_left = 0, n_right = 0;
+    for (int nib = 0; nib < 16; nib++) {
+        char pic[5] = {0};
+        for (int k = 0; k < 4; k++) pic[k] = nib >> (3 - k) & 1 ? 'o' : '.';
+        bool in_left = false, in_right = false;
+        for (int i = 0; i < 8; i++) {
+            in_left |= !strcmp(pic, left[i]);
+            in_right |= !strcmp(pic, right[i]);
+        }
+        CHECK_MSG(otc_retina_left_object(nib) == in_left, "left %s", pic);
+        CHECK_MSG(otc_retina_right_object(nib) == in_right, "right %s", pic);
+        n_left += otc_retina_left_object(nib);
+        n_right += otc_retina_right_object(nib);
+    }
+    CHECK(n_left == 8 && n_right == 8);
+    int and_ = 0, or_ = 0;
+    for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
+        and_ += otc_retina_target(p, false);
+        or_ += otc_retina_target(p, true);
+    }
+    CHECK(and_ == 64); /* 8 x 8 */
+    CHECK(or_ == 192); /* 256 - 8 x 8 with neither */
+    /* Pattern 0x5A: left .o.o (right column), right o.o. (left column); the 4x2 grid row by
+     * row: top . o o . , bottom . o o . */
+    float px[8];
+    otc_retina_pixels(0x5A, px);
+    const float want[8] = {0, 1, 1, 0, 0, 1, 1, 0};
+    for (int k = 0; k < 8; k++) CHECK(px[k] == want[k]);
+    CHECK(otc_retina_target(0x5A, false));
+    CHECK(!otc_retina_target(0x5F, false) && otc_retina_target(0x5F, true));
+}
+
+TEST(retina_score_of_a_constant_substrate) {
+    /* All weights 0 and no biases: a logistic output of 0.5 on every pattern, on neither side
+     * of 0.5, so nothing is correct; E = 256 * 0.5 = 128, fitness = 1000 / (1 + 128^2). */
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
+                                  "input_grid = 4x2\noutput_grid = 1x1\nactivation = logistic\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    double fitness = 0;
+    int correct = -1;
+    REQUIRE(otc_retina_score(s, false, &fitness, &correct) == OTC_OK);
+    CHECK(correct == 0);
+    CHECK_NEAR(fitness, 1000.0 / (1.0 + 128.0 * 128.0), 1e-9);
+    /* Bias -10: ~0 everywhere, right for the 192 non-targets; E = 64 (1 - s(-10)) + 192 s(-10). */
+    otc_substrate_biases(s, 0)[0] = -10.0f;
+    REQUIRE(otc_retina_score(s, false, &fitness, &correct) == OTC_OK);
+    CHECK(correct == 192);
+    double sg = 1.0 / (1.0 + exp(10.0)), e = 64 * (1 - sg) + 192 * sg;
+    CHECK_NEAR(fitness, 1000.0 / (1.0 + e * e), 1e-4);
+    otc_substrate_free(s);
+}
+
+TEST(retina_evolution_improves) {
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/retina.ini", &c) == OTC_OK);
+    c.pop_size = 50;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("retina", &c, &task) == OTC_OK);
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(&c, 1, &p) == OTC_OK);
+    otc_neat_run_options o = {.generations = 30, .threads = 1};
+    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    int n = otc_neat_stats_count(p);
+    double first = otc_neat_stats(p, 0)->best_fitness,
+           last = otc_neat_stats(p, n - 1)->best_fitness;
+    printf("best fitness: generation 0 %.4f, generation %d %.4f\n", first, n - 1, last);
+    CHECK(last > first);
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+}

@@ -92,6 +92,10 @@ float *otc_substrate_biases(otc_substrate *s, int layer);
  * connection exists when the leo output is > 0 and its weight is w max_weight. With
  * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. */
 otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
+/* The substrate (at `scale`) the CPPN genome cppn paints, its program lowered into scratch
+ * (NULL: a program of its own). */
+otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                     int scale, otc_neat_flat *scratch, otc_substrate **out);
 /* x [batch, size(0)] -> y [batch, size(last)]: each layer act(W x + b). */
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
 
@@ -118,5 +122,23 @@ otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_nea
  * fitness = 200 - mean d^2 (200 = the largest d^2 on the field); *hits = trials with d = 0. */
 #define OTC_VISUAL_TRIALS 75
 otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits);
+
+/* The left-and-right retina problem (Kashtan and Alon 2005, as Verbancsics and Stanley 2011
+ * use it for HyperNEAT-LEO): 8 pixels, a 2x2 block on the left and one on the right, as the
+ * 4x2 input grid (columns 0-1 left, 2-3 right; row 0 the top). Pattern p (0 to 255): the left
+ * block is p >> 4, the right p & 15, each a nibble of bits top-left (8), top-right (4),
+ * bottom-left (2), bottom-right (1). Eight nibbles are left objects, their mirror images
+ * right objects. */
+#define OTC_RETINA_PATTERNS 256
+bool otc_retina_left_object(int nibble);
+bool otc_retina_right_object(int nibble);
+/* Pattern p as the 8 inputs (1 lit, 0 dark), in the input grid's order. */
+void otc_retina_pixels(int p, float *px);
+/* The target for pattern p: left object AND right object (or OR with `any`). */
+bool otc_retina_target(int p, bool any);
+/* s (input 4x2, one output) on all 256 patterns: E = sum |y - target| (target 1 or 0),
+ * fitness = 1000 / (1 + E^2); *correct = patterns whose output is on the target's side of
+ * 0.5. */
+otc_status otc_retina_score(otc_substrate *s, bool any, double *fitness, int *correct);
 
 #endif

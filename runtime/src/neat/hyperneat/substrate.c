@@ -376,6 +376,26 @@ otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn) {
     return OTC_OK;
 }
 
+otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                     int scale, otc_neat_flat *scratch, otc_substrate **out) {
+    if (!cppn || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_from_genome: NULL");
+    *out = NULL;
+    otc_neat_flat *f = scratch, *own = NULL;
+    if (!f && !(f = own = otc_neat_flat_new()))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a CPPN program");
+    otc_substrate *s = NULL;
+    otc_status st = otc_neat_flat_build(f, cppn, c);
+    if (st == OTC_OK) st = otc_substrate_new(c, scale, &s);
+    if (st == OTC_OK) st = otc_substrate_paint(s, f);
+    otc_neat_flat_free(own);
+    if (st != OTC_OK) {
+        otc_substrate_free(s);
+        return st;
+    }
+    *out = s;
+    return OTC_OK;
+}
+
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y) {
     if (!s || !x || !y || batch < 1)
         return otc_fail(OTC_ERR_ARG, "otc_substrate_forward: bad argument (batch %d)", batch);

@@ -71,15 +71,10 @@ otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out) {
 otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_neat_config *c,
                                       otc_graph **out) {
     if (!cppn || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_genome_graph: NULL");
-    otc_neat_flat *f = otc_neat_flat_new();
-    if (!f) return otc_fail(OTC_ERR_NOMEM, "out of memory for a CPPN program");
     otc_substrate *s = NULL;
-    otc_status st = otc_neat_flat_build(f, cppn, c);
-    if (st == OTC_OK) st = otc_substrate_new(c, 1, &s);
-    if (st == OTC_OK) st = otc_substrate_paint(s, f);
+    otc_status st = otc_substrate_from_genome(cppn, c, 1, NULL, &s);
     if (st == OTC_OK)
         st = otc_substrate_graph(s, otc_neat_act_alpha(c, c->substrate.activation), out);
     otc_substrate_free(s);
-    otc_neat_flat_free(f);
     return st;
 }
