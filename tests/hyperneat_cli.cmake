@@ -34,6 +34,10 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "sed 's/^initial_depth .*/initial_depth = 5/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] initial_depth: 5 is deeper than maximum_depth 3' && has err 'b.ini'"
       es_band_exits_2
       "sed 's/^band_threshold .*/band_threshold = lots/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] band_threshold'"
+      es_substrate_svg
+      "expect 1 '${otc}' evolve '${visual_es}' --task visual --seed 1 --generations 2 --substrate-svg \"$W/s.svg\" && has out 'substrate picture saved' && has s.svg 'hidden node(s) placed' && has s.svg '</svg>'"
+      substrate_svg_needs_es_exits_2
+      "expect 2 '${otc}' evolve '${visual}' --task visual --substrate-svg \"$W/s.svg\" && has err 'evolvable_substrate = true' && test ! -e \"$W/s.svg\""
       retina_out_runs
       "expect 1 '${otc}' evolve '${retina}' --task retina --seed 1 --generations 3 --out \"$W/r.otm\" && has out 'retina: not solved' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
       retina_grid_exits_2

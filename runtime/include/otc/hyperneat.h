@@ -65,6 +65,8 @@ void otc_es_network_clear(otc_es_network *n);
  * *xyw (free() it), *n of them, in the order found. For tests and pictures. */
 otc_status otc_es_points(const otc_neat_substrate *sub, otc_neat_flat *cppn, float a, float b,
                          bool outgoing, float **xyw, int *n);
+/* n drawn at its nodes' coordinates ([-1, 1]^2, y down) as an SVG file, written whole. */
+otc_status otc_es_save_svg(const otc_es_network *n, const char *title, const char *path);
 /* The most links a search with these inputs and outputs can make (for the memory limit). */
 double otc_es_max_connections(const otc_neat_substrate *sub, int n_in, int n_out);
 
