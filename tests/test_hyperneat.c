@@ -149,18 +149,33 @@ TEST(hyperneat_visual_fitness_of_hand_painted_substrates) {
     }
 }
 
+/* The example config INI (pop_size genomes) run `gens` generations of task_name on
+ * `threads` threads from seed into *out (NULL on failure), which the caller frees; *c gets
+ * the config. */
+static void run_example(const char *ini, const char *task_name, int pop_size, int gens, int threads,
+                        uint64_t seed, otc_neat_config *c, otc_neat_population **out) {
+    *out = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/neat/%s", OTC_SOURCE_DIR, ini);
+    REQUIRE(otc_neat_config_load(path, c) == OTC_OK);
+    c->pop_size = pop_size;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create(task_name, c, &task) == OTC_OK);
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(c, seed, &p) == OTC_OK);
+    otc_neat_run_options o = {.generations = gens, .threads = threads};
+    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    otc_neat_task_free(task);
+    *out = p;
+    REQUIRE(otc_neat_stats_count(p) == gens);
+}
+
 TEST(hyperneat_visual_evolution_improves) {
     otc_neat_config c;
-    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/visual.ini", &c) == OTC_OK);
-    c.pop_size = 30;
-    otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
     otc_neat_population *p = NULL;
-    REQUIRE(otc_neat_population_new(&c, 1, &p) == OTC_OK);
-    otc_neat_run_options o = {.generations = 8, .threads = 1};
-    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    run_example("visual.ini", "visual", 30, 8, 1, 1, &c, &p);
+    REQUIRE(p);
     int n = otc_neat_stats_count(p);
-    REQUIRE(n == 8);
     double first = otc_neat_stats(p, 0)->best_fitness,
            last = otc_neat_stats(p, n - 1)->best_fitness;
     printf("best fitness: generation 0 %.3f, generation %d %.3f\n", first, n - 1, last);
@@ -176,7 +191,6 @@ TEST(hyperneat_visual_evolution_improves) {
     otc_neat_genome_free(champ);
     otc_neat_task_free(fine);
     otc_neat_population_free(p);
-    otc_neat_task_free(task);
 }
 
 TEST(hyperneat_config_refuses_bad_substrates) {
@@ -359,25 +373,18 @@ TEST(es_hyperneat_prunes_nodes_on_no_path) {
 }
 
 TEST(es_hyperneat_visual_same_on_1_and_2_threads) {
-    otc_neat_config c;
-    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/visual_es.ini", &c) == OTC_OK);
-    c.pop_size = 20;
-    otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
     double best[2][4];
     for (int t = 0; t < 2; t++) {
+        otc_neat_config c;
         otc_neat_population *p = NULL;
-        REQUIRE(otc_neat_population_new(&c, 5, &p) == OTC_OK);
-        otc_neat_run_options o = {.generations = 4, .threads = t + 1};
-        REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
-        REQUIRE(otc_neat_stats_count(p) == 4);
+        run_example("visual_es.ini", "visual", 20, 4, t + 1, 5, &c, &p);
+        REQUIRE(p);
         for (int gen = 0; gen < 4; gen++) best[t][gen] = otc_neat_stats(p, gen)->best_fitness;
         otc_neat_population_free(p);
     }
     for (int gen = 0; gen < 4; gen++) CHECK(best[0][gen] == best[1][gen]);
     printf("best fitness by generation: %.4f %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2],
            best[0][3]);
-    otc_neat_task_free(task);
 }
 
 /* ---- the retina task ----------------------------------------------------------------------- */
@@ -441,19 +448,13 @@ TEST(retina_score_of_a_constant_substrate) {
 
 TEST(retina_evolution_improves) {
     otc_neat_config c;
-    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/retina.ini", &c) == OTC_OK);
-    c.pop_size = 50;
-    otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("retina", &c, &task) == OTC_OK);
     otc_neat_population *p = NULL;
-    REQUIRE(otc_neat_population_new(&c, 1, &p) == OTC_OK);
-    otc_neat_run_options o = {.generations = 30, .threads = 1};
-    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    run_example("retina.ini", "retina", 50, 30, 1, 1, &c, &p);
+    REQUIRE(p);
     int n = otc_neat_stats_count(p);
     double first = otc_neat_stats(p, 0)->best_fitness,
            last = otc_neat_stats(p, n - 1)->best_fitness;
     printf("best fitness: generation 0 %.4f, generation %d %.4f\n", first, n - 1, last);
     CHECK(last > first);
     otc_neat_population_free(p);
-    otc_neat_task_free(task);
 }

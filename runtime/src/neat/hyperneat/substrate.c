@@ -87,7 +87,8 @@ static int grids(const otc_neat_substrate *s, otc_neat_grid *g) {
     return n;
 }
 
-/* ES-HyperNEAT's keys beyond each one's range (which the parser checks). */
+/* ES-HyperNEAT's keys beyond each one's range (which the parser checks) and the connection
+ * limit (which the caller checks). */
 static otc_status check_evolvable(const otc_neat_substrate *s, const char *file) {
     if (s->n_hidden)
         return otc_fail(OTC_ERR_CONFIG,
@@ -98,13 +99,6 @@ static otc_status check_evolvable(const otc_neat_substrate *s, const char *file)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [Substrate] initial_depth: %d is deeper than maximum_depth %d", file,
                         s->initial_depth, s->maximum_depth);
-    double conns =
-        otc_es_max_connections(s, s->input.nx * s->input.ny, s->output.nx * s->output.ny);
-    if (conns > OTC_SUBSTRATE_MAX_CONNECTIONS)
-        return otc_fail(OTC_ERR_CONFIG,
-                        "%s: [Substrate] maximum_depth: with these grids a search may make %.0f "
-                        "connections, more than the limit of %d",
-                        file, conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
     return OTC_OK;
 }
 
@@ -130,16 +124,23 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
                         "%s: [DefaultGenome] feed_forward: a [Substrate] CPPN must be a "
                         "feed-forward network (a function of its inputs)",
                         file);
-    if (s->evolvable) return check_evolvable(s, file);
-    otc_neat_grid g[MAX_LAYERS];
-    int n = grids(s, g);
     double conns = 0;
-    for (int l = 0; l + 1 < n; l++) conns += (double)g[l].nx * g[l].ny * g[l + 1].nx * g[l + 1].ny;
+    const char *why = "input_grid, hidden_grids, output_grid:";
+    if (s->evolvable) {
+        otc_status st = check_evolvable(s, file);
+        if (st != OTC_OK) return st;
+        conns = otc_es_max_connections(s, s->input.nx * s->input.ny, s->output.nx * s->output.ny);
+        why = "maximum_depth: with these grids a search may make";
+    } else {
+        otc_neat_grid g[MAX_LAYERS];
+        int n = grids(s, g);
+        for (int l = 0; l + 1 < n; l++)
+            conns += (double)g[l].nx * g[l].ny * g[l + 1].nx * g[l + 1].ny;
+    }
     if (conns > OTC_SUBSTRATE_MAX_CONNECTIONS)
         return otc_fail(OTC_ERR_CONFIG,
-                        "%s: [Substrate] input_grid, hidden_grids, output_grid: %.0f connections, "
-                        "more than the limit of %d",
-                        file, conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
+                        "%s: [Substrate] %s %.0f connections, more than the limit of %d", file, why,
+                        conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
     return OTC_OK;
 }
 
