@@ -310,14 +310,10 @@ static otc_status keep_paths(search *s, const float *in_xy, int n_in, const floa
      * inputs' first, then hidden ones' in source order, then outputs'. */
     for (int i = 0; st == OTC_OK && i < n_in; i++) fwd[i] = 1;
     for (int i = 0; st == OTC_OK && i < n_out; i++) back[n_in + i] = 1;
-    for (bool changed = st == OTC_OK; changed;) {
-        changed = false;
-        for (size_t k = 0; k < s->n_links; k++) {
-            const link *l = &s->links[k];
-            if (fwd[l->src] && !fwd[l->dst]) fwd[l->dst] = 1, changed = true;
-            if (back[l->dst] && !back[l->src]) back[l->src] = 1, changed = true;
-        }
-    }
+    for (size_t k = 0; st == OTC_OK && k < s->n_links; k++)
+        if (fwd[s->links[k].src]) fwd[s->links[k].dst] = 1;
+    for (size_t k = s->n_links; st == OTC_OK && k-- > 0;)
+        if (back[s->links[k].dst]) back[s->links[k].src] = 1;
     int nh = 0;
     if (st == OTC_OK) {
         for (int i = 0; i < n_in + n_out; i++) id[i] = i;
