@@ -29,13 +29,13 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       bad_reevaluate_exits_2
       "expect 2 '${otc}' evolve '${visual}' --task visual --reevaluate visual:7 && has err '--reevaluate visual:7'"
       es_out_runs
-      "expect 1 '${otc}' evolve '${visual_es}' --task visual --seed 2 --generations 2 --threads 2 --out \"$W/e.otm\" && has out 'champion saved' && expect 0 '${otc}' summary \"$W/e.otm\" && has out 'neuron' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/e.otm\" --input \"$W/x.csv\" --no-header"
+      "sed 's/^pop_size .*/pop_size = 20/' '${visual_es}' > \"$W/e.ini\" && expect 1 '${otc}' evolve \"$W/e.ini\" --task visual --seed 2 --generations 2 --threads 2 --out \"$W/e.otm\" && has out 'champion saved' && expect 0 '${otc}' summary \"$W/e.otm\" && has out 'neuron' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/e.otm\" --input \"$W/x.csv\" --no-header"
       es_depths_exit_2
       "sed 's/^initial_depth .*/initial_depth = 5/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] initial_depth: 5 is deeper than maximum_depth 3' && has err 'b.ini'"
       es_band_exits_2
       "sed 's/^band_threshold .*/band_threshold = lots/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] band_threshold'"
       es_substrate_svg
-      "expect 1 '${otc}' evolve '${visual_es}' --task visual --seed 1 --generations 2 --substrate-svg \"$W/s.svg\" && has out 'substrate picture saved' && has s.svg 'hidden node(s) placed' && has s.svg '</svg>'"
+      "sed 's/^pop_size .*/pop_size = 20/' '${visual_es}' > \"$W/e.ini\" && expect 1 '${otc}' evolve \"$W/e.ini\" --task visual --seed 1 --generations 2 --substrate-svg \"$W/s.svg\" && has out 'substrate picture saved' && has s.svg 'hidden node(s) placed' && has s.svg '</svg>'"
       substrate_svg_needs_es_exits_2
       "expect 2 '${otc}' evolve '${visual}' --task visual --substrate-svg \"$W/s.svg\" && has err 'evolvable_substrate = true' && test ! -e \"$W/s.svg\""
       retina_out_runs
