@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "cli_mpi.h"
 #include "otc/file.h"
+#include "otc/hyperneat.h"
 #include "otc/model.h"
 #include "otc/neat.h"
 #include "otc/neat_maze.h"
@@ -81,7 +82,7 @@ static int checkpoint_over_file(const char *prefix, int every, int from, int gen
 }
 
 #define N_EVOLVE_INS   3  /* CONFIG, --resume, --task csv: */
-#define N_EVOLVE_FILES 10 /* and --out, --stats, --plot, --maze-svg, --front's named files */
+#define N_EVOLVE_FILES 11 /* and --out, --stats, --plot, --maze-svg, --substrate-svg, --front's */
 
 /* What the population's run needs from the command line. */
 typedef struct {
@@ -96,6 +97,7 @@ typedef struct {
     const char *stats, *plot, *out;
     const char *front; /* --front DIR, or NULL */
     const char *maze_svg;
+    const char *substrate_svg;
     int max_connections;
     double max_cost;
     const char *csv;           /* the csv task's file, or NULL */
@@ -151,6 +153,18 @@ static int reevaluate(const evolve_args *a, const otc_neat_genome *champ) {
     if (s != OTC_OK) return otc_cli_error("evolve", "--reevaluate: %s", otc_last_error());
     printf("%s: champion fitness %.6g%s (re-evaluated, no further evolution)\n",
            a->reevaluate->name, ev.fitness, ev.solved ? ", solved" : "");
+    return OTC_EXIT_OK;
+}
+
+/* --substrate-svg: the hidden nodes ES-HyperNEAT placed for the champion's CPPN. */
+static int save_substrate_svg(const evolve_args *a, const otc_neat_genome *champ,
+                              const otc_neat_task *task) {
+    otc_substrate *s = NULL;
+    otc_status st = otc_substrate_from_genome(champ, a->config, 1, NULL, &s);
+    if (st == OTC_OK) st = otc_es_save_svg(otc_substrate_es(s), task->name, a->substrate_svg);
+    otc_substrate_free(s);
+    if (st != OTC_OK) return otc_cli_error("evolve", "--substrate-svg: %s", otc_last_error());
+    printf("substrate picture saved to %s\n", a->substrate_svg);
     return OTC_EXIT_OK;
 }
 
@@ -265,6 +279,9 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
         }
         if (exit_code != OTC_EXIT_USAGE && a->reevaluate && reevaluate(a, champ) != OTC_EXIT_OK)
             exit_code = OTC_EXIT_USAGE;
+        if (exit_code != OTC_EXIT_USAGE && a->substrate_svg &&
+            save_substrate_svg(a, champ, task) != OTC_EXIT_OK)
+            exit_code = OTC_EXIT_USAGE;
     }
     if (exit_code != OTC_EXIT_USAGE && a->maze_svg) {
         if (otc_maze_save_svg(otc_maze_get(task->name + 5), pop, task, a->maze_svg) != OTC_OK)
@@ -300,7 +317,7 @@ int otc_cmd_evolve(int argc, char **argv) {
     uint64_t seed = 1;
     int generations = 300, threads = 0, every = 0, jit_steps = -1, max_connections = -1;
     double max_cost = -1;
-    const char *front = NULL, *maze_svg = NULL;
+    const char *front = NULL, *maze_svg = NULL, *substrate_svg = NULL;
     double mpi_timeout = 600;
     bool seed_given = false, jit = false, ctrnn = false;
     double advance_time = 0, time_step = 0;
@@ -310,7 +327,9 @@ int otc_cmd_evolve(int argc, char **argv) {
          "TASK: xor, xor:neat-python (its fitness 4 - sum err^2), pole1, pole1:neat-python "
          "(neat-python's single-pole example), dpv, dpnv, maze:medium, maze:hard (Lehman & "
          "Stanley's maze navigation), visual or visual:N (HyperNEAT's boxes, the config's "
-         "[Substrate]; N = 33: the 11x11 field at 33x33), csv:FILE or exec:PROGRAM (an "
+         "[Substrate]; N = 33: the 11x11 field at 33x33), retina or retina:or (the "
+         "left-and-right retina, a [Substrate] from a 4x2 input grid to a 1x1 output), "
+         "csv:FILE or exec:PROGRAM (an "
          "environment process; see examples/exec/) (required)"},
         {"--ctrnn", OTC_OPT_FLAG, &ctrnn,
          "phenotypes are neat-python CTRNNs with evolved time constants (the config's "
@@ -339,6 +358,9 @@ int otc_cmd_evolve(int argc, char **argv) {
         {"--maze-svg", OTC_OPT_STRING, &maze_svg,
          "FILE.svg: with --task maze:NAME, the maze with the last generation's final positions, "
          "the novelty archive and the champion's path"},
+        {"--substrate-svg", OTC_OPT_STRING, &substrate_svg,
+         "FILE.svg: with an evolvable [Substrate] (ES-HyperNEAT), the champion's network at its "
+         "nodes' coordinates: the hidden nodes the search placed and its links"},
         {"--max-connections", OTC_OPT_RANGE, OTC_RANGE(max_connections, 0, 1 << 30),
          "N: with --front, choose the fittest member with at most N enabled connections "
          "(default: the knee)"},
@@ -419,6 +441,7 @@ int otc_cmd_evolve(int argc, char **argv) {
                                                 {"--stats", stats},
                                                 {"--plot", plot},
                                                 {"--maze-svg", maze_svg},
+                                                {"--substrate-svg", substrate_svg},
                                                 {"--front's front.csv", front ? front_csv : NULL},
                                                 {"--front's front.svg", front ? front_svg : NULL},
                                                 {"--front's chosen.otm", front ? chosen : NULL}};
@@ -430,6 +453,11 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
+    if (substrate_svg && !config.substrate.evolvable)
+        return otc_cli_error("evolve",
+                             "--substrate-svg draws the hidden nodes an evolvable substrate "
+                             "places: %s needs [Substrate] evolvable_substrate = true",
+                             pos[0]);
     if (config.time_constants_given && !ctrnn && !config.ctrnn)
         return otc_cli_error("evolve",
                              "%s sets time_constant_* keys, as neat-python's CTRNN configs do: "
@@ -510,6 +538,7 @@ int otc_cmd_evolve(int argc, char **argv) {
                       .csv = csv,
                       .front = front,
                       .maze_svg = maze_svg,
+                      .substrate_svg = substrate_svg,
                       .max_connections = max_connections,
                       .max_cost = max_cost,
                       .files = files,

@@ -6,6 +6,8 @@ find_program(OTC_HYPERNEAT_CLI_BASH bash)
 if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
   set(otc ${PROJECT_BINARY_DIR}/otc)
   set(visual ${PROJECT_SOURCE_DIR}/examples/neat/visual.ini)
+  set(visual_es ${PROJECT_SOURCE_DIR}/examples/neat/visual_es.ini)
+  set(retina ${PROJECT_SOURCE_DIR}/examples/neat/retina.ini)
   set(work ${CMAKE_CURRENT_BINARY_DIR}/hyperneat_cli)
   set(prelude "set -u; W=$(mktemp -d '${work}.XXXXXX') || exit 1; trap 'rm -rf \"$W\"' EXIT; \
 expect() { want=$1; shift; \"$@\" >\"$W/out\" 2>\"$W/err\"; got=$?; if [ $got != $want ]; then \
@@ -26,6 +28,20 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "expect 2 '${otc}' evolve '${visual}' --task visual:20 && has err 'visual:20'"
       bad_reevaluate_exits_2
       "expect 2 '${otc}' evolve '${visual}' --task visual --reevaluate visual:7 && has err '--reevaluate visual:7'"
+      es_out_runs
+      "sed 's/^pop_size .*/pop_size = 20/' '${visual_es}' > \"$W/e.ini\" && expect 1 '${otc}' evolve \"$W/e.ini\" --task visual --seed 2 --generations 2 --threads 2 --out \"$W/e.otm\" && has out 'champion saved' && expect 0 '${otc}' summary \"$W/e.otm\" && has out 'neuron' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/e.otm\" --input \"$W/x.csv\" --no-header"
+      es_depths_exit_2
+      "sed 's/^initial_depth .*/initial_depth = 5/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] initial_depth: 5 is deeper than maximum_depth 3' && has err 'b.ini'"
+      es_band_exits_2
+      "sed 's/^band_threshold .*/band_threshold = lots/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] band_threshold'"
+      es_substrate_svg
+      "sed 's/^pop_size .*/pop_size = 20/' '${visual_es}' > \"$W/e.ini\" && expect 1 '${otc}' evolve \"$W/e.ini\" --task visual --seed 1 --generations 2 --substrate-svg \"$W/s.svg\" && has out 'substrate picture saved' && has s.svg 'hidden node(s) placed' && has s.svg '</svg>'"
+      substrate_svg_needs_es_exits_2
+      "expect 2 '${otc}' evolve '${visual}' --task visual --substrate-svg \"$W/s.svg\" && has err 'evolvable_substrate = true' && test ! -e \"$W/s.svg\""
+      retina_out_runs
+      "expect 1 '${otc}' evolve '${retina}' --task retina --seed 1 --generations 3 --out \"$W/r.otm\" && has out 'retina: not solved' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
+      retina_grid_exits_2
+      "expect 2 '${otc}' evolve '${visual}' --task retina && has err '[Substrate] input_grid: task retina needs 4x2'"
       other_grid_exits_2
       "sed 's/^output_grid .*/output_grid = 5x5/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] output_grid: task visual needs 11x11'")
   list(LENGTH hyperneat_cli_cases n)

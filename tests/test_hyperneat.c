@@ -149,18 +149,33 @@ TEST(hyperneat_visual_fitness_of_hand_painted_substrates) {
     }
 }
 
+/* The example config INI (pop_size genomes) run `gens` generations of task_name on
+ * `threads` threads from seed into *out (NULL on failure), which the caller frees; *c gets
+ * the config. */
+static void run_example(const char *ini, const char *task_name, int pop_size, int gens, int threads,
+                        uint64_t seed, otc_neat_config *c, otc_neat_population **out) {
+    *out = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/neat/%s", OTC_SOURCE_DIR, ini);
+    REQUIRE(otc_neat_config_load(path, c) == OTC_OK);
+    c->pop_size = pop_size;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create(task_name, c, &task) == OTC_OK);
+    otc_neat_population *p = NULL;
+    REQUIRE(otc_neat_population_new(c, seed, &p) == OTC_OK);
+    otc_neat_run_options o = {.generations = gens, .threads = threads};
+    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    otc_neat_task_free(task);
+    *out = p;
+    REQUIRE(otc_neat_stats_count(p) == gens);
+}
+
 TEST(hyperneat_visual_evolution_improves) {
     otc_neat_config c;
-    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/visual.ini", &c) == OTC_OK);
-    c.pop_size = 30;
-    otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
     otc_neat_population *p = NULL;
-    REQUIRE(otc_neat_population_new(&c, 1, &p) == OTC_OK);
-    otc_neat_run_options o = {.generations = 8, .threads = 1};
-    REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+    run_example("visual.ini", "visual", 30, 8, 1, 1, &c, &p);
+    REQUIRE(p);
     int n = otc_neat_stats_count(p);
-    REQUIRE(n == 8);
     double first = otc_neat_stats(p, 0)->best_fitness,
            last = otc_neat_stats(p, n - 1)->best_fitness;
     printf("best fitness: generation 0 %.3f, generation %d %.3f\n", first, n - 1, last);
@@ -176,7 +191,6 @@ TEST(hyperneat_visual_evolution_improves) {
     otc_neat_genome_free(champ);
     otc_neat_task_free(fine);
     otc_neat_population_free(p);
-    otc_neat_task_free(task);
 }
 
 TEST(hyperneat_config_refuses_bad_substrates) {
@@ -190,6 +204,19 @@ TEST(hyperneat_config_refuses_bad_substrates) {
         {"input_grid = 11x11\noutput_grid = 11x11\nleo = true\n", "num_outputs"},
         {"input_grid = 99x99\noutput_grid = 99x99\nhidden_grids = 99x99\n", "connections"},
         {"input_grid = 11x11\noutput_grid = 11x11\nbogus = 1\n", "[Substrate] bogus: unknown key"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nevolvable_substrate = true\nhidden_grids = "
+         "3x3\n",
+         "hidden_grids: an evolvable substrate"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nevolvable_substrate = true\ninitial_depth = 4\n",
+         "initial_depth: 4 is deeper than maximum_depth 3"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nmaximum_depth = 9\n",
+         "[Substrate] maximum_depth"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nband_threshold = -1\n",
+         "[Substrate] band_threshold"},
+        {"input_grid = 11x11\noutput_grid = 11x11\niteration_level = x\n",
+         "[Substrate] iteration_level"},
+        {"input_grid = 99x99\noutput_grid = 99x99\nevolvable_substrate = true\nmaximum_depth = 8\n",
+         "maximum_depth: with these grids"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[4096];
@@ -199,4 +226,235 @@ TEST(hyperneat_config_refuses_bad_substrates) {
         CHECK(otc_neat_config_parse(text, "bad.ini", &c) == OTC_ERR_CONFIG);
         CHECK_MSG(strstr(otc_last_error(), bad[i][1]), "case %zu: %s", i, otc_last_error());
     }
+}
+
+/* ---- ES-HyperNEAT ------------------------------------------------------------------------ */
+
+/* f(x, y) = relu(min(x, y)) = relu((x + y - |x - y|) / 2): 0 outside the quadrant x, y > 0.
+ * Appends, for coordinates xi, yi (CPPN inputs), a hidden abs node `at` and a relu node at + 1
+ * feeding output 4; sx flips x (sx = -1: relu(min(-x, y)), the mirror image). */
+static void add_min_term(otc_neat_genome *g, int xi, int yi, float sx, int at, int *innov) {
+    otc_neat_node h = {at, OTC_NEAT_HIDDEN, OTC_ACT_ABS, 0, 1, 0, 1};
+    otc_neat_genome_add_node(g, &h);
+    h.id = at + 1;
+    h.act = OTC_ACT_RELU;
+    otc_neat_genome_add_node(g, &h);
+    const int in[6] = {xi, yi, xi, yi, at, at + 1}, out[6] = {at, at, at + 1, at + 1, at + 1, 4};
+    const float w[6] = {sx, -1.0f, 0.5f * sx, 0.5f, -0.5f, 1.0f};
+    for (int k = 0; k < 6; k++) {
+        otc_neat_conn c = {(*innov)++, in[k], out[k], w[k], true};
+        otc_neat_genome_add_conn(g, &c);
+    }
+}
+
+/* A CPPN of weight f(x2, y2), plus f(x1, y1) (source = 1), its mirror (source = -1) or
+ * nothing (source = 0). */
+static otc_neat_genome *quadrant_cppn(int source) {
+    const float zero = 0;
+    otc_neat_genome *g = cppn(1, &zero, NULL, NULL, 0);
+    int innov = 0;
+    add_min_term(g, 2, 3, 1.0f, 5, &innov);
+    if (source) add_min_term(g, 0, 1, (float)source, 7, &innov);
+    return g;
+}
+
+#define ES_KEYS "evolvable_substrate = true\nmax_weight = 1.0\n"
+
+TEST(es_hyperneat_quadtree_places_nodes_where_the_cppn_varies) {
+    /* From (0, 0), the weight is f(x, y): non-zero only in the quadrant x, y > 0. By hand:
+     * the quadrants' centres weigh 0.5, 0, 0, 0 (variance 0.046875), so with
+     * division_threshold 0.01 all four are divided; of the depth-2 groups only the top-right
+     * one (0.25, 0.25, 0.25, 0.75: variance 0.046875) is divided again, to maximum_depth 3.
+     * Pruning: the top-right quadrant's 16 leaves vary by 0.0537 >= 0.03, the others by 0, so
+     * the three flat quadrants are candidates at depth 1 (band 0: no neighbour on both
+     * sides differs) and the top-right quarters are looked into; each of those has leaves
+     * varying by at most 0.0156 < 0.03, so the quarters are candidates at depth 2 (side 0.5).
+     * Bands: (0.25, 0.25) 0 (left and top neighbours outside the quadrant weigh 0, right and
+     * bottom 0.25 = its own); (0.75, 0.75) 0; (0.75, 0.25) max(min(0, 0), min(0.25, 0.5)) =
+     * 0.25 and (0.25, 0.75) 0.25 by symmetry, each of weight 0.25. */
+    const char *keys = ES_KEYS "input_grid = 1x1\noutput_grid = 1x1\ninitial_depth = 1\n"
+                               "maximum_depth = 3\ndivision_threshold = 0.01\n"
+                               "variance_threshold = 0.03\nband_threshold = 0.2\n";
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n", keys);
+    otc_neat_genome *g = quadrant_cppn(0);
+    otc_neat_flat *f = otc_neat_flat_new();
+    REQUIRE(otc_neat_flat_build(f, g, &c) == OTC_OK);
+    float *p = NULL;
+    int n = -1;
+    REQUIRE(otc_es_points(&c.substrate, f, 0, 0, true, &p, &n) == OTC_OK);
+    REQUIRE(n == 2);
+    const float want[2][3] = {{0.75f, 0.25f, 0.25f}, {0.25f, 0.75f, 0.25f}};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 3; j++) CHECK_NEAR(p[3 * k + j], want[k][j], 1e-6);
+    free(p);
+    /* A band of exactly 0.25 is not above band_threshold 0.25. */
+    c.substrate.band_threshold = 0.25;
+    REQUIRE(otc_es_points(&c.substrate, f, 0, 0, true, &p, &n) == OTC_OK);
+    CHECK(n == 0);
+    free(p);
+    /* division_threshold 0.05 > 0.046875 with initial_depth 1: only the four quadrants,
+     * each a leaf (variance 0) with band 0, so nothing. */
+    c.substrate.band_threshold = 0.2;
+    c.substrate.division_threshold = 0.05;
+    REQUIRE(otc_es_points(&c.substrate, f, 0, 0, true, &p, &n) == OTC_OK);
+    CHECK(n == 0);
+    free(p);
+    /* initial_depth 2 divides every quadrant anyway; the top-right group's variance is
+     * below 0.05, so depth 2 is the finest: the same two quarters. */
+    c.substrate.initial_depth = 2;
+    REQUIRE(otc_es_points(&c.substrate, f, 0, 0, true, &p, &n) == OTC_OK);
+    CHECK(n == 2 && p[0] == 0.75f && p[1] == 0.25f && p[3] == 0.25f && p[4] == 0.75f);
+    free(p);
+    otc_neat_flat_free(f);
+    otc_neat_genome_free(g);
+}
+
+/* The 2x1 -> 1x1 substrate (inputs (-0.5, 0) and (0.5, 0), output (0, 0)) an ES search with
+ * the thresholds above builds from quadrant_cppn(source). */
+static void es_substrate(int source, otc_substrate **s) {
+    const char *keys = ES_KEYS "input_grid = 2x1\noutput_grid = 1x1\ninitial_depth = 1\n"
+                               "maximum_depth = 3\ndivision_threshold = 0.01\n"
+                               "variance_threshold = 0.03\nband_threshold = 0.2\n";
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n", keys);
+    otc_neat_genome *g = quadrant_cppn(source);
+    paint(&c, g, s);
+    otc_neat_genome_free(g);
+}
+
+TEST(es_hyperneat_network_links_and_runs) {
+    /* Weight f(x1, y1) + f(x2, y2). Every input and the output weigh f = 0, so from each
+     * input, and into the output, the search finds the two quarters of the test above:
+     * h0 = (0.75, 0.25) and h1 = (0.25, 0.75), links of weight 0.25. From h0 the pattern is
+     * f + 0.25 (clamped at 1): the same two points, h0 -> h0 dropped (a loop), h0 -> h1 of
+     * weight 0.5; from h1, h1 -> h0 would be recurrent (h0 was found first) and is dropped. */
+    otc_substrate *s = NULL;
+    es_substrate(1, &s);
+    const otc_es_network *es = otc_substrate_es(s);
+    REQUIRE(es);
+    CHECK(es->n_inputs == 2 && es->n_outputs == 1 && es->n_hidden == 2);
+    CHECK(es->x[3] == 0.75f && es->y[3] == 0.25f && es->x[4] == 0.25f && es->y[4] == 0.75f);
+    CHECK(es->net->n_conns == 7);
+    const int want[7][2] = {{0, 3}, {0, 4}, {1, 3}, {1, 4}, {3, 4}, {3, 2}, {4, 2}};
+    const float ww[7] = {0.25f, 0.25f, 0.25f, 0.25f, 0.5f, 0.25f, 0.25f};
+    for (int k = 0; k < 7 && k < es->net->n_conns; k++) {
+        const otc_neat_conn *cn = otc_neat_genome_find_pair(es->net, want[k][0], want[k][1]);
+        CHECK_MSG(cn, "link %d -> %d", want[k][0], want[k][1]);
+        if (cn) CHECK_NEAR(cn->weight, ww[k], 1e-6);
+    }
+    /* Identity nodes, x = (1, 2): h0 = 0.25 * 3 = 0.75, h1 = 0.75 + 0.5 * 0.75 = 1.125,
+     * out = 0.25 * (0.75 + 1.125) = 0.46875. */
+    const float x[2] = {1.0f, 2.0f};
+    float y = 0;
+    REQUIRE(otc_substrate_forward(s, x, 1, &y) == OTC_OK);
+    CHECK_NEAR(y, 0.46875, 1e-6);
+    otc_graph *graph = NULL;
+    REQUIRE(otc_substrate_graph(s, 0, &graph) == OTC_OK);
+    CHECK(otc_graph_output_count(graph) == 1);
+    otc_graph_free(graph);
+    otc_substrate_free(s);
+}
+
+TEST(es_hyperneat_prunes_nodes_on_no_path) {
+    /* Weight f(x2, y2) + relu(min(-x1, y1)): from the inputs the search finds h0 and h1 as
+     * above, but into the output it finds the mirror points (-0.75, 0.25) and (-0.25, 0.75),
+     * which are no hidden nodes. No hidden node reaches the output: all are pruned. */
+    otc_substrate *s = NULL;
+    es_substrate(-1, &s);
+    const otc_es_network *es = otc_substrate_es(s);
+    REQUIRE(es);
+    CHECK(es->n_hidden == 0);
+    CHECK(es->net->n_conns == 0);
+    CHECK(es->net->n_nodes == 3);
+    const float x[2] = {1.0f, 2.0f};
+    float y = 1;
+    REQUIRE(otc_substrate_forward(s, x, 1, &y) == OTC_OK);
+    CHECK(y == 0.0f);
+    otc_substrate_free(s);
+}
+
+TEST(es_hyperneat_visual_same_on_1_and_2_threads) {
+    double best[2][4];
+    for (int t = 0; t < 2; t++) {
+        otc_neat_config c;
+        otc_neat_population *p = NULL;
+        run_example("visual_es.ini", "visual", 20, 4, t + 1, 5, &c, &p);
+        REQUIRE(p);
+        for (int gen = 0; gen < 4; gen++) best[t][gen] = otc_neat_stats(p, gen)->best_fitness;
+        otc_neat_population_free(p);
+    }
+    for (int gen = 0; gen < 4; gen++) CHECK(best[0][gen] == best[1][gen]);
+    printf("best fitness by generation: %.4f %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2],
+           best[0][3]);
+}
+
+/* ---- the retina task ----------------------------------------------------------------------- */
+
+TEST(retina_objects_match_the_papers_sets) {
+    /* Kashtan and Alon 2005's objects, drawn 2x2 (top row, bottom row; o lit). */
+    const char *left[8] = {"....", "...o", ".o.o", ".o..", ".ooo", "..o.", "oo.o", "o..."};
+    const char *right[8] = {"....", "o...", "o.o.", "..o.", "ooo.", ".o..", "o.oo", "...o"};
+    int n_left = 0, n_right = 0;
+    for (int nib = 0; nib < 16; nib++) {
+        char pic[5] = {0};
+        for (int k = 0; k < 4; k++) pic[k] = nib >> (3 - k) & 1 ? 'o' : '.';
+        bool in_left = false, in_right = false;
+        for (int i = 0; i < 8; i++) {
+            in_left |= !strcmp(pic, left[i]);
+            in_right |= !strcmp(pic, right[i]);
+        }
+        CHECK_MSG(otc_retina_left_object(nib) == in_left, "left %s", pic);
+        CHECK_MSG(otc_retina_right_object(nib) == in_right, "right %s", pic);
+        n_left += otc_retina_left_object(nib);
+        n_right += otc_retina_right_object(nib);
+    }
+    CHECK(n_left == 8 && n_right == 8);
+    int and_ = 0, or_ = 0;
+    for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
+        and_ += otc_retina_target(p, false);
+        or_ += otc_retina_target(p, true);
+    }
+    CHECK(and_ == 64); /* 8 x 8 */
+    CHECK(or_ == 192); /* 256 - 8 x 8 with neither */
+    /* Pattern 0x5A: left .o.o (right column), right o.o. (left column); the 4x2 grid row by
+     * row: top . o o . , bottom . o o . */
+    float px[8];
+    otc_retina_pixels(0x5A, px);
+    const float want[8] = {0, 1, 1, 0, 0, 1, 1, 0};
+    for (int k = 0; k < 8; k++) CHECK(px[k] == want[k]);
+    CHECK(otc_retina_target(0x5A, false));
+    CHECK(!otc_retina_target(0x5F, false) && otc_retina_target(0x5F, true));
+}
+
+TEST(retina_score_of_a_constant_substrate) {
+    /* All weights 0 and no biases: a logistic output of 0.5 on every pattern, on neither side
+     * of 0.5, so nothing is correct; E = 256 * 0.5 = 128, fitness = 1000 / (1 + 128^2). */
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
+                                  "input_grid = 4x2\noutput_grid = 1x1\nactivation = logistic\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    double fitness = 0;
+    int correct = -1;
+    REQUIRE(otc_retina_score(s, false, &fitness, &correct) == OTC_OK);
+    CHECK(correct == 0);
+    CHECK_NEAR(fitness, 1000.0 / (1.0 + 128.0 * 128.0), 1e-9);
+    /* Bias -10: ~0 everywhere, right for the 192 non-targets; E = 64 (1 - s(-10)) + 192 s(-10). */
+    otc_substrate_biases(s, 0)[0] = -10.0f;
+    REQUIRE(otc_retina_score(s, false, &fitness, &correct) == OTC_OK);
+    CHECK(correct == 192);
+    double sg = 1.0 / (1.0 + exp(10.0)), e = 64 * (1 - sg) + 192 * sg;
+    CHECK_NEAR(fitness, 1000.0 / (1.0 + e * e), 1e-4);
+    otc_substrate_free(s);
+}
+
+TEST(retina_evolution_improves) {
+    otc_neat_config c;
+    otc_neat_population *p = NULL;
+    run_example("retina.ini", "retina", 50, 30, 1, 1, &c, &p);
+    REQUIRE(p);
+    int n = otc_neat_stats_count(p);
+    double first = otc_neat_stats(p, 0)->best_fitness,
+           last = otc_neat_stats(p, n - 1)->best_fitness;
+    printf("best fitness: generation 0 %.4f, generation %d %.4f\n", first, n - 1, last);
+    CHECK(last > first);
+    otc_neat_population_free(p);
 }

@@ -27,6 +27,48 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file);
 /* The CPPN's layout: inputs x1 y1 x2 y2 [distance]; outputs weight [bias] [leo]. */
 int otc_substrate_cppn_inputs(const otc_neat_substrate *s);
 int otc_substrate_cppn_outputs(const otc_neat_substrate *s);
+/* One CPPN query row q (cppn_inputs floats) for the connection (x1, y1) -> (x2, y2). */
+void otc_substrate_cppn_row(const otc_neat_substrate *s, float *q, float x1, float y1, float x2,
+                            float y2);
+
+/* ES-HyperNEAT (Risi and Stanley 2012, evolvable_substrate = true): hidden nodes where the
+ * CPPN's weight pattern has information. From each input node (a, b), [-1, 1]^2 is divided
+ * into quarters breadth first: a square at depth d (the whole plane is depth 0) is divided
+ * when d < initial_depth, or when d < maximum_depth and the weights CPPN(a, b, x, y) at the
+ * centres of its parent's four quarters have a variance above division_threshold. Depth
+ * first from the top, a square whose leaves' weights vary by variance_threshold or more is
+ * looked into; any other square is a candidate, expressed as a connection (a, b) -> (x, y) of
+ * weight w max_weight (w the CPPN's weight output clamped to [-1, 1]; with LEO, only where
+ * the LEO output is > 0) when it lies in a band: max(min(dl, dr), min(dt, db)) >
+ * band_threshold, dl..db the differences between w and the weights one square's side to its
+ * left, right, top and bottom. Every expressed point becomes a hidden node. The search runs
+ * again from the hidden nodes found in the previous round, iteration_level times, and then
+ * into each output node, CPPN(x, y, a, b), keeping links from hidden nodes found. A link into a
+ * hidden node found no later than its source would be recurrent and is dropped; hidden nodes
+ * on no path from an input to an output are removed with their links. Weight thresholds do
+ * not apply. With bias_output, hidden and output biases are the bias output at (0, 0, x, y),
+ * clamped and scaled alike. */
+typedef struct {
+    int n_inputs, n_outputs, n_hidden; /* node ids: inputs, then outputs, then hidden */
+    float *x, *y;                      /* per node id */
+    /* The network as a feed-forward NEAT genome (no bias node; hidden nodes in the order
+     * found; every node of the substrate's activation, links in the order found), run and
+     * turned into a graph under the NEAT config with the grids' inputs and outputs. */
+    otc_neat_genome *net;
+} otc_es_network;
+
+/* in_xy and out_xy: (x, y) per input and output node. */
+otc_status otc_es_search(const otc_neat_substrate *sub, otc_neat_flat *cppn, const float *in_xy,
+                         int n_in, const float *out_xy, int n_out, otc_es_network *out);
+void otc_es_network_clear(otc_es_network *n);
+/* One search's expressed points from (a, b) (outgoing) or into it: (x, y, weight) triples in
+ * *xyw (free() it), *n of them, in the order found. For tests and pictures. */
+otc_status otc_es_points(const otc_neat_substrate *sub, otc_neat_flat *cppn, float a, float b,
+                         bool outgoing, float **xyw, int *n);
+/* n drawn at its nodes' coordinates ([-1, 1]^2, y down) as an SVG file, written whole. */
+otc_status otc_es_save_svg(const otc_es_network *n, const char *title, const char *path);
+/* The most links a search with these inputs and outputs can make (for the memory limit). */
+double otc_es_max_connections(const otc_neat_substrate *sub, int n_in, int n_out);
 
 /* A painted substrate: layer 0 the input grid, then the hidden grids, then the output grid,
  * every grid's sides multiplied by `scale` (the same CPPN queried at a finer resolution). Node
@@ -41,7 +83,7 @@ int otc_substrate_layers(const otc_substrate *s);          /* grids, input and o
 int otc_substrate_size(const otc_substrate *s, int layer); /* nodes of grid `layer` */
 void otc_substrate_coord(const otc_substrate *s, int layer, int node, float *x, float *y);
 /* The weights into layer + 1 [size(layer + 1), size(layer)], row-major, and the biases of
- * layer + 1: writable, for painting by hand. */
+ * layer + 1: writable, for painting by hand (NULL for an evolvable substrate). */
 float *otc_substrate_weights(otc_substrate *s, int layer);
 float *otc_substrate_biases(otc_substrate *s, int layer);
 
@@ -52,13 +94,23 @@ float *otc_substrate_biases(otc_substrate *s, int layer);
  * connection exists when the leo output is > 0 and its weight is w max_weight. With
  * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. */
 otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
+/* The substrate (at `scale`) the CPPN genome cppn paints, its program lowered into scratch
+ * (NULL: a program of its own). */
+otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                     int scale, otc_neat_flat *scratch, otc_substrate **out);
 /* x [batch, size(0)] -> y [batch, size(last)]: each layer act(W x + b). */
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
 
 otc_act otc_substrate_activation(const otc_substrate *s);
+/* An evolvable substrate (two layers: the input and output grids) runs the network its last
+ * paint found; this is that network (NULL for a layered substrate or before a paint). */
+const otc_es_network *otc_substrate_es(const otc_substrate *s);
+/* The NEAT config that network runs under (NULL for a layered substrate). */
+const otc_neat_config *otc_substrate_es_config(const otc_substrate *s);
 
 /* s as a graph: input "input" [batch, size(0)], per layer a matmul by layerN.weight
- * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output. */
+ * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output.
+ * An evolvable substrate's graph is its network's NEAT phenotype (input "x"). */
 otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out);
 /* The substrate the CPPN genome cppn paints (scale 1) as a graph: what otc evolve --out
  * saves for a [Substrate] config. */
@@ -72,5 +124,23 @@ otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_nea
  * fitness = 200 - mean d^2 (200 = the largest d^2 on the field); *hits = trials with d = 0. */
 #define OTC_VISUAL_TRIALS 75
 otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits);
+
+/* The left-and-right retina problem (Kashtan and Alon 2005, as Verbancsics and Stanley 2011
+ * use it for HyperNEAT-LEO): 8 pixels, a 2x2 block on the left and one on the right, as the
+ * 4x2 input grid (columns 0-1 left, 2-3 right; row 0 the top). Pattern p (0 to 255): the left
+ * block is p >> 4, the right p & 15, each a nibble of bits top-left (8), top-right (4),
+ * bottom-left (2), bottom-right (1). Eight nibbles are left objects, their mirror images
+ * right objects. */
+#define OTC_RETINA_PATTERNS 256
+bool otc_retina_left_object(int nibble);
+bool otc_retina_right_object(int nibble);
+/* Pattern p as the 8 inputs (1 lit, 0 dark), in the input grid's order. */
+void otc_retina_pixels(int p, float *px);
+/* The target for pattern p: left object AND right object (or OR with `any`). */
+bool otc_retina_target(int p, bool any);
+/* s (input 4x2, one output) on all 256 patterns: E = sum |y - target| (target 1 or 0),
+ * fitness = 1000 / (1 + E^2); *correct = patterns whose output is on the target's side of
+ * 0.5. */
+otc_status otc_retina_score(otc_substrate *s, bool any, double *fitness, int *correct);
 
 #endif

@@ -70,6 +70,10 @@ typedef struct {
 /* [Substrate] (otc, HyperNEAT): the genome is a CPPN that paints the weights of a layered
  * substrate of 2-D node grids (runtime/include/otc/hyperneat.h). */
 #define OTC_SUBSTRATE_MAX_HIDDEN 4
+/* ES-HyperNEAT's quadtree divisions (4^8 squares per search) and search rounds from hidden
+ * nodes, at most. */
+#define OTC_ES_MAX_DEPTH     8
+#define OTC_ES_MAX_ITERATION 8
 /* Connections a painted substrate may have (weights are floats: 64 MB). */
 #define OTC_SUBSTRATE_MAX_CONNECTIONS (1 << 24)
 typedef struct {
@@ -85,6 +89,11 @@ typedef struct {
     bool bias_output;    /* a CPPN output paints each substrate node's bias */
     bool distance_input; /* the CPPN's fifth input: the distance between the two points */
     otc_act activation;  /* of the substrate's hidden and output nodes */
+    /* ES-HyperNEAT (evolvable_substrate): the hidden nodes are placed by a quadtree search of
+     * the CPPN's weights (hyperneat.h, otc_es_search) instead of hidden_grids. */
+    bool evolvable;
+    int initial_depth, maximum_depth, iteration_level;
+    double division_threshold, variance_threshold, band_threshold;
 } otc_neat_substrate;
 
 typedef struct {

@@ -203,6 +203,14 @@ static const key_def keys[] = {
     {"Substrate", "bias_output", K_BOOL, OFF(substrate.bias_output), false, 0, 0},
     {"Substrate", "distance_input", K_BOOL, OFF(substrate.distance_input), false, 0, 0},
     {"Substrate", "activation", K_SUB_ACT, OFF(substrate.activation), false, 0, 0},
+    {"Substrate", "evolvable_substrate", K_BOOL, OFF(substrate.evolvable), false, 0, 0},
+    {"Substrate", "initial_depth", K_INT, OFF(substrate.initial_depth), false, 0, OTC_ES_MAX_DEPTH},
+    {"Substrate", "maximum_depth", K_INT, OFF(substrate.maximum_depth), false, 1, OTC_ES_MAX_DEPTH},
+    {"Substrate", "iteration_level", K_INT, OFF(substrate.iteration_level), false, 0,
+     OTC_ES_MAX_ITERATION},
+    {"Substrate", "division_threshold", K_DOUBLE, OFF(substrate.division_threshold), false, 0, 1},
+    {"Substrate", "variance_threshold", K_DOUBLE, OFF(substrate.variance_threshold), false, 0, 1},
+    {"Substrate", "band_threshold", K_DOUBLE, OFF(substrate.band_threshold), false, 0, 2},
 };
 #define N_KEYS (int)(sizeof keys / sizeof keys[0])
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
@@ -388,6 +396,12 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->substrate.weight_threshold = 0.2; /* Stanley, D'Ambrosio and Gauci 2009 */
     c->substrate.max_weight = 3.0;
     c->substrate.activation = OTC_ACT_IDENTITY;
+    c->substrate.initial_depth = 2;
+    c->substrate.maximum_depth = 3;
+    c->substrate.iteration_level = 1;
+    c->substrate.division_threshold = 0.03;
+    c->substrate.variance_threshold = 0.03;
+    c->substrate.band_threshold = 0.3;
     c->episodes = 1;
 }
 

@@ -274,6 +274,9 @@ otc_status otc_neat_exec_task_create(const char *program, const otc_neat_config 
 /* "visual" / "visual:N" (HyperNEAT's visual discrimination at N x N, N a multiple of 11). */
 otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *c,
                                        otc_neat_task **out);
+/* "retina", "retina:and", "retina:or" (the left-and-right retina problem, task_retina.c). */
+otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *c,
+                                       otc_neat_task **out);
 otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
                                     otc_neat_task **out);
 /* The csv task on sequences, [Task] sequence set (task_seq.c). */

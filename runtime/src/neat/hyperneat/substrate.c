@@ -27,6 +27,13 @@ struct otc_substrate {
     float *query, *answer; /* [QUERY_ROWS, cppn_in], [QUERY_ROWS, cppn_out] */
     float *act[2];         /* layer values while running, [batch, largest layer] */
     int act_rows;
+    /* Evolvable (ES-HyperNEAT): the node coordinates of the input and output grids, the
+     * network the last paint found, its config and its flat program. */
+    float *in_xy, *out_xy;
+    otc_es_network es;
+    bool es_found;
+    otc_neat_config es_cfg;
+    otc_neat_flat *es_flat;
 };
 
 bool otc_substrate_parse_grid(const char *text, otc_neat_grid *out) {
@@ -62,6 +69,15 @@ int otc_substrate_cppn_outputs(const otc_neat_substrate *s) {
     return 1 + s->bias_output + s->leo;
 }
 
+void otc_substrate_cppn_row(const otc_neat_substrate *s, float *q, float x1, float y1, float x2,
+                            float y2) {
+    q[0] = x1;
+    q[1] = y1;
+    q[2] = x2;
+    q[3] = y2;
+    if (s->distance_input) q[4] = sqrtf((x2 - x1) * (x2 - x1) + (y2 - y1) * (y2 - y1));
+}
+
 /* The grids of s in layer order. */
 static int grids(const otc_neat_substrate *s, otc_neat_grid *g) {
     int n = 0;
@@ -69,6 +85,21 @@ static int grids(const otc_neat_substrate *s, otc_neat_grid *g) {
     for (int i = 0; i < s->n_hidden; i++) g[n++] = s->hidden[i];
     g[n++] = s->output;
     return n;
+}
+
+/* ES-HyperNEAT's keys beyond each one's range (which the parser checks) and the connection
+ * limit (which the caller checks). */
+static otc_status check_evolvable(const otc_neat_substrate *s, const char *file) {
+    if (s->n_hidden)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Substrate] hidden_grids: an evolvable substrate places its hidden "
+                        "nodes itself (leave hidden_grids out or set it to none)",
+                        file);
+    if (s->initial_depth > s->maximum_depth)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Substrate] initial_depth: %d is deeper than maximum_depth %d", file,
+                        s->initial_depth, s->maximum_depth);
+    return OTC_OK;
 }
 
 otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
@@ -93,15 +124,82 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
                         "%s: [DefaultGenome] feed_forward: a [Substrate] CPPN must be a "
                         "feed-forward network (a function of its inputs)",
                         file);
-    otc_neat_grid g[MAX_LAYERS];
-    int n = grids(s, g);
     double conns = 0;
-    for (int l = 0; l + 1 < n; l++) conns += (double)g[l].nx * g[l].ny * g[l + 1].nx * g[l + 1].ny;
+    const char *why = "input_grid, hidden_grids, output_grid:";
+    if (s->evolvable) {
+        otc_status st = check_evolvable(s, file);
+        if (st != OTC_OK) return st;
+        conns = otc_es_max_connections(s, s->input.nx * s->input.ny, s->output.nx * s->output.ny);
+        why = "maximum_depth: with these grids a search may make";
+    } else {
+        otc_neat_grid g[MAX_LAYERS];
+        int n = grids(s, g);
+        for (int l = 0; l + 1 < n; l++)
+            conns += (double)g[l].nx * g[l].ny * g[l + 1].nx * g[l + 1].ny;
+    }
     if (conns > OTC_SUBSTRATE_MAX_CONNECTIONS)
         return otc_fail(OTC_ERR_CONFIG,
-                        "%s: [Substrate] input_grid, hidden_grids, output_grid: %.0f connections, "
-                        "more than the limit of %d",
-                        file, conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
+                        "%s: [Substrate] %s %.0f connections, more than the limit of %d", file, why,
+                        conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
+    return OTC_OK;
+}
+
+/* The coordinates of grid nx x ny's nodes, (x, y) per node. */
+static float *grid_xy(int nx, int ny) {
+    float *xy = malloc(sizeof(float) * 2 * (size_t)nx * (size_t)ny);
+    for (int r = 0; xy && r < ny; r++)
+        for (int col = 0; col < nx; col++) {
+            xy[2 * (r * nx + col)] = (float)(2 * col + 1) / (float)nx - 1.0f;
+            xy[2 * (r * nx + col) + 1] = (float)(2 * r + 1) / (float)ny - 1.0f;
+        }
+    return xy;
+}
+
+/* An evolvable substrate: the input and output grids (sides times scale) as two layers; the
+ * hidden nodes come with each paint. */
+static otc_status new_evolvable(const otc_neat_config *c, int scale, const otc_neat_grid *g, int n,
+                                otc_substrate **out) {
+    int nx[2] = {g[0].nx * scale, g[n - 1].nx * scale},
+        ny[2] = {g[0].ny * scale, g[n - 1].ny * scale};
+    for (int k = 0; k < 2; k++)
+        if (nx[k] > OTC_SUBSTRATE_MAX_SIDE || ny[k] > OTC_SUBSTRATE_MAX_SIDE)
+            return otc_fail(OTC_ERR_ARG, "substrate scale %d: a grid side over %d", scale,
+                            OTC_SUBSTRATE_MAX_SIDE);
+    double conns = otc_es_max_connections(&c->substrate, nx[0] * ny[0], nx[1] * ny[1]);
+    if (conns > OTC_SUBSTRATE_MAX_CONNECTIONS)
+        return otc_fail(OTC_ERR_ARG,
+                        "substrate scale %d: a search may make %.0f connections, "
+                        "more than %d",
+                        scale, conns, OTC_SUBSTRATE_MAX_CONNECTIONS);
+    otc_substrate *s = calloc(1, sizeof *s);
+    if (!s) return otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate");
+    s->n_layers = 2;
+    s->cfg = c->substrate;
+    s->alpha = otc_neat_act_alpha(c, c->substrate.activation);
+    s->cppn_in = otc_substrate_cppn_inputs(&c->substrate);
+    s->cppn_out = otc_substrate_cppn_outputs(&c->substrate);
+    for (int k = 0; k < 2; k++) {
+        s->nx[k] = nx[k];
+        s->ny[k] = ny[k];
+        s->size[k] = nx[k] * ny[k];
+    }
+    /* The found network is a NEAT genome of the grids' inputs and outputs. */
+    s->es_cfg = *c;
+    s->es_cfg.num_inputs = s->size[0];
+    s->es_cfg.num_outputs = s->size[1];
+    s->es_cfg.num_hidden = 0;
+    s->es_cfg.bias_node = false;
+    s->es_cfg.feed_forward = true;
+    s->es_cfg.ctrnn = false;
+    s->es_cfg.substrate.enabled = false;
+    s->in_xy = grid_xy(nx[0], ny[0]);
+    s->out_xy = grid_xy(nx[1], ny[1]);
+    s->es_flat = otc_neat_flat_new();
+    if (!s->in_xy || !s->out_xy || !s->es_flat) {
+        otc_substrate_free(s);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate");
+    }
+    *out = s;
     return OTC_OK;
 }
 
@@ -111,6 +209,7 @@ otc_status otc_substrate_new(const otc_neat_config *c, int scale, otc_substrate 
     if (!c->substrate.enabled) return otc_fail(OTC_ERR_CONFIG, "the config has no [Substrate]");
     otc_neat_grid g[MAX_LAYERS];
     int n = grids(&c->substrate, g);
+    if (c->substrate.evolvable) return new_evolvable(c, scale, g, n, out);
     double conns = 0;
     for (int l = 0; l < n; l++)
         if ((double)g[l].nx * scale > OTC_SUBSTRATE_MAX_SIDE ||
@@ -161,6 +260,10 @@ void otc_substrate_free(otc_substrate *s) {
     free(s->answer);
     free(s->act[0]);
     free(s->act[1]);
+    free(s->in_xy);
+    free(s->out_xy);
+    otc_es_network_clear(&s->es);
+    otc_neat_flat_free(s->es_flat);
     free(s);
 }
 
@@ -169,6 +272,12 @@ int otc_substrate_layers(const otc_substrate *s) {
 }
 otc_act otc_substrate_activation(const otc_substrate *s) {
     return s->cfg.activation;
+}
+const otc_es_network *otc_substrate_es(const otc_substrate *s) {
+    return s->es_found ? &s->es : NULL;
+}
+const otc_neat_config *otc_substrate_es_config(const otc_substrate *s) {
+    return s->cfg.evolvable ? &s->es_cfg : NULL;
 }
 int otc_substrate_size(const otc_substrate *s, int layer) {
     return s->size[layer];
@@ -203,12 +312,7 @@ static otc_status ask(otc_substrate *s, otc_neat_flat *cppn, int n) {
 }
 
 static void put_row(otc_substrate *s, int r, float x1, float y1, float x2, float y2) {
-    float *q = s->query + (size_t)r * (size_t)s->cppn_in;
-    q[0] = x1;
-    q[1] = y1;
-    q[2] = x2;
-    q[3] = y2;
-    if (s->cfg.distance_input) q[4] = sqrtf((x2 - x1) * (x2 - x1) + (y2 - y1) * (y2 - y1));
+    otc_substrate_cppn_row(&s->cfg, s->query + (size_t)r * (size_t)s->cppn_in, x1, y1, x2, y2);
 }
 
 /* Layer l + 1's weights: pairs in the weight matrix's order (target-major), QUERY_ROWS at a
@@ -256,6 +360,15 @@ static otc_status paint_biases(otc_substrate *s, otc_neat_flat *cppn, int l) {
 
 otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn) {
     if (!s || !cppn) return otc_fail(OTC_ERR_ARG, "otc_substrate_paint: NULL argument");
+    if (s->cfg.evolvable) {
+        otc_es_network_clear(&s->es);
+        s->es_found = false;
+        otc_status st =
+            otc_es_search(&s->cfg, cppn, s->in_xy, s->size[0], s->out_xy, s->size[1], &s->es);
+        if (st == OTC_OK) st = otc_neat_flat_build(s->es_flat, s->es.net, &s->es_cfg);
+        s->es_found = st == OTC_OK;
+        return st;
+    }
     for (int l = 0; l + 1 < s->n_layers; l++) {
         otc_status st = paint_weights(s, cppn, l);
         if (st == OTC_OK && s->cfg.bias_output) st = paint_biases(s, cppn, l);
@@ -264,9 +377,32 @@ otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn) {
     return OTC_OK;
 }
 
+otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                     int scale, otc_neat_flat *scratch, otc_substrate **out) {
+    if (!cppn || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_from_genome: NULL");
+    *out = NULL;
+    otc_neat_flat *f = scratch, *own = NULL;
+    if (!f && !(f = own = otc_neat_flat_new()))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a CPPN program");
+    otc_substrate *s = NULL;
+    otc_status st = otc_neat_flat_build(f, cppn, c);
+    if (st == OTC_OK) st = otc_substrate_new(c, scale, &s);
+    if (st == OTC_OK) st = otc_substrate_paint(s, f);
+    otc_neat_flat_free(own);
+    if (st != OTC_OK) {
+        otc_substrate_free(s);
+        return st;
+    }
+    *out = s;
+    return OTC_OK;
+}
+
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y) {
     if (!s || !x || !y || batch < 1)
         return otc_fail(OTC_ERR_ARG, "otc_substrate_forward: bad argument (batch %d)", batch);
+    if (s->cfg.evolvable)
+        return s->es_found ? otc_neat_flat_forward(s->es_flat, x, batch, y)
+                           : otc_fail(OTC_ERR_STATE, "otc_substrate_forward: not painted");
     int widest = 0;
     for (int l = 1; l < s->n_layers; l++)
         if (s->size[l] > widest) widest = s->size[l];

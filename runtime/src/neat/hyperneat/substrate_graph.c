@@ -15,6 +15,17 @@ static int act_op(otc_act act) {
 otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out) {
     if (!s || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_graph: NULL argument");
     *out = NULL;
+    const otc_es_network *es = otc_substrate_es(s);
+    if (otc_substrate_es_config(s)) {
+        if (!es) return otc_fail(OTC_ERR_STATE, "otc_substrate_graph: not painted");
+        otc_neat_phenotype *ph = NULL;
+        otc_status st = otc_neat_phenotype_build(es->net, otc_substrate_es_config(s), &ph);
+        if (st != OTC_OK) return st;
+        *out = ph->graph;
+        ph->graph = NULL;
+        otc_neat_phenotype_free(ph);
+        return OTC_OK;
+    }
     otc_act act = otc_substrate_activation(s);
     int op = act_op(act);
     if (op < 0)
@@ -60,15 +71,10 @@ otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out) {
 otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_neat_config *c,
                                       otc_graph **out) {
     if (!cppn || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_genome_graph: NULL");
-    otc_neat_flat *f = otc_neat_flat_new();
-    if (!f) return otc_fail(OTC_ERR_NOMEM, "out of memory for a CPPN program");
     otc_substrate *s = NULL;
-    otc_status st = otc_neat_flat_build(f, cppn, c);
-    if (st == OTC_OK) st = otc_substrate_new(c, 1, &s);
-    if (st == OTC_OK) st = otc_substrate_paint(s, f);
+    otc_status st = otc_substrate_from_genome(cppn, c, 1, NULL, &s);
     if (st == OTC_OK)
         st = otc_substrate_graph(s, otc_neat_act_alpha(c, c->substrate.activation), out);
     otc_substrate_free(s);
-    otc_neat_flat_free(f);
     return st;
 }

@@ -543,6 +543,8 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
                    : !strncmp(spec, "maze:", 5) ? otc_neat_maze_task_create(spec + 5, c, out)
                    : !strncmp(spec, "visual", 6) && (!spec[6] || spec[6] == ':')
                        ? otc_neat_visual_task_create(spec, c, out)
+                   : !strncmp(spec, "retina", 6) && (!spec[6] || spec[6] == ':')
+                       ? otc_neat_retina_task_create(spec, c, out)
                        : builtin_task_create(spec, c, out);
     if (s == OTC_OK && c->selection == OTC_NEAT_SELECT_NOVELTY && (*out)->n_bc == 0) {
         s = otc_fail(OTC_ERR_CONFIG,
@@ -622,12 +624,13 @@ static otc_status builtin_task_create(const char *spec, const otc_neat_config *c
     } else {
         /* An environment otc does not simulate (neat-python's lunar-lander example runs
          * Gymnasium's LunarLander) can drive evolution as an external program. */
-        s = otc_fail(OTC_ERR_ARG,
-                     "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
-                     "dpv, dpnv, maze:medium, maze:hard, visual, visual:N, csv:FILE or "
-                     "exec:PROGRAM; an environment otc does not have, "
-                     "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
-                     spec);
+        s = otc_fail(
+            OTC_ERR_ARG,
+            "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
+            "dpv, dpnv, maze:medium, maze:hard, visual, visual:N, retina, retina:or, csv:FILE or "
+            "exec:PROGRAM; an environment otc does not have, "
+            "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
+            spec);
     }
     if (s != OTC_OK) {
         free(t);

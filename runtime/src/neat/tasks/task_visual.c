@@ -85,17 +85,12 @@ static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_conf
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
     (void)seed;
     int scale = (int)(intptr_t)task->ctx;
-    otc_neat_flat *f = otc_neat_eval_scratch(), *own = NULL;
-    if (!f && !(f = own = otc_neat_flat_new())) return OTC_ERR_NOMEM;
     otc_substrate *s = NULL;
-    otc_status st = otc_neat_flat_build(f, g, c);
-    if (st == OTC_OK) st = otc_substrate_new(c, scale, &s);
-    if (st == OTC_OK) st = otc_substrate_paint(s, f);
+    otc_status st = otc_substrate_from_genome(g, c, scale, otc_neat_eval_scratch(), &s);
     double fitness = 0;
     int hits = 0;
     if (st == OTC_OK) st = otc_visual_score(s, &fitness, &hits);
     otc_substrate_free(s);
-    otc_neat_flat_free(own);
     if (st != OTC_OK) return st;
     out->fitness = fitness;
     out->solved = hits == OTC_VISUAL_TRIALS;

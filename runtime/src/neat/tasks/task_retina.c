@@ -1,0 +1,111 @@
+/* The left-and-right retina problem (Kashtan and Alon 2005; Verbancsics and Stanley 2011's
+ * HyperNEAT-LEO task): is there an object on the left AND on the right of an 8-pixel retina,
+ * answered by the substrate a CPPN genome paints. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "neat_internal.h"
+#include "otc/hyperneat.h"
+
+/* Nibble bits: top-left 8, top-right 4, bottom-left 2, bottom-right 1. The left objects: the
+ * empty block, each single pixel, the right column, and the two L shapes that hold the right
+ * column; the right objects are their mirror images. */
+#define LEFT_OBJECTS                                                                               \
+    ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 5) | (1u << 7) | (1u << 8) | (1u << 13))
+#define RIGHT_OBJECTS                                                                              \
+    ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 4) | (1u << 8) | (1u << 10) | (1u << 11) |         \
+     (1u << 14))
+#define GRID_X 4
+#define GRID_Y 2
+
+bool otc_retina_left_object(int nibble) {
+    return nibble >= 0 && nibble < 16 && (LEFT_OBJECTS >> nibble & 1u);
+}
+
+bool otc_retina_right_object(int nibble) {
+    return nibble >= 0 && nibble < 16 && (RIGHT_OBJECTS >> nibble & 1u);
+}
+
+void otc_retina_pixels(int p, float *px) {
+    for (int side = 0; side < 2; side++) {
+        int nib = side ? p & 15 : p >> 4 & 15;
+        for (int k = 0; k < 4; k++) /* k: top-left, top-right, bottom-left, bottom-right */
+            px[(k / 2) * GRID_X + 2 * side + k % 2] = (float)(nib >> (3 - k) & 1);
+    }
+}
+
+bool otc_retina_target(int p, bool any) {
+    bool l = otc_retina_left_object(p >> 4 & 15), r = otc_retina_right_object(p & 15);
+    return any ? l || r : l && r;
+}
+
+otc_status otc_retina_score(otc_substrate *s, bool any, double *fitness, int *correct) {
+    if (!s || !fitness || !correct) return otc_fail(OTC_ERR_ARG, "otc_retina_score: NULL");
+    int last = otc_substrate_layers(s) - 1;
+    if (otc_substrate_size(s, 0) != GRID_X * GRID_Y || otc_substrate_size(s, last) != 1)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "task retina: the substrate needs 8 inputs and 1 output (it has %d and %d)",
+                        otc_substrate_size(s, 0), otc_substrate_size(s, last));
+    float x[OTC_RETINA_PATTERNS * GRID_X * GRID_Y], y[OTC_RETINA_PATTERNS];
+    for (int p = 0; p < OTC_RETINA_PATTERNS; p++) otc_retina_pixels(p, x + p * GRID_X * GRID_Y);
+    otc_status st = otc_substrate_forward(s, x, OTC_RETINA_PATTERNS, y);
+    if (st != OTC_OK) return st;
+    double e = 0;
+    int ok = 0;
+    for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
+        bool t = otc_retina_target(p, any);
+        /* A NaN output is as wrong as can be: a full error, on neither side. */
+        e += isnan(y[p]) ? 1.0 : fabs((double)y[p] - t);
+        ok += t ? y[p] > 0.5f : y[p] < 0.5f;
+    }
+    *fitness = isfinite(e) ? 1000.0 / (1.0 + e * e) : 0.0;
+    *correct = ok;
+    return OTC_OK;
+}
+
+static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_config *c,
+                                  otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
+    (void)seed;
+    otc_substrate *s = NULL;
+    otc_status st = otc_substrate_from_genome(g, c, 1, otc_neat_eval_scratch(), &s);
+    double fitness = 0;
+    int correct = 0;
+    if (st == OTC_OK) st = otc_retina_score(s, task->ctx != NULL, &fitness, &correct);
+    otc_substrate_free(s);
+    if (st != OTC_OK) return st;
+    out->fitness = fitness;
+    out->solved = correct == OTC_RETINA_PATTERNS;
+    return OTC_OK;
+}
+
+otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *c,
+                                       otc_neat_task **out) {
+    bool any = !strcmp(spec, "retina:or");
+    if (!any && strcmp(spec, "retina") && strcmp(spec, "retina:and"))
+        return otc_fail(OTC_ERR_ARG, "task %s: retina, retina:and or retina:or", spec);
+    const otc_neat_substrate *sub = &c->substrate;
+    if (!sub->enabled)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "task %s: the config has no [Substrate] section (the genome is a CPPN "
+                        "painting a substrate from a 4x2 input grid to a 1x1 output)",
+                        spec);
+    const char *bad = sub->input.nx != GRID_X || sub->input.ny != GRID_Y ? "input_grid"
+                      : sub->output.nx != 1 || sub->output.ny != 1       ? "output_grid"
+                                                                         : NULL;
+    if (bad)
+        return otc_fail(OTC_ERR_CONFIG, "[Substrate] %s: task %s needs %s", bad, spec,
+                        *bad == 'i' ? "4x2 (the two 2x2 halves of the retina)" : "1x1");
+    otc_neat_task *t = calloc(1, sizeof *t);
+    if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
+    snprintf(t->name, sizeof t->name, "%s", spec);
+    t->evaluate = retina_evaluate;
+    t->needs_feed_forward = true;
+    t->ctx = any ? (void *)t : NULL;
+    t->n_inputs = c->num_inputs;
+    t->n_outputs = c->num_outputs;
+    *out = t;
+    return OTC_OK;
+}
