@@ -202,6 +202,17 @@ static otc_status op_exp(ox_ctx *x) {
 static otc_status op_log(ox_ctx *x) {
     return act(x, OTC_OP_LOG, 0);
 }
+/* Pow(x, e) for a constant exponent otc has as an activation: 1, 2 (square), 3 (cube). */
+static otc_status op_pow(ox_ctx *x) {
+    ox_value *v, *e;
+    TRY(node_in(x, &v));
+    TRY(ox_need(x, 1, &e));
+    double k = e->c && e->c->n == 1 ? ox_const_get(e->c, 0) : 0.5;
+    if (k == 1) return ox_set_node(x, 0, v->id);
+    if (k == 2 || k == 3) return act(x, k == 2 ? OTC_OP_SQUARE : OTC_OP_CUBE, 0);
+    return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                   "the exponent must be the constant 1, 2 or 3 (otc's square and cube)");
+}
 static otc_status op_leaky(ox_ctx *x) {
     float a;
     TRY(ox_attr_float(x, "alpha", 0.01f, &a));
@@ -994,6 +1005,7 @@ static const struct {
     {"Exp", op_exp},
     {"Log", op_log},
     {"Abs", op_abs},
+    {"Pow", op_pow},
     {"Neg", op_neg},
     {"Softmax", op_softmax},
     {"LogSoftmax", op_log_softmax},
@@ -1017,7 +1029,8 @@ static const struct {
 
 const char ox_supported_ops[] =
     "Add, Sub, Mul, Div, Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, HardSwish, Tanh, "
-    "Softplus, Clip, Exp, Log, Abs, Neg, Softmax, LogSoftmax, Identity, Dropout, Constant, "
+    "Softplus, Clip, Exp, Log, Abs, Pow (by 1, 2 or 3), Neg, Softmax, LogSoftmax, Identity, "
+    "Dropout, Constant, "
     "ConstantOfShape, Shape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, "
     "Split, Slice, Gather, Expand, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, "
     "GlobalAveragePool, "
