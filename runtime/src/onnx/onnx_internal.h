@@ -57,6 +57,7 @@ typedef struct {
                       layers' nodes, n_stack of them, indexed by a later Gather; or NULL */
     int n_stack;
     bool delay; /* a graph input "state_in:K" read back as the Delay its "state_out:K" feeds */
+    bool graph_output; /* named among the graph's outputs (set by ox_match_graph) */
 } ox_value;
 
 /* What the nodes of otc's own exports are read back as (onnx_match.c). */
@@ -84,7 +85,8 @@ typedef struct {
     int64_t batch; /* the graph inputs' leading dimension in the file (-1 symbolic) */
     const Onnx__GraphProto *gp;
     ox_match *match; /* per node of gp, or NULL */
-    int *scratch;
+    int *scratch;    /* the best match's nodes */
+    int *count;      /* per value: its reads within a match (zero between matches) */
 } ox_ctx;
 
 /* Fails with "label: node 'name' (#i, Op, opset N): message"; status is returned. */

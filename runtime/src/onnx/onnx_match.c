@@ -340,31 +340,35 @@ bool ox_match_only(const char *op_type) {
 
 /* ---- the whole graph ---- */
 
-static bool is_graph_output(const ox_ctx *x, const char *name) {
-    for (size_t k = 0; k < x->gp->n_output; k++)
-        if (x->gp->output[k]->name && !strcmp(x->gp->output[k]->name, name)) return true;
-    return false;
-}
-
-/* Every value the covered nodes other than root compute is read only by covered nodes. */
+/* Every value the covered nodes other than root compute is read only by covered nodes (its
+ * reads counted in x->count, indexed by value, left zeroed). */
 static bool self_contained(const matcher *m, int root) {
     const Onnx__GraphProto *gp = m->x->gp;
-    for (int i = 0; i < m->n; i++) {
-        if (m->cover[i] == root) continue;
-        const Onnx__NodeProto *nd = gp->node[m->cover[i]];
-        for (size_t o = 0; o < nd->n_output; o++) {
-            const char *name = nd->output[o];
-            if (!name[0]) continue;
-            int v = ox_find_value(m->x, name), uses = 0;
-            if (v < 0 || is_graph_output(m->x, name)) return false;
-            for (int j = 0; j < m->n; j++) {
-                const Onnx__NodeProto *user = gp->node[m->cover[j]];
-                for (size_t k = 0; k < user->n_input; k++) uses += !strcmp(user->input[k], name);
-            }
-            if (uses != m->x->vals[v].uses) return false;
+    int *count = m->x->count;
+    for (int j = 0; j < m->n; j++) {
+        const Onnx__NodeProto *user = gp->node[m->cover[j]];
+        for (size_t k = 0; k < user->n_input; k++) {
+            int v = in_val(m->x, user, k);
+            if (v >= 0) count[v]++;
         }
     }
-    return true;
+    bool ok = true;
+    for (int i = 0; ok && i < m->n; i++) {
+        const Onnx__NodeProto *nd = gp->node[m->cover[i]];
+        for (size_t o = 0; ok && m->cover[i] != root && o < nd->n_output; o++) {
+            if (!nd->output[o][0]) continue;
+            int v = ox_find_value(m->x, nd->output[o]);
+            ok = v >= 0 && !m->x->vals[v].graph_output && count[v] == m->x->vals[v].uses;
+        }
+    }
+    for (int j = 0; j < m->n; j++) {
+        const Onnx__NodeProto *user = gp->node[m->cover[j]];
+        for (size_t k = 0; k < user->n_input; k++) {
+            int v = in_val(m->x, user, k);
+            if (v >= 0) count[v] = 0;
+        }
+    }
+    return ok;
 }
 
 static void match_free(ox_match *m) {
@@ -417,9 +421,14 @@ otc_status ox_match_graph(ox_ctx *x, const int *order) {
     matcher *m = malloc(sizeof *m);
     x->match = calloc((size_t)n + 1, sizeof *x->match);
     x->scratch = malloc(MAX_COVER * sizeof *x->scratch);
-    if (!m || !x->match || !x->scratch) {
+    x->count = calloc((size_t)x->n_vals + 1, sizeof *x->count);
+    if (!m || !x->match || !x->scratch || !x->count) {
         free(m);
         return ox_fail(x, OTC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < x->gp->n_output; k++) {
+        int v = x->gp->output[k]->name ? ox_find_value(x, x->gp->output[k]->name) : -1;
+        if (v >= 0) x->vals[v].graph_output = true;
     }
     /* from the outputs back, so the largest pattern takes its nodes first */
     for (int i = n - 1; i >= 0; i--) {
@@ -442,8 +451,10 @@ void ox_match_free(ox_ctx *x) {
         for (size_t i = 0; i < x->gp->n_node; i++) match_free(&x->match[i]);
     free(x->match);
     free(x->scratch);
+    free(x->count);
     x->match = NULL;
     x->scratch = NULL;
+    x->count = NULL;
 }
 
 /* A graph value the rebuilt node reads (a source, the activation's argument). */
