@@ -342,13 +342,14 @@ TEST(onnx_hostile_export_patterns) {
     b.node[0].op_type = "Pow";
     expect(&b, OTC_ERR_UNSUPPORTED, "Pow, opset 13): the exponent must be the constant 1, 2 or 3",
            NULL);
-    /* with a scalar exponent 2, x squared; Max(x, 0) is relu's tree (the op spec's), so relu */
-    const char *ops[] = {"Pow", "Max"};
+    /* with a scalar exponent 2, x squared; Sin(x) alone is sin's tree (the op spec's), so sin */
+    const char *ops[] = {"Pow", "Sin"};
     const float k[] = {2, 0};
-    const otc_op want[] = {OTC_OP_SQUARE, OTC_OP_RELU};
+    const otc_op want[] = {OTC_OP_SQUARE, OTC_OP_SIN};
     for (int i = 0; i < 2; i++) {
         base(&b);
         b.node[0].op_type = (char *)ops[i];
+        b.node[0].n_input = i == 0 ? 2 : 1;
         b.w.n_dims = 0;
         b.w.n_float_data = 1;
         b.wdata[0] = k[i];
