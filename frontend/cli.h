@@ -82,6 +82,14 @@ int otc_cli_error_file(const char *cmd, const char *path);
  * OTC_EXIT_USAGE (0 on success). */
 int otc_cli_load_model(const char *cmd, const char *path, otc_graph **out);
 
+/* --train-only PREFIXES: freezes every trainable parameter whose name starts with none of the
+ * comma-separated prefixes (fine-tuning a part of a model, e.g. its classifier). A prefix that
+ * names no trainable parameter is an error naming it and the parameters there are (exit 2);
+ * NULL spec leaves the model as it is. frozen (otc_graph_size(g) flags, or NULL) tells which
+ * parameters it froze, for the caller to thaw before saving. 0 on success. */
+int otc_cli_train_only(const char *cmd, const char *model, otc_graph *g, const char *spec,
+                       bool *frozen);
+
 /* Refuses before any executor is built (error naming the model, exit 2) when the model's
  * values at `batch` rows, `copies` times over, exceed the memory limit (otc/limits.h); `jit`
  * counts the batch rounded up to whole vectors, as the JIT lays it out. 0 when it fits. */

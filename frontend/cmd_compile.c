@@ -126,7 +126,8 @@ static int compile_int8(const char *model, const char *name, const char *dir, co
 
 int otc_cmd_compile(int argc, char **argv) {
     const char *emit_c = NULL, *name = NULL, *loss = "mse", *optim = "adam", *fuse = NULL,
-               *plan_dot = NULL, *quantize = NULL, *calibrate = NULL, *drop = NULL;
+               *plan_dot = NULL, *quantize = NULL, *calibrate = NULL, *drop = NULL,
+               *train_only = NULL;
     const char *emit_ll = NULL, *emit_s = NULL, *emit_obj = NULL, *target = NULL; /* LLVM */
     int batch = 0, bptt = 0;
     bool dynamic = false, train = false, nesterov = false, verbose = false;
@@ -148,6 +149,9 @@ int otc_cmd_compile(int argc, char **argv) {
          "them and each step's inputs; outputs: the state after them)"},
         {"--loss", OTC_OPT_STRING, &loss,
          "mse|bce|softmax_ce: the training loss over the outputs (default mse)"},
+        {"--train-only", OTC_OPT_STRING, &train_only,
+         "PREFIXES: train only the parameters whose names start with one of these "
+         "(comma-separated, e.g. fc.); the others are frozen in the emitted step"},
         {"--optim", OTC_OPT_STRING, &optim, "sgd|adam|adamw: the optimiser (default adam)"},
         {"--lr", OTC_OPT_FLOAT, &lr, "X: default learning rate (NAME_LR; train_step takes lr)"},
         {"--momentum", OTC_OPT_FLOAT, &momentum, "X: SGD momentum (default 0)"},
@@ -303,6 +307,11 @@ int otc_cmd_compile(int argc, char **argv) {
                       : otc_cli_needs_recurrent("compile", pos[0], "--bptt");
         otc_graph_free(g);
         return rc;
+    }
+    if (train_only &&
+        (!train || (rc = otc_cli_train_only("compile", pos[0], g, train_only, NULL)))) {
+        otc_graph_free(g);
+        return rc ? rc : otc_cli_error("compile", "--train-only goes with --train");
     }
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
     if (!st && train && recurrent) {

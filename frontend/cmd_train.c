@@ -419,7 +419,7 @@ static double jit_compile_ms(const otc_executor *ex) {
 
 int otc_cmd_train(int argc, char **argv) {
     const char *data = NULL, *target = NULL, *features = NULL, *out = NULL, *plot = NULL;
-    const char *optimizer = "adam", *loss = "auto", *sequence = NULL;
+    const char *optimizer = "adam", *loss = "auto", *sequence = NULL, *train_only = NULL;
     int epochs = 20, batch = 32, bptt = 0; /* not given: whole sequences */
     double lr = 0.01, val_split = 0.2;
     uint64_t seed = 1;
@@ -446,6 +446,9 @@ int otc_cmd_train(int argc, char **argv) {
         {"--loss", OTC_OPT_STRING, &loss,
          "auto|mse|bce|ce: the loss (default auto: ce for class indices, bce for a sigmoid "
          "output, else mse)"},
+        {"--train-only", OTC_OPT_STRING, &train_only,
+         "PREFIXES: train only the parameters whose names start with one of these "
+         "(comma-separated, e.g. fc.); the others stay as they are"},
         {"--seed", OTC_OPT_U64, &seed, "N: seeds the split and the shuffling (default 1)"},
         {"--val-split", OTC_OPT_FLOAT, &val_split,
          "F: fraction of rows held out for validation (default 0.2; 0 for none)"},
@@ -499,6 +502,7 @@ int otc_cmd_train(int argc, char **argv) {
     otc_optimizer *opt = NULL;
     otc_dataloader *dl = NULL;
     otc_plot *pl = NULL;
+    bool *frozen = NULL;
     char sm[512];
     otc_cli_printable(pos[0], sm, sizeof sm);
     if ((rc = otc_cli_load_model("train", pos[0], &t.g))) goto done;
@@ -556,6 +560,11 @@ int otc_cmd_train(int argc, char **argv) {
         goto done;
     }
     int n_orig = otc_graph_size(t.g);
+    if (train_only && !(frozen = calloc((size_t)n_orig, sizeof *frozen))) {
+        rc = otc_cli_error("train", "out of memory");
+        goto done;
+    }
+    if ((rc = otc_cli_train_only("train", pos[0], t.g, train_only, frozen))) goto done;
     char out_name[128];
     if ((rc = pick_prediction(&t, sm, out_name, sizeof out_name))) goto done;
     size_t trainable = 0;
@@ -765,6 +774,9 @@ int otc_cmd_train(int argc, char **argv) {
                    .val_acc = has_val ? val_acc : NAN,
                    .seed = seed,
                    .kind = t.kind};
+    /* --train-only froze parameters for this run only: the saved model trains as before */
+    for (otc_id id = 0; frozen && id < n_orig; id++)
+        if (frozen[id]) otc_graph_set_trainable(t.g, id, true);
     if (otc_graph_truncate(t.g, n_orig) != OTC_OK || store_facts(t.g, &f) != OTC_OK ||
         (had_header && otc_cli_record_columns(t.g, d->feature_names, d->n_features, d->target_names,
                                               d->n_targets) != OTC_OK)) {
@@ -785,6 +797,7 @@ int otc_cmd_train(int argc, char **argv) {
     rc = OTC_EXIT_OK;
 done:
     (void)jit;
+    free(frozen);
     free(t.gathered);
     otc_plot_free(pl);
     otc_dataloader_free(dl);

@@ -55,9 +55,18 @@ cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DOTC_MODEL=dpnv -DOTC_MODEL_UPP
   -I dpnv_c "$ex/deploy/pole_balancer.c" dpnv_c/dpnv.c -lm -o pole_balancer
 show ./pole_balancer 100000
 
-step "8. interop and microcontrollers: a PyTorch model in through ONNX, the evolved net out, int8 C"
-show "$otc" import "$root/tests/onnx/lenet_bn.onnx" -o torch_lenet.otm
-show "$otc" compile torch_lenet.otm --emit-c torch_lenet_c --name torch_lenet --train
+step "8. interop: a PyTorch LeNet in through ONNX, its classifier fine-tuned on an aarch64 device (qemu); the evolved net out; int8 C"
+show /usr/bin/python3 "$ex/onnx_finetune/train_lenet.py" "$fm" torch_lenet.onnx 3000
+show "$otc" import torch_lenet.onnx -o torch_lenet.otm
+show "$otc" compile torch_lenet.otm --emit-c lenet_c --name lenet --train --train-only fc \
+  --loss softmax_ce --lr 0.001
+mkdir -p fm_raw # the device reads plain IDX files
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  gzip -dc "$fm/$f.gz" > "fm_raw/$f"
+done
+show aarch64-linux-gnu-gcc -std=c99 -O2 -static -I lenet_c "$ex/onnx_finetune/finetune.c" \
+  lenet_c/lenet.c -lm -o finetune_aarch64
+show qemu-aarch64 ./finetune_aarch64 fm_raw --steps 100 --from 3000 --test 1000
 show "$otc" export xor.otm -o xor.onnx
 show "$otc" compile iris.otm --emit-c iris_int8 --name iris_q --quantize int8 \
   --calibrate "$ex/data/iris.csv" --drop species
@@ -68,4 +77,4 @@ show "$otc" bench circle.otm --batch 256 --train --export circle.json
 show /usr/bin/python3 "$root/bench/torch_compare.py" circle.json
 show "$otc" bench --random 100 --connections 300 --seed 1 --batch 1
 
-printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/, dpnv_c/, torch_lenet_c/, iris_int8/, xor.onnx\n' "$out"
+printf '\nwrote %s: xor.otm circle.otm iris.otm fashion.otm, circle.svg circle_fitness.svg iris_loss.svg, iris_c/, dpnv_c/, lenet_c/, finetune_aarch64, iris_int8/, xor.onnx\n' "$out"

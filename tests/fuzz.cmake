@@ -88,7 +88,9 @@ add_test(NAME fuzz_neat_checkpoint_bounded
 set_tests_properties(fuzz_neat_checkpoint_bounded PROPERTIES FIXTURES_REQUIRED otc_neat_ck_seeds
                                                              TIMEOUT 300)
 
-# ONNX models: seeds are the PyTorch fixtures (tests/onnx/*.onnx, read only).
+# ONNX models: seeds are the PyTorch fixtures and three of otc's own exports (every
+# activation's nodes, NEAT neurons of a CTRNN, a neuron loop's state pairs: what the importer
+# matches back, onnx_match.c) (tests/onnx/*.onnx, read only).
 set(onnx_corpus ${fuzz_dir}/onnx_corpus)
 file(MAKE_DIRECTORY ${onnx_corpus})
 add_test(NAME fuzz_onnx_bounded

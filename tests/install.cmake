@@ -28,3 +28,12 @@ if(OTC_INSTALL_BASH)
                    ${PROJECT_SOURCE_DIR} ${CMAKE_COMMAND} ${CMAKE_CURRENT_BINARY_DIR}/subproject)
   set_tests_properties(subproject_configure PROPERTIES TIMEOUT 300)
 endif()
+# libotc.so exports its public API only (runtime/libotc.map): no onnx__* of the generated
+# protobuf code, no private helper.
+if(TARGET otc_shared)
+  add_test(NAME libotc_exports_only_api
+           COMMAND sh -c "command -v nm > /dev/null || exit 77; nm -D --defined-only \"$0\" | \
+awk '$3 == \"otc_onnx_import\" { api = 1 } $3 !~ /^otc_/ { print; bad = 1 } END { exit bad || !api }'"
+                   $<TARGET_FILE:otc_shared>)
+  set_tests_properties(libotc_exports_only_api PROPERTIES SKIP_RETURN_CODE 77)
+endif()

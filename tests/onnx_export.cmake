@@ -23,3 +23,22 @@ if(TARGET otc_cli AND OTC_EXPORT_BASH)
                      $<TARGET_FILE:otc_cli> $<TARGET_FILE:make_export_models> ${case})
   endforeach()
 endif()
+
+# Export then import (tests/onnx_export/roundtrip.c): the export models, neat-python's
+# feedforward, recurrent and CTRNN fixtures and the shipped double-pole champion come back as
+# the same Neurons, activations and Delays and compute the same outputs on the interpreter.
+if(TARGET otc_cli)
+  add_executable(onnx_roundtrip ${CMAKE_CURRENT_SOURCE_DIR}/onnx_export/roundtrip.c)
+  target_link_libraries(onnx_roundtrip PRIVATE otc)
+  set(rt ${CMAKE_CURRENT_BINARY_DIR}/onnx_roundtrip_models)
+  set(np ${CMAKE_CURRENT_SOURCE_DIR}/neat_python)
+  add_test(NAME onnx_export_roundtrip
+           COMMAND sh -c "mkdir -p '${rt}' && \"$0\" '${rt}' && exec \"$1\" \
+'${rt}/elementwise.otm' '${rt}/neurons.otm' '${rt}/structural.otm' '${rt}/cnn.otm' \
+'${rt}/rnn.otm' '${rt}/lstm.otm' '${rt}/gru.otm' '${rt}/neuron_loop.otm' '${rt}/taken_names.otm' \
+'${np}/feedforward_101_000.json' '${np}/feedforward_101_013.json' '${np}/feedforward_101_027.json' \
+'${np}/recurrent_101_000.json' '${np}/recurrent_101_013.json' '${np}/recurrent_101_027.json' \
+'${np}/ctrnn_101_000.json' '${np}/ctrnn_101_013.json' '${np}/ctrnn_101_027.json' \
+'${PROJECT_SOURCE_DIR}/examples/deploy/dpnv_champion.otm'"
+                   $<TARGET_FILE:make_export_models> $<TARGET_FILE:onnx_roundtrip>)
+endif()

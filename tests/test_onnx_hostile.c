@@ -328,3 +328,38 @@ TEST(onnx_hostile_external_data) {
     unlink(path);
     rmdir(dir);
 }
+
+/* Ops read only inside otc's own activations (onnx_match.c), and Pow by a constant. */
+TEST(onnx_hostile_export_patterns) {
+    model b;
+    otc_graph *g = NULL;
+    char msg[1024];
+    base(&b);
+    b.node[0].op_type = "Greater";
+    expect(&b, OTC_ERR_UNSUPPORTED, "Greater, opset 13): read only as part of an activation",
+           "no Greater op of its own");
+    base(&b);
+    b.node[0].op_type = "Pow";
+    expect(&b, OTC_ERR_UNSUPPORTED, "Pow, opset 13): the exponent must be the constant 1, 2 or 3",
+           NULL);
+    /* with a scalar exponent 2, x squared; Sin(x) alone is sin's tree (the op spec's), so sin */
+    const char *ops[] = {"Pow", "Sin"};
+    const float k[] = {2, 0};
+    const otc_op want[] = {OTC_OP_SQUARE, OTC_OP_SIN};
+    for (int i = 0; i < 2; i++) {
+        base(&b);
+        b.node[0].op_type = (char *)ops[i];
+        b.node[0].n_input = i == 0 ? 2 : 1;
+        b.w.n_dims = 0;
+        b.w.n_float_data = 1;
+        b.wdata[0] = k[i];
+        otc_status st = import(&b, NULL, msg, sizeof msg, &g);
+        CHECK_MSG(st == OTC_OK, "%s: %s", ops[i], msg);
+        if (g) {
+            const otc_node *y = otc_graph_node(g, otc_graph_output(g, 0));
+            CHECK_MSG(y->op == want[i], "%s read as %s", ops[i], otc_op_get(y->op)->name);
+        }
+        otc_graph_free(g);
+        g = NULL;
+    }
+}

@@ -71,6 +71,10 @@ static otc_status add_value(ox_ctx *x, const char *name, const char *what, int *
     return OTC_OK;
 }
 
+int ox_find_value(const ox_ctx *x, const char *name) {
+    return find_value(x, name);
+}
+
 ox_value *ox_in(ox_ctx *x, int i) {
     if (i < 0 || (size_t)i >= x->node->n_input || !x->node->input[i][0]) return NULL;
     int k = find_value(x, x->node->input[i]);
@@ -250,6 +254,21 @@ static otc_status check_opset(ox_ctx *x, const Onnx__ModelProto *m) {
     return OTC_OK;
 }
 
+/* otc's export writes each Delay D as an input "state_in:D" and an output "state_out:D" (the
+ * caller carries the state): such a pair is read back as the Delay. K of "state_in:K" when the
+ * graph also outputs "state_out:K" and K names no other value; else NULL. */
+static const char *state_key(const ox_ctx *x, const char *name) {
+    static const char in[] = "state_in:", out[] = "state_out:";
+    if (!name || strncmp(name, in, sizeof in - 1)) return NULL;
+    const char *key = name + sizeof in - 1;
+    if (!*key || find_value(x, key) >= 0) return NULL;
+    for (size_t k = 0; k < x->gp->n_output; k++) {
+        const char *o = x->gp->output[k]->name;
+        if (o && !strncmp(o, out, sizeof out - 1) && !strcmp(o + sizeof out - 1, key)) return key;
+    }
+    return NULL;
+}
+
 /* A graph input that is not an initializer: an Input node [B, dims 1..]; a sequence (time
  * axis `time`, 0 or 1) is one step of it: [B, dims] without the time axis. */
 static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k, int time) {
@@ -293,7 +312,9 @@ static otc_status add_input(ox_ctx *x, const Onnx__ValueInfoProto *vi, int k, in
     int v = 0;
     otc_status st = add_value(x, vi->name, "graph input", &v);
     if (st) return st;
-    otc_id id = otc_input(x->g, vi->name, sh);
+    const char *key = state_key(x, vi->name);
+    otc_id id = key ? otc_delay(x->g, key, sh) : otc_input(x->g, vi->name, sh);
+    x->vals[v].delay = key != NULL;
     if (id < 0) return ox_built(x, id);
     x->vals[v].id = id;
     x->vals[v].defined = true;
@@ -426,6 +447,9 @@ static otc_status import_node(ox_ctx *x) {
     for (size_t k = 0; k < nd->n_attribute; k++)
         if (nd->attribute[k]->g || nd->attribute[k]->n_graphs)
             return ox_fail(x, OTC_ERR_UNSUPPORTED, "nested graphs (If, Loop, Scan) are not read");
+    const ox_match *m = x->match ? &x->match[x->node_index] : NULL;
+    if (m && m->kind == OX_MATCH_INNER) return OTC_OK; /* computed by a later node's match */
+    if (m && m->kind != OX_MATCH_NONE) return ox_match_build(x, m);
     bool sequence = ox_is_recurrent(nd->op_type);
     for (size_t k = 0; k < nd->n_input; k++) {
         if (!nd->input[k][0]) continue;
@@ -438,6 +462,11 @@ static otc_status import_node(ox_ctx *x) {
                            clean(nd->input[k], a, sizeof a));
     }
     ox_handler h = nd->op_type ? ox_find_op(nd->op_type) : NULL;
+    if (!h && ox_match_only(nd->op_type))
+        return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                       "read only as part of an activation or NEAT neuron, as otc's export writes "
+                       "them (otc's graph has no %s op of its own)",
+                       nd->op_type);
     if (!h && !ox_is_recurrent(nd->op_type))
         return ox_fail(x, OTC_ERR_UNSUPPORTED, "op not supported (otc reads: %s)",
                        ox_supported_ops);
@@ -448,12 +477,26 @@ static otc_status import_node(ox_ctx *x) {
     return OTC_OK;
 }
 
+/* The value of the Delay read from "state_in:key", or -1. */
+static int state_input(const ox_ctx *x, const char *key) {
+    char name[OTC_MAX_NAME_LEN + 16];
+    snprintf(name, sizeof name, "state_in:%s", key);
+    int v = find_value(x, name);
+    return v >= 0 && x->vals[v].delay ? v : -1;
+}
+
 static otc_status mark_outputs(ox_ctx *x, const Onnx__GraphProto *gp) {
     char a[96];
     if (gp->n_output < 1) return ox_fail(x, OTC_ERR_FORMAT, "the graph has no outputs");
     for (size_t k = 0; k < gp->n_output; k++) {
         const char *name = gp->output[k]->name;
         int v = name ? find_value(x, name) : -1;
+        int d = v >= 0 && !strncmp(name, "state_out:", 10) ? state_input(x, name + 10) : -1;
+        if (d >= 0 && x->vals[v].defined && !x->vals[v].c) {
+            /* the Delay's next value, not an output */
+            if (otc_graph_set_input(x->g, x->vals[d].id, 0, x->vals[v].id)) return ox_built(x, -1);
+            continue;
+        }
         if (v < 0 || !x->vals[v].defined)
             return ox_fail(x, OTC_ERR_FORMAT, "graph output '%s' is not computed by any node",
                            clean(name, a, sizeof a));
@@ -500,12 +543,14 @@ otc_status otc_onnx_import(const void *data, size_t len, const char *label, cons
         st = ox_fail(&x, OTC_ERR_NOMEM, "out of memory");
         goto done;
     }
+    x.gp = gp;
     if ((st = register_values(&x, gp))) goto done;
     if (!(order = malloc((gp->n_node + 1) * sizeof *order))) {
         st = ox_fail(&x, OTC_ERR_NOMEM, "out of memory");
         goto done;
     }
     if ((st = node_order(&x, gp, order))) goto done;
+    if ((st = ox_match_graph(&x, order))) goto done;
     for (size_t i = 0; i < gp->n_node && !st; i++) {
         x.node = gp->node[order[i]];
         x.node_index = order[i];
@@ -517,6 +562,7 @@ otc_status otc_onnx_import(const void *data, size_t len, const char *label, cons
     if (!st) st = mark_outputs(&x, gp);
 done:
     free(order);
+    ox_match_free(&x);
     for (int v = 0; v < x.n_vals; v++) {
         ox_const_free(x.vals[v].c);
         free(x.vals[v].stack);

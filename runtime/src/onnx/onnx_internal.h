@@ -56,7 +56,21 @@ typedef struct {
     otc_id *stack; /* stacked layers' final states (Concat of their Y_h along axis 0): the
                       layers' nodes, n_stack of them, indexed by a later Gather; or NULL */
     int n_stack;
+    bool delay; /* a graph input "state_in:K" read back as the Delay its "state_out:K" feeds */
+    bool graph_output; /* named among the graph's outputs (set by ox_match_graph) */
 } ox_value;
+
+/* What the nodes of otc's own exports are read back as (onnx_match.c). */
+typedef enum { OX_MATCH_NONE, OX_MATCH_INNER, OX_MATCH_ACT, OX_MATCH_NEURON } ox_match_kind;
+typedef struct {
+    ox_match_kind kind; /* INNER: computed by the match at a later node, skipped */
+    int act;            /* the activation (otc_act) and its parameter */
+    float alpha;
+    int xv;        /* ACT: the value it applies to */
+    int k, agg, w; /* NEURON: sources, aggregation, the weights' value */
+    float bias, scale;
+    int *src, *col; /* NEURON: each source's value and column (-1: a one-column value) */
+} ox_match;
 
 typedef struct {
     const char *label; /* the file, starting every message */
@@ -69,6 +83,10 @@ typedef struct {
     const Onnx__NodeProto *node; /* the node being imported (for messages), or NULL */
     int node_index;
     int64_t batch; /* the graph inputs' leading dimension in the file (-1 symbolic) */
+    const Onnx__GraphProto *gp;
+    ox_match *match; /* per node of gp, or NULL */
+    int *scratch;    /* the best match's nodes */
+    int *count;      /* per value: its reads within a match (zero between matches) */
 } ox_ctx;
 
 /* Fails with "label: node 'name' (#i, Op, opset N): message"; status is returned. */
@@ -94,6 +112,8 @@ double ox_const_get(const ox_const *c, size_t k);
 int64_t ox_const_int(const ox_const *c, size_t k);
 
 /* ---- values (onnx_import.c) ---- */
+/* The value named name, or -1. */
+int ox_find_value(const ox_ctx *x, const char *name);
 /* Input i of the current node, or NULL when absent or empty (an omitted optional input). */
 ox_value *ox_in(ox_ctx *x, int i);
 /* Input i, which must be present (fails naming it otherwise). */
@@ -133,6 +153,15 @@ ox_handler ox_find_nn_op(const char *op_type);
 /* x op c where c is a constant: c broadcast (ONNX rules) to x's per-sample shape, made a
  * parameter and repeated over the batch; the new node's id or -1 with the message set. */
 otc_id ox_const_like(ox_ctx *x, ox_value *c, otc_id like);
+/* ---- otc's own exports read back (onnx_match.c) ---- */
+/* Finds the nodes (x->gp's, in topological order) that spell an otc activation's expression
+ * tree or a NEAT Neuron as otc's export writes them, filling x->match. */
+otc_status ox_match_graph(ox_ctx *x, const int *order);
+/* Builds the otc node of the match whose root is the current node. */
+otc_status ox_match_build(ox_ctx *x, const ox_match *m);
+void ox_match_free(ox_ctx *x);
+/* Is op_type read only inside such a match (otc's graph has no op of its own for it)? */
+bool ox_match_only(const char *op_type);
 /* ---- sequences (onnx_recurrent.c) ---- */
 /* The time axis of graph input `input` when it reaches a recurrent op's X (through
  * Transposes), or -1. */

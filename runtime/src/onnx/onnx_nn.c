@@ -342,6 +342,8 @@ static otc_status reduce_spatial(ox_ctx *x, bool max, bool sum) {
         if (n > OX_MAX_RANK) return ox_fail(x, OTC_ERR_FORMAT, "%d axes", n);
         for (int k = 0; k < n; k++) axes[k] = a[k];
     }
+    if (n == 0 && !keep && !max && !v->c) /* everything, the batch too: a scalar */
+        return ox_set_node(x, 0, sum ? otc_sum(x->g, v->id) : otc_mean(x->g, v->id));
     bool ok = (r == 3 || r == 4) && n == r - 2;
     for (int k = 0; ok && k < n; k++) {
         int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];

@@ -202,6 +202,17 @@ static otc_status op_exp(ox_ctx *x) {
 static otc_status op_log(ox_ctx *x) {
     return act(x, OTC_OP_LOG, 0);
 }
+/* Pow(x, e) for a constant exponent otc has as an activation: 1, 2 (square), 3 (cube). */
+static otc_status op_pow(ox_ctx *x) {
+    ox_value *v, *e;
+    TRY(node_in(x, &v));
+    TRY(ox_need(x, 1, &e));
+    double k = e->c && e->c->n == 1 ? ox_const_get(e->c, 0) : 0.5;
+    if (k == 1) return ox_set_node(x, 0, v->id);
+    if (k == 2 || k == 3) return act(x, k == 2 ? OTC_OP_SQUARE : OTC_OP_CUBE, 0);
+    return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                   "the exponent must be the constant 1, 2 or 3 (otc's square and cube)");
+}
 static otc_status op_leaky(ox_ctx *x) {
     float a;
     TRY(ox_attr_float(x, "alpha", 0.01f, &a));
@@ -366,6 +377,53 @@ static otc_status op_shape(ox_ctx *x) {
     return ox_set_const(x, 0, c);
 }
 
+/* Expand(v, shape): v broadcast (numpy rules) to shape. Over the batch otc repeats a row
+ * (row_broadcast) to the shape of the value whose Shape gives it, as otc's export writes it;
+ * a value that has the shape already stays itself; constants are folded. */
+static otc_status op_expand(ox_ctx *x) {
+    ox_value *v, *s;
+    TRY(ox_need(x, 0, &v));
+    TRY(ox_need(x, 1, &s));
+    if (!s->c || !s->c->i || s->c->rank != 1 || s->c->n > OX_MAX_RANK)
+        return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                       "the shape must be a constant int64 vector (or a shape computation otc "
+                       "folds)");
+    int rs = (int)s->c->n, rv, rb;
+    int64_t vd[OX_MAX_RANK], bd[OX_MAX_RANK];
+    rv = ox_dims(x, v, vd);
+    if (!ox_broadcast_dims(rv, vd, rs, s->c->i, &rb, bd))
+        return ox_fail(x, OTC_ERR_FORMAT, "the input does not broadcast to the shape");
+    bool same = rb == rv;
+    for (int d = 0; same && d < rv; d++) same = bd[d] == vd[d];
+    if (same) return op_identity(x);
+    bool batched = rb > 0 && bd[0] == OX_BATCH;
+    if (v->c && !batched) {
+        size_t n;
+        TRY(ox_count_made(x, rb, bd, "the expanded constant", &n));
+        ox_const *z = ox_const_new(rb, bd, false), *r = NULL;
+        if (!z) return ox_fail(x, OTC_ERR_NOMEM, "out of memory");
+        otc_status st = ox_fold_binary(x, '+', v->c, z, &r);
+        ox_const_free(z);
+        return st ? st : ox_set_const(x, 0, r);
+    }
+    /* the value whose shape it is: the input of the Shape the shape was folded from */
+    const ox_value *like = NULL;
+    if (s->producer >= 0) {
+        const Onnx__NodeProto *nd = x->gp->node[s->producer];
+        int lv =
+            nd->op_type && !strcmp(nd->op_type, "Shape") && nd->n_attribute == 0 && nd->n_input == 1
+                ? ox_find_value(x, nd->input[0])
+                : -1;
+        if (lv >= 0 && !x->vals[lv].c && x->vals[lv].id >= 0) like = &x->vals[lv];
+    }
+    if (!batched || !like || (!v->c && rv > 0 && vd[0] == OX_BATCH))
+        return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                       "otc expands only a row over the batch, to the Shape of a value it "
+                       "computes");
+    if (v->c) return ox_set_node(x, 0, ox_const_like(x, v, like->id));
+    return ox_set_node(x, 0, otc_row_broadcast(x->g, v->id, like->id));
+}
+
 static otc_status op_cast(ox_ctx *x) {
     ox_value *v;
     int64_t to;
@@ -446,7 +504,17 @@ static otc_status reshaped(ox_ctx *x, ox_value *v, int r, const int64_t *dim) {
         return c ? ox_set_const(x, 0, c) : ox_fail(x, OTC_ERR_NOMEM, "out of memory");
     }
     otc_shape sh;
-    TRY(node_shape(x, r, dim, &sh));
+    if (otc_shape_is_batched(otc_graph_node(x->g, v->id)->shape)) {
+        TRY(node_shape(x, r, dim, &sh));
+    } else { /* a value without the batch (a whole-batch reduction) */
+        size_t n;
+        TRY(ox_count(x, r, dim, "the result", &n));
+        if (r > OTC_MAX_DIMS)
+            return ox_fail(x, OTC_ERR_UNSUPPORTED, "the result has rank %d (otc: at most %d)", r,
+                           OTC_MAX_DIMS);
+        sh.ndim = r;
+        for (int d = 0; d < r; d++) sh.dim[d] = (int)dim[d];
+    }
     if (otc_shape_equal(sh, otc_graph_node(x->g, v->id)->shape)) return ox_set_node(x, 0, v->id);
     return ox_set_node(x, 0, otc_reshape(x->g, v->id, sh));
 }
@@ -470,7 +538,7 @@ static otc_status op_reshape(ox_ctx *x) {
     ro = (int)s->c->n;
     int infer = -1;
     size_t known = 1, total = 1;
-    bool batched = !v->c;
+    bool batched = !v->c && ri > 0 && in[0] == OX_BATCH;
     for (int d = batched ? 1 : 0; d < ri; d++) total *= (size_t)in[d];
     for (int d = 0; d < ro; d++) {
         int64_t q = req[d];
@@ -937,6 +1005,7 @@ static const struct {
     {"Exp", op_exp},
     {"Log", op_log},
     {"Abs", op_abs},
+    {"Pow", op_pow},
     {"Neg", op_neg},
     {"Softmax", op_softmax},
     {"LogSoftmax", op_log_softmax},
@@ -955,16 +1024,20 @@ static const struct {
     {"Split", op_split},
     {"Slice", op_slice},
     {"Gather", op_gather},
+    {"Expand", op_expand},
 };
 
 const char ox_supported_ops[] =
     "Add, Sub, Mul, Div, Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, HardSwish, Tanh, "
-    "Softplus, Clip, Exp, Log, Abs, Neg, Softmax, LogSoftmax, Identity, Dropout, Constant, "
+    "Softplus, Clip, Exp, Log, Abs, Pow (by 1, 2 or 3), Neg, Softmax, LogSoftmax, Identity, "
+    "Dropout, Constant, "
     "ConstantOfShape, Shape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, "
-    "Split, Slice, Gather, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, "
+    "Split, Slice, Gather, Expand, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, "
     "GlobalAveragePool, "
-    "GlobalMaxPool, BatchNormalization, ReduceMean/ReduceMax/ReduceSum (spatial), RNN, LSTM, "
-    "GRU";
+    "GlobalMaxPool, BatchNormalization, ReduceMean/ReduceMax/ReduceSum (spatial; mean and sum "
+    "also of everything), RNN, LSTM, GRU, and the nodes otc's export writes for its activations "
+    "(Max, Less, Greater, Equal, Where, Sin, Cos, Sqrt) and NEAT neurons (ReduceProd, "
+    "ReduceMin, ArgMax, GatherElements, TopK)";
 
 ox_handler ox_find_op(const char *op_type) {
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
