@@ -150,9 +150,11 @@ static bool is_param(builder *b, otc_id id) {
 }
 
 /* The int32 accumulator of k products (|x - zx| <= 255, |w| <= 127) plus a bias cannot
- * overflow (signed overflow would be undefined in both the host and the device code). */
+ * overflow (signed overflow would be undefined in both the host and the device code); nor
+ * can the emitted C's order, the bias less zx times the weights' sum (<= 128 * 127 * k) and
+ * then k products x * w (|x| <= 128). */
 static bool acc_fits(int64_t k, double bias_q) {
-    return fabs(bias_q) + (double)k * 255.0 * 127.0 < 2147483647.0;
+    return fabs(bias_q) + (double)k * 256.0 * 127.0 < 2147483647.0;
 }
 
 /* matmul(x, W [K,N]) [+ row_broadcast(bias [N])] [-> ReLU or clamp]: one dense step. */
