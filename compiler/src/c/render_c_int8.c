@@ -152,42 +152,33 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
     if (used[OTC_QOP_MAXPOOL] || used[OTC_QOP_AVGPOOL])
         otc_text_printf(
             t,
-            "/* Conv2d (kind 0), max pooling (1) and average pooling (2) over one NCHW sample; "
-            "g: C, H, W,\n * O, OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups. */\n"
+            "/* Max pooling (kind 1) and average pooling (2) over one NCHW sample; g: C, H, W, "
+            "O,\n * OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups. */\n"
             "static void %s_window(int32_t kind, const int8_t *x, int8_t *y, int32_t zx, int32_t "
-            "zy,\n                      const int32_t *g, const int8_t *w, const int32_t *bias, "
-            "const int32_t *m,\n                      const int8_t *sh, int32_t lo, int32_t hi) "
-            "{\n"
-            "    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], "
-            "KW = g[7];\n"
-            "    int32_t cg = C / g[14], og = O / g[14];\n"
-            "    for (int32_t o = 0; o < O; o++) {\n"
-            "        int32_t c0 = kind == 0 ? (o / og) * cg : o;\n"
+            "zy,\n                      const int32_t *g, const int32_t *m, const int8_t *sh, "
+            "int32_t lo, int32_t hi) {\n"
+            "    int32_t H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], KW = "
+            "g[7];\n"
+            "    for (int32_t c = 0; c < O; c++)\n"
             "        for (int32_t oh = 0; oh < OH; oh++)\n"
             "            for (int32_t ow = 0; ow < OW; ow++) {\n"
-            "                int32_t acc = kind == 0 ? bias[o] : 0, best = -128;\n"
-            "                for (int32_t ci = 0; ci < (kind == 0 ? cg : 1); ci++) {\n"
-            "                    int32_t c = c0 + ci;\n"
-            "                    for (int32_t kh = 0; kh < KH; kh++) {\n"
-            "                        int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
-            "                        if (ih < 0 || ih >= H) continue;\n"
-            "                        for (int32_t kw = 0; kw < KW; kw++) {\n"
-            "                            int32_t iw = ow * g[9] - g[11] + kw * g[13];\n"
-            "                            if (iw < 0 || iw >= W) continue;\n"
-            "                            int32_t v = x[(c * H + ih) * W + iw];\n"
-            "                            if (kind == 0)\n"
-            "                                acc += (v - zx) * w[((o * cg + ci) * KH + kh) * KW + "
-            "kw];\n"
-            "                            else if (kind == 2)\n"
-            "                                acc += v - zx;\n"
-            "                            else if (v > best)\n"
-            "                                best = v;\n"
-            "                        }\n                    }\n                }\n"
-            "                int8_t *out = &y[(o * OH + oh) * OW + ow];\n"
+            "                int32_t acc = 0, best = -128;\n"
+            "                for (int32_t kh = 0; kh < KH; kh++) {\n"
+            "                    int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
+            "                    if (ih < 0 || ih >= H) continue;\n"
+            "                    for (int32_t kw = 0; kw < KW; kw++) {\n"
+            "                        int32_t iw = ow * g[9] - g[11] + kw * g[13];\n"
+            "                        if (iw < 0 || iw >= W) continue;\n"
+            "                        int32_t v = x[(c * H + ih) * W + iw];\n"
+            "                        if (kind == 2)\n"
+            "                            acc += v - zx;\n"
+            "                        else if (v > best)\n"
+            "                            best = v;\n"
+            "                    }\n                }\n"
+            "                int8_t *out = &y[(c * OH + oh) * OW + ow];\n"
             "                if (kind == 1) *out = (int8_t)best;\n"
-            "                else *out = %s_sat(zy + %s_rq(acc, m[kind == 0 ? o : 0], "
-            "sh[kind == 0 ? o : 0]), lo, hi);\n"
-            "            }\n    }\n}\n\n",
+            "                else *out = %s_sat(zy + %s_rq(acc, m[0], sh[0]), lo, hi);\n"
+            "            }\n}\n\n",
             n, n, n);
     if (used[OTC_QOP_NEURON])
         otc_text_printf(
@@ -452,7 +443,6 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
         tensor_ref(t, name, y);
         otc_text_printf(t, ", %d, %d, %s_s%d_g, ", (int)a->q.zero_point, (int)y->q.zero_point, name,
                         i);
-        otc_text_puts(t, "0, 0, ");
         if (kind == 1)
             otc_text_puts(t, "0, 0, ");
         else
