@@ -18,6 +18,18 @@ static otc_qparam qparam_of(range r) {
     return p;
 }
 
+/* The int8 grid spanning exactly r, 0 included or not: for a neuron's pre-activation, an
+ * int32 sum that is only saturated to int8 to index the table, so its zero point may lie
+ * outside int8 (a range wholly on one side of 0 keeps all 256 steps). |zp| < 2^28 keeps
+ * bias + zp + the requantised sum (< 1e9 + 2^28 + 2^29) inside int32. */
+static otc_qparam qparam_span(range r) {
+    if (!(r.hi - r.lo > 1e-12)) return qparam_of(r);
+    double scale = (r.hi - r.lo) / 255.0, zp = nearbyint(-128.0 - r.lo / scale);
+    if (!(fabs(zp) < 268435456.0)) return qparam_of(r);
+    otc_qparam p = {(float)scale, (int32_t)zp};
+    return p;
+}
+
 /* ---- lowering ---- */
 
 typedef struct {
@@ -383,7 +395,8 @@ static otc_status lower_neuron(builder *b, otc_id id) {
      * comparisons and sums, with room for the runtime to exceed calibration 65536-fold. */
     double s_t = ns->tmax > 0 ? ns->tmax / 32767.0 : 1.0 / 32767.0;
     const otc_expr *act = otc_act_get((otc_act)nd->act)->f;
-    otc_qparam qp = qparam_of(active_range(act, otc_node_param(nd), ns->pre, b->q->tensors[yt].q));
+    otc_qparam qp =
+        qparam_span(active_range(act, otc_node_param(nd), ns->pre, b->q->tensors[yt].q));
     const float *w = otc_graph_node(b->g, nd->inputs[0])->value->data;
     double bias = otc_graph_node(b->g, nd->inputs[1])->value->data[0];
     otc_status st = OTC_OK;
