@@ -81,19 +81,21 @@ static otc_graph *neat_graph(void) {
     return g;
 }
 
-/* A small CNN on 6x6 images: conv + ReLU (fused), max pool, a grouped strided conv with
- * padding, average pool, dense. */
+/* A small CNN on 6x6 images: conv + ReLU (fused) with unequal padding and a dilation, max pool,
+ * a grouped strided conv with padding, average pool, dense. */
 static otc_graph *cnn_graph(void) {
     otc_graph *g = otc_graph_new();
     otc_rng rng;
     otc_rng_seed(&rng, 11);
     otc_id x = otc_input(g, "x", otc_shape_make(4, (int[]){OTC_BATCH, 2, 6, 6}));
-    otc_id c1 =
-        otc_conv2d_layer(g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "c1");
+    otc_id c1 = otc_conv2d_layer(
+        g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 2, .dilation_w = 2}, &rng, "c1");
     otc_id p1 = otc_maxpool2d(g, "p1", otc_activation(g, OTC_OP_RELU, c1, 0),
                               &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
     otc_id c2 = otc_conv2d_layer(
-        g, p1, 4, 2, &(otc_conv2d_params){.stride_h = 2, .pad_h = 1, .groups = 2}, &rng, "c2");
+        g, p1, 4, 2,
+        &(otc_conv2d_params){.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1, .groups = 2},
+        &rng, "c2");
     otc_id p2 = otc_avgpool2d(g, "p2", otc_activation(g, OTC_OP_TANH, c2, 0),
                               &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2, .pad_h = 1});
     if (otc_graph_mark_output(g, otc_linear(g, otc_flatten(g, p2), 3, &rng, "out"))) {
