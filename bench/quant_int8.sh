@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
         us[r] = (now() - t0) / calls * 1e6;
     }
     qsort(us, 7, sizeof us[0], cmp);
-    printf("%.2f\n", us[3]);
+    printf("%.3f\n", us[3]);
     (void)out;
     return 0;
 }

@@ -81,19 +81,21 @@ static otc_graph *neat_graph(void) {
     return g;
 }
 
-/* A small CNN on 6x6 images: conv + ReLU (fused), max pool, a grouped strided conv with
- * padding, average pool, dense. */
+/* A small CNN on 6x6 images: conv + ReLU (fused) with unequal padding and a dilation, max pool,
+ * a grouped strided conv with padding, average pool, dense. */
 static otc_graph *cnn_graph(void) {
     otc_graph *g = otc_graph_new();
     otc_rng rng;
     otc_rng_seed(&rng, 11);
     otc_id x = otc_input(g, "x", otc_shape_make(4, (int[]){OTC_BATCH, 2, 6, 6}));
-    otc_id c1 =
-        otc_conv2d_layer(g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "c1");
+    otc_id c1 = otc_conv2d_layer(
+        g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 2, .dilation_w = 2}, &rng, "c1");
     otc_id p1 = otc_maxpool2d(g, "p1", otc_activation(g, OTC_OP_RELU, c1, 0),
                               &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
     otc_id c2 = otc_conv2d_layer(
-        g, p1, 4, 2, &(otc_conv2d_params){.stride_h = 2, .pad_h = 1, .groups = 2}, &rng, "c2");
+        g, p1, 4, 2,
+        &(otc_conv2d_params){.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1, .groups = 2},
+        &rng, "c2");
     otc_id p2 = otc_avgpool2d(g, "p2", otc_activation(g, OTC_OP_TANH, c2, 0),
                               &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2, .pad_h = 1});
     if (otc_graph_mark_output(g, otc_linear(g, otc_flatten(g, p2), 3, &rng, "out"))) {
@@ -271,6 +273,45 @@ TEST(quant_cnn_emitted_equals_host) {
     otc_qmodel_free(q);
     otc_dataset_free(cal);
     otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
+TEST(quant_table_spans_where_sigmoid_varies) {
+    /* A sigmoid calibrated over [-40, 40]: it is flat within half an output LSB (1/510) past
+     * |x| ~ 6.2, so a table over the whole range would spend ~210 of its 256 entries on the two
+     * saturated ends. The input's range is cut to where the output varies: most entries differ
+     * from both ends, and every entry, and every calibrated input past the cut (saturated to
+     * the end entry), is within one output LSB of the sigmoid computed here. */
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 1}));
+    otc_graph_mark_output(g, otc_activation(g, OTC_OP_SIGMOID, x, 0));
+    otc_dataset *d = otc_dataset_new(81, 1, 0);
+    for (int i = 0; i <= 80; i++) d->x[i] = (float)(i - 40);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, d, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(q->n_steps == 1 && q->steps[0].kind == OTC_QOP_LUT);
+        const int8_t *lut = q->steps[0].lut;
+        otc_qparam in = q->tensors[q->input].q, out = q->tensors[q->outputs[0]].q;
+        int varied = 0;
+        double worst = 0;
+        for (int v = -128; v < 128; v++) {
+            varied += lut[v + 128] != lut[0] && lut[v + 128] != lut[255];
+            double xv = otc_dequantize_value((int8_t)v, in), ref = 1.0 / (1.0 + exp(-xv));
+            worst = fmax(worst, fabs(otc_dequantize_value(lut[v + 128], out) - ref));
+        }
+        CHECK_MSG(varied >= 200, "%d of 256 entries vary", varied);
+        for (double xv = -40; xv <= 40; xv += 0.01) {
+            int8_t in_q = otc_quantize_value((float)xv, in), y;
+            otc_qmodel_forward(q, &in_q, &y, (int8_t[256]){0}, NULL);
+            if (xv < otc_dequantize_value(-128, in) || xv > otc_dequantize_value(127, in))
+                worst = fmax(worst, fabs(otc_dequantize_value(y, out) - 1.0 / (1.0 + exp(-xv))));
+        }
+        CHECK_MSG(worst <= out.scale, "worst error %g, LSB %g", worst, (double)out.scale);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(d);
     otc_graph_free(g);
 }
 

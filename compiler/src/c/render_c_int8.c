@@ -111,7 +111,7 @@ static void emit_mults(otc_text *t, const char *name, int step, const char *what
 
 /* The helpers, each only when a step uses it (unused statics would warn). They are
  * quant_eval.c's statements. */
-static void emit_helpers(otc_text *t, const char *n, const bool *used, int max_ow) {
+static void emit_helpers(otc_text *t, const char *n, const bool *used) {
     otc_text_printf(
         t,
         "/* round-half-up(acc * m / 2^sh), saturated at +-2^29: the fixed-point "
@@ -123,20 +123,6 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used, int max_o
         "static int8_t %s_sat(int32_t v, int32_t lo, int32_t hi) {\n"
         "    return (int8_t)(v < lo ? lo : v > hi ? hi : v);\n}\n\n",
         n, n);
-    if (used[OTC_QOP_DENSE])
-        otc_text_printf(t,
-                        "static void %s_dense(const int8_t *x, int8_t *y, int32_t k, int32_t n, "
-                        "int32_t zx, int32_t zy,\n"
-                        "                     const int8_t *w, const int32_t *bias, const int32_t "
-                        "*m, const int8_t *sh,\n"
-                        "                     int32_t lo, int32_t hi) {\n"
-                        "    for (int32_t j = 0; j < n; j++, w += k) {\n"
-                        "        int32_t acc = bias[j];\n"
-                        "        for (int32_t i = 0; i < k; i++) acc += ((int32_t)x[i] - zx) * "
-                        "w[i];\n"
-                        "        y[j] = %s_sat(zy + %s_rq(acc, m[j], sh[j]), lo, hi);\n"
-                        "    }\n}\n\n",
-                        n, n, n);
     if (used[OTC_QOP_LUT])
         otc_text_printf(t,
                         "static void %s_lut(const int8_t *x, int8_t *y, int32_t n, const int8_t "
@@ -163,86 +149,36 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used, int max_o
                         "        y[j] = %s_sat(zy + %s_rq(((int32_t)a[j] - za) * ((int32_t)b[j] "
                         "- zb), m, sh), -128, 127);\n}\n\n",
                         n, n, n);
-    if (used[OTC_QOP_CONV])
-        otc_text_printf(
-            t,
-            "/* Conv2d over one NCHW sample (g: C, H, W, O, OH, OW, KH, KW, stride h w, pad h w,\n"
-            " * dilation h w, groups), an output row at a time: each tap adds its weight times a "
-            "run of\n * the input row to the row's accumulators, a loop the compiler vectorises. "
-            "The sums are\n * the host's in another order, exact in int32. */\n"
-            "static void %s_conv(const int8_t *x, int8_t *y, int32_t zx, int32_t zy, const "
-            "int32_t *g,\n                    const int8_t *w, const int32_t *bias, const int32_t "
-            "*m, const int8_t *sh,\n                    int32_t lo, int32_t hi) {\n"
-            "    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], "
-            "KW = g[7];\n"
-            "    int32_t sw = g[9], cg = C / g[14], og = O / g[14], acc[%d];\n"
-            "    for (int32_t o = 0; o < O; o++)\n"
-            "        for (int32_t oh = 0; oh < OH; oh++) {\n"
-            "            for (int32_t ow = 0; ow < OW; ow++) acc[ow] = bias[o];\n"
-            "            for (int32_t ci = 0; ci < cg; ci++)\n"
-            "                for (int32_t kh = 0; kh < KH; kh++) {\n"
-            "                    int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
-            "                    if (ih < 0 || ih >= H) continue;\n"
-            "                    const int8_t *xr = x + (((o / og) * cg + ci) * H + ih) * W;\n"
-            "                    const int8_t *wr = w + ((o * cg + ci) * KH + kh) * KW;\n"
-            "                    for (int32_t kw = 0; kw < KW; kw++) {\n"
-            "                        /* The outputs whose tap is inside the row: 0 <= ow * sw + "
-            "off < W. */\n"
-            "                        int32_t off = kw * g[13] - g[11], wv = wr[kw];\n"
-            "                        int32_t a = off < 0 ? (sw - 1 - off) / sw : 0;\n"
-            "                        int32_t b = W > off ? (W - off + sw - 1) / sw : 0;\n"
-            "                        if (b > OW) b = OW;\n"
-            "                        if (sw == 1)\n"
-            "                            for (int32_t ow = a; ow < b; ow++) acc[ow] += "
-            "((int32_t)xr[ow + off] - zx) * wv;\n"
-            "                        else\n"
-            "                            for (int32_t ow = a; ow < b; ow++)\n"
-            "                                acc[ow] += ((int32_t)xr[ow * sw + off] - zx) * wv;\n"
-            "                    }\n                }\n"
-            "            for (int32_t ow = 0; ow < OW; ow++)\n"
-            "                y[(o * OH + oh) * OW + ow] = %s_sat(zy + %s_rq(acc[ow], m[o], sh[o]), "
-            "lo, hi);\n"
-            "        }\n}\n\n",
-            n, max_ow > 0 ? max_ow : 1, n, n);
     if (used[OTC_QOP_MAXPOOL] || used[OTC_QOP_AVGPOOL])
         otc_text_printf(
             t,
-            "/* Conv2d (kind 0), max pooling (1) and average pooling (2) over one NCHW sample; "
-            "g: C, H, W,\n * O, OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups. */\n"
+            "/* Max pooling (kind 1) and average pooling (2) over one NCHW sample; g: C, H, W, "
+            "O,\n * OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups. */\n"
             "static void %s_window(int32_t kind, const int8_t *x, int8_t *y, int32_t zx, int32_t "
-            "zy,\n                      const int32_t *g, const int8_t *w, const int32_t *bias, "
-            "const int32_t *m,\n                      const int8_t *sh, int32_t lo, int32_t hi) "
-            "{\n"
-            "    int32_t C = g[0], H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], "
-            "KW = g[7];\n"
-            "    int32_t cg = C / g[14], og = O / g[14];\n"
-            "    for (int32_t o = 0; o < O; o++) {\n"
-            "        int32_t c0 = kind == 0 ? (o / og) * cg : o;\n"
+            "zy,\n                      const int32_t *g, const int32_t *m, const int8_t *sh, "
+            "int32_t lo, int32_t hi) {\n"
+            "    int32_t H = g[1], W = g[2], O = g[3], OH = g[4], OW = g[5], KH = g[6], KW = "
+            "g[7];\n"
+            "    for (int32_t c = 0; c < O; c++)\n"
             "        for (int32_t oh = 0; oh < OH; oh++)\n"
             "            for (int32_t ow = 0; ow < OW; ow++) {\n"
-            "                int32_t acc = kind == 0 ? bias[o] : 0, best = -128;\n"
-            "                for (int32_t ci = 0; ci < (kind == 0 ? cg : 1); ci++) {\n"
-            "                    int32_t c = c0 + ci;\n"
-            "                    for (int32_t kh = 0; kh < KH; kh++) {\n"
-            "                        int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
-            "                        if (ih < 0 || ih >= H) continue;\n"
-            "                        for (int32_t kw = 0; kw < KW; kw++) {\n"
-            "                            int32_t iw = ow * g[9] - g[11] + kw * g[13];\n"
-            "                            if (iw < 0 || iw >= W) continue;\n"
-            "                            int32_t v = x[(c * H + ih) * W + iw];\n"
-            "                            if (kind == 0)\n"
-            "                                acc += (v - zx) * w[((o * cg + ci) * KH + kh) * KW + "
-            "kw];\n"
-            "                            else if (kind == 2)\n"
-            "                                acc += v - zx;\n"
-            "                            else if (v > best)\n"
-            "                                best = v;\n"
-            "                        }\n                    }\n                }\n"
-            "                int8_t *out = &y[(o * OH + oh) * OW + ow];\n"
+            "                int32_t acc = 0, best = -128;\n"
+            "                for (int32_t kh = 0; kh < KH; kh++) {\n"
+            "                    int32_t ih = oh * g[8] - g[10] + kh * g[12];\n"
+            "                    if (ih < 0 || ih >= H) continue;\n"
+            "                    for (int32_t kw = 0; kw < KW; kw++) {\n"
+            "                        int32_t iw = ow * g[9] - g[11] + kw * g[13];\n"
+            "                        if (iw < 0 || iw >= W) continue;\n"
+            "                        int32_t v = x[(c * H + ih) * W + iw];\n"
+            "                        if (kind == 2)\n"
+            "                            acc += v - zx;\n"
+            "                        else if (v > best)\n"
+            "                            best = v;\n"
+            "                    }\n                }\n"
+            "                int8_t *out = &y[(c * OH + oh) * OW + ow];\n"
             "                if (kind == 1) *out = (int8_t)best;\n"
-            "                else *out = %s_sat(zy + %s_rq(acc, m[kind == 0 ? o : 0], "
-            "sh[kind == 0 ? o : 0]), lo, hi);\n"
-            "            }\n    }\n}\n\n",
+            "                else *out = %s_sat(zy + %s_rq(acc, m[0], sh[0]), lo, hi);\n"
+            "            }\n}\n\n",
             n, n, n);
     if (used[OTC_QOP_NEURON])
         otc_text_printf(
@@ -282,6 +218,115 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used, int max_o
             n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
 }
 
+/* The bias with the input's zero point folded in: sum((x - zx) * w) = sum(x * w) - zx * sum(w),
+ * so the emitted inner loops are plain int8 x int8 -> int32 dot products (exact in int32,
+ * acc_fits in quant_build.c bounds that order too). */
+static void emit_folded_bias(otc_text *t, const otc_qmodel *q, const char *name, int i) {
+    const otc_qstep *s = &q->steps[i];
+    int32_t zx = q->tensors[s->a].q.zero_point;
+    int32_t *b = malloc(sizeof *b * (size_t)(s->n ? s->n : 1));
+    if (!b) {
+        t->failed = true;
+        return;
+    }
+    for (int j = 0; j < s->n; j++) {
+        int64_t sum = 0;
+        for (int k = 0; k < s->k; k++) sum += s->w[(size_t)j * (size_t)s->k + (size_t)k];
+        b[j] = (int32_t)(s->bias[j] - (int64_t)zx * sum);
+    }
+    emit_i32s(t, name, i, "b", b, s->n);
+    free(b);
+}
+
+/* The requantised store of one accumulator (the step's multiplier of output channel ch). */
+static void emit_store(otc_text *t, const otc_qmodel *q, const char *name, int i, const char *dst,
+                       const char *acc, const char *ch) {
+    const otc_qstep *s = &q->steps[i];
+    otc_text_printf(t, "%s = %s_sat(%d + %s_rq(%s, %s_s%d_o_m[%s], %s_s%d_o_sh[%s]), %d, %d);\n",
+                    dst, name, (int)q->tensors[s->out].q.zero_point, name, acc, name, i, ch, name,
+                    i, ch, s->lo, s->hi);
+}
+
+/* A dense step as its own function: constant sizes, so the compiler unrolls and vectorises
+ * the dot product as it does the f32 C's. Dot products shorter than one 16-byte vector of
+ * int8 gain nothing from the vectoriser, and its attribute would keep GCC from inlining the
+ * function (iris: 20% slower), so they go without. */
+static void emit_dense(otc_text *t, const otc_qmodel *q, const char *name, int i) {
+    const otc_qstep *s = &q->steps[i];
+    char up[96] = "";
+    if (s->k >= 16) {
+        upper(up, name, sizeof up);
+        strcat(up, "_VECTORISE ");
+    }
+    otc_text_printf(t,
+                    "%sstatic void %s_s%d(const int8_t *x, int8_t *y) {\n"
+                    "    const int8_t *w = %s_s%d_w;\n"
+                    "    for (int32_t j = 0; j < %d; j++, w += %d) {\n"
+                    "        int32_t acc = %s_s%d_b[j];\n"
+                    "        for (int32_t i = 0; i < %d; i++) acc += x[i] * w[i];\n        ",
+                    up, name, i, name, i, s->n, s->k, name, i, s->k);
+    emit_store(t, q, name, i, "y[j]", "acc", "j");
+    otc_text_puts(t, "    }\n}\n\n");
+}
+
+/* A conv step as its own function with its geometry as constants, an output row at a time:
+ * each tap adds its weight times a run of the input row to the row's accumulators, loops of
+ * constant length the compiler vectorises. With padding the sample is first copied into a
+ * padded one on the stack (C x HP x WP bytes) whose border is the zero point, the real 0:
+ * it adds zx * w, which the folded bias took away, so the sum is the host's (which skips
+ * those taps) in another order, exact in int32. */
+static void emit_conv(otc_text *t, const otc_qmodel *q, const char *name, int i) {
+    const otc_qstep *s = &q->steps[i];
+    const int32_t *g = s->geo;
+    int zx = (int)q->tensors[s->a].q.zero_point, cg = g[0] / g[14], og = g[3] / g[14];
+    bool pad = g[10] || g[11];
+    int hp = pad ? (g[4] - 1) * g[8] + (g[6] - 1) * g[12] + 1 : g[1];
+    int wp = pad ? (g[5] - 1) * g[9] + (g[7] - 1) * g[13] + 1 : g[2];
+    char up[96];
+    upper(up, name, sizeof up);
+    otc_text_printf(t, "%s_VECTORISE static void %s_s%d(const int8_t *%s, int8_t *y) {\n", up, name,
+                    i, pad ? "x0" : "x");
+    if (pad)
+        otc_text_printf(t,
+                        "    int8_t x[%d];\n"
+                        "    for (int32_t c = 0; c < %d; c++)\n"
+                        "        for (int32_t r = 0; r < %d; r++)\n"
+                        "            for (int32_t col = 0; col < %d; col++) {\n"
+                        "                int32_t ih = r - %d, iw = col - %d;\n"
+                        "                x[(c * %d + r) * %d + col] =\n"
+                        "                    ih >= 0 && ih < %d && iw >= 0 && iw < %d ? x0[(c * "
+                        "%d + ih) * %d + iw] : %d;\n"
+                        "            }\n",
+                        g[0] * hp * wp, g[0], hp, wp, g[10], g[11], hp, wp, g[1], g[2], g[1], g[2],
+                        zx);
+    char sw[24] = "";
+    if (g[9] != 1) snprintf(sw, sizeof sw, " * %d", (int)g[9]);
+    otc_text_printf(t,
+                    "    int32_t acc[%d];\n"
+                    "    for (int32_t o = 0; o < %d; o++)\n"
+                    "        for (int32_t oh = 0; oh < %d; oh++) {\n"
+                    "            for (int32_t ow = 0; ow < %d; ow++) acc[ow] = %s_s%d_b[o];\n"
+                    "            for (int32_t ci = 0; ci < %d; ci++)\n"
+                    "                for (int32_t kh = 0; kh < %d; kh++) {\n"
+                    "                    const int8_t *xr = x + (((o / %d) * %d + ci) * %d + oh * "
+                    "%d + kh * %d) * %d;\n"
+                    "                    const int8_t *wr = %s_s%d_w + ((o * %d + ci) * %d + kh) * "
+                    "%d;\n"
+                    "                    for (int32_t kw = 0; kw < %d; kw++) {\n"
+                    "                        const int8_t *xk = xr + kw * %d;\n"
+                    "                        int32_t wv = wr[kw];\n"
+                    "                        for (int32_t ow = 0; ow < %d; ow++) acc[ow] += "
+                    "xk[ow%s] * wv;\n"
+                    "                    }\n                }\n"
+                    "            for (int32_t ow = 0; ow < %d; ow++)\n                ",
+                    g[5], g[3], g[4], g[5], name, i, cg, g[6], og, cg, hp, g[8], g[12], wp, name, i,
+                    cg, g[6], g[7], g[7], g[13], g[5], sw, g[5]);
+    char dst[64];
+    snprintf(dst, sizeof dst, "y[(o * %d + oh) * %d + ow]", (int)g[4], (int)g[5]);
+    emit_store(t, q, name, i, dst, "acc[ow]", "o");
+    otc_text_puts(t, "        }\n}\n\n");
+}
+
 /* A step's table: an earlier step's identical one is reused (NEAT neurons of one
  * activation and scale share theirs: 256 bytes of flash each saved). */
 static void emit_lut(otc_text *t, const otc_qmodel *q, const char *name, int i) {
@@ -301,8 +346,9 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
     switch (s->kind) {
     case OTC_QOP_DENSE:
         emit_i8s(t, name, i, "w", s->w, s->k * s->n);
-        emit_i32s(t, name, i, "b", s->bias, s->n);
+        emit_folded_bias(t, q, name, i);
         emit_mults(t, name, i, "o", s->mult, s->n);
+        emit_dense(t, q, name, i);
         break;
     case OTC_QOP_LUT:
         emit_lut(t, q, name, i);
@@ -310,12 +356,15 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
     case OTC_QOP_CONV:
     case OTC_QOP_MAXPOOL:
     case OTC_QOP_AVGPOOL:
-        emit_i32s(t, name, i, "g", s->geo, 15);
         if (s->kind == OTC_QOP_CONV) {
             emit_i8s(t, name, i, "w", s->w, s->k * s->n);
-            emit_i32s(t, name, i, "b", s->bias, s->n);
+            emit_folded_bias(t, q, name, i);
             emit_mults(t, name, i, "o", s->mult, s->n);
-        } else if (s->kind == OTC_QOP_AVGPOOL) {
+            emit_conv(t, q, name, i);
+            break;
+        }
+        emit_i32s(t, name, i, "g", s->geo, 15);
+        if (s->kind == OTC_QOP_AVGPOOL) {
             emit_mults(t, name, i, "o", &s->ma, 1);
         }
         break;
@@ -359,15 +408,12 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
     otc_text_puts(t, "    ");
     switch (s->kind) {
     case OTC_QOP_DENSE:
-        otc_text_printf(t, "%s_dense(", name);
+    case OTC_QOP_CONV:
+        otc_text_printf(t, "%s_s%d(", name, i);
         tensor_ref(t, name, a);
         otc_text_puts(t, ", ");
         tensor_ref(t, name, y);
-        otc_text_printf(t,
-                        ", %d, %d, %d, %d, %s_s%d_w, %s_s%d_b, %s_s%d_o_m, %s_s%d_o_sh, %d, "
-                        "%d);\n",
-                        s->k, s->n, (int)a->q.zero_point, (int)y->q.zero_point, name, i, name, i,
-                        name, i, name, i, s->lo, s->hi);
+        otc_text_puts(t, ");\n");
         break;
     case OTC_QOP_LUT:
         otc_text_printf(t, "%s_lut(", name);
@@ -393,23 +439,15 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
         otc_text_puts(t, ");\n");
         break;
     }
-    case OTC_QOP_CONV:
     case OTC_QOP_MAXPOOL:
     case OTC_QOP_AVGPOOL: {
-        int kind = s->kind == OTC_QOP_CONV ? 0 : s->kind == OTC_QOP_MAXPOOL ? 1 : 2;
-        if (kind == 0)
-            otc_text_printf(t, "%s_conv(", name);
-        else
-            otc_text_printf(t, "%s_window(%d, ", name, kind);
+        int kind = s->kind == OTC_QOP_MAXPOOL ? 1 : 2;
+        otc_text_printf(t, "%s_window(%d, ", name, kind);
         tensor_ref(t, name, a);
         otc_text_puts(t, ", ");
         tensor_ref(t, name, y);
         otc_text_printf(t, ", %d, %d, %s_s%d_g, ", (int)a->q.zero_point, (int)y->q.zero_point, name,
                         i);
-        if (kind == 0)
-            otc_text_printf(t, "%s_s%d_w, %s_s%d_b, ", name, i, name, i);
-        else
-            otc_text_puts(t, "0, 0, ");
         if (kind == 1)
             otc_text_puts(t, "0, 0, ");
         else
@@ -433,6 +471,17 @@ static void emit_source(otc_text *t, const otc_qmodel *q, const char *name, cons
                     "/* %s: int8 inference generated by otc from %s (integer arithmetic "
                     "only). */\n#include \"%s.h\"\n\n",
                     name, src, name);
+    otc_text_printf(
+        t,
+        "/* GCC's -O2 vectorises only loops with no scalar remainder (its \"very cheap\" cost "
+        "model);\n * the conv and dense steps' rows need one, so their functions ask for the "
+        "\"cheap\" model.\n * Size-optimised builds (microcontrollers) and other compilers are "
+        "left alone. */\n"
+        "#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && "
+        "!defined(__OPTIMIZE_SIZE__)\n"
+        "#define %s_VECTORISE __attribute__((optimize(\"tree-vectorize\", "
+        "\"vect-cost-model=cheap\")))\n#else\n#define %s_VECTORISE\n#endif\n\n",
+        up, up);
     otc_text_printf(t, "static int8_t %s_ws[%d];\n", name, q->workspace_bytes);
     if (q->state_bytes) {
         /* Zero state is each tensor's zero point, so the static state starts there. */
@@ -446,13 +495,8 @@ static void emit_source(otc_text *t, const otc_qmodel *q, const char *name, cons
     }
     otc_text_puts(t, "\n");
     bool used[OTC_QOP_COUNT] = {false};
-    int max_ow = 0; /* the conv helper's row of accumulators */
-    for (int i = 0; i < q->n_steps; i++) {
-        used[q->steps[i].kind] = true;
-        if (q->steps[i].kind == OTC_QOP_CONV && q->steps[i].geo[5] > max_ow)
-            max_ow = q->steps[i].geo[5];
-    }
-    emit_helpers(t, name, used, max_ow);
+    for (int i = 0; i < q->n_steps; i++) used[q->steps[i].kind] = true;
+    emit_helpers(t, name, used);
     for (int i = 0; i < q->n_steps; i++) emit_step_data(t, q, name, i);
     const otc_qtensor *in = &q->tensors[q->input];
     otc_text_printf(t, "\nvoid %s_forward(const int8_t *in, int8_t *out) {\n", name);

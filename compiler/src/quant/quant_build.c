@@ -18,6 +18,18 @@ static otc_qparam qparam_of(range r) {
     return p;
 }
 
+/* The int8 grid spanning exactly r, 0 included or not: for a neuron's pre-activation, an
+ * int32 sum that is only saturated to int8 to index the table, so its zero point may lie
+ * outside int8 (a range wholly on one side of 0 keeps all 256 steps). |zp| < 2^28 keeps
+ * bias + zp + the requantised sum (< 1e9 + 2^28 + 2^29) inside int32. */
+static otc_qparam qparam_span(range r) {
+    if (!(r.hi - r.lo > 1e-12)) return qparam_of(r);
+    double scale = (r.hi - r.lo) / 255.0, zp = nearbyint(-128.0 - r.lo / scale);
+    if (!(fabs(zp) < 268435456.0)) return qparam_of(r);
+    otc_qparam p = {(float)scale, (int32_t)zp};
+    return p;
+}
+
 /* ---- lowering ---- */
 
 typedef struct {
@@ -78,10 +90,48 @@ static otc_qstep *new_step(builder *b, otc_qop_kind kind, otc_id node) {
     return s;
 }
 
-/* The output tensor of node id, with its calibrated scale. */
+/* The part of the calibrated input range r where a table of f (output quantised to out) still
+ * varies: the ends where f stays within half an output LSB of its value at r's end are cut
+ * off. Inputs there then saturate to the cut, whose entry is within that half LSB of f's
+ * value anywhere in the cut-off end (for a monotone end), so the table's 256 entries spread
+ * over where the output changes instead of a steep sigmoid's flat tails. f sampled on a grid
+ * of 4096 points; r unchanged where f is flat or not finite. */
+static range active_range(const otc_expr *f, float a, range r, otc_qparam out) {
+    enum { N = 4096 };
+    if (!f || !(r.hi > r.lo)) return r;
+    double y[N + 1], tol = 0.5 * out.scale;
+    for (int i = 0; i <= N; i++) {
+        otc_expr_env env = {.x = (float)(r.lo + (r.hi - r.lo) * i / N), .a = a};
+        y[i] = otc_expr_eval(f, &env);
+        if (!isfinite(y[i])) return r;
+    }
+    int lo = 0, hi = N;
+    while (lo < N && fabs(y[lo + 1] - y[0]) <= tol) lo++;
+    while (hi > 0 && fabs(y[hi - 1] - y[N]) <= tol) hi--;
+    if (lo >= hi) return r;
+    range c = {r.lo + (r.hi - r.lo) * lo / N, r.lo + (r.hi - r.lo) * hi / N};
+    return c;
+}
+
+/* The elementwise op that becomes a table step (lower_unary), or NULL. */
+static const otc_expr *table_op(const otc_node *nd) {
+    const otc_op_info *info = otc_op_get(nd->op);
+    return info->kind == OTC_OPKIND_ELEMENTWISE && info->max_inputs == 1 ? otc_op_map_expr(nd->op)
+                                                                         : NULL;
+}
+
+static otc_id sole_consumer(builder *b, otc_id id);
+
+/* The output tensor of node id, with its calibrated scale; when a table step is its only
+ * reader, only the range where that table varies (active_range). */
 static int out_tensor(builder *b, otc_id id) {
-    int t = new_tensor(b, otc_quant_row_width(otc_graph_node(b->g, id)->shape),
-                       qparam_of(b->st[id].v), false);
+    range r = b->st[id].v;
+    otc_id c = sole_consumer(b, id);
+    const otc_node *cn = c >= 0 ? otc_graph_node(b->g, c) : NULL;
+    if (cn && table_op(cn))
+        r = active_range(table_op(cn), otc_node_param(cn), r, qparam_of(b->st[c].v));
+    int t =
+        new_tensor(b, otc_quant_row_width(otc_graph_node(b->g, id)->shape), qparam_of(r), false);
     if (t >= 0) b->tensor_of[id] = t;
     return t;
 }
@@ -112,9 +162,11 @@ static bool is_param(builder *b, otc_id id) {
 }
 
 /* The int32 accumulator of k products (|x - zx| <= 255, |w| <= 127) plus a bias cannot
- * overflow (signed overflow would be undefined in both the host and the device code). */
+ * overflow (signed overflow would be undefined in both the host and the device code); nor
+ * can the emitted C's order, the bias less zx times the weights' sum (<= 128 * 127 * k) and
+ * then k products x * w (|x| <= 128). */
 static bool acc_fits(int64_t k, double bias_q) {
-    return fabs(bias_q) + (double)k * 255.0 * 127.0 < 2147483647.0;
+    return fabs(bias_q) + (double)k * 256.0 * 127.0 < 2147483647.0;
 }
 
 /* matmul(x, W [K,N]) [+ row_broadcast(bias [N])] [-> ReLU or clamp]: one dense step. */
@@ -342,7 +394,9 @@ static otc_status lower_neuron(builder *b, otc_id id) {
     /* Terms and their aggregate in 16-bit units of the largest seen: exact integer
      * comparisons and sums, with room for the runtime to exceed calibration 65536-fold. */
     double s_t = ns->tmax > 0 ? ns->tmax / 32767.0 : 1.0 / 32767.0;
-    otc_qparam qp = qparam_of(ns->pre);
+    const otc_expr *act = otc_act_get((otc_act)nd->act)->f;
+    otc_qparam qp =
+        qparam_span(active_range(act, otc_node_param(nd), ns->pre, b->q->tensors[yt].q));
     const float *w = otc_graph_node(b->g, nd->inputs[0])->value->data;
     double bias = otc_graph_node(b->g, nd->inputs[1])->value->data[0];
     otc_status st = OTC_OK;
@@ -359,13 +413,12 @@ static otc_status lower_neuron(builder *b, otc_id id) {
         return no_lowering(b, id, "its bias is out of range");
     s->bias_q = (int32_t)nearbyint(bias / qp.scale);
     s->pre_zp = qp.zero_point;
-    fill_lut(s->lut, otc_act_get((otc_act)nd->act)->f, otc_node_param(nd), qp, b->q->tensors[yt].q);
+    fill_lut(s->lut, act, otc_node_param(nd), qp, b->q->tensors[yt].q);
     return OTC_OK;
 }
 
 static otc_status lower_node(builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
-    const otc_op_info *info = otc_op_get(nd->op);
     const node_stats *st = &b->st[id];
     if (st->seen && !(isfinite(st->v.lo) && isfinite(st->v.hi) &&
                       (nd->op != OTC_OP_NEURON ||
@@ -408,9 +461,7 @@ static otc_status lower_node(builder *b, otc_id id) {
             return OTC_OK; /* an output: the caller applies it to the dequantised logits */
         return no_lowering(b, id, "softmax is left to the caller, so only as an output");
     default:
-        if (info->kind == OTC_OPKIND_ELEMENTWISE && info->max_inputs == 1 &&
-            otc_op_map_expr(nd->op))
-            return lower_unary(b, id);
+        if (table_op(nd)) return lower_unary(b, id);
         return no_lowering(b, id, NULL);
     }
 }
