@@ -1,7 +1,8 @@
 /* The LLVM renderer's frame: one module per plan with PREFIXforward (and for training
  * PREFIXbackward, PREFIXtrain_step), the plan's steps in order (input and output copies,
- * kernels, gradient seeding, the plan's fused backward runs, the fused optimiser update) and, for
- * object files, the C entry point with the weights as constant data. */
+ * kernels, gradient seeding, the plan's fused backward runs, the fused optimiser update; a long
+ * run of steps cut into functions of bounded size) and, for object files, the C entry point
+ * with the weights as constant data. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
