@@ -22,6 +22,7 @@ import json
 import os
 import random
 import resource
+import signal
 import struct
 import subprocess
 import sys
@@ -105,14 +106,17 @@ def timed(cmds, timeout, repeat):
     for _ in range(repeat):
         t0 = cpu_seconds()
         for cmd in cmds:
+            # a session of its own, so a timeout ends gcc's cc1 too, not only the driver
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 start_new_session=True)
             try:
-                p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   timeout=timeout)
+                _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate()
                 return None
             if p.returncode != 0:
-                sys.exit(f"{' '.join(cmd)} exited {p.returncode}: "
-                         f"{p.stderr.decode(errors='replace')}")
+                sys.exit(f"{' '.join(cmd)} exited {p.returncode}: {err.decode(errors='replace')}")
         dt = cpu_seconds() - t0
         best = dt if best is None else min(best, dt)
     return best
