@@ -189,6 +189,73 @@ TEST(jit_fast_tier_gradients_random_graphs) {
     CHECK(gradient_disagreements(jit_scaled(40), &o, 7000) == 0);
 }
 
+/* A chain of n neurons (activations in turn; each also reads a column of the input and, from
+ * the fourth, the neuron three back, so values cross kernel boundaries and every depth has a
+ * gradient), with an MSE loss. */
+static otc_graph *deep_chain(int n, otc_id *loss) {
+    static const otc_act acts[4] = {OTC_ACT_TANH, OTC_ACT_SIGMOID, OTC_ACT_RELU, OTC_ACT_SIN};
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    otc_id prev = x, back3[3] = {x, x, x};
+    for (int i = 0; i < n; i++) {
+        otc_id srcs[3] = {prev, x, back3[i % 3]};
+        int cols[3] = {0, 1 - i % 2, 0};
+        float w[3] = {0.8f, 0.3f - 0.1f * (float)(i % 5), 0.25f};
+        otc_id h = otc_neuron(g, NULL, acts[i % 4], 0.05f * (float)(i % 3), 1.0f, i < 3 ? 2 : 3,
+                              srcs, cols, w);
+        back3[i % 3] = prev = h;
+    }
+    otc_graph_mark_output(g, prev);
+    *loss = jit_add_mse_loss(g);
+    return g;
+}
+
+/* A deep graph is rendered as several kernels (the plan bounds a fused kernel's members) and
+ * several functions (the renderer bounds a function's size, so LLVM's passes see bounded work
+ * and compile time stays linear in depth), and computes what the interpreter does: 520
+ * neurons make 3 kernels (256, 256 and 8 members), three functions of the forward; 80
+ * neurons make 80 backward steps, two functions of the backward, whose gradients are
+ * compared. */
+TEST(jit_deep_chain_split_into_functions) {
+    otc_id loss;
+    otc_graph *g = deep_chain(520, &loss);
+    REQUIRE(loss >= 0);
+    otc_graph *inf = otc_graph_inference(g);
+    NEED(inf);
+    otc_plan *plan = NULL;
+    NEED(otc_plan_build(inf, NULL, &plan) == OTC_OK);
+    CHECK(plan->n_kernels == 3);
+    otc_plan_free(plan);
+    /* The forward in parts: PREFIXfwd_0, PREFIXfwd_1, ... called in order by the entry. */
+    otc_emit_llvm_options eo = otc_emit_llvm_defaults();
+    eo.name = "chain";
+    char *ir = NULL;
+    size_t len = 0;
+    NEED(otc_emit_llvm(inf, &eo, OTC_EMIT_LLVM_IR, &ir, &len) == OTC_OK);
+    CHECK(strstr(ir, "@chain_fwd_0(") && strstr(ir, "@chain_fwd_2("));
+    free(ir);
+    otc_jit_options o = otc_jit_defaults();
+    o.inference = true;
+    otc_executor *jit = otc_jit_executor_new(inf, &o);
+    NEED(jit);
+    for (int b = 1; b <= 40; b += 39)
+        CHECK(jit_forward_agrees(inf, jit, b, 11 + (uint64_t)b, "deep chain"));
+    otc_exec_free(jit);
+    otc_graph_free(inf);
+    otc_graph_free(g);
+
+    g = deep_chain(80, &loss);
+    REQUIRE(loss >= 0);
+    jit = otc_jit_executor_new(g, NULL);
+    NEED(jit);
+    for (int b = 1; b <= 40; b += 39) {
+        otc_exec_zero_grad(jit); /* backward accumulates */
+        CHECK(gradients_agree_with(g, jit, loss, b, 13 + (uint64_t)b, "deep chain"));
+    }
+    otc_exec_free(jit);
+    otc_graph_free(g);
+}
+
 /* A training case: a graph, its loss, and how to fill the target input. */
 typedef struct {
     otc_graph *g;

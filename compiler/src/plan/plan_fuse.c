@@ -35,12 +35,21 @@ static bool kernel_calls_libm(const otc_plan *p, int k) {
     return false;
 }
 
+/* Members of one fused kernel at most. A kernel is one loop body, a single basic block to the
+ * C compiler and LLVM, whose passes (value numbering, scheduling, register allocation) grow
+ * faster than linearly in a block's length: a 2,000-neuron chain fused whole compiled in
+ * seconds and an 8,000-neuron one in minutes. At this size a kernel's body compiles in
+ * milliseconds, and a value crossing into the next kernel costs one store and one load per
+ * sample, nothing next to 256 members' work. */
+enum { KERNEL_MAX_MEMBERS = 256 };
+
 /* May `id` run inside the open kernel k, in the same loop body after its members? */
 static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
     const otc_plan *p = c->p;
     const otc_plan_kernel *K = &p->kernels[k];
     const otc_node *nd = otc_graph_node(p->graph, id);
     if (K->kind == OTC_KERNEL_OP || p->options.fuse == OTC_FUSE_NONE) return false;
+    if (K->count >= KERNEL_MAX_MEMBERS) return false;
     if (!otc_plan_is_map_op(nd->op)) return false;
     int64_t n;
     bool batched;

@@ -1,7 +1,8 @@
 /* The LLVM renderer's frame: one module per plan with PREFIXforward (and for training
  * PREFIXbackward, PREFIXtrain_step), the plan's steps in order (input and output copies,
- * kernels, gradient seeding, the plan's fused backward runs, the fused optimiser update) and, for
- * object files, the C entry point with the weights as constant data. */
+ * kernels, gradient seeding, the plan's fused backward runs, the fused optimiser update; a long
+ * run of steps cut into functions of bounded size) and, for object files, the C entry point
+ * with the weights as constant data. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +40,7 @@ static LLVMValueRef begin_function(otc_llvm_r *r, const char *name, bool exporte
     r->entry = LLVMAppendBasicBlockInContext(r->ir.ctx, fn, "entry");
     LLVMPositionBuilderAtEnd(B, r->entry);
     /* Cached addresses belong to one function. */
-    memset(r->vb_cache, 0, (size_t)r->plan->n_values * sizeof *r->vb_cache);
-    memset(r->gb_cache, 0, (size_t)r->plan->n_values * sizeof *r->gb_cache);
-    memset(r->rows, 0, r->row_cap * sizeof *r->rows);
+    otc_lv_forget_addresses(r);
     LLVMTypeRef at = args_type(r);
     LLVMValueRef args = LLVMGetParam(fn, 0);
     static const char *names[OTC_LA_COUNT] = {"in",    "target", "out",   "weights",
@@ -140,73 +139,74 @@ static void state_step(otc_llvm_r *r, const otc_plan_step *s) {
                     otc_lv_extent(r, e));
 }
 
-static void forward_steps(otc_llvm_r *r) {
+/* Forward step i; returns the next step's index. */
+static int forward_step(otc_llvm_r *r, int i, LLVMValueRef flag) {
+    (void)flag;
     const otc_plan *p = r->plan;
-    for (int i = 0; i < p->n_forward_steps && !r->st; i++) {
-        const otc_plan_step *s = &p->steps[i];
-        if (s->kind == OTC_STEP_LOAD) {
-            load_step(r, s);
-        } else if (s->kind == OTC_STEP_STORE) {
-            store_step(r, s);
-        } else if (s->kind == OTC_STEP_STATE) {
-            state_step(r, s);
-        } else if (s->kind == OTC_STEP_KERNEL) {
-            r->kernel = s->kernel;
-            switch (p->kernels[s->kernel].kind) {
-            case OTC_KERNEL_MAP:
-                otc_lv_map_kernel(r, s->kernel);
-                break;
-            case OTC_KERNEL_MATMUL:
-                otc_lv_matmul_kernel(r, s->kernel);
-                break;
-            case OTC_KERNEL_OP:
-                otc_lv_loop_program(r, p->members[p->kernels[s->kernel].first], false);
-                break;
-            }
-            r->kernel = -1;
+    const otc_plan_step *s = &p->steps[i];
+    if (s->kind == OTC_STEP_LOAD) {
+        load_step(r, s);
+    } else if (s->kind == OTC_STEP_STORE) {
+        store_step(r, s);
+    } else if (s->kind == OTC_STEP_STATE) {
+        state_step(r, s);
+    } else if (s->kind == OTC_STEP_KERNEL) {
+        r->kernel = s->kernel;
+        switch (p->kernels[s->kernel].kind) {
+        case OTC_KERNEL_MAP:
+            otc_lv_map_kernel(r, s->kernel);
+            break;
+        case OTC_KERNEL_MATMUL:
+            otc_lv_matmul_kernel(r, s->kernel);
+            break;
+        case OTC_KERNEL_OP:
+            otc_lv_loop_program(r, p->members[p->kernels[s->kernel].first], false);
+            break;
         }
+        r->kernel = -1;
     }
+    return i + 1;
 }
 
-/* The backward steps; zero_params (an i1) also zeroes the parameter gradients, which the
- * executor's backward lets accumulate. */
-static void backward_steps(otc_llvm_r *r, LLVMValueRef zero_params) {
+/* Backward step i (with the rest of its fused run); returns the next step's index.
+ * zero_params (an i1) also zeroes the parameter gradients, which the executor's backward lets
+ * accumulate. */
+static int backward_step(otc_llvm_r *r, int i, LLVMValueRef zero_params) {
     const otc_plan *p = r->plan;
-    for (int i = p->n_forward_steps; i < p->n_steps && !r->st; i++) {
-        const otc_plan_step *s = &p->steps[i];
-        switch (s->kind) {
-        case OTC_STEP_ZERO_GRADS: {
-            LLVMValueRef from = LLVMBuildSelect(B, zero_params, otc_lv_i64(r, 0),
-                                                otc_lv_i64(r, p->param_floats), "");
-            LLVMValueRef total = otc_lv_extent(r, p->grads);
-            LLVMValueRef bytes =
-                LLVMBuildMul(B, LLVMBuildSub(B, total, from, ""), otc_lv_i64(r, 4), "");
-            LLVMBuildMemSet(B, otc_lv_gep(r, r->a[OTC_LA_GRADS], from),
-                            LLVMConstInt(LLVMInt8TypeInContext(r->ir.ctx), 0, 0), bytes, 4);
-            break;
-        }
-        case OTC_STEP_SEED:
-            otc_lv_store(r, LLVMConstReal(r->ir.f32, 1.0), otc_lv_grad_base(r, s->node));
-            break;
-        case OTC_STEP_BACKWARD: {
-            const otc_node *nd = otc_graph_node(r->g, s->node);
-            int kind = p->kernels[s->kernel].kind;
-            if (s->fused > 0) { /* the plan's backward fusion: one loop nest for the run */
-                r->kernel = s->kernel;
-                otc_lv_map_backward(r, i, i + s->fused);
-                r->kernel = -1;
-                i += s->fused - 1;
-            } else if (nd->op == OTC_OP_MATMUL && kind == OTC_KERNEL_MATMUL) {
-                otc_lv_matmul_backward(r, s->node);
-            } else {
-                otc_lv_loop_program(r, s->node, true);
-            }
-            break;
-        }
-        default:
-            break;
-        }
+    const otc_plan_step *s = &p->steps[i];
+    switch (s->kind) {
+    case OTC_STEP_ZERO_GRADS: {
+        LLVMValueRef from =
+            LLVMBuildSelect(B, zero_params, otc_lv_i64(r, 0), otc_lv_i64(r, p->param_floats), "");
+        LLVMValueRef total = otc_lv_extent(r, p->grads);
+        LLVMValueRef bytes =
+            LLVMBuildMul(B, LLVMBuildSub(B, total, from, ""), otc_lv_i64(r, 4), "");
+        LLVMBuildMemSet(B, otc_lv_gep(r, r->a[OTC_LA_GRADS], from),
+                        LLVMConstInt(LLVMInt8TypeInContext(r->ir.ctx), 0, 0), bytes, 4);
+        break;
     }
+    case OTC_STEP_SEED:
+        otc_lv_store(r, LLVMConstReal(r->ir.f32, 1.0), otc_lv_grad_base(r, s->node));
+        break;
+    case OTC_STEP_BACKWARD: {
+        const otc_node *nd = otc_graph_node(r->g, s->node);
+        int kind = p->kernels[s->kernel].kind;
+        if (s->fused > 0) { /* the plan's backward fusion: one loop nest for the run */
+            r->kernel = s->kernel;
+            otc_lv_map_backward(r, i, i + s->fused);
+            r->kernel = -1;
+            i += s->fused - 1;
+        } else if (nd->op == OTC_OP_MATMUL && kind == OTC_KERNEL_MATMUL) {
+            otc_lv_matmul_backward(r, s->node);
+        } else {
+            otc_lv_loop_program(r, s->node, true);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return i + 1;
 }
 
 static LLVMValueRef hyper(otc_llvm_r *r, int i) {
@@ -288,6 +288,122 @@ static void return_if_failed(otc_llvm_r *r, LLVMValueRef status) {
 
 static void name_of(char *buf, size_t len, const otc_llvm_render_options *o, const char *what) {
     snprintf(buf, len, "%s%s", o->prefix ? o->prefix : "", what);
+}
+
+/* ---- parts: a long schedule as several functions of bounded size ---- */
+
+/* IR instructions (as rendered, before optimisation) after which a function is closed and the
+ * schedule continues in the next one. LLVM's function passes (dominator trees, value
+ * numbering, SLP's and the scheduler's windows, register allocation) grow faster than
+ * linearly in a function's size: a deep graph's steps in one function took 8.6 s at 2,000
+ * nodes and minutes at 8,000. In parts each pass sees bounded work, so the module compiles in
+ * time linear in its steps. Steps talk through memory (the plan's buffers), so a part boundary
+ * changes no arithmetic; at this size a part's call and status check are nothing next to its
+ * work, and a graph of ordinary size (LeNet, an MLP, a NEAT genome) stays in one part. */
+enum { PART_INSTRUCTIONS = 4000 };
+
+static int64_t instructions_in(LLVMBasicBlockRef b) {
+    int64_t n = 0;
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) n++;
+    return n;
+}
+
+typedef int (*step_fn)(otc_llvm_r *r, int i, LLVMValueRef flag);
+
+typedef struct {
+    LLVMValueRef *fn;
+    int n, cap;
+} parts;
+
+/* Steps [from, to) rendered by `step` into internal functions PREFIXwhat_0, _1, ... (taking
+ * the argument block and, with `flag`, an i1 passed on to `step`), each closed once it holds
+ * PART_INSTRUCTIONS; at least one function, even for no steps. */
+static parts render_parts(otc_llvm_r *r, const char *what, int from, int to, bool flag,
+                          step_fn step) {
+    parts ps = {0};
+    int i = from;
+    do {
+        if (ps.n == ps.cap) {
+            int cap = ps.cap ? 2 * ps.cap : 4;
+            LLVMValueRef *fn = realloc(ps.fn, (size_t)cap * sizeof *fn);
+            if (!fn) {
+                otc_lv_fail(r, OTC_ERR_NOMEM, "out of memory for the function list");
+                break;
+            }
+            ps.fn = fn;
+            ps.cap = cap;
+        }
+        char name[200];
+        snprintf(name, sizeof name, "%s%s_%d", r->o.prefix ? r->o.prefix : "", what, ps.n);
+        LLVMValueRef fn = begin_function(r, name, false, flag ? 1 : 0);
+        ps.fn[ps.n++] = fn;
+        int64_t size = 0;
+        while (i < to && !r->st && size < PART_INSTRUCTIONS) {
+            /* What the step adds: the blocks from where it starts (the entry block's shared
+             * addresses are left out; they grow with the steps' own code). */
+            LLVMBasicBlockRef b = LLVMGetInsertBlock(B);
+            size -= instructions_in(b);
+            i = step(r, i, flag ? LLVMGetParam(fn, 1) : NULL);
+            for (; b; b = LLVMGetNextBasicBlock(b)) size += instructions_in(b);
+        }
+        LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+    } while (i < to && !r->st);
+    return ps;
+}
+
+/* The function `name` running the parts in order (passing its i1 flag on, with `flag`),
+ * returning the first failed status. One part is renamed instead (exported: made external
+ * and inlinable), so a graph of ordinary size keeps the code it always had. */
+static LLVMValueRef chain_parts(otc_llvm_r *r, const char *name, bool exported, bool flag,
+                                parts ps) {
+    if (r->st) return NULL;
+    if (ps.n == 1) {
+        LLVMValueRef fn = ps.fn[0];
+        LLVMSetValueName2(fn, name, strlen(name));
+        if (exported) {
+            LLVMSetLinkage(fn, LLVMExternalLinkage);
+            LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                           LLVMGetEnumAttributeKindForName("noinline", 8));
+        }
+        return fn;
+    }
+    LLVMValueRef fn = begin_function(r, name, exported, flag ? 1 : 0);
+    for (int k = 0; k < ps.n; k++)
+        return_if_failed(r,
+                         call_body(r, ps.fn[k], flag ? 1 : 0, flag ? LLVMGetParam(fn, 1) : NULL));
+    LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+    return fn;
+}
+
+/* The forward steps, or the backward ones, as one function `name` (in parts when long). */
+static LLVMValueRef render_steps(otc_llvm_r *r, const char *name, bool exported, bool backward) {
+    const otc_plan *p = r->plan;
+    parts ps = backward
+                   ? render_parts(r, "bwd", p->n_forward_steps, p->n_steps, true, backward_step)
+                   : render_parts(r, "fwd", 0, p->n_forward_steps, false, forward_step);
+    LLVMValueRef fn = chain_parts(r, name, exported, backward, ps);
+    free(ps.fn);
+    return fn;
+}
+
+/* The exported PREFIXforward, PREFIXbackward and PREFIXtrain_step of a training module, over
+ * the bodies. */
+static void train_entries(otc_llvm_r *r, LLVMValueRef fwd, LLVMValueRef bwd, LLVMValueRef upd) {
+    char name[160];
+    name_of(name, sizeof name, &r->o, "forward");
+    begin_function(r, name, true, 0);
+    LLVMBuildRet(B, call_body(r, fwd, 0, NULL));
+    name_of(name, sizeof name, &r->o, "backward");
+    begin_function(r, name, true, 0);
+    LLVMBuildRet(B, call_body(r, bwd, 1, LLVMConstInt(r->ir.i1, 0, 0)));
+    name_of(name, sizeof name, &r->o, "train_step");
+    begin_function(r, name, true, 0);
+    return_if_failed(r, call_body(r, fwd, 0, NULL));
+    return_if_failed(r, call_body(r, bwd, 1, LLVMConstInt(r->ir.i1, 1, 0)));
+    call_body(r, upd, 0, NULL);
+    LLVMValueRef loss = otc_lv_load(r, r->ir.f32, otc_lv_value_base(r, r->plan->options.loss));
+    otc_lv_store(r, loss, r->a[OTC_LA_LOSS]);
+    LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
 }
 
 /* For object files: the weights as constant data and the C entry point
@@ -387,42 +503,24 @@ otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_opti
     r->gb_cache = calloc(nv, sizeof *r->gb_cache);
     r->row_cap = 8 * nv + 64;
     r->rows = calloc(r->row_cap, sizeof *r->rows);
-    if (!r->local || !r->vb_cache || !r->gb_cache || !r->rows)
+    r->used_values = malloc(2 * nv * sizeof *r->used_values);
+    r->used_rows = malloc(r->row_cap * sizeof *r->used_rows);
+    if (!r->local || !r->vb_cache || !r->gb_cache || !r->rows || !r->used_values || !r->used_rows)
         r->st = otc_fail(OTC_ERR_NOMEM, "out of memory for the LLVM renderer");
     char name[160];
     if (!r->st && !plan->options.train) {
         name_of(name, sizeof name, o, "forward");
-        begin_function(r, name, true, 0);
-        forward_steps(r);
-        LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+        render_steps(r, name, true, false);
     } else if (!r->st) {
         name_of(name, sizeof name, o, "fwd_body");
-        LLVMValueRef fwd = begin_function(r, name, false, 0);
-        forward_steps(r);
-        LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+        LLVMValueRef fwd = render_steps(r, name, false, false);
         name_of(name, sizeof name, o, "bwd_body");
-        LLVMValueRef bwd = begin_function(r, name, false, 1);
-        backward_steps(r, LLVMGetParam(r->fn, 1));
-        LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+        LLVMValueRef bwd = render_steps(r, name, false, true);
         name_of(name, sizeof name, o, "update_body");
         LLVMValueRef upd = begin_function(r, name, false, 0);
         update_steps(r);
         LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
-
-        name_of(name, sizeof name, o, "forward");
-        begin_function(r, name, true, 0);
-        LLVMBuildRet(B, call_body(r, fwd, 0, NULL));
-        name_of(name, sizeof name, o, "backward");
-        begin_function(r, name, true, 0);
-        LLVMBuildRet(B, call_body(r, bwd, 1, LLVMConstInt(r->ir.i1, 0, 0)));
-        name_of(name, sizeof name, o, "train_step");
-        begin_function(r, name, true, 0);
-        return_if_failed(r, call_body(r, fwd, 0, NULL));
-        return_if_failed(r, call_body(r, bwd, 1, LLVMConstInt(r->ir.i1, 1, 0)));
-        call_body(r, upd, 0, NULL);
-        LLVMValueRef loss = otc_lv_load(r, r->ir.f32, otc_lv_value_base(r, plan->options.loss));
-        otc_lv_store(r, loss, r->a[OTC_LA_LOSS]);
-        LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+        if (!r->st) train_entries(r, fwd, bwd, upd);
     }
     if (!r->st && o->aot) aot_wrapper(r);
     LLVMDisposeBuilder(r->ir.b);
@@ -431,6 +529,8 @@ otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_opti
     free(r->vb_cache);
     free(r->gb_cache);
     free(r->rows);
+    free(r->used_values);
+    free(r->used_rows);
     return r->st;
 }
 

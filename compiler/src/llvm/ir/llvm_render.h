@@ -79,6 +79,12 @@ typedef struct {
         int64_t e;
     } * rows; /* (base, e) -> base + e * S */
     size_t row_cap;
+    /* The entries set since the function began, so a new function clears only those (a deep
+     * graph's many functions would otherwise each clear tables sized by the whole plan). */
+    otc_id *used_values; /* vb_cache / gb_cache */
+    size_t n_used_values;
+    size_t *used_rows;
+    size_t n_used_rows;
     otc_status st; /* the first error while rendering */
     /* Column mode (small batches through a matmul kernel): lanes run along output columns
      * e .. e + col_valid - 1 of one sample col_b, instead of along samples. */
@@ -109,6 +115,8 @@ LLVMValueRef otc_lv_gep(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef index);
 /* Start of id's storage (its owner's): activation buffer or weights. */
 LLVMValueRef otc_lv_value_base(otc_llvm_r *r, otc_id id);
 LLVMValueRef otc_lv_grad_base(otc_llvm_r *r, otc_id id);
+/* Forgets the addresses cached for the previous function (begin a new one after). */
+void otc_lv_forget_addresses(otc_llvm_r *r);
 /* work + extent, computed once in the entry block. */
 LLVMValueRef otc_lv_work_at(otc_llvm_r *r, otc_extent off);
 /* Element `e` (i64) of a stored batched value at the current chunk, or of an unbatched one. */

@@ -84,13 +84,27 @@ static LLVMValueRef entry_offset(otc_llvm_r *r, LLVMValueRef base, otc_extent of
     return LLVMBuildInBoundsGEP2(eb, r->ir.f32, base, &idx, 1, "");
 }
 
+void otc_lv_forget_addresses(otc_llvm_r *r) {
+    for (size_t i = 0; i < r->n_used_values; i++)
+        r->vb_cache[r->used_values[i]] = r->gb_cache[r->used_values[i]] = NULL;
+    for (size_t i = 0; i < r->n_used_rows; i++) r->rows[r->used_rows[i]].base = NULL;
+    r->n_used_values = r->n_used_rows = 0;
+}
+
+/* cache[o] = v, logged for otc_lv_forget_addresses (each of the two caches sets an entry at
+ * most once per function, so the log holds at most two per value). */
+static LLVMValueRef remember(otc_llvm_r *r, LLVMValueRef *cache, otc_id o, LLVMValueRef v) {
+    r->used_values[r->n_used_values++] = o;
+    return cache[o] = v;
+}
+
 LLVMValueRef otc_lv_value_base(otc_llvm_r *r, otc_id id) {
     otc_id o = otc_plan_owner(r->plan, id);
     if (r->vb_cache[o]) return r->vb_cache[o];
     const otc_plan_value *v = &r->plan->values[o];
     if (v->storage == OTC_STORE_PARAM) {
         otc_extent e = {v->param_offset, 0};
-        return r->vb_cache[o] = entry_offset(r, r->a[OTC_LA_WEIGHTS], e);
+        return remember(r, r->vb_cache, o, entry_offset(r, r->a[OTC_LA_WEIGHTS], e));
     }
     if (v->storage != OTC_STORE_WORK) {
         char lab[64];
@@ -98,13 +112,14 @@ LLVMValueRef otc_lv_value_base(otc_llvm_r *r, otc_id id) {
                     otc_graph_node_label(r->g, o, lab, sizeof lab));
         return r->a[OTC_LA_WORK];
     }
-    return r->vb_cache[o] = entry_offset(r, r->a[OTC_LA_WORK], v->offset);
+    return remember(r, r->vb_cache, o, entry_offset(r, r->a[OTC_LA_WORK], v->offset));
 }
 
 LLVMValueRef otc_lv_grad_base(otc_llvm_r *r, otc_id id) {
     otc_id o = otc_plan_owner(r->plan, id);
     if (r->gb_cache[o]) return r->gb_cache[o];
-    return r->gb_cache[o] = entry_offset(r, r->a[OTC_LA_GRADS], r->plan->values[o].grad);
+    return remember(r, r->gb_cache, o,
+                    entry_offset(r, r->a[OTC_LA_GRADS], r->plan->values[o].grad));
 }
 
 LLVMValueRef otc_lv_work_at(otc_llvm_r *r, otc_extent off) {
@@ -121,6 +136,7 @@ static LLVMValueRef row_of(otc_llvm_r *r, LLVMValueRef base, int64_t e) {
             r->rows[h].base = base;
             r->rows[h].e = e;
             r->rows[h].row = LLVMBuildInBoundsGEP2(eb, r->ir.f32, base, &idx, 1, "");
+            r->used_rows[r->n_used_rows++] = h;
             return r->rows[h].row;
         }
         if (r->rows[h].base == base && r->rows[h].e == e) return r->rows[h].row;
