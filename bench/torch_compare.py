@@ -342,8 +342,9 @@ def main():
     if args.json:
         out = {"batch": desc["batch"], "mode": desc["mode"], "flops_per_sample": flops,
                "sgemm_peak_gflops": peak}
-        for name, us in peers.items():
-            out[name.replace(", ", "_").replace(" ", "_") + "_us_per_sample"] = us
+        for name, us in peers.items():  # torch_1t_... (eager), torchscript_1t_...
+            kind = "torchscript" if name.startswith("torchscript") else "torch"
+            out[f"{kind}_{name.split(', ')[1].split()[0]}t_us_per_sample"] = us
         for k in ("interpreter_us_per_sample", "jit_us_per_sample", "c_us_per_sample",
                   "jit_compile_ms"):
             out[k] = otc.get(k)
