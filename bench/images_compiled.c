@@ -1,8 +1,10 @@
 /* The example's CNN (examples/fashion_mnist.c: LeNet-5 on 1x28x28) compiled: a training step
  * at batch 64 (forward, softmax cross-entropy, backward, Adam) and inference at batch 1 and
  * 64 on the interpreter, the LLVM JIT and the emitted C (cc -O3 -march=native, the JIT's
- * target), one thread, against PyTorch eager at 1 and 2 threads (bench/images_torch.py, when
- * it and torch are there); the emitted C's code and weight size. Median of 7 timed blocks.
+ * target), one thread, against PyTorch eager and TorchScript (traced, frozen, optimised for
+ * inference) at 1 and 2 threads (bench/images_torch.py, when it and torch are there); every
+ * row's GFLOP/s and its fraction of the one-thread sgemm peak (bench/gflops.h), the peers'
+ * time over otc's; the emitted C's code and weight size. Median of 7 timed blocks.
  * Usage: images_compiled [--quick] */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "otc/compiler.h"
 #include "otc/jit.h"
 #include "bench_timing.h"
+#include "gflops.h"
 #include "otc/otc.h"
 
 static double block_seconds = 0.3;
@@ -91,11 +94,12 @@ static long file_size(const char *path) {
 
 typedef struct {
     bool have;
-    double train_ms, infer1_us, infer64_us;
+    double t[3]; /* train64 (ms), infer1 (us), infer64 (us) */
 } torch_row;
 
+/* PyTorch's figures: rows[0..2] eager at 0/1/2 threads, rows[3..5] TorchScript ("ts" lines). */
 static void read_torch(torch_row *rows) {
-    char cmd[1024], path[900];
+    char cmd[1024], path[900], line[256];
     snprintf(path, sizeof path, "%s/bench/images_torch.py", OTC_SOURCE_DIR);
     if (file_size(path) < 0) return;
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s 2>/dev/null", path);
@@ -103,8 +107,12 @@ static void read_torch(torch_row *rows) {
     if (!p) return;
     int th;
     double tr, i1, i64;
-    while (fscanf(p, "%d %lf %lf %lf", &th, &tr, &i1, &i64) == 4)
-        if (th >= 1 && th <= 2) rows[th] = (torch_row){true, tr, i1, i64};
+    while (fgets(line, sizeof line, p)) {
+        bool ts = !strncmp(line, "ts ", 3);
+        if (sscanf(line + (ts ? 3 : 0), "%d %lf %lf %lf", &th, &tr, &i1, &i64) == 4 && th >= 1 &&
+            th <= 2)
+            rows[th + (ts ? 3 : 0)] = (torch_row){true, {tr, i1, i64}};
+    }
     pclose(p);
 }
 
@@ -223,26 +231,55 @@ int main(int argc, char **argv) {
         if (f) fclose(f);
     }
 
-    torch_row torch[3] = {{0}};
+    torch_row torch[6] = {{0}};
     read_torch(torch);
-    printf("LeNet-5 on 1x28x28 (examples/fashion_mnist.c), one thread unless said\n");
-    printf("%-22s %11s %11s %11s %11s %11s\n", "", "interpreter", "jit", "emitted C", "torch 1t",
-           "torch 2t");
+    double peak = bench_sgemm_peak(block_seconds);
+    double fwd_flops = bench_graph_flops(g); /* per sample */
+    printf("LeNet-5 on 1x28x28 (examples/fashion_mnist.c), one thread unless said; torch: "
+           "eager, ts: TorchScript\n");
+    static const char *cols[] = {"interpreter", "jit",   "emitted C", "torch 1t",
+                                 "torch 2t",    "ts 1t", "ts 2t"};
+    printf("%-22s", "");
+    for (int k = 0; k < 7; k++) printf(" %11s", cols[k]);
+    printf("\n");
     const char *rows[3] = {"train step b64 (ms)", "inference b1 (us)", "inference b64 (us)"};
+    double sec[3][7]; /* seconds per call, -1 where missing */
     for (int r = 0; r < 3; r++) {
         double scale = r == 0 ? 1e3 : 1e6;
-        printf("%-22s %11.3f %11.3f %11.3f", rows[r], t[0][r] * scale, t[1][r] * scale,
-               t[2][r] * scale);
-        for (int th = 1; th <= 2; th++) {
-            double v = !torch[th].have ? -1
-                       : r == 0        ? torch[th].train_ms
-                       : r == 1        ? torch[th].infer1_us
-                                       : torch[th].infer64_us;
-            if (v < 0)
+        for (int k = 0; k < 7; k++) {
+            const torch_row *tr = k < 3 ? NULL : &torch[k < 5 ? k - 2 : k - 1];
+            sec[r][k] = k < 3 ? t[k][r] : tr->have ? tr->t[r] / scale : -1;
+        }
+        printf("%-22s", rows[r]);
+        for (int k = 0; k < 7; k++)
+            if (sec[r][k] < 0)
                 printf(" %11s", "-");
             else
-                printf(" %11.3f", v);
+                printf(" %11.3f", sec[r][k] * scale);
+        printf("\n");
+    }
+    printf("GFLOP/s (%% of the one-thread sgemm peak, %.1f GFLOP/s; training counted as 3x the "
+           "forward's %.0f flops per sample)\n",
+           peak, fwd_flops);
+    for (int r = 0; r < 3; r++) {
+        double flops = fwd_flops * (r == 0 ? 3 : 1) * (r == 1 ? 1 : B);
+        printf("%-22s", rows[r]);
+        for (int k = 0; k < 7; k++) {
+            char cell[32] = "-";
+            if (sec[r][k] > 0)
+                snprintf(cell, sizeof cell, "%.1f (%.0f%%)", flops / sec[r][k] * 1e-9,
+                         100 * flops / sec[r][k] * 1e-9 / peak);
+            printf(" %11s", cell);
         }
+        printf("\n");
+    }
+    printf("speed against TorchScript 1t / eager 1t (their time over otc's; above 1: otc is "
+           "faster)\n");
+    for (int r = 0; r < 3; r++) {
+        printf("%-22s", rows[r]);
+        for (int k = 0; k < 3; k++)
+            if (sec[r][5] > 0 && sec[r][3] > 0)
+                printf(" %5.2fx/%4.2fx", sec[r][5] / sec[r][k], sec[r][3] / sec[r][k]);
         printf("\n");
     }
     if (!torch[1].have) printf("(no PyTorch columns: bench/images_torch.py or torch missing)\n");

@@ -7,12 +7,15 @@ dense 400 -> 120 -> 84 -> 10), timed the same way.
 
 One line per thread count, "threads train64_ms infer1_us infer64_us": a training step at
 batch 64 (forward, softmax cross-entropy, backward, Adam lr 1e-3) in milliseconds, inference
-(torch.no_grad) at batch 1 and 64 in microseconds, each the median of 7 timed blocks. Exits
+(torch.no_grad) at batch 1 and 64 in microseconds, each the median of 7 timed blocks; then
+the same for TorchScript, "ts threads train64_ms infer1_us infer64_us": the model traced for
+the training step, traced, frozen and optimised for inference (bench/torch_peers.py). Exits
 77 when torch is missing (bench/images.c then leaves its columns out).
 """
 import sys
 
 from bench_timing import median_time
+from torch_peers import torchscript_inference, torchscript_training
 
 try:
     import torch
@@ -35,25 +38,33 @@ def main():
     torch.manual_seed(1)
     for th in threads:
         torch.set_num_threads(th)
-        model = lenet()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         x64, y64 = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
         x1 = torch.rand(1, 1, 28, 28)
+        eager = time_model(lenet(), lenet(), x1, x64, y64)
+        print(f"{th} " + eager, flush=True)
+        torch.manual_seed(1)
+        train_model = torchscript_training(torch, lenet(), (x64,))
+        infer_model = torchscript_inference(torch, lenet(), (x64,))
+        print(f"ts {th} " + time_model(train_model, infer_model, x1, x64, y64), flush=True)
 
-        def train():
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x64), y64).backward()
-            opt.step()
 
-        def infer(x):
-            with torch.no_grad():
-                model(x)
+def time_model(train_model, infer_model, x1, x64, y64):
+    """'train64_ms infer1_us infer64_us' of a model (its training and inference forms)."""
+    opt = torch.optim.Adam(train_model.parameters(), lr=1e-3)
 
-        t = median_time(train)
-        i1 = median_time(lambda: infer(x1))
-        i64 = median_time(lambda: infer(x64))
-        print(f"{th} {t * 1e3:.4f} {i1 * 1e6:.2f} {i64 * 1e6:.2f}", flush=True)
+    def train():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(train_model(x64), y64).backward()
+        opt.step()
 
+    def infer(x):
+        with torch.no_grad():
+            infer_model(x)
+
+    t = median_time(train)
+    i1 = median_time(lambda: infer(x1))
+    i64 = median_time(lambda: infer(x64))
+    return f"{t * 1e3:.4f} {i1 * 1e6:.2f} {i64 * 1e6:.2f}"
 
 if __name__ == "__main__":
     main()

@@ -143,10 +143,11 @@ static double median_time(int (*fn)(bench_net *), bench_net *n) {
     return times[BLOCKS / 2];
 }
 
-/* PyTorch's figures for a configuration at 1 and 2 threads, from the script's output lines. */
+/* PyTorch's figures for a configuration at 1 and 2 threads, from the script's output lines:
+ * [0] eager, [1] TorchScript (its "ts" lines). */
 typedef struct {
-    bool have[3];
-    double train_ms[3], infer_us[3];
+    bool have[2][3];
+    double train_ms[2][3], infer_us[2][3];
 } torch_row;
 
 static void read_torch(const config *cs, int n, torch_row *rows) {
@@ -163,17 +164,19 @@ static void read_torch(const config *cs, int n, torch_row *rows) {
     char line[256], cell[16];
     int in, h, s, b, th;
     double tr, inf;
-    while (fgets(line, sizeof line, p))
-        if (sscanf(line, "%15s %d %d %d %d %d %lf %lf", cell, &in, &h, &s, &b, &th, &tr, &inf) ==
-                8 &&
+    while (fgets(line, sizeof line, p)) {
+        int ts = !strncmp(line, "ts ", 3);
+        if (sscanf(line + 3 * ts, "%15s %d %d %d %d %d %lf %lf", cell, &in, &h, &s, &b, &th, &tr,
+                   &inf) == 8 &&
             th >= 1 && th <= 2)
             for (int i = 0; i < n; i++)
                 if (!strcmp(cell, cell_name(cs[i].cell)) && in == cs[i].in && h == cs[i].hidden &&
                     s == cs[i].steps && b == cs[i].batch) {
-                    rows[i].have[th] = true;
-                    rows[i].train_ms[th] = tr;
-                    rows[i].infer_us[th] = inf;
+                    rows[i].have[ts][th] = true;
+                    rows[i].train_ms[ts][th] = tr;
+                    rows[i].infer_us[ts][th] = inf;
                 }
+    }
     pclose(p);
 }
 
@@ -214,16 +217,18 @@ int main(int argc, char **argv) {
     torch_row rows[4] = {0};
     read_torch(all, n, rows);
     bool torch = false;
-    for (int i = 0; i < n; i++) torch |= rows[i].have[1] || rows[i].have[2];
+    for (int i = 0; i < n; i++) torch |= rows[i].have[0][1] || rows[i].have[0][2];
 
     printf("training step (forward + BPTT + Adam), ms  |  batch-1 inference, us per time step\n"
-           "(median of 7 blocks; 1t/2t: OpenBLAS or PyTorch threads)\n");
+           "(median of 7 blocks; 1t/2t: OpenBLAS or PyTorch threads; torch: eager, ts: "
+           "TorchScript)\n");
     static const char *col[2][2] = {{"otc 1t", "otc 2t"}, {"jit 1t", "jit 2t"}};
     printf("  %-22s", "layer");
     for (int be = 0; be < backends; be++) printf(" %9s %9s", col[be][0], col[be][1]);
-    if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
+    static const char *peer_cols = "  torch 1t  torch 2t     ts 1t     ts 2t";
+    if (torch) printf("%s", peer_cols);
     for (int be = 0; be < backends; be++) printf(" %9s %9s", col[be][0], col[be][1]);
-    if (torch) printf(" %9s %9s", "torch 1t", "torch 2t");
+    if (torch) printf("%s", peer_cols);
     putchar('\n');
     for (int i = 0; i < n; i++) {
         char name[64];
@@ -232,16 +237,16 @@ int main(int argc, char **argv) {
         printf("  %-22s", name);
         for (int be = 0; be < backends; be++)
             printf(" %9.3f %9.3f", train[be][i][1] * 1e3, train[be][i][2] * 1e3);
-        for (int th = 1; torch && th <= 2; th++)
-            if (rows[i].have[th])
-                printf(" %9.3f", rows[i].train_ms[th]);
+        for (int k = 0; torch && k < 4; k++)
+            if (rows[i].have[k / 2][1 + k % 2])
+                printf(" %9.3f", rows[i].train_ms[k / 2][1 + k % 2]);
             else
                 printf(" %9s", "-");
         for (int be = 0; be < backends; be++)
             printf(" %9.2f %9.2f", infer[be][i][1] * 1e6, infer[be][i][2] * 1e6);
-        for (int th = 1; torch && th <= 2; th++)
-            if (rows[i].have[th])
-                printf(" %9.2f", rows[i].infer_us[th]);
+        for (int k = 0; torch && k < 4; k++)
+            if (rows[i].have[k / 2][1 + k % 2])
+                printf(" %9.2f", rows[i].infer_us[k / 2][1 + k % 2]);
             else
                 printf(" %9s", "-");
         putchar('\n');

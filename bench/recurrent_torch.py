@@ -8,11 +8,15 @@ For each configuration and thread count, one line "cell in hidden steps batch th
 train_ms infer_us": a training step (torch.nn.LSTM/GRU over the whole sequence, MSE against a
 target at every step, backward through time, Adam) in milliseconds, and batch-1 inference of
 one time step (the layer on one step, its state carried) in microseconds, each the median of
-timed blocks. Exits 77 when torch is missing (bench/recurrent.c then leaves its columns out).
+timed blocks; then the same for TorchScript, "ts cell in hidden steps batch threads train_ms
+infer_us": the layer traced for the training step, traced, frozen and optimised for inference
+for the step (bench/torch_peers.py). Exits 77 when torch is missing (bench/recurrent.c then
+leaves its columns out).
 """
 import sys
 
 from bench_timing import median_time
+from torch_peers import torchscript_inference, torchscript_training
 
 try:
     import torch
@@ -20,17 +24,18 @@ except ImportError:
     sys.exit(77)
 
 
-def bench(cell, n_in, hidden, steps, batch):
+def bench(cell, n_in, hidden, steps, batch, script):
     cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[cell]
     torch.manual_seed(1)
     net = cls(n_in, hidden, batch_first=False)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     x = torch.rand(steps, batch, n_in) * 2 - 1
     target = torch.rand(steps, batch, hidden) * 2 - 1
+    train_net = torchscript_training(torch, net, (x,)) if script else net
+    opt = torch.optim.Adam(train_net.parameters(), lr=1e-3)
 
     def train_step():
         opt.zero_grad()
-        out, _ = net(x)
+        out, _ = train_net(x)
         loss = torch.nn.functional.mse_loss(out, target)
         loss.backward()
         opt.step()
@@ -38,10 +43,12 @@ def bench(cell, n_in, hidden, steps, batch):
     train = median_time(train_step)
 
     x1 = torch.rand(1, 1, n_in) * 2 - 1
-    state = [None]
+    h0 = torch.zeros(1, 1, hidden)
+    state = [(h0, h0.clone()) if cell == "lstm" else h0]
+    infer_net = torchscript_inference(torch, net, (x1, state[0])) if script else net
 
     def infer_step():
-        _, state[0] = net(x1, state[0])
+        _, state[0] = infer_net(x1, state[0])
 
     with torch.no_grad():
         infer = median_time(infer_step)
@@ -61,9 +68,10 @@ def main(argv):
         n_in, hidden, steps, batch = (int(v) for v in argv[k + 1 : k + 5])
         for th in threads:
             torch.set_num_threads(th)
-            train_ms, infer_us = bench(cell, n_in, hidden, steps, batch)
-            print(cell, n_in, hidden, steps, batch, th, f"{train_ms:.4f}", f"{infer_us:.3f}")
-            sys.stdout.flush()
+            for script in (False, True):
+                train_ms, infer_us = bench(cell, n_in, hidden, steps, batch, script)
+                print(*(["ts"] if script else []), cell, n_in, hidden, steps, batch, th,
+                      f"{train_ms:.4f}", f"{infer_us:.3f}", flush=True)
 
 
 if __name__ == "__main__":

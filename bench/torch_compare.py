@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""PyTorch eager on the CPU, timed on the same graph otc benchmarked.
+"""PyTorch eager and TorchScript on the CPU, timed on the same graph otc benchmarked.
 
     otc bench MODEL.otm --batch 256 --train --export graph.json
-    python3 bench/torch_compare.py graph.json [--threads 1,2] [--json]
+    python3 bench/torch_compare.py graph.json [--threads 1,2] [--peak FILE] [--json]
 
 The JSON (written by `otc bench --export`) holds the graph node by node with its weights, the
 batch, forward or training mode and the optimiser, and otc's own figures; this script builds
 the same computation from PyTorch ops, node by node in id order (a topological order), times
-it at 1 and 2 threads (median of 7 blocks, like otc bench) and prints both side by side.
-Needs Debian's python3-torch (scripts/install-deps.sh --bench); --check works without it.
+it at 1 and 2 threads (median of 7 blocks, like otc bench) eagerly and as TorchScript (traced;
+for a forward also frozen and optimised for inference) and prints all of them beside otc's,
+with otc's speed over each peer's. When the graph has dense work (matmul, Conv2d, Neuron
+multiply-adds) every row also shows its GFLOP/s and, given the one-thread sgemm peak (--peak:
+a file `build/bench/sgemm_peak --write FILE` wrote, or that program; else $OTC_SGEMM_PEAK),
+its fraction of it. Needs Debian's python3-torch (scripts/install-deps.sh --bench); --check
+works without it.
 """
 import argparse
 import json
@@ -16,6 +21,8 @@ import math
 import statistics
 import sys
 import time
+
+from torch_peers import gflops_text, peak_gflops, torchscript_inference, torchscript_training
 
 
 def load(path):
@@ -42,8 +49,8 @@ class TorchGraph:
             if n["op"] == "parameter":
                 shape = [d for d in n["shape"]] or []
                 t = torch.tensor(n["value"], dtype=torch.float32).reshape(shape)
-                t.requires_grad_(bool(n.get("trainable", True)))
-                self.params[n["id"]] = t
+                trainable = bool(n.get("trainable", True))
+                self.params[n["id"]] = torch.nn.Parameter(t, requires_grad=trainable)
             elif n["op"] == "input":
                 shape = [batch if d == -1 else d for d in n["shape"]]
                 self.inputs[n["id"]] = torch.rand(shape, generator=gen) * 2 - 1
@@ -96,9 +103,9 @@ class TorchGraph:
         op, ins, a = n["op"], n["inputs"], n.get("alpha", 0.0)
         i0 = ins[0] if ins else None
         i1 = ins[1] if len(ins) > 1 else None
-        if op == "input":
-            x = self.inputs[n["id"]]
-            return lambda v: x
+        if op == "input":  # the run's arguments seed the values (see run)
+            nid = n["id"]
+            return lambda v: v[nid]
         if op == "parameter":
             p = self.params[n["id"]]
             return lambda v: p
@@ -166,17 +173,57 @@ class TorchGraph:
             return neuron
         sys.exit(f"node {n['id']}: op '{op}' has no PyTorch spelling here")
 
-    @staticmethod
-    def run(steps):
-        v = {}
+    def run(self, steps, inputs=None):
+        """All values of `steps`, the inputs from `inputs` (id -> tensor; default the graph's
+        random ones)."""
+        v = dict(inputs if inputs is not None else self.inputs)
         for i, f in steps:
             v[i] = f(v)
         return v
 
+    def module(self, wanted):
+        """The computation of `wanted` (ids) as a torch.nn.Module taking the inputs in id
+        order and returning the wanted values, its parameters the graph's: what TorchScript
+        traces."""
+        g, steps, ids = self, self.program(wanted), sorted(self.inputs)
+        torch = self.torch
 
-def median_us(fn, block_ms=20.0):
-    """Median over 7 blocks of the time per call in microseconds (as `otc bench`)."""
-    fn()
+        class Graph(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ps = torch.nn.ParameterList(list(g.params.values()))
+
+            def forward(self, *xs):
+                v = g.run(steps, dict(zip(ids, xs)))
+                return tuple(v[w] for w in wanted)
+
+        return Graph(), tuple(self.inputs[i] for i in ids)
+
+
+def dense_flops(desc):
+    """Forward flops per sample of the graph's dense work (2 per multiply-add), as
+    bench/gflops.h counts them."""
+    by_id = {n["id"]: n for n in desc["nodes"]}
+    flops = 0.0
+    for n in desc["nodes"]:
+        if n["op"] == "matmul":
+            a = by_id[n["inputs"][0]]["shape"]
+            rows = 1 if len(a) == 2 and a[0] == -1 else a[0]
+            flops += 2.0 * rows * a[-1] * n["shape"][-1]
+        elif n["op"] == "conv2d":
+            w = by_id[n["inputs"][1]]["shape"]
+            o = n["shape"]
+            flops += 2.0 * o[1] * o[2] * o[3] * w[1] * w[2] * w[3]
+        elif n["op"] == "neuron":
+            flops += 2.0 * (len(n["inputs"]) - 2)
+    return flops
+
+
+def median_us(fn, block_ms=20.0, warmup=1):
+    """Median over 7 blocks of the time per call in microseconds (as `otc bench`), after
+    `warmup` calls (TorchScript's profiling executor optimises only after its first runs)."""
+    for _ in range(warmup):
+        fn()
     k = 1
     while True:
         t0 = time.perf_counter()
@@ -195,7 +242,20 @@ def median_us(fn, block_ms=20.0):
     return statistics.median(times)
 
 
-def time_torch(desc, threads):
+def make_optimizer(torch, o, params):
+    if o["kind"] == "sgd":
+        return torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"],
+                               nesterov=o["nesterov"], weight_decay=o["weight_decay"])
+    if o["kind"] == "adam":
+        return torch.optim.Adam(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
+                                eps=o["eps"], weight_decay=o["weight_decay"])
+    return torch.optim.AdamW(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
+                             eps=o["eps"], weight_decay=o["weight_decay"])
+
+
+def time_torch(desc, threads, script):
+    """Microseconds per sample of PyTorch at `threads` threads: eager, or TorchScript when
+    `script` (traced for a training step, traced + frozen + optimised for a forward)."""
     import torch
 
     torch.set_num_threads(threads)
@@ -205,41 +265,50 @@ def time_torch(desc, threads):
     if desc["mode"] == "train":
         if g.loss is None:
             sys.exit("training mode but the export names no loss")
-        o = desc["optimizer"]
         params = [p for p in g.params.values() if p.requires_grad]
-        if o["kind"] == "sgd":
-            opt = torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"],
-                                  nesterov=o["nesterov"], weight_decay=o["weight_decay"])
-        elif o["kind"] == "adam":
-            opt = torch.optim.Adam(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
-                                   eps=o["eps"], weight_decay=o["weight_decay"])
-        else:
-            opt = torch.optim.AdamW(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
-                                    eps=o["eps"], weight_decay=o["weight_decay"])
+        opt = make_optimizer(torch, desc["optimizer"], params)
+        if script:
+            m, xs = g.module([g.loss])
+            traced = torchscript_training(torch, m, xs)
 
-        steps = g.program([g.loss])
+            def loss():
+                return traced(*xs)[0]
+        else:
+            steps = g.program([g.loss])
+
+            def loss():
+                return g.run(steps)[g.loss]
 
         def step():
             opt.zero_grad(set_to_none=False)
-            loss = g.run(steps)[g.loss]
-            loss.backward()
+            loss().backward()
             opt.step()
 
-        return median_us(step) / batch
+        return median_us(step, warmup=5 if script else 1) / batch
 
-    steps = g.program(outputs)
+    if script:
+        m, xs = g.module(outputs)
+        frozen = torchscript_inference(torch, m, xs)
 
-    def forward():
-        with torch.no_grad():
-            g.run(steps)
+        def forward():
+            with torch.no_grad():
+                frozen(*xs)
+    else:
+        steps = g.program(outputs)
 
-    return median_us(forward) / batch
+        def forward():
+            with torch.no_grad():
+                g.run(steps)
+
+    return median_us(forward, warmup=5 if script else 1) / batch
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("graph", help="JSON written by `otc bench ... --export FILE`")
     ap.add_argument("--threads", default="1,2", help="PyTorch thread counts (default 1,2)")
+    ap.add_argument("--peak", help="one-thread sgemm GFLOP/s: a file holding it or the "
+                    "sgemm_peak program (default $OTC_SGEMM_PEAK)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--check", action="store_true",
                     help="only read the graph and list its ops (no PyTorch needed)")
@@ -258,35 +327,42 @@ def main():
         sys.exit("PyTorch is not installed (Debian: python3-torch; "
                  "scripts/install-deps.sh --bench)")
     threads = [int(t) for t in args.threads.split(",") if t]
-    torch_us = {t: time_torch(desc, t) for t in threads}
+    peers = {}  # name -> us per sample
+    for t in threads:
+        suffix = f"{t} thread{'s' if t > 1 else ''}"
+        peers[f"pytorch eager, {suffix}"] = time_torch(desc, t, False)
+        peers[f"torchscript, {suffix}"] = time_torch(desc, t, True)
     otc = desc.get("otc", {})
+    mine = {name: otc[key] for key, name in (("interpreter_us_per_sample", "otc interpreter"),
+                                             ("jit_us_per_sample", "otc jit"),
+                                             ("c_us_per_sample", "otc emitted C"))
+            if otc.get(key)}
+    flops = dense_flops(desc) * (3 if desc["mode"] == "train" else 1)
+    peak = peak_gflops(args.peak)
     if args.json:
-        out = {"batch": desc["batch"], "mode": desc["mode"]}
-        for t, us in torch_us.items():
-            out[f"torch_{t}t_us_per_sample"] = us
+        out = {"batch": desc["batch"], "mode": desc["mode"], "flops_per_sample": flops,
+               "sgemm_peak_gflops": peak}
+        for name, us in peers.items():  # torch_1t_... (eager), torchscript_1t_...
+            kind = "torchscript" if name.startswith("torchscript") else "torch"
+            out[f"{kind}_{name.split(', ')[1].split()[0]}t_us_per_sample"] = us
         for k in ("interpreter_us_per_sample", "jit_us_per_sample", "c_us_per_sample",
                   "jit_compile_ms"):
             out[k] = otc.get(k)
-        for t, us in torch_us.items():
-            if otc.get("jit_us_per_sample"):
-                out[f"jit_vs_torch_{t}t"] = us / otc["jit_us_per_sample"]
         print(json.dumps(out))
         return
     print(f"torch_compare: {args.graph}: {len(desc['nodes'])} nodes, batch {desc['batch']}, "
-          f"{'training step' if desc['mode'] == 'train' else 'forward'}")
+          f"{'training step' if desc['mode'] == 'train' else 'forward'}"
+          + (f", {flops:.0f} dense flops per sample" if flops else ""))
     print(f"  {'backend':<28} {'us/sample':>12} {'samples/s':>14}")
-    rows = [(f"pytorch eager, {t} thread{'s' if t > 1 else ''}", us) for t, us in torch_us.items()]
-    for key, name in (("interpreter_us_per_sample", "otc interpreter"),
-                      ("jit_us_per_sample", "otc jit"),
-                      ("c_us_per_sample", "otc emitted C")):
-        if otc.get(key):
-            rows.append((name, otc[key]))
-    for name, us in rows:
-        print(f"  {name:<28} {us:>12.4f} {1e6 / us:>14.0f}")
-    if otc.get("jit_us_per_sample"):
-        for t, us in torch_us.items():
-            print(f"  otc jit vs pytorch ({t} thread{'s' if t > 1 else ''}): "
-                  f"{us / otc['jit_us_per_sample']:.2f}x")
+    for name, us in list(peers.items()) + list(mine.items()):
+        rate = f"   {gflops_text(flops, us * 1e-6, peak)}" if flops else ""
+        print(f"  {name:<28} {us:>12.4f} {1e6 / us:>14.0f}{rate}")
+    print("  speed over the peers (their time / otc's; above 1: otc is faster):")
+    for name, us in mine.items():
+        short = (p.replace("pytorch ", "").replace(" threads", "t").replace(" thread", "t")
+                 for p in peers)
+        print(f"    {name + ':':<20} " + ", ".join(f"{pus / us:.2f}x {peer}"
+                                                  for peer, pus in zip(short, peers.values())))
 
 
 if __name__ == "__main__":

@@ -499,6 +499,19 @@ static void fused_sums(otc_cr *c, otc_id id, bool many) {
     }
 }
 
+/* Whether the fused loop over b of steps [from, to) touches sample b only: every gradient a
+ * member adds to in the loop is batched (a Neuron's W and b, a RowBroadcast's row, are summed
+ * after it). */
+static bool fused_samples_independent(otc_cr *c, int from, int to) {
+    for (int i = from; i < to; i++) {
+        const otc_node *nd = otc_graph_node(c->g, c->plan->steps[i].node);
+        int first = nd->op == OTC_OP_NEURON ? 2 : nd->op == OTC_OP_ROW_BROADCAST ? 1 : 0;
+        for (int k = first; k < nd->n_inputs; k++)
+            if (NEEDS(nd->inputs[k]) && !c->plan->values[V(nd->inputs[k])].batched) return false;
+    }
+    return true;
+}
+
 /* Steps [from, to): one loop nest over the kernel's (e, b), each member's rule per element in
  * step order, then per element the sums over the batch. False (nothing written) when a
  * member has no fused spelling; the caller then spells the steps one by one. */
@@ -522,6 +535,8 @@ static bool backward_fused(otc_cr *c, int from, int to) {
         c->indent++;
     }
     if (K->batched) {
+        /* gcc left this loop scalar on the XOR champion, unable to rule out overlaps */
+        if (fused_samples_independent(c, from, to)) otc_cr_assume_independent(c, false);
         otc_cr_line(c, "for (size_t b = 0; b < B; b++) {");
         c->indent++;
     }

@@ -170,7 +170,18 @@ static void map_kernel(otc_cr *c, int k) {
     const char *elem = K->n > 1 ? "e" : "0";
     char idx[32];
     snprintf(idx, sizeof idx, "%s", K->batched ? (K->n > 1 ? "e * S + b" : "b") : elem);
-    int open = otc_cr_loops(c, K->n, K->batched, false);
+    int open = 0;
+    if (K->batched) {
+        /* Every member reads and writes sample b only (the weights are read-only here): the
+         * samples are independent. Without saying so gcc gave up vectorising a Neuron
+         * kernel of the XOR champion's training step (more overlap checks than it allows
+         * between the weights and the values): 3.2x slower at batch 256. */
+        if (K->n > 1) open = otc_cr_loops(c, K->n, false, false);
+        otc_cr_assume_independent(c, false);
+        open += otc_cr_loops(c, 1, true, false);
+    } else {
+        open = otc_cr_loops(c, K->n, false, false);
+    }
     for (int m = 0; m < K->count; m++) map_member(c, k, p->members[K->first + m], elem, idx);
     otc_cr_close(c, open);
 }

@@ -142,6 +142,12 @@ void otc_cr_grad_at(otc_cr *c, char *buf, size_t len, otc_id id, const char *ele
  * to close with otc_cr_close. */
 int otc_cr_loops(otc_cr *c, int64_t n, bool batched, bool sample_outer);
 void otc_cr_close(otc_cr *c, int n);
+/* Before a loop whose iterations read and write disjoint elements: tells gcc (and with `clang`
+ * clang) what they cannot prove (the buffers are block-scope restrict pointers, which gcc does
+ * not trust), so the loop vectorises without a runtime overlap check or its limit on how many
+ * pairs. clang's pragma warns (-Wpass-failed) when the loop then does not vectorise (a call
+ * in it): only for loops that always do. */
+void otc_cr_assume_independent(otc_cr *c, bool clang);
 /* Per-sample dims of a node's shape around axis: outer blocks, the axis, inner elements. */
 void otc_cr_split(const otc_node *nd, const otc_shape *s, int axis, int64_t *outer, int64_t *mid,
                   int64_t *inner);

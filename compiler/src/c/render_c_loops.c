@@ -198,14 +198,8 @@ static void section(speller *s, otc_loop_section which, bool inner) {
         }
         if (s->independent && st->kind == OTC_LOOP_FOR && i + 1 < s->p->n_stmts &&
             s->p->stmt[i + 1].kind == OTC_LOOP_STORE) {
-            /* Tells the compiler what it cannot prove (the buffers are block-scope restrict
-             * pointers, which gcc does not trust): measured 1.3x on the LeNet at batch 1,
-             * without a runtime overlap check per row. */
-            otc_cr_line(s->c, "#if defined(__clang__)");
-            otc_cr_line(s->c, "#pragma clang loop vectorize(assume_safety)");
-            otc_cr_line(s->c, "#elif defined(__GNUC__)");
-            otc_cr_line(s->c, "#pragma GCC ivdep");
-            otc_cr_line(s->c, "#endif");
+            /* measured 1.3x on the LeNet at batch 1 */
+            otc_cr_assume_independent(s->c, true);
         }
         statement(s, st);
     }

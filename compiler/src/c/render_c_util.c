@@ -162,6 +162,18 @@ int otc_cr_loops(otc_cr *c, int64_t n, bool batched, bool sample_outer) {
     return opened;
 }
 
+void otc_cr_assume_independent(otc_cr *c, bool clang) {
+    if (clang) {
+        otc_cr_line(c, "#if defined(__clang__)");
+        otc_cr_line(c, "#pragma clang loop vectorize(assume_safety)");
+        otc_cr_line(c, "#elif defined(__GNUC__)");
+    } else {
+        otc_cr_line(c, "#if defined(__GNUC__) && !defined(__clang__)");
+    }
+    otc_cr_line(c, "#pragma GCC ivdep");
+    otc_cr_line(c, "#endif");
+}
+
 void otc_cr_close(otc_cr *c, int n) {
     for (int i = 0; i < n; i++) {
         c->indent--;
