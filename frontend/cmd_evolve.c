@@ -26,10 +26,6 @@
 const char otc_cmd_evolve_summary[] =
     "evolve a network with NEAT (xor, pole1, dpv, dpnv, maze, csv:FILE, exec:PROGRAM)";
 
-/* More threads than this only cost memory and start-up time (genomes are the unit of work). */
-#define MAX_THREADS      1024
-#define MAX_THREADS_TEXT "1024"
-
 static void progress(void *ctx, const otc_neat_population *p, const otc_neat_gen_stats *s) {
     const char *score_name = ctx;
     char score[64] = "";
@@ -342,8 +338,8 @@ int otc_cmd_evolve(int argc, char **argv) {
          "N: random seed (default: the config's [NEAT] seed, else 1)"},
         {"--generations", OTC_OPT_RANGE, OTC_RANGE(generations, 1, 100000000),
          "G: stop after G generations (default 300)"},
-        {"--threads", OTC_OPT_RANGE, OTC_RANGE(threads, 0, MAX_THREADS),
-         "T: evaluation threads, 1 to " MAX_THREADS_TEXT " (default 0: one per core)"},
+        {"--threads", OTC_OPT_RANGE, OTC_RANGE(threads, 0, OTC_NEAT_MAX_THREADS),
+         "T: evaluation threads, 1 to " OTC_NEAT_MAX_THREADS_TEXT " (default 0: one per core)"},
         {"--checkpoint-every", OTC_OPT_RANGE, OTC_RANGE(every, 0, 100000000),
          "K: write a checkpoint every K generations"},
         {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
@@ -410,8 +406,8 @@ int otc_cmd_evolve(int argc, char **argv) {
         return otc_cli_error("evolve", "--max-cost must be a number from 0 to 1e15");
     if (jit_steps != -1 && (jit_steps < 0 || !jit))
         return otc_cli_error("evolve", "--jit-steps must not be negative, and needs --jit");
-    if (threads < 0 || threads > MAX_THREADS)
-        return otc_cli_error("evolve", "--threads must be from 1 to " MAX_THREADS_TEXT
+    if (threads < 0 || threads > OTC_NEAT_MAX_THREADS)
+        return otc_cli_error("evolve", "--threads must be from 1 to " OTC_NEAT_MAX_THREADS_TEXT
                                        ", or 0 for one per core");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;

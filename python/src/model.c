@@ -6,6 +6,7 @@
 #include "otc/file.h"
 #include "otc/jit.h"
 #include "otc/neat_python.h"
+#include "otc/onnx.h"
 #include "otc/otc.h"
 #include "otc/render_c.h"
 #include "pyotc.h"
@@ -115,6 +116,22 @@ static PyObject *model_save_impl(pyotc_model *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 PYOTC_GUARD2(model_save, pyotc_model, "Model")
+
+/* export_onnx(path): the model as an ONNX file (opset 13, as `otc export`), written atomically;
+ * a graph ONNX cannot express raises otc.Error naming the node. */
+static PyObject *model_export_onnx_impl(pyotc_model *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s:export_onnx", &path)) return NULL;
+    if (self->ex && otc_exec_sync_params(self->ex) != OTC_OK) return pyotc_fail();
+    void *data = NULL;
+    size_t len = 0;
+    otc_status s = otc_onnx_export(self->g, &data, &len);
+    if (s == OTC_OK) s = otc_write_file_atomic(path, data, len);
+    free(data);
+    if (s != OTC_OK) return pyotc_fail();
+    Py_RETURN_NONE;
+}
+PYOTC_GUARD2(model_export_onnx, pyotc_model, "Model")
 
 /* Floats per sample of the first Input (its shape less the batch dim). */
 static int input_width(const otc_graph *g) {
@@ -596,6 +613,8 @@ static PyMethodDef model_methods[] = {
     {"from_genome", (PyCFunction)model_from_genome, METH_VARARGS | METH_CLASS,
      "Model.from_genome(genome, config): a NEAT genome's phenotype"},
     {"save", (PyCFunction)model_save, METH_VARARGS, "save(path): write an .otm file atomically"},
+    {"export_onnx", (PyCFunction)model_export_onnx, METH_VARARGS,
+     "export_onnx(path): write the model as an ONNX file (opset 13), atomically"},
     {"run", (PyCFunction)(void (*)(void))model_run, METH_VARARGS | METH_KEYWORDS,
      "run(X): outputs for X [batch, inputs] (recurrent: a sequence [steps, inputs], "
      "[sequences, steps, inputs] or a list of sequences)"},

@@ -14,6 +14,7 @@ typedef struct {
     PyTypeObject *gtype; /* genomes are made as this (a Genome subclass) */
     long next_key;       /* neat-python's genome keys: 1, 2, ... */
     PyObject *current;   /* list: the wrapper of each genome otc holds, index-aligned */
+    otc_neat_task *task; /* step_task's built-in task (made on its first call), or NULL */
     bool busy;           /* pyotc_enter */
 } pyotc_population;
 
@@ -125,6 +126,21 @@ static int sync_generation(pyotc_population *self) {
     return 0;
 }
 
+/* The wrapper (borrowed) of batch genome i: the batch is the generation's unevaluated
+ * genomes, by their index in it. NULL when it is not in the population. */
+static PyObject *wrapper_of(pyotc_population *self, const otc_neat_batch *b, int i) {
+    PyObject *cur = self->current;
+    int at = b->index ? b->index[i] : -1;
+    if (at < 0 || at >= PyList_GET_SIZE(cur) ||
+        otc_neat_population_genome(self->p, at) != b->genomes[i]) {
+        for (at = 0;
+             at < PyList_GET_SIZE(cur) && otc_neat_population_genome(self->p, at) != b->genomes[i];
+             at++) {
+        }
+    }
+    return at < PyList_GET_SIZE(cur) ? PyList_GET_ITEM(cur, at) : NULL;
+}
+
 /* The batch's genomes handed to the Python callable as genome objects; their .fitness read
  * back. Called by otc_neat_step on the thread that released the GIL. */
 static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const otc_neat_config *c,
@@ -133,18 +149,8 @@ static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const o
     PyGILState_STATE gs = PyGILState_Ensure();
     otc_status s = OTC_OK;
     PyObject *list = PyList_New(b->n), *pairs = PyList_New(b->n), *r = NULL;
-    PyObject *cur = ctx->self->current;
     for (int i = 0; list && pairs && i < b->n; i++) {
-        /* The batch is the generation's unevaluated genomes, by their index in it. */
-        int at = b->index ? b->index[i] : -1;
-        if (at < 0 || at >= PyList_GET_SIZE(cur) ||
-            otc_neat_population_genome(ctx->self->p, at) != b->genomes[i]) {
-            for (at = 0; at < PyList_GET_SIZE(cur) &&
-                         otc_neat_population_genome(ctx->self->p, at) != b->genomes[i];
-                 at++) {
-            }
-        }
-        PyObject *w = at < PyList_GET_SIZE(cur) ? PyList_GET_ITEM(cur, at) : NULL;
+        PyObject *w = wrapper_of(ctx->self, b, i);
         PyObject *t = w ? PyTuple_New(2) : NULL;
         PyObject *k = t ? PyLong_FromLong(((pyotc_genome *)w)->key) : NULL;
         if (!k) {
@@ -183,6 +189,40 @@ static otc_status remote_evaluate(void *vctx, const otc_neat_task *task, const o
     Py_XDECREF(r);
     Py_XDECREF(list);
     Py_XDECREF(pairs);
+    PyGILState_Release(gs);
+    return s;
+}
+
+/* step_task's evaluation: the batch scored by otc's task in C threads (as a generation
+ * without the hook), then each score, flag and trained weight copied into its genome object,
+ * so Python sees the generation as a fitness function would have left it. */
+typedef struct {
+    pyotc_population *self;
+    otc_neat_evaluator *e;
+} task_ctx;
+
+static otc_status task_evaluate(void *vctx, const otc_neat_task *task, const otc_neat_config *c,
+                                const otc_neat_batch *b, int threads) {
+    task_ctx *ctx = vctx;
+    otc_status s = otc_neat_evaluate_batch(ctx->e, task, c, b, threads);
+    if (s != OTC_OK) return s;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    for (int i = 0; i < b->n && s == OTC_OK; i++) {
+        pyotc_genome *w = (pyotc_genome *)wrapper_of(ctx->self, b, i);
+        const otc_neat_genome *g = b->genomes[i];
+        PyObject *f = w ? PyFloat_FromDouble(g->fitness) : NULL;
+        if (!f || w->g->n_nodes != g->n_nodes || w->g->n_conns != g->n_conns) {
+            Py_XDECREF(f);
+            PyErr_Clear();
+            s = otc_fail(OTC_ERR_STATE, "an evaluated genome is not in the population");
+            break;
+        }
+        Py_XSETREF(w->fitness, f);
+        w->g->fitness = g->fitness;
+        w->g->evaluated = g->evaluated;
+        for (int k = 0; k < g->n_nodes; k++) w->g->nodes[k] = g->nodes[k];
+        for (int k = 0; k < g->n_conns; k++) w->g->conns[k] = g->conns[k];
+    }
     PyGILState_Release(gs);
     return s;
 }
@@ -256,6 +296,7 @@ static PyObject *population_from_checkpoint(PyObject *cls, PyObject *args) {
 
 static void population_dealloc(pyotc_population *self) {
     otc_neat_population_free(self->p);
+    otc_neat_task_free(self->task);
     Py_XDECREF(self->config);
     Py_XDECREF(self->gtype);
     Py_XDECREF(self->current);
@@ -293,6 +334,45 @@ static PyObject *population_step_impl(pyotc_population *self, PyObject *args) {
     return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "running");
 }
 PYOTC_GUARD2(population_step, pyotc_population, "Population")
+
+/* step_task(name, threads): one generation scored by one of otc's built-in tasks (as
+ * `otc evolve --task NAME`), in C on `threads` threads, the GIL released
+ * throughout. Returns what step() does. */
+static PyObject *population_step_task_impl(pyotc_population *self, PyObject *args) {
+    const char *name;
+    int threads;
+    if (!PyArg_ParseTuple(args, "si:step_task", &name, &threads)) return NULL;
+    if (threads < 1 || threads > OTC_NEAT_MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "threads: %d is not in 1..%d", threads,
+                     OTC_NEAT_MAX_THREADS);
+        return NULL;
+    }
+    if (otc_neat_extinct(self->p) || otc_neat_solved(self->p)) {
+        PyErr_SetString(PyExc_RuntimeError, "the run has already stopped");
+        return NULL;
+    }
+    if (self->task && strcmp(self->task->name, name)) {
+        PyErr_Format(PyExc_ValueError, "task: this population runs '%s', not '%s'",
+                     self->task->name, name);
+        return NULL;
+    }
+    const otc_neat_config *c = &((pyotc_config *)self->config)->c;
+    if (!self->task && otc_neat_task_create(name, c, &self->task) != OTC_OK) return pyotc_fail();
+    task_ctx ctx = {self, otc_neat_evaluator_new()};
+    if (!ctx.e) return PyErr_NoMemory();
+    otc_neat_remote remote = {task_evaluate, &ctx};
+    otc_neat_step_options o = {.threads = threads, .remote = &remote};
+    int gen = otc_neat_generation(self->p);
+    otc_status s;
+    Py_BEGIN_ALLOW_THREADS s = otc_neat_step(self->p, self->task, &o, NULL);
+    Py_END_ALLOW_THREADS otc_neat_evaluator_free(ctx.e);
+    if (s != OTC_OK) return pyotc_fail();
+    if (otc_neat_generation(self->p) != gen && sync_generation(self) < 0) return NULL;
+    if (otc_neat_generation(self->p) == gen)
+        return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "solved");
+    return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "running");
+}
+PYOTC_GUARD2(population_step_task, pyotc_population, "Population")
 
 /* genomes(): the current generation's genomes (the same objects every call until the next
  * step), with their keys and fitness. */
@@ -364,6 +444,8 @@ static PyMethodDef population_methods[] = {
     {"_from_checkpoint", (PyCFunction)population_from_checkpoint, METH_VARARGS | METH_CLASS,
      "a population from otc checkpoint JSON"},
     {"step", (PyCFunction)population_step, METH_VARARGS, "step(fn): one generation"},
+    {"step_task", (PyCFunction)population_step_task, METH_VARARGS,
+     "step_task(name, threads): one generation scored by an otc task in C threads"},
     {"genomes", (PyCFunction)population_genomes, METH_NOARGS, "the current genomes"},
     {"species", (PyCFunction)population_species, METH_NOARGS, "the current species"},
     {"last_stats", (PyCFunction)population_last_stats, METH_NOARGS, "last generation's stats"},

@@ -1,5 +1,6 @@
 """neat-python's Population: run(fitness_function, n) over otc's NEAT, one generation per
 otc step, the user's fitness function called on the genomes otc has to score."""
+import os
 import random
 from operator import attrgetter
 
@@ -44,12 +45,24 @@ class Population:
     def remove_reporter(self, reporter):
         self.reporters.remove(reporter)
 
-    def run(self, fitness_function, n=None):
+    def run(self, fitness_function, n=None, threads=None):
         """Runs up to n generations (None: until the fitness criterion is met) and returns
         the best genome seen. fitness_function(genomes, config) gets (genome_id, genome)
-        pairs of the genomes otc has to score and sets each genome.fitness."""
+        pairs of the genomes otc has to score and sets each genome.fitness. Or it names one
+        of otc's tasks (a string, as `otc evolve --task`: "xor:neat-python", "pole1", ...):
+        then every genome is scored in C on `threads` threads (None: one per core), with no
+        Python in the loop."""
         if self.config.no_fitness_termination and n is None:
             raise RuntimeError("Cannot have no generational limit with no fitness termination")
+        if isinstance(fitness_function, str):
+            task = fitness_function
+            if threads is None:
+                threads = os.cpu_count() or 1
+            step = lambda: self._pop.step_task(task, threads)
+        elif threads is not None:
+            raise ValueError("threads: only for a task named by a string")
+        else:
+            step = lambda: self._pop.step(lambda pairs: fitness_function(pairs, self.config))
         k = 0
         while n is None or k < n:
             k += 1
@@ -58,7 +71,7 @@ class Population:
             # The fitness function gets the genomes otc has to score as (key, genome) pairs;
             # they are the objects self.population holds, so once it returns every genome
             # there has its fitness (under evolution = otc, elites kept theirs).
-            status = self._pop.step(lambda pairs: fitness_function(pairs, self.config))
+            status = step()
             best = max(self.population.values(), key=_fitness)
             self.reporters.post_evaluate(self.config, self.population, species, best)
             if self.best_genome is None or best.fitness > self.best_genome.fitness:

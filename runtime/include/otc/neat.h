@@ -196,6 +196,11 @@ typedef struct {
     void *ctx;
 } otc_neat_remote;
 
+/* The most evaluation threads a caller asks for (otc evolve --threads, otc.neat's run): more
+ * only cost memory and start-up time, genomes being the unit of work. */
+#define OTC_NEAT_MAX_THREADS      1024
+#define OTC_NEAT_MAX_THREADS_TEXT "1024"
+
 typedef struct {
     int threads; /* evaluation threads (results do not depend on it); <= 0 means 1 */
     const otc_neat_remote *remote; /* NULL: evaluate in this process */
