@@ -757,15 +757,10 @@ otc_status otc_emit_c_rows(const otc_graph *g, const otc_emit_c_options *options
     return st;
 }
 
-otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options,
-                            const char *dir) {
-    if (!dir) return otc_fail(OTC_ERR_ARG, "emit-c: no directory");
-    char *h = NULL, *s = NULL;
-    otc_status st = otc_emit_c(g, options, &h, &s);
-    if (st) return st;
-    const char *name = options && options->name ? options->name : "model";
+otc_status otc_cr_write_files(const char *dir, const char *name, char *h, char *s) {
     size_t n = strlen(dir) + strlen(name) + 8;
     char *hp = malloc(n), *cp = malloc(n);
+    otc_status st = OTC_OK;
     if (!hp || !cp) {
         st = otc_fail(OTC_ERR_NOMEM, "out of memory");
     } else {
@@ -781,4 +776,13 @@ otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *option
     free(h);
     free(s);
     return st;
+}
+
+otc_status otc_emit_c_files(const otc_graph *g, const otc_emit_c_options *options,
+                            const char *dir) {
+    if (!dir) return otc_fail(OTC_ERR_ARG, "emit-c: no directory");
+    char *h = NULL, *s = NULL;
+    otc_status st = otc_emit_c(g, options, &h, &s);
+    if (st) return st;
+    return otc_cr_write_files(dir, options && options->name ? options->name : "model", h, s);
 }

@@ -584,19 +584,5 @@ otc_status otc_emit_c_int8_files(const otc_qmodel *q, const char *name, const ch
     char *h, *s;
     otc_status st = otc_emit_c_int8(q, name, source_name, &h, &s);
     if (st) return st;
-    size_t n = strlen(dir) + strlen(name) + 8;
-    char *hp = malloc(n), *cp = malloc(n);
-    if (!hp || !cp) {
-        st = otc_fail(OTC_ERR_NOMEM, "out of memory");
-    } else {
-        snprintf(hp, n, "%s/%s.h", dir, name);
-        snprintf(cp, n, "%s/%s.c", dir, name);
-        otc_file_part parts[2] = {{hp, h, strlen(h)}, {cp, s, strlen(s)}};
-        st = otc_write_files_atomic(parts, 2);
-    }
-    free(hp);
-    free(cp);
-    free(h);
-    free(s);
-    return st;
+    return otc_cr_write_files(dir, name, h, s);
 }

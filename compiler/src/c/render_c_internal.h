@@ -201,4 +201,8 @@ void otc_cr_decode_weights(otc_cr *c, const otc_plan *p, otc_weight_storage mode
 /* The math helpers marked used (and those they call), as static inline functions. */
 void otc_cr_math_helpers(otc_cr *c, otc_text *out);
 
+/* DIR/NAME.h and DIR/NAME.c from h and s (freed here), both or neither (render_c.c): the
+ * f32 and the int8 renderers' files. */
+otc_status otc_cr_write_files(const char *dir, const char *name, char *h, char *s);
+
 #endif
