@@ -50,6 +50,10 @@ static size_t bcast_index(size_t k, int r, const int64_t *out, int ra, const int
     return idx;
 }
 
+/* p op q (+ - * /) in p's and q's own type: integers truncate, floats round to f32. */
+#define ARITH(op, p, q)                                                                            \
+    ((op) == '+' ? (p) + (q) : (op) == '-' ? (p) - (q) : (op) == '*' ? (p) * (q) : (p) / (q))
+
 otc_status ox_fold_binary(const ox_ctx *x, char op, const ox_const *a, const ox_const *b,
                           ox_const **out) {
     int r = 0;
@@ -66,7 +70,7 @@ otc_status ox_fold_binary(const ox_ctx *x, char op, const ox_const *a, const ox_
         size_t ia = bcast_index(k, r, dim, a->rank, a->dim);
         size_t ib = bcast_index(k, r, dim, b->rank, b->dim);
         if (is_int) {
-            int64_t p = a->i[ia], q = b->i[ib], v = 0;
+            int64_t p = a->i[ia], q = b->i[ib];
             if (p == OX_BATCH || q == OX_BATCH || (op == '/' && q == 0) || p > INT32_MAX ||
                 p < INT32_MIN || q > INT32_MAX || q < INT32_MIN) {
                 ox_const_free(c);
@@ -74,38 +78,10 @@ otc_status ox_fold_binary(const ox_ctx *x, char op, const ox_const *a, const ox_
                                "integer arithmetic on the batch size, by zero or on values "
                                "beyond 32 bits");
             }
-            switch (op) {
-            case '+':
-                v = p + q;
-                break;
-            case '-':
-                v = p - q;
-                break;
-            case '*':
-                v = p * q;
-                break;
-            default:
-                v = p / q;
-                break;
-            }
-            c->i[k] = v;
+            c->i[k] = ARITH(op, p, q);
         } else {
-            float p = (float)ox_const_get(a, ia), q = (float)ox_const_get(b, ib), v = 0;
-            switch (op) {
-            case '+':
-                v = p + q;
-                break;
-            case '-':
-                v = p - q;
-                break;
-            case '*':
-                v = p * q;
-                break;
-            default:
-                v = p / q;
-                break;
-            }
-            c->f[k] = v;
+            float p = (float)ox_const_get(a, ia), q = (float)ox_const_get(b, ib);
+            c->f[k] = ARITH(op, p, q);
         }
     }
     *out = c;
