@@ -10,12 +10,13 @@
 
 typedef struct {
     PyObject_HEAD otc_neat_population *p;
-    PyObject *config;    /* the NeatConfig it was made with */
-    PyTypeObject *gtype; /* genomes are made as this (a Genome subclass) */
-    long next_key;       /* neat-python's genome keys: 1, 2, ... */
-    PyObject *current;   /* list: the wrapper of each genome otc holds, index-aligned */
-    otc_neat_task *task; /* step_task's built-in task (made on its first call), or NULL */
-    bool busy;           /* pyotc_enter */
+    PyObject *config;              /* the NeatConfig it was made with */
+    PyTypeObject *gtype;           /* genomes are made as this (a Genome subclass) */
+    long next_key;                 /* neat-python's genome keys: 1, 2, ... */
+    PyObject *current;             /* list: the wrapper of each genome otc holds, index-aligned */
+    otc_neat_task *task;           /* step_task's built-in task (made on its first call), or NULL */
+    otc_neat_evaluator *evaluator; /* its flat programs and threads, kept across generations */
+    bool busy;                     /* pyotc_enter */
 } pyotc_population;
 
 /* The task a Python-scored run names in its checkpoints; its evaluate is never called (the
@@ -297,6 +298,7 @@ static PyObject *population_from_checkpoint(PyObject *cls, PyObject *args) {
 static void population_dealloc(pyotc_population *self) {
     otc_neat_population_free(self->p);
     otc_neat_task_free(self->task);
+    otc_neat_evaluator_free(self->evaluator);
     Py_XDECREF(self->config);
     Py_XDECREF(self->gtype);
     Py_XDECREF(self->current);
@@ -358,15 +360,14 @@ static PyObject *population_step_task_impl(pyotc_population *self, PyObject *arg
     }
     const otc_neat_config *c = &((pyotc_config *)self->config)->c;
     if (!self->task && otc_neat_task_create(name, c, &self->task) != OTC_OK) return pyotc_fail();
-    task_ctx ctx = {self, otc_neat_evaluator_new()};
-    if (!ctx.e) return PyErr_NoMemory();
+    if (!self->evaluator && !(self->evaluator = otc_neat_evaluator_new())) return PyErr_NoMemory();
+    task_ctx ctx = {self, self->evaluator};
     otc_neat_remote remote = {task_evaluate, &ctx};
     otc_neat_step_options o = {.threads = threads, .remote = &remote};
     int gen = otc_neat_generation(self->p);
     otc_status s;
     Py_BEGIN_ALLOW_THREADS s = otc_neat_step(self->p, self->task, &o, NULL);
-    Py_END_ALLOW_THREADS otc_neat_evaluator_free(ctx.e);
-    if (s != OTC_OK) return pyotc_fail();
+    Py_END_ALLOW_THREADS if (s != OTC_OK) return pyotc_fail();
     if (otc_neat_generation(self->p) != gen && sync_generation(self) < 0) return NULL;
     if (otc_neat_generation(self->p) == gen)
         return PyUnicode_FromString(otc_neat_extinct(self->p) ? "extinct" : "solved");
