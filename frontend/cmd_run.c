@@ -95,9 +95,7 @@ static void quant_rows(quant_run *qr, const float *x, int rows, int batch, const
         off += (size_t)batch * (size_t)width[k];
     }
     for (int r = 0; r < rows; r++) {
-        for (int c = 0; c < q->in_width; c++)
-            qr->in[c] = otc_quantize_value(x[(size_t)r * (size_t)q->in_width + (size_t)c],
-                                           q->tensors[q->input].q);
+        otc_qmodel_quantize_input(q, x + (size_t)r * (size_t)q->in_width, qr->in);
         otc_qmodel_forward(q, qr->in, qr->out, qr->work, qr->state);
         int at = 0;
         for (int k = 0; k < q->n_outputs; k++) {

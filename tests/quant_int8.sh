@@ -39,8 +39,10 @@ int main(void) {
         }
         if (n < P(IN_WIDTH)) continue; /* the header */
         if (*s) label = strtof(s, &end);
+        static const float sc[] = P(IN_SCALES);
+        static const int zp[] = P(IN_ZERO_POINTS);
         for (int i = 0; i < P(IN_WIDTH); i++) {
-            float v = x[i] / P(IN_SCALE) + P(IN_ZERO_POINT);
+            float v = x[i] / sc[i] + (float)zp[i];
             v = v < -128 ? -128 : v > 127 ? 127 : v;
             in[i] = (int8_t)(v < 0 ? v - 0.5f : v + 0.5f);
         }
@@ -166,9 +168,11 @@ int main(void) {
     int ok = 1;
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
+            static const float sc[] = XOR_IN_SCALES;
+            static const int zp[] = XOR_IN_ZERO_POINTS;
             int8_t in[2], out[1];
-            in[0] = (int8_t)(a * (1.0f / XOR_IN_SCALE) + XOR_IN_ZERO_POINT + 0.5f);
-            in[1] = (int8_t)(b * (1.0f / XOR_IN_SCALE) + XOR_IN_ZERO_POINT + 0.5f);
+            in[0] = (int8_t)(a / sc[0] + (float)zp[0] + 0.5f);
+            in[1] = (int8_t)(b / sc[1] + (float)zp[1] + 0.5f);
             xor_forward(in, out);
             float y = XOR_OUT0_SCALE * (float)(out[0] - XOR_OUT0_ZERO_POINT);
             printf("%d xor %d -> %.3f\n", a, b, y);

@@ -118,7 +118,9 @@ static bool emitted_matches_host(const otc_qmodel *q, const otc_dataset *d, bool
     bool ok = otc_emit_c_int8_files(q, "qm", "test", dir) == OTC_OK;
     char cmd[512], so[128];
     snprintf(so, sizeof so, "%s/qm.so", dir);
-    snprintf(cmd, sizeof cmd, "cc -std=c99 -Wall -Wextra -Werror -O1 -shared -fPIC -o %s %s/qm.c",
+    /* The float wrappers too, so they are held to -Werror. */
+    snprintf(cmd, sizeof cmd,
+             "cc -std=c99 -Wall -Wextra -Werror -O1 -DOTC_QM_FLOAT_API -shared -fPIC -o %s %s/qm.c",
              so, dir);
     if (ok) ok = system(cmd) == 0;
     void *h = ok ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -133,9 +135,7 @@ static bool emitted_matches_host(const otc_qmodel *q, const otc_dataset *d, bool
     if (ok) rst();
     int mismatches = 0;
     for (int r = 0; ok && r < d->rows; r++) {
-        for (int c = 0; c < q->in_width; c++)
-            in[c] = otc_quantize_value(d->x[(size_t)r * (size_t)q->in_width + (size_t)c],
-                                       q->tensors[q->input].q);
+        otc_qmodel_quantize_input(q, d->x + (size_t)r * (size_t)q->in_width, in);
         otc_qmodel_forward(q, in, a, work, state);
         fwd(in, b);
         if (memcmp(a, b, (size_t)q->out_width) && mismatches++ < 3)
@@ -169,8 +169,7 @@ static double worst_error_steps(otc_graph *g, const otc_qmodel *q, const otc_dat
         const float *row = d->x + (size_t)r * (size_t)q->in_width;
         otc_exec_set_input(ex, otc_graph_input(g, 0), row, 1);
         otc_exec_forward(ex);
-        for (int c = 0; c < q->in_width; c++)
-            in[c] = otc_quantize_value(row[c], q->tensors[q->input].q);
+        otc_qmodel_quantize_input(q, row, in);
         otc_qmodel_forward(q, in, out, work, state);
         int off = 0;
         for (int o = 0; o < q->n_outputs; o++) {
@@ -253,6 +252,46 @@ TEST(quant_neat_emitted_equals_host) {
     otc_graph_free(g);
 }
 
+/* Product neurons of 0 to 6 factors: the 6-factor one's integer product (up to 255^6, 48
+ * bits) is renormalised as it grows; one reads a delay. The emitted C equals the host; the
+ * float interpreter bounds the error, which is the int8 rounding of the factors. */
+TEST(quant_neat_product_emitted_equals_host) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 3}));
+    otc_id d = otc_delay(g, "d", otc_shape_make(2, (int[]){OTC_BATCH, 1}));
+    otc_id src[6] = {x, x, x, x, x, d};
+    int col[6] = {0, 1, 2, 0, 1, 0};
+    float w[6] = {1.2f, -0.9f, 0.7f, 1.1f, 0.8f, 1.3f};
+    int ks[4] = {0, 2, 3, 6},
+        acts[4] = {OTC_ACT_TANH, OTC_ACT_IDENTITY, OTC_ACT_SIGMOID, OTC_ACT_IDENTITY};
+    otc_id outs[4];
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "p%d", i);
+        outs[i] = otc_neuron(g, name, (otc_act)acts[i], 0.1f * (float)i, 0.5f + 0.25f * (float)i,
+                             ks[i], src, col, w);
+        otc_graph_set_agg(g, outs[i], OTC_AGG_PRODUCT);
+        otc_graph_mark_output(g, outs[i]);
+    }
+    otc_graph_set_input(g, d, 0, outs[2]);
+    otc_dataset *cal = random_rows(300, 3, 31), *test = random_rows(200, 3, 32);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(emitted_matches_host(q, test, true));
+        /* A product of k factors off by up to half a step each: a few output steps at most. */
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        fprintf(stderr, "product: worst %.2f output steps\n", e);
+        CHECK_MSG(e < 6.0 && over == 0, "worst error %.2f output steps, %d over 5%%", e, over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
 TEST(quant_cnn_emitted_equals_host) {
     otc_graph *g = cnn_graph();
     REQUIRE(g != NULL);
@@ -269,6 +308,66 @@ TEST(quant_cnn_emitted_equals_host) {
         fprintf(stderr, "cnn: worst %.2f steps, %d of 300 values off by over 5%% of the range\n", e,
                 over);
         CHECK_MSG(e < 40.0 && over <= 15, "worst error %.2f output steps, %d over 5%%", e, over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
+/* Inputs whose ranges differ 10^5-fold, read by a dense layer that scales each back to about
+ * [-1, 1] and by NEAT neurons that each read one column: on one shared grid (a step of
+ * 2000/255) the two small columns would all round to 0; with a scale per column each output is
+ * within a few of its steps of the float model. */
+TEST(quant_input_scale_per_column) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 3}));
+    float wv[9] = {0.001f, 0, 0, 0, 100, 0, 0, 0, 1};
+    otc_id w = otc_param(g, "w", otc_shape_make(2, (int[]){3, 3}), wv);
+    otc_graph_mark_output(g, otc_matmul(g, x, w));
+    for (int c = 0; c < 3; c++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", c);
+        otc_graph_mark_output(g, otc_neuron(g, name, OTC_ACT_IDENTITY, 0, 1, 1, (otc_id[]){x},
+                                            (int[]){c}, (float[]){wv[4 * c]}));
+    }
+    otc_dataset *cal = random_rows(300, 3, 21), *test = random_rows(200, 3, 22);
+    for (otc_dataset *d = cal; d; d = d == cal ? test : NULL)
+        for (int r = 0; r < d->rows; r++) {
+            d->x[r * 3] *= 500.0f;     /* [-1000, 1000) */
+            d->x[r * 3 + 1] *= 0.005f; /* [-0.01, 0.01) */
+            d->x[r * 3 + 2] += 2.0f;   /* [0, 4) */
+        }
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        const otc_qtensor *in = &q->tensors[q->input];
+        REQUIRE(in->cols != NULL);
+        /* Each column's own range, widened to 0, over 255 steps: [0, 4) has its zero point at
+         * -128 and a scale just under 4/255. */
+        for (int c = 0; c < 3; c++) {
+            float lo = 0, hi = 0;
+            for (int r = 0; r < cal->rows; r++) {
+                lo = fminf(lo, cal->x[r * 3 + c]);
+                hi = fmaxf(hi, cal->x[r * 3 + c]);
+            }
+            CHECK_MSG(fabs(in->cols[c].scale - (hi - lo) / 255.0) < 1e-6 * (hi - lo),
+                      "column %d: scale %g, range [%g, %g]", c, (double)in->cols[c].scale,
+                      (double)lo, (double)hi);
+        }
+        CHECK(in->cols[2].zero_point == -128 && in->cols[2].scale < 4.0f / 255);
+        char *h = NULL, *c = NULL;
+        REQUIRE(otc_emit_c_int8(q, "qm", "test", &h, &c) == OTC_OK);
+        CHECK(strstr(h, "#define QM_IN_SCALES {") != NULL);
+        CHECK(strstr(h, "QM_IN_SCALE ") == NULL); /* no single scale to misuse */
+        free(h);
+        free(c);
+        CHECK(emitted_matches_host(q, test, false));
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        fprintf(stderr, "per-column inputs: worst %.2f output steps\n", e);
+        CHECK_MSG(e < 3.0, "worst error %.2f output steps", e);
     }
     otc_qmodel_free(q);
     otc_dataset_free(cal);
@@ -341,14 +440,13 @@ TEST(quant_refuses_bad_data) {
 TEST(quant_refuses_ops_without_lowering) {
     otc_graph *g = otc_graph_new();
     otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 2}));
-    otc_id n = otc_neuron(g, "prod", OTC_ACT_TANH, 0, 1, 2, (otc_id[]){x, x}, (int[]){0, 1},
-                          (float[]){1, 1});
-    otc_graph_set_agg(g, n, OTC_AGG_PRODUCT);
+    otc_id n = otc_div(g, x, x);
+    otc_graph_set_name(g, n, "ratio");
     otc_graph_mark_output(g, n);
     otc_dataset *d = random_rows(20, 2, 6);
     otc_qmodel *q = NULL;
     CHECK(otc_quantize_int8(g, d, &q) == OTC_ERR_UNSUPPORTED);
-    CHECK(strstr(otc_last_error(), "node 'prod' (neuron)") != NULL);
+    CHECK(strstr(otc_last_error(), "node 'ratio' (div)") != NULL);
     otc_graph_free(g);
     /* A softmax that is not the output has no integer form either. */
     g = otc_graph_new();

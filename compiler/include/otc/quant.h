@@ -28,7 +28,10 @@ typedef enum {
     OTC_QOP_ADD,     /* y = clamp(zy + rq(a - za, ma) + rq(b - zb, mb)); subtraction: mb < 0 */
     OTC_QOP_MUL,     /* y = clamp(zy + rq((a - za)(b - zb), ma)) */
     OTC_QOP_NEURON,  /* terms t_i = rq(src_i[col_i] - z_i, term[i]); aggregated; pre =
-                        clamp(zp + rq(agg, ma) + bias); y = lut[pre + 128] */
+                        clamp(zp + rq(agg, ma) + bias); y = lut[pre + 128]. Product: the
+                        factors src_i[col_i] - z_i multiplied into a 32-bit mantissa p with a
+                        power-of-two exponent e (otc_qprod_factor), then pre = clamp(zp +
+                        otc_qprod_apply(p, ma.m, prod_shift - e) + bias) */
     OTC_QOP_CONV,    /* dense over each window (NCHW); padding reads the zero point (real 0) */
     OTC_QOP_MAXPOOL, /* the int8 maximum of each window; the output keeps the input's scale */
     OTC_QOP_AVGPOOL, /* y = clamp(zy + rq(sum of (x - zx) over the window, ma)), ma with 1/(KH KW)
@@ -40,6 +43,9 @@ typedef enum {
 typedef struct {
     int width;
     otc_qparam q;
+    /* The input, when every reader folds a column's scale into its weights (dense steps and
+     * NEAT neurons): a scale and zero point per column (width of them); NULL: q for all. */
+    otc_qparam *cols;
     int offset;   /* bytes into the workspace (state: into the state) */
     bool state;   /* a Delay's value, carried between calls */
     int delay_of; /* state: the tensor copied into it after each step (-1 otherwise) */
@@ -61,9 +67,10 @@ typedef struct {
     int n_src;
     int *src, *col;
     otc_qmult *term;
-    int agg;        /* otc_agg (never product) */
-    int32_t bias_q; /* neuron: the bias in the pre-activation's units */
-    int32_t pre_zp; /* neuron: the pre-activation's zero point */
+    int agg;            /* otc_agg */
+    int32_t prod_shift; /* product neuron: ma's shift less the weights' power of two */
+    int32_t bias_q;     /* neuron: the bias in the pre-activation's units */
+    int32_t pre_zp;     /* neuron: the pre-activation's zero point */
     int8_t lut[256];
     /* conv / pools: C, H, W, O, OH, OW, KH, KW, stride h w, pad h w, dilation h w, groups */
     int32_t geo[15];
@@ -95,15 +102,26 @@ void otc_qmodel_forward(const otc_qmodel *q, const int8_t *in, int8_t *out, int8
                         int8_t *state);
 void otc_qmodel_reset(const otc_qmodel *q, int8_t *state);
 
-/* round(x / scale) + zero_point saturated to int8, and back. */
+/* x / scale + zero_point in float, rounded half away from zero and saturated to int8 (NaN:
+ * the zero point), as the emitted float wrapper does; and back. */
 int8_t otc_quantize_value(float x, otc_qparam p);
 float otc_dequantize_value(int8_t q, otc_qparam p);
+/* Column c's parameters of tensor t (its own with per-column scales, else t's). */
+otc_qparam otc_qtensor_col(const otc_qtensor *t, int c);
+/* One float sample x[in_width] quantised column by column into in[in_width]. */
+void otc_qmodel_quantize_input(const otc_qmodel *q, const float *x, int8_t *in);
 
 /* The fixed-point form of a real multiplier; fails when it is too large (>= 2^30). */
 otc_status otc_qmult_from_real(double real, otc_qmult *out);
 /* round-half-up(acc * m / 2^shift) saturated at +-2^29, the requantisation both the host
  * and the emitted C do. */
 int32_t otc_qmult_apply(int32_t acc, otc_qmult m);
+
+/* A product neuron's integer product: p = p * d with its exponent *e, the result halved
+ * (rounding half up) while it needs more than 32 bits, so p keeps 31 significant bits. */
+int32_t otc_qprod_factor(int32_t p, int32_t d, int32_t *e);
+/* round-half-up(p * m / 2^sh) saturated at +-2^29 for any sh: 0 past 62, saturated below 1. */
+int32_t otc_qprod_apply(int32_t p, int32_t m, int32_t sh);
 
 /* The model as standalone C without floating point at run time: header and source text
  * (malloc'd). The float wrappers are compiled only with OTC_<NAME>_FLOAT_API defined. */

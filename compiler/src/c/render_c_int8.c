@@ -37,8 +37,19 @@ static void emit_header(otc_text *t, const otc_qmodel *q, const char *name, cons
     otc_text_printf(t, "#ifndef %s_INT8_H\n#define %s_INT8_H\n\n#include <stdint.h>\n\n", up, up);
     otc_text_printf(t, "#define %s_IN_WIDTH %d\n#define %s_OUT_WIDTH %d\n", up, q->in_width, up,
                     q->out_width);
-    otc_text_printf(t, "#define %s_IN_SCALE %.9gf\n#define %s_IN_ZERO_POINT (%d)\n", up,
-                    (double)in->q.scale, up, (int)in->q.zero_point);
+    if (!in->cols)
+        otc_text_printf(t, "#define %s_IN_SCALE %.9gf\n#define %s_IN_ZERO_POINT (%d)\n", up,
+                        (double)in->q.scale, up, (int)in->q.zero_point);
+    else
+        otc_text_puts(t, "/* Each input column has a scale and zero point of its own. */\n");
+    /* Initialisers, one entry per column: float s[] = NAME_IN_SCALES; */
+    otc_text_printf(t, "#define %s_IN_SCALES {", up);
+    for (int c = 0; c < in->width; c++)
+        otc_text_printf(t, "%s%.9gf", c ? ", " : "", (double)otc_qtensor_col(in, c).scale);
+    otc_text_printf(t, "}\n#define %s_IN_ZERO_POINTS {", up);
+    for (int c = 0; c < in->width; c++)
+        otc_text_printf(t, "%s%d", c ? ", " : "", (int)otc_qtensor_col(in, c).zero_point);
+    otc_text_puts(t, "}\n");
     otc_text_printf(t, "#define %s_OUTPUTS %d\n", up, q->n_outputs);
     int off = 0;
     for (int i = 0; i < q->n_outputs; i++) {
@@ -111,7 +122,7 @@ static void emit_mults(otc_text *t, const char *name, int step, const char *what
 
 /* The helpers, each only when a step uses it (unused statics would warn). They are
  * quant_eval.c's statements. */
-static void emit_helpers(otc_text *t, const char *n, const bool *used) {
+static void emit_helpers(otc_text *t, const char *n, const bool *used, bool product) {
     otc_text_printf(
         t,
         "/* round-half-up(acc * m / 2^sh), saturated at +-2^29: the fixed-point "
@@ -180,15 +191,19 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
             "                else *out = %s_sat(zy + %s_rq(acc, m[0], sh[0]), lo, hi);\n"
             "            }\n}\n\n",
             n, n, n);
+    /* used[OTC_QOP_NEURON]: a neuron of another aggregation than product. */
+    if (used[OTC_QOP_NEURON] || product)
+        otc_text_printf(t,
+                        "typedef struct {\n    int32_t k, agg, ma, sa, bias, zp;\n"
+                        "    const int8_t *const *src;\n    const int8_t *zsrc, *sh;\n"
+                        "    const int32_t *m;\n    const int8_t *lut;\n} %s_neuron_t;\n\n",
+                        n);
     if (used[OTC_QOP_NEURON])
         otc_text_printf(
             t,
             "/* A NEAT neuron: each source's term in common units, aggregated (0 sum, 2 min, "
             "3 max,\n * 4 maxabs, 5 median doubled, 6 mean as the sum; the multiplier holds 1/2 "
             "or 1/k),\n * the pre-activation requantised, the activation a table. */\n"
-            "typedef struct {\n    int32_t k, agg, ma, sa, bias, zp;\n"
-            "    const int8_t *const *src;\n    const int8_t *zsrc, *sh;\n"
-            "    const int32_t *m;\n    const int8_t *lut;\n} %s_neuron_t;\n\n"
             "static int32_t %s_term(const %s_neuron_t *u, int32_t i) {\n"
             "    return %s_rq((int32_t)*u->src[i] - u->zsrc[i], u->m[i], u->sh[i]);\n}\n\n"
             "static int32_t %s_rank(const %s_neuron_t *u, int32_t r) {\n"
@@ -215,7 +230,26 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
             "static int8_t %s_neuron(const %s_neuron_t *u) {\n"
             "    int32_t pre = u->bias + u->zp + %s_rq(%s_agg(u), u->ma, u->sa);\n"
             "    return u->lut[%s_sat(pre, -128, 127) + 128];\n}\n\n",
-            n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
+            n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
+    if (product)
+        otc_text_printf(
+            t,
+            "/* A product neuron: the factors x - z multiplied into a 32-bit mantissa p, halved\n"
+            " * (rounding half up) while the product needs more bits, counted in e; then\n"
+            " * p * ma / 2^(sa - e), where sa holds the weights' power of two. */\n"
+            "static int8_t %s_neuron_prod(const %s_neuron_t *u) {\n"
+            "    int32_t p = 1, e = 0, r;\n"
+            "    for (int32_t i = 0; i < u->k; i++) {\n"
+            "        int64_t v = (int64_t)p * ((int32_t)*u->src[i] - u->zsrc[i]);\n"
+            "        while (v >= 2147483648LL || v < -2147483648LL) {\n"
+            "            v = (v + 1) >> 1;\n            e++;\n        }\n"
+            "        p = (int32_t)v;\n    }\n"
+            "    int32_t sh = u->sa - e;\n"
+            "    if (p == 0 || u->ma == 0 || sh > 62) r = 0;\n"
+            "    else if (sh < 1) r = (p < 0) != (u->ma < 0) ? -536870912 : 536870912;\n"
+            "    else r = %s_rq(p, u->ma, sh);\n"
+            "    return u->lut[%s_sat(u->bias + u->zp + r, -128, 127) + 128];\n}\n\n",
+            n, n, n, n);
 }
 
 /* The bias with the input's zero point folded in: sum((x - zx) * w) = sum(x * w) - zx * sum(w),
@@ -223,16 +257,19 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used) {
  * acc_fits in quant_build.c bounds that order too). */
 static void emit_folded_bias(otc_text *t, const otc_qmodel *q, const char *name, int i) {
     const otc_qstep *s = &q->steps[i];
-    int32_t zx = q->tensors[s->a].q.zero_point;
+    const otc_qtensor *x = &q->tensors[s->a];
     int32_t *b = malloc(sizeof *b * (size_t)(s->n ? s->n : 1));
     if (!b) {
         t->failed = true;
         return;
     }
     for (int j = 0; j < s->n; j++) {
-        int64_t sum = 0;
-        for (int k = 0; k < s->k; k++) sum += s->w[(size_t)j * (size_t)s->k + (size_t)k];
-        b[j] = (int32_t)(s->bias[j] - (int64_t)zx * sum);
+        /* A conv's k runs over its window, all in one channel's zero point. */
+        int64_t zw = 0;
+        for (int k = 0; k < s->k; k++)
+            zw += (int64_t)otc_qtensor_col(x, s->kind == OTC_QOP_DENSE ? k : 0).zero_point *
+                  s->w[(size_t)j * (size_t)s->k + (size_t)k];
+        b[j] = (int32_t)(s->bias[j] - zw);
     }
     emit_i32s(t, name, i, "b", b, s->n);
     free(b);
@@ -386,15 +423,17 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
             t->failed = true;
             break;
         }
-        for (int j = 0; j < s->n_src; j++) zs[nz++] = (int8_t)q->tensors[s->src[j]].q.zero_point;
+        for (int j = 0; j < s->n_src; j++)
+            zs[nz++] = (int8_t)otc_qtensor_col(&q->tensors[s->src[j]], s->col[j]).zero_point;
         emit_i8s(t, name, i, "z", zs, nz);
         if (zs != z) free(zs);
         otc_text_printf(t,
                         "static const %s_neuron_t %s_s%d = {%d, %d, %" PRId32 ", %" PRId32
                         ", %" PRId32 ", %" PRId32 ",\n    %s_s%d_src, %s_s%d_z, %s_s%d_t_sh, "
                         "%s_s%d_t_m, %s_s%d_lut};\n",
-                        name, name, i, s->n_src, s->agg, s->ma.m, s->ma.shift, s->bias_q, s->pre_zp,
-                        name, i, name, i, name, i, name, i, name, i);
+                        name, name, i, s->n_src, s->agg, s->ma.m,
+                        s->agg == OTC_AGG_PRODUCT ? s->prod_shift : s->ma.shift, s->bias_q,
+                        s->pre_zp, name, i, name, i, name, i, name, i, name, i);
         break;
     }
     default:
@@ -456,8 +495,8 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
         break;
     }
     case OTC_QOP_NEURON:
-        otc_text_printf(t, "%s_%s[%d] = %s_neuron(&%s_s%d);\n", name, y->state ? "state" : "ws",
-                        y->offset, name, name, i);
+        otc_text_printf(t, "%s_%s[%d] = %s_neuron%s(&%s_s%d);\n", name, y->state ? "state" : "ws",
+                        y->offset, name, s->agg == OTC_AGG_PRODUCT ? "_prod" : "", name, i);
         break;
     default:
         break;
@@ -494,9 +533,13 @@ static void emit_source(otc_text *t, const otc_qmodel *q, const char *name, cons
         otc_text_puts(t, "};\n");
     }
     otc_text_puts(t, "\n");
-    bool used[OTC_QOP_COUNT] = {false};
-    for (int i = 0; i < q->n_steps; i++) used[q->steps[i].kind] = true;
-    emit_helpers(t, name, used);
+    bool used[OTC_QOP_COUNT] = {false}, product = false;
+    for (int i = 0; i < q->n_steps; i++) {
+        bool prod = q->steps[i].kind == OTC_QOP_NEURON && q->steps[i].agg == OTC_AGG_PRODUCT;
+        used[q->steps[i].kind] |= !prod;
+        product |= prod;
+    }
+    emit_helpers(t, name, used, product);
     for (int i = 0; i < q->n_steps; i++) emit_step_data(t, q, name, i);
     const otc_qtensor *in = &q->tensors[q->input];
     otc_text_printf(t, "\nvoid %s_forward(const int8_t *in, int8_t *out) {\n", name);
@@ -538,11 +581,13 @@ static void emit_source(otc_text *t, const otc_qmodel *q, const char *name, cons
                     up, name);
     otc_text_printf(t,
                     "void %s_forward_float(const float *in, float *out) {\n"
+                    "    static const float s[%s_IN_WIDTH] = %s_IN_SCALES;\n"
+                    "    static const int32_t z[%s_IN_WIDTH] = %s_IN_ZERO_POINTS;\n"
                     "    int8_t qi[%s_IN_WIDTH], qo[%s_OUT_WIDTH];\n"
-                    "    for (int32_t i = 0; i < %s_IN_WIDTH; i++) qi[i] = %s_q(in[i], "
-                    "%s_IN_SCALE, %s_IN_ZERO_POINT);\n"
+                    "    for (int32_t i = 0; i < %s_IN_WIDTH; i++) qi[i] = %s_q(in[i], s[i], "
+                    "z[i]);\n"
                     "    %s_forward(qi, qo);\n",
-                    name, up, up, up, name, up, up, name);
+                    name, up, up, up, up, up, up, up, name, name);
     for (int i = 0; i < q->n_outputs; i++)
         otc_text_printf(t,
                         "    for (int32_t i = 0; i < %s_OUT%d_WIDTH; i++)\n"

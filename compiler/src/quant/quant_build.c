@@ -34,6 +34,7 @@ static otc_qparam qparam_span(range r) {
 
 typedef struct {
     otc_graph *g;
+    const otc_dataset *d; /* the calibration rows (the input's per-column ranges) */
     node_stats *st;
     int *tensor_of; /* node -> tensor (-1: none yet) */
     int *uses;      /* node -> consumers + output marks */
@@ -196,33 +197,47 @@ static otc_status quantize_channels(builder *b, otc_qstep *s, otc_id node, const
     s->bias = calloc((size_t)n, sizeof *s->bias);
     s->mult = calloc((size_t)n, sizeof *s->mult);
     if (!s->w || !s->bias || !s->mult) return OTC_ERR_NOMEM;
-    otc_qparam qx = b->q->tensors[s->a].q, qy = b->q->tensors[s->out].q;
+    const otc_qtensor *xt = &b->q->tensors[s->a];
+    otc_qparam qx = xt->q, qy = b->q->tensors[s->out].q;
     if (fused_act == OTC_OP_RELU) s->lo = otc_quantize_value(0.0f, qy);
     if (fused_act == OTC_OP_CLAMPED) {
         s->lo = otc_quantize_value(-1.0f, qy);
         s->hi = otc_quantize_value(1.0f, qy);
     }
+    /* Per-column input scales (a dense step on the input) are folded into the weights:
+     * x_i w_i = (q_i - z_i) (s_i / qx.scale) w_i qx.scale, so input i's weight is scaled by
+     * s_i / qx.scale before the channel is quantised (by 1: one scale for all). */
+    double *wr = malloc(sizeof *wr * (size_t)(k ? k : 1));
+    if (!wr) return OTC_ERR_NOMEM;
     for (int j = 0; j < n; j++) {
         double amax = 0;
         for (int i = 0; i < k; i++) {
-            double v = w[(size_t)i * stride_i + (size_t)j * stride_j];
-            if (!isfinite(v)) return no_lowering(b, node, "a weight is not finite");
-            if (fabs(v) > amax) amax = fabs(v);
+            wr[i] = w[(size_t)i * stride_i + (size_t)j * stride_j];
+            if (xt->cols) wr[i] *= (double)xt->cols[i].scale / qx.scale;
+            if (!isfinite(wr[i])) {
+                free(wr);
+                return no_lowering(b, node, "a weight is not finite");
+            }
+            if (fabs(wr[i]) > amax) amax = fabs(wr[i]);
         }
         double sw = amax > 0 ? amax / 127.0 : 1.0; /* symmetric, per output channel */
         for (int i = 0; i < k; i++)
-            s->w[(size_t)j * (size_t)k + (size_t)i] =
-                (int8_t)nearbyint(w[(size_t)i * stride_i + (size_t)j * stride_j] / sw);
+            s->w[(size_t)j * (size_t)k + (size_t)i] = (int8_t)nearbyint(wr[i] / sw);
         double sacc = (double)qx.scale * sw;
         double bq = bias ? nearbyint(bias[j] / sacc) : 0.0;
-        if (!acc_fits(k, bq))
+        if (!acc_fits(k, bq)) {
+            free(wr);
             return no_lowering(b, node,
                                "its accumulator could overflow int32 (a bias or the number of "
                                "inputs is too large)");
+        }
         s->bias[j] = (int32_t)bq;
-        otc_status st = otc_qmult_from_real(sacc / qy.scale, &s->mult[j]);
-        if (st) return no_lowering(b, node, otc_last_error());
+        if (otc_qmult_from_real(sacc / qy.scale, &s->mult[j])) {
+            free(wr);
+            return no_lowering(b, node, otc_last_error());
+        }
     }
+    free(wr);
     return OTC_OK;
 }
 
@@ -371,10 +386,34 @@ static otc_status lower_unary(builder *b, otc_id id) {
     return OTC_OK;
 }
 
+/* The product aggregation: prod_i w_i x_i = C prod_i (q_i - z_i), C = prod_i w_i s_i known at
+ * compile time. The integer factors are multiplied at run time (otc_qprod_factor: exact
+ * until the product needs 31 bits, then rounded to 31 significant bits, a relative error
+ * under 2^-30 a factor); response * C / (the pre-activation's scale) is one multiplier of
+ * [0.5, 1) times a power of two, which with the run time's exponent sets the final shift.
+ * The error is thus the inputs' own int8 rounding, a relative error of about
+ * sum_i 0.5 / |q_i - z_i| in the product, plus half a pre-activation step. */
+static otc_status lower_product(builder *b, otc_id id, otc_qstep *s, double pre_scale) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    const float *w = otc_graph_node(b->g, nd->inputs[0])->value->data;
+    double cm = (double)nd->scale / pre_scale;
+    int ce = 0, e;
+    for (int i = 0; i < s->n_src; i++) {
+        cm = frexp(cm * w[i] * otc_qtensor_col(&b->q->tensors[s->src[i]], s->col[i]).scale, &e);
+        ce += e;
+    }
+    cm = frexp(cm, &e);
+    ce += e;
+    if (!isfinite(cm)) return no_lowering(b, id, "its product's scale is not finite");
+    otc_status st = otc_qmult_from_real(cm, &s->ma); /* |cm| in [0.5, 1): always representable */
+    if (st) return no_lowering(b, id, otc_last_error());
+    if (abs(ce) > (1 << 20)) return no_lowering(b, id, "its product's scale is out of range");
+    s->prod_shift = s->ma.shift - ce;
+    return OTC_OK;
+}
+
 static otc_status lower_neuron(builder *b, otc_id id) {
     const otc_node *nd = otc_graph_node(b->g, id);
-    if (nd->agg == OTC_AGG_PRODUCT)
-        return no_lowering(b, id, "the product aggregation has no fixed-point form here");
     int k = nd->n_inputs - 2;
     for (int i = 0; i < k; i++)
         if (b->tensor_of[nd->inputs[2 + i]] < 0)
@@ -403,17 +442,60 @@ static otc_status lower_neuron(builder *b, otc_id id) {
     for (int i = 0; !st && i < k; i++) {
         s->src[i] = b->tensor_of[nd->inputs[2 + i]];
         s->col[i] = nd->cols[i];
-        st =
-            otc_qmult_from_real(b->q->tensors[s->src[i]].q.scale * (double)w[i] / s_t, &s->term[i]);
+        double sx = otc_qtensor_col(&b->q->tensors[s->src[i]], s->col[i]).scale;
+        if (nd->agg != OTC_AGG_PRODUCT) /* a product multiplies the raw factors */
+            st = otc_qmult_from_real(sx * (double)w[i] / s_t, &s->term[i]);
     }
     double f = nd->agg == OTC_AGG_MEAN && k > 0 ? 1.0 / k : nd->agg == OTC_AGG_MEDIAN ? 0.5 : 1.0;
-    if (!st) st = otc_qmult_from_real((double)nd->scale * s_t * f / qp.scale, &s->ma);
     if (st) return no_lowering(b, id, otc_last_error());
+    if (nd->agg == OTC_AGG_PRODUCT) {
+        if ((st = lower_product(b, id, s, qp.scale))) return st;
+    } else if (otc_qmult_from_real((double)nd->scale * s_t * f / qp.scale, &s->ma)) {
+        return no_lowering(b, id, otc_last_error());
+    }
     if (!isfinite(bias) || !(fabs(bias / qp.scale) < 1e9))
         return no_lowering(b, id, "its bias is out of range");
     s->bias_q = (int32_t)nearbyint(bias / qp.scale);
     s->pre_zp = qp.zero_point;
     fill_lut(s->lut, act, otc_node_param(nd), qp, b->q->tensors[yt].q);
+    return OTC_OK;
+}
+
+/* Whether every reader of the input can take a scale per column: dense steps on it and NEAT
+ * neurons fold column c's scale into c's weight or term multiplier; anything else (a table,
+ * a sum, a conv, a delay, an output) reads all its columns on one grid. */
+static bool per_column_ok(builder *b, otc_id input) {
+    for (int i = 0; i < otc_graph_output_count(b->g); i++)
+        if (otc_graph_output(b->g, i) == input) return false;
+    for (otc_id c = 0; c < otc_graph_size(b->g); c++) {
+        const otc_node *nd = otc_graph_node(b->g, c);
+        for (int i = 0; i < nd->n_inputs; i++) {
+            if (nd->inputs[i] != input) continue;
+            bool dense = nd->op == OTC_OP_MATMUL && i == 0 && nd->inputs[1] != input;
+            bool neuron = nd->op == OTC_OP_NEURON && i >= 2;
+            if (!dense && !neuron) return false;
+        }
+    }
+    return true;
+}
+
+/* The input's tensor: a scale and zero point per column from that column's calibrated range
+ * when its readers allow it (features of different ranges each keep 256 steps), else one
+ * for all. */
+static otc_status lower_input(builder *b, otc_id id) {
+    int t = out_tensor(b, id);
+    if (t < 0) return OTC_ERR_NOMEM;
+    if (!per_column_ok(b, id)) return OTC_OK;
+    otc_qtensor *qt = &b->q->tensors[t];
+    int w = qt->width;
+    qt->cols = malloc(sizeof *qt->cols * (size_t)(w ? w : 1));
+    if (!qt->cols) return OTC_ERR_NOMEM;
+    for (int c = 0; c < w; c++) {
+        range r = {INFINITY, -INFINITY};
+        for (int row = 0; row < b->d->rows; row++)
+            otc_quant_widen(&r, b->d->x[(size_t)row * (size_t)w + (size_t)c]);
+        qt->cols[c] = qparam_of(r);
+    }
     return OTC_OK;
 }
 
@@ -426,7 +508,7 @@ static otc_status lower_node(builder *b, otc_id id) {
         return no_lowering(b, id, "its value on the calibration rows is not finite");
     switch (nd->op) {
     case OTC_OP_INPUT:
-        return out_tensor(b, id) < 0 ? OTC_ERR_NOMEM : OTC_OK;
+        return lower_input(b, id);
     case OTC_OP_PARAMETER:
         return OTC_OK; /* read by the dense step or neuron that uses it */
     case OTC_OP_MATMUL:
@@ -476,6 +558,7 @@ void otc_qmodel_free(otc_qmodel *q) {
         free(q->steps[i].col);
         free(q->steps[i].term);
     }
+    for (int i = 0; i < q->n_tensors; i++) free(q->tensors[i].cols);
     free(q->steps);
     free(q->tensors);
     free(q->outputs);
@@ -546,7 +629,7 @@ otc_status otc_quantize_int8(otc_graph *g, const otc_dataset *d, otc_qmodel **ou
     otc_status s = otc_quant_check_data(g, d, &input);
     if (s) return s;
     int n = otc_graph_size(g);
-    builder b = {.g = g};
+    builder b = {.g = g, .d = d};
     b.st = calloc((size_t)n, sizeof *b.st);
     b.tensor_of = malloc(sizeof *b.tensor_of * (size_t)n);
     b.uses = calloc((size_t)n, sizeof *b.uses);

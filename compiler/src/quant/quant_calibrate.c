@@ -21,6 +21,11 @@ int otc_quant_row_width(otc_shape s) {
 /* The float aggregation of a neuron's terms as otc/ops.h defines otc_agg, for calibration's
  * ranges of the terms' aggregate (the interpreter keeps it inside its neuron kernel). */
 static double agg_float(int agg, const double *t, int k) {
+    if (agg == OTC_AGG_PRODUCT) {
+        double p = 1;
+        for (int i = 0; i < k; i++) p *= t[i];
+        return p;
+    }
     if (k == 0) return 0;
     if (agg == OTC_AGG_MEDIAN) {
         double a = 0, b = 0;

@@ -35,14 +35,42 @@ int32_t otc_qmult_apply(int32_t acc, otc_qmult m) {
     return (int32_t)(p > lim ? lim : p < -lim ? -lim : p);
 }
 
+int32_t otc_qprod_factor(int32_t p, int32_t d, int32_t *e) {
+    int64_t v = (int64_t)p * d;
+    while (v >= 2147483648LL || v < -2147483648LL) {
+        v = (v + 1) >> 1;
+        (*e)++;
+    }
+    return (int32_t)v;
+}
+
+int32_t otc_qprod_apply(int32_t p, int32_t m, int32_t sh) {
+    if (p == 0 || m == 0 || sh > 62) return 0;
+    if (sh < 1) return (p < 0) != (m < 0) ? -(1 << 29) : 1 << 29;
+    return otc_qmult_apply(p, (otc_qmult){m, sh});
+}
+
+/* In float, rounding half away from zero, statement for statement as the emitted C's float
+ * wrapper (render_c_int8.c) quantises, so that both give the same bytes, ties included (a
+ * per-column scale of range / 255 puts decimal data on exact halves). */
 int8_t otc_quantize_value(float x, otc_qparam p) {
-    if (isnan(x)) return (int8_t)p.zero_point;
-    double v = nearbyint((double)x / p.scale) + p.zero_point;
-    return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+    float v = x / p.scale + (float)p.zero_point;
+    if (!(v > -128.0f)) return v < 0.0f ? -128 : (int8_t)p.zero_point; /* NaN: zero */
+    if (v > 127.0f) return 127;
+    return (int8_t)(int32_t)(v < 0.0f ? v - 0.5f : v + 0.5f);
 }
 
 float otc_dequantize_value(int8_t q, otc_qparam p) {
     return p.scale * (float)((int32_t)q - p.zero_point);
+}
+
+otc_qparam otc_qtensor_col(const otc_qtensor *t, int c) {
+    return t->cols ? t->cols[c] : t->q;
+}
+
+void otc_qmodel_quantize_input(const otc_qmodel *q, const float *x, int8_t *in) {
+    const otc_qtensor *t = &q->tensors[q->input];
+    for (int c = 0; c < q->in_width; c++) in[c] = otc_quantize_value(x[c], otc_qtensor_col(t, c));
 }
 
 static int8_t sat(int32_t v, int lo, int hi) {
@@ -58,7 +86,8 @@ static int8_t *tensor_at(const otc_qmodel *q, int t, int8_t *work, int8_t *state
 static int32_t neuron_term(const otc_qmodel *q, const otc_qstep *s, int i, int8_t *work,
                            int8_t *state) {
     const int8_t *x = tensor_at(q, s->src[i], work, state);
-    return otc_qmult_apply((int32_t)x[s->col[i]] - q->tensors[s->src[i]].q.zero_point, s->term[i]);
+    int32_t z = otc_qtensor_col(&q->tensors[s->src[i]], s->col[i]).zero_point;
+    return otc_qmult_apply((int32_t)x[s->col[i]] - z, s->term[i]);
 }
 
 /* The term of rank r (0 the smallest) among the neuron's terms, found without a buffer. */
@@ -154,7 +183,8 @@ static void run_step(const otc_qmodel *q, const otc_qstep *s, int8_t *work, int8
         for (int j = 0; j < s->n; j++) {
             int32_t acc = s->bias[j];
             const int8_t *w = s->w + (size_t)j * (size_t)s->k;
-            for (int i = 0; i < s->k; i++) acc += ((int32_t)a[i] - za) * w[i];
+            for (int i = 0; i < s->k; i++)
+                acc += ((int32_t)a[i] - otc_qtensor_col(&q->tensors[s->a], i).zero_point) * w[i];
             y[j] = sat(zy + otc_qmult_apply(acc, s->mult[j]), s->lo, s->hi);
         }
         break;
@@ -174,7 +204,17 @@ static void run_step(const otc_qmodel *q, const otc_qstep *s, int8_t *work, int8
         break;
     case OTC_QOP_NEURON: {
         int32_t pre = s->bias_q + s->pre_zp;
-        pre += otc_qmult_apply(neuron_agg(q, s, work, state), s->ma);
+        if (s->agg == OTC_AGG_PRODUCT) {
+            int32_t p = 1, e = 0;
+            for (int i = 0; i < s->n_src; i++) {
+                const otc_qtensor *t = &q->tensors[s->src[i]];
+                int32_t x = tensor_at(q, s->src[i], work, state)[s->col[i]];
+                p = otc_qprod_factor(p, x - otc_qtensor_col(t, s->col[i]).zero_point, &e);
+            }
+            pre += otc_qprod_apply(p, s->ma.m, s->prod_shift - e);
+        } else {
+            pre += otc_qmult_apply(neuron_agg(q, s, work, state), s->ma);
+        }
         y[0] = s->lut[sat(pre, -128, 127) + 128];
         break;
     }
