@@ -292,6 +292,43 @@ TEST(quant_neat_product_emitted_equals_host) {
     otc_graph_free(g);
 }
 
+/* Slice, select and concat (along the last axis and along a middle one): copies of blocks,
+ * each concat input requantised to the concat's scale. */
+TEST(quant_slice_concat_emitted_equals_host) {
+    otc_graph *g = otc_graph_new();
+    otc_rng rng;
+    otc_rng_seed(&rng, 41);
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 6}));
+    otc_id h = otc_activation(g, OTC_OP_TANH, otc_linear(g, x, 8, &rng, "l1"), 0);
+    otc_id s = otc_activation(g, OTC_OP_SIGMOID, otc_linear(g, x, 8, &rng, "l2"), 0);
+    otc_id h3 = otc_reshape(g, h, otc_shape_make(3, (int[]){OTC_BATCH, 2, 4}));
+    otc_id s3 = otc_reshape(g, s, otc_shape_make(3, (int[]){OTC_BATCH, 2, 4}));
+    otc_id mid = otc_concat(g, 2, (otc_id[]){h3, s3}, 2); /* [B, 2, 8]: 2 runs of each */
+    otc_id sel = otc_select(g, h3, 1, 1), sl = otc_slice(g, s, 1, 2, 5);
+    otc_id cat = otc_concat(g, 3, (otc_id[]){sel, sl, otc_flatten(g, mid)}, -1);
+    otc_graph_mark_output(g, otc_linear(g, cat, 3, &rng, "out"));
+    otc_graph_mark_output(g, cat);
+    for (otc_id id = 0; id < otc_graph_size(g); id++)
+        if (otc_graph_node(g, id)->op == OTC_OP_PARAMETER) fill(g, id, 500 + (uint64_t)id);
+    otc_dataset *cal = random_rows(300, 6, 41), *test = random_rows(200, 6, 42);
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (q) {
+        CHECK(q->out_width == 3 + 4 + 5 + 16);
+        CHECK(emitted_matches_host(q, test, false));
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        /* As in the MLP: the dense layer over the concat's 25 values compounds their steps. */
+        fprintf(stderr, "slice/concat: worst %.2f output steps\n", e);
+        CHECK_MSG(e < 12.0 && over == 0, "worst error %.2f output steps, %d over 5%%", e, over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
 TEST(quant_cnn_emitted_equals_host) {
     otc_graph *g = cnn_graph();
     REQUIRE(g != NULL);

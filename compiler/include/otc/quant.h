@@ -36,6 +36,9 @@ typedef enum {
     OTC_QOP_MAXPOOL, /* the int8 maximum of each window; the output keeps the input's scale */
     OTC_QOP_AVGPOOL, /* y = clamp(zy + rq(sum of (x - zx) over the window, ma)), ma with 1/(KH KW)
                       */
+    OTC_QOP_COPY,    /* a block of a into y (slice, select, one input of a concat): for o < geo[0],
+                        j < geo[5], i < geo[6]: y[(o geo[2] + geo[4] + j) geo[6] + i] =
+                        clamp(zy + rq(a[(o geo[1] + geo[3] + j) geo[6] + i] - za, ma)) */
     OTC_QOP_COUNT
 } otc_qop_kind;
 

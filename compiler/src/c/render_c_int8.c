@@ -191,6 +191,20 @@ static void emit_helpers(otc_text *t, const char *n, const bool *used, bool prod
             "                else *out = %s_sat(zy + %s_rq(acc, m[0], sh[0]), lo, hi);\n"
             "            }\n}\n\n",
             n, n, n);
+    if (used[OTC_QOP_COPY])
+        otc_text_printf(t,
+                        "/* A block of x into y (slice, select, a concat's input), requantised; "
+                        "g: outer,\n * x's and y's length along the axis, their offsets, the "
+                        "block's length, inner. */\n"
+                        "static void %s_copy(const int8_t *x, int8_t *y, const int32_t *g, "
+                        "int32_t zx, int32_t zy,\n                    int32_t m, int32_t sh) {\n"
+                        "    for (int32_t o = 0; o < g[0]; o++)\n"
+                        "        for (int32_t j = 0; j < g[5]; j++)\n"
+                        "            for (int32_t i = 0; i < g[6]; i++)\n"
+                        "                y[(o * g[2] + g[4] + j) * g[6] + i] =\n"
+                        "                    %s_sat(zy + %s_rq(x[(o * g[1] + g[3] + j) * g[6] "
+                        "+ i] - zx, m, sh), -128, 127);\n}\n\n",
+                        n, n, n);
     /* used[OTC_QOP_NEURON]: a neuron of another aggregation than product. */
     if (used[OTC_QOP_NEURON] || product)
         otc_text_printf(t,
@@ -405,6 +419,9 @@ static void emit_step_data(otc_text *t, const otc_qmodel *q, const char *name, i
             emit_mults(t, name, i, "o", &s->ma, 1);
         }
         break;
+    case OTC_QOP_COPY:
+        emit_i32s(t, name, i, "g", s->geo, 7);
+        break;
     case OTC_QOP_NEURON: {
         emit_lut(t, q, name, i);
         emit_mults(t, name, i, "t", s->term, s->n_src);
@@ -494,6 +511,14 @@ static void emit_step_call(otc_text *t, const otc_qmodel *q, const char *name, i
         otc_text_printf(t, "%d, %d);\n", s->lo, s->hi);
         break;
     }
+    case OTC_QOP_COPY:
+        otc_text_printf(t, "%s_copy(", name);
+        tensor_ref(t, name, a);
+        otc_text_puts(t, ", ");
+        tensor_ref(t, name, y);
+        otc_text_printf(t, ", %s_s%d_g, %d, %d, %" PRId32 ", %" PRId32 ");\n", name, i,
+                        (int)a->q.zero_point, (int)y->q.zero_point, s->ma.m, s->ma.shift);
+        break;
     case OTC_QOP_NEURON:
         otc_text_printf(t, "%s_%s[%d] = %s_neuron%s(&%s_s%d);\n", name, y->state ? "state" : "ws",
                         y->offset, name, s->agg == OTC_AGG_PRODUCT ? "_prod" : "", name, i);

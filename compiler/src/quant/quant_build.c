@@ -461,6 +461,45 @@ static otc_status lower_neuron(builder *b, otc_id id) {
     return OTC_OK;
 }
 
+/* Slice and select copy a block of x and keep its scale (a multiplier of 1: exact); concat
+ * copies each input's block into its place, requantised to the output's scale. A block is,
+ * per sample, `outer` runs of len * inner bytes along the axis. */
+static otc_status lower_copy(builder *b, otc_id id) {
+    const otc_node *nd = otc_graph_node(b->g, id);
+    otc_shape xs = otc_graph_node(b->g, nd->inputs[0])->shape;
+    int axis = nd->axis < 0 ? nd->axis + xs.ndim : nd->axis;
+    if (otc_quant_row_width(xs) < 0 || axis < 1 || axis >= xs.ndim)
+        return no_lowering(b, id, "only along a per-sample axis of per-sample values");
+    for (int k = 0; k < nd->n_inputs; k++)
+        if (b->tensor_of[nd->inputs[k]] < 0)
+            return no_lowering(b, id, "an operand is not a per-sample value");
+    int32_t outer = 1, inner = 1;
+    for (int d = 1; d < axis; d++) outer *= xs.dim[d];
+    for (int d = axis + 1; d < xs.ndim; d++) inner *= xs.dim[d];
+    bool concat = nd->op == OTC_OP_CONCAT;
+    int yt = concat ? out_tensor(b, id)
+                    : new_tensor(b, otc_quant_row_width(nd->shape),
+                                 b->q->tensors[b->tensor_of[nd->inputs[0]]].q, false);
+    if (yt < 0) return OTC_ERR_NOMEM;
+    b->tensor_of[id] = yt;
+    int32_t off = 0, total = concat ? nd->shape.dim[axis] : nd->len;
+    for (int k = 0; k < nd->n_inputs; k++) {
+        int32_t dk = otc_graph_node(b->g, nd->inputs[k])->shape.dim[axis];
+        otc_qstep *s = new_step(b, OTC_QOP_COPY, id);
+        if (!s) return OTC_ERR_NOMEM;
+        s->a = b->tensor_of[nd->inputs[k]];
+        s->out = yt;
+        int32_t geo[7] = {
+            outer, dk, total, concat ? 0 : nd->start, concat ? off : 0, concat ? dk : nd->len,
+            inner};
+        memcpy(s->geo, geo, sizeof geo);
+        off += dk;
+        double r = b->q->tensors[s->a].q.scale / b->q->tensors[yt].q.scale;
+        if (otc_qmult_from_real(r, &s->ma)) return no_lowering(b, id, otc_last_error());
+    }
+    return OTC_OK;
+}
+
 /* Whether every reader of the input can take a scale per column: dense steps on it and NEAT
  * neurons fold column c's scale into c's weight or term multiplier; anything else (a table,
  * a sum, a conv, a delay, an output) reads all its columns on one grid. */
@@ -537,6 +576,10 @@ static otc_status lower_node(builder *b, otc_id id) {
         b->tensor_of[id] = t;
         return OTC_OK;
     }
+    case OTC_OP_CONCAT:
+    case OTC_OP_SLICE:
+    case OTC_OP_SELECT:
+        return lower_copy(b, id);
     case OTC_OP_SOFTMAX:
     case OTC_OP_LOG_SOFTMAX:
         if (b->uses[id] == 1 && sole_consumer(b, id) < 0 && b->tensor_of[nd->inputs[0]] >= 0)

@@ -223,6 +223,16 @@ static void run_step(const otc_qmodel *q, const otc_qstep *s, int8_t *work, int8
     case OTC_QOP_AVGPOOL:
         run_window(s, a, y, za, zy);
         break;
+    case OTC_QOP_COPY: {
+        const int32_t *g = s->geo;
+        for (int32_t o = 0; o < g[0]; o++)
+            for (int32_t j = 0; j < g[5]; j++)
+                for (int32_t i = 0; i < g[6]; i++)
+                    y[(o * g[2] + g[4] + j) * g[6] + i] =
+                        sat(zy + otc_qmult_apply(a[(o * g[1] + g[3] + j) * g[6] + i] - za, s->ma),
+                            s->lo, s->hi);
+        break;
+    }
     default:
         break;
     }
