@@ -31,15 +31,23 @@ static void fill(otc_graph *g, otc_id p, uint64_t seed) {
     for (size_t i = 0; i < t->size; i++) t->data[i] = otc_rng_uniform(&rng) - 0.5f;
 }
 
-/* Dense + ReLU (fused), a second branch with sigmoid, their sum and product, tanh, a clamp
- * fused into a dense layer, then every activation op of the spec on a slice-free path. */
-static otc_graph *mlp_graph(void) {
+/* A graph of input x [B, width] and two branches of 8: *h = ReLU(dense(x)) (fused) and
+ * *s = sigmoid(dense(x)). */
+static otc_graph *two_branches(int width, otc_rng *rng, otc_id *h, otc_id *s) {
     otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, width}));
+    *h = otc_activation(g, OTC_OP_RELU, otc_linear(g, x, 8, rng, "l1"), 0);
+    *s = otc_activation(g, OTC_OP_SIGMOID, otc_linear(g, x, 8, rng, "l2"), 0);
+    return g;
+}
+
+/* Both branches, their sum and product, tanh, a clamp fused into a dense layer, then every
+ * activation op of the spec on a slice-free path. */
+static otc_graph *mlp_graph(void) {
     otc_rng rng;
     otc_rng_seed(&rng, 7);
-    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 5}));
-    otc_id h = otc_activation(g, OTC_OP_RELU, otc_linear(g, x, 8, &rng, "l1"), 0);
-    otc_id s = otc_activation(g, OTC_OP_SIGMOID, otc_linear(g, x, 8, &rng, "l2"), 0);
+    otc_id h, s;
+    otc_graph *g = two_branches(5, &rng, &h, &s);
     otc_id sum = otc_add(g, h, s), prod = otc_mul(g, h, s), diff = otc_sub(g, sum, prod);
     otc_id t = otc_activation(g, OTC_OP_TANH, diff, 0);
     otc_id c = otc_activation(g, OTC_OP_CLAMPED, otc_linear(g, t, 6, &rng, "l3"), 0);
@@ -192,6 +200,29 @@ static double worst_error_steps(otc_graph *g, const otc_qmodel *q, const otc_dat
     return worst;
 }
 
+/* g quantised on cal: the emitted C equals the host on test, whose outputs stay within
+ * max_steps of the float interpreter's, with at most max_over values off by over 5% of the
+ * range. Frees g, cal and test. */
+static void check_quantized(otc_graph *g, otc_dataset *cal, otc_dataset *test, double max_steps,
+                            int max_over, const char *what) {
+    otc_qmodel *q = NULL;
+    otc_status st = otc_quantize_int8(g, cal, &q);
+    CHECK_MSG(st == OTC_OK, "%s: %s", what, otc_last_error());
+    if (q) {
+        CHECK_MSG(emitted_matches_host(q, test, false), "%s", what);
+        int over;
+        double e = worst_error_steps(g, q, test, &over);
+        fprintf(stderr, "%s: worst %.2f output steps, %d values off by over 5%% of the range\n",
+                what, e, over);
+        CHECK_MSG(e < max_steps && over <= max_over,
+                  "%s: worst error %.2f output steps, %d over 5%%", what, e, over);
+    }
+    otc_qmodel_free(q);
+    otc_dataset_free(cal);
+    otc_dataset_free(test);
+    otc_graph_free(g);
+}
+
 TEST(quant_qmult_rounds) {
     /* 0.75 = 0.75 * 2^0: m = 0.75 * 2^31, shift 31; 10 * 0.75 = 7.5 rounds half up to 8. */
     otc_qmult m;
@@ -274,33 +305,17 @@ TEST(quant_neat_product_emitted_equals_host) {
         otc_graph_mark_output(g, outs[i]);
     }
     otc_graph_set_input(g, d, 0, outs[2]);
-    otc_dataset *cal = random_rows(300, 3, 31), *test = random_rows(200, 3, 32);
-    otc_qmodel *q = NULL;
-    otc_status st = otc_quantize_int8(g, cal, &q);
-    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
-    if (q) {
-        CHECK(emitted_matches_host(q, test, true));
-        /* A product of k factors off by up to half a step each: a few output steps at most. */
-        int over;
-        double e = worst_error_steps(g, q, test, &over);
-        fprintf(stderr, "product: worst %.2f output steps\n", e);
-        CHECK_MSG(e < 6.0 && over == 0, "worst error %.2f output steps, %d over 5%%", e, over);
-    }
-    otc_qmodel_free(q);
-    otc_dataset_free(cal);
-    otc_dataset_free(test);
-    otc_graph_free(g);
+    /* A product of k factors off by up to half a step each: a few output steps at most. */
+    check_quantized(g, random_rows(300, 3, 31), random_rows(200, 3, 32), 6.0, 0, "product");
 }
 
 /* Slice, select and concat (along the last axis and along a middle one): copies of blocks,
  * each concat input requantised to the concat's scale. */
 TEST(quant_slice_concat_emitted_equals_host) {
-    otc_graph *g = otc_graph_new();
     otc_rng rng;
     otc_rng_seed(&rng, 41);
-    otc_id x = otc_input(g, "x", otc_shape_make(2, (int[]){OTC_BATCH, 6}));
-    otc_id h = otc_activation(g, OTC_OP_TANH, otc_linear(g, x, 8, &rng, "l1"), 0);
-    otc_id s = otc_activation(g, OTC_OP_SIGMOID, otc_linear(g, x, 8, &rng, "l2"), 0);
+    otc_id h, s;
+    otc_graph *g = two_branches(6, &rng, &h, &s);
     otc_id h3 = otc_reshape(g, h, otc_shape_make(3, (int[]){OTC_BATCH, 2, 4}));
     otc_id s3 = otc_reshape(g, s, otc_shape_make(3, (int[]){OTC_BATCH, 2, 4}));
     otc_id mid = otc_concat(g, 2, (otc_id[]){h3, s3}, 2); /* [B, 2, 8]: 2 runs of each */
@@ -310,23 +325,8 @@ TEST(quant_slice_concat_emitted_equals_host) {
     otc_graph_mark_output(g, cat);
     for (otc_id id = 0; id < otc_graph_size(g); id++)
         if (otc_graph_node(g, id)->op == OTC_OP_PARAMETER) fill(g, id, 500 + (uint64_t)id);
-    otc_dataset *cal = random_rows(300, 6, 41), *test = random_rows(200, 6, 42);
-    otc_qmodel *q = NULL;
-    otc_status st = otc_quantize_int8(g, cal, &q);
-    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
-    if (q) {
-        CHECK(q->out_width == 3 + 4 + 5 + 16);
-        CHECK(emitted_matches_host(q, test, false));
-        int over;
-        double e = worst_error_steps(g, q, test, &over);
-        /* As in the MLP: the dense layer over the concat's 25 values compounds their steps. */
-        fprintf(stderr, "slice/concat: worst %.2f output steps\n", e);
-        CHECK_MSG(e < 12.0 && over == 0, "worst error %.2f output steps, %d over 5%%", e, over);
-    }
-    otc_qmodel_free(q);
-    otc_dataset_free(cal);
-    otc_dataset_free(test);
-    otc_graph_free(g);
+    /* As in the MLP: the dense layer over the concat's 25 values compounds their steps. */
+    check_quantized(g, random_rows(300, 6, 41), random_rows(200, 6, 42), 12.0, 0, "slice/concat");
 }
 
 TEST(quant_cnn_emitted_equals_host) {
