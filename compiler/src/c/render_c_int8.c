@@ -123,17 +123,31 @@ static void emit_mults(otc_text *t, const char *name, int step, const char *what
 /* The helpers, each only when a step uses it (unused statics would warn). They are
  * quant_eval.c's statements. */
 static void emit_helpers(otc_text *t, const char *n, const bool *used, bool product) {
-    otc_text_printf(
-        t,
-        "/* round-half-up(acc * m / 2^sh), saturated at +-2^29: the fixed-point "
-        "requantisation.\n * An arithmetic right shift of a negative value is what GCC and Clang "
-        "do. */\n"
-        "static int32_t %s_rq(int32_t acc, int32_t m, int32_t sh) {\n"
-        "    int64_t p = ((int64_t)acc * m + ((int64_t)1 << (sh - 1))) >> sh;\n"
-        "    return (int32_t)(p > 536870912 ? 536870912 : p < -536870912 ? -536870912 : p);\n}\n\n"
-        "static int8_t %s_sat(int32_t v, int32_t lo, int32_t hi) {\n"
-        "    return (int8_t)(v < lo ? lo : v > hi ? hi : v);\n}\n\n",
-        n, n);
+    /* Every step but dense, conv, max pooling and tables requantises with rq and sat. */
+    bool rq = used[OTC_QOP_ADD] || used[OTC_QOP_MUL] || used[OTC_QOP_MAXPOOL] ||
+              used[OTC_QOP_AVGPOOL] || used[OTC_QOP_NEURON] || used[OTC_QOP_COPY] || product;
+    if (rq)
+        otc_text_printf(t,
+                        "/* round-half-up(acc * m / 2^sh), saturated at +-2^29: the fixed-point "
+                        "requantisation.\n * An arithmetic right shift of a negative value is "
+                        "what GCC and Clang do. */\n"
+                        "static int32_t %s_rq(int32_t acc, int32_t m, int32_t sh) {\n"
+                        "    int64_t p = ((int64_t)acc * m + ((int64_t)1 << (sh - 1))) >> sh;\n"
+                        "    return (int32_t)(p > 536870912 ? 536870912 : p < -536870912 ? "
+                        "-536870912 : p);\n}\n\n"
+                        "static int8_t %s_sat(int32_t v, int32_t lo, int32_t hi) {\n"
+                        "    return (int8_t)(v < lo ? lo : v > hi ? hi : v);\n}\n\n",
+                        n, n);
+    /* Dense and conv outputs: rq, the zero point and sat in one clamp, equal to the three
+     * (rq's +-2^29 bound is far outside int8 next to a zero point). */
+    if (used[OTC_QOP_DENSE] || used[OTC_QOP_CONV])
+        otc_text_printf(t,
+                        "static int8_t %s_rqs(int32_t acc, int32_t m, int32_t sh, int32_t zy, "
+                        "int32_t lo, int32_t hi) {\n"
+                        "    int64_t p = (((int64_t)acc * m + ((int64_t)1 << (sh - 1))) >> sh) + "
+                        "zy;\n"
+                        "    return (int8_t)(p < lo ? lo : p > hi ? hi : p);\n}\n\n",
+                        n);
     if (used[OTC_QOP_LUT])
         otc_text_printf(t,
                         "static void %s_lut(const int8_t *x, int8_t *y, int32_t n, const int8_t "
@@ -293,9 +307,9 @@ static void emit_folded_bias(otc_text *t, const otc_qmodel *q, const char *name,
 static void emit_store(otc_text *t, const otc_qmodel *q, const char *name, int i, const char *dst,
                        const char *acc, const char *ch) {
     const otc_qstep *s = &q->steps[i];
-    otc_text_printf(t, "%s = %s_sat(%d + %s_rq(%s, %s_s%d_o_m[%s], %s_s%d_o_sh[%s]), %d, %d);\n",
-                    dst, name, (int)q->tensors[s->out].q.zero_point, name, acc, name, i, ch, name,
-                    i, ch, s->lo, s->hi);
+    otc_text_printf(t, "%s = %s_rqs(%s, %s_s%d_o_m[%s], %s_s%d_o_sh[%s], %d, %d, %d);\n", dst, name,
+                    acc, name, i, ch, name, i, ch, (int)q->tensors[s->out].q.zero_point, s->lo,
+                    s->hi);
 }
 
 /* Dot products shorter than one 16-byte vector of int8 are stored input-major ([k][n]), so
