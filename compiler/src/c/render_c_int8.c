@@ -316,7 +316,7 @@ static void emit_store(otc_text *t, const otc_qmodel *q, const char *name, int i
  * that each input adds its column of weights to all n accumulators, a loop the compiler
  * vectorises over the outputs (as the f32 C's [K,N] weights are); longer ones output-major. */
 static bool dense_by_input(const otc_qstep *s) {
-    return s->k < 16;
+    return s->k >= 1 && s->k < 16;
 }
 
 /* A dense step as its own function: constant sizes, so the compiler unrolls and vectorises
@@ -330,15 +330,18 @@ static void emit_dense(otc_text *t, const otc_qmodel *q, const char *name, int i
     if (dense_by_input(s)) {
         otc_text_printf(t,
                         "%sstatic void %s_s%d(const int8_t *x, int8_t *y) {\n"
-                        "    int32_t acc[%d];\n"
-                        "    for (int32_t j = 0; j < %d; j++) acc[j] = %s_s%d_b[j];\n"
-                        "    for (int32_t i = 0; i < %d; i++) {\n"
+                        "    int32_t acc[%d], x0 = x[0];\n"
+                        "    /* The bias with the first input's column (a plain copy would "
+                        "be a call to memcpy). */\n"
+                        "    for (int32_t j = 0; j < %d; j++) acc[j] = %s_s%d_b[j] + x0 * "
+                        "%s_s%d_w[j];\n"
+                        "    for (int32_t i = 1; i < %d; i++) {\n"
                         "        const int8_t *w = %s_s%d_w + i * %d;\n"
                         "        int32_t xi = x[i];\n"
                         "        for (int32_t j = 0; j < %d; j++) acc[j] += xi * w[j];\n"
                         "    }\n"
                         "    for (int32_t j = 0; j < %d; j++)\n        ",
-                        up, name, i, s->n, s->n, name, i, s->k, name, i, s->n, s->n, s->n);
+                        up, name, i, s->n, s->n, name, i, name, i, s->k, name, i, s->n, s->n, s->n);
         emit_store(t, q, name, i, "y[j]", "acc[j]", "j");
         otc_text_puts(t, "}\n\n");
         return;
