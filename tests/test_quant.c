@@ -124,13 +124,24 @@ static bool emitted_matches_host(const otc_qmodel *q, const otc_dataset *d, bool
     char dir[] = "/tmp/otc_quant_XXXXXX";
     if (!mkdtemp(dir)) return false;
     bool ok = otc_emit_c_int8_files(q, "qm", "test", dir) == OTC_OK;
-    char cmd[512], so[128];
+    char cmd[640], so[128];
     snprintf(so, sizeof so, "%s/qm.so", dir);
     /* The float wrappers too, so they are held to -Werror. */
     snprintf(cmd, sizeof cmd,
              "cc -std=c99 -Wall -Wextra -Werror -O1 -DOTC_QM_FLOAT_API -shared -fPIC -o %s %s/qm.c",
              so, dir);
     if (ok) ok = system(cmd) == 0;
+    /* With the Arm toolchain installed: a Cortex-M0 object without any soft-float helper. */
+    snprintf(cmd, sizeof cmd,
+             "! command -v arm-none-eabi-gcc > /dev/null || { arm-none-eabi-gcc -mcpu=cortex-m0 "
+             "-mthumb -Os -std=c99 -Wall -Wextra -Werror -c -o %s/qm.o %s/qm.c && ! "
+             "arm-none-eabi-nm %s/qm.o | grep -E '__aeabi_[fd]|__aeabi_[il]2[fd]|__(add|sub|mul|"
+             "div)[sd]f3'; }",
+             dir, dir, dir);
+    if (ok && system(cmd) != 0) {
+        fprintf(stderr, "the Cortex-M0 build failed or calls soft-float helpers\n");
+        ok = false;
+    }
     void *h = ok ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
     fwd_fn fwd = h ? (fwd_fn)(uintptr_t)dlsym(h, "qm_forward") : NULL;
     reset_fn rst = h ? (reset_fn)(uintptr_t)dlsym(h, "qm_reset") : NULL;
