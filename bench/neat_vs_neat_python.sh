@@ -2,6 +2,8 @@
 # otc against neat-python on XOR, side by side in one run: each with its own XOR config
 # (otc: examples/neat/xor.ini, the paper's parameters; neat-python: its examples/xor
 # config-feedforward), whole runs in-process on one thread, evaluations counted alike.
+# neat-python runs under CPython and, when Debian's pypy3 is installed, under PyPy too (the
+# fair "fast Python" point; its JIT warms up within the first run).
 # neat-python is not a dependency: pass a checkout (skipped, saying so, without one).
 # Usage: bench/neat_vs_neat_python.sh NEAT_PYTHON_DIR [RUNS] [BUILD_DIR]
 set -eu
@@ -14,13 +16,19 @@ o_mean=$(echo "$otc_out" | awk '/^mean evaluations/ { print $5 }')
 o_fail=$(echo "$otc_out" | awk '/^failures/ { print $2 }')
 o_rate=$(echo "$otc_out" | sed -n 's/.*: \([0-9]*\) evaluations\/s$/\1/p')
 o_med=$(echo "$otc_out" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
-set -- $(python3 "$(dirname "$0")/neat_python_xor.py" "$np" "$runs" | tr ' ' '\n' | cut -d= -f2)
-p_mean=$2 p_fail=$3 p_rate=$4 p_med=$5
+pythons=python3
+command -v pypy3 > /dev/null && pythons="python3 pypy3"
 echo "XOR, $runs runs each, one thread"
 echo
 echo "| | otc | neat-python | otc / neat-python |"
 echo "|---|---:|---:|---:|"
-awk -v a="$o_rate" -v b="$p_rate" 'BEGIN { printf "| evaluations/s, whole loop | %d | %d | %.0fx |\n", a, b, a / b }'
-awk -v a="$o_med" -v b="$p_med" 'BEGIN { printf "| median run, ms | %.2f | %.1f | %.0fx faster |\n", a, b, b / a }'
-echo "| mean evaluations to solution | $o_mean | $p_mean | |"
-echo "| failures | $o_fail | $p_fail | |"
+for py in $pythons; do
+    set -- $("$py" "$(dirname "$0")/neat_python_xor.py" "$np" "$runs" | tr ' ' '\n' | cut -d= -f2)
+    p_mean=$2 p_fail=$3 p_rate=$4 p_med=$5
+    awk -v a="$o_rate" -v b="$p_rate" -v py="$py" \
+        'BEGIN { printf "| evaluations/s, whole loop (%s) | %d | %d | %.0fx |\n", py, a, b, a / b }'
+    awk -v a="$o_med" -v b="$p_med" -v py="$py" \
+        'BEGIN { printf "| median run, ms (%s) | %.2f | %.1f | %.0fx faster |\n", py, a, b, b / a }'
+    echo "| mean evaluations to solution ($py) | $o_mean | $p_mean | |"
+    echo "| failures ($py) | $o_fail | $p_fail | |"
+done

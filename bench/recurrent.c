@@ -6,7 +6,11 @@
  * 1 and 2 threads; its columns are left out when torch is not installed. The interpreter's
  * only threads are OpenBLAS's (its products), set to 1 and 2 the same way.
  * With the JIT it also times compiling a 100-neuron recurrent genome at the fast tier.
- * Usage: recurrent [--quick]   (--quick: the small configurations only) */
+ * Usage: recurrent [--quick | --large] [--cpu]
+ *   --quick, --large: the small or the large configurations only
+ *   --cpu: the timing thread's CPU time instead of wall time, both sides, one thread only
+ *          (on a machine shared with other work, wall time measures the waiting for a core;
+ *          process time would count idle BLAS threads spinning) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +123,17 @@ static int infer_step(bench_net *n) {
     return rc ? -1 : 0;
 }
 
+/* Seconds on the clock the run measures: wall (monotonic) or this thread's CPU time (OpenBLAS
+ * at one thread computes on the calling thread). */
+static bool cpu_clock;
+
+static double now(void) {
+    if (!cpu_clock) return bench_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Median seconds per call over 7 blocks, each of enough calls to make about 0.3 s in all
  * (as bench/recurrent_torch.py times its side). */
 static double median_time(int (*fn)(bench_net *), bench_net *n) {
@@ -127,17 +142,17 @@ static double median_time(int (*fn)(bench_net *), bench_net *n) {
         if (fn(n)) return -1;
     long calls = 1;
     for (;;) {
-        double t0 = bench_now();
+        double t0 = now();
         for (long i = 0; i < calls; i++) fn(n);
-        if ((bench_now() - t0) * BLOCKS >= 0.3 || calls >= (1L << 20)) break;
+        if ((now() - t0) * BLOCKS >= 0.3 || calls >= (1L << 20)) break;
         calls *= 2;
     }
     double times[BLOCKS];
     for (int b = 0; b < BLOCKS; b++) {
-        double t0 = bench_now();
+        double t0 = now();
         for (long i = 0; i < calls; i++)
             if (fn(n)) return -1;
-        times[b] = (bench_now() - t0) / (double)calls;
+        times[b] = (now() - t0) / (double)calls;
     }
     qsort(times, BLOCKS, sizeof times[0], bench_cmp_double);
     return times[BLOCKS / 2];
@@ -152,8 +167,10 @@ typedef struct {
 
 static void read_torch(const config *cs, int n, torch_row *rows) {
     char cmd[4096];
-    int at =
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/recurrent_torch.py", OTC_SOURCE_DIR);
+    int at = snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/recurrent_torch.py%s",
+                      OTC_SOURCE_DIR, cpu_clock ? " --cpu" : "");
+    /* Timing one thread's CPU time: PyTorch's BLAS computes on that thread too. */
+    if (cpu_clock) setenv("OPENBLAS_NUM_THREADS", "1", 1);
     for (int i = 0; i < n && at > 0 && (size_t)at < sizeof cmd; i++)
         at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %s %d %d %d %d", cell_name(cs[i].cell),
                        cs[i].in, cs[i].hidden, cs[i].steps, cs[i].batch);
@@ -180,15 +197,36 @@ static void read_torch(const config *cs, int n, torch_row *rows) {
     pclose(p);
 }
 
+/* A column's figure, or "-" when it was not measured. */
+static void print_figure(bool have, double v) {
+    if (have)
+        printf(" %9.3f", v);
+    else
+        printf(" %9s", "-");
+}
+
 int main(int argc, char **argv) {
-    bool quick = argc > 1 && !strcmp(argv[1], "--quick");
-    const config all[] = {
+    bool quick = false, large = false;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[a], "--large"))
+            large = true;
+        else if (!strcmp(argv[a], "--cpu"))
+            cpu_clock = true;
+        else {
+            fprintf(stderr, "usage: recurrent [--quick | --large] [--cpu]\n");
+            return 2;
+        }
+    }
+    const config every[] = {
         {OTC_CELL_LSTM, 1, 16, 10, 32},
         {OTC_CELL_GRU, 1, 16, 10, 32},
         {OTC_CELL_LSTM, 32, 128, 50, 64},
         {OTC_CELL_GRU, 32, 128, 50, 64},
     };
-    int n = quick ? 2 : 4;
+    const config *all = every + (large ? 2 : 0);
+    int n = quick || large ? 2 : 4, max_threads = cpu_clock ? 1 : 2;
 #ifdef OTC_BENCH_JIT
     const int backends = 2; /* interpreter, JIT */
 #else
@@ -197,7 +235,7 @@ int main(int argc, char **argv) {
     double train[2][4][3], infer[2][4][3];
     for (int be = 0; be < backends; be++)
         for (int i = 0; i < n; i++)
-            for (int th = 1; th <= 2; th++) {
+            for (int th = 1; th <= max_threads; th++) {
                 openblas_set_num_threads(th);
                 bench_net tn = {0}, in = {0};
                 if (build(&tn, &all[i], true, all[i].batch, be == 1) ||
@@ -220,8 +258,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) torch |= rows[i].have[0][1] || rows[i].have[0][2];
 
     printf("training step (forward + BPTT + Adam), ms  |  batch-1 inference, us per time step\n"
-           "(median of 7 blocks; 1t/2t: OpenBLAS or PyTorch threads; torch: eager, ts: "
-           "TorchScript)\n");
+           "(median of 7 blocks, %s; 1t/2t: OpenBLAS or PyTorch threads; torch: eager, ts: "
+           "TorchScript)\n",
+           cpu_clock ? "CPU time" : "wall time");
     static const char *col[2][2] = {{"otc 1t", "otc 2t"}, {"jit 1t", "jit 2t"}};
     printf("  %-22s", "layer");
     for (int be = 0; be < backends; be++) printf(" %9s %9s", col[be][0], col[be][1]);
@@ -236,20 +275,30 @@ int main(int argc, char **argv) {
                  all[i].hidden, all[i].steps, all[i].batch);
         printf("  %-22s", name);
         for (int be = 0; be < backends; be++)
-            printf(" %9.3f %9.3f", train[be][i][1] * 1e3, train[be][i][2] * 1e3);
+            for (int th = 1; th <= 2; th++) print_figure(th <= max_threads, train[be][i][th] * 1e3);
         for (int k = 0; torch && k < 4; k++)
-            if (rows[i].have[k / 2][1 + k % 2])
-                printf(" %9.3f", rows[i].train_ms[k / 2][1 + k % 2]);
-            else
-                printf(" %9s", "-");
+            print_figure(rows[i].have[k / 2][1 + k % 2], rows[i].train_ms[k / 2][1 + k % 2]);
         for (int be = 0; be < backends; be++)
-            printf(" %9.2f %9.2f", infer[be][i][1] * 1e6, infer[be][i][2] * 1e6);
+            for (int th = 1; th <= 2; th++) print_figure(th <= max_threads, infer[be][i][th] * 1e6);
         for (int k = 0; torch && k < 4; k++)
-            if (rows[i].have[k / 2][1 + k % 2])
-                printf(" %9.2f", rows[i].infer_us[k / 2][1 + k % 2]);
-            else
-                printf(" %9s", "-");
+            print_figure(rows[i].have[k / 2][1 + k % 2], rows[i].infer_us[k / 2][1 + k % 2]);
         putchar('\n');
+    }
+    /* The compiled side's speed as a multiple of the faster PyTorch (eager or TorchScript),
+     * one thread each. */
+    for (int i = 0; torch && i < n; i++) {
+        int be = backends - 1;
+        double tr = 0, inf = 0;
+        for (int k = 0; k < 2; k++)
+            if (rows[i].have[k][1]) {
+                if (!tr || rows[i].train_ms[k][1] < tr) tr = rows[i].train_ms[k][1];
+                if (!inf || rows[i].infer_us[k][1] < inf) inf = rows[i].infer_us[k][1];
+            }
+        if (tr > 0)
+            printf("  %s %d->%d: %s %.2fx the faster PyTorch's training step, %.1fx its batch-1 "
+                   "step (1 thread)\n",
+                   cell_name(all[i].cell), all[i].in, all[i].hidden, be ? "JIT" : "interpreter",
+                   tr / (train[be][i][1] * 1e3), inf / (infer[be][i][1] * 1e6));
     }
     if (!torch) printf("  (PyTorch columns left out: /usr/bin/python3 cannot import torch)\n");
 #ifdef OTC_BENCH_JIT

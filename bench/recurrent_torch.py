@@ -2,7 +2,7 @@
 """PyTorch eager's side of bench/recurrent.c: the same recurrent layers, timed the same way.
 
     python3 bench/recurrent_torch.py CELL IN HIDDEN STEPS BATCH [CELL IN HIDDEN STEPS BATCH ...]
-        [--threads 1,2]
+        [--threads 1,2] [--cpu]
 
 For each configuration and thread count, one line "cell in hidden steps batch threads
 train_ms infer_us": a training step (torch.nn.LSTM/GRU over the whole sequence, MSE against a
@@ -10,10 +10,14 @@ target at every step, backward through time, Adam) in milliseconds, and batch-1 
 one time step (the layer on one step, its state carried) in microseconds, each the median of
 timed blocks; then the same for TorchScript, "ts cell in hidden steps batch threads train_ms
 infer_us": the layer traced for the training step, traced, frozen and optimised for inference
-for the step (bench/torch_peers.py). Exits 77 when torch is missing (bench/recurrent.c then
-leaves its columns out).
+for the step (bench/torch_peers.py). --cpu times the calling thread's CPU time
+(time.thread_time) instead of wall time, at one thread, for a machine shared with other work
+(run it with OPENBLAS_NUM_THREADS=1 so that BLAS computes on that thread too, as
+bench/recurrent.c does). Exits 77 when torch is missing (bench/recurrent.c then leaves its
+columns out).
 """
 import sys
+import time
 
 from bench_timing import median_time
 from torch_peers import torchscript_inference, torchscript_training
@@ -24,7 +28,7 @@ except ImportError:
     sys.exit(77)
 
 
-def bench(cell, n_in, hidden, steps, batch, script):
+def bench(cell, n_in, hidden, steps, batch, script, clock):
     cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[cell]
     torch.manual_seed(1)
     net = cls(n_in, hidden, batch_first=False)
@@ -40,7 +44,7 @@ def bench(cell, n_in, hidden, steps, batch, script):
         loss.backward()
         opt.step()
 
-    train = median_time(train_step)
+    train = median_time(train_step, clock=clock)
 
     x1 = torch.rand(1, 1, n_in) * 2 - 1
     h0 = torch.zeros(1, 1, hidden)
@@ -51,12 +55,17 @@ def bench(cell, n_in, hidden, steps, batch, script):
         _, state[0] = infer_net(x1, state[0])
 
     with torch.no_grad():
-        infer = median_time(infer_step)
+        infer = median_time(infer_step, clock=clock)
     return train * 1e3, infer * 1e6
 
 
 def main(argv):
     threads = [1, 2]
+    clock = time.perf_counter
+    if "--cpu" in argv:
+        argv.remove("--cpu")
+        threads = [1]
+        clock = time.thread_time
     if "--threads" in argv:
         i = argv.index("--threads")
         threads = [int(t) for t in argv[i + 1].split(",")]
@@ -69,7 +78,7 @@ def main(argv):
         for th in threads:
             torch.set_num_threads(th)
             for script in (False, True):
-                train_ms, infer_us = bench(cell, n_in, hidden, steps, batch, script)
+                train_ms, infer_us = bench(cell, n_in, hidden, steps, batch, script, clock)
                 print(*(["ts"] if script else []), cell, n_in, hidden, steps, batch, th,
                       f"{train_ms:.4f}", f"{infer_us:.3f}", flush=True)
 

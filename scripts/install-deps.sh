@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages otc needs, only those missing; silent when none are.
 # Usage: scripts/install-deps.sh [--bench] [--list]
-#   --bench  adds PyTorch for bench/torch_compare.py (the demo's last step uses it)
+#   --bench  adds PyTorch for bench/torch_compare.py (the demo's last step uses it) and PyPy
+#            for neat-python beside CPython (bench/neat_vs_neat_python.sh)
 #   --list   prints the table below, one package and its programs a line; installs nothing
 set -euo pipefail
 
@@ -60,6 +61,7 @@ table=(
 )
 bench_table=(
   "python3-torch"
+  "pypy3                       pypy3"
 )
 
 bench=0 list=0
