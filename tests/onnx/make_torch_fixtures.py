@@ -80,6 +80,23 @@ class Reduce(nn.Module):
         return self.fc(torch.cat(feats, dim=1))
 
 
+class Unary(nn.Module):
+    """The IEEE unary ops standalone, between layers: Sqrt (of |h|), Cos, Sin of a Sqrt, and
+    Reciprocal (of 1 + h^2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(5, 6)
+        self.b = nn.Linear(12, 3)
+
+    def forward(self, x):
+        h = self.a(x)
+        u = torch.sqrt(torch.abs(h))
+        y = self.b(torch.cat([u, torch.cos(h)], dim=1))
+        return torch.cat([torch.sqrt(torch.sigmoid(y)), torch.reciprocal(1 + h * h),
+                          torch.sin(u)], dim=1)
+
+
 class Conv1d(nn.Module):
     def __init__(self):
         super().__init__()
@@ -181,6 +198,7 @@ if __name__ == "__main__":
     export("lenet_bn", LeNetBn(), (3, 2, 12, 12), 13, seed=1)
     export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
     export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
+    export("unary", Unary(), (4, 5), 13, seed=11)
     export("reduce", Reduce(), (2, 2, 7, 6), 13, seed=8)
     export_asymmetric("conv_asym", seed=10)
     export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
