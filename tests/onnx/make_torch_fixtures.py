@@ -97,6 +97,21 @@ class Unary(nn.Module):
                           torch.sin(u)], dim=1)
 
 
+class LayerNorm(nn.Module):
+    """LayerNormalization (opset 17) over the features (torch 1.13 exports no LayerNorm without
+    its affine: an empty Scale, which its own checker refuses)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 8)
+        self.ln = nn.LayerNorm(8)
+        self.b = nn.Linear(8, 3)
+        self.ln2 = nn.LayerNorm(3, eps=1e-3)
+
+    def forward(self, x):
+        return self.ln2(self.b(torch.tanh(self.ln(self.a(x)))))
+
+
 class Conv1d(nn.Module):
     def __init__(self):
         super().__init__()
@@ -199,6 +214,7 @@ if __name__ == "__main__":
     export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
     export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
     export("unary", Unary(), (4, 5), 13, seed=11)
+    export("layernorm", LayerNorm(), (4, 6), 17, seed=12)
     export("reduce", Reduce(), (2, 2, 7, 6), 13, seed=8)
     export_asymmetric("conv_asym", seed=10)
     export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
