@@ -329,6 +329,29 @@ TEST(onnx_hostile_external_data) {
     rmdir(dir);
 }
 
+/* LayerNormalization: Scale must hold the features' count of floats; with it, x [B,4]
+ * normalised in graph ops. */
+TEST(onnx_hostile_layernorm) {
+    model b;
+    otc_graph *g = NULL;
+    char msg[1024];
+    base(&b);
+    b.opset.version = 17;
+    b.node[0].op_type = "LayerNormalization";
+    expect(&b, OTC_ERR_UNSUPPORTED,
+           "node 'mm' (#0, LayerNormalization, opset 17): Scale and B must be constant floats of "
+           "the 4 features",
+           "'W' is not");
+    base(&b);
+    b.opset.version = 17;
+    b.node[0].op_type = "LayerNormalization";
+    b.w.n_dims = 1;
+    b.w.n_float_data = 4;
+    CHECK_MSG(import(&b, NULL, msg, sizeof msg, &g) == OTC_OK, "%s", msg);
+    if (g) CHECK(otc_graph_node(g, otc_graph_output(g, 0))->shape.dim[1] == 4);
+    otc_graph_free(g);
+}
+
 /* Ops read only inside otc's own activations (onnx_match.c), and Pow by a constant. */
 TEST(onnx_hostile_export_patterns) {
     model b;

@@ -126,10 +126,10 @@ class Recurrent(nn.Module):
     """An RNN/LSTM/GRU (batch_first) and a Linear on every step, on the last (last=True) or
     on the final state (last="h")."""
 
-    def __init__(self, cell, last, layers=1):
+    def __init__(self, cell, last, layers=1, bidirectional=False):
         super().__init__()
-        self.r = cell(3, 5, num_layers=layers, batch_first=True)
-        self.fc = nn.Linear(5, 2)
+        self.r = cell(3, 5, num_layers=layers, batch_first=True, bidirectional=bidirectional)
+        self.fc = nn.Linear(10 if bidirectional else 5, 2)
         self.last = last
 
     def forward(self, x):
@@ -137,6 +137,13 @@ class Recurrent(nn.Module):
         if self.last == "h":  # the last layer's final state, PyTorch's h_n[-1]
             return self.fc((h[0] if isinstance(h, tuple) else h)[-1])
         return self.fc(y[:, -1] if self.last else y)
+
+
+def export_refused(name, model, shape, opset):
+    """A model otc refuses (tests/onnx_cli.cmake checks the message): the file only."""
+    model.eval()
+    torch.onnx.export(model, (torch.zeros(shape),), os.path.join(HERE, name + ".onnx"),
+                      opset_version=opset, input_names=["x"], output_names=["y0"])
 
 
 def export_asymmetric(name, seed):
@@ -222,3 +229,4 @@ if __name__ == "__main__":
     export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")
     export("lstm2", Recurrent(nn.LSTM, False, layers=2), (2, 4, 3), 13, seed=7, seq="all")
     export("gru2_h", Recurrent(nn.GRU, "h", layers=2), (2, 4, 3), 13, seed=9, seq="last")
+    export_refused("gru_bidir", Recurrent(nn.GRU, True, bidirectional=True), (2, 4, 3), 13)
