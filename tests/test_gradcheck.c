@@ -375,20 +375,18 @@ BACKEND_TEST(gradcheck_neat_python_acts) {
     for (int i = 0; i <= OTC_OP_CUBE - OTC_OP_NP_SIGMOID; i++) gc_free(&cs[i]);
 }
 
-/* The IEEE ops ONNX reads (OTC_OP_SQRT .. OTC_OP_RECIPROCAL): sqrt on x in [0.4, 2] (its
- * domain, away from the pole of its derivative at 0), reciprocal on |x| in [0.4, 0.9], cos on
- * [-2, 2]. */
+/* The IEEE ops ONNX reads (OTC_OP_SQRT .. OTC_OP_RECIPROCAL), side by side in one graph (one
+ * compile): sqrt on x in [0.4, 2] (its domain, away from the pole of its derivative at 0),
+ * cos on [-2, 2], reciprocal on |x| in [0.4, 0.9]. */
 BACKEND_TEST(gradcheck_ieee_acts) {
-    static gc cs[OTC_OP_RECIPROCAL - OTC_OP_SQRT + 1];
-    for (int op = OTC_OP_SQRT; op <= OTC_OP_RECIPROCAL; op++) {
-        gc *c = &cs[op - OTC_OP_SQRT];
-        gc_init(c, k, 120 + (uint64_t)op, B);
-        otc_id x = op == OTC_OP_SQRT         ? gc_rows(c, 5, 0.4f, 2.0f)
-                   : op == OTC_OP_RECIPROCAL ? gc_rows_ex(c, 5, 0.4f, 0.9f, true)
-                                             : gc_rows(c, 5, -2.0f, 2.0f);
-        gc_run(c, otc_activation(c->g, (otc_op)op, x, 0.0f), 1000);
-    }
-    for (int i = 0; i <= OTC_OP_RECIPROCAL - OTC_OP_SQRT; i++) gc_free(&cs[i]);
+    gc c;
+    gc_init(&c, k, 120, B);
+    otc_id parts[3] = {
+        otc_activation(c.g, OTC_OP_SQRT, gc_rows(&c, 5, 0.4f, 2.0f), 0.0f),
+        otc_activation(c.g, OTC_OP_COS, gc_rows(&c, 5, -2.0f, 2.0f), 0.0f),
+        otc_activation(c.g, OTC_OP_RECIPROCAL, gc_rows_ex(&c, 5, 0.4f, 0.9f, true), 0.0f)};
+    gc_run(&c, otc_concat(c.g, 3, parts, 1), 1000);
+    gc_free(&c);
 }
 
 /* Below the BLAS cut-off: the loops. */

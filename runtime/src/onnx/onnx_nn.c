@@ -461,6 +461,7 @@ static otc_status op_layernorm(ox_ctx *x) {
         return ox_fail(x, OTC_ERR_UNSUPPORTED, "stash_type %lld (otc computes in float, 1)",
                        (long long)stash);
     const int N = (int)dims[1];
+    if (N < 1) return ox_fail(x, OTC_ERR_UNSUPPORTED, "no features to normalise over");
     for (ox_value *c = sc; c; c = c == sc ? bv : NULL)
         if (!c->c || !c->c->f || c->c->n != (size_t)N)
             return ox_fail(x, OTC_ERR_UNSUPPORTED,
