@@ -78,6 +78,9 @@ class TorchGraph:
             "gaussian": lambda: t.exp(-x * x),
             "sin": lambda: t.sin(x),
             "abs": lambda: t.abs(x),
+            "sqrt": lambda: t.sqrt(x),
+            "cos": lambda: t.cos(x),
+            "reciprocal": lambda: t.reciprocal(x),
             "steep_sigmoid": lambda: t.sigmoid(4.9 * x),
         }[name]()
 
@@ -132,7 +135,7 @@ class TorchGraph:
             s = n["scale"]
             return lambda v: v[i0] * s
         if op in ("sigmoid", "tanh", "relu", "leaky_relu", "softplus", "elu", "gaussian", "sin",
-                  "abs", "identity"):
+                  "abs", "identity", "sqrt", "cos", "reciprocal"):
             return lambda v: self.act(op, v[i0], a)
         if op == "reshape":
             shape = [-1 if d == -1 else d for d in n["shape"]]

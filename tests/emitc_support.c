@@ -383,7 +383,12 @@ otc_graph *emitc_all_ops_graph(uint64_t seed) {
     otc_id out = otc_add(g, n1, otc_row_broadcast(g, pq1, n1));
     out = otc_add(g, out, otc_row_broadcast(g, s, n1));
     out = otc_sub(g, out, otc_row_broadcast(g, m, n1));
-    if (out < 0 || otc_graph_mark_output(g, out) || otc_graph_mark_output(g, ct)) {
+    /* The IEEE ops inside their domains: sqrt of softplus (> 0), cos, 1 / exp. */
+    otc_id ieee[3] = {otc_activation(g, OTC_OP_SQRT, a[4], 0), otc_activation(g, OTC_OP_COS, h, 0),
+                      otc_activation(g, OTC_OP_RECIPROCAL, otc_activation(g, OTC_OP_EXP, h, 0), 0)};
+    otc_id ie = otc_concat(g, 3, ieee, 1); /* [B,15] */
+    if (out < 0 || otc_graph_mark_output(g, out) || otc_graph_mark_output(g, ct) ||
+        otc_graph_mark_output(g, ie)) {
         fprintf(stderr, "all-ops graph: %s\n", otc_last_error());
         otc_graph_free(g);
         return NULL;

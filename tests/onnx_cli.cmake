@@ -25,6 +25,9 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       # --train-only: a prefix naming no parameter, or without --train, is refused
       train_only_refused
       "expect 0 '${otc}' import '${fx}/mlp.onnx' -o \"$W/m.otm\" && expect 2 '${otc}' compile \"$W/m.otm\" --emit-c \"$W/c\" --train --train-only nope && has err \"no trainable parameter of $W/m.otm starts with 'nope' (its parameters: 'a.weight'\" && test ! -e \"$W/c\" && expect 2 '${otc}' compile \"$W/m.otm\" --emit-c \"$W/c\" --train-only a. && has err '--train-only goes with --train' && printf '1,2,3,4,5,6,0\\n' > \"$W/d.csv\" && expect 2 '${otc}' train \"$W/m.otm\" --data \"$W/d.csv\" --target 6 --no-header --train-only ,, --out \"$W/t.otm\" && has err 'needs a parameter name prefix' && test ! -e \"$W/t.otm\""
+      # a bidirectional recurrent layer is refused naming the node and the direction
+      bidirectional_refused
+      "expect 2 '${otc}' import '${fx}/gru_bidir.onnx' -o \"$W/b.otm\" && has err \"node '/r/GRU'\" && has err 'GRU, opset 13): direction=bidirectional is not supported (forward only)' && test ! -e \"$W/b.otm\""
       neat_python_options_refused
       "expect 2 '${otc}' import '${fx}/mlp.onnx' -o \"$W/m.otm\" --state-io && has err 'for neat-python networks, not ONNX'")
   list(LENGTH onnx_cli_cases n)

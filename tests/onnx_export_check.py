@@ -192,7 +192,7 @@ def check(otc, otm, work, rng, steps_or_rows=7):
         res = evaluate(model, {x_in.name: rows.reshape([len(rows)] + shape[1:])})
         got = np.concatenate([res[o].reshape(len(rows), -1) for o in outs], axis=1)
     assert got.shape == want.shape, f"{otm}: onnx {got.shape} vs otc run {want.shape}"
-    bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL)
+    bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)  # sqrt below 0: NaN
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise AssertionError(f"{otm}: {bad.sum()} values differ, first at row {r} column {c}: "

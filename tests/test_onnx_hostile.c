@@ -329,6 +329,29 @@ TEST(onnx_hostile_external_data) {
     rmdir(dir);
 }
 
+/* LayerNormalization: Scale must hold the features' count of floats; with it, x [B,4]
+ * normalised in graph ops. */
+TEST(onnx_hostile_layernorm) {
+    model b;
+    otc_graph *g = NULL;
+    char msg[1024];
+    base(&b);
+    b.opset.version = 17;
+    b.node[0].op_type = "LayerNormalization";
+    expect(&b, OTC_ERR_UNSUPPORTED,
+           "node 'mm' (#0, LayerNormalization, opset 17): Scale and B must be constant floats of "
+           "the 4 features",
+           "'W' is not");
+    base(&b);
+    b.opset.version = 17;
+    b.node[0].op_type = "LayerNormalization";
+    b.w.n_dims = 1;
+    b.w.n_float_data = 4;
+    CHECK_MSG(import(&b, NULL, msg, sizeof msg, &g) == OTC_OK, "%s", msg);
+    if (g) CHECK(otc_graph_node(g, otc_graph_output(g, 0))->shape.dim[1] == 4);
+    otc_graph_free(g);
+}
+
 /* Ops read only inside otc's own activations (onnx_match.c), and Pow by a constant. */
 TEST(onnx_hostile_export_patterns) {
     model b;
@@ -340,16 +363,18 @@ TEST(onnx_hostile_export_patterns) {
            "no Greater op of its own");
     base(&b);
     b.node[0].op_type = "Pow";
-    expect(&b, OTC_ERR_UNSUPPORTED, "Pow, opset 13): the exponent must be the constant 1, 2 or 3",
-           NULL);
-    /* with a scalar exponent 2, x squared; Sin(x) alone is sin's tree (the op spec's), so sin */
-    const char *ops[] = {"Pow", "Sin"};
-    const float k[] = {2, 0};
-    const otc_op want[] = {OTC_OP_SQUARE, OTC_OP_SIN};
-    for (int i = 0; i < 2; i++) {
+    expect(&b, OTC_ERR_UNSUPPORTED,
+           "Pow, opset 13): the exponent must be the constant 1, 2, 3, 0.5 or -1", NULL);
+    /* with a scalar exponent 2, x squared (0.5 its square root, -1 its reciprocal); the unary
+     * ops alone, anywhere, are otc's ops of the same math */
+    const char *ops[] = {"Pow", "Pow", "Pow", "Sin", "Cos", "Sqrt", "Reciprocal"};
+    const float k[] = {2, 0.5f, -1, 0, 0, 0, 0};
+    const otc_op want[] = {OTC_OP_SQUARE, OTC_OP_SQRT, OTC_OP_RECIPROCAL, OTC_OP_SIN,
+                           OTC_OP_COS,    OTC_OP_SQRT, OTC_OP_RECIPROCAL};
+    for (int i = 0; i < 7; i++) {
         base(&b);
         b.node[0].op_type = (char *)ops[i];
-        b.node[0].n_input = i == 0 ? 2 : 1;
+        b.node[0].n_input = i < 3 ? 2 : 1;
         b.w.n_dims = 0;
         b.w.n_float_data = 1;
         b.wdata[0] = k[i];

@@ -178,6 +178,17 @@ static int by_name(const struct dirent **a, const struct dirent **b) {
     return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* Node tests that must pass, not merely not fail: the standalone unary ops otc reads as its
+ * own ops (their expected outputs are the independent oracle of the op spec's math). */
+static bool must_pass(const char *suite, const char *name) {
+    static const char *const names[] = {
+        "test_sqrt", "test_sqrt_example", "test_cos",        "test_cos_example",
+        "test_sin",  "test_sin_example",  "test_reciprocal", "test_reciprocal_example"};
+    for (size_t i = 0; !strcmp(suite, "node") && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i])) return true;
+    return false;
+}
+
 TEST(onnx_testdata_suites) {
     struct stat sb;
     if (stat(DATA, &sb) != 0) {
@@ -201,6 +212,8 @@ TEST(onnx_testdata_suites) {
                 result r = run_model(dir, list[i]->d_name, why, sizeof why);
                 counts[r]++;
                 if (r == R_FAIL) printf("FAILED %s/%s: %s\n", suites[s], list[i]->d_name, why);
+                CHECK_MSG(r == R_PASS || !must_pass(suites[s], list[i]->d_name),
+                          "%s/%s must pass: %s", suites[s], list[i]->d_name, why);
             }
             free(list[i]);
         }

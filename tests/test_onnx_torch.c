@@ -1,8 +1,9 @@
 /* ONNX import against PyTorch: the models tests/onnx/make_torch_fixtures.py exported (an MLP,
  * LeNet with BatchNorm, a skip connection, a 1-D convolution, asymmetric padding (a model written
- * with onnx.helper), spatial reductions, RNN, LSTM (one and two layers) and GRU) imported and run
- * on every backend, their outputs within 1e-5 of PyTorch's for the same input (NAME.json). The
- * recurrent ones import as step graphs, run here a time step at a time. */
+ * with onnx.helper), spatial reductions, LayerNormalization, the unary Sqrt, Cos, Sin and
+ * Reciprocal, RNN, LSTM (one and two layers) and GRU) imported and run on every backend, their
+ * outputs within 1e-5 of PyTorch's for the same input (NAME.json). The recurrent ones import as
+ * step graphs, run here a time step at a time. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -125,6 +126,12 @@ BACKEND_TEST(onnx_torch_conv1d) {
 }
 BACKEND_TEST(onnx_torch_conv_asym) { /* asymmetric pads: a symmetric pad and a slice */
     check_fixture(k, "conv_asym");
+}
+BACKEND_TEST(onnx_torch_unary) { /* Sqrt, Cos, Sin, Reciprocal standalone between layers */
+    check_fixture(k, "unary");
+}
+BACKEND_TEST(onnx_torch_layernorm) { /* LayerNormalization (opset 17) in graph ops */
+    check_fixture(k, "layernorm");
 }
 BACKEND_TEST(onnx_torch_reduce) {
     check_fixture(k, "reduce");

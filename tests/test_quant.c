@@ -52,9 +52,11 @@ static otc_graph *mlp_graph(void) {
     otc_id t = otc_activation(g, OTC_OP_TANH, diff, 0);
     otc_id c = otc_activation(g, OTC_OP_CLAMPED, otc_linear(g, t, 6, &rng, "l3"), 0);
     otc_id y = c;
+    otc_id mag = otc_activation(g, OTC_OP_ABS, c, 0); /* sqrt's domain */
     for (int op = OTC_OP_SIGMOID; op <= OTC_OP_IDENTITY; op++)
-        if (op != OTC_OP_INV && op != OTC_OP_LOG && op != OTC_OP_EXP) /* poles and blow-ups */
-            y = otc_add(g, y, otc_activation(g, (otc_op)op, c, 0.1f));
+        if (op != OTC_OP_INV && op != OTC_OP_LOG && op != OTC_OP_EXP &&
+            op != OTC_OP_RECIPROCAL) /* poles and blow-ups */
+            y = otc_add(g, y, otc_activation(g, (otc_op)op, op == OTC_OP_SQRT ? mag : c, 0.1f));
     otc_graph_mark_output(g, otc_linear(g, y, 3, &rng, "out"));
     otc_graph_mark_output(g, t);
     for (otc_id id = 0; id < otc_graph_size(g); id++)

@@ -80,6 +80,38 @@ class Reduce(nn.Module):
         return self.fc(torch.cat(feats, dim=1))
 
 
+class Unary(nn.Module):
+    """The IEEE unary ops standalone, between layers: Sqrt (of |h|), Cos, Sin of a Sqrt, and
+    Reciprocal (of 1 + h^2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(5, 6)
+        self.b = nn.Linear(12, 3)
+
+    def forward(self, x):
+        h = self.a(x)
+        u = torch.sqrt(torch.abs(h))
+        y = self.b(torch.cat([u, torch.cos(h)], dim=1))
+        return torch.cat([torch.sqrt(torch.sigmoid(y)), torch.reciprocal(1 + h * h),
+                          torch.sin(u)], dim=1)
+
+
+class LayerNorm(nn.Module):
+    """LayerNormalization (opset 17) over the features (torch 1.13 exports no LayerNorm without
+    its affine: an empty Scale, which its own checker refuses)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 8)
+        self.ln = nn.LayerNorm(8)
+        self.b = nn.Linear(8, 3)
+        self.ln2 = nn.LayerNorm(3, eps=1e-3)
+
+    def forward(self, x):
+        return self.ln2(self.b(torch.tanh(self.ln(self.a(x)))))
+
+
 class Conv1d(nn.Module):
     def __init__(self):
         super().__init__()
@@ -94,10 +126,10 @@ class Recurrent(nn.Module):
     """An RNN/LSTM/GRU (batch_first) and a Linear on every step, on the last (last=True) or
     on the final state (last="h")."""
 
-    def __init__(self, cell, last, layers=1):
+    def __init__(self, cell, last, layers=1, bidirectional=False):
         super().__init__()
-        self.r = cell(3, 5, num_layers=layers, batch_first=True)
-        self.fc = nn.Linear(5, 2)
+        self.r = cell(3, 5, num_layers=layers, batch_first=True, bidirectional=bidirectional)
+        self.fc = nn.Linear(10 if bidirectional else 5, 2)
         self.last = last
 
     def forward(self, x):
@@ -105,6 +137,13 @@ class Recurrent(nn.Module):
         if self.last == "h":  # the last layer's final state, PyTorch's h_n[-1]
             return self.fc((h[0] if isinstance(h, tuple) else h)[-1])
         return self.fc(y[:, -1] if self.last else y)
+
+
+def export_refused(name, model, shape, opset):
+    """A model otc refuses (tests/onnx_cli.cmake checks the message): the file only."""
+    model.eval()
+    torch.onnx.export(model, (torch.zeros(shape),), os.path.join(HERE, name + ".onnx"),
+                      opset_version=opset, input_names=["x"], output_names=["y0"])
 
 
 def export_asymmetric(name, seed):
@@ -181,6 +220,8 @@ if __name__ == "__main__":
     export("lenet_bn", LeNetBn(), (3, 2, 12, 12), 13, seed=1)
     export("skip", Skip(), (4, 8), 17, n_out=2, seed=2)
     export("conv1d", Conv1d(), (2, 3, 10), 13, seed=3)
+    export("unary", Unary(), (4, 5), 13, seed=11)
+    export("layernorm", LayerNorm(), (4, 6), 17, seed=12)
     export("reduce", Reduce(), (2, 2, 7, 6), 13, seed=8)
     export_asymmetric("conv_asym", seed=10)
     export("rnn", Recurrent(nn.RNN, False), (2, 4, 3), 13, seed=4, seq="all")
@@ -188,3 +229,4 @@ if __name__ == "__main__":
     export("gru", Recurrent(nn.GRU, False), (3, 4, 3), 14, seed=6, seq="all")
     export("lstm2", Recurrent(nn.LSTM, False, layers=2), (2, 4, 3), 13, seed=7, seq="all")
     export("gru2_h", Recurrent(nn.GRU, "h", layers=2), (2, 4, 3), 13, seed=9, seq="last")
+    export_refused("gru_bidir", Recurrent(nn.GRU, True, bidirectional=True), (2, 4, 3), 13)

@@ -65,8 +65,10 @@ static otc_graph *neurons(void) {
             int cols[5];
             float w[5];
             for (int i = 0; i < k; i++) {
-                /* every other source is an earlier neuron (a [B,1] column) */
-                bool neuron = i % 2 && n > i;
+                /* every other source is an earlier neuron (a [B,1] column), but not a sqrt
+                 * one: its NaN (below 0) would make min, max and median depend on how a
+                 * runtime orders NaN, which ONNX leaves open */
+                bool neuron = i % 2 && n > i && (n - 1 - i) / OTC_AGG_COUNT != OTC_ACT_SQRT;
                 src[i] = neuron ? all[n - 1 - i] : x;
                 cols[i] = neuron ? 0 : (a + 2 * i + agg) % 5;
                 w[i] = (float)((i * 7 + a * 3 + agg) % 11 - 5) * 0.37f;

@@ -42,6 +42,10 @@ typedef enum {
     OTC_OP_HAT,
     OTC_OP_SQUARE,
     OTC_OP_CUBE,
+    /* IEEE math as ONNX and numpy define it (no clamp, no floor) */
+    OTC_OP_SQRT,
+    OTC_OP_COS,
+    OTC_OP_RECIPROCAL,
     OTC_OP_IDENTITY, /* the last activation op (OTC_OP_SIGMOID .. OTC_OP_IDENTITY) */
     /* structure */
     OTC_OP_MATMUL,        /* [M,K] x [K,N] -> [M,N]; M may be the batch */
@@ -104,6 +108,11 @@ typedef enum {
     OTC_ACT_HAT, /* max(0, 1 - |x|) */
     OTC_ACT_SQUARE,
     OTC_ACT_CUBE,
+    /* IEEE math as ONNX and numpy define it: sqrt of a negative is NaN, 1/0 is inf (unlike
+     * neat-python's inv) */
+    OTC_ACT_SQRT,
+    OTC_ACT_COS,
+    OTC_ACT_RECIPROCAL,
     OTC_ACT_COUNT
 } otc_act;
 

@@ -103,6 +103,11 @@ static const otc_act_info acts[] = {
     [OTC_ACT_SQUARE] = {"square", EX_MUL(EX_X, EX_X), EX_MUL(EX_K(2), EX_X), 0.0f},
     [OTC_ACT_CUBE] = {"cube", EX_MUL(EX_MUL(EX_X, EX_X), EX_X), EX_MUL(EX_K(3), EX_MUL(EX_X, EX_X)),
                       0.0f},
+    /* d/dx sqrt(x) = 0.5 / sqrt(x) = 0.5 / y: inf at +-0, NaN below 0, as the value. */
+    [OTC_ACT_SQRT] = {"sqrt", EX_SQRT(EX_X), EX_DIV(EX_K(0.5), EX_Y), 0.0f},
+    [OTC_ACT_COS] = {"cos", EX_COS(EX_X), EX_NEG(EX_SIN(EX_X)), 0.0f},
+    /* d/dx 1/x = -1/x^2 = -y^2. */
+    [OTC_ACT_RECIPROCAL] = {"reciprocal", EX_DIV(EX_K(1), EX_X), EX_NEG(EX_MUL(EX_Y, EX_Y)), 0.0f},
 };
 _Static_assert(sizeof acts / sizeof acts[0] == OTC_ACT_COUNT, "every activation has its row");
 

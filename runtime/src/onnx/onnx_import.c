@@ -544,7 +544,7 @@ otc_status otc_onnx_import(const void *data, size_t len, const char *label, cons
         goto done;
     }
     x.gp = gp;
-    if ((st = register_values(&x, gp))) goto done;
+    if ((st = register_values(&x, gp)) || (st = ox_recurrent_directions(&x))) goto done;
     if (!(order = malloc((gp->n_node + 1) * sizeof *order))) {
         st = ox_fail(&x, OTC_ERR_NOMEM, "out of memory");
         goto done;

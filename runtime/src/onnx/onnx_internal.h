@@ -171,6 +171,9 @@ int ox_input_time_axis(const Onnx__GraphProto *gp, const char *input);
 otc_status ox_op_on_sequence(ox_ctx *x, ox_handler plain);
 /* True for RNN, LSTM, GRU. */
 bool ox_is_recurrent(const char *op_type);
+/* Refuses, before any node is imported, a recurrent node that is not forward (its state
+ * wrappers would otherwise fail first, naming a node the user did not write). */
+otc_status ox_recurrent_directions(ox_ctx *x);
 
 /* Comma-separated op types the importer reads, for messages and docs. */
 extern const char ox_supported_ops[];

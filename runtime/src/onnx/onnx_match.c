@@ -331,8 +331,8 @@ static bool neuron_body(matcher *m, int pre, ox_match *out) {
 
 bool ox_match_only(const char *op_type) {
     static const char *const only[] = {
-        "Max",  "Less",       "Greater",   "Equal",  "Where",          "Sin", "Cos",
-        "Sqrt", "ReduceProd", "ReduceMin", "ArgMax", "GatherElements", "TopK"};
+        "Max",        "Less",      "Greater", "Equal",          "Where",
+        "ReduceProd", "ReduceMin", "ArgMax",  "GatherElements", "TopK"};
     for (size_t i = 0; op_type && i < sizeof only / sizeof only[0]; i++)
         if (!strcmp(op_type, only[i])) return true;
     return false;

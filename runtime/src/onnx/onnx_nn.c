@@ -1,8 +1,10 @@
 /* ONNX's layer ops onto the otc IR: Gemm and MatMul with constant weights (transposed and
  * scaled at import), Conv and pooling (1-D as 2-D with H = 1; asymmetric padding as a
  * symmetric one and a slice where strides allow), BatchNormalization folded into the Conv or
- * Gemm before it or else a per-channel affine. */
+ * Gemm before it or else a per-channel affine, LayerNormalization over a [batch, N] value's
+ * features in graph ops. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,6 +435,76 @@ static otc_status op_batchnorm(ox_ctx *x) {
     return st;
 }
 
+/* LayerNormalization over the features of a [batch, N] value, in graph ops: the per-sample
+ * mean is a product with a constant column of 1/N (x @ [N,1]) and is spread back over the
+ * features by a constant row of ones ([B,1] @ [1,N]); the variance is the mean of the
+ * centred squares; then 1 / sqrt(var + epsilon), scale and B (trainable, by their names).
+ * The optional outputs Mean and InvStdDev are the [batch, 1] values it computes. */
+static otc_status op_layernorm(ox_ctx *x) {
+    ox_value *v, *sc, *bv = NULL;
+    int64_t axis, stash, dims[OX_MAX_RANK];
+    float eps;
+    TRY(ox_need(x, 0, &v));
+    TRY(ox_need(x, 1, &sc));
+    if (ox_in(x, 2)) TRY(ox_need(x, 2, &bv));
+    TRY(ox_attr_int(x, "axis", -1, &axis));
+    TRY(ox_attr_float(x, "epsilon", 1e-5f, &eps));
+    TRY(ox_attr_int(x, "stash_type", 1, &stash));
+    int r = v->c ? 0 : ox_dims(x, v, dims);
+    if (r != 2 || (axis != 1 && axis != -1))
+        return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                       "normalises over axis %lld of a %s of rank %d: otc reads only the last "
+                       "axis of a computed [batch, N] value (its graph has no per-sample mean "
+                       "over part of a sample)",
+                       (long long)axis, v->c ? "constant" : "value", v->c ? v->c->rank : r);
+    if (stash != 1)
+        return ox_fail(x, OTC_ERR_UNSUPPORTED, "stash_type %lld (otc computes in float, 1)",
+                       (long long)stash);
+    const int N = (int)dims[1];
+    if (N < 1) return ox_fail(x, OTC_ERR_UNSUPPORTED, "no features to normalise over");
+    for (ox_value *c = sc; c; c = c == sc ? bv : NULL)
+        if (!c->c || !c->c->f || c->c->n != (size_t)N)
+            return ox_fail(x, OTC_ERR_UNSUPPORTED,
+                           "Scale and B must be constant floats of the %d features (initializers), "
+                           "'%.80s' is not",
+                           N, c->name);
+    float *k = malloc((size_t)N * 2 * sizeof *k);
+    if (!k) return ox_fail(x, OTC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < N; i++) {
+        k[i] = 1.0f / (float)N;
+        k[N + i] = 1.0f;
+    }
+    char base[256];
+    const ox_value *o0 = ox_out(x, 0);
+    snprintf(base, sizeof base, "%.200s/mean", o0 ? o0->name : "LayerNormalization");
+    otc_graph *g = x->g;
+    otc_id col = ox_param_new(x, base, otc_shape_2d(N, 1), k, false);
+    snprintf(base, sizeof base, "%.200s/spread", o0 ? o0->name : "LayerNormalization");
+    otc_id row = col < 0 ? -1 : ox_param_new(x, base, otc_shape_2d(1, N), k + N, false);
+    snprintf(base, sizeof base, "%.200s/epsilon", o0 ? o0->name : "LayerNormalization");
+    otc_id e = row < 0 ? -1 : ox_param_new(x, base, otc_shape_1d(1), &eps, false);
+    free(k);
+    TRY(ox_built(x, e));
+    otc_id mean = otc_matmul(g, v->id, col);
+    otc_id xc = otc_sub(g, v->id, otc_matmul(g, mean, row));
+    otc_id var = otc_matmul(g, otc_mul(g, xc, xc), col);
+    var = otc_add(g, var, otc_row_broadcast(g, e, var));
+    otc_id inv = otc_activation(g, OTC_OP_RECIPROCAL, otc_activation(g, OTC_OP_SQRT, var, 0), 0);
+    otc_id y = otc_mul(g, xc, otc_matmul(g, inv, row));
+    TRY(ox_built(x, y));
+    otc_id ps = ox_const_like(x, sc, y);
+    y = ps < 0 ? -1 : otc_mul(g, y, ps);
+    if (y >= 0 && bv) {
+        otc_id pb = ox_const_like(x, bv, y);
+        y = pb < 0 ? -1 : otc_add(g, y, pb);
+    }
+    if (y < 0) return ox_built(x, y);
+    TRY(ox_set_node(x, 0, y));
+    if (ox_out(x, 1)) TRY(ox_set_node(x, 1, mean));
+    if (ox_out(x, 2)) TRY(ox_set_node(x, 2, inv));
+    return OTC_OK;
+}
+
 static const struct {
     const char *name;
     ox_handler h;
@@ -445,6 +517,7 @@ static const struct {
     {"GlobalAveragePool", op_global_avg},
     {"GlobalMaxPool", op_global_max},
     {"BatchNormalization", op_batchnorm},
+    {"LayerNormalization", op_layernorm},
     {"ReduceMean", op_reduce_mean},
     {"ReduceMax", op_reduce_max},
     {"ReduceSum", op_reduce_sum},

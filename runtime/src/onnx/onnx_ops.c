@@ -202,16 +202,31 @@ static otc_status op_exp(ox_ctx *x) {
 static otc_status op_log(ox_ctx *x) {
     return act(x, OTC_OP_LOG, 0);
 }
-/* Pow(x, e) for a constant exponent otc has as an activation: 1, 2 (square), 3 (cube). */
+static otc_status op_sqrt(ox_ctx *x) {
+    return act(x, OTC_OP_SQRT, 0);
+}
+static otc_status op_sin(ox_ctx *x) {
+    return act(x, OTC_OP_SIN, 0);
+}
+static otc_status op_cos(ox_ctx *x) {
+    return act(x, OTC_OP_COS, 0);
+}
+static otc_status op_reciprocal(ox_ctx *x) {
+    return act(x, OTC_OP_RECIPROCAL, 0);
+}
+/* Pow(x, e) for a constant exponent otc has as an activation: 1, 2 (square), 3 (cube), 0.5
+ * (sqrt), -1 (reciprocal). */
 static otc_status op_pow(ox_ctx *x) {
     ox_value *v, *e;
     TRY(node_in(x, &v));
     TRY(ox_need(x, 1, &e));
-    double k = e->c && e->c->n == 1 ? ox_const_get(e->c, 0) : 0.5;
+    double k = e->c && e->c->n == 1 ? ox_const_get(e->c, 0) : 0.25;
     if (k == 1) return ox_set_node(x, 0, v->id);
     if (k == 2 || k == 3) return act(x, k == 2 ? OTC_OP_SQUARE : OTC_OP_CUBE, 0);
+    if (k == 0.5 || k == -1) return act(x, k == 0.5 ? OTC_OP_SQRT : OTC_OP_RECIPROCAL, 0);
     return ox_fail(x, OTC_ERR_UNSUPPORTED,
-                   "the exponent must be the constant 1, 2 or 3 (otc's square and cube)");
+                   "the exponent must be the constant 1, 2, 3, 0.5 or -1 (otc's square, cube, "
+                   "sqrt and reciprocal)");
 }
 static otc_status op_leaky(ox_ctx *x) {
     float a;
@@ -1005,6 +1020,10 @@ static const struct {
     {"Exp", op_exp},
     {"Log", op_log},
     {"Abs", op_abs},
+    {"Sqrt", op_sqrt},
+    {"Sin", op_sin},
+    {"Cos", op_cos},
+    {"Reciprocal", op_reciprocal},
     {"Pow", op_pow},
     {"Neg", op_neg},
     {"Softmax", op_softmax},
@@ -1029,14 +1048,15 @@ static const struct {
 
 const char ox_supported_ops[] =
     "Add, Sub, Mul, Div, Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, HardSwish, Tanh, "
-    "Softplus, Clip, Exp, Log, Abs, Pow (by 1, 2 or 3), Neg, Softmax, LogSoftmax, Identity, "
+    "Softplus, Clip, Exp, Log, Abs, Sqrt, Sin, Cos, Reciprocal, Pow (by 1, 2, 3, 0.5 or -1), "
+    "Neg, Softmax, LogSoftmax, Identity, "
     "Dropout, Constant, "
     "ConstantOfShape, Shape, Cast, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, "
     "Split, Slice, Gather, Expand, Pad (zero), Gemm, MatMul, Conv, MaxPool, AveragePool, "
     "GlobalAveragePool, "
     "GlobalMaxPool, BatchNormalization, ReduceMean/ReduceMax/ReduceSum (spatial; mean and sum "
     "also of everything), RNN, LSTM, GRU, and the nodes otc's export writes for its activations "
-    "(Max, Less, Greater, Equal, Where, Sin, Cos, Sqrt) and NEAT neurons (ReduceProd, "
+    "(Max, Less, Greater, Equal, Where) and NEAT neurons (ReduceProd, "
     "ReduceMin, ArgMax, GatherElements, TopK)";
 
 ox_handler ox_find_op(const char *op_type) {

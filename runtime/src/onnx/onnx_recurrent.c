@@ -21,6 +21,27 @@ bool ox_is_recurrent(const char *op) {
     return op && (!strcmp(op, "RNN") || !strcmp(op, "LSTM") || !strcmp(op, "GRU"));
 }
 
+/* The current node's direction: forward, or refused. */
+static otc_status forward_only(ox_ctx *x) {
+    char dir[32];
+    otc_status st = ox_attr_str(x, "direction", "forward", dir, sizeof dir);
+    if (!st && strcmp(dir, "forward"))
+        st = ox_fail(x, OTC_ERR_UNSUPPORTED, "direction=%s is not supported (forward only)", dir);
+    return st;
+}
+
+otc_status ox_recurrent_directions(ox_ctx *x) {
+    otc_status st = OTC_OK;
+    for (size_t i = 0; i < x->gp->n_node && !st; i++) {
+        if (!ox_is_recurrent(x->gp->node[i]->op_type)) continue;
+        x->node = x->gp->node[i];
+        x->node_index = (int)i;
+        st = forward_only(x);
+    }
+    x->node = NULL;
+    return st;
+}
+
 /* The node whose first output is name, or NULL. */
 static const Onnx__NodeProto *producer(const Onnx__GraphProto *gp, const char *name) {
     for (size_t i = 0; i < gp->n_node; i++)
@@ -107,12 +128,9 @@ static otc_status op_recurrent(ox_ctx *x) {
     TRY(ox_need(x, 1, &wv));
     TRY(ox_need(x, 2, &rv));
     int64_t H, layout = 0, lbr = 0;
-    char dir[32];
     TRY(ox_attr_int(x, "hidden_size", 0, &H));
     if (x->opset >= 14) TRY(ox_attr_int(x, "layout", 0, &layout));
-    TRY(ox_attr_str(x, "direction", "forward", dir, sizeof dir));
-    if (strcmp(dir, "forward"))
-        return ox_fail(x, OTC_ERR_UNSUPPORTED, "direction '%s' (forward is read)", dir);
+    TRY(forward_only(x));
     if (ox_attr(x, "clip")) return ox_fail(x, OTC_ERR_UNSUPPORTED, "clip");
     if (cell == OTC_CELL_GRU) {
         TRY(ox_attr_int(x, "linear_before_reset", 0, &lbr));

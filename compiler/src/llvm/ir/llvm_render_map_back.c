@@ -132,6 +132,8 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
         LLVMValueRef d =
             LLVMBuildFMul(B, g, otc_llvm_act_grad_call(&r->ir, nd->act, nd->alpha, x, y), "");
         LLVMValueRef dm = otc_lv_masked(r, d);
+        if (otc_expr_reads(otc_act_get((otc_act)nd->act)->df, OTC_EX_DIV))
+            d = dm; /* as below: no NaN from the lanes past the batch into the sources */
         if (needs_grad(r, in[1])) {
             reduction *rd = &red[(*n_red)++];
             otc_lv_accumulate(r, rd->slot, dm);
@@ -187,7 +189,12 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
             LLVMValueRef x = act_reads(nd, OTC_EX_X) ? otc_lv_stored(r, in[0], e, kb) : zero;
             LLVMValueRef y = act_reads(nd, OTC_EX_Y) ? otc_lv_stored(r, id, e, kb) : zero;
             LLVMValueRef d = otc_llvm_act_grad_call(&r->ir, act, nd->alpha, x, y);
-            add_grad(r, in[0], e, LLVMBuildFMul(B, g, d, ""), kb);
+            LLVMValueRef gd = LLVMBuildFMul(B, g, d, "");
+            /* A derivative that divides (sqrt's 0.5 / y) is inf in the lanes past the batch,
+             * where y is 0, and 0 * inf is NaN there: those lanes carry no gradient. */
+            if (kb && otc_expr_reads(otc_act_get((otc_act)act)->df, OTC_EX_DIV))
+                gd = otc_lv_masked(r, gd);
+            add_grad(r, in[0], e, gd, kb);
             return;
         }
         if (!otc_op_map_expr(nd->op)) break;
