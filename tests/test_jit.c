@@ -256,6 +256,56 @@ TEST(jit_deep_chain_split_into_functions) {
     otc_graph_free(g);
 }
 
+/* The entry function's IR for a deep chain of n neurons, from --emit-llvm's path (the JIT's
+ * pipeline choice); the caller frees it. */
+static char *chain_entry_ir(otc_graph *inf) {
+    otc_emit_llvm_options eo = otc_emit_llvm_defaults();
+    eo.name = "chain";
+    char *ir = NULL;
+    size_t len = 0;
+    if (otc_emit_llvm(inf, &eo, OTC_EMIT_LLVM_IR, &ir, &len) != OTC_OK) return NULL;
+    return ir;
+}
+
+/* The optimised tier skips O3 for a large module of straight-line kernels (O3 cost seconds on
+ * thousands of neurons and changed almost nothing): a 1,200-neuron chain gets the quick
+ * pipeline, whose output keeps the entry as rendered (O3's interprocedural passes mark it
+ * local_unnamed_addr, as they do at 200 neurons), and still computes what the interpreter
+ * does. */
+TEST(jit_large_straight_line_module_skips_o3) {
+    otc_id loss;
+    int sizes[2] = {200, 1200};
+    for (int s = 0; s < 2; s++) {
+        otc_graph *g = deep_chain(sizes[s], &loss);
+        REQUIRE(loss >= 0);
+        otc_graph *inf = otc_graph_inference(g);
+        NEED(inf);
+        char *ir = chain_entry_ir(inf);
+        NEED(ir);
+        const char *entry = strstr(ir, "@chain_forward(");
+        NEED(entry);
+        /* The entry's definition line: "define ... @chain_forward(...) [attributes] {". */
+        const char *line = entry;
+        while (line > ir && line[-1] != '\n') line--;
+        const char *end = strchr(entry, '\n');
+        const char *mark = strstr(line, "local_unnamed_addr");
+        bool o3 = mark && end && mark < end;
+        CHECK(o3 == (s == 0));
+        free(ir);
+        if (s == 1) {
+            otc_jit_options o = otc_jit_defaults();
+            o.inference = true;
+            otc_executor *jit = otc_jit_executor_new(inf, &o);
+            NEED(jit);
+            for (int b = 1; b <= 40; b += 39)
+                CHECK(jit_forward_agrees(inf, jit, b, 17 + (uint64_t)b, "large chain"));
+            otc_exec_free(jit);
+        }
+        otc_graph_free(inf);
+        otc_graph_free(g);
+    }
+}
+
 /* A training case: a graph, its loss, and how to fill the target input. */
 typedef struct {
     otc_graph *g;
