@@ -273,13 +273,13 @@ TEST(jit_deep_chain_split_into_functions) {
 }
 
 /* The optimised tier skips O3 for a large module of straight-line kernels (O3 cost seconds on
- * thousands of neurons and changed almost nothing): a 1,200-neuron chain gets the quick
+ * thousands of neurons and changed almost nothing): a 1,600-neuron chain gets the quick
  * pipeline, whose output keeps the entry as rendered (O3's interprocedural passes mark it
  * local_unnamed_addr, as they do at 200 neurons), and still computes what the interpreter
  * does. */
 TEST(jit_large_straight_line_module_skips_o3) {
     otc_id loss;
-    int sizes[2] = {200, 1200};
+    int sizes[2] = {200, 1600};
     for (int s = 0; s < 2; s++) {
         otc_graph *g = deep_chain(sizes[s], &loss);
         REQUIRE(loss >= 0);

@@ -8,9 +8,10 @@
  * and vector-combine over loop bodies of thousands of instructions), the quick pipeline ~1.5:
  * on a 10,000-neuron chain (150k instructions) O3 took 2.0-2.5 s of CPU and the quick
  * pipeline 0.15 s, and the two objects differed by 0.3% in size (code generation, ~1.2 s, the
- * same). A 100-neuron genome renders ~4k instructions; ~500 neurons of three inputs reach
- * the limit. */
-enum { LARGE_STRAIGHT_LINE = 16000 };
+ * same). A 100-neuron genome renders ~4k instructions for inference and ~17k with training
+ * (forward, backward, update), kept at O3 with room to spare; ~1,000 neurons of three inputs
+ * reach the limit. */
+enum { LARGE_STRAIGHT_LINE = 32000 };
 
 bool otc_llvm_plan_has_product_loops(const otc_plan *p) {
     for (int k = 0; k < p->n_kernels; k++)
