@@ -31,7 +31,7 @@ static int emit_one(otc_graph *g, const otc_emit_llvm_options *o, otc_emit_kind 
         printf("wrote %s and %s (%s, entry %s_forward)\n", path, header,
                o->triple ? o->triple : "this machine", o->name);
     } else {
-        printf("wrote %s (%s)\n", path, kind == OTC_EMIT_ASM ? "assembly" : "LLVM IR after O3");
+        printf("wrote %s (%s)\n", path, kind == OTC_EMIT_ASM ? "assembly" : "optimised LLVM IR");
     }
     return 0;
 }

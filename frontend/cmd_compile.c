@@ -174,7 +174,7 @@ int otc_cmd_compile(int argc, char **argv) {
          "COLS: --calibrate CSV columns to leave out (e.g. the labels)"},
         {"--verbose,-v", OTC_OPT_FLAG, &verbose, "print the plan, one step per line"},
         /* LLVM outputs (frontend/cli_llvm.c) */
-        {"--emit-llvm", OTC_OPT_STRING, &emit_ll, "FILE: the forward pass as LLVM IR (after O3)"},
+        {"--emit-llvm", OTC_OPT_STRING, &emit_ll, "FILE: the forward pass as LLVM IR (optimised)"},
         {"--emit-asm", OTC_OPT_STRING, &emit_s, "FILE: the forward pass as assembly"},
         {"--emit-obj", OTC_OPT_STRING, &emit_obj,
          "FILE: an object file with the weights inside, and FILE's .h to link it"},

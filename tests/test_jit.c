@@ -210,6 +210,31 @@ static otc_graph *deep_chain(int n, otc_id *loss) {
     return g;
 }
 
+/* The optimised IR of a chain (module name "chain"), from --emit-llvm's path (the JIT's
+ * pipeline choice); the caller frees it. */
+static char *chain_ir(const otc_graph *inf) {
+    otc_emit_llvm_options eo = otc_emit_llvm_defaults();
+    eo.name = "chain";
+    char *ir = NULL;
+    size_t len = 0;
+    if (otc_emit_llvm(inf, &eo, OTC_EMIT_LLVM_IR, &ir, &len) != OTC_OK) return NULL;
+    return ir;
+}
+
+/* Does an optimised-tier inference executor of inf agree with the interpreter at batches 1
+ * and 40? */
+static bool inference_jit_agrees(otc_graph *inf, uint64_t seed, const char *what) {
+    otc_jit_options o = otc_jit_defaults();
+    o.inference = true;
+    otc_executor *jit = otc_jit_executor_new(inf, &o);
+    if (!jit) return false;
+    bool ok = true;
+    for (int b = 1; b <= 40; b += 39)
+        ok = jit_forward_agrees(inf, jit, b, seed + (uint64_t)b, what) && ok;
+    otc_exec_free(jit);
+    return ok;
+}
+
 /* A deep graph is rendered as several kernels (the plan bounds a fused kernel's members) and
  * several functions (the renderer bounds a function's size, so LLVM's passes see bounded work
  * and compile time stays linear in depth), and computes what the interpreter does: 520
@@ -227,26 +252,17 @@ TEST(jit_deep_chain_split_into_functions) {
     CHECK(plan->n_kernels == 3);
     otc_plan_free(plan);
     /* The forward in parts: PREFIXfwd_0, PREFIXfwd_1, ... called in order by the entry. */
-    otc_emit_llvm_options eo = otc_emit_llvm_defaults();
-    eo.name = "chain";
-    char *ir = NULL;
-    size_t len = 0;
-    NEED(otc_emit_llvm(inf, &eo, OTC_EMIT_LLVM_IR, &ir, &len) == OTC_OK);
+    char *ir = chain_ir(inf);
+    NEED(ir);
     CHECK(strstr(ir, "@chain_fwd_0(") && strstr(ir, "@chain_fwd_2("));
     free(ir);
-    otc_jit_options o = otc_jit_defaults();
-    o.inference = true;
-    otc_executor *jit = otc_jit_executor_new(inf, &o);
-    NEED(jit);
-    for (int b = 1; b <= 40; b += 39)
-        CHECK(jit_forward_agrees(inf, jit, b, 11 + (uint64_t)b, "deep chain"));
-    otc_exec_free(jit);
+    CHECK(inference_jit_agrees(inf, 11, "deep chain"));
     otc_graph_free(inf);
     otc_graph_free(g);
 
     g = deep_chain(80, &loss);
     REQUIRE(loss >= 0);
-    jit = otc_jit_executor_new(g, NULL);
+    otc_executor *jit = otc_jit_executor_new(g, NULL);
     NEED(jit);
     for (int b = 1; b <= 40; b += 39) {
         otc_exec_zero_grad(jit); /* backward accumulates */
@@ -254,6 +270,37 @@ TEST(jit_deep_chain_split_into_functions) {
     }
     otc_exec_free(jit);
     otc_graph_free(g);
+}
+
+/* The optimised tier skips O3 for a large module of straight-line kernels (O3 cost seconds on
+ * thousands of neurons and changed almost nothing): a 1,600-neuron chain gets the quick
+ * pipeline, whose output keeps the entry as rendered (O3's interprocedural passes mark it
+ * local_unnamed_addr, as they do at 200 neurons), and still computes what the interpreter
+ * does. */
+TEST(jit_large_straight_line_module_skips_o3) {
+    otc_id loss;
+    int sizes[2] = {200, 1600};
+    for (int s = 0; s < 2; s++) {
+        otc_graph *g = deep_chain(sizes[s], &loss);
+        REQUIRE(loss >= 0);
+        otc_graph *inf = otc_graph_inference(g);
+        NEED(inf);
+        char *ir = chain_ir(inf);
+        NEED(ir);
+        const char *entry = strstr(ir, "@chain_forward(");
+        NEED(entry);
+        /* The entry's definition line: "define ... @chain_forward(...) [attributes] {". */
+        const char *line = entry;
+        while (line > ir && line[-1] != '\n') line--;
+        const char *end = strchr(entry, '\n');
+        const char *mark = strstr(line, "local_unnamed_addr");
+        bool o3 = mark && end && mark < end;
+        CHECK(o3 == (s == 0));
+        free(ir);
+        if (s == 1) CHECK(inference_jit_agrees(inf, 17, "large chain"));
+        otc_graph_free(inf);
+        otc_graph_free(g);
+    }
 }
 
 /* A training case: a graph, its loss, and how to fill the target input. */

@@ -9,6 +9,7 @@
 
 #include <llvm-c/IRReader.h>
 
+#include "llvm_pipeline.h"
 #include "llvm_render.h"
 #include "otc/file.h"
 #include "render_c_internal.h"
@@ -74,8 +75,11 @@ otc_status otc_emit_llvm(const otc_graph *g, const otc_emit_llvm_options *option
     LLVMModuleRef mod = NULL;
     st = otc_llvm_render(plan, &ro, ctx, &mod);
     if (!st)
-        st = otc_llvm_finish_module(mod, tm,
-                                    options->optimize ? OTC_LLVM_PIPE_O3 : OTC_LLVM_PIPE_NONE);
+        st = otc_llvm_finish_module(
+            mod, tm,
+            options->optimize
+                ? otc_llvm_optimised_pipeline(mod, otc_llvm_plan_has_product_loops(plan))
+                : OTC_LLVM_PIPE_NONE);
     if (!st) {
         if (kind == OTC_EMIT_LLVM_IR) {
             char *text = LLVMPrintModuleToString(mod);

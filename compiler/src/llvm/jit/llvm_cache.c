@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "llvm_cache.h"
+#include "llvm_pipeline.h"
 
 static otc_jit_module *lru_head, *lru_tail; /* all cached entries, most recent first */
 static int n_cached, n_in_use, capacity = 64;
@@ -212,26 +213,19 @@ static void rename_symbols(LLVMModuleRef mod, int k, const char *stem) {
     }
 }
 
-/* Does the plan run dense products in generated loops? The fast code generator's register
- * allocator spills whatever lives across blocks, so their accumulators would go through
- * memory (3-4x slower, measured on a 256x256 layer): a fast-tier module holding such a plan
- * keeps the fast tier's short pipeline but gets the aggressive code generator (LeNet: ~100 ms
- * of CPU against ~370 for the optimised tier's O3 pipeline). Neuron graphs (straight-line
- * kernels) do not. */
-static bool has_product_loops(const otc_plan *p) {
-    for (int k = 0; k < p->n_kernels; k++)
-        if (p->kernels[k].kind == OTC_KERNEL_MATMUL) return true;
-    return false;
-}
-
 /* Render plans[idx[0..k)] into one module, optimise it once (or load its object from the
  * on-disk cache), add it to the JIT and fill the modules' function pointers. */
 static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_render_options *o,
                                 const int *idx, int k, otc_jit_module **mods) {
-    /* The plans of one batch share their options' tier (the caller groups them). */
-    bool fast = o[idx[0]].fast, fast_codegen = fast;
-    for (int i = 0; i < k && fast_codegen; i++)
-        if (has_product_loops(plans[idx[i]])) fast_codegen = false;
+    /* The plans of one batch share their options' tier (the caller groups them). The fast
+     * code generator's register allocator spills whatever lives across blocks, so dense-product
+     * loops' accumulators would go through memory (3-4x slower, measured on a 256x256 layer):
+     * a fast-tier module holding such a plan keeps the short pipeline but gets the aggressive
+     * code generator (LeNet: ~100 ms of CPU against ~370 for O3). Neuron graphs (straight-line
+     * kernels) do not. */
+    bool fast = o[idx[0]].fast, loops = false;
+    for (int i = 0; i < k && !loops; i++) loops = otc_llvm_plan_has_product_loops(plans[idx[i]]);
+    bool fast_codegen = fast && !loops;
     LLVMTargetMachineRef tm = NULL;
     otc_status st = otc_llvm_jit_target_machine(fast_codegen, &tm);
     if (st) return st;
@@ -256,7 +250,8 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
         ro.prefix = prefix;
         st = otc_llvm_render_into(plans[idx[i]], &ro, mod);
     }
-    otc_llvm_pipeline pipe = fast ? OTC_LLVM_PIPE_QUICK : OTC_LLVM_PIPE_O3;
+    otc_llvm_pipeline pipe =
+        fast || st ? OTC_LLVM_PIPE_QUICK : otc_llvm_optimised_pipeline(mod, loops);
     uint64_t key[2];
     bool keyed = !st && otc_llvm_objcache_key(mod, tm, fast_codegen, pipe, key) &&
                  live_key_index(key) < 0 && live_key_add(key);
