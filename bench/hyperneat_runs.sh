@@ -10,7 +10,7 @@ n=${2:-5} g=${3:-300}
 ex=$(dirname "$0")/../examples/neat
 W=$(mktemp -d /tmp/otc_hyperneat_bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-sed 's/^hidden_grids .*/evolvable_substrate = true/; s/^leo .*/leo = false/;
+sed 's/^hidden_grids .*/evolvable_substrate = true/; s/^leo .*/leo = false/; /^leo_seed /d;
      s/^num_outputs .*/num_outputs = 2/' "$ex/retina.ini" >"$W/retina_es.ini"
 
 # row LABEL CONFIG TASK: N runs on one thread, summarised from otc's first output line

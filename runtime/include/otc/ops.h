@@ -28,6 +28,8 @@ typedef enum {
     OTC_OP_GAUSSIAN,
     OTC_OP_SIN,
     OTC_OP_ABS,
+    OTC_OP_STEEP_SIGMOID, /* NEAT's steep sigmoid (OTC_ACT_STEEP_SIGMOID): what a layer of a
+                             substrate of NEAT's `sigmoid` applies elementwise */
     /* neat-python's activations whose math no op above has (otc/ops.h OTC_ACT_NP_*) */
     OTC_OP_NP_SIGMOID,
     OTC_OP_NP_TANH,

@@ -64,6 +64,7 @@ static const otc_op_def defs[] = {
     ACT_ROW(OTC_OP_GAUSSIAN, "gaussian", OTC_ACT_GAUSSIAN),
     ACT_ROW(OTC_OP_SIN, "sin", OTC_ACT_SIN),
     ACT_ROW(OTC_OP_ABS, "abs", OTC_ACT_ABS),
+    ACT_ROW(OTC_OP_STEEP_SIGMOID, "steep_sigmoid", OTC_ACT_STEEP_SIGMOID),
     ACT_ROW(OTC_OP_NP_SIGMOID, "np_sigmoid", OTC_ACT_NP_SIGMOID),
     ACT_ROW(OTC_OP_NP_TANH, "np_tanh", OTC_ACT_NP_TANH),
     ACT_ROW(OTC_OP_NP_SIN, "np_sin", OTC_ACT_NP_SIN),
