@@ -28,8 +28,6 @@ typedef enum {
     OTC_OP_GAUSSIAN,
     OTC_OP_SIN,
     OTC_OP_ABS,
-    OTC_OP_STEEP_SIGMOID, /* NEAT's steep sigmoid (OTC_ACT_STEEP_SIGMOID): what a layer of a
-                             substrate of NEAT's `sigmoid` applies elementwise */
     /* neat-python's activations whose math no op above has (otc/ops.h OTC_ACT_NP_*) */
     OTC_OP_NP_SIGMOID,
     OTC_OP_NP_TANH,
@@ -44,6 +42,9 @@ typedef enum {
     OTC_OP_HAT,
     OTC_OP_SQUARE,
     OTC_OP_CUBE,
+    /* NEAT's steep sigmoid (OTC_ACT_STEEP_SIGMOID), elementwise: a HyperNEAT substrate of
+     * NEAT's `sigmoid` as a graph. Last but identity, so the ops before keep their numbers. */
+    OTC_OP_STEEP_SIGMOID,
     OTC_OP_IDENTITY, /* the last activation op (OTC_OP_SIGMOID .. OTC_OP_IDENTITY) */
     /* structure */
     OTC_OP_MATMUL,        /* [M,K] x [K,N] -> [M,N]; M may be the batch */
