@@ -152,12 +152,12 @@ static int reevaluate(const evolve_args *a, const otc_neat_genome *champ) {
     return OTC_EXIT_OK;
 }
 
-/* --substrate-svg: the hidden nodes ES-HyperNEAT placed for the champion's CPPN. */
+/* --substrate-svg: the substrate the champion's CPPN paints (or, ES-HyperNEAT, places). */
 static int save_substrate_svg(const evolve_args *a, const otc_neat_genome *champ,
                               const otc_neat_task *task) {
     otc_substrate *s = NULL;
     otc_status st = otc_substrate_from_genome(champ, a->config, 1, NULL, &s);
-    if (st == OTC_OK) st = otc_es_save_svg(otc_substrate_es(s), task->name, a->substrate_svg);
+    if (st == OTC_OK) st = otc_substrate_save_svg(s, task->name, a->substrate_svg);
     otc_substrate_free(s);
     if (st != OTC_OK) return otc_cli_error("evolve", "--substrate-svg: %s", otc_last_error());
     printf("substrate picture saved to %s\n", a->substrate_svg);
@@ -355,8 +355,9 @@ int otc_cmd_evolve(int argc, char **argv) {
          "FILE.svg: with --task maze:NAME, the maze with the last generation's final positions, "
          "the novelty archive and the champion's path"},
         {"--substrate-svg", OTC_OPT_STRING, &substrate_svg,
-         "FILE.svg: with an evolvable [Substrate] (ES-HyperNEAT), the champion's network at its "
-         "nodes' coordinates: the hidden nodes the search placed and its links"},
+         "FILE.svg: with a [Substrate], the champion's substrate at its nodes' coordinates: "
+         "each grid a panel and the strongest painted links, or (ES-HyperNEAT) the hidden "
+         "nodes the search placed and its links"},
         {"--max-connections", OTC_OPT_RANGE, OTC_RANGE(max_connections, 0, 1 << 30),
          "N: with --front, choose the fittest member with at most N enabled connections "
          "(default: the knee)"},
@@ -449,10 +450,10 @@ int otc_cmd_evolve(int argc, char **argv) {
     otc_neat_config config;
     if (otc_neat_config_load(pos[0], &config) != OTC_OK)
         return otc_cli_error("evolve", "%s", otc_last_error());
-    if (substrate_svg && !config.substrate.evolvable)
+    if (substrate_svg && !config.substrate.enabled)
         return otc_cli_error("evolve",
-                             "--substrate-svg draws the hidden nodes an evolvable substrate "
-                             "places: %s needs [Substrate] evolvable_substrate = true",
+                             "--substrate-svg draws a HyperNEAT substrate: %s has no [Substrate] "
+                             "section",
                              pos[0]);
     if (config.time_constants_given && !ctrnn && !config.ctrnn)
         return otc_cli_error("evolve",

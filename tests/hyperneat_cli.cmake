@@ -36,8 +36,14 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "sed 's/^band_threshold .*/band_threshold = lots/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] band_threshold'"
       es_substrate_svg
       "sed 's/^pop_size .*/pop_size = 20/' '${visual_es}' > \"$W/e.ini\" && expect 1 '${otc}' evolve \"$W/e.ini\" --task visual --seed 1 --generations 2 --substrate-svg \"$W/s.svg\" && has out 'substrate picture saved' && has s.svg 'hidden node(s) placed' && has s.svg '</svg>'"
-      substrate_svg_needs_es_exits_2
-      "expect 2 '${otc}' evolve '${visual}' --task visual --substrate-svg \"$W/s.svg\" && has err 'evolvable_substrate = true' && test ! -e \"$W/s.svg\""
+      substrate_svg_needs_substrate_exits_2
+      "expect 2 '${otc}' evolve '${PROJECT_SOURCE_DIR}/examples/neat/xor.ini' --task xor --substrate-svg \"$W/s.svg\" && has err 'no [Substrate] section' && test ! -e \"$W/s.svg\""
+      layered_substrate_svg
+      "sed 's/^pop_size .*/pop_size = 20/' '${retina}' > \"$W/r.ini\" && expect 1 '${otc}' evolve \"$W/r.ini\" --task retina --seed 1 --generations 2 --substrate-svg \"$W/s.svg\" && has out 'substrate picture saved' && has s.svg '4 layer(s), input on the left' && has s.svg '</svg>'"
+      leo_seed_bad_value_exits_2
+      "sed 's/^leo_seed .*/leo_seed = global/' '${retina}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err '[Substrate] leo_seed: bad value' && has err 'b.ini'"
+      leo_seed_needs_leo_exits_2
+      "sed -e 's/^leo .*/leo = false/' -e 's/^num_outputs .*/num_outputs = 2/' '${retina}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err '[Substrate] leo_seed: seeds the LEO output, which needs leo = true'"
       retina_out_runs
       "expect 1 '${otc}' evolve '${retina}' --task retina --seed 1 --generations 3 --out \"$W/r.otm\" && has out 'retina: not solved' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
       retina_grid_exits_2

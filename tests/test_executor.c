@@ -475,6 +475,8 @@ static double act_ref(otc_op op, double v) {
         return sin(v);
     case OTC_OP_ABS:
         return fabs(v);
+    case OTC_OP_STEEP_SIGMOID: /* NEAT's: the slope 4.9 */
+        return sigm(4.9 * v);
     case OTC_OP_IDENTITY:
         return v;
     case OTC_OP_SQRT:

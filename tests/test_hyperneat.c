@@ -1,13 +1,17 @@
 /* HyperNEAT: substrate weights painted by hand-built CPPNs against hand-computed values
- * (threshold, scaling, clamping, bias and LEO outputs), the visual discrimination task's
- * fitness for hand-painted substrates, and a short evolution run that improves. */
+ * (threshold, scaling, clamping, bias and LEO outputs, the LEO locality seed), the visual
+ * discrimination task's fitness for hand-painted substrates, the substrate's picture and
+ * graph, and a short evolution run that improves. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "otc/hyperneat.h"
+#include "otc/executor.h"
+#include "otc/file.h"
 #include "otc/neat.h"
 
 #define NEAT_HEAD                                                                                  \
@@ -111,6 +115,131 @@ TEST(hyperneat_paint_bias_and_leo) {
     CHECK_NEAR(b[1], 0.5, 1e-6);
     otc_substrate_free(s);
     otc_neat_genome_free(g);
+}
+
+/* leo_seed = locality_x: whatever the random initial genes, the LEO output is
+ * exp(-(2 (x1 - x2))^2) - 0.3 (hand-computed from the seed's definition) and links are painted
+ * only where |x1 - x2| < 0.55. */
+TEST(hyperneat_leo_locality_seed) {
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 2\nbias_node = true\n",
+                                  "input_grid = 4x1\noutput_grid = 4x1\nleo = true\n"
+                                  "leo_seed = locality_x\n");
+    REQUIRE(otc_substrate_seed_nodes(&c) == 1);
+    otc_neat_innovations *t = otc_neat_innovations_new(5 + 2 + 1, 0);
+    otc_neat_flat *f = otc_neat_flat_new();
+    REQUIRE(t && f);
+    otc_rng rng;
+    otc_rng_seed(&rng, 3);
+    for (int rep = 0; rep < 3; rep++) {
+        otc_neat_genome *g = otc_neat_genome_new();
+        REQUIRE(otc_neat_genome_init(g, &c, t, &rng) == OTC_OK);
+        REQUIRE(otc_neat_genome_validate(g, true) == OTC_OK);
+        const otc_neat_node *gauss = otc_neat_genome_find_node(g, 7);
+        REQUIRE(gauss);
+        CHECK(gauss->type == OTC_NEAT_HIDDEN && gauss->act == OTC_ACT_GAUSSIAN);
+        REQUIRE(otc_neat_flat_build(f, g, &c) == OTC_OK);
+        const float pts[4][4] = {{0.3f, 0.9f, 0.3f, -0.4f},
+                                 {-0.75f, 0, -0.25f, 0},
+                                 {-0.25f, 0.5f, 0.25f, -0.5f},
+                                 {-0.75f, 0, 0.75f, 0}};
+        float out[4][2];
+        REQUIRE(otc_neat_flat_forward(f, &pts[0][0], 4, &out[0][0]) == OTC_OK);
+        for (int k = 0; k < 4; k++) {
+            double dx = pts[k][0] - pts[k][2];
+            CHECK_NEAR(out[k][1], exp(-4.0 * dx * dx) - 0.3, 1e-5);
+        }
+        otc_substrate *s = NULL;
+        REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+        REQUIRE(otc_substrate_paint(s, f) == OTC_OK);
+        const float *W = otc_substrate_weights(s, 0);
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 4; i++)
+                if (abs(i - j) > 1) CHECK_MSG(W[j * 4 + i] == 0.0f, "link %d -> %d painted", i, j);
+        otc_substrate_free(s);
+        otc_neat_genome_free(g);
+    }
+    otc_neat_flat_free(f);
+    otc_neat_innovations_free(t);
+    /* the seed needs a LEO */
+    otc_neat_config bad;
+    CHECK(otc_neat_config_parse(NEAT_HEAD "num_inputs = 4\nnum_outputs = 1\n[Substrate]\n"
+                                          "input_grid = 4x1\noutput_grid = 4x1\n"
+                                          "leo_seed = locality_x\n",
+                                "t.ini", &bad) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "[Substrate] leo_seed") != NULL);
+}
+
+/* A hand-painted 2x1 -> 1x1 substrate: one blue and one red link, wider the heavier; an 11x11
+ * -> 11x11 one of 14,641 equal links: only the 700 strongest drawn, in under 100 KB. */
+TEST(hyperneat_layered_substrate_svg) {
+    otc_neat_config c =
+        config_of("num_inputs = 4\nnum_outputs = 1\n", "input_grid = 2x1\noutput_grid = 1x1\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    otc_substrate_weights(s, 0)[0] = 2.0f;
+    otc_substrate_weights(s, 0)[1] = -1.0f;
+    char path[] = "/tmp/otc_substrate_svg_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    REQUIRE(otc_substrate_save_svg(s, "two <links>", path) == OTC_OK);
+    size_t len = 0;
+    char *text = NULL;
+    REQUIRE(otc_read_file(path, 1 << 20, &text, &len) == OTC_OK);
+    CHECK(strstr(text, "two &lt;links&gt;: 2 layer(s)"));
+    CHECK(strstr(text, "the 2 strongest of 2 painted link(s)"));
+    /* x: panel 0 spans 20..280 (nodes at -0.5, 0.5 -> 85, 215), panel 1 350..610 (node at 480);
+     * y: 150. The weaker (red, width 0.4 + 1.6 / 2) first. */
+    CHECK(strstr(text, "<line x1=\"215.0\" y1=\"150.0\" x2=\"480.0\" y2=\"150.0\" "
+                       "stroke=\"#d02020\" stroke-width=\"1.20\""));
+    CHECK(strstr(text, "<line x1=\"85.0\" y1=\"150.0\" x2=\"480.0\" y2=\"150.0\" "
+                       "stroke=\"#2050d0\" stroke-width=\"2.00\""));
+    free(text);
+    otc_substrate_free(s);
+    c = config_of("num_inputs = 4\nnum_outputs = 1\n", "input_grid = 11x11\noutput_grid = 11x11\n");
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    for (int k = 0; k < 121 * 121; k++) otc_substrate_weights(s, 0)[k] = 1.0f;
+    REQUIRE(otc_substrate_save_svg(s, NULL, path) == OTC_OK);
+    REQUIRE(otc_read_file(path, 1 << 20, &text, &len) == OTC_OK);
+    int lines = 0;
+    for (const char *p = text; (p = strstr(p, "<line ")); p++) lines++;
+    CHECK(lines == 700);
+    CHECK(len < 100 * 1024);
+    free(text);
+    otc_substrate_free(s);
+    remove(path);
+}
+
+/* activation = sigmoid is NEAT's steep sigmoid, 1 / (1 + exp(-4.9 z)): the painted substrate
+ * as a graph computes it (the steep_sigmoid op), as the substrate's own forward does. */
+TEST(hyperneat_steep_sigmoid_substrate_graph) {
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
+                                  "input_grid = 2x1\noutput_grid = 2x1\nactivation = sigmoid\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    const float w[4] = {0.5f, -0.25f, 0.1f, 0.2f}; /* [target][source] */
+    for (int k = 0; k < 4; k++) otc_substrate_weights(s, 0)[k] = w[k];
+    otc_substrate_biases(s, 0)[1] = 0.3f;
+    const float x[2] = {0.4f, -0.6f};
+    double z[2] = {0.5 * 0.4 + 0.25 * 0.6, 0.1 * 0.4 - 0.2 * 0.6 + 0.3};
+    float y[2];
+    REQUIRE(otc_substrate_forward(s, x, 1, y) == OTC_OK);
+    otc_graph *g = NULL;
+    REQUIRE(otc_substrate_graph(s, 0.0f, &g) == OTC_OK);
+    otc_executor *ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, otc_graph_find(g, "input"), x, 1) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *gy = NULL;
+    REQUIRE(otc_exec_value(ex, otc_graph_output(g, 0), &gy, NULL) == OTC_OK);
+    for (int j = 0; j < 2; j++) {
+        double want = 1.0 / (1.0 + exp(-4.9 * z[j]));
+        CHECK_NEAR(y[j], want, 1e-6);
+        CHECK_NEAR(gy[j], want, 1e-6);
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+    otc_substrate_free(s);
 }
 
 /* An 11k x 11k -> 11k x 11k substrate whose output node sums the inputs within `reach` nodes

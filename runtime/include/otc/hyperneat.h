@@ -31,6 +31,15 @@ int otc_substrate_cppn_outputs(const otc_neat_substrate *s);
 void otc_substrate_cppn_row(const otc_neat_substrate *s, float *q, float x1, float y1, float x2,
                             float y2);
 
+/* The LEO seed ([Substrate] leo_seed): the hidden nodes it adds to every initial CPPN (their
+ * ids follow the config's hidden nodes), and the seeding of genome g, run at the end of
+ * otc_neat_genome_init. locality_x (Verbancsics and Stanley 2011): a Gaussian node of
+ * 2 x1 - 2 x2 feeds the LEO output, which becomes identity with bias -0.3 and loses its other
+ * links (disabled), so a link is expressed where |x1 - x2| < 0.55. */
+int otc_substrate_seed_nodes(const otc_neat_config *c);
+otc_status otc_substrate_seed_cppn(otc_neat_genome *g, const otc_neat_config *c,
+                                   otc_neat_innovations *t, otc_rng *rng);
+
 /* ES-HyperNEAT (Risi and Stanley 2012, evolvable_substrate = true): hidden nodes where the
  * CPPN's weight pattern has information. From each input node (a, b), [-1, 1]^2 is divided
  * into quarters breadth first: a square at depth d (the whole plane is depth 0) is divided
@@ -112,6 +121,11 @@ const otc_neat_config *otc_substrate_es_config(const otc_substrate *s);
  * [size(l), size(l + 1)], layerN.bias added and the activation (slope alpha); one output.
  * An evolvable substrate's graph is its network's NEAT phenotype (input "x"). */
 otc_status otc_substrate_graph(otc_substrate *s, float alpha, otc_graph **out);
+/* s drawn as an SVG file, written whole: a layered substrate as one panel per grid, left to
+ * right from the input, nodes at their coordinates ([-1, 1]^2, y down), and its strongest
+ * painted links (at most 700) blue positive, red negative, wider and darker heavier; an
+ * evolvable one as otc_es_save_svg draws it. */
+otc_status otc_substrate_save_svg(otc_substrate *s, const char *title, const char *path);
 /* The substrate the CPPN genome cppn paints (scale 1) as a graph: what otc evolve --out
  * saves for a [Substrate] config. */
 otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_neat_config *c,

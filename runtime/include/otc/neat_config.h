@@ -80,12 +80,20 @@ typedef struct {
     int nx, ny; /* 0: not given */
 } otc_neat_grid;
 
+/* [Substrate] leo_seed: what the initial CPPNs' LEO output starts as (Verbancsics and Stanley
+ * 2011 seed it with a locality bias). */
+typedef enum {
+    OTC_LEO_SEED_NONE,      /* like any output: random, fully connected */
+    OTC_LEO_SEED_LOCALITY_X /* a Gaussian of x1 - x2: expresses only links short along x */
+} otc_leo_seed;
+
 typedef struct {
     bool enabled; /* the config has a [Substrate] section */
     otc_neat_grid input, output, hidden[OTC_SUBSTRATE_MAX_HIDDEN];
     int n_hidden;
     double weight_threshold, max_weight;
-    bool leo;            /* a CPPN output expresses a connection when > 0 (link expression) */
+    bool leo; /* a CPPN output expresses a connection when > 0 (link expression) */
+    otc_leo_seed leo_seed;
     bool bias_output;    /* a CPPN output paints each substrate node's bias */
     bool distance_input; /* the CPPN's fifth input: the distance between the two points */
     otc_act activation;  /* of the substrate's hidden and output nodes */

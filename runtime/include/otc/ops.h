@@ -42,6 +42,9 @@ typedef enum {
     OTC_OP_HAT,
     OTC_OP_SQUARE,
     OTC_OP_CUBE,
+    /* NEAT's steep sigmoid (OTC_ACT_STEEP_SIGMOID), elementwise: a HyperNEAT substrate of
+     * NEAT's `sigmoid` as a graph. After cube, so the ops before keep their numbers. */
+    OTC_OP_STEEP_SIGMOID,
     /* IEEE math as ONNX and numpy define it (no clamp, no floor) */
     OTC_OP_SQRT,
     OTC_OP_COS,

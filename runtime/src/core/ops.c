@@ -77,6 +77,7 @@ static const otc_op_def defs[] = {
     ACT_ROW(OTC_OP_HAT, "hat", OTC_ACT_HAT),
     ACT_ROW(OTC_OP_SQUARE, "square", OTC_ACT_SQUARE),
     ACT_ROW(OTC_OP_CUBE, "cube", OTC_ACT_CUBE),
+    ACT_ROW(OTC_OP_STEEP_SIGMOID, "steep_sigmoid", OTC_ACT_STEEP_SIGMOID),
     ACT_ROW(OTC_OP_SQRT, "sqrt", OTC_ACT_SQRT),
     ACT_ROW(OTC_OP_COS, "cos", OTC_ACT_COS),
     ACT_ROW(OTC_OP_RECIPROCAL, "reciprocal", OTC_ACT_RECIPROCAL),

@@ -44,7 +44,8 @@ typedef enum {
     K_NOVELTY,    /* a novelty_* number, listed only under selection = novelty */
     K_GRID,       /* [Substrate] a node grid, NXxNY */
     K_GRIDS,      /* [Substrate] hidden_grids: grids or none */
-    K_SUB_ACT     /* [Substrate] activation: an otc activation name */
+    K_SUB_ACT,    /* [Substrate] activation: an otc activation name */
+    K_LEO_SEED    /* [Substrate] leo_seed: none or locality_x (listed when not none) */
 } key_kind;
 
 typedef struct {
@@ -200,6 +201,7 @@ static const key_def keys[] = {
     {"Substrate", "weight_threshold", K_DOUBLE, OFF(substrate.weight_threshold), false, 0, 0.99},
     {"Substrate", "max_weight", K_POSITIVE, OFF(substrate.max_weight), false, 0, BIG},
     {"Substrate", "leo", K_BOOL, OFF(substrate.leo), false, 0, 0},
+    {"Substrate", "leo_seed", K_LEO_SEED, OFF(substrate.leo_seed), false, 0, 0},
     {"Substrate", "bias_output", K_BOOL, OFF(substrate.bias_output), false, 0, 0},
     {"Substrate", "distance_input", K_BOOL, OFF(substrate.distance_input), false, 0, 0},
     {"Substrate", "activation", K_SUB_ACT, OFF(substrate.activation), false, 0, 0},
@@ -216,6 +218,9 @@ static const key_def keys[] = {
 /* K_STRING values are bounded by the targets field's size: every string key has that size. */
 _Static_assert(sizeof((otc_neat_config *)0)->sequence == sizeof((otc_neat_config *)0)->targets,
                "[Task] string keys share one size");
+
+/* [Substrate] leo_seed's values, by otc_leo_seed. */
+static const char *const leo_seed_names[] = {"none", "locality_x"};
 
 /* neat-python activation names first, then otc's own spellings. */
 static const struct {
@@ -772,6 +777,13 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         *(otc_act *)dest = (otc_act)a;
         return true;
     }
+    case K_LEO_SEED:
+        for (int v = 0; v < (int)(sizeof leo_seed_names / sizeof leo_seed_names[0]); v++)
+            if (!strcmp(value, leo_seed_names[v])) {
+                *(otc_leo_seed *)dest = (otc_leo_seed)v;
+                return true;
+            }
+        return fail_key(st, section, name, "bad value '%s' (expected none or locality_x)", value);
     }
     return true;
 }
@@ -1155,6 +1167,10 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
     }
     case K_SUB_ACT:
         snprintf(buf, size, "%s", otc_neat_act_name(*(const otc_act *)src));
+        return true;
+    case K_LEO_SEED: /* listed when set: earlier checkpoints lack the key */
+        if (*(const otc_leo_seed *)src == OTC_LEO_SEED_NONE) return false;
+        snprintf(buf, size, "%s", leo_seed_names[*(const otc_leo_seed *)src]);
         return true;
     case K_FUNCS: /* the activations' names are listed as resolved */
     case K_OPTIM:

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "neat_internal.h"
+#include "otc/hyperneat.h"
 
 uint64_t otc_neat_mix_seed(uint64_t seed, uint64_t a, uint64_t b) {
     /* splitmix64 finaliser over a simple combination: distinct (a, b) give unrelated seeds. */
@@ -375,5 +376,6 @@ otc_status otc_neat_genome_init(otc_neat_genome *g, const otc_neat_config *c,
         }
         break;
     }
+    if (s == OTC_OK) s = otc_substrate_seed_cppn(g, c, t, rng);
     return s;
 }

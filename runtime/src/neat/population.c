@@ -31,7 +31,8 @@ otc_status otc_neat_population_new(const otc_neat_config *c, uint64_t seed,
     p->threshold = c->compatibility_threshold;
     p->next_species_id = 1;
     p->pop_best = -INFINITY;
-    int first_free = c->num_inputs + (c->bias_node ? 1 : 0) + c->num_outputs + c->num_hidden;
+    int first_free = c->num_inputs + (c->bias_node ? 1 : 0) + c->num_outputs + c->num_hidden +
+                     otc_substrate_seed_nodes(c);
     p->innov = otc_neat_innovations_new(first_free, 0);
     p->genomes = calloc((size_t)c->pop_size, sizeof *p->genomes);
     otc_status s = p->innov && p->genomes ? OTC_OK : otc_fail(OTC_ERR_NOMEM, "out of memory");

@@ -119,6 +119,10 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
                         "(weight%s%s), the config says %d",
                         file, otc_substrate_cppn_outputs(s), s->bias_output ? " bias" : "",
                         s->leo ? " leo" : "", c->num_outputs);
+    if (s->leo_seed != OTC_LEO_SEED_NONE && !s->leo)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Substrate] leo_seed: seeds the LEO output, which needs leo = true",
+                        file);
     if (!c->feed_forward || c->ctrnn)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [DefaultGenome] feed_forward: a [Substrate] CPPN must be a "
