@@ -4,11 +4,14 @@
 # mean evaluations, mean enabled connections of the champion. Then the hard maze under novelty
 # search against fitness over M seeds of at most G generations of 250 (the paper's 250,000
 # evaluations are G = 1000): solve rate and mean evaluations of the runs that solved.
-# Usage: bench/neat_selection.sh [OTC] [N=100] [M=4] [G=200]
-# (defaults shortened; the paper's maze figures need M = 40, G = 1000: hours on one core)
+# Usage: bench/neat_selection.sh [OTC] [N=100] [M=4] [G=200] [WHAT=all]
+# WHAT: all, xor, or one of maze:hard-novelty, maze:hard-fitness, maze:medium-novelty,
+# maze:medium-fitness (one batch, so batches can run side by side); each run's summary line
+# is also appended to $OTC_BENCH_LOG when set. (Defaults shortened; the paper's maze figures
+# need M = 40, G = 1000: hours on one core.)
 set -eu
 otc=${1:-build/otc}
-n=${2:-100} m=${3:-4} g=${4:-200}
+n=${2:-100} m=${3:-4} g=${4:-200} what=${5:-all}
 ex=$(dirname "$0")/../examples/neat
 W=$(mktemp -d /tmp/otc_selection_bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -23,7 +26,9 @@ runs() {
   s=1
   while [ "$s" -le "$seeds" ]; do
     "$otc" evolve "$cfg" --task "$task" --seed "$s" --threads 1 --generations "$gens" \
-      2>/dev/null | head -1 >>"$W/out" || true
+      2>/dev/null | head -1 >"$W/one" || true
+    cat "$W/one" >>"$W/out"
+    [ -z "${OTC_BENCH_LOG:-}" ] || sed "s/^/$label seed $s: /" "$W/one" >>"$OTC_BENCH_LOG"
     s=$((s + 1))
   done
   awk -v label="$label" '
@@ -35,7 +40,15 @@ runs() {
                  label, ok, n, tev / n, tc / n, ok ? sev / ok : 0 }' "$W/out"
 }
 
-runs "xor fitness" "$ex/xor.ini" xor "$n" 300
-runs "xor nsga2 (fit, conns)" "$W/xor_nsga2.ini" xor "$n" 300
-runs "maze:hard novelty" "$ex/maze.ini" maze:hard "$m" "$g"
-runs "maze:hard fitness" "$W/maze_fitness.ini" maze:hard "$m" "$g"
+case $what in all | xor)
+  runs "xor fitness" "$ex/xor.ini" xor "$n" 300
+  runs "xor nsga2 (fit, conns)" "$W/xor_nsga2.ini" xor "$n" 300 ;;
+esac
+for maze in hard medium; do
+  case $what in all | "maze:$maze-novelty")
+    runs "maze:$maze novelty" "$ex/maze.ini" "maze:$maze" "$m" "$g" ;;
+  esac
+  case $what in all | "maze:$maze-fitness")
+    runs "maze:$maze fitness" "$W/maze_fitness.ini" "maze:$maze" "$m" "$g" ;;
+  esac
+done

@@ -100,6 +100,12 @@ struct otc_neat_population {
 otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val);
 otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
                                    double *val);
+/* Under NSGA-II, genome `index` of the generation (a solver) with each enabled connection
+ * turned off, in gene order, while it still solves (simplify.c): *out a new genome (NULL when
+ * the first non-fitness objective is not one a connection lowers), *trials the evaluations it
+ * took. */
+otc_status otc_neat_simplify_solver(otc_neat_population *p, const otc_neat_task *task, int index,
+                                    otc_neat_genome **out, int *trials);
 void otc_neat_novelty_free(otc_neat_novelty *nv);
 /* The novelty archive as a checkpoint records it (checkpoint.c): the behaviours and the
  * threshold's state. get: false before the first generation made one; set: replaces p's. */
