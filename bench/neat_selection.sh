@@ -5,7 +5,8 @@
 # search against fitness over M seeds of at most G generations of 250 (the paper's 250,000
 # evaluations are G = 1000): solve rate and mean evaluations of the runs that solved.
 # Usage: bench/neat_selection.sh [OTC] [N=100] [M=4] [G=200] [WHAT=all]
-# WHAT: all, xor, or one of maze:hard-novelty, maze:hard-fitness, maze:medium-novelty,
+# WHAT: all, xor, dpnv (the double pole without velocities, N seeds of at most 200
+# generations of 1,000, under fitness and under nsga2 with fitness, connections), or one of maze:hard-novelty, maze:hard-fitness, maze:medium-novelty,
 # maze:medium-fitness (one batch, so batches can run side by side); each run's summary line
 # is also appended to $OTC_BENCH_LOG when set. (Defaults shortened; the paper's maze figures
 # need M = 40, G = 1000: hours on one core.)
@@ -17,6 +18,8 @@ W=$(mktemp -d /tmp/otc_selection_bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 sed 's/^no_fitness_termination = true/&\nselection = nsga2\nobjectives = fitness, connections/' \
   "$ex/xor.ini" >"$W/xor_nsga2.ini"
+sed 's/^no_fitness_termination = true/&\nselection = nsga2\nobjectives = fitness, connections/' \
+  "$ex/dpnv.ini" >"$W/dpnv_nsga2.ini"
 sed '/^selection /d; /^novelty_k /d' "$ex/maze.ini" >"$W/maze_fitness.ini"
 
 # runs LABEL CONFIG TASK SEEDS GENERATIONS: one line of figures from otc's summary lines
@@ -43,6 +46,10 @@ runs() {
 case $what in all | xor)
   runs "xor fitness" "$ex/xor.ini" xor "$n" 300
   runs "xor nsga2 (fit, conns)" "$W/xor_nsga2.ini" xor "$n" 300 ;;
+esac
+case $what in all | dpnv)
+  runs "dpnv fitness" "$ex/dpnv.ini" dpnv "$n" 200
+  runs "dpnv nsga2 (fit, conns)" "$W/dpnv_nsga2.ini" dpnv "$n" 200 ;;
 esac
 for maze in hard medium; do
   case $what in all | "maze:$maze-novelty")

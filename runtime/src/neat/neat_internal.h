@@ -119,6 +119,8 @@ bool otc_neat_novelty_get(const otc_neat_population *p, otc_neat_novelty_state *
 otc_status otc_neat_novelty_set(otc_neat_population *p, const otc_neat_novelty_state *st);
 /* The generation's evaluated genomes into the tracked front (none tracked: nothing). */
 otc_status otc_neat_front_update(otc_neat_population *p);
+/* One evaluated genome offered to the tracked front (copied when no member beats it). */
+otc_status otc_neat_front_offer(otc_neat_population *p, const otc_neat_genome *g);
 /* A member back into p's tracked front from a checkpoint (it takes g; v in the objectives'
  * own sense, as otc_neat_front_values gives them). */
 otc_status otc_neat_front_restore(otc_neat_population *p, otc_neat_genome *g, int generation,

@@ -298,6 +298,7 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
             goto done;
         p->evaluations += trials;
         s = set_champion(p, simple ? simple : p->genomes[solver]);
+        if (s == OTC_OK && simple) s = otc_neat_front_offer(p, simple); /* evaluated too */
         otc_neat_genome_free(simple);
         if (s != OTC_OK) goto done;
         p->stop = OTC_NEAT_STOP_SOLVED;
