@@ -37,10 +37,11 @@ runs() {
   awk -v label="$label" '
     { n++; ev = $0; sub(/ evaluations.*/, "", ev); sub(/.* /, "", ev)
       c = $0; sub(/ enabled connection.*/, "", c); sub(/.* /, "", c)
+      h = $0; sub(/ hidden node.*/, "", h); sub(/.* /, "", h); th += h
       if ($0 ~ /: solved after/) { ok++; sev += ev }
       tev += ev; tc += c }
-    END { printf "%-26s solved %d/%d  mean evaluations %.0f  mean enabled connections %.2f  mean evaluations of the solved %.0f\n",
-                 label, ok, n, tev / n, tc / n, ok ? sev / ok : 0 }' "$W/out"
+    END { printf "%-26s solved %d/%d  mean evaluations %.0f  mean enabled connections %.2f  mean hidden nodes %.2f  mean evaluations of the solved %.0f\n",
+                 label, ok, n, tev / n, tc / n, th / n, ok ? sev / ok : 0 }' "$W/out"
 }
 
 case $what in all | xor)

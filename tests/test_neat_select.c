@@ -148,7 +148,8 @@ static bool solves(const otc_neat_task *task, const otc_neat_config *c, otc_neat
 
 TEST(neat_nsga2_champion_needs_every_connection) {
     /* Under a size objective the solver is simplified before it becomes the champion: it
-     * still solves XOR, and with any one of its enabled connections off it no longer does. */
+     * still solves XOR, with any one of its enabled connections off it no longer does, and
+     * each hidden node it keeps feeds another node. */
     otc_neat_config c;
     REQUIRE(example_with("xor.ini", "selection = nsga2\nobjectives = fitness, connections", &c) ==
             OTC_OK);
@@ -164,6 +165,13 @@ TEST(neat_nsga2_champion_needs_every_connection) {
         REQUIRE(g);
         CHECK_MSG(solves(task, &c, e, g), "seed %llu: the champion does not solve",
                   (unsigned long long)seed);
+        for (int i = 0; i < g->n_nodes; i++) { /* no hidden node is left without a way out */
+            bool out = g->nodes[i].type != OTC_NEAT_HIDDEN;
+            for (int k = 0; k < g->n_conns && !out; k++)
+                out = g->conns[k].enabled && g->conns[k].in == g->nodes[i].id;
+            CHECK_MSG(out, "seed %llu: hidden node %d leads nowhere", (unsigned long long)seed,
+                      g->nodes[i].id);
+        }
         for (int i = 0; i < g->n_conns; i++) {
             if (!g->conns[i].enabled) continue;
             g->conns[i].enabled = false;

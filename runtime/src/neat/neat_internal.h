@@ -104,6 +104,9 @@ otc_status otc_neat_novelty_values(otc_neat_population *p, double default_thresh
  * turned off, in gene order, while it still solves (simplify.c): *out a new genome (NULL when
  * the first non-fitness objective is not one a connection lowers), *trials the evaluations it
  * took. */
+/* neat-python's _prune_dangling_nodes (mutate.c): hidden nodes with no enabled path to an
+ * output go, with their connections; the outputs are unchanged. */
+void otc_neat_prune_dangling(otc_neat_genome *g);
 otc_status otc_neat_simplify_solver(otc_neat_population *p, const otc_neat_task *task, int index,
                                     otc_neat_genome **out, int *trials);
 void otc_neat_novelty_free(otc_neat_novelty *nv);

@@ -1,5 +1,6 @@
 /* NSGA-II's solver simplified along the size objective: its enabled connections tried off one at
- * a time, each try an evaluation, kept off while the genome still solves. */
+ * a time, each try an evaluation, kept off while the genome still solves; then the hidden nodes
+ * left without a path to an output removed. */
 #include "neat_internal.h"
 
 /* Why: the run stops at the first generation that solves, and NEAT only adds structure, so
@@ -50,6 +51,7 @@ otc_status otc_neat_simplify_solver(otc_neat_population *p, const otc_neat_task 
         otc_neat_genome_free(best);
         return s;
     }
+    otc_neat_prune_dangling(best); /* nodes the pass cut off from every output */
     *out = best;
     return OTC_OK;
 }
