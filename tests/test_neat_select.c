@@ -136,6 +136,56 @@ TEST(neat_nsga2_xor_solves_with_a_front_of_smaller_nets) {
     }
 }
 
+/* Whether g solves `task`, evaluated afresh through the public batch evaluator. */
+static bool solves(const otc_neat_task *task, const otc_neat_config *c, otc_neat_evaluator *e,
+                   otc_neat_genome *g) {
+    uint64_t seed = 1;
+    bool solved = false;
+    g->evaluated = false;
+    otc_neat_batch b = {.genomes = &g, .seeds = &seed, .n = 1, .solved = &solved};
+    return otc_neat_evaluate_batch(e, task, c, &b, 1) == OTC_OK && solved;
+}
+
+TEST(neat_nsga2_champion_needs_every_connection) {
+    /* Under a size objective the solver is simplified before it becomes the champion: it
+     * still solves XOR, with any one of its enabled connections off it no longer does, and
+     * each hidden node it keeps feeds another node. */
+    otc_neat_config c;
+    REQUIRE(example_with("xor.ini", "selection = nsga2\nobjectives = fitness, connections", &c) ==
+            OTC_OK);
+    otc_neat_task *task = NULL;
+    otc_neat_evaluator *e = otc_neat_evaluator_new();
+    REQUIRE(e && otc_neat_task_create("xor", &c, &task) == OTC_OK);
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        bool solved = false;
+        otc_neat_population *p = run(&c, "xor", seed, 200, 1, false, &solved);
+        REQUIRE(p);
+        CHECK_MSG(solved, "seed %llu", (unsigned long long)seed);
+        otc_neat_genome *g = otc_neat_genome_copy(otc_neat_champion(p));
+        REQUIRE(g);
+        CHECK_MSG(solves(task, &c, e, g), "seed %llu: the champion does not solve",
+                  (unsigned long long)seed);
+        for (int i = 0; i < g->n_nodes; i++) { /* no hidden node is left without a way out */
+            bool out = g->nodes[i].type != OTC_NEAT_HIDDEN;
+            for (int k = 0; k < g->n_conns && !out; k++)
+                out = g->conns[k].enabled && g->conns[k].in == g->nodes[i].id;
+            CHECK_MSG(out, "seed %llu: hidden node %d leads nowhere", (unsigned long long)seed,
+                      g->nodes[i].id);
+        }
+        for (int i = 0; i < g->n_conns; i++) {
+            if (!g->conns[i].enabled) continue;
+            g->conns[i].enabled = false;
+            CHECK_MSG(!solves(task, &c, e, g), "seed %llu: solves without connection %d",
+                      (unsigned long long)seed, i);
+            g->conns[i].enabled = true;
+        }
+        otc_neat_genome_free(g);
+        otc_neat_population_free(p);
+    }
+    otc_neat_evaluator_free(e);
+    otc_neat_task_free(task);
+}
+
 TEST(neat_nsga2_same_on_any_thread_count) {
     otc_neat_config c;
     REQUIRE(example_with("xor.ini", "selection = nsga2\nobjectives = fitness, connections, nodes",

@@ -77,36 +77,37 @@ static void insert(const otc_neat_config *c, otc_neat_front *f, otc_neat_genome 
     memcpy(m->v, v, sizeof m->v);
 }
 
-otc_status otc_neat_front_update(otc_neat_population *p) {
+otc_status otc_neat_front_offer(otc_neat_population *p, const otc_neat_genome *g) {
     otc_neat_front *f = p->front;
     if (!f) return OTC_OK;
     const otc_neat_config *c = &p->config;
-    for (int i = 0; i < p->n_genomes; i++) {
-        const otc_neat_genome *g = p->genomes[i];
-        double v[OTC_NEAT_MAX_OBJECTIVES];
-        for (int j = 0; j < c->n_objectives; j++)
-            v[j] = otc_neat_objective_value(c->objectives[j], g);
-        if (!isfinite(v[fitness_objective(c)])) continue;
-        bool beaten = false;
-        for (int k = 0; k < f->n && !beaten; k++) {
-            int r = compare(c, f->m[k].v, v);
-            beaten = r == -1 || r == 2;
-        }
-        if (beaten) continue;
-        int kept = 0; /* members g dominates leave (in order, so the front stays sorted) */
-        for (int k = 0; k < f->n; k++) {
-            if (compare(c, v, f->m[k].v) == -1)
-                otc_neat_genome_free(f->m[k].g);
-            else
-                f->m[kept++] = f->m[k];
-        }
-        f->n = kept;
-        if (f->n == OTC_NEAT_MAX_FRONT) continue;
-        otc_neat_genome *copy = otc_neat_genome_copy(g);
-        if (!copy) return otc_fail(OTC_ERR_NOMEM, "out of memory for the Pareto front");
-        insert(c, f, copy, p->generation, v);
+    double v[OTC_NEAT_MAX_OBJECTIVES];
+    for (int j = 0; j < c->n_objectives; j++) v[j] = otc_neat_objective_value(c->objectives[j], g);
+    if (!isfinite(v[fitness_objective(c)])) return OTC_OK;
+    for (int k = 0; k < f->n; k++) {
+        int r = compare(c, f->m[k].v, v);
+        if (r == -1 || r == 2) return OTC_OK; /* beaten */
     }
+    int kept = 0; /* members g dominates leave (in order, so the front stays sorted) */
+    for (int k = 0; k < f->n; k++) {
+        if (compare(c, v, f->m[k].v) == -1)
+            otc_neat_genome_free(f->m[k].g);
+        else
+            f->m[kept++] = f->m[k];
+    }
+    f->n = kept;
+    if (f->n == OTC_NEAT_MAX_FRONT) return OTC_OK;
+    otc_neat_genome *copy = otc_neat_genome_copy(g);
+    if (!copy) return otc_fail(OTC_ERR_NOMEM, "out of memory for the Pareto front");
+    insert(c, f, copy, p->generation, v);
     return OTC_OK;
+}
+
+otc_status otc_neat_front_update(otc_neat_population *p) {
+    otc_status s = OTC_OK;
+    for (int i = 0; i < p->n_genomes && s == OTC_OK; i++)
+        s = otc_neat_front_offer(p, p->genomes[i]);
+    return s;
 }
 
 otc_status otc_neat_front_restore(otc_neat_population *p, otc_neat_genome *g, int generation,

@@ -147,7 +147,7 @@ static void remove_conn_at(otc_neat_genome *g, int i) {
 
 /* neat-python's _prune_dangling_nodes: hidden nodes with no enabled path to an output go,
  * with their connections. */
-static void prune_dangling(otc_neat_genome *g) {
+void otc_neat_prune_dangling(otc_neat_genome *g) {
     bool *need = calloc((size_t)g->n_nodes + 1, sizeof *need);
     if (!need) return; /* pruning is tidying: without memory the genome stays as it is */
     for (int i = 0; i < g->n_nodes; i++) need[i] = g->nodes[i].type != OTC_NEAT_HIDDEN;
@@ -308,7 +308,7 @@ otc_status otc_neat_mutate(otc_neat_genome *g, const otc_neat_config *c, otc_nea
             otc_neat_mutate_delete_conn(g, rng), deleted = true;
     }
     if (s != OTC_OK) return s;
-    if (deleted && c->np_evolution) prune_dangling(g);
+    if (deleted && c->np_evolution) otc_neat_prune_dangling(g);
     /* The NEAT paper's code mutates either the structure or the weights of a child, which
      * keeps a new node from arriving together with a weight change that hides its value. */
     bool structural = g->n_nodes != n_nodes0 || g->n_conns != n_conns0;

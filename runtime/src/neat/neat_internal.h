@@ -100,6 +100,15 @@ struct otc_neat_population {
 otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val);
 otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
                                    double *val);
+/* Under NSGA-II, genome `index` of the generation (a solver) with each enabled connection
+ * turned off, in gene order, while it still solves (simplify.c): *out a new genome (NULL when
+ * the first non-fitness objective is not one a connection lowers), *trials the evaluations it
+ * took. */
+/* neat-python's _prune_dangling_nodes (mutate.c): hidden nodes with no enabled path to an
+ * output go, with their connections; the outputs are unchanged. */
+void otc_neat_prune_dangling(otc_neat_genome *g);
+otc_status otc_neat_simplify_solver(otc_neat_population *p, const otc_neat_task *task, int index,
+                                    otc_neat_genome **out, int *trials);
 void otc_neat_novelty_free(otc_neat_novelty *nv);
 /* The novelty archive as a checkpoint records it (checkpoint.c): the behaviours and the
  * threshold's state. get: false before the first generation made one; set: replaces p's. */
@@ -113,6 +122,8 @@ bool otc_neat_novelty_get(const otc_neat_population *p, otc_neat_novelty_state *
 otc_status otc_neat_novelty_set(otc_neat_population *p, const otc_neat_novelty_state *st);
 /* The generation's evaluated genomes into the tracked front (none tracked: nothing). */
 otc_status otc_neat_front_update(otc_neat_population *p);
+/* One evaluated genome offered to the tracked front (copied when no member beats it). */
+otc_status otc_neat_front_offer(otc_neat_population *p, const otc_neat_genome *g);
 /* A member back into p's tracked front from a checkpoint (it takes g; v in the objectives'
  * own sense, as otc_neat_front_values gives them). */
 otc_status otc_neat_front_restore(otc_neat_population *p, otc_neat_genome *g, int generation,

@@ -290,8 +290,18 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     if (!p->champion || p->genomes[best]->fitness > p->champion->fitness)
         if ((s = set_champion(p, p->genomes[best])) != OTC_OK) goto done;
     if (solver >= 0) {
-        /* The genome that met the criterion is the champion, even if another scored higher. */
-        if ((s = set_champion(p, p->genomes[solver])) != OTC_OK) goto done;
+        /* The genome that met the criterion is the champion, even if another scored higher;
+         * under NSGA-II, simplified along the size objective first. */
+        otc_neat_genome *simple = NULL;
+        int trials = 0;
+        if (c->selection == OTC_NEAT_SELECT_NSGA2 &&
+            (s = otc_neat_simplify_solver(p, task, solver, &simple, &trials)) != OTC_OK)
+            goto done;
+        p->evaluations += trials;
+        s = set_champion(p, simple ? simple : p->genomes[solver]);
+        if (s == OTC_OK && simple) s = otc_neat_front_offer(p, simple); /* evaluated too */
+        otc_neat_genome_free(simple);
+        if (s != OTC_OK) goto done;
         p->stop = OTC_NEAT_STOP_SOLVED;
     } else if (task->confirm) {
         bool ok = false;
