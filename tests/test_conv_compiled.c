@@ -326,6 +326,78 @@ BACKEND_TEST(conv_compiled_hand_values) {
     otc_graph_free(g);
 }
 
+/* y[b, o, i, j] = bias[o] + sum over the group's channels and the taps inside the input of
+ * x w, in double: the reference for one_sample_wide_rows. */
+static double direct_conv(const float *x, const float *w, const float *bias, int C, int H, int W,
+                          int O, int G, int KH, int KW, int ph, int pw, int b, int o, int i,
+                          int j) {
+    int cg = C / G, og = O / G;
+    double s = bias[o];
+    for (int c = 0; c < cg; c++)
+        for (int kh = 0; kh < KH; kh++)
+            for (int kw = 0; kw < KW; kw++) {
+                int ih = i + kh - ph, iw = j + kw - pw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                int ch = (o / og) * cg + c;
+                s += (double)x[((b * C + ch) * H + ih) * W + iw] *
+                     w[((o * cg + c) * KH + kh) * KW + kw];
+            }
+    return s;
+}
+
+/* Rows wider than a vector (21 pixels: a whole and a partial block of lanes), padding on
+ * both sides, groups, output channels that do not fill a register block: batch 1 (the
+ * compiled one-sample paths), then 2 and 1 again on the same executor, against direct sums. */
+BACKEND_TEST(conv_compiled_one_sample_wide_rows) {
+    enum { C = 2, H = 4, W = 21, B = 2 };
+    static const struct {
+        int O, G, KH, KW, ph, pw;
+    } shapes[2] = {{6, 1, 3, 3, 1, 1}, {4, 2, 1, 5, 0, 2}};
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", (otc_shape){4, {OTC_BATCH, C, H, W}});
+    otc_rng r;
+    otc_rng_seed(&r, 5);
+    float xs[B * C * H * W], wv[2][6 * 2 * 3 * 5], bv[2][6];
+    fill(&r, xs, B * C * H * W, 1);
+    otc_id y[2];
+    for (int q = 0; q < 2; q++) {
+        int O = shapes[q].O, KH = shapes[q].KH, KW = shapes[q].KW;
+        fill(&r, wv[q], (size_t)(O * (C / shapes[q].G) * KH * KW), 1);
+        fill(&r, bv[q], (size_t)O, 1);
+        otc_id w =
+            otc_param(g, q ? "w2" : "w1", (otc_shape){4, {O, C / shapes[q].G, KH, KW}}, wv[q]);
+        otc_id b = otc_param(g, q ? "b2" : "b1", otc_shape_1d(O), bv[q]);
+        y[q] = otc_conv2d(g, q ? "conv2" : "conv1", x, w, b,
+                          &(otc_conv2d_params){
+                              .pad_h = shapes[q].ph, .pad_w = shapes[q].pw, .groups = shapes[q].G});
+        REQUIRE(y[q] >= 0);
+        otc_graph_mark_output(g, y[q]);
+    }
+    otc_executor *ex = bk_new(k, g, &(bk_options){.inference = true, .loss = -1});
+    REQUIRE_EX(ex);
+    const int batches[3] = {1, B, 1};
+    for (int t = 0; t < 3; t++) {
+        REQUIRE(otc_exec_set_input(ex, x, xs, batches[t]) == OTC_OK);
+        REQUIRE(otc_exec_forward(ex) == OTC_OK);
+        for (int q = 0; q < 2; q++) {
+            const float *v;
+            REQUIRE(otc_exec_value(ex, y[q], &v, NULL) == OTC_OK);
+            int O = shapes[q].O, n = 0;
+            for (int b = 0; b < batches[t]; b++)
+                for (int o = 0; o < O; o++)
+                    for (int i = 0; i < H; i++)
+                        for (int j = 0; j < W; j++, n++) {
+                            double want =
+                                direct_conv(xs, wv[q], bv[q], C, H, W, O, shapes[q].G, shapes[q].KH,
+                                            shapes[q].KW, shapes[q].ph, shapes[q].pw, b, o, i, j);
+                            CHECK_NEAR(v[n], want, TOL_VALUE * (1 + fabs(want)));
+                        }
+        }
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
 /* ---- the trained CNN shipped: emitted C built for aarch64, run under qemu ---- */
 
 #define SKIP_CODE   77

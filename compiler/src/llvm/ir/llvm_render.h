@@ -176,6 +176,10 @@ void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
 
 /* llvm_render_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
 void otc_lv_loop_program(otc_llvm_r *r, otc_id id, bool backward);
+/* llvm_render_conv1.c: conv2d node id's forward for a batch of one sample (the caller
+ * branches on it), when it fits (stride and dilation 1, a small input). */
+bool otc_lv_conv_one_sample_fits(const otc_llvm_r *r, otc_id id);
+void otc_lv_conv_one_sample(otc_llvm_r *r, otc_id id);
 /* llvm_render_matmul_back.c: the gradient products of a batched MatMul (a MATMUL kernel). */
 void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id);
 

@@ -194,6 +194,20 @@ void otc_lv_loop_program(otc_llvm_r *r, otc_id id, bool backward) {
         otc_lv_store(r, otc_llvm_const(body_t, 0.0), s.sum[i]);
     }
     section(&s, OTC_LOOP_BEFORE);
+    /* A convolution with a single sample: the samples' layout pads it to W lanes, which the
+     * batched body would all compute to keep one. */
+    LLVMBasicBlockRef join = NULL;
+    if (!backward && p->batched && otc_lv_conv_one_sample_fits(r, id)) {
+        LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "one_sample");
+        LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "samples");
+        join = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "samples_done");
+        LLVMValueRef single = LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_BATCH], otc_lv_i64(r, 1), "");
+        LLVMBuildCondBr(B, single, one, many);
+        LLVMPositionBuilderAtEnd(B, one);
+        otc_lv_conv_one_sample(r, id);
+        LLVMBuildBr(B, join);
+        LLVMPositionBuilderAtEnd(B, many);
+    }
     otc_llvm_loop chunks = {0};
     if (p->batched) {
         otc_lv_chunks_begin(r, &chunks);
@@ -203,6 +217,11 @@ void otc_lv_loop_program(otc_llvm_r *r, otc_id id, bool backward) {
     if (p->batched) {
         otc_lv_chunks_end(r, &chunks);
         s.vec = false;
+    }
+    if (join) {
+        LLVMBuildBr(B, join);
+        LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
+        LLVMPositionBuilderAtEnd(B, join);
     }
     for (int i = 0; i < p->n_sums; i++) {
         LLVMValueRef v = otc_lv_load(r, body_t, s.sum[i]);
