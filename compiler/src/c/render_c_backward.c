@@ -622,12 +622,12 @@ static void update_step(otc_cr *c, const otc_plan_step *s, const otc_optim_rule 
     otc_cr_line(c, "}");
 }
 
-void otc_cr_backward_steps(otc_cr *c, bool grads, bool update) {
+void otc_cr_backward_range(otc_cr *c, int from, int to, bool grads, bool update) {
     const otc_plan *p = c->plan;
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&p->options.optim));
     char off[64];
     bool prelude = false;
-    for (int i = p->n_forward_steps; i < p->n_steps && !c->st; i++) {
+    for (int i = from; i < to && !c->st; i++) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
         char lab[OTC_CR_LABEL_LEN];
