@@ -54,7 +54,8 @@ void otc_plan_fuse_backward(otc_plan *p) {
 }
 
 /* A step's code size in otc_plan_member_cost's units: a kernel's members, a gradient rule
- * (about twice its member's code), a dense product or a structural op's loop nests. */
+ * (its member's code several times over: the derivative, each input's gradient, the batch
+ * sums of the weights'), a dense product or a structural op's loop nests. */
 static int64_t step_cost(const otc_plan *p, const otc_plan_step *s) {
     enum { LOOP_NEST = 32 };
     int64_t n = 1;
@@ -66,7 +67,9 @@ static int64_t step_cost(const otc_plan *p, const otc_plan_step *s) {
     } else if (s->kind == OTC_STEP_BACKWARD) {
         const otc_plan_value *v = &p->values[s->node];
         if (v->kernel < 0 || p->kernels[v->kernel].kind != OTC_KERNEL_MAP) n += LOOP_NEST;
-        n += 2 * otc_plan_member_cost(p->graph, s->node);
+        /* gcc -O2 on a 200-neuron chain's training step: 16.6 s with the factor 2, 11.6 s
+         * with 6 (a fused run of a kernel's rules is then a part of its own). */
+        n += 6 * otc_plan_member_cost(p->graph, s->node);
     }
     return n;
 }
