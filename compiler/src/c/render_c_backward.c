@@ -612,6 +612,10 @@ static void update_step(otc_cr *c, const otc_plan_step *s, const otc_optim_rule 
     update_spelling u;
     update_spell(c, &u);
     const otc_cr_leaves leaves = {.arg = u.arg, .n_arg = OTC_OPTIM_ARG_COUNT};
+    /* Weight i's update reads and writes element i of the weights, moments and gradients
+     * only; without saying so gcc -O2 versions (or at -O2 leaves scalar) the loop over
+     * p->w, p->m, p->v and g. */
+    otc_cr_assume_independent(c, false);
     otc_cr_line(c, "for (size_t i = %" PRId64 "; i < %" PRId64 "; i++) {", s->offset,
                 s->offset + s->count);
     c->indent++;

@@ -39,6 +39,8 @@ typedef struct {
     bool math_used[2][OTC_CRM_COUNT]; /* math the code calls: [0] vector loops, [1] scalar */
     char inline_macro[80];            /* "NAME_INLINE" (otc_cr_inline) */
     char outline_macro[80];           /* "NAME_OUTLINE" */
+    char sqrt_macro[80];              /* "NAME_SQRT" (otc_cr_sqrt) */
+    bool sqrt_used;
     bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
     /* Spelling a tape's loops (render_c_tape.c): the step graph's states, the window's steps.
@@ -198,6 +200,10 @@ void otc_cr_act_helpers(otc_cr *c, otc_text *out);
 const char *otc_cr_inline(otc_cr *c);
 /* "NAME_OUTLINE": static, never inlined where the compiler allows. */
 const char *otc_cr_outline(otc_cr *c);
+/* "NAME_SQRT", the square root the expressions call, marked used; otc_cr_sqrt_macro defines
+ * it. */
+const char *otc_cr_sqrt(otc_cr *c);
+void otc_cr_sqrt_macro(otc_cr *c, otc_text *out);
 /* "NAME_exp" (in buf; "NAME_exp_s" with c->outline), marked used; the kernels call it
  * instead of libm. */
 const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len);
