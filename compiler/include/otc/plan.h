@@ -238,9 +238,9 @@ bool otc_plan_reads_input(const otc_graph *g, otc_id node, int slot);
 /* Long schedules in parts of bounded size: the end of the part of steps that starts at
  * `from` (< to), at least one step and never inside a fused backward run. A compiler's
  * passes grow faster than linearly in a function's size, so a renderer that spells each part
- * as a function of its own compiles a deep graph in time linear in its steps; a graph of
- * ordinary size is one part (the end is `to`). Parts talk through the plan's buffers, so a
- * boundary changes no arithmetic. */
+ * as a function of its own compiles a deep graph in time linear in its steps; the forward
+ * pass of a graph of ordinary size is one part (the end is `to`). Parts talk through the
+ * plan's buffers, so a boundary changes no arithmetic. */
 int otc_plan_part_end(const otc_plan *plan, int from, int to);
 /* Optimiser floats per weight: 0 (plain SGD), 1 (momentum) or 2 (Adam). */
 int otc_plan_optim_slots(const otc_optim_config *c);

@@ -76,7 +76,9 @@ static int64_t step_cost(const otc_plan *p, const otc_plan_step *s) {
 
 /* Units per part: a few kernels. gcc -O2's time per function grows faster than linearly
  * (500 tanh neurons in one function: 39 s); at this size a function takes a fraction of a
- * second, and an MLP, LeNet or an evolved genome of ordinary size stays one part. */
+ * second. The forward pass of an MLP, LeNet or an evolved genome of ordinary size stays one
+ * part; their training steps are two or three (a call between loop nests costs nothing next
+ * to them). */
 enum { PART_COST = 512 };
 
 int otc_plan_part_end(const otc_plan *p, int from, int to) {
