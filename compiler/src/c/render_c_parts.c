@@ -8,10 +8,10 @@
 /* The caller's locals a part may read, in the order of the part's parameters. */
 static const struct {
     unsigned bit;
-    const char *param; /* its declaration as a parameter; "@" is the model's name */
+    const char *param; /* its declaration as a parameter (p's: signature()) */
     const char *name;
 } locals[] = {
-    {OTC_CR_P, "@_params *p", "p"},
+    {OTC_CR_P, NULL, "p"},
     {OTC_CR_W, "const float *w", "w"},
     {OTC_CR_WS, "float *ws", "ws"},
     {OTC_CR_WP, "const float *wp", "wp"},
@@ -27,15 +27,14 @@ static const struct {
 static void signature(otc_cr *c, otc_text *out, int n) {
     otc_text_printf(out, "%s_PART int %s_part_%d(", c->name, c->name, n);
     for (size_t i = 0; i < sizeof locals / sizeof locals[0]; i++) {
-        const char *d = locals[i].param;
-        if (locals[i].bit == OTC_CR_P) {
+        if (!locals[i].param) {
             /* Only a training step's parts update weights; an inference file has no type. */
             if (c->train)
                 otc_text_printf(out, "%s_params *p, ", c->name);
             else
                 otc_text_puts(out, "const void *p, ");
         } else {
-            otc_text_printf(out, "%s, ", d);
+            otc_text_printf(out, "%s, ", locals[i].param);
         }
     }
     otc_text_puts(out, c->fixed_batch > 0 ? "size_t B) {\n" : "size_t B, size_t S) {\n");
