@@ -2,7 +2,7 @@
 """How compile time grows with graph depth: otc's compilers on deep chains, fitted exponent.
 
 Usage: bench/compile_scaling.py [OTC_BINARY] [--sizes 1000,2000,...] [--timeout S]
-                                [--kinds neuron,dense] [--modes jit,asm,c] [--repeat R]
+                                [--kinds neuron,dense] [--modes jit,asm,c,ctrain] [--repeat R]
 
 Two deep models, N = 1k, 2k, 4k, 8k, 16k by default:
   neuron  a neat-python network (`otc import`): input -> N tanh neurons in a chain -> output;
@@ -12,6 +12,7 @@ For each, the CPU time (user + system) of
   jit  `otc run M --input 1row.csv --jit` (compile, then one row),
   asm  `otc compile M --emit-asm m.s`,
   c    `otc compile M --emit-c DIR` and `gcc -O2 -c DIR/m.c`,
+  ctrain  the same with `--train` (forward, backward and the Adam step; not by default),
 with the interpreter's `otc run` on the same model as the baseline taken off `jit` (loading
 and planning are in both). The exponent of N is fitted by least squares on log-log: 1 is
 linear, 2 quadratic. A run slower than --timeout (default 60 s) is stopped and larger N of
@@ -161,7 +162,9 @@ def main():
                         t = timed([[otc, "compile", path, "--emit-asm", f"{d}/m.s"]], timeout,
                                   repeat)
                     else:
-                        t = timed([[otc, "compile", path, "--emit-c", f"{d}/c", "--name", "m"],
+                        train = ["--train"] if m == "ctrain" else []
+                        t = timed([[otc, "compile", path, "--emit-c", f"{d}/c", "--name", "m"]
+                                   + train,
                                    [cc, "-O2", "-c", f"{d}/c/m.c", "-o", f"{d}/m.o"]], timeout,
                                   repeat)
                     rows[m].append(t)

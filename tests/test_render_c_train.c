@@ -195,6 +195,61 @@ TEST(emitc_train_tracks_interpreter_100_steps) {
     for (int i = 0; i < N; i++) emitc_case_free(&cs[i]);
 }
 
+/* ---- deep graphs: the schedule in parts ---- */
+
+/* x -> n1 -> n2 -> ... -> n`depth`, tanh and sigmoid neurons by turns, two sources each from
+ * the chain (the one before and the input). */
+static otc_graph *deep_chain(int depth) {
+    otc_graph *g = otc_graph_new();
+    if (!g) return NULL;
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2)), prev = x;
+    for (int i = 0; i < depth && prev >= 0; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i + 1);
+        otc_id srcs[2] = {prev, x};
+        int cols[2] = {0, i % 2};
+        float w[2] = {0.9f + 0.01f * (float)(i % 7), 0.05f * (float)(i % 3) - 0.05f};
+        prev = otc_neuron(g, name, i % 2 ? OTC_ACT_SIGMOID : OTC_ACT_TANH, 0.01f * (float)(i % 5),
+                          1.0f, 2, srcs, cols, w);
+    }
+    if (prev < 0 || otc_graph_mark_output(g, prev)) {
+        otc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+TEST(emitc_deep_chain_in_parts) {
+    /* 160 neurons deep: many kernels, and the forward pass, the backward pass and the update
+     * cut into parts (otc_plan_part_end), each its own function NAME_part_N. They build clean
+     * under -Wall -Wextra -Werror and agree with the interpreter: the forward pass, every
+     * gradient, and 100 Adam steps. */
+    emitc_case c;
+    otc_graph *g = deep_chain(160);
+    REQUIRE(g);
+    otc_emit_c_options eo = train_options(OTC_OPTIM_ADAM);
+    eo.optim.lr = 0.01f;
+    REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &eo.loss, NULL) == OTC_OK);
+    REQUIRE(emitc_case_init(&c, g, 0, &eo));
+    char *h = NULL, *src = NULL;
+    REQUIRE(otc_emit_c(c.g, &c.eo, &h, &src) == OTC_OK);
+    int parts = 0;
+    for (const char *at = src; (at = strstr(at, "_PART int g0_part_")); at++) parts++;
+    CHECK_MSG(parts >= 6, "%d parts", parts);
+    free(h);
+    free(src);
+    emitc_build b;
+    CHECK(emitc_build_cases(&c, 1, "-std=c99 -O0 -Wall -Wextra -Werror", &b));
+    if (b.so) {
+        CHECK(emitc_check_forward(&c, &b, 1, 1, 1e-5));
+        CHECK(emitc_check_forward(&c, &b, 19, 2, 1e-5));
+        CHECK(emitc_check_gradients(&c, &b, 5, 3, GRAD_TOL, 0));
+        track(&c, &b, 0, 4);
+    }
+    emitc_unload(&b);
+    emitc_case_free(&c);
+}
+
 /* ---- shipping to phones: cross-compiled for Arm, run under qemu-user ---- */
 
 #define SKIP_CODE 77

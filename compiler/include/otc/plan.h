@@ -235,6 +235,13 @@ otc_plan_bytes otc_plan_sizes(const otc_plan *plan, int64_t batch);
 otc_id otc_plan_owner(const otc_plan *plan, otc_id id);
 /* Is this input edge a data edge? (RowBroadcast's second input only lends its shape.) */
 bool otc_plan_reads_input(const otc_graph *g, otc_id node, int slot);
+/* Long schedules in parts of bounded size: the end of the part of steps that starts at
+ * `from` (< to), at least one step and never inside a fused backward run. A compiler's
+ * passes grow faster than linearly in a function's size, so a renderer that spells each part
+ * as a function of its own compiles a deep graph in time linear in its steps; the forward
+ * pass of a graph of ordinary size is one part (the end is `to`). Parts talk through the
+ * plan's buffers, so a boundary changes no arithmetic. */
+int otc_plan_part_end(const otc_plan *plan, int from, int to);
 /* Optimiser floats per weight: 0 (plain SGD), 1 (momentum) or 2 (Adam). */
 int otc_plan_optim_slots(const otc_optim_config *c);
 

@@ -466,6 +466,7 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
     }
     otc_cr_line(c, "(void)w;");
     otc_cr_line(c, "(void)in;");
+    c->locals = OTC_CR_W | OTC_CR_WS | OTC_CR_IN | OTC_CR_OUT;
     if (ps->big) {
         otc_cr_line(c, "if (B < %d) { /* all in one loop: values stay in registers */",
                     OTC_C_BIG_BATCH);
@@ -559,6 +560,8 @@ static void write_training(otc_cr *c, const otc_emit_c_options *o, const plan_se
     otc_cr_line(c, "(void)lr;");
     if (t->options.optim.kind != OTC_OPTIM_SGD) otc_cr_line(c, "p->t += 1;");
     c->plan = t;
+    c->locals = OTC_CR_P | OTC_CR_W | OTC_CR_G | OTC_CR_IN | OTC_CR_TARGET | OTC_CR_LR |
+                (c->tape ? 0 : OTC_CR_WS);
     if (c->tape) {
         otc_cr_tape_train(c);
     } else {
@@ -628,11 +631,15 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
             write_weights(&c, array, fwd);
         /* The bodies first (they mark the activation helpers they call), then the helpers
          * before them in the file. */
-        otc_text body, helpers;
+        otc_text body, helpers, parts;
         otc_text_init(&body);
         otc_text_init(&helpers);
+        otc_text_init(&parts);
         c.sb = &body;
         c.helpers = &helpers;
+        c.parts = &parts;
+        c.train = train != NULL;
+        c.fixed_batch = o.batch;
         if (ps.decoded > 0) otc_cr_decode_weights(&c, fwd, o.weights);
         write_forward(&c, &o, &ps, train != NULL);
         if (train) write_training(&c, &o, &ps);
@@ -641,6 +648,7 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         otc_text acts;
         otc_text_init(&acts);
         otc_cr_act_helpers(&c, &acts);
+        otc_cr_sqrt_macro(&c, &cs);
         otc_cr_math_helpers(&c, &cs);
         if (acts.failed)
             cs.failed = true;
@@ -653,6 +661,11 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         else if (helpers.text)
             otc_text_puts(&cs, helpers.text);
         otc_text_free(&helpers);
+        if (parts.failed)
+            cs.failed = true;
+        else if (parts.text)
+            otc_text_puts(&cs, parts.text);
+        otc_text_free(&parts);
         if (body.failed)
             cs.failed = true;
         else if (body.text)

@@ -612,6 +612,10 @@ static void update_step(otc_cr *c, const otc_plan_step *s, const otc_optim_rule 
     update_spelling u;
     update_spell(c, &u);
     const otc_cr_leaves leaves = {.arg = u.arg, .n_arg = OTC_OPTIM_ARG_COUNT};
+    /* Weight i's update reads and writes element i of the weights, moments and gradients
+     * only; without saying so gcc -O2 versions (or at -O2 leaves scalar) the loop over
+     * p->w, p->m, p->v and g. */
+    otc_cr_assume_independent(c, false);
     otc_cr_line(c, "for (size_t i = %" PRId64 "; i < %" PRId64 "; i++) {", s->offset,
                 s->offset + s->count);
     c->indent++;
@@ -622,12 +626,12 @@ static void update_step(otc_cr *c, const otc_plan_step *s, const otc_optim_rule 
     otc_cr_line(c, "}");
 }
 
-void otc_cr_backward_steps(otc_cr *c, bool grads, bool update) {
+void otc_cr_backward_range(otc_cr *c, int from, int to, bool grads, bool update) {
     const otc_plan *p = c->plan;
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(&p->options.optim));
     char off[64];
     bool prelude = false;
-    for (int i = p->n_forward_steps; i < p->n_steps && !c->st; i++) {
+    for (int i = from; i < to && !c->st; i++) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
         char lab[OTC_CR_LABEL_LEN];

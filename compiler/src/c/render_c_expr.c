@@ -219,7 +219,7 @@ static void put(printer *pr, otc_text *out, const otc_expr *e) {
                            "an argument"));
         return;
     case OTC_EX_SQRT:
-        call(pr, out, "sqrtf", e);
+        call(pr, out, otc_cr_sqrt(c), e);
         return;
     case OTC_EX_COUNT:
         break;

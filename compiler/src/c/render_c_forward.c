@@ -320,9 +320,9 @@ static void state_step(otc_cr *c, const otc_plan_step *s) {
     otc_cr_line(c, "}");
 }
 
-void otc_cr_forward_steps(otc_cr *c) {
+void otc_cr_forward_range(otc_cr *c, int from, int to) {
     const otc_plan *p = c->plan;
-    for (int i = 0; i < p->n_forward_steps && !c->st; i++) {
+    for (int i = from; i < to && !c->st; i++) {
         const otc_plan_step *s = &p->steps[i];
         c->mark_gen++;
         if (s->kind == OTC_STEP_STATE) {

@@ -39,6 +39,8 @@ typedef struct {
     bool math_used[2][OTC_CRM_COUNT]; /* math the code calls: [0] vector loops, [1] scalar */
     char inline_macro[80];            /* "NAME_INLINE" (otc_cr_inline) */
     char outline_macro[80];           /* "NAME_OUTLINE" */
+    char sqrt_macro[80];              /* "NAME_SQRT" (otc_cr_sqrt) */
+    bool sqrt_used;
     bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
     /* Spelling a tape's loops (render_c_tape.c): the step graph's states, the window's steps.
@@ -46,8 +48,31 @@ typedef struct {
     const otc_unrolled *tape;
     int tape_steps;
     int n_helpers;
+    /* Parts (render_c_parts.c): the functions of a long schedule, before the bodies; the
+     * locals of the function being written (OTC_CR_* bits) a part's call passes on; a
+     * training file (its parts take NAME_params); the fixed batch stride, or 0. */
+    otc_text *parts;
+    int n_parts;
+    unsigned locals;
+    bool train;
+    int fixed_batch;
     otc_status st;
 } otc_cr;
+
+/* The locals the bodies read besides B and S. */
+enum {
+    OTC_CR_P = 1u << 0,     /* NAME_params *p (the update) */
+    OTC_CR_W = 1u << 1,     /* the weights */
+    OTC_CR_WS = 1u << 2,    /* the activation buffer (a tape: step t's slot) */
+    OTC_CR_WP = 1u << 3,    /* a tape: step t - 1's slot */
+    OTC_CR_G = 1u << 4,     /* the gradient buffer */
+    OTC_CR_CARRY = 1u << 5, /* a tape: the state's gradient from step t + 1 */
+    OTC_CR_IN = 1u << 6,    /* the caller's rows */
+    OTC_CR_OUT = 1u << 7,
+    OTC_CR_TARGET = 1u << 8,
+    OTC_CR_LR = 1u << 9,
+    OTC_CR_T = 1u << 10 /* a tape: the time step */
+};
 
 /* One line of code at the current indentation. */
 void otc_cr_line(otc_cr *c, const char *fmt, ...)
@@ -85,13 +110,18 @@ void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d);
 void otc_cr_mm_prelude(otc_cr *c, otc_text *out);
 
 /* Function bodies, written into c->sb at one indentation level (the caller writes the
- * signature, the locals ws/w/g/B/S/in/out/target and the argument checks). */
+ * signature, the locals ws/w/g/B/S/in/out/target, sets c->locals, and the argument checks).
+ * render_c_parts.c: the forward steps, a long schedule as calls to its parts. */
 void otc_cr_forward_steps(otc_cr *c);
+/* render_c_forward.c: forward steps [from, to) in place. */
+void otc_cr_forward_range(otc_cr *c, int from, int to);
 /* render_c_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
 void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward);
 /* The backward steps: with grads the zeroing, seed and gradient rules, with update the
- * optimiser's. */
+ * optimiser's (render_c_parts.c: in parts when long; render_c_backward.c: [from, to) in
+ * place). */
 void otc_cr_backward_steps(otc_cr *c, bool grads, bool update);
+void otc_cr_backward_range(otc_cr *c, int from, int to, bool grads, bool update);
 /* render_c_forward.c: one Input or output between the caller's rows and its value: `row`
  * floats per sample, the value at `offset` (a C expression) of each. */
 void otc_cr_io_copy(otc_cr *c, const otc_plan_io *io, bool load, int64_t row, const char *offset);
@@ -170,6 +200,10 @@ void otc_cr_act_helpers(otc_cr *c, otc_text *out);
 const char *otc_cr_inline(otc_cr *c);
 /* "NAME_OUTLINE": static, never inlined where the compiler allows. */
 const char *otc_cr_outline(otc_cr *c);
+/* "NAME_SQRT", the square root the expressions call, marked used; otc_cr_sqrt_macro defines
+ * it. */
+const char *otc_cr_sqrt(otc_cr *c);
+void otc_cr_sqrt_macro(otc_cr *c, otc_text *out);
 /* "NAME_exp" (in buf; "NAME_exp_s" with c->outline), marked used; the kernels call it
  * instead of libm. */
 const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len);

@@ -34,6 +34,28 @@ const char *otc_cr_outline(otc_cr *c) {
     return macro(c->outline_macro, sizeof c->outline_macro, c->name, "OUTLINE");
 }
 
+const char *otc_cr_sqrt(otc_cr *c) {
+    c->sqrt_used = true;
+    return macro(c->sqrt_macro, sizeof c->sqrt_macro, c->name, "SQRT");
+}
+
+/* sqrtf may set errno (a negative argument), and gcc and clang keep a loop that calls it
+ * scalar unless the user compiles with -fno-math-errno. clang's elementwise builtin is the
+ * same correctly rounded square root (sqrtps) without errno: Adam's update loop vectorises
+ * (4000 weights: 10.5 -> 1.8 ns per weight at -O2, the same bits). gcc 12 has no such
+ * spelling (neither __builtin_sqrtf, an optimize attribute or pragma, nor a fabs argument
+ * lifts the errno check), so it keeps sqrtf. */
+void otc_cr_sqrt_macro(otc_cr *c, otc_text *out) {
+    if (!c->sqrt_used) return;
+    const char *S = c->sqrt_macro;
+    otc_text_printf(out,
+                    "#if defined(__clang__) && defined(__has_builtin)\n"
+                    "#if __has_builtin(__builtin_elementwise_sqrt)\n"
+                    "#define %s(x) __builtin_elementwise_sqrt(x)\n#endif\n#endif\n"
+                    "#ifndef %s\n#define %s(x) sqrtf(x)\n#endif\n\n",
+                    S, S, S);
+}
+
 /* ---- the helpers' text ---- */
 
 /* What the helpers' text is spelled with: the inline macro, the model's name and the

@@ -170,7 +170,10 @@ void otc_cr_tape_forward(otc_cr *c) {
     otc_cr_line(c, "for (size_t t = 0; t < %d; t++) { /* step t in slot t %% 2 */", c->tape_steps);
     c->indent++;
     slots(c, slot, prev);
+    unsigned outside = c->locals;
+    c->locals |= OTC_CR_WS | OTC_CR_WP | OTC_CR_T;
     otc_cr_forward_steps(c);
+    c->locals = outside;
     c->indent--;
     otc_cr_line(c, "}");
 }
@@ -188,6 +191,8 @@ void otc_cr_tape_train(otc_cr *c) {
     snprintf(slot, sizeof slot, "t * (%s)", w);
     snprintf(prev, sizeof prev, "(t > 0 ? t - 1 : 0) * (%s)", w);
     slots(c, slot, prev);
+    unsigned outside = c->locals |= OTC_CR_CARRY;
+    c->locals |= OTC_CR_WS | OTC_CR_WP | OTC_CR_T;
     otc_cr_forward_steps(c);
     otc_id lo = otc_plan_owner(p, p->options.loss);
     otc_cr_line(c, "sum += ws[%s];", otc_cr_offset(off, p->values[lo].offset));
@@ -200,7 +205,9 @@ void otc_cr_tape_train(otc_cr *c) {
     c->indent++;
     otc_cr_line(c, "float *const ws = base + %s;", slot);
     otc_cr_line(c, "(void)ws;");
+    c->locals = outside | OTC_CR_WS | OTC_CR_T;
     otc_cr_backward_steps(c, true, false);
+    c->locals = outside;
     carry_out(c);
     c->indent--;
     otc_cr_line(c, "}");

@@ -35,13 +35,27 @@ static bool kernel_calls_libm(const otc_plan *p, int k) {
     return false;
 }
 
-/* Members of one fused kernel at most. A kernel is one loop body, a single basic block to the
- * C compiler and LLVM, whose passes (value numbering, scheduling, register allocation) grow
- * faster than linearly in a block's length: a 2,000-neuron chain fused whole compiled in
- * seconds and an 8,000-neuron one in minutes. At this size a kernel's body compiles in
- * milliseconds, and a value crossing into the next kernel costs one store and one load per
- * sample, nothing next to 256 members' work. */
-enum { KERNEL_MAX_MEMBERS = 256 };
+int64_t otc_plan_member_cost(const otc_graph *g, otc_id id) {
+    /* A call into the math library is a polynomial with range reduction, inlined. */
+    enum { MATH_CALL = 6 };
+    return 1 + otc_graph_node(g, id)->n_inputs + (calls_libm(g, id) ? MATH_CALL : 0);
+}
+
+/* The code one fused kernel may hold, in otc_plan_member_cost's units. A kernel is one loop
+ * body, a single basic block to the C compiler and LLVM, whose passes (partial redundancy
+ * elimination, value numbering, scheduling, register allocation) grow faster than linearly in
+ * a block's length: gcc -O2 took 20 s on one kernel of 256 fused tanh neurons (3.6 s at 100,
+ * 14 s at 200), LLVM minutes on a 2,000-neuron chain fused whole. At this size (a dozen tanh
+ * neurons, sixty additions) a kernel compiles in milliseconds, and a value crossing into the
+ * next kernel costs one store and one load per sample, nothing next to the members' work. */
+enum { KERNEL_MAX_COST = 128 };
+
+static int64_t kernel_cost(const otc_plan *p, const otc_plan_kernel *K) {
+    int64_t n = 0;
+    for (int m = 0; m < K->count; m++)
+        n += otc_plan_member_cost(p->graph, p->members[K->first + m]);
+    return n;
+}
 
 /* May `id` run inside the open kernel k, in the same loop body after its members? */
 static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
@@ -49,8 +63,8 @@ static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
     const otc_plan_kernel *K = &p->kernels[k];
     const otc_node *nd = otc_graph_node(p->graph, id);
     if (K->kind == OTC_KERNEL_OP || p->options.fuse == OTC_FUSE_NONE) return false;
-    if (K->count >= KERNEL_MAX_MEMBERS) return false;
     if (!otc_plan_is_map_op(nd->op)) return false;
+    if (kernel_cost(p, K) + otc_plan_member_cost(p->graph, id) > KERNEL_MAX_COST) return false;
     int64_t n;
     bool batched;
     loop_of(p, id, &n, &batched);

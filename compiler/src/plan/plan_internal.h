@@ -24,6 +24,9 @@ bool otc_plan_is_map_op(otc_op op);
 
 /* plan_fuse.c: kernels, members and the forward steps; then which values stay in locals. */
 otc_status otc_plan_fuse(otc_plan_ctx *c);
+/* A member's code size in rough units of one operand read (its inputs, a math call more): what
+ * bounds a kernel here and a part (otc_plan_part_end) in plan_schedule.c. */
+int64_t otc_plan_member_cost(const otc_graph *g, otc_id id);
 void otc_plan_choose_registers(otc_plan_ctx *c);
 
 /* plan_train.c: which values need gradients and which the backward pass reads (before
