@@ -29,6 +29,12 @@ struct emitc_program {
 };
 
 emitc_program *emitc_program_build(otc_graph *g, otc_id loss, const otc_optim_config *optim) {
+    /* -O1: the code is small and runs briefly; the compile is what a test waits for. */
+    return emitc_program_build_flags(g, loss, optim, "-std=c99 -O1");
+}
+
+emitc_program *emitc_program_build_flags(otc_graph *g, otc_id loss, const otc_optim_config *optim,
+                                         const char *cflags) {
     emitc_program *p = calloc(1, sizeof *p);
     if (!p || !g) {
         free(p);
@@ -45,9 +51,7 @@ emitc_program *emitc_program_build(otc_graph *g, otc_id loss, const otc_optim_co
         eo.optim.momentum = 0.0f;
         eo.optim.weight_decay = 0.0f;
     }
-    /* -O1: the code is small and runs briefly; the compile is what a test waits for. */
-    bool ok =
-        emitc_case_init(&p->c, g, 0, &eo) && emitc_build_cases(&p->c, 1, "-std=c99 -O1", &p->b);
+    bool ok = emitc_case_init(&p->c, g, 0, &eo) && emitc_build_cases(&p->c, 1, cflags, &p->b);
     if (ok && eo.train) {
         p->fwd_train = (fwd_train_fn)emitc_sym(&p->b, p->c.name, "forward");
         p->init = (init_fn)emitc_sym(&p->b, p->c.name, "params_init");

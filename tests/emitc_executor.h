@@ -16,6 +16,9 @@ typedef struct emitc_program emitc_program;
  * otc_last_error set (the plan's refusal names the op and node) or the compiler's output on
  * stderr. */
 emitc_program *emitc_program_build(otc_graph *g, otc_id loss, const otc_optim_config *optim);
+/* The same with the compiler flags given (emitc_program_build: "-std=c99 -O1"). */
+emitc_program *emitc_program_build_flags(otc_graph *g, otc_id loss, const otc_optim_config *optim,
+                                         const char *cflags);
 void emitc_program_free(emitc_program *p);
 /* The loss it trains (-1 for forward-only code), its graph and that graph's size when built. */
 otc_id emitc_program_loss(const emitc_program *p);

@@ -2,8 +2,19 @@
 # Every program the build, tests, demo and benchmarks run is installed by install-deps.sh:
 # the sources are scanned for the commands they run, and each must come (dpkg -S) from a
 # package in install-deps.sh's table or from one of Debian's required packages.
-# Usage: tests/external_programs.sh SRC [TABLE]   (TABLE: a stand-in for install-deps.sh --list)
+# Usage: tests/external_programs.sh [--scan-out FILE | --scan-in FILE] SRC [TABLE]
+# (TABLE: a stand-in for install-deps.sh --list; --scan-out saves the scan of the sources and
+# --scan-in reuses it, so a second check of the same tree skips the slow part.)
 set -uo pipefail
+scan_in='' scan_out=''
+while [[ ${1:-} == --scan-* ]]; do
+  case $1 in
+  --scan-in) scan_in=$2 ;;
+  --scan-out) scan_out=$2 ;;
+  *) echo "unknown option $1" >&2 && exit 2 ;;
+  esac
+  shift 2
+done
 src=$1
 cd "$src" || exit 1
 if [[ $# -ge 2 ]]; then
@@ -95,15 +106,30 @@ done <<<"$table"
 # "word file" for each program the sources run, with the first file that runs it, and where
 # each is on this machine.
 declare -A path_of
-uses=$(scan | awk '!seen[$2]++ { print $2, $1 }' | sort)
+if [[ -n $scan_in ]]; then
+  uses=$(<"$scan_in") && [[ -n $uses ]] || fail "no scan in $scan_in"
+else
+  uses=$(scan | awk '!seen[$2]++ { print $2, $1 }' | sort)
+fi
+[[ -z $scan_out ]] || printf '%s\n' "$uses" >"$scan_out" || fail "cannot write $scan_out"
+# The candidates: the scan's words that are not shell builtins or keywords, and the table's
+# programs. All looked up in one subshell (a command substitution per word is most of the
+# script's time on a loaded machine).
+declare -A shell_word
+for w in $(compgen -b) $(compgen -k); do shell_word[$w]=1; done
+words=("${!listed[@]}")
 while read -r word file; do
-  [[ $not_programs == *" $word "* ]] && continue
-  case $(type -t "$word") in builtin | keyword) continue ;; esac
-  path_of[$word]=$(PATH=$debian_path type -P "$word") || unset "path_of[$word]"
+  [[ $not_programs == *" $word "* || -n ${shell_word[$word]:-} ]] || words+=("$word")
 done <<<"$uses"
-for prog in "${!listed[@]}"; do
-  path_of[$prog]=$(PATH=$debian_path type -P "$prog") || unset "path_of[$prog]"
-done
+while read -r word path; do
+  [[ -n $path ]] && path_of[$word]=$path
+done < <(
+  PATH=$debian_path
+  for w in "${words[@]}"; do
+    printf '%s ' "$w"
+    type -P "$w" || echo
+  done
+)
 mapfile -t files < <(for w in "${!path_of[@]}"; do chain "${path_of[$w]}"; done | sort -u)
 load_owners "${files[@]}"
 
