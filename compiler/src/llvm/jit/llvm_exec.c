@@ -106,6 +106,7 @@ static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int 
     memcpy(j->inputs[k].data, data, n * sizeof(float));
     j->inputs[k].batch = batch;
     j->last = NULL;
+    otc_lvx_seq_stale(j);
     return OTC_OK;
 }
 
@@ -233,10 +234,17 @@ static bool inputs_set(const jit_exec *j, const jit_plan *p) {
 
 static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
     otc_llvm_args a;
-    otc_status st = prepare(j, p, &a);
+    otc_lvx_seq_stale(j);
+    otc_status st = otc_lvx_seq_catch_up(j, record ? p : NULL);
+    if (!st) st = prepare(j, p, &a);
     if (!st && j->seq && record) st = otc_lvx_seq_record(j, p);
     if (st) return st;
     const otc_plan *pl = p->plan;
+    if (record && otc_lvx_seq_defer(j, p)) { /* recording: the unrolled plan computes it */
+        if (pl->state_per_sample > 0) j->live = p;
+        j->last = NULL;
+        return OTC_OK;
+    }
     if (pl->state_per_sample > 0) {
         /* Keep the state this step reads: a loss read afterwards reruns the step. */
         size_t n = (size_t)(pl->state_per_sample * j->stride);
@@ -252,6 +260,10 @@ static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
 
 static otc_status run_forward(jit_exec *j, jit_plan *p) {
     return run_forward_as(j, p, true);
+}
+
+otc_status otc_lvx_run_step(jit_exec *j, jit_plan *p) {
+    return run_forward_as(j, p, false);
 }
 
 /* A recurrent step's loss, read after a forward whose plan does not compute it: the step
@@ -344,7 +356,8 @@ otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, 
     if (!data || batch < 1)
         return otc_fail(OTC_ERR_ARG, "set_state: no data or a batch of %d for %s", batch,
                         otc_lvx_label(j, delay, lab));
-    otc_status st = otc_lvx_fwd_ready(j);
+    otc_status st = otc_lvx_seq_catch_up(j, NULL);
+    if (!st) st = otc_lvx_fwd_ready(j);
     if (st) return st;
     jit_plan *p = j->live ? j->live : &j->fwd;
     const otc_plan *pl = p->plan;
@@ -387,6 +400,13 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
         }
         if (shape) *shape = nd->shape;
         return OTC_OK;
+    }
+    otc_status caught = otc_lvx_seq_catch_up(j, NULL);
+    if (caught) return caught;
+    if (!j->last) {
+        bool answered = false;
+        caught = otc_lvx_seq_tail_value(j, id, data, shape, &answered);
+        if (caught || answered) return caught;
     }
     jit_plan *p = j->last;
     if (!p) return otc_fail(OTC_ERR_STATE, "value: run forward first (after setting the inputs)");
@@ -525,6 +545,8 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "backward: this executor was built for inference");
     if (loss < 0 || loss >= j->n) return otc_fail(OTC_ERR_ARG, "backward: no node #%d", (int)loss);
+    otc_status caught = otc_lvx_seq_catch_up(j, NULL);
+    if (caught) return caught;
     if (!j->last)
         return otc_fail(OTC_ERR_STATE, "backward: run forward first (after setting the inputs)");
     const otc_node *ln = otc_graph_node(ex->graph, loss);
@@ -647,7 +669,8 @@ otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
 
 static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
     jit_exec *j = as_jit(ex);
-    otc_status st = otc_lvx_train_prepare(j, loss, opt);
+    otc_status st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
+    if (!st) st = otc_lvx_train_prepare(j, loss, opt);
     if (st) return st;
     const otc_optim_config *c = otc_optimizer_config(opt);
     otc_llvm_args a;
@@ -684,6 +707,9 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
 
 static void reset_state(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
+    /* Deferred steps run first (their values stay readable); a failure there leaves the
+     * values stale, which value() reports. */
+    if (otc_lvx_seq_catch_up(j, NULL)) j->last = NULL;
     j->fwd.state_batch = 0;
     j->train.state_batch = 0;
     j->fwdl.state_batch = 0;

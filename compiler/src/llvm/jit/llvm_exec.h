@@ -118,5 +118,17 @@ void otc_lvx_seq_cut(jit_exec *j);
 void otc_lvx_seq_zero(jit_exec *j);
 otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered);
 void otc_lvx_seq_free(jit_exec *j);
+/* Deferred step forwards (the unrolled plan computes them again): defer says whether the
+ * forward of p just recorded is left unrun (while recording); catch_up runs the deferred
+ * steps, unless the recording goes on on `keep`, before anything reads their values or
+ * state or changes the weights; tail_value answers a value of the window's last step from the
+ * unrolled executor once it has run (*answered); stale forgets that (a new input). */
+bool otc_lvx_seq_defer(jit_exec *j, jit_plan *p);
+otc_status otc_lvx_seq_catch_up(jit_exec *j, const jit_plan *keep);
+otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, otc_shape *shape,
+                                  bool *answered);
+void otc_lvx_seq_stale(jit_exec *j);
+/* One step forward of plan p from its state, not recorded (llvm_exec.c). */
+otc_status otc_lvx_run_step(jit_exec *j, jit_plan *p);
 
 #endif

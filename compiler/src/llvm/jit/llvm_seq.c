@@ -62,6 +62,17 @@ struct jit_seq {
     int w_cap;
     seq_entry cache[SEQ_CACHE];
     long tick;
+    /* Forwards while recording do not run: the unrolled plan computes the same values again.
+     * The last `deferred` recorded steps have not run on `defer_plan` (whose slots hold the
+     * state before them); a read of their values or state runs them (catch_up), else the
+     * unrolled run hands its last state over (settle) and `tail`, the unrolled executor,
+     * answers for the last step's values until the next forward or input. */
+    int deferred;
+    jit_plan *defer_plan;
+    seq_entry *tail;
+    float **saved_data; /* per input: the caller's data while a catch-up replays steps */
+    int *saved_batch;
+    const float **state_src; /* per delay: the unrolled run's state after the window */
 };
 
 static jit_exec *as_jit(otc_executor *ex) {
@@ -90,6 +101,9 @@ void otc_lvx_seq_free(jit_exec *j) {
     free(s->w_ids);
     free(s->w_src);
     free(s->w_val);
+    free(s->saved_data);
+    free(s->saved_batch);
+    free(s->state_src);
     free(s);
     j->seq = NULL;
 }
@@ -105,7 +119,11 @@ static otc_status seq_new(jit_exec *j) {
     s->d_off = calloc((size_t)n + 1, sizeof *s->d_off);
     s->g_off = calloc((size_t)n + 1, sizeof *s->g_off);
     s->params = calloc((size_t)n + 1, sizeof *s->params);
-    if (!s->in_off || !s->delays || !s->d_off || !s->g_off || !s->params)
+    s->saved_data = calloc((size_t)j->n_inputs + 1, sizeof *s->saved_data);
+    s->saved_batch = calloc((size_t)j->n_inputs + 1, sizeof *s->saved_batch);
+    s->state_src = calloc((size_t)n + 1, sizeof *s->state_src);
+    if (!s->in_off || !s->delays || !s->d_off || !s->g_off || !s->params || !s->saved_data ||
+        !s->saved_batch || !s->state_src)
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     for (int i = 0; i < j->n_inputs; i++) {
         s->in_off[i] = s->in_floats;
@@ -151,8 +169,10 @@ otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
         return otc_fail(OTC_ERR_ARG, "seq_begin: max_steps %d outside 1..%d", max_steps,
                         OTC_MAX_SEQ_STEPS);
     otc_status made = seq_ensure(j);
+    if (made == OTC_OK) made = otc_lvx_seq_catch_up(j, NULL); /* the staged rows get reused */
     if (made != OTC_OK) return made;
     struct jit_seq *s = j->seq;
+    s->tail = NULL;
     if (max_steps > s->w_cap) {
         free(s->w_ids);
         free(s->w_src);
@@ -231,6 +251,83 @@ void otc_lvx_seq_cut(jit_exec *j) {
     if (j->seq && j->seq->recording && j->seq->recorded > 0) j->seq->cut = true;
 }
 
+bool otc_lvx_seq_defer(jit_exec *j, jit_plan *p) {
+    struct jit_seq *s = j->seq;
+    if (!s || !s->recording) return false;
+    s->deferred++;
+    s->defer_plan = p;
+    return true;
+}
+
+otc_status otc_lvx_seq_catch_up(jit_exec *j, const jit_plan *keep) {
+    struct jit_seq *s = j->seq;
+    if (!s || s->deferred == 0 || (s->recording && s->defer_plan == keep)) return OTC_OK;
+    int n = s->deferred;
+    s->deferred = 0;
+    s->tail = NULL;
+    int64_t B = s->batch;
+    for (int i = 0; i < j->n_inputs; i++) {
+        s->saved_data[i] = j->inputs[i].data;
+        s->saved_batch[i] = j->inputs[i].batch;
+        j->inputs[i].batch = (int)B;
+    }
+    otc_status st = OTC_OK;
+    for (int t = s->recorded - n; t < s->recorded && !st; t++) {
+        float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
+        for (int i = 0; i < j->n_inputs; i++) j->inputs[i].data = row + s->in_off[i] * B;
+        st = otc_lvx_run_step(j, s->defer_plan);
+    }
+    for (int i = 0; i < j->n_inputs; i++) {
+        j->inputs[i].data = s->saved_data[i];
+        j->inputs[i].batch = s->saved_batch[i];
+    }
+    return st;
+}
+
+/* After the unrolled executor ran the window: the state it left after the last step into the
+ * plan the deferred steps would have run on (those steps then never run), and the unrolled
+ * executor answers for the last step's values. When it does not keep a state, the steps run
+ * here instead (this executor's weights are still the window's). */
+static otc_status settle(jit_exec *j, seq_entry *e) {
+    struct jit_seq *s = j->seq;
+    if (s->deferred == 0) return OTC_OK;
+    for (int k = 0; k < s->n_delays; k++)
+        if (otc_exec_value(e->ex, e->u->state_out[k], &s->state_src[k], NULL))
+            return otc_lvx_seq_catch_up(j, NULL);
+    jit_plan *p = s->defer_plan;
+    int64_t B = s->batch, S = (B + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
+    for (int k = 0; k < s->n_delays; k++) {
+        const otc_plan_value *v = &p->plan->values[s->delays[k]];
+        if (v->storage != OTC_STORE_WORK) continue;
+        float *base = p->work + otc_extent_at(v->offset, S);
+        const float *src = s->state_src[k];
+        for (int64_t f = 0; f < v->size; f++)
+            for (int64_t b = 0; b < B; b++) base[f * S + b] = src[b * v->size + f];
+    }
+    p->state_batch = B;
+    j->live = p;
+    j->last = NULL;
+    s->deferred = 0;
+    s->tail = e;
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, otc_shape *shape,
+                                  bool *answered) {
+    struct jit_seq *s = j->seq;
+    *answered = false;
+    if (!s || !s->tail) return OTC_OK;
+    const seq_entry *e = s->tail;
+    otc_id m = e->u->map[(size_t)(e->steps - 1) * (size_t)e->u->n_step_nodes + (size_t)id];
+    if (m < 0) return OTC_OK;
+    *answered = true;
+    return otc_exec_value(e->ex, m, data, shape);
+}
+
+void otc_lvx_seq_stale(jit_exec *j) {
+    if (j->seq) j->seq->tail = NULL;
+}
+
 void otc_lvx_seq_zero(jit_exec *j) {
     struct jit_seq *s = j->seq;
     if (!s) return;
@@ -264,7 +361,7 @@ static otc_status materialize(jit_exec *j) {
     otc_status st = otc_lvx_forward_backward(as_jit(e->ex), e->u->total);
     if (st) return otc_fail_context(st, "the compiled steps through time");
     add_grads(j, e);
-    return OTC_OK;
+    return settle(j, e);
 }
 
 otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered) {
@@ -390,6 +487,7 @@ static otc_status fused_step(jit_exec *j, otc_optimizer *opt) {
     st = otc_exec_train_step(e->ex, u->total, opt, NULL);
     if (st) return otc_fail_context(st, "the compiled steps through time");
     s->t = uj->t;
+    if ((st = settle(j, e))) return st; /* before the new weights reach this executor */
     int n = 0;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
@@ -423,6 +521,8 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         s->mopt = opt;
     }
     if (s->pending) return fused_step(j, opt);
+    otc_status st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
+    if (st) return st;
     /* The gradients as they are: the rule's trees over each trainable parameter (in a copy
      * of the weights, then written back into the compiled plans). */
     const otc_optim_config *c = otc_optimizer_config(opt);
@@ -438,7 +538,7 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         const otc_node *nd = otc_graph_node(ex->graph, id);
         if (!nd->trainable) continue;
         const float *w;
-        otc_status st = otc_exec_value(ex, id, &w, NULL);
+        st = otc_exec_value(ex, id, &w, NULL);
         if (st) return st;
         size_t at = (size_t)s->g_off[id], size = nd->value->size;
         float *p = s->wbuf + at, *m = s->mom + at, *v = s->mom + s->acc_floats + at;
