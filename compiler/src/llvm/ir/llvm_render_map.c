@@ -418,7 +418,9 @@ static void matmul_blas(otc_llvm_r *r, int k) {
 /* nb blocks of output columns from e (W lanes each, the last `last` lanes) of sample col_b:
  * the sums along the contiguous rows of W with one accumulator per block (independent
  * chains, so the loop is not bound by the multiply-add latency), then the epilogue. */
-#define COL_BLOCKS 4
+/* Eight chains: with four the loop waited on the adds (an LSTM 32->128 step at batch 1 ran
+ * about 8% faster with eight; the sums are the same, column by column). */
+#define COL_BLOCKS 8
 
 static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e, int nb, int last) {
     mm_operands mo = mm_operands_of(r, K);

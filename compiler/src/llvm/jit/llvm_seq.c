@@ -1,13 +1,16 @@
 /* Backpropagation through time in the JIT: the recorded window's steps unrolled into one
  * feed-forward graph (otc/unroll.h) whose compiled training plan runs forward, backward and
- * the optimiser update in one call. The step forwards run the recurrent forward plan as
- * always (values per step); each forward also stages its inputs, and the first one the state
- * it starts from. seq_backward only stages the window: an optimizer_step right after it (the
- * usual loop: zero_grad, seq_backward, optimizer_step) is the unrolled plan's fused training
- * step; reading a gradient first, or adding a window to gradients not zeroed, runs the
- * forward and backward alone and the update is then the same rule's trees evaluated here.
- * The optimiser's moments and step count are kept here per step-graph parameter, handed to
- * whichever unrolled executor (window length) runs, so the updates are the interpreter's. */
+ * the optimiser update in one call. A forward while recording stages its inputs (the first
+ * one also the state it starts from) and is deferred: the unrolled plan computes the same
+ * values, so the step plan runs the deferred steps only when something reads their values or
+ * state first (a loss read every step, as `otc train` does, runs each step as before); else the
+ * unrolled run hands over the state after the window. seq_backward only stages the window: an
+ * optimizer_step right after it (the usual loop: zero_grad, seq_backward, optimizer_step) is the
+ * unrolled plan's fused training step; reading a gradient first, or adding a window to gradients
+ * not zeroed, runs the forward and backward alone and the update is then the same rule's trees
+ * evaluated here. The optimiser's moments and step count are kept here per step-graph parameter,
+ * handed to whichever unrolled executor (window length) runs, so the updates are the interpreter's.
+ */
 #include <stdlib.h>
 #include <string.h>
 
