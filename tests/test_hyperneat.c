@@ -332,6 +332,48 @@ TEST(hyperneat_visual_evolution_improves) {
     otc_neat_population_free(p);
 }
 
+TEST(hyperneat_layer_input_gives_each_layer_pair_its_weights) {
+    /* 1x1 -> 1x1 -> 1x1: the layers' z are -1, 0, 1. The CPPN's inputs x1 y1 x2 y2 z1 z2
+     * (ids 0-5), weight output (6) = z1 / 2 + z2 / 4, bias output (7) = -z1; threshold 0 and
+     * max_weight 1 paint both as they are. */
+    otc_neat_config c = config_of("num_inputs = 6\nnum_outputs = 2\n",
+                                  "input_grid = 1x1\nhidden_grids = 1x1\noutput_grid = 1x1\n"
+                                  "layer_input = true\nbias_output = true\n"
+                                  "weight_threshold = 0\nmax_weight = 1\n");
+    otc_neat_genome *g = otc_neat_genome_new();
+    for (int i = 0; i < 8; i++) {
+        otc_neat_node n = {i, i < 6 ? OTC_NEAT_INPUT : OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0,
+                           1};
+        otc_neat_genome_add_node(g, &n);
+    }
+    const otc_neat_conn links[3] = {
+        {0, 4, 6, 0.5f, true}, {1, 5, 6, 0.25f, true}, {2, 4, 7, -1.0f, true}};
+    for (int k = 0; k < 3; k++) otc_neat_genome_add_conn(g, &links[k]);
+    otc_substrate *s = NULL;
+    paint(&c, g, &s);
+    REQUIRE(otc_substrate_layers(s) == 3);
+    CHECK_NEAR(otc_substrate_weights(s, 0)[0], -0.5, 1e-6); /* z1 = -1, z2 = 0 */
+    CHECK_NEAR(otc_substrate_weights(s, 1)[0], 0.25, 1e-6); /* z1 = 0, z2 = 1 */
+    CHECK_NEAR(otc_substrate_biases(s, 0)[0], 1.0, 1e-6);   /* the hidden node: z1 = -1 */
+    CHECK_NEAR(otc_substrate_biases(s, 1)[0], 0.0, 1e-6);   /* the output: z1 = 0 */
+    /* x = 4: hidden -0.5 * 4 + 1 = -1, output 0.25 * -1 + 0 */
+    const float x = 4.0f;
+    float y = 0;
+    REQUIRE(otc_substrate_forward(s, &x, 1, &y) == OTC_OK);
+    CHECK_NEAR(y, -0.25, 1e-6);
+    otc_substrate_free(s);
+    otc_neat_genome_free(g);
+    /* An evolvable substrate has no layers to give. */
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%snum_inputs = 6\nnum_outputs = 1\n[Substrate]\ninput_grid = 3x3\noutput_grid = "
+             "3x3\nevolvable_substrate = true\nlayer_input = true\n",
+             NEAT_HEAD);
+    otc_neat_config e;
+    CHECK(otc_neat_config_parse(text, "bad.ini", &e) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "[Substrate] layer_input: an evolvable substrate"));
+}
+
 TEST(hyperneat_config_refuses_bad_substrates) {
     const char *bad[][2] = {
         {"input_grid = 11\noutput_grid = 11x11\n", "input_grid: bad value '11'"},
@@ -356,6 +398,8 @@ TEST(hyperneat_config_refuses_bad_substrates) {
          "[Substrate] iteration_level"},
         {"input_grid = 99x99\noutput_grid = 99x99\nevolvable_substrate = true\nmaximum_depth = 8\n",
          "maximum_depth: with these grids"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nlayer_input = true\n",
+         "num_inputs: a [Substrate] CPPN has 6 inputs (x1 y1 x2 y2 z1 z2)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[4096];
@@ -558,7 +602,7 @@ TEST(retina_objects_match_the_papers_sets) {
      * row: top . o o . , bottom . o o . */
     float px[8];
     otc_retina_pixels(0x5A, px);
-    const float want[8] = {0, 1, 1, 0, 0, 1, 1, 0};
+    const float want[8] = {-1, 1, 1, -1, -1, 1, 1, -1};
     for (int k = 0; k < 8; k++) CHECK(px[k] == want[k]);
     CHECK(otc_retina_target(0x5A, false));
     CHECK(!otc_retina_target(0x5F, false) && otc_retina_target(0x5F, true));
@@ -597,7 +641,8 @@ static int retina_pixel(int side, int k) {
  * all of the left" step(TR + BR - TL / 2 - BL / 2 - 1.25) (2 for the column, 1.5 for either
  * L, at most 1 for the rest); the right block mirrors it. Layer 1 (4x2): node 2 s counts side
  * s, node 2 s + 1 finds its column; layer 2 (2x1): node s is side s's object,
- * step(column - count + 0.5). */
+ * step(column - count + 0.5). A pixel p (0 or 1) is an input x = 2 p - 1, so layer 1's weight
+ * w on p is w / 2 on x, and its bias gains w / 2. */
 static void paint_retina_sides(otc_substrate *s, float K) {
     float *w0 = otc_substrate_weights(s, 0), *b0 = otc_substrate_biases(s, 0);
     float *w1 = otc_substrate_weights(s, 1), *b1 = otc_substrate_biases(s, 1);
@@ -617,6 +662,11 @@ static void paint_retina_sides(otc_substrate *s, float K) {
         w1[side * 8 + 2 * side + 1] = K;
         b1[side] = 0.5f * K;
     }
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 8; i++) {
+            w0[j * 8 + i] /= 2;
+            b0[j] += w0[j * 8 + i];
+        }
 }
 
 TEST(retina_hand_built_substrates_solve_it) {

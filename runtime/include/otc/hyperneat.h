@@ -24,7 +24,7 @@ bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n);
  * naming file, section and key otherwise). */
 otc_status otc_substrate_check(const otc_neat_config *c, const char *file);
 
-/* The CPPN's layout: inputs x1 y1 x2 y2 [distance]; outputs weight [bias] [leo]. */
+/* The CPPN's layout: inputs x1 y1 x2 y2 [distance] [z1 z2]; outputs weight [bias] [leo]. */
 int otc_substrate_cppn_inputs(const otc_neat_substrate *s);
 int otc_substrate_cppn_outputs(const otc_neat_substrate *s);
 /* One CPPN query row q (cppn_inputs floats) for the connection (x1, y1) -> (x2, y2). */
@@ -101,7 +101,10 @@ float *otc_substrate_biases(otc_substrate *s, int layer);
  * clamped to [-1, 1], becomes 0 when |w| <= weight_threshold and else
  * sign(w) (|w| - threshold) / (1 - threshold) max_weight (Stanley et al. 2009); with leo, the
  * connection exists when the leo output is > 0 and its weight is w max_weight. With
- * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. */
+ * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. With
+ * layer_input, every query also gives the layers' z (-1 for the input grid to 1 for the
+ * output grid, evenly): z1 of the source layer, z2 of the target's (a bias: of the layer
+ * before its node's, z2 its node's). */
 otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
 /* The substrate (at `scale`) the CPPN genome cppn paints, its program lowered into scratch
  * (NULL: a program of its own). */
@@ -149,13 +152,13 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
 #define OTC_RETINA_PATTERNS 256
 bool otc_retina_left_object(int nibble);
 bool otc_retina_right_object(int nibble);
-/* Pattern p as the 8 inputs (1 lit, 0 dark), in the input grid's order. */
+/* Pattern p as the 8 inputs (1 lit, -1 dark), in the input grid's order. */
 void otc_retina_pixels(int p, float *px);
 /* The target for pattern p: left object AND right object (or OR with `any`). */
 bool otc_retina_target(int p, bool any);
 /* What the retina's substrate answers: AND (one output: a left object and a right object),
  * OR (one output: either), or SIDES (two outputs, the 2x1 output grid left to right: a left
- * object, a right object; the form Verbancsics and Stanley 2011 evolve). */
+ * object, a right object; the form Coleman's AHNI reproduces Verbancsics and Stanley 2011 in). */
 typedef enum { OTC_RETINA_AND, OTC_RETINA_OR, OTC_RETINA_SIDES } otc_retina_goal;
 /* s (input 4x2; one output, two for SIDES) on all 256 patterns: E = sum over patterns and
  * outputs of |y - target| (target 1 or 0), fitness = 1000 / (1 + E^2); *correct = patterns
