@@ -602,7 +602,7 @@ TEST(retina_objects_match_the_papers_sets) {
      * row: top . o o . , bottom . o o . */
     float px[8];
     otc_retina_pixels(0x5A, px);
-    const float want[8] = {-1, 1, 1, -1, -1, 1, 1, -1};
+    const float want[8] = {0, 1, 1, 0, 0, 1, 1, 0};
     for (int k = 0; k < 8; k++) CHECK(px[k] == want[k]);
     CHECK(otc_retina_target(0x5A, false));
     CHECK(!otc_retina_target(0x5F, false) && otc_retina_target(0x5F, true));
@@ -641,8 +641,7 @@ static int retina_pixel(int side, int k) {
  * all of the left" step(TR + BR - TL / 2 - BL / 2 - 1.25) (2 for the column, 1.5 for either
  * L, at most 1 for the rest); the right block mirrors it. Layer 1 (4x2): node 2 s counts side
  * s, node 2 s + 1 finds its column; layer 2 (2x1): node s is side s's object,
- * step(column - count + 0.5). A pixel p (0 or 1) is an input x = 2 p - 1, so layer 1's weight
- * w on p is w / 2 on x, and its bias gains w / 2. */
+ * step(column - count + 0.5). */
 static void paint_retina_sides(otc_substrate *s, float K) {
     float *w0 = otc_substrate_weights(s, 0), *b0 = otc_substrate_biases(s, 0);
     float *w1 = otc_substrate_weights(s, 1), *b1 = otc_substrate_biases(s, 1);
@@ -662,11 +661,6 @@ static void paint_retina_sides(otc_substrate *s, float K) {
         w1[side * 8 + 2 * side + 1] = K;
         b1[side] = 0.5f * K;
     }
-    for (int j = 0; j < 8; j++)
-        for (int i = 0; i < 8; i++) {
-            w0[j * 8 + i] /= 2;
-            b0[j] += w0[j * 8 + i];
-        }
 }
 
 TEST(retina_hand_built_substrates_solve_it) {

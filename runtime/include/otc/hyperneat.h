@@ -152,7 +152,7 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
 #define OTC_RETINA_PATTERNS 256
 bool otc_retina_left_object(int nibble);
 bool otc_retina_right_object(int nibble);
-/* Pattern p as the 8 inputs (1 lit, -1 dark), in the input grid's order. */
+/* Pattern p as the 8 inputs (1 lit, 0 dark), in the input grid's order. */
 void otc_retina_pixels(int p, float *px);
 /* The target for pattern p: left object AND right object (or OR with `any`). */
 bool otc_retina_target(int p, bool any);

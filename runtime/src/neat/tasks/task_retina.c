@@ -29,13 +29,11 @@ bool otc_retina_right_object(int nibble) {
     return nibble >= 0 && nibble < 16 && (RIGHT_OBJECTS >> nibble & 1u);
 }
 
-/* Lit 1, dark -1 (as Coleman's reproduction of the LEO paper feeds them, scaled): a dark pixel
- * says something, so a hidden node needs no bias to weigh lit against dark. */
 void otc_retina_pixels(int p, float *px) {
     for (int side = 0; side < 2; side++) {
         int nib = side ? p & 15 : p >> 4 & 15;
         for (int k = 0; k < 4; k++) /* k: top-left, top-right, bottom-left, bottom-right */
-            px[(k / 2) * GRID_X + 2 * side + k % 2] = (nib >> (3 - k) & 1) ? 1.0f : -1.0f;
+            px[(k / 2) * GRID_X + 2 * side + k % 2] = (float)(nib >> (3 - k) & 1);
     }
 }
 

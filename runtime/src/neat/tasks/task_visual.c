@@ -70,8 +70,9 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
                ey = (by + 1.0) * FIELD / 2 - (ly[t] + 0.5);
         double d2 = ex * ex + ey * ey;
         sum += d2;
-        sum_d += sqrt(d2);
-        hit += d2 < 1e-6;
+        bool on = d2 < 1e-6; /* float coordinates: a hit is d = 0 */
+        sum_d += on ? 0.0 : sqrt(d2);
+        hit += on;
     }
     free(x);
     free(y);
