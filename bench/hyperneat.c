@@ -30,7 +30,8 @@ static int visual(void *arg) {
     job *j = arg;
     double fitness;
     int hits;
-    return otc_substrate_paint(j->s, j->f) != OTC_OK || otc_visual_score(j->s, &fitness, &hits);
+    return otc_substrate_paint(j->s, j->f) != OTC_OK ||
+           otc_visual_score(j->s, &fitness, &hits, NULL);
 }
 
 /* A CPPN with two Gaussian hidden nodes, of x1 - x2 and y1 - y2 (inputs 0-3, bias 4, output 5,
@@ -85,7 +86,7 @@ int main(int argc, char **argv) {
         double fitness = 0;
         int hits = 0;
         otc_substrate_paint(j.s, f);
-        otc_visual_score(j.s, &fitness, &hits);
+        otc_visual_score(j.s, &fitness, &hits, NULL);
         printf("%2dx%-5d %12lld %10.3f %14.0f %14.0f %12.1f %10.3f\n", 11 * scale, 11 * scale,
                (long long)n * n, tp * 1e3, 1 / t1, 75 / t75, 1 / tv, fitness);
         free(j.x);

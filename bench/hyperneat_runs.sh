@@ -1,12 +1,15 @@
 #!/bin/sh
-# HyperNEAT whole runs (not a test: prints figures): the left-and-right retina (HyperNEAT-LEO,
-# examples/neat/retina.ini with and without its LEO locality seed, and the same CPPN layout
-# with ES-HyperNEAT placing the hidden nodes) and the visual task with fixed grids (scored
-# again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at most G
-# generations: solve rate, mean evaluations, mean champion fitness (visual: mean d^2 = 200 -
-# fitness), seconds per run.
-# Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina retina_noseed
-# retina_es visual visual_es]
+# HyperNEAT whole runs (not a test: prints figures): the left-and-right retina (HyperNEAT-LEO:
+# examples/neat/retina.ini's one AND output with and without its LEO locality seed and with
+# ES-HyperNEAT placing the hidden nodes; examples/neat/retina_sides.ini's two outputs, left
+# and right object, with and without the layer input) and the visual task with fixed grids
+# (scored again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at
+# most G generations on one thread. A table: solve rate, mean evaluations (of all runs and of
+# the solved ones), mean champion fitness, for visual the paper's measure (the mean distance d
+# in cells from the large box's centre to the most active output, over the 75 trials), seconds
+# per run, and what the papers report or ran.
+# Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina
+# retina_noseed retina_es sides sides_z visual visual_es]
 set -eu
 otc=${1:-build/otc}
 n=${2:-5} g=${3:-300} rows=${4:-all}
@@ -16,38 +19,48 @@ trap 'rm -rf "$W"' EXIT
 sed 's/^hidden_grids .*/evolvable_substrate = true/; s/^leo .*/leo = false/; /^leo_seed /d;
      s/^num_outputs .*/num_outputs = 2/' "$ex/retina.ini" >"$W/retina_es.ini"
 sed '/^leo_seed /d' "$ex/retina.ini" >"$W/retina_noseed.ini"
+sed 's/^num_inputs .*/num_inputs = 6/; $a\
+layer_input = true' "$ex/retina_sides.ini" >"$W/sides_z.ini"
 
-# row NAME LABEL CONFIG TASK [OPTIONS]: N runs on one thread, summarised from otc's first
-# output line (and its re-evaluation line with --reevaluate)
+# What the papers report or ran, beside each row (not checked against the papers themselves
+# where it says so: the figures were not at hand).
+retina_paper="AHNI (Coleman) reproducing the LEO paper: 4x2 -> 8x4 -> 2x1, inputs +-3, pop 300-500, 2500-5000 gens; the paper's solve rates not at hand"
+visual_paper="Stanley et al. 2009: pop 100, 75 trials, champion re-sampled at 33x33; their d not at hand"
+
+printf '%-34s %8s %12s %10s %10s %9s %9s %7s  %s\n' run solved evaluations "(solved)" fitness "d 11x11" "d 33x33" "s/run" "papers"
+
+# row NAME LABEL CONFIG TASK PAPER [OPTIONS]: N runs on one thread, summarised from otc's first
+# output line, its measure line (visual: d) and its re-evaluation line (--reevaluate)
 row() {
   case " $rows " in *" all "* | *" $1 "*) ;; *) return 0 ;; esac
   : >"$W/out"
+  : >"$W/d"
   : >"$W/re"
   s=1 t0=$(date +%s.%N)
   while [ "$s" -le "$n" ]; do
-    "$otc" evolve "$3" --task "$4" --seed "$s" --threads 1 --generations "$g" ${5:-} \
+    "$otc" evolve "$3" --task "$4" --seed "$s" --threads 1 --generations "$g" ${6:-} \
       2>/dev/null >"$W/one" || true
     head -1 "$W/one" >>"$W/out"
+    grep 'champion mean distance' "$W/one" >>"$W/d" || true
     grep 're-evaluated' "$W/one" >>"$W/re" || true
     s=$((s + 1))
   done
   t1=$(date +%s.%N)
-  awk -v label="$2" -v t0="$t0" -v t1="$t1" '
+  d=$(awk '{ v = $0; sub(/.*= /, "", v); t += v; k++ } END { if (k) printf "%.3f", t / k; else printf "-" }' "$W/d")
+  d33=$(awk '{ v = $0; if (!sub(/.*= /, "", v)) next; t += v; k++ } END { if (k) printf "%.3f", t / k; else printf "-" }' "$W/re")
+  awk -v label="$2" -v t0="$t0" -v t1="$t1" -v d="$d" -v d33="$d33" -v paper="$5" '
     { k++; ev = $0; sub(/ evaluations.*/, "", ev); sub(/.* /, "", ev)
       f = $0; sub(/.*champion fitness /, "", f); sub(/,.*/, "", f)
       ok += ($0 ~ /: solved after/); tev += ev; tf += f
       if ($0 ~ /: solved after/) sev += ev }
-    END { printf "%-30s solved %d/%d  mean evaluations %.0f (solved runs: %s)  mean champion fitness %.4g  %.1f s/run\n",
-                 label, ok, k, tev / k, ok ? sprintf("%.0f", sev / ok) : "-", tf / k, (t1 - t0) / k }' "$W/out"
-  if [ -s "$W/re" ]; then
-    awk -v label="$2" '{ k++; f = $0; sub(/.*champion fitness /, "", f); sub(/[ ,].*/, "", f); tf += f
-                         ok += ($0 ~ /solved/) }
-      END { printf "%-30s   re-evaluated: solved %d/%d  mean champion fitness %.4g\n", label, ok, k, tf / k }' "$W/re"
-  fi
+    END { printf "%-34s %8s %12.0f %10s %10.4g %9s %9s %7.1f  %s\n", label, ok "/" k, tev / k,
+                 ok ? sprintf("%.0f", sev / ok) : "-", tf / k, d, d33, (t1 - t0) / k, paper }' "$W/out"
 }
 
-row retina "retina (LEO, locality seed)" "$ex/retina.ini" retina
-row retina_noseed "retina (LEO, no seed)" "$W/retina_noseed.ini" retina
-row retina_es "retina (ES-HyperNEAT)" "$W/retina_es.ini" retina
-row visual "visual 11x11 (grids)" "$ex/visual.ini" visual "--reevaluate visual:33"
-row visual_es "visual 11x11 (ES-HyperNEAT)" "$ex/visual_es.ini" visual
+row retina "retina AND (LEO, locality seed)" "$ex/retina.ini" retina "$retina_paper"
+row retina_noseed "retina AND (LEO, no seed)" "$W/retina_noseed.ini" retina "$retina_paper"
+row retina_es "retina AND (ES-HyperNEAT)" "$W/retina_es.ini" retina "$retina_paper"
+row sides "retina:sides (LEO, locality seed)" "$ex/retina_sides.ini" retina:sides "$retina_paper"
+row sides_z "retina:sides (the same, z1 z2)" "$W/sides_z.ini" retina:sides "$retina_paper"
+row visual "visual 11x11 (grids), 33x33 again" "$ex/visual.ini" visual "$visual_paper" "--reevaluate visual:33"
+row visual_es "visual 11x11 (ES-HyperNEAT)" "$ex/visual_es.ini" visual "$visual_paper"

@@ -138,17 +138,38 @@ static int save_front(const evolve_args *a, const otc_neat_population *pop,
     return 0;
 }
 
+/* The champion scored once more by task (a copy: evaluation may write into it). */
+static int score_champion(const evolve_args *a, const otc_neat_task *task,
+                          const otc_neat_genome *champ, otc_neat_eval *ev) {
+    otc_neat_genome *g = otc_neat_genome_copy(champ);
+    if (!g) return otc_cli_error("evolve", "out of memory for the champion's copy");
+    otc_status s = task->evaluate(task, a->config, g, a->seed, ev);
+    otc_neat_genome_free(g);
+    if (s != OTC_OK)
+        return otc_cli_error("evolve", "%s%s", task == a->reevaluate ? "--reevaluate: " : "",
+                             otc_last_error());
+    return OTC_EXIT_OK;
+}
+
+/* The champion's own measure, for a task with one beside its fitness (visual: the paper's
+ * mean distance). */
+static int print_measure(const evolve_args *a, const otc_neat_task *task,
+                         const otc_neat_genome *champ) {
+    otc_neat_eval ev = {.fitness = 0};
+    if (score_champion(a, task, champ, &ev) != OTC_EXIT_OK) return OTC_EXIT_USAGE;
+    printf("%s: champion %s = %.6g\n", task->name, task->measure_name, ev.measure);
+    return OTC_EXIT_OK;
+}
+
 /* The champion's fitness on another task without further evolution (HyperNEAT's CPPN at a
  * finer resolution: --reevaluate visual:33). */
 static int reevaluate(const evolve_args *a, const otc_neat_genome *champ) {
-    otc_neat_genome *g = otc_neat_genome_copy(champ);
-    if (!g) return otc_cli_error("evolve", "out of memory for --reevaluate");
     otc_neat_eval ev = {.fitness = 0};
-    otc_status s = a->reevaluate->evaluate(a->reevaluate, a->config, g, a->seed, &ev);
-    otc_neat_genome_free(g);
-    if (s != OTC_OK) return otc_cli_error("evolve", "--reevaluate: %s", otc_last_error());
-    printf("%s: champion fitness %.6g%s (re-evaluated, no further evolution)\n",
-           a->reevaluate->name, ev.fitness, ev.solved ? ", solved" : "");
+    if (score_champion(a, a->reevaluate, champ, &ev) != OTC_EXIT_OK) return OTC_EXIT_USAGE;
+    printf("%s: champion fitness %.6g%s (re-evaluated, no further evolution)", a->reevaluate->name,
+           ev.fitness, ev.solved ? ", solved" : "");
+    if (a->reevaluate->measure_name) printf("; %s = %.6g", a->reevaluate->measure_name, ev.measure);
+    printf("\n");
     return OTC_EXIT_OK;
 }
 
@@ -263,7 +284,9 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
                otc_neat_stats_count(pop), otc_neat_evaluations(pop), champ->fitness,
                otc_neat_genome_hidden_count(champ), otc_neat_genome_enabled_count(champ),
                a->out ? "" : " (not saved: no --out)");
-        if (a->out) {
+        if (task->measure_name && print_measure(a, task, champ) != OTC_EXIT_OK)
+            exit_code = OTC_EXIT_USAGE;
+        if (exit_code != OTC_EXIT_USAGE && a->out) {
             otc_graph *g = NULL;
             if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||
                 record_csv_columns(g, a->csv, a->config) != OTC_OK ||
@@ -324,7 +347,8 @@ int otc_cmd_evolve(int argc, char **argv) {
          "(neat-python's single-pole example), dpv, dpnv, maze:medium, maze:hard (Lehman & "
          "Stanley's maze navigation), visual or visual:N (HyperNEAT's boxes, the config's "
          "[Substrate]; N = 33: the 11x11 field at 33x33), retina or retina:or (the "
-         "left-and-right retina, a [Substrate] from a 4x2 input grid to a 1x1 output), "
+         "left-and-right retina, a [Substrate] from a 4x2 input grid to a 1x1 output; "
+         "retina:sides: to a 2x1 output, left object and right object), "
          "csv:FILE or exec:PROGRAM (an "
          "environment process; see examples/exec/) (required)"},
         {"--ctrnn", OTC_OPT_FLAG, &ctrnn,

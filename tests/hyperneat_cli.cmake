@@ -1,5 +1,6 @@
 # HyperNEAT through `otc evolve`: --task visual saves a substrate model `otc run` takes and
-# --reevaluate visual:33 scores the champion at 33x33; bad
+# --reevaluate visual:33 scores the champion at 33x33 (both with the mean distance d); the
+# retina's tasks run, retina:sides with the layer input too; bad
 # [Substrate] keys, a config without the section and a bad field size exit 2 naming the key.
 # Each case is one ctest test named hyperneat_cli_*.
 find_program(OTC_HYPERNEAT_CLI_BASH bash)
@@ -8,6 +9,7 @@ if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
   set(visual ${PROJECT_SOURCE_DIR}/examples/neat/visual.ini)
   set(visual_es ${PROJECT_SOURCE_DIR}/examples/neat/visual_es.ini)
   set(retina ${PROJECT_SOURCE_DIR}/examples/neat/retina.ini)
+  set(retina_sides ${PROJECT_SOURCE_DIR}/examples/neat/retina_sides.ini)
   set(work ${CMAKE_CURRENT_BINARY_DIR}/hyperneat_cli)
   set(prelude "set -u; W=$(mktemp -d '${work}.XXXXXX') || exit 1; trap 'rm -rf \"$W\"' EXIT; \
 expect() { want=$1; shift; \"$@\" >\"$W/out\" 2>\"$W/err\"; got=$?; if [ $got != $want ]; then \
@@ -15,7 +17,7 @@ echo \"exit $got, wanted $want: $*\"; cat \"$W/out\" \"$W/err\"; exit 1; fi; }; 
 has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\" \"$W/err\"; exit 1; }; }; ")
   set(hyperneat_cli_cases
       visual_out_runs
-      "expect 1 '${otc}' evolve '${visual}' --task visual --seed 1 --generations 2 --threads 1 --out \"$W/v.otm\" --reevaluate visual:33 && has out 'champion saved' && has out 'visual:33: champion fitness' && expect 0 '${otc}' summary \"$W/v.otm\" && has out 'layer1.weight' && has out '[B,121]' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/v.otm\" --input \"$W/x.csv\" --no-header"
+      "expect 1 '${otc}' evolve '${visual}' --task visual --seed 1 --generations 2 --threads 1 --out \"$W/v.otm\" --reevaluate visual:33 && has out 'champion saved' && has out 'visual: champion mean distance d (cells) = ' && has out 'visual:33: champion fitness' && grep -F 'visual:33:' \"$W/out\" | grep -qF 'mean distance d (cells) = ' && expect 0 '${otc}' summary \"$W/v.otm\" && has out 'layer1.weight' && has out '[B,121]' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/v.otm\" --input \"$W/x.csv\" --no-header"
       bad_grid_exits_2
       "sed 's/^input_grid .*/input_grid = 11by11/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] input_grid: bad value' && has err 'b.ini:'"
       bad_threshold_exits_2
@@ -46,6 +48,8 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "sed -e 's/^leo .*/leo = false/' -e 's/^num_outputs .*/num_outputs = 2/' '${retina}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err '[Substrate] leo_seed: seeds the LEO output, which needs leo = true'"
       retina_out_runs
       "expect 1 '${otc}' evolve '${retina}' --task retina --seed 1 --generations 3 --out \"$W/r.otm\" && has out 'retina: not solved' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
+      retina_sides_runs
+      "expect 1 '${otc}' evolve '${retina_sides}' --task retina:sides --seed 1 --generations 2 --threads 1 && has out 'retina:sides: not solved' && sed -e 's/^num_inputs .*/num_inputs = 6/' -e '$a layer_input = true' '${retina_sides}' > \"$W/z.ini\" && expect 1 '${otc}' evolve \"$W/z.ini\" --task retina:sides --seed 1 --generations 2 --threads 1 && has out 'retina:sides: not solved' && expect 2 '${otc}' evolve '${retina}' --task retina:sides && has err '[Substrate] output_grid: task retina:sides needs 2x1 (left object, right object)'"
       retina_grid_exits_2
       "expect 2 '${otc}' evolve '${visual}' --task retina && has err '[Substrate] input_grid: task retina needs 4x2'"
       other_grid_exits_2

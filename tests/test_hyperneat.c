@@ -243,15 +243,16 @@ TEST(hyperneat_steep_sigmoid_substrate_graph) {
 }
 
 /* An 11k x 11k -> 11k x 11k substrate whose output node sums the inputs within `reach` nodes
- * (a (2 reach + 1)^2 window): reach = 1.5 k - 0.5 matches the large box exactly, so its centre
- * is the single most active output. */
-static void paint_window(otc_substrate *s, int side, int reach) {
+ * of the node `shift` columns to its right (a (2 reach + 1)^2 window): reach = 1.5 k - 0.5
+ * matches the large box exactly, so the single most active output is `shift` nodes left of
+ * its centre. */
+static void paint_window(otc_substrate *s, int side, int reach, int shift) {
     float *W = otc_substrate_weights(s, 0);
     int n = side * side;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < n; i++)
             W[(size_t)j * n + i] =
-                abs(j % side - i % side) <= reach && abs(j / side - i / side) <= reach;
+                abs(j % side + shift - i % side) <= reach && abs(j / side - i / side) <= reach;
 }
 
 TEST(hyperneat_visual_fitness_of_hand_painted_substrates) {
@@ -261,19 +262,28 @@ TEST(hyperneat_visual_fitness_of_hand_painted_substrates) {
         otc_substrate *s = NULL;
         REQUIRE(otc_substrate_new(&c, k, &s) == OTC_OK);
         CHECK(otc_substrate_size(s, 0) == 121 * k * k);
-        double fitness = 0;
+        double fitness = 0, mean_d = -1;
         int hits = 0;
         /* All weights 0: every output ties and the first (cell (0, 0)) wins, so d^2 = lx^2 +
          * ly^2; over the 75 trials that sums to 5470 (worked out from the layout by hand). */
-        REQUIRE(otc_visual_score(s, &fitness, &hits) == OTC_OK);
+        REQUIRE(otc_visual_score(s, &fitness, &hits, &mean_d) == OTC_OK);
         if (k == 1) {
             CHECK_NEAR(fitness, 200.0 - 5470.0 / 75.0, 1e-4); /* float coordinates */
             CHECK(hits == 0);
+            /* mean d <= sqrt(mean d^2), and the nearest large box is at cell (1, 1) */
+            CHECK(mean_d <= sqrt(5470.0 / 75.0) && mean_d >= sqrt(2.0));
         }
-        paint_window(s, 11 * k, (3 * k - 1) / 2);
-        REQUIRE(otc_visual_score(s, &fitness, &hits) == OTC_OK);
+        paint_window(s, 11 * k, (3 * k - 1) / 2, 0);
+        REQUIRE(otc_visual_score(s, &fitness, &hits, &mean_d) == OTC_OK);
         CHECK_NEAR(fitness, 200.0, 1e-4);
         CHECK(hits == OTC_VISUAL_TRIALS);
+        CHECK_NEAR(mean_d, 0.0, 1e-4);
+        /* Every answer one cell (k nodes) left of the centre: d = 1 in every trial. */
+        paint_window(s, 11 * k, (3 * k - 1) / 2, k);
+        REQUIRE(otc_visual_score(s, &fitness, &hits, &mean_d) == OTC_OK);
+        CHECK_NEAR(fitness, 199.0, 1e-4);
+        CHECK(hits == 0);
+        CHECK_NEAR(mean_d, 1.0, 1e-4);
         otc_substrate_free(s);
     }
 }
@@ -322,6 +332,48 @@ TEST(hyperneat_visual_evolution_improves) {
     otc_neat_population_free(p);
 }
 
+TEST(hyperneat_layer_input_gives_each_layer_pair_its_weights) {
+    /* 1x1 -> 1x1 -> 1x1: the layers' z are -1, 0, 1. The CPPN's inputs x1 y1 x2 y2 z1 z2
+     * (ids 0-5), weight output (6) = z1 / 2 + z2 / 4, bias output (7) = -z1; threshold 0 and
+     * max_weight 1 paint both as they are. */
+    otc_neat_config c = config_of("num_inputs = 6\nnum_outputs = 2\n",
+                                  "input_grid = 1x1\nhidden_grids = 1x1\noutput_grid = 1x1\n"
+                                  "layer_input = true\nbias_output = true\n"
+                                  "weight_threshold = 0\nmax_weight = 1\n");
+    otc_neat_genome *g = otc_neat_genome_new();
+    for (int i = 0; i < 8; i++) {
+        otc_neat_node n = {i, i < 6 ? OTC_NEAT_INPUT : OTC_NEAT_OUTPUT, OTC_ACT_IDENTITY, 0, 1, 0,
+                           1};
+        otc_neat_genome_add_node(g, &n);
+    }
+    const otc_neat_conn links[3] = {
+        {0, 4, 6, 0.5f, true}, {1, 5, 6, 0.25f, true}, {2, 4, 7, -1.0f, true}};
+    for (int k = 0; k < 3; k++) otc_neat_genome_add_conn(g, &links[k]);
+    otc_substrate *s = NULL;
+    paint(&c, g, &s);
+    REQUIRE(otc_substrate_layers(s) == 3);
+    CHECK_NEAR(otc_substrate_weights(s, 0)[0], -0.5, 1e-6); /* z1 = -1, z2 = 0 */
+    CHECK_NEAR(otc_substrate_weights(s, 1)[0], 0.25, 1e-6); /* z1 = 0, z2 = 1 */
+    CHECK_NEAR(otc_substrate_biases(s, 0)[0], 1.0, 1e-6);   /* the hidden node: z1 = -1 */
+    CHECK_NEAR(otc_substrate_biases(s, 1)[0], 0.0, 1e-6);   /* the output: z1 = 0 */
+    /* x = 4: hidden -0.5 * 4 + 1 = -1, output 0.25 * -1 + 0 */
+    const float x = 4.0f;
+    float y = 0;
+    REQUIRE(otc_substrate_forward(s, &x, 1, &y) == OTC_OK);
+    CHECK_NEAR(y, -0.25, 1e-6);
+    otc_substrate_free(s);
+    otc_neat_genome_free(g);
+    /* An evolvable substrate has no layers to give. */
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%snum_inputs = 6\nnum_outputs = 1\n[Substrate]\ninput_grid = 3x3\noutput_grid = "
+             "3x3\nevolvable_substrate = true\nlayer_input = true\n",
+             NEAT_HEAD);
+    otc_neat_config e;
+    CHECK(otc_neat_config_parse(text, "bad.ini", &e) == OTC_ERR_CONFIG);
+    CHECK(strstr(otc_last_error(), "[Substrate] layer_input: an evolvable substrate"));
+}
+
 TEST(hyperneat_config_refuses_bad_substrates) {
     const char *bad[][2] = {
         {"input_grid = 11\noutput_grid = 11x11\n", "input_grid: bad value '11'"},
@@ -346,6 +398,8 @@ TEST(hyperneat_config_refuses_bad_substrates) {
          "[Substrate] iteration_level"},
         {"input_grid = 99x99\noutput_grid = 99x99\nevolvable_substrate = true\nmaximum_depth = 8\n",
          "maximum_depth: with these grids"},
+        {"input_grid = 11x11\noutput_grid = 11x11\nlayer_input = true\n",
+         "num_inputs: a [Substrate] CPPN has 6 inputs (x1 y1 x2 y2 z1 z2)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[4096];
@@ -563,15 +617,96 @@ TEST(retina_score_of_a_constant_substrate) {
     REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
     double fitness = 0;
     int correct = -1;
-    REQUIRE(otc_retina_score(s, false, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
     CHECK(correct == 0);
     CHECK_NEAR(fitness, 1000.0 / (1.0 + 128.0 * 128.0), 1e-9);
     /* Bias -10: ~0 everywhere, right for the 192 non-targets; E = 64 (1 - s(-10)) + 192 s(-10). */
     otc_substrate_biases(s, 0)[0] = -10.0f;
-    REQUIRE(otc_retina_score(s, false, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
     CHECK(correct == 192);
     double sg = 1.0 / (1.0 + exp(10.0)), e = 64 * (1 - sg) + 192 * sg;
     CHECK_NEAR(fitness, 1000.0 / (1.0 + e * e), 1e-4);
+    otc_substrate_free(s);
+}
+
+/* The retina's pixels for side s (0 left, 1 right) in the 4x2 input grid (row * 4 + col). */
+enum { TL, TR, BL, BR };
+static int retina_pixel(int side, int k) {
+    return (k / 2) * 4 + 2 * side + k % 2;
+}
+
+/* Threshold units worked out by hand from the object sets, K scaling them into logistic steps.
+ * A left block holds an object iff it has at most one lit pixel, or its right column is lit
+ * and its left column is not: count >= 2 is step(TL + TR + BL + BR - 1.5), "right column, not
+ * all of the left" step(TR + BR - TL / 2 - BL / 2 - 1.25) (2 for the column, 1.5 for either
+ * L, at most 1 for the rest); the right block mirrors it. Layer 1 (4x2): node 2 s counts side
+ * s, node 2 s + 1 finds its column; layer 2 (2x1): node s is side s's object,
+ * step(column - count + 0.5). */
+static void paint_retina_sides(otc_substrate *s, float K) {
+    float *w0 = otc_substrate_weights(s, 0), *b0 = otc_substrate_biases(s, 0);
+    float *w1 = otc_substrate_weights(s, 1), *b1 = otc_substrate_biases(s, 1);
+    for (int side = 0; side < 2; side++) {
+        /* the column the object needs lit: right for the left block, left for the right */
+        int near_top = side ? TL : TR, near_bottom = side ? BL : BR;
+        int far_top = side ? TR : TL, far_bottom = side ? BR : BL;
+        float *count = w0 + (2 * side) * 8, *column = w0 + (2 * side + 1) * 8;
+        for (int k = 0; k < 4; k++) count[retina_pixel(side, k)] = K;
+        b0[2 * side] = -1.5f * K;
+        column[retina_pixel(side, near_top)] = K;
+        column[retina_pixel(side, near_bottom)] = K;
+        column[retina_pixel(side, far_top)] = -0.5f * K;
+        column[retina_pixel(side, far_bottom)] = -0.5f * K;
+        b0[2 * side + 1] = -1.25f * K;
+        w1[side * 8 + 2 * side] = -K;
+        w1[side * 8 + 2 * side + 1] = K;
+        b1[side] = 0.5f * K;
+    }
+}
+
+TEST(retina_hand_built_substrates_solve_it) {
+    /* The example's layout, 4x2 -> 4x2 -> 2x1 -> 1x1: the output is step(left + right - 1.5)
+     * for AND, step(left + right - 0.5) for OR. E is a sum of logistic tails (< 1e-3). */
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
+                                  "input_grid = 4x2\nhidden_grids = 4x2 2x1\noutput_grid = 1x1\n"
+                                  "activation = logistic\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    REQUIRE(otc_substrate_layers(s) == 4);
+    const float K = 40.0f;
+    paint_retina_sides(s, K);
+    otc_substrate_weights(s, 2)[0] = otc_substrate_weights(s, 2)[1] = K;
+    otc_substrate_biases(s, 2)[0] = -1.5f * K;
+    double fitness = 0;
+    int correct = 0;
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
+    CHECK(correct == OTC_RETINA_PATTERNS);
+    CHECK(fitness > 999.0);
+    otc_substrate_biases(s, 2)[0] = -0.5f * K;
+    REQUIRE(otc_retina_score(s, OTC_RETINA_OR, &fitness, &correct) == OTC_OK);
+    CHECK(correct == OTC_RETINA_PATTERNS);
+    CHECK(fitness > 999.0);
+    /* OR's substrate scored for AND: wrong on the 2 x 8 x 8 patterns with one object only. */
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
+    CHECK(correct == OTC_RETINA_PATTERNS - 128);
+    /* A single output is not the two the sides goal reads. */
+    CHECK(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_ERR_CONFIG);
+    otc_substrate_free(s);
+    /* 4x2 -> 4x2 -> 2x1, the two modules' answers as the outputs (retina:sides). */
+    c = config_of(
+        "num_inputs = 4\nnum_outputs = 1\n",
+        "input_grid = 4x2\nhidden_grids = 4x2\noutput_grid = 2x1\nactivation = logistic\n");
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    paint_retina_sides(s, K);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_OK);
+    CHECK(correct == OTC_RETINA_PATTERNS);
+    CHECK(fitness > 999.0);
+    /* The left output's bias 1 lower, step(column - count - 0.5), is 0 for every left block
+     * (column lit means count >= 2): wrong on the 8 x 16 patterns with a left object, each
+     * adding ~1 to E. */
+    otc_substrate_biases(s, 1)[0] -= K;
+    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_OK);
+    CHECK(correct == OTC_RETINA_PATTERNS - 128);
+    CHECK_NEAR(fitness, 1000.0 / (1.0 + 128.0 * 128.0), 1e-4);
     otc_substrate_free(s);
 }
 

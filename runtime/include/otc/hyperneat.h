@@ -24,7 +24,7 @@ bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n);
  * naming file, section and key otherwise). */
 otc_status otc_substrate_check(const otc_neat_config *c, const char *file);
 
-/* The CPPN's layout: inputs x1 y1 x2 y2 [distance]; outputs weight [bias] [leo]. */
+/* The CPPN's layout: inputs x1 y1 x2 y2 [distance] [z1 z2]; outputs weight [bias] [leo]. */
 int otc_substrate_cppn_inputs(const otc_neat_substrate *s);
 int otc_substrate_cppn_outputs(const otc_neat_substrate *s);
 /* One CPPN query row q (cppn_inputs floats) for the connection (x1, y1) -> (x2, y2). */
@@ -101,7 +101,10 @@ float *otc_substrate_biases(otc_substrate *s, int layer);
  * clamped to [-1, 1], becomes 0 when |w| <= weight_threshold and else
  * sign(w) (|w| - threshold) / (1 - threshold) max_weight (Stanley et al. 2009); with leo, the
  * connection exists when the leo output is > 0 and its weight is w max_weight. With
- * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. */
+ * bias_output, node biases are the bias output at (0, 0, x, y), scaled as weights. With
+ * layer_input, every query also gives the layers' z (-1 for the input grid to 1 for the
+ * output grid, evenly): z1 of the source layer, z2 of the target's (a bias: of the layer
+ * before its node's, z2 its node's). */
 otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
 /* The substrate (at `scale`) the CPPN genome cppn paints, its program lowered into scratch
  * (NULL: a program of its own). */
@@ -135,9 +138,10 @@ otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_nea
  * output grids are 11 x 11 times the same scale: 75 trials (a 1x1-cell box at 25 positions,
  * a 3x3-cell box 5 cells right, down and diagonally, wrapped and moved into view); distance d
  * (in cells of the 11 x 11 field) from the large box's centre to the most active output.
- * fitness = 200 - mean d^2 (200 = the largest d^2 on the field); *hits = trials with d = 0. */
+ * fitness = 200 - mean d^2 (200 = the largest d^2 on the field); *hits = trials with d = 0;
+ * *mean_d (unless NULL) = mean d, the paper's measure. */
 #define OTC_VISUAL_TRIALS 75
-otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits);
+otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double *mean_d);
 
 /* The left-and-right retina problem (Kashtan and Alon 2005, as Verbancsics and Stanley 2011
  * use it for HyperNEAT-LEO): 8 pixels, a 2x2 block on the left and one on the right, as the
@@ -152,9 +156,13 @@ bool otc_retina_right_object(int nibble);
 void otc_retina_pixels(int p, float *px);
 /* The target for pattern p: left object AND right object (or OR with `any`). */
 bool otc_retina_target(int p, bool any);
-/* s (input 4x2, one output) on all 256 patterns: E = sum |y - target| (target 1 or 0),
- * fitness = 1000 / (1 + E^2); *correct = patterns whose output is on the target's side of
- * 0.5. */
-otc_status otc_retina_score(otc_substrate *s, bool any, double *fitness, int *correct);
+/* What the retina's substrate answers: AND (one output: a left object and a right object),
+ * OR (one output: either), or SIDES (two outputs, the 2x1 output grid left to right: a left
+ * object, a right object; the form Coleman's AHNI reproduces Verbancsics and Stanley 2011 in). */
+typedef enum { OTC_RETINA_AND, OTC_RETINA_OR, OTC_RETINA_SIDES } otc_retina_goal;
+/* s (input 4x2; one output, two for SIDES) on all 256 patterns: E = sum over patterns and
+ * outputs of |y - target| (target 1 or 0), fitness = 1000 / (1 + E^2); *correct = patterns
+ * whose every output is on its target's side of 0.5. */
+otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitness, int *correct);
 
 #endif

@@ -22,6 +22,7 @@ typedef struct {
      * OTC_NEAT_MAX_BC; 0: none), e.g. the maze robot's final position. */
     int n_bc;
     float bc[OTC_NEAT_MAX_BC];
+    double measure; /* optional: the task's own measure of the genome (task->measure_name) */
 } otc_neat_eval;
 
 typedef otc_executor *(*otc_neat_executor_fn)(otc_graph *g, const otc_exec_options *o);
@@ -63,6 +64,9 @@ struct otc_neat_task {
     otc_status (*confirm)(const otc_neat_task *task, const otc_neat_config *c,
                           const otc_neat_genome *g, bool *solved, double *score);
     const char *score_name; /* what confirm's score is ("generalisation", "val_accuracy") */
+    /* What evaluate's out->measure is, when the task reports a measure of its own beside the
+     * fitness (otc evolve prints it for the champion); NULL: none. */
+    const char *measure_name;
     /* When true, confirm is not run on the generation's best genome but, as in Stanley's
      * pole2_epoch, on the champion of the fittest species not yet tested since its best last
      * improved (the fittest species when all have been): a champion that failed is not

@@ -96,7 +96,10 @@ typedef struct {
     otc_leo_seed leo_seed;
     bool bias_output;    /* a CPPN output paints each substrate node's bias */
     bool distance_input; /* the CPPN's fifth input: the distance between the two points */
-    otc_act activation;  /* of the substrate's hidden and output nodes */
+    /* Two more CPPN inputs, z1 and z2: the source's and target's layer, evenly from -1 (the
+     * input grid) to 1 (the output grid), so each layer pair gets weights of its own. */
+    bool layer_input;
+    otc_act activation; /* of the substrate's hidden and output nodes */
     /* ES-HyperNEAT (evolvable_substrate): the hidden nodes are placed by a quadtree search of
      * the CPPN's weights (hyperneat.h, otc_es_search) instead of hidden_grids. */
     bool evolvable;

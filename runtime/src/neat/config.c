@@ -204,6 +204,7 @@ static const key_def keys[] = {
     {"Substrate", "leo_seed", K_LEO_SEED, OFF(substrate.leo_seed), false, 0, 0},
     {"Substrate", "bias_output", K_BOOL, OFF(substrate.bias_output), false, 0, 0},
     {"Substrate", "distance_input", K_BOOL, OFF(substrate.distance_input), false, 0, 0},
+    {"Substrate", "layer_input", K_BOOL, OFF(substrate.layer_input), false, 0, 0},
     {"Substrate", "activation", K_SUB_ACT, OFF(substrate.activation), false, 0, 0},
     {"Substrate", "evolvable_substrate", K_BOOL, OFF(substrate.evolvable), false, 0, 0},
     {"Substrate", "initial_depth", K_INT, OFF(substrate.initial_depth), false, 0, OTC_ES_MAX_DEPTH},

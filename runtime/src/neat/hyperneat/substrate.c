@@ -62,7 +62,7 @@ bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n) {
 }
 
 int otc_substrate_cppn_inputs(const otc_neat_substrate *s) {
-    return 4 + s->distance_input;
+    return 4 + s->distance_input + 2 * s->layer_input;
 }
 
 int otc_substrate_cppn_outputs(const otc_neat_substrate *s) {
@@ -95,6 +95,11 @@ static otc_status check_evolvable(const otc_neat_substrate *s, const char *file)
                         "%s: [Substrate] hidden_grids: an evolvable substrate places its hidden "
                         "nodes itself (leave hidden_grids out or set it to none)",
                         file);
+    if (s->layer_input)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Substrate] layer_input: an evolvable substrate has no layers (set "
+                        "it to false)",
+                        file);
     if (s->initial_depth > s->maximum_depth)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [Substrate] initial_depth: %d is deeper than maximum_depth %d", file,
@@ -110,9 +115,9 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
     if (c->num_inputs != otc_substrate_cppn_inputs(s))
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [DefaultGenome] num_inputs: a [Substrate] CPPN has %d inputs (x1 y1 "
-                        "x2 y2%s), the config says %d",
+                        "x2 y2%s%s), the config says %d",
                         file, otc_substrate_cppn_inputs(s), s->distance_input ? " distance" : "",
-                        c->num_inputs);
+                        s->layer_input ? " z1 z2" : "", c->num_inputs);
     if (c->num_outputs != otc_substrate_cppn_outputs(s))
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [DefaultGenome] num_outputs: a [Substrate] CPPN has %d outputs "
@@ -315,8 +320,19 @@ static otc_status ask(otc_substrate *s, otc_neat_flat *cppn, int n) {
     return otc_neat_flat_forward(cppn, s->query, n, s->answer);
 }
 
-static void put_row(otc_substrate *s, int r, float x1, float y1, float x2, float y2) {
-    otc_substrate_cppn_row(&s->cfg, s->query + (size_t)r * (size_t)s->cppn_in, x1, y1, x2, y2);
+/* Layer l's z, the CPPN's layer input: -1 for the input grid to 1 for the output grid. */
+static float layer_z(const otc_substrate *s, int l) {
+    return 2.0f * (float)l / (float)(s->n_layers - 1) - 1.0f;
+}
+
+/* Row r asks for the connection (x1, y1) of layer l -> (x2, y2) of layer l + 1. */
+static void put_row(otc_substrate *s, int r, int l, float x1, float y1, float x2, float y2) {
+    float *q = s->query + (size_t)r * (size_t)s->cppn_in;
+    otc_substrate_cppn_row(&s->cfg, q, x1, y1, x2, y2);
+    if (s->cfg.layer_input) {
+        q[s->cppn_in - 2] = layer_z(s, l);
+        q[s->cppn_in - 1] = layer_z(s, l + 1);
+    }
 }
 
 /* Layer l + 1's weights: pairs in the weight matrix's order (target-major), QUERY_ROWS at a
@@ -331,7 +347,7 @@ static otc_status paint_weights(otc_substrate *s, otc_neat_flat *cppn, int l) {
             float x1, y1, x2, y2;
             otc_substrate_coord(s, l, (int)(k % n_src), &x1, &y1);
             otc_substrate_coord(s, l + 1, (int)(k / n_src), &x2, &y2);
-            put_row(s, r, x1, y1, x2, y2);
+            put_row(s, r, l, x1, y1, x2, y2);
         }
         otc_status st = ask(s, cppn, n);
         if (st != OTC_OK) return st;
@@ -352,7 +368,7 @@ static otc_status paint_biases(otc_substrate *s, otc_neat_flat *cppn, int l) {
         for (int r = 0; r < n; r++) {
             float x2, y2;
             otc_substrate_coord(s, l + 1, at + r, &x2, &y2);
-            put_row(s, r, 0.0f, 0.0f, x2, y2);
+            put_row(s, r, l, 0.0f, 0.0f, x2, y2);
         }
         otc_status st = ask(s, cppn, n);
         if (st != OTC_OK) return st;

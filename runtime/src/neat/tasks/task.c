@@ -624,13 +624,13 @@ static otc_status builtin_task_create(const char *spec, const otc_neat_config *c
     } else {
         /* An environment otc does not simulate (neat-python's lunar-lander example runs
          * Gymnasium's LunarLander) can drive evolution as an external program. */
-        s = otc_fail(
-            OTC_ERR_ARG,
-            "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
-            "dpv, dpnv, maze:medium, maze:hard, visual, visual:N, retina, retina:or, csv:FILE or "
-            "exec:PROGRAM; an environment otc does not have, "
-            "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
-            spec);
+        s = otc_fail(OTC_ERR_ARG,
+                     "unknown task '%s' (expected xor, xor:neat-python, pole1, pole1:neat-python, "
+                     "dpv, dpnv, maze:medium, maze:hard, visual, visual:N, retina, retina:or, "
+                     "retina:sides, csv:FILE or "
+                     "exec:PROGRAM; an environment otc does not have, "
+                     "such as Gymnasium's LunarLander, runs as exec:PROGRAM: see examples/exec/)",
+                     spec);
     }
     if (s != OTC_OK) {
         free(t);

@@ -42,24 +42,31 @@ bool otc_retina_target(int p, bool any) {
     return any ? l || r : l && r;
 }
 
-otc_status otc_retina_score(otc_substrate *s, bool any, double *fitness, int *correct) {
+otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitness, int *correct) {
     if (!s || !fitness || !correct) return otc_fail(OTC_ERR_ARG, "otc_retina_score: NULL");
-    int last = otc_substrate_layers(s) - 1;
-    if (otc_substrate_size(s, 0) != GRID_X * GRID_Y || otc_substrate_size(s, last) != 1)
+    int last = otc_substrate_layers(s) - 1, n_out = goal == OTC_RETINA_SIDES ? 2 : 1;
+    if (otc_substrate_size(s, 0) != GRID_X * GRID_Y || otc_substrate_size(s, last) != n_out)
         return otc_fail(OTC_ERR_CONFIG,
-                        "task retina: the substrate needs 8 inputs and 1 output (it has %d and %d)",
-                        otc_substrate_size(s, 0), otc_substrate_size(s, last));
-    float x[OTC_RETINA_PATTERNS * GRID_X * GRID_Y], y[OTC_RETINA_PATTERNS];
+                        "task retina: the substrate needs 8 inputs and %d output(s) (it has %d "
+                        "and %d)",
+                        n_out, otc_substrate_size(s, 0), otc_substrate_size(s, last));
+    float x[OTC_RETINA_PATTERNS * GRID_X * GRID_Y], y[OTC_RETINA_PATTERNS * 2];
     for (int p = 0; p < OTC_RETINA_PATTERNS; p++) otc_retina_pixels(p, x + p * GRID_X * GRID_Y);
     otc_status st = otc_substrate_forward(s, x, OTC_RETINA_PATTERNS, y);
     if (st != OTC_OK) return st;
     double e = 0;
     int ok = 0;
     for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
-        bool t = otc_retina_target(p, any);
-        /* A NaN output is as wrong as can be: a full error, on neither side. */
-        e += isnan(y[p]) ? 1.0 : fabs((double)y[p] - t);
-        ok += t ? y[p] > 0.5f : y[p] < 0.5f;
+        bool t[2] = {otc_retina_target(p, goal == OTC_RETINA_OR), otc_retina_right_object(p & 15)};
+        if (goal == OTC_RETINA_SIDES) t[0] = otc_retina_left_object(p >> 4 & 15);
+        bool right = true;
+        for (int o = 0; o < n_out; o++) {
+            float v = y[p * n_out + o];
+            /* A NaN output is as wrong as can be: a full error, on neither side. */
+            e += isnan(v) ? 1.0 : fabs((double)v - t[o]);
+            right &= t[o] ? v > 0.5f : v < 0.5f;
+        }
+        ok += right;
     }
     *fitness = isfinite(e) ? 1000.0 / (1.0 + e * e) : 0.0;
     *correct = ok;
@@ -73,7 +80,8 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
     otc_status st = otc_substrate_from_genome(g, c, 1, otc_neat_eval_scratch(), &s);
     double fitness = 0;
     int correct = 0;
-    if (st == OTC_OK) st = otc_retina_score(s, task->ctx != NULL, &fitness, &correct);
+    if (st == OTC_OK)
+        st = otc_retina_score(s, (otc_retina_goal)(intptr_t)task->ctx, &fitness, &correct);
     otc_substrate_free(s);
     if (st != OTC_OK) return st;
     out->fitness = fitness;
@@ -83,27 +91,33 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
 
 otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *c,
                                        otc_neat_task **out) {
-    bool any = !strcmp(spec, "retina:or");
-    if (!any && strcmp(spec, "retina") && strcmp(spec, "retina:and"))
-        return otc_fail(OTC_ERR_ARG, "task %s: retina, retina:and or retina:or", spec);
+    otc_retina_goal goal = !strcmp(spec, "retina:or")      ? OTC_RETINA_OR
+                           : !strcmp(spec, "retina:sides") ? OTC_RETINA_SIDES
+                                                           : OTC_RETINA_AND;
+    if (goal == OTC_RETINA_AND && strcmp(spec, "retina") && strcmp(spec, "retina:and"))
+        return otc_fail(OTC_ERR_ARG, "task %s: retina, retina:and, retina:or or retina:sides",
+                        spec);
     const otc_neat_substrate *sub = &c->substrate;
+    int out_x = goal == OTC_RETINA_SIDES ? 2 : 1;
     if (!sub->enabled)
         return otc_fail(OTC_ERR_CONFIG,
                         "task %s: the config has no [Substrate] section (the genome is a CPPN "
-                        "painting a substrate from a 4x2 input grid to a 1x1 output)",
-                        spec);
+                        "painting a substrate from a 4x2 input grid to a %dx1 output)",
+                        spec, out_x);
     const char *bad = sub->input.nx != GRID_X || sub->input.ny != GRID_Y ? "input_grid"
-                      : sub->output.nx != 1 || sub->output.ny != 1       ? "output_grid"
+                      : sub->output.nx != out_x || sub->output.ny != 1   ? "output_grid"
                                                                          : NULL;
     if (bad)
         return otc_fail(OTC_ERR_CONFIG, "[Substrate] %s: task %s needs %s", bad, spec,
-                        *bad == 'i' ? "4x2 (the two 2x2 halves of the retina)" : "1x1");
+                        *bad == 'i'  ? "4x2 (the two 2x2 halves of the retina)"
+                        : out_x == 2 ? "2x1 (left object, right object)"
+                                     : "1x1");
     otc_neat_task *t = calloc(1, sizeof *t);
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
     snprintf(t->name, sizeof t->name, "%s", spec);
     t->evaluate = retina_evaluate;
     t->needs_feed_forward = true;
-    t->ctx = any ? (void *)t : NULL;
+    t->ctx = (void *)(intptr_t)goal;
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     *out = t;

@@ -31,7 +31,7 @@ static void light(float *px, int k, int cx0, int cx1, int cy0, int cy1) {
         for (int x = cx0 * k; x < (cx1 + 1) * k; x++) px[y * side + x] = 1.0f;
 }
 
-otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits) {
+otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double *mean_d) {
     if (!s || !fitness || !hits) return otc_fail(OTC_ERR_ARG, "otc_visual_score: NULL argument");
     int last = otc_substrate_layers(s) - 1, n = otc_substrate_size(s, 0);
     int k = (int)lround(sqrt((double)n)) / FIELD;
@@ -56,7 +56,7 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits) {
         light(px, k, lx[t] - 1, lx[t] + 1, ly[t] - 1, ly[t] + 1);
     }
     otc_status st = otc_substrate_forward(s, x, OTC_VISUAL_TRIALS, y);
-    double sum = 0;
+    double sum = 0, sum_d = 0;
     int hit = 0;
     for (int t = 0; t < OTC_VISUAL_TRIALS && st == OTC_OK; t++) {
         const float *yt = y + (size_t)t * (size_t)n;
@@ -70,7 +70,9 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits) {
                ey = (by + 1.0) * FIELD / 2 - (ly[t] + 0.5);
         double d2 = ex * ex + ey * ey;
         sum += d2;
-        hit += d2 < 1e-6;
+        bool on = d2 < 1e-6; /* float coordinates: a hit is d = 0 */
+        sum_d += on ? 0.0 : sqrt(d2);
+        hit += on;
     }
     free(x);
     free(y);
@@ -78,6 +80,7 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits) {
     /* 200 = (FIELD - 1)^2 * 2, the squared diagonal between the outermost cell centres. */
     *fitness = 2.0 * (FIELD - 1) * (FIELD - 1) - sum / OTC_VISUAL_TRIALS;
     *hits = hit;
+    if (mean_d) *mean_d = sum_d / OTC_VISUAL_TRIALS;
     return OTC_OK;
 }
 
@@ -87,12 +90,13 @@ static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_conf
     int scale = (int)(intptr_t)task->ctx;
     otc_substrate *s = NULL;
     otc_status st = otc_substrate_from_genome(g, c, scale, otc_neat_eval_scratch(), &s);
-    double fitness = 0;
+    double fitness = 0, mean_d = 0;
     int hits = 0;
-    if (st == OTC_OK) st = otc_visual_score(s, &fitness, &hits);
+    if (st == OTC_OK) st = otc_visual_score(s, &fitness, &hits, &mean_d);
     otc_substrate_free(s);
     if (st != OTC_OK) return st;
     out->fitness = fitness;
+    out->measure = mean_d;
     out->solved = hits == OTC_VISUAL_TRIALS;
     return OTC_OK;
 }
@@ -124,6 +128,7 @@ otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *
     if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
     snprintf(t->name, sizeof t->name, "%s", spec);
     t->evaluate = visual_evaluate;
+    t->measure_name = "mean distance d (cells)";
     t->needs_feed_forward = true;
     t->ctx = (void *)(intptr_t)(side / FIELD);
     t->n_inputs = c->num_inputs;
