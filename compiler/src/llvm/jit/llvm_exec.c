@@ -491,13 +491,9 @@ static otc_status ensure_train_plan(jit_exec *j, otc_id loss, const otc_optim_co
             }
         }
         if (j->has_fwd && j->fwd.weights == j->train.weights) {
-            /* The forward plan borrowed these; give it its own copy. */
-            float *w = malloc(((size_t)j->fwd.plan->param_floats + 1) * sizeof(float));
-            if (!w) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-            memcpy(w, j->train.weights, (size_t)j->fwd.plan->param_floats * sizeof(float));
+            /* The two plans share one buffer (whichever made it): the forward plan keeps it. */
+            j->fwd.own_weights = j->fwd.own_weights || j->train.own_weights;
             j->train.own_weights = false;
-            j->fwd.weights = w;
-            j->fwd.own_weights = true;
         }
         if (j->last == &j->train) j->last = NULL;
         otc_lvx_plan_free(&j->train);
