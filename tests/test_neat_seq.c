@@ -117,11 +117,11 @@ TEST(neat_seq_champion_standardises_raw_steps) {
     otc_neat_config c = chain_config();
     c.pop_size = 20;
     otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("csv:" ALT_CSV, &c, &task) == OTC_OK);
     otc_neat_population *p = NULL;
-    REQUIRE(otc_neat_population_new(&c, 2, &p) == OTC_OK);
     otc_neat_step_options so = {.threads = 1};
-    REQUIRE(otc_neat_step(p, task, &so, NULL) == OTC_OK);
+    REQUIRE(otc_neat_task_create("csv:" ALT_CSV, &c, &task) == OTC_OK &&
+            otc_neat_population_new(&c, 2, &p) == OTC_OK &&
+            otc_neat_step(p, task, &so, NULL) == OTC_OK);
     otc_graph *g = NULL;
     REQUIRE(otc_neat_champion_graph(p, task, &g) == OTC_OK);
     otc_id mean = otc_graph_find(g, "input_mean"), sd = otc_graph_find(g, "input_std");
