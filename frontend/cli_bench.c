@@ -33,8 +33,8 @@ static void remove_files(otc_bench_c *c) {
     rmdir(c->dir);
 }
 
-bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, bool train, otc_id loss,
-                       const otc_optim_config *optim, char *err, size_t err_len) {
+bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan, bool train,
+                       otc_id loss, const otc_optim_config *optim, char *err, size_t err_len) {
     memset(c, 0, sizeof *c);
     snprintf(c->dir, sizeof c->dir, "/tmp/otc-bench-XXXXXX");
     snprintf(c->name, sizeof c->name, "otcbench");
@@ -78,14 +78,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, bool train, otc_id lo
         *(void **)&c->train_workspace_bytes = sym(c, "train_workspace_bytes");
         /* The params struct: weights, up to two moment arrays and a step count; its exact
          * size is in the header, an upper bound is enough here. */
-        otc_plan_options po = {0};
-        po.train = true;
-        po.loss = loss;
-        po.optim = o.optim;
-        otc_plan *p = NULL;
-        size_t floats = 1024;
-        if (otc_plan_build(g, &po, &p) == OTC_OK) floats = (size_t)p->param_floats + 64;
-        otc_plan_free(p);
+        size_t floats = plan ? (size_t)plan->param_floats + 64 : 1024;
         c->params_bytes = 3 * floats * sizeof(float) + 64;
         if (!c->params_init || !c->train_step || !c->train_workspace_bytes) {
             snprintf(err, err_len, "the emitted library lacks its training functions");

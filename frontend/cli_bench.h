@@ -30,10 +30,11 @@ typedef struct {
  * Conv2d is one neuron per output value, each with its window's weights. */
 void otc_bench_count_units(const otc_graph *g, long long *neurons, long long *connections);
 
-/* Render g (a training step for loss when train) and build it. The C compiler's messages
- * go to stderr; false with a message on failure. */
-bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, bool train, otc_id loss,
-                       const otc_optim_config *optim, char *err, size_t err_len);
+/* Render g (a training step for loss when train) and build it; plan (g's plan with the same
+ * options, or NULL) sizes the training parameters. The C compiler's messages go to stderr;
+ * false with a message on failure. */
+bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan, bool train,
+                       otc_id loss, const otc_optim_config *optim, char *err, size_t err_len);
 void otc_bench_c_free(otc_bench_c *c);
 
 /* The graph as JSON for bench/torch_compare.py: nodes in id order (op, inputs, shape,

@@ -129,19 +129,15 @@ typedef struct {
 /* The memory the chosen backends take at once, from what each allocates: the interpreter
  * every node's value at the batch (training: and a gradient each); the JIT tiers and the
  * emitted C their plan's workspace (activations shared by lifetime, gradients) and optimiser
- * state, the JIT's at the batch rounded up to whole vectors (16 lanes). A plan that cannot be
- * built is counted as the interpreter's. Saturating: the check is what matters. */
-static uint64_t bench_memory(const otc_graph *g, int batch, bool train, otc_id loss,
-                             const otc_optim_config *oc, bool jit, bool c) {
+ * state, the JIT's at the batch rounded up to whole vectors (16 lanes). Without a plan (p
+ * NULL: it could not be built) they are counted as the interpreter's. Saturating: the check is
+ * what matters. */
+static uint64_t bench_memory(const otc_graph *g, int batch, bool train, const otc_plan *p, bool jit,
+                             bool c) {
     uint64_t interp = otc_graph_value_bytes(g, batch);
     if (interp > UINT64_MAX / 8) return UINT64_MAX;
     uint64_t need = train ? 2 * interp : interp;
-    otc_plan_options po = {0};
-    po.train = train;
-    po.loss = loss;
-    po.optim = *oc;
-    otc_plan *p = NULL;
-    bool planned = (jit || c) && otc_plan_build(g, train ? &po : NULL, &p) == OTC_OK;
+    bool planned = p != NULL;
     int64_t vec_batch = ((int64_t)batch + 15) / 16 * 16;
     for (int k = 0; k < 3; k++) { /* JIT, its fast tier, emitted C */
         if (k < 2 ? !jit : !c) continue;
@@ -157,7 +153,6 @@ static uint64_t bench_memory(const otc_graph *g, int batch, bool train, otc_id l
         }
         need = need > UINT64_MAX - one ? UINT64_MAX : need + one;
     }
-    otc_plan_free(p);
     return need;
 }
 
@@ -236,10 +231,19 @@ int otc_cmd_bench(int argc, char **argv) {
         return otc_cli_error("bench", "%s: %s", what, otc_last_error());
     }
     otc_id out = otc_graph_output(g, 0);
-    uint64_t need = bench_memory(g, batch, train, loss, &oc, !no_jit, !no_c);
+    /* The plan the emitted C is built from, made once: the memory estimate, the C's parameter
+     * size and its input rows all read it. */
+    otc_plan *plan = NULL;
+    otc_plan_options po = {0};
+    po.train = train;
+    po.loss = loss;
+    po.optim = oc;
+    if ((!no_jit || !no_c) && otc_plan_build(g, train ? &po : NULL, &plan) != OTC_OK) plan = NULL;
+    uint64_t need = bench_memory(g, batch, train, plan, !no_jit, !no_c);
     char need_what[700];
     snprintf(need_what, sizeof need_what, "%s: benchmarking at batch %d", what, batch);
     if (otc_memory_check(need, need_what)) {
+        otc_plan_free(plan);
         otc_graph_free(g);
         return otc_cli_error("bench", "%s", otc_last_error());
     }
@@ -302,7 +306,7 @@ int otc_cmd_bench(int argc, char **argv) {
         otc_jit_executor_stats(jf, &jfs);
         jfs.compile_ms -= cache1.library_ms - cache0.library_ms;
     }
-    if (!no_c) have_c = otc_bench_c_build(&cb, g, train, loss, &oc, cerr, sizeof cerr);
+    if (!no_c) have_c = otc_bench_c_build(&cb, g, plan, train, loss, &oc, cerr, sizeof cerr);
 
     job jb = {g,    ie,   opt_i, loss, out,  batch, n_in,      in_ids, data, NULL,
               NULL, NULL, NULL,  NULL, NULL, NULL,  (float)lr, train,  0};
@@ -324,27 +328,18 @@ int otc_cmd_bench(int argc, char **argv) {
         rc = otc_cli_error("bench", "%s: %s", what, otc_last_error());
         goto done;
     }
-    if (have_c) {
-        otc_plan *p = NULL;
-        otc_plan_options po = {0};
-        po.train = train;
-        po.loss = loss;
-        po.optim = oc;
-        float *in_rows = NULL, *t_rows = NULL, *o_rows = NULL, *lv = NULL;
-        void *ws = NULL, *params = NULL;
-        if (otc_plan_build(g, train ? &po : NULL, &p) == OTC_OK) {
-            in_rows = rows_for(p, OTC_IO_IN, g, data, batch);
-            t_rows = rows_for(p, OTC_IO_TARGET, g, data, batch);
-            o_rows = calloc((size_t)(p->out_width * batch) + 1, sizeof(float));
-            lv = calloc(1, sizeof(float));
-            size_t wb = train ? cb.train_workspace_bytes(batch) : cb.workspace_bytes(batch);
-            ws = aligned_alloc(64, (wb + 63) / 64 * 64 + 64);
-            /* Zeros: a recurrent model's state starts as NAME_reset leaves it. */
-            if (ws) memset(ws, 0, wb);
-            if (train) {
-                params = aligned_alloc(64, (cb.params_bytes + 63) / 64 * 64);
-                if (params) cb.params_init(params);
-            }
+    if (have_c && plan) {
+        float *in_rows = rows_for(plan, OTC_IO_IN, g, data, batch);
+        float *t_rows = rows_for(plan, OTC_IO_TARGET, g, data, batch);
+        float *o_rows = calloc((size_t)(plan->out_width * batch) + 1, sizeof(float));
+        float *lv = calloc(1, sizeof(float));
+        size_t wb = train ? cb.train_workspace_bytes(batch) : cb.workspace_bytes(batch);
+        void *ws = aligned_alloc(64, (wb + 63) / 64 * 64 + 64), *params = NULL;
+        /* Zeros: a recurrent model's state starts as NAME_reset leaves it. */
+        if (ws) memset(ws, 0, wb);
+        if (train) {
+            params = aligned_alloc(64, (cb.params_bytes + 63) / 64 * 64);
+            if (params) cb.params_init(params);
         }
         if (in_rows && t_rows && o_rows && lv && ws && (!train || params)) {
             job jc = {g,       NULL,   NULL,   loss, out, batch,  n_in,      in_ids, data, &cb,
@@ -358,7 +353,6 @@ int otc_cmd_bench(int argc, char **argv) {
         free(lv);
         free(ws);
         free(params);
-        otc_plan_free(p);
     }
 
     char figures[1800], c_us[32] = "null", c_ms[32] = "null", c_ratio[32] = "null";
@@ -438,6 +432,7 @@ int otc_cmd_bench(int argc, char **argv) {
     }
 done:
     if (have_c) otc_bench_c_free(&cb);
+    otc_plan_free(plan);
     otc_exec_free(ie);
     otc_exec_free(je);
     otc_exec_free(jf);

@@ -311,6 +311,52 @@ TEST(jit_executor_accumulates_and_syncs) {
     otc_graph_free(g);
 }
 
+/* Gradients accumulate across backward calls from different losses too, as the interpreter
+ * accumulates them: the JIT's plan for the second loss starts from the first one's. */
+TEST(jit_backward_accumulates_across_losses) {
+    otc_graph *g = jit_neat_graph(818, 12, false, false);
+    NEED(g);
+    otc_id loss = jit_add_mse_loss(g);
+    otc_id other = otc_mean(g, otc_graph_output(g, 0));
+    otc_id w = otc_graph_find(g, "o0.w");
+    NEED(loss >= 0 && other >= 0 && w >= 0);
+    otc_rng rng;
+    otc_rng_seed(&rng, 6);
+    float **rows = jit_random_inputs(g, 16, &rng);
+    otc_executor *ex[2] = {otc_interpreter_new(g, NULL), otc_jit_executor_new(g, NULL)};
+    NEED(ex[0] && ex[1]);
+    const float *gr[2];
+    size_t n = otc_graph_node(g, w)->value->size;
+    for (int k = 0; k < 2; k++) {
+        NEED(jit_set_all(ex[k], g, rows, 16) && otc_exec_forward(ex[k]) == OTC_OK);
+        NEED(otc_exec_backward(ex[k], loss) == OTC_OK);
+        NEED(otc_exec_backward(ex[k], other) == OTC_OK);
+        NEED(otc_exec_grad(ex[k], w, &gr[k]) == OTC_OK);
+    }
+    /* Each loss alone on a fresh interpreter: the sum is what both executors must hold. */
+    otc_executor *one = otc_interpreter_new(g, NULL);
+    NEED(one && jit_set_all(one, g, rows, 16) && otc_exec_forward(one) == OTC_OK);
+    float *sum = calloc(n, sizeof *sum);
+    NEED(sum);
+    otc_id losses[2] = {loss, other};
+    for (int l = 0; l < 2; l++) {
+        const float *gl;
+        otc_exec_zero_grad(one);
+        NEED(otc_exec_backward(one, losses[l]) == OTC_OK && otc_exec_grad(one, w, &gl) == OTC_OK);
+        for (size_t i = 0; i < n; i++) sum[i] += gl[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        CHECK_NEAR(gr[0][i], sum[i], 1e-6 * (1 + fabs(sum[i])));
+        CHECK_NEAR(gr[1][i], sum[i], 1e-4 * (1 + fabs(sum[i])));
+    }
+    free(sum);
+    otc_exec_free(one);
+    otc_exec_free(ex[0]);
+    otc_exec_free(ex[1]);
+    jit_free_rows(g, rows);
+    otc_graph_free(g);
+}
+
 /* Identical structures compile once; each executor still computes with its own weights. */
 TEST(jit_cache_keys_on_structure_not_weights) {
     otc_jit_cache_clear();

@@ -1,7 +1,8 @@
 /* NEAT runs end to end: XOR gets solved, results do not depend on the thread count, a
- * resumed checkpoint continues exactly, the champion graph carries its genome, and the
- * hybrid trainer writes weights back only when Lamarckian, stagnant species are removed
- * or, with stagnation_penalty, kept, and evaluation overlapping reproduction changes nothing. */
+ * resumed checkpoint continues exactly, the champion graph carries its genome (and a csv
+ * task's standardisation), the hybrid trainer writes weights back only when Lamarckian,
+ * stagnant species are removed or, with stagnation_penalty, kept, and evaluation overlapping
+ * reproduction changes nothing. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "otc/data.h"
 #include "otc/executor.h"
 #include "otc/model.h"
 #include "otc/neat.h"
@@ -280,6 +282,91 @@ TEST(neat_hybrid_lamarckian_vs_baldwinian) {
     otc_neat_genome_free(pure);
     otc_neat_innovations_free(t);
     otc_neat_task_free(task);
+}
+
+/* A csv task's saved champion standardises its own input, as the task did for it: run on the
+ * raw validation rows (features far from zero mean and unit spread) it gives what its network
+ * gives on rows standardised here by hand with the training rows' mean and population std, and
+ * scores the validation accuracy the task reports. */
+TEST(neat_csv_champion_standardises_raw_rows) {
+    const char *csv = OTC_BINARY_DIR "/neat_circle_shifted.csv";
+    FILE *f = fopen(csv, "w");
+    REQUIRE(f);
+    otc_rng rng;
+    otc_rng_seed(&rng, 7);
+    fprintf(f, "x,y,label\n");
+    for (int r = 0; r < 120; r++) {
+        float x = 2 * otc_rng_uniform(&rng) - 1, y = 2 * otc_rng_uniform(&rng) - 1;
+        fprintf(f, "%.5f,%.5f,%d\n", 3 * x + 5, 0.5f * y - 2, x * x + y * y < 0.5f);
+    }
+    fclose(f);
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(OTC_SOURCE_DIR "/examples/neat/circle.ini", &c) == OTC_OK);
+    c.pop_size = 40;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("csv:" OTC_BINARY_DIR "/neat_circle_shifted.csv", &c, &task) ==
+            OTC_OK);
+    otc_neat_population *p = run_generations(&c, task, 1, 3, 1);
+    REQUIRE(p);
+    otc_graph *saved = NULL, *g = NULL;
+    REQUIRE(otc_neat_champion_graph(p, task, &saved) == OTC_OK);
+    const char *path = OTC_BINARY_DIR "/neat_circle_shifted.otm";
+    REQUIRE(otc_model_save(saved, path) == OTC_OK);
+    REQUIRE(otc_model_load(path, &g) == OTC_OK);
+    remove(path);
+    /* The rows as the task splits them (its fixed split seed, task_csv.c). */
+    otc_csv_options o = {.header = true, .last_target = true};
+    otc_dataset *d = NULL, *train = NULL, *val = NULL;
+    REQUIRE(otc_csv_load(csv, &o, &d) == OTC_OK);
+    REQUIRE(otc_dataset_split(d, (float)c.validation_fraction, 12345, &train, &val) == OTC_OK);
+    float *by_hand = malloc(sizeof(float) * 2 * (size_t)val->rows);
+    REQUIRE(by_hand);
+    for (int j = 0; j < 2; j++) {
+        double sum = 0, sq = 0;
+        for (int r = 0; r < train->rows; r++) sum += train->x[2 * r + j];
+        double mean = sum / train->rows;
+        for (int r = 0; r < train->rows; r++)
+            sq += (train->x[2 * r + j] - mean) * (train->x[2 * r + j] - mean);
+        double sd = sqrt(sq / train->rows);
+        for (int r = 0; r < val->rows; r++)
+            by_hand[2 * r + j] = (float)((val->x[2 * r + j] - mean) / sd);
+    }
+    const otc_neat_genome *champ = otc_neat_champion(p);
+    otc_neat_phenotype *ph = NULL;
+    REQUIRE(otc_neat_phenotype_build(champ, &c, &ph) == OTC_OK);
+    otc_exec_options io = {.inference = true};
+    otc_executor *raw = otc_interpreter_new(g, &io), *net = otc_interpreter_new(ph->graph, &io);
+    REQUIRE(raw && net);
+    const float *y_raw, *y_net;
+    REQUIRE(otc_exec_set_input(raw, otc_graph_input(g, 0), val->x, val->rows) == OTC_OK);
+    REQUIRE(otc_exec_forward(raw) == OTC_OK);
+    REQUIRE(otc_exec_value(raw, otc_graph_output(g, 0), &y_raw, NULL) == OTC_OK);
+    REQUIRE(otc_exec_set_input(net, ph->input, by_hand, val->rows) == OTC_OK);
+    REQUIRE(otc_exec_forward(net) == OTC_OK);
+    REQUIRE(otc_exec_value(net, otc_graph_output(ph->graph, 0), &y_net, NULL) == OTC_OK);
+    int correct = 0;
+    double worst = 0;
+    for (int r = 0; r < val->rows; r++) {
+        worst = fmax(worst, fabs(y_raw[r] - y_net[r]));
+        correct += (y_raw[r] >= 0.5f) == (val->y[r] == 1.0f);
+    }
+    CHECK(worst < 1e-5);
+    bool solved = false;
+    double val_accuracy = -1;
+    REQUIRE(task->confirm(task, &c, champ, &solved, &val_accuracy) == OTC_OK);
+    CHECK_NEAR((double)correct / val->rows, val_accuracy, 1e-9);
+    otc_exec_free(raw);
+    otc_exec_free(net);
+    otc_neat_phenotype_free(ph);
+    free(by_hand);
+    otc_dataset_free(d);
+    otc_dataset_free(train);
+    otc_dataset_free(val);
+    otc_graph_free(saved);
+    otc_graph_free(g);
+    otc_neat_population_free(p);
+    otc_neat_task_free(task);
+    remove(csv);
 }
 
 /* ---- confirm rotation (dpnv's champion test, after Stanley's pole2_epoch) ------------------ */

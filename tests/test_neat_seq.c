@@ -1,8 +1,8 @@
 /* NEAT's csv task on sequences ([Task] sequence): a fixed recurrent genome's fitness by hand,
- * hybrid training through time lowering its loss with the trained weights reaching the genome
- * (and only a copy when Baldwinian; never when it diverged), only the last step counting when
- * asked, the shipped delayed-XOR example solved by the hybrid loop, the same run on any thread
- * count, and bad configs and files refused by name. */
+ * the saved champion standardising its own input, hybrid training through time lowering its loss
+ * with the trained weights reaching the genome (and only a copy when Baldwinian; never when it
+ * diverged), only the last step counting when asked, the shipped delayed-XOR example solved by the
+ * hybrid loop, the same run on any thread count, and bad configs and files refused by name. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "otc/executor.h"
 #include "otc/neat.h"
 
 static const char *ex_ini = OTC_SOURCE_DIR "/examples/neat/delayed_xor_hybrid.ini";
@@ -104,6 +105,50 @@ TEST(neat_seq_last_step_only_by_hand) {
     REQUIRE(task->evaluate(task, &c, g, 1, &t) == OTC_OK);
     CHECK(t.fitness > 1.0 / 1.01);
     otc_neat_genome_free(g);
+    otc_neat_task_free(task);
+    remove(ALT_CSV);
+}
+
+/* The saved champion of a sequence task standardises its own input (frozen "input_mean" 0.5
+ * and "input_std" 0.5, by hand above) ahead of its recurrent network: stepped through the raw
+ * x = 1,0,1,0 it gives what its phenotype gives stepped through x' = +1,-1,+1,-1. */
+TEST(neat_seq_champion_standardises_raw_steps) {
+    write_alternating();
+    otc_neat_config c = chain_config();
+    c.pop_size = 20;
+    otc_neat_task *task = NULL;
+    otc_neat_population *p = NULL;
+    otc_neat_step_options so = {.threads = 1};
+    REQUIRE(otc_neat_task_create("csv:" ALT_CSV, &c, &task) == OTC_OK &&
+            otc_neat_population_new(&c, 2, &p) == OTC_OK &&
+            otc_neat_step(p, task, &so, NULL) == OTC_OK);
+    otc_graph *g = NULL;
+    REQUIRE(otc_neat_champion_graph(p, task, &g) == OTC_OK);
+    otc_id mean = otc_graph_find(g, "input_mean"), sd = otc_graph_find(g, "input_std");
+    REQUIRE(mean >= 0 && sd >= 0);
+    CHECK(otc_graph_param(g, mean)->data[0] == 0.5f && otc_graph_param(g, sd)->data[0] == 0.5f);
+    CHECK(!otc_graph_node(g, mean)->trainable && !otc_graph_node(g, sd)->trainable);
+    otc_neat_phenotype *ph = NULL;
+    REQUIRE(otc_neat_phenotype_build(otc_neat_champion(p), &c, &ph) == OTC_OK && ph->recurrent);
+    otc_exec_options io = {.inference = true};
+    otc_executor *raw = otc_interpreter_new(g, &io), *net = otc_interpreter_new(ph->graph, &io);
+    REQUIRE(raw && net);
+    const float x[4] = {1, 0, 1, 0}, x_std[4] = {1, -1, 1, -1};
+    for (int t = 0; t < 4; t++) {
+        const float *a, *b;
+        REQUIRE(otc_exec_set_input(raw, otc_graph_input(g, 0), &x[t], 1) == OTC_OK);
+        REQUIRE(otc_exec_forward(raw) == OTC_OK);
+        REQUIRE(otc_exec_value(raw, otc_graph_output(g, 0), &a, NULL) == OTC_OK);
+        REQUIRE(otc_exec_set_input(net, ph->input, &x_std[t], 1) == OTC_OK);
+        REQUIRE(otc_exec_forward(net) == OTC_OK);
+        REQUIRE(otc_exec_value(net, otc_graph_output(ph->graph, 0), &b, NULL) == OTC_OK);
+        CHECK_NEAR(a[0], b[0], 1e-6);
+    }
+    otc_exec_free(raw);
+    otc_exec_free(net);
+    otc_neat_phenotype_free(ph);
+    otc_graph_free(g);
+    otc_neat_population_free(p);
     otc_neat_task_free(task);
     remove(ALT_CSV);
 }

@@ -26,7 +26,8 @@ otc_status otc_exec_set_input(otc_executor *ex, otc_id input, const float *data,
 otc_status otc_exec_forward(otc_executor *ex);
 /* A node's value after forward; shape (optional) gets the resolved shape. */
 otc_status otc_exec_value(otc_executor *ex, otc_id node, const float **data, otc_shape *shape);
-/* Reverse pass from a scalar node; parameter gradients accumulate until zeroed. */
+/* Reverse pass from a scalar node; parameter gradients accumulate until zeroed, whichever
+ * loss each backward runs from. */
 otc_status otc_exec_backward(otc_executor *ex, otc_id loss);
 /* A parameter's accumulated gradient (its value's shape). */
 otc_status otc_exec_grad(otc_executor *ex, otc_id param, const float **data);

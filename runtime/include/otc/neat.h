@@ -80,6 +80,11 @@ struct otc_neat_task {
      * archive's initial threshold on the distance between two of them. */
     int n_bc;
     double novelty_threshold;
+    /* The standardisation the task applies to its inputs before a network sees them:
+     * (x - input_mean) / input_std per input (NULL: none; the csv task's, fitted on its
+     * training rows). otc_neat_champion_graph builds it into the model ahead of the network,
+     * so a saved champion runs on raw rows on every backend. Owned by the task. */
+    const float *input_mean, *input_std;
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };

@@ -398,6 +398,18 @@ otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_ge
                         : otc_neat_phenotype_build(g, &p->config, &ph);
     if (s != OTC_OK) return s;
     if (!cppn) graph = ph->graph;
+    bool recurrent = ph && ph->recurrent;
+    if (task && task->input_mean && task->input_std) {
+        otc_graph *std_graph = NULL;
+        s = otc_neat_graph_standardize_input(graph, task->input_mean, task->input_std, &std_graph);
+        if (ph)
+            otc_neat_phenotype_free(ph); /* its graph with it */
+        else
+            otc_graph_free(graph);
+        ph = NULL;
+        if (s != OTC_OK) return s;
+        graph = std_graph;
+    }
     char *json = otc_neat_genome_to_json(g);
     cJSON *f = cJSON_CreateObject();
     char *facts = NULL;
@@ -408,7 +420,7 @@ otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_ge
         cJSON_AddNumberToObject(f, "enabled_connections", otc_neat_genome_enabled_count(g)) &&
         cJSON_AddNumberToObject(f, "evaluations", (double)p->evaluations) &&
         cJSON_AddBoolToObject(f, "solved", solved) &&
-        cJSON_AddBoolToObject(f, "recurrent", ph && ph->recurrent))
+        cJSON_AddBoolToObject(f, "recurrent", recurrent))
         facts = cJSON_PrintUnformatted(f);
     cJSON_Delete(f);
     if (!facts) s = OTC_ERR_NOMEM;

@@ -479,12 +479,24 @@ static otc_status value(otc_executor *ex, otc_id id, const float **data, otc_sha
     return OTC_OK;
 }
 
-/* The training plan for loss, compiled on first use (a new loss replaces the old plan). */
-static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config *optim) {
+/* The parameter gradients accumulated under the training plan about to be replaced, as a
+ * copy per parameter (offsets[id] into it, -1: none), so the next plan starts from them:
+ * backward accumulates until zero_grad whatever loss it runs from. NULL when out of memory. */
+static float *carried_grads(const jit_exec *j, int64_t *offsets) {
+    const otc_plan *pl = j->train.plan;
+    float *carry = malloc(((size_t)pl->grads.base + 1) * sizeof(float));
+    if (!carry) return NULL;
+    memcpy(carry, j->grads, (size_t)pl->grads.base * sizeof(float));
+    for (otc_id id = 0; id < j->n; id++) {
+        bool param = otc_graph_node(j->base.graph, id)->op == OTC_OP_PARAMETER;
+        offsets[id] = param && pl->values[id].needs_grad ? pl->values[id].grad.base : -1;
+    }
+    return carry;
+}
+
+/* ensure_train's plan: kept when it is for loss, else compiled (the old one freed). */
+static otc_status ensure_train_plan(jit_exec *j, otc_id loss, const otc_optim_config *optim) {
     char lab[64];
-    if (j->o.inference)
-        return otc_fail(OTC_ERR_STATE, "backward: this executor was built for inference");
-    if (loss < 0 || loss >= j->n) return otc_fail(OTC_ERR_ARG, "backward: no node #%d", (int)loss);
     if (j->has_train && j->train.plan->options.loss == loss) return OTC_OK;
     if (j->has_train) {
         /* Keep the trained weights: make another plan (or the graph) their holder. */
@@ -499,13 +511,9 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
             }
         }
         if (j->has_fwd && j->fwd.weights == j->train.weights) {
-            /* The forward plan borrowed these; give it its own copy. */
-            float *w = malloc(((size_t)j->fwd.plan->param_floats + 1) * sizeof(float));
-            if (!w) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-            memcpy(w, j->train.weights, (size_t)j->fwd.plan->param_floats * sizeof(float));
+            /* The two plans share one buffer (whichever made it): the forward plan keeps it. */
+            j->fwd.own_weights = j->fwd.own_weights || j->train.own_weights;
             j->train.own_weights = false;
-            j->fwd.weights = w;
-            j->fwd.own_weights = true;
         }
         if (j->last == &j->train) j->last = NULL;
         otc_lvx_plan_free(&j->train);
@@ -523,6 +531,34 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
     }
     j->has_train = true;
     return otc_lvx_train_ready(j);
+}
+
+/* The training plan for loss, compiled on first use (a new loss replaces the old plan). */
+static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config *optim) {
+    if (j->o.inference)
+        return otc_fail(OTC_ERR_STATE, "backward: this executor was built for inference");
+    if (loss < 0 || loss >= j->n) return otc_fail(OTC_ERR_ARG, "backward: no node #%d", (int)loss);
+    if (j->has_train && j->train.plan->options.loss == loss) return OTC_OK;
+    float *carry = NULL;
+    int64_t *offsets = NULL;
+    if (j->has_train && j->grads) {
+        offsets = malloc(((size_t)j->n + 1) * sizeof *offsets);
+        carry = offsets ? carried_grads(j, offsets) : NULL;
+        if (!carry) {
+            free(offsets);
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
+        }
+    }
+    otc_status st = ensure_train_plan(j, loss, optim);
+    for (otc_id id = 0; carry && st == OTC_OK && id < j->n; id++) {
+        const otc_plan_value *v = &j->train.plan->values[id];
+        if (offsets[id] < 0 || !v->needs_grad) continue;
+        size_t size = otc_shape_size(otc_graph_node(j->base.graph, id)->shape);
+        for (size_t i = 0; i < size; i++) j->grads[v->grad.base + i] += carry[offsets[id] + i];
+    }
+    free(carry);
+    free(offsets);
+    return st;
 }
 
 /* The gradient buffer at the current stride, keeping the parameter gradients (first). */

@@ -24,6 +24,7 @@ typedef struct {
     int n_classes;
     bool regression;
     int n_out;
+    otc_standardizer st; /* fitted on train; the task's input_mean / input_std */
     /* Output buffers of finished evaluations, for the next ones: evaluations allocate one
      * only when more run at once than ever before. */
     pthread_mutex_t lock;
@@ -60,6 +61,7 @@ static void csv_destroy(otc_neat_task *t) {
     if (x->lock_made) pthread_mutex_destroy(&x->lock);
     otc_dataset_free(x->train);
     otc_dataset_free(x->val);
+    otc_standardizer_free(&x->st);
     free(x->train_labels);
     free(x->val_labels);
     free(x);
@@ -353,11 +355,9 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     if ((s = otc_dataset_split(d, (float)c->validation_fraction, 12345, &x->train, &x->val)) !=
         OTC_OK)
         goto fail;
-    otc_standardizer st = {0};
-    if ((s = otc_standardizer_fit(x->train, &st)) == OTC_OK) {
-        s = otc_standardizer_apply(&st, x->train);
-        if (s == OTC_OK) s = otc_standardizer_apply(&st, x->val);
-        otc_standardizer_free(&st);
+    if ((s = otc_standardizer_fit(x->train, &x->st)) == OTC_OK) {
+        s = otc_standardizer_apply(&x->st, x->train);
+        if (s == OTC_OK) s = otc_standardizer_apply(&x->st, x->val);
     }
     if (s == OTC_OK) s = to_output_form(x, &x->train, &x->train_labels);
     if (s == OTC_OK) s = to_output_form(x, &x->val, &x->val_labels);
@@ -371,6 +371,8 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     t->needs_feed_forward = true;
+    t->input_mean = x->st.mean;
+    t->input_std = x->st.std;
     t->evaluate = otc_neat_scored_evaluate;
     t->confirm = otc_neat_scored_confirm;
     /* The behaviour: the outputs on as many of the first training rows as fit (whole rows). */

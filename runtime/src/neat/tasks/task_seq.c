@@ -31,6 +31,7 @@ typedef struct {
     bool regression;
     bool last; /* only each sequence's last step counts */
     int n_out, n_features;
+    otc_standardizer st; /* fitted on train; the task's input_mean / input_std */
 } seq_ctx;
 
 static void blocks_free(seq_blocks *bs) {
@@ -50,6 +51,7 @@ static void seq_destroy(otc_neat_task *t) {
     otc_seq_dataset_free(x->val);
     blocks_free(&x->train_blocks);
     blocks_free(&x->val_blocks);
+    otc_standardizer_free(&x->st);
     free(x);
     t->ctx = NULL;
 }
@@ -354,11 +356,9 @@ otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
                      d->n);
         goto fail;
     }
-    otc_standardizer st = {0};
-    if ((s = otc_standardizer_fit(x->train->data, &st)) == OTC_OK) {
-        s = otc_standardizer_apply(&st, x->train->data);
-        if (s == OTC_OK) s = otc_standardizer_apply(&st, x->val->data);
-        otc_standardizer_free(&st);
+    if ((s = otc_standardizer_fit(x->train->data, &x->st)) == OTC_OK) {
+        s = otc_standardizer_apply(&x->st, x->train->data);
+        if (s == OTC_OK) s = otc_standardizer_apply(&x->st, x->val->data);
     }
     if (s == OTC_OK) s = make_blocks(x->train, &x->train_blocks);
     if (s == OTC_OK) s = make_blocks(x->val, &x->val_blocks);
@@ -368,6 +368,8 @@ otc_status otc_neat_seq_task_create(const char *path, const otc_neat_config *c,
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     t->needs_feed_forward = false;
+    t->input_mean = x->st.mean;
+    t->input_std = x->st.std;
     t->evaluate = otc_neat_scored_evaluate;
     t->confirm = otc_neat_scored_confirm;
     t->score_name = x->regression ? "val_mse" : "val_accuracy";
