@@ -36,8 +36,14 @@ otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const ch
 /* The IR optimisation a module gets before code generation. */
 typedef enum {
     OTC_LLVM_PIPE_NONE,  /* verification only */
-    OTC_LLVM_PIPE_QUICK, /* the fast tier: promote slots, fold, merge blocks (the renderer's IR
-                            is vector code already, so this is most of what O3 gains) */
+    OTC_LLVM_PIPE_QUICK, /* promote slots, fold, merge blocks (the renderer's IR is vector code
+                            already, so this is most of what O3 gains): large straight-line
+                            modules, and fast-tier modules the aggressive code generator takes */
+    OTC_LLVM_PIPE_FAST,  /* promote slots, merge blocks: for the fast code generator, whose
+                            instruction selector does its own folding (llvm_pipeline.c) */
+    OTC_LLVM_PIPE_LOOPS, /* QUICK, then what pays on product loops (rotation, LICM, GVN): JIT
+                            inference modules with product loops, near O3's run time at about a
+                            third of its compile time */
     OTC_LLVM_PIPE_O3     /* default<O3> with loop and SLP vectorisation */
 } otc_llvm_pipeline;
 

@@ -78,7 +78,7 @@ otc_status otc_emit_llvm(const otc_graph *g, const otc_emit_llvm_options *option
         st = otc_llvm_finish_module(
             mod, tm,
             options->optimize
-                ? otc_llvm_optimised_pipeline(mod, otc_llvm_plan_has_product_loops(plan))
+                ? otc_llvm_optimised_pipeline(mod, otc_llvm_plan_has_product_loops(plan), false)
                 : OTC_LLVM_PIPE_NONE);
     if (!st) {
         if (kind == OTC_EMIT_LLVM_IR) {

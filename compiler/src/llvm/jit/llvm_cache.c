@@ -220,11 +220,14 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
     /* The plans of one batch share their options' tier (the caller groups them). The fast
      * code generator's register allocator spills whatever lives across blocks, so dense-product
      * loops' accumulators would go through memory (3-4x slower, measured on a 256x256 layer):
-     * a fast-tier module holding such a plan keeps the short pipeline but gets the aggressive
-     * code generator (LeNet: ~100 ms of CPU against ~370 for O3). Neuron graphs (straight-line
-     * kernels) do not. */
-    bool fast = o[idx[0]].fast, loops = false;
-    for (int i = 0; i < k && !loops; i++) loops = otc_llvm_plan_has_product_loops(plans[idx[i]]);
+     * a fast-tier module holding such a plan gets the quick pipeline and the aggressive code
+     * generator (LeNet's inference: ~200 ms of CPU, the optimised tier's loop pipeline ~235, O3
+     * ~700, on a loaded machine). Neuron graphs (straight-line kernels) do not. */
+    bool fast = o[idx[0]].fast, loops = false, train = false;
+    for (int i = 0; i < k; i++) {
+        loops = loops || otc_llvm_plan_has_product_loops(plans[idx[i]]);
+        train = train || o[idx[i]].train;
+    }
     bool fast_codegen = fast && !loops;
     LLVMTargetMachineRef tm = NULL;
     otc_status st = otc_llvm_jit_target_machine(fast_codegen, &tm);
@@ -250,8 +253,9 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
         ro.prefix = prefix;
         st = otc_llvm_render_into(plans[idx[i]], &ro, mod);
     }
-    otc_llvm_pipeline pipe =
-        fast || st ? OTC_LLVM_PIPE_QUICK : otc_llvm_optimised_pipeline(mod, loops);
+    otc_llvm_pipeline pipe = st     ? OTC_LLVM_PIPE_QUICK
+                             : fast ? otc_llvm_fast_pipeline(fast_codegen)
+                                    : otc_llvm_optimised_pipeline(mod, loops, !train);
     uint64_t key[2];
     bool keyed = !st && otc_llvm_objcache_key(mod, tm, fast_codegen, pipe, key) &&
                  live_key_index(key) < 0 && live_key_add(key);

@@ -8,9 +8,15 @@
 /* Does the plan run dense products in generated loops (MATMUL kernels)? */
 bool otc_llvm_plan_has_product_loops(const otc_plan *p);
 
-/* The optimised tier's pipeline for module m (product_loops: one of its plans has them): O3,
- * except for a large module of straight-line kernels, which gets the quick pipeline (and still
- * the aggressive code generator). */
-otc_llvm_pipeline otc_llvm_optimised_pipeline(LLVMModuleRef m, bool product_loops);
+/* The optimised tier's pipeline for module m (product_loops: one of its plans has them;
+ * jit_inference: a JIT module without training code, compiled while its user waits): O3, or
+ * the loop pipeline for JIT inference with product loops, and the quick pipeline for a large
+ * module of straight-line kernels (which still gets the aggressive code generator). */
+otc_llvm_pipeline otc_llvm_optimised_pipeline(LLVMModuleRef m, bool product_loops,
+                                              bool jit_inference);
+
+/* The fast tier's pipeline: the short one under the fast code generator, the quick one under
+ * the aggressive generator (a fast-tier module with product loops). */
+otc_llvm_pipeline otc_llvm_fast_pipeline(bool fast_codegen);
 
 #endif

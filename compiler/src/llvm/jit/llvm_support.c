@@ -1,5 +1,5 @@
 /* LLVM set-up shared by the JIT and the object-file writer: target initialisation, target
- * machines for the host or a triple, verification, the O3 pipeline and code emission, with
+ * machines for the host or a triple, verification, the pass pipelines and code emission, with
  * every LLVM failure turned into an otc error (LLVM is never allowed to abort for us). */
 #include <pthread.h>
 #include <stdio.h>
@@ -148,12 +148,18 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
     if (st || pipe == OTC_LLVM_PIPE_NONE) return st;
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
+    if (pipe == OTC_LLVM_PIPE_FAST) passes = "function(sroa,simplifycfg)";
+    if (pipe == OTC_LLVM_PIPE_LOOPS)
+        passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
+                 "loop-mssa(loop-rotate,licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg)";
     if (pipe == OTC_LLVM_PIPE_O3) {
         passes = "default<O3>";
         LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
         LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
         LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
         LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+    }
+    if (pipe == OTC_LLVM_PIPE_O3 || pipe == OTC_LLVM_PIPE_LOOPS) {
         /* LICM asks MemorySSA whether each invariant load (a weight) is clobbered by any of
          * the loop's stores: quadratic in a fused kernel of a hundred neurons, and hoisting
          * the weights only trades a broadcast from memory for a spill. Bound the search. */
