@@ -4,55 +4,30 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "otc/loops.h"
 #include "render_c_internal.h"
-
-/* Output channels summed at once (each a block of pixels of locals sharing every input load):
- * the JIT's CONV1_CHANNELS. */
-enum { CONV1_CHANNELS = 8 };
 
 /* Pixels of a block: a vector the compiler keeps each channel's sums in (OTC_CR_LANES). */
 enum { CONV1_PIXELS = OTC_CR_LANES };
 
 typedef struct {
-    int64_t C, H, W, OC, OH, OW, KH, KW, ph, pw, G, U;
+    otc_conv1_geometry d;
     int64_t lo, hi; /* output columns whose taps are all inside the input */
 } geometry;
 
-/* Node id's geometry when this path runs it: conv2d, stride and dilation 1 (a block of output
- * pixels reads contiguous inputs), one sample's layout. */
+/* Node id's geometry when this path runs it: a stride-1 conv2d (a block of output pixels
+ * reads contiguous inputs, otc_conv1_geometry_of) padded by less than its kernel. */
 static bool geometry_of(const otc_cr *c, otc_id id, geometry *o) {
-    const otc_node *nd = otc_graph_node(c->g, id);
-    if (!nd || nd->op != OTC_OP_CONV2D || nd->n_inputs < 2) return false;
-    const otc_window *v = &nd->win;
-    otc_shape xs = otc_graph_node(c->g, nd->inputs[0])->shape, ys = nd->shape;
-    if (!otc_shape_is_batched(xs) || xs.ndim != 4 || ys.ndim != 4) return false;
-    if (v->stride_h > 1 || v->stride_w > 1 || v->dilation_h > 1 || v->dilation_w > 1) return false;
-    geometry g = {.C = xs.dim[1],
-                  .H = xs.dim[2],
-                  .W = xs.dim[3],
-                  .OC = ys.dim[1],
-                  .OH = ys.dim[2],
-                  .OW = ys.dim[3],
-                  .KH = v->kernel_h,
-                  .KW = v->kernel_w,
-                  .ph = v->pad_h,
-                  .pw = v->pad_w,
-                  .G = v->groups > 0 ? v->groups : 1};
+    otc_conv1_geometry g;
+    if (!otc_conv1_geometry_of(c->g, id, &g)) return false;
     /* padding under a kernel's size keeps a row's and a column's bounds on taps positive */
     if (g.KH < 1 || g.KW < 1 || g.ph >= g.KH || g.pw >= g.KW || g.C % g.G || g.OC % g.G)
         return false;
-    int64_t ocg = g.OC / g.G;
-    g.U = 1;
-    for (int64_t u = CONV1_CHANNELS; u > 1; u--)
-        if (ocg % u == 0) {
-            g.U = u;
-            break;
-        }
+    o->d = g;
     /* column ow reads input columns ow - pw .. ow - pw + KW - 1 */
-    g.lo = g.pw < g.OW ? g.pw : g.OW;
-    g.hi = g.W + g.pw - g.KW + 1 < g.OW ? g.W + g.pw - g.KW + 1 : g.OW;
-    if (g.hi - g.lo < CONV1_PIXELS) g.lo = g.hi = 0; /* no full block: every column scalar */
-    *o = g;
+    o->lo = g.pw < g.OW ? g.pw : g.OW;
+    o->hi = g.W + g.pw - g.KW + 1 < g.OW ? g.W + g.pw - g.KW + 1 : g.OW;
+    if (o->hi - o->lo < CONV1_PIXELS) o->lo = o->hi = 0; /* no full block: all scalar */
     return true;
 }
 
@@ -70,7 +45,7 @@ typedef struct {
  * per output row), and sets xr (the row's first input element, column 0) and wr (channel
  * oc0's row of taps). */
 static void taps_begin(otc_cr *c, const geometry *g, const names *n) {
-    int64_t cg = g->C / g->G;
+    int64_t cg = g->d.C / g->d.G;
     otc_cr_line(c, "for (size_t ci = 0; ci < %" PRId64 "; ci++) {", cg);
     c->indent++;
     otc_cr_line(c, "for (size_t kh = kh0; kh < kh1; kh++) {");
@@ -78,11 +53,11 @@ static void taps_begin(otc_cr *c, const geometry *g, const names *n) {
     otc_cr_line(c,
                 "const float *restrict xr = %s + (grp * %" PRId64 " + ci) * %" PRId64
                 " + (oh + kh - %" PRId64 ") * %" PRId64 ";",
-                n->x, cg, g->H * g->W, g->ph, g->W);
+                n->x, cg, g->d.H * g->d.W, g->d.ph, g->d.W);
     otc_cr_line(c,
                 "const float *restrict wr = %s + (oc0 * %" PRId64 " + ci) * %" PRId64
                 " + kh * %" PRId64 ";",
-                n->w, cg, g->KH * g->KW, g->KW);
+                n->w, cg, g->d.KH * g->d.KW, g->d.KW);
 }
 
 static void taps_end(otc_cr *c) {
@@ -93,8 +68,8 @@ static void taps_end(otc_cr *c) {
  * from column lo, the last one ending at hi (overlapping its neighbour: the same sums, the
  * same values stored twice). */
 static void blocks(otc_cr *c, const geometry *g, const names *n) {
-    int64_t nb = (g->hi - g->lo + CONV1_PIXELS - 1) / CONV1_PIXELS, U = g->U, P = CONV1_PIXELS;
-    int64_t wstep = g->C / g->G * g->KH * g->KW; /* floats between two channels' weights */
+    int64_t nb = (g->hi - g->lo + CONV1_PIXELS - 1) / CONV1_PIXELS, U = g->d.U, P = CONV1_PIXELS;
+    int64_t wstep = g->d.C / g->d.G * g->d.KH * g->d.KW; /* floats between two channels' weights */
     otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", nb);
     c->indent++;
     if (nb == 1)
@@ -114,8 +89,8 @@ static void blocks(otc_cr *c, const geometry *g, const names *n) {
             otc_cr_line(c, "a%" PRId64 "[j] = 0.0f;", u);
     otc_cr_close(c, 1);
     taps_begin(c, g, n);
-    otc_cr_line(c, "const float *restrict xp = xr + ow0 - %" PRId64 ";", g->pw);
-    for (int64_t kw = 0; kw < g->KW; kw++) {
+    otc_cr_line(c, "const float *restrict xp = xr + ow0 - %" PRId64 ";", g->d.pw);
+    for (int64_t kw = 0; kw < g->d.KW; kw++) {
         otc_cr_line(c, "for (size_t j = 0; j < %" PRId64 "; j++) {", P);
         c->indent++;
         for (int64_t u = 0; u < U; u++)
@@ -131,23 +106,24 @@ static void blocks(otc_cr *c, const geometry *g, const names *n) {
         otc_cr_line(c,
                     "%s[(oc0 + %" PRId64 ") * %" PRId64 " + oh * %" PRId64 " + ow0 + j] = a%" PRId64
                     "[j];",
-                    n->y, u, g->OH * g->OW, g->OW, u);
+                    n->y, u, g->d.OH * g->d.OW, g->d.OW, u);
     otc_cr_close(c, 2);
 }
 
 /* Columns [from, to) one at a time, U scalar sums, the taps inside the input only. */
 static void columns(otc_cr *c, const geometry *g, const names *n, int64_t from, int64_t to) {
     if (from >= to) return;
-    int64_t U = g->U, wstep = g->C / g->G * g->KH * g->KW;
+    int64_t U = g->d.U, wstep = g->d.C / g->d.G * g->d.KH * g->d.KW;
     otc_cr_line(c, "for (size_t ow = %" PRId64 "; ow < %" PRId64 "; ow++) {", from, to);
     c->indent++;
-    if (g->pw) /* (no padding: no "ow < 0", which -Wtype-limits flags) */
-        otc_cr_line(c, "const size_t kw0 = ow < %" PRId64 " ? %" PRId64 " - ow : 0;", g->pw, g->pw);
+    if (g->d.pw) /* (no padding: no "ow < 0", which -Wtype-limits flags) */
+        otc_cr_line(c, "const size_t kw0 = ow < %" PRId64 " ? %" PRId64 " - ow : 0;", g->d.pw,
+                    g->d.pw);
     else
         otc_cr_line(c, "const size_t kw0 = 0;");
     otc_cr_line(
         c, "const size_t kw1 = %" PRId64 " - ow < %" PRId64 " ? %" PRId64 " - ow : %" PRId64 ";",
-        g->W + g->pw, g->KW, g->W + g->pw, g->KW);
+        g->d.W + g->d.pw, g->d.KW, g->d.W + g->d.pw, g->d.KW);
     for (int64_t u = 0; u < U; u++)
         if (n->b[0])
             otc_cr_line(c, "float s%" PRId64 " = %s[oc0 + %" PRId64 "];", u, n->b, u);
@@ -156,7 +132,7 @@ static void columns(otc_cr *c, const geometry *g, const names *n, int64_t from, 
     taps_begin(c, g, n);
     otc_cr_line(c, "for (size_t kw = kw0; kw < kw1; kw++) {");
     c->indent++;
-    otc_cr_line(c, "const float xv = xr[ow + kw - %" PRId64 "];", g->pw);
+    otc_cr_line(c, "const float xv = xr[ow + kw - %" PRId64 "];", g->d.pw);
     for (int64_t u = 0; u < U; u++)
         otc_cr_line(c, "s%" PRId64 " = %s(xv, wr[%" PRId64 " + kw], s%" PRId64 ");", u, n->fma,
                     u * wstep, u);
@@ -165,7 +141,7 @@ static void columns(otc_cr *c, const geometry *g, const names *n, int64_t from, 
     for (int64_t u = 0; u < U; u++)
         otc_cr_line(c,
                     "%s[(oc0 + %" PRId64 ") * %" PRId64 " + oh * %" PRId64 " + ow] = s%" PRId64 ";",
-                    n->y, u, g->OH * g->OW, g->OW, u);
+                    n->y, u, g->d.OH * g->d.OW, g->d.OW, u);
     otc_cr_close(c, 1);
 }
 
@@ -188,23 +164,24 @@ void otc_cr_conv_one_sample(otc_cr *c, otc_id id) {
     char buf[96];
     otc_cr_math(c, OTC_CRM_BASICS, buf, sizeof buf);
     snprintf(n.fma, sizeof n.fma, "%s_fma", c->name);
-    otc_cr_line(c, "for (size_t ob = 0; ob < %" PRId64 "; ob++) {", g.OC / g.U);
+    otc_cr_line(c, "for (size_t ob = 0; ob < %" PRId64 "; ob++) {", g.d.OC / g.d.U);
     c->indent++;
-    otc_cr_line(c, "const size_t oc0 = ob * %" PRId64 ", grp = oc0 / %" PRId64 ";", g.U,
-                g.OC / g.G);
+    otc_cr_line(c, "const size_t oc0 = ob * %" PRId64 ", grp = oc0 / %" PRId64 ";", g.d.U,
+                g.d.OC / g.d.G);
     otc_cr_line(c, "(void)grp;");
-    otc_cr_line(c, "for (size_t oh = 0; oh < %" PRId64 "; oh++) {", g.OH);
+    otc_cr_line(c, "for (size_t oh = 0; oh < %" PRId64 "; oh++) {", g.d.OH);
     c->indent++;
     /* rows of taps kh with 0 <= oh + kh - ph < H */
-    if (g.ph)
-        otc_cr_line(c, "const size_t kh0 = oh < %" PRId64 " ? %" PRId64 " - oh : 0;", g.ph, g.ph);
+    if (g.d.ph)
+        otc_cr_line(c, "const size_t kh0 = oh < %" PRId64 " ? %" PRId64 " - oh : 0;", g.d.ph,
+                    g.d.ph);
     else
         otc_cr_line(c, "const size_t kh0 = 0;");
     otc_cr_line(
         c, "const size_t kh1 = %" PRId64 " - oh < %" PRId64 " ? %" PRId64 " - oh : %" PRId64 ";",
-        g.H + g.ph, g.KH, g.H + g.ph, g.KH);
+        g.d.H + g.d.ph, g.d.KH, g.d.H + g.d.ph, g.d.KH);
     if (g.hi > g.lo) blocks(c, &g, &n);
     columns(c, &g, &n, 0, g.lo);
-    columns(c, &g, &n, g.hi > g.lo ? g.hi : 0, g.OW);
+    columns(c, &g, &n, g.hi > g.lo ? g.hi : 0, g.d.OW);
     otc_cr_close(c, 2);
 }
