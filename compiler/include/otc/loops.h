@@ -130,6 +130,17 @@ otc_status otc_plan_lower(const otc_plan *plan, otc_id id, bool backward, otc_lo
  * the node has no such variant. */
 otc_status otc_plan_lower_pixels(const otc_plan *plan, otc_id id, otc_loop_program **out);
 
+/* A stride-1 conv2d's geometry, for the renderers' one-sample direct sums (the JIT's
+ * llvm_render_conv1.c, the C's render_c_conv1.c): input C x H x W, output OC x OH x OW, the
+ * kernel, padding and groups, and U, the output channels summed at once (the largest divisor
+ * of a group's channels up to OTC_CONV1_CHANNELS). False when node id is no conv2d on
+ * batched 4-D values with stride and dilation 1. */
+enum { OTC_CONV1_CHANNELS = 8 };
+typedef struct {
+    int64_t C, H, W, OC, OH, OW, KH, KW, ph, pw, G, U;
+} otc_conv1_geometry;
+bool otc_conv1_geometry_of(const otc_graph *g, otc_id id, otc_conv1_geometry *out);
+
 /* The program as text, one statement a line (for tests and `--print-plan` style dumps). */
 char *otc_loop_program_text(const otc_loop_program *p);
 

@@ -623,6 +623,11 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
                         o.name, OTC_VERSION, source_comment(src, &o), o.name);
         otc_text_printf(&cs, "#include <math.h>\n#include <stddef.h>\n%s\n#include \"%s.h\"\n\n",
                         ps.decoded > 0 ? "#include <stdint.h>\n" : "", o.name);
+        /* Products and sums round separately, as on the other backends (clang's default
+         * fuses a * b + c within an expression; gcc in an ISO mode does not, and warns
+         * about the pragma). */
+        otc_text_puts(&cs, "#if defined(__clang__) || !defined(__GNUC__)\n"
+                           "#pragma STDC FP_CONTRACT OFF\n#endif\n\n");
         char array[96];
         snprintf(array, sizeof array, "%s_%s", o.name, train ? "initial_weights" : "weights");
         if (ps.decoded > 0)

@@ -171,6 +171,22 @@ static void map_kernel(otc_cr *c, int k) {
     char idx[32];
     snprintf(idx, sizeof idx, "%s", K->batched ? (K->n > 1 ? "e * S + b" : "b") : elem);
     int open = 0;
+    bool one = K->batched && K->n >= 4 * OTC_CR_LANES;
+    if (one) {
+        /* One sample: its elements are contiguous, so the loop over them vectorises (over
+         * the samples it would run once per element: LeNet's ReLUs ran scalar at batch 1). */
+        otc_cr_line(c, "if (S == 1) {");
+        c->indent++;
+        otc_cr_line(c, "const size_t b = 0;");
+        otc_cr_assume_independent(c, false);
+        open = otc_cr_loops(c, K->n, false, false);
+        for (int m = 0; m < K->count; m++) map_member(c, k, p->members[K->first + m], elem, idx);
+        otc_cr_close(c, open);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+        open = 0;
+    }
     if (K->batched) {
         /* Every member reads and writes sample b only (the weights are read-only here): the
          * samples are independent. Without saying so gcc gave up vectorising a Neuron
@@ -183,7 +199,7 @@ static void map_kernel(otc_cr *c, int k) {
         open = otc_cr_loops(c, K->n, false, false);
     }
     for (int m = 0; m < K->count; m++) map_member(c, k, p->members[K->first + m], elem, idx);
-    otc_cr_close(c, open);
+    otc_cr_close(c, open + one);
 }
 
 /* The epilogue of a MatMul kernel for output columns [from, to): its members per (e, b). */

@@ -117,6 +117,10 @@ void otc_cr_forward_steps(otc_cr *c);
 void otc_cr_forward_range(otc_cr *c, int from, int to);
 /* render_c_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
 void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward);
+/* render_c_conv1.c: a conv2d's forward for one sample (S == 1) with its sums in locals, when
+ * its geometry allows (stride and dilation 1); the buffers' pointers already declared. */
+bool otc_cr_conv_one_sample_fits(const otc_cr *c, otc_id id);
+void otc_cr_conv_one_sample(otc_cr *c, otc_id id);
 /* The backward steps: with grads the zeroing, seed and gradient rules, with update the
  * optimiser's (render_c_parts.c: in parts when long; render_c_backward.c: [from, to) in
  * place). */

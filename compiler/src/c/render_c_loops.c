@@ -221,7 +221,8 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
     /* A convolution with a single sample runs a variant of its own, vectorised across the
      * sample's pixels instead of the (absent) other samples. */
     otc_loop_program *px = NULL;
-    if (!backward && p->batched) st = otc_plan_lower_pixels(c->plan, id, &px);
+    bool sums = !backward && p->batched && otc_cr_conv_one_sample_fits(c, id);
+    if (!backward && p->batched && !sums) st = otc_plan_lower_pixels(c->plan, id, &px);
     if (st) {
         if (!c->st) c->st = st;
         otc_loop_program_free(p);
@@ -251,7 +252,14 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
     for (int i = 0; i < p->n_sums; i++) otc_cr_line(c, "double sum%d = 0.0;", i);
     speller s = {.c = c, .p = p};
     section(&s, OTC_LOOP_BEFORE, false);
-    if (px) {
+    if (sums) { /* stride 1: the sums in locals (render_c_conv1.c) */
+        otc_cr_line(c, "if (S == 1) { /* one sample: sums in locals along its pixels */");
+        c->indent++;
+        otc_cr_conv_one_sample(c, id);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+    } else if (px) {
         /* its buffers are the program's own: declared above */
         /* S == 1: a batch of one in the layout (a fixed layout's S may be larger) */
         otc_cr_line(c, "if (S == 1) { /* one sample: vectorised across its pixels */");
@@ -288,7 +296,7 @@ void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward) {
         c->indent--;
         otc_cr_line(c, "}");
     }
-    if (px) {
+    if (px || sums) {
         c->indent--;
         otc_cr_line(c, "}");
     }

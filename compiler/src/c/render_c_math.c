@@ -169,9 +169,10 @@ void otc_cr_math_helpers(otc_cr *c, otc_text *out) {
     if (!math && !any) return;
     names nm = {otc_cr_inline(c), c->name, ""};
     /* Forced: gcc's inliner gives up on a helper called from a hundred neurons' loops, and
-     * one call left out of line keeps that loop scalar. */
+     * one call left out of line keeps that loop scalar. Unused: the basics come as a set, and
+     * clang's -Wunused-function flags the one a file does not call (an MLP's NAME_fma). */
     put(out, &nm,
-        "#if defined(__GNUC__)\n#define @I static inline __attribute__((always_inline))\n"
+        "#if defined(__GNUC__)\n#define @I static inline __attribute__((always_inline, unused))\n"
         "#else\n#define @I static inline\n#endif\n\n");
     if (outline) {
         const char *O = otc_cr_outline(c);

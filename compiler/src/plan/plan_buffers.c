@@ -248,6 +248,7 @@ otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
         }
     }
     int64_t f_total = place(fixed, nf);
+    if (f_total > 0 && nb > 0) f_total = otc_plan_align(f_total);
     int64_t b_total = f_total < 0 ? -1 : place(batched, nb);
     if (f_total >= 0 && b_total >= 0) {
         for (int i = 0; i < nf; i++) *fixed[i]->dst = (otc_extent){fixed[i]->off, 0};

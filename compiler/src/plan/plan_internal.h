@@ -17,6 +17,15 @@ typedef struct {
     int cap_steps;
 } otc_plan_ctx;
 
+/* Where a buffer's batched region starts, a multiple of this many floats (64 bytes, a cache
+ * line): with a batch stride that is one too, every value's rows start on a line, so vector
+ * loads do not split across two (a loss scalar before them put LeNet's emitted training
+ * step's every row 4 bytes off). */
+enum { OTC_PLAN_ALIGN_FLOATS = 16 };
+static inline int64_t otc_plan_align(int64_t floats) {
+    return (floats + OTC_PLAN_ALIGN_FLOATS - 1) / OTC_PLAN_ALIGN_FLOATS * OTC_PLAN_ALIGN_FLOATS;
+}
+
 /* plan.c */
 otc_status otc_plan_add_step(otc_plan_ctx *c, otc_plan_step step);
 const char *otc_plan_label(const otc_graph *g, otc_id id, char *buf);

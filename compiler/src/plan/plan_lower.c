@@ -1211,6 +1211,34 @@ otc_status otc_plan_lower_pixels(const otc_plan *plan, otc_id id, otc_loop_progr
     return lower(plan->graph, id, false, NULL, true, out);
 }
 
+bool otc_conv1_geometry_of(const otc_graph *g, otc_id id, otc_conv1_geometry *out) {
+    const otc_node *nd = otc_graph_node(g, id);
+    if (!nd || nd->op != OTC_OP_CONV2D || nd->n_inputs < 2) return false;
+    const otc_window *v = &nd->win;
+    otc_shape xs = otc_graph_node(g, nd->inputs[0])->shape, ys = nd->shape;
+    if (!otc_shape_is_batched(xs) || xs.ndim != 4 || ys.ndim != 4) return false;
+    if (v->stride_h > 1 || v->stride_w > 1 || v->dilation_h > 1 || v->dilation_w > 1) return false;
+    otc_conv1_geometry o = {.C = xs.dim[1],
+                            .H = xs.dim[2],
+                            .W = xs.dim[3],
+                            .OC = ys.dim[1],
+                            .OH = ys.dim[2],
+                            .OW = ys.dim[3],
+                            .KH = v->kernel_h,
+                            .KW = v->kernel_w,
+                            .ph = v->pad_h,
+                            .pw = v->pad_w,
+                            .G = v->groups > 0 ? v->groups : 1,
+                            .U = 1};
+    for (int64_t u = OTC_CONV1_CHANNELS; u > 1; u--)
+        if ((o.OC / o.G) % u == 0) {
+            o.U = u;
+            break;
+        }
+    *out = o;
+    return true;
+}
+
 otc_status otc_plan_lower(const otc_plan *plan, otc_id id, bool backward, otc_loop_program **out) {
     const otc_node *nd = otc_graph_node(plan->graph, id);
     bool needs[OTC_LOOP_MAX_BUFS] = {false};

@@ -127,6 +127,7 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
             }
         }
     }
+    if (per_batch > 0) fixed = otc_plan_align(fixed);
     for (otc_id id = 0; id < p->n_values; id++) {
         otc_plan_value *v = &p->values[id];
         if (v->needs_grad && v->batched && v->storage != OTC_STORE_PARAM &&

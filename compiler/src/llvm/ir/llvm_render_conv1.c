@@ -1,11 +1,9 @@
 /* The LLVM renderer's convolution for a batch of one sample: vectors along each row's output
  * pixels instead of along the (absent) other samples. */
 #include "llvm_render.h"
+#include "otc/loops.h"
 
 #define B (r->ir.b)
-
-/* Output channels held in registers at once, each a <W x float> sum per block of pixels. */
-enum { CONV1_CHANNELS = 8 };
 
 /* Floats of one sample's input the stack copy may hold. */
 enum { CONV1_MAX_FLOATS = 1 << 15 };
@@ -13,39 +11,14 @@ enum { CONV1_MAX_FLOATS = 1 << 15 };
 /* Taps of a row times blocks of pixels in one unrolled body, at most. */
 enum { CONV1_MAX_UNROLLED = 64 };
 
-typedef struct {
-    int64_t C, H, W, OC, OH, OW, KH, KW, ph, pw, G, U;
-} geometry;
+typedef otc_conv1_geometry geometry;
 
 /* The geometry of conv2d node id when this path can run it: stride and dilation 1 (each
- * block of output pixels reads contiguous inputs), the input small enough to copy to the
- * stack. */
+ * block of output pixels reads contiguous inputs, otc_conv1_geometry_of), the input small
+ * enough to copy to the stack. */
 static bool geometry_of(const otc_llvm_r *r, otc_id id, geometry *o) {
-    const otc_node *nd = otc_graph_node(r->g, id);
-    if (nd->op != OTC_OP_CONV2D || nd->n_inputs < 2) return false;
-    const otc_window *v = &nd->win;
-    otc_shape xs = otc_graph_node(r->g, nd->inputs[0])->shape, ys = nd->shape;
-    if (!otc_shape_is_batched(xs) || xs.ndim != 4 || ys.ndim != 4) return false;
-    if ((v->stride_h > 1 || v->stride_w > 1 || v->dilation_h > 1 || v->dilation_w > 1))
-        return false;
-    geometry g = {.C = xs.dim[1],
-                  .H = xs.dim[2],
-                  .W = xs.dim[3],
-                  .OC = ys.dim[1],
-                  .OH = ys.dim[2],
-                  .OW = ys.dim[3],
-                  .KH = v->kernel_h,
-                  .KW = v->kernel_w,
-                  .ph = v->pad_h,
-                  .pw = v->pad_w,
-                  .G = v->groups > 0 ? v->groups : 1};
-    int64_t ocg = g.OC / g.G;
-    g.U = 1;
-    for (int64_t u = CONV1_CHANNELS; u > 1; u--)
-        if (ocg % u == 0) {
-            g.U = u;
-            break;
-        }
+    geometry g;
+    if (!otc_conv1_geometry_of(r->g, id, &g)) return false;
     /* the taps and blocks of pixels are unrolled: a bounded body */
     int64_t blocks = (g.OW + r->o.lanes - 1) / r->o.lanes;
     if (g.KW * blocks > CONV1_MAX_UNROLLED) return false;
@@ -102,7 +75,7 @@ void otc_lv_conv_one_sample(otc_llvm_r *r, otc_id id) {
     LLVMValueRef v = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, xb, LLVMBuildMul(B, cp.i, S, "")));
     otc_lv_store(r, v, otc_lv_gep(r, xs, cp.i));
     otc_lv_loop_end(r, &cp);
-    LLVMValueRef acc[CONV1_CHANNELS], oc[CONV1_CHANNELS];
+    LLVMValueRef acc[OTC_CONV1_CHANNELS], oc[OTC_CONV1_CHANNELS];
     otc_llvm_loop ob = {0}, oh = {0}, c = {0}, kh = {0};
     otc_lv_loop_begin(r, &ob, otc_lv_i64(r, g.OC / g.U));
     LLVMValueRef oc0 = mul(r, ob.i, g.U);
@@ -120,7 +93,7 @@ void otc_lv_conv_one_sample(otc_llvm_r *r, otc_id id) {
             acc[u] = otc_lv_splat(r, b0);
         }
         /* the sums live in slots across the channel and row loops */
-        LLVMValueRef slot[CONV1_CHANNELS];
+        LLVMValueRef slot[OTC_CONV1_CHANNELS];
         for (int64_t u = 0; u < g.U; u++) {
             slot[u] = otc_lv_slot(r, r->vec);
             otc_lv_store(r, acc[u], slot[u]);
