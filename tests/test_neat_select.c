@@ -84,6 +84,24 @@ TEST(neat_objective_counts) {
     otc_neat_innovations_free(inn);
 }
 
+TEST(neat_knee_hand_computed) {
+    /* (fitness, cost) scaled over the members to x = fitness up, y = cost down, both in
+     * [0, 1]; the knee bulges most beyond x + y = 1. A convex front: (0, 0) (0.8, 2) (1, 10)
+     * scale to (0, 1) (0.8, 0.8) (1, 0): the middle bulges 0.6. */
+    const double f1[] = {0, 0.8, 1}, c1[] = {0, 2, 10};
+    CHECK(otc_neat_knee(3, f1, c1) == 1);
+    /* A sagging front, as dpnv's with a 0-connection member of fitness 0.004: (0.004, 0)
+     * (0.3, 5) (1, 10) scale to (0, 1) (0.297, 0.5) (1, 0): the middle lies 0.203 below the
+     * line and the ends on it; the fittest, never the useless cheap end. */
+    const double f2[] = {0.004, 0.3, 1}, c2[] = {0, 5, 10};
+    CHECK(otc_neat_knee(3, f2, c2) == 2);
+    /* Two members, equal costs, and nothing: the fittest, or -1. */
+    const double f3[] = {2, 5}, c3[] = {1, 4}, c4[] = {3, 3};
+    CHECK(otc_neat_knee(2, f3, c3) == 1);
+    CHECK(otc_neat_knee(2, f3, c4) == 1);
+    CHECK(otc_neat_knee(0, f3, c3) == -1);
+}
+
 /* A run of `gens` generations at most; the population (caller frees) and whether it solved. */
 static otc_neat_population *run(const otc_neat_config *c, const char *task_name, uint64_t seed,
                                 int gens, int threads, bool front, bool *solved) {
@@ -211,12 +229,24 @@ TEST(neat_novelty_tiny_maze) {
     otc_neat_population *p = run(&c, "maze:tiny", 1, 60, 2, false, &solved);
     REQUIRE(p);
     CHECK(solved);
+    otc_neat_population_free(p);
+    /* The archive over 8 generations of the medium maze (the tiny one is solved before it
+     * grows much). */
+    p = run(&c, "maze:medium", 1, 8, 2, false, &solved);
+    REQUIRE(p);
     int n = 0, dim = 0;
     const float *a = otc_neat_novelty_archive(p, &n, &dim);
-    CHECK(a && n > 0 && dim == 2);
-    for (int i = 0; a && i < n; i++) /* final positions stay inside the box */
-        CHECK(a[2 * i] > 0 && a[2 * i] < 100 && a[2 * i + 1] > 0 && a[2 * i + 1] < 100);
-    CHECK(otc_neat_novelty_threshold(p) > 0);
+    CHECK(a && n > 1 && dim == 2);
+    for (int i = 0; a && i < n; i++) /* final positions stay inside the maze's walls */
+        CHECK(a[2 * i] > 6 && a[2 * i] < 293 && a[2 * i + 1] > 5 && a[2 * i + 1] < 134);
+    /* A behaviour joins only when farther than the threshold from every archived one, and
+     * the threshold never falls below 0.25 (the maze's 6.0 / 24): no two archived behaviours
+     * are as close as that. */
+    for (int i = 0; a && i < n; i++)
+        for (int j = 0; j < i; j++)
+            CHECK_MSG(hypot(a[2 * i] - a[2 * j], a[2 * i + 1] - a[2 * j + 1]) > 0.25,
+                      "archived %d and %d", j, i);
+    CHECK(otc_neat_novelty_threshold(p) >= 0.25);
     otc_neat_population_free(p);
 }
 

@@ -46,9 +46,11 @@ int otc_neat_front_size(const struct otc_neat_population *p);
 const otc_neat_genome *otc_neat_front_genome(const struct otc_neat_population *p, int i);
 const double *otc_neat_front_values(const struct otc_neat_population *p, int i);
 int otc_neat_front_generation(const struct otc_neat_population *p, int i);
-/* The member at the knee: with fitness and the first other objective scaled to [0, 1] over
- * the front, the one farthest from the line through the two ends (the fittest when the front
- * has < 3 members); -1 when empty. */
+/* The knee of n members (fitness maximised, cost minimised): with both scaled to [0, 1]
+ * over the members, the one farthest beyond the line through the two ends; the fittest when
+ * none lies beyond it (so never the cheap end). -1 when n <= 0. */
+int otc_neat_knee(int n, const double *fitness, const double *cost);
+/* The knee of the front over fitness and the first other objective; -1 when empty. */
 int otc_neat_front_knee(const struct otc_neat_population *p);
 
 #endif

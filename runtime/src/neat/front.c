@@ -141,30 +141,47 @@ int otc_neat_front_generation(const otc_neat_population *p, int i) {
     return i >= 0 && i < otc_neat_front_size(p) ? p->front->m[i].generation : -1;
 }
 
+int otc_neat_knee(int n, const double *fitness, const double *cost) {
+    if (n <= 0) return -1;
+    int best = 0; /* the fittest, then the earliest */
+    for (int i = 1; i < n; i++)
+        if (fitness[i] > fitness[best]) best = i;
+    double flo = INFINITY, fhi = -INFINITY, clo = INFINITY, chi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        flo = fmin(flo, fitness[i]), fhi = fmax(fhi, fitness[i]);
+        clo = fmin(clo, cost[i]), chi = fmax(chi, cost[i]);
+    }
+    if (!(fhi > flo) || !(chi > clo)) return best;
+    /* In scaled terms, fitness up and cost down are both towards 1: the ends are (1, 0) (the
+     * fittest) and (0, 1) (the cheapest), and the knee bulges most beyond the line x + y = 1.
+     * Only a member beyond the line displaces the fittest: the cheapest end lies on it, and a
+     * front that sags below it (fitness bought dearly all along) has no knee but its top;
+     * with any bulge, its member is at least as fit, scaled, as it is cheap short of 1. */
+    int knee = best;
+    double most = 1e-12;
+    for (int i = 0; i < n; i++) {
+        double x = (fitness[i] - flo) / (fhi - flo), y = (chi - cost[i]) / (chi - clo);
+        double bulge = x + y - 1;
+        if (bulge > most) most = bulge, knee = i;
+    }
+    return knee;
+}
+
 int otc_neat_front_knee(const otc_neat_population *p) {
     int n = otc_neat_front_size(p);
     if (n == 0) return -1;
     const otc_neat_config *c = &p->config;
     int fi = fitness_objective(c), ci = other_objective(c);
-    const front_member *m = p->front->m;
-    int best = 0; /* the fittest, then the earliest */
-    for (int i = 1; i < n; i++)
-        if (m[i].v[fi] > m[best].v[fi]) best = i;
-    if (n < 3) return best;
-    double flo = INFINITY, fhi = -INFINITY, clo = INFINITY, chi = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        flo = fmin(flo, m[i].v[fi]), fhi = fmax(fhi, m[i].v[fi]);
-        clo = fmin(clo, m[i].v[ci]), chi = fmax(chi, m[i].v[ci]);
+    double *fit = malloc(sizeof *fit * (size_t)n), *cost = malloc(sizeof *cost * (size_t)n);
+    int knee = 0;
+    if (fit && cost) {
+        for (int i = 0; i < n; i++) fit[i] = p->front->m[i].v[fi], cost[i] = p->front->m[i].v[ci];
+        knee = otc_neat_knee(n, fit, cost);
+    } else { /* out of memory: the fittest */
+        for (int i = 1; i < n; i++)
+            if (p->front->m[i].v[fi] > p->front->m[knee].v[fi]) knee = i;
     }
-    if (!(fhi > flo) || !(chi > clo)) return best;
-    /* In scaled terms, fitness up and cost down are both towards 1: the ends are (1, 0) (the
-     * fittest) and (0, 1) (the cheapest), and the knee bulges most beyond the line x + y = 1. */
-    int knee = best;
-    double most = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        double x = (m[i].v[fi] - flo) / (fhi - flo), y = (chi - m[i].v[ci]) / (chi - clo);
-        double bulge = x + y - 1;
-        if (bulge > most + 1e-12) most = bulge, knee = i;
-    }
+    free(fit);
+    free(cost);
     return knee;
 }

@@ -1,16 +1,20 @@
 /* Novelty search (Lehman & Stanley 2011): each genome's novelty is the mean distance from its
- * behaviour to its k nearest neighbours among the generation and the archive; behaviours more
- * novel than a threshold join the archive, and the threshold adapts to how often they do. */
+ * behaviour to its k nearest neighbours among the generation and the archive; a behaviour
+ * farther than a threshold from every archived one joins the archive, and the threshold adapts
+ * to how often that happens. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "neat_internal.h"
 
-/* Lehman & Stanley's archive rule: the threshold falls by 5% once this many evaluations have
- * added nothing, and rises by 20% after a generation that added more than ADD_MANY. */
+/* Lehman & Stanley's archive rule (their code's noveltyset.h): the threshold falls by 5% once
+ * ten generations of 250 have added nothing, and rises by 20% after a generation that added
+ * more than ADD_MANY; it never falls below FLOOR_SHARE of where it started (their 0.25 of
+ * 6.0). */
 #define QUIET_EVALUATIONS 2500
 #define ADD_MANY          4
+#define FLOOR_SHARE       (0.25 / 6.0)
 
 struct otc_neat_novelty {
     int dim, n, cap;
@@ -81,14 +85,40 @@ static double mean_of_smallest(double *d, int n, int k) {
     return k > 0 ? sum / k : 0.0;
 }
 
-/* Min-max scaled to [0, 1] over the generation (all 1 when every value is equal). */
-static void scale01(double *x, int n) {
+/* Min-max scaled to [0, 1] over the generation (all 1 when every value is equal); with
+ * keep_zero the lowest end is 0 rather than the generation's least, so the values keep their
+ * proportions (novelty, a distance, is never negative). */
+static void scale01(double *x, int n, bool keep_zero) {
     double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < n; i++) {
         if (x[i] < lo) lo = x[i];
         if (x[i] > hi) hi = x[i];
     }
+    if (keep_zero) lo = 0;
     for (int i = 0; i < n; i++) x[i] = hi > lo ? (x[i] - lo) / (hi - lo) : 1.0;
+}
+
+/* Lehman & Stanley's archive: a behaviour farther than the threshold from every archived one
+ * (from the generation's earlier additions too, as their code adds while it evaluates) joins
+ * it; the first behaviour of a run seeds it. Returns how many joined. */
+static int archive_additions(otc_neat_novelty *nv, otc_neat_population *p) {
+    int added = 0, dim = nv->dim;
+    for (int i = 0; i < p->n_genomes && nv->n < OTC_NEAT_MAX_ARCHIVE; i++) {
+        const float *bi = p->genomes[i]->bc;
+        double nearest = INFINITY;
+        for (int a = 0; a < nv->n && nearest > nv->threshold; a++) {
+            double d = bc_distance(bi, nv->archive + (size_t)a * dim, dim);
+            if (d < nearest) nearest = d;
+        }
+        if (!(nearest > nv->threshold)) continue;
+        if (nv->n == nv->cap &&
+            !otc_neat_grow((void **)&nv->archive, &nv->cap, nv->n + 1, sizeof(float) * dim))
+            break; /* out of memory: the archive stops growing, the run goes on */
+        memcpy(nv->archive + (size_t)nv->n * dim, bi, sizeof(float) * dim);
+        nv->n++;
+        added++;
+    }
+    return added;
 }
 
 otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
@@ -107,12 +137,23 @@ otc_status otc_neat_novelty_values(otc_neat_population *p, double default_thresh
             return otc_fail(OTC_ERR_NOMEM, "out of memory for the novelty archive");
         nv->dim = dim;
         nv->threshold = c->novelty_threshold > 0 ? c->novelty_threshold : default_threshold;
-        nv->floor = nv->threshold / 100;
+        nv->floor = nv->threshold * FLOOR_SHARE;
     }
     if (nv->dim != dim)
         return otc_fail(OTC_ERR_FORMAT,
                         "novelty: generation %d's behaviours have %d numbers, earlier ones %d",
                         p->generation, dim, nv->dim);
+    /* The archive first, then every novelty against it and the generation (their code: each
+     * genome's novelty over the population and the archive once the generation is in). */
+    int added = archive_additions(nv, p);
+    if (added) {
+        nv->quiet = 0;
+    } else if ((nv->quiet += evaluated) >= QUIET_EVALUATIONS) {
+        nv->quiet = 0;
+        nv->threshold *= 0.95;
+        if (nv->threshold < nv->floor) nv->threshold = nv->floor;
+    }
+    if (added > ADD_MANY) nv->threshold *= 1.2;
     int others = n - 1 + nv->n;
     double *d = malloc(sizeof *d * (size_t)(others + 1)), *nov = malloc(sizeof *nov * (size_t)n);
     double *fit = malloc(sizeof *fit * (size_t)n);
@@ -122,7 +163,6 @@ otc_status otc_neat_novelty_values(otc_neat_population *p, double default_thresh
         free(fit);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for novelty");
     }
-    /* Every novelty against the archive as the generation found it, then the additions. */
     for (int i = 0; i < n; i++) {
         const float *bi = p->genomes[i]->bc;
         int m = 0;
@@ -133,27 +173,11 @@ otc_status otc_neat_novelty_values(otc_neat_population *p, double default_thresh
         nov[i] = mean_of_smallest(d, m, c->novelty_k);
         fit[i] = p->genomes[i]->fitness;
     }
-    int added = 0;
-    for (int i = 0; i < n; i++) {
-        if (!(nov[i] > nv->threshold) || nv->n >= OTC_NEAT_MAX_ARCHIVE) continue;
-        if (nv->n == nv->cap &&
-            !otc_neat_grow((void **)&nv->archive, &nv->cap, nv->n + 1, sizeof(float) * dim))
-            break; /* out of memory: the archive stops growing, the run goes on */
-        memcpy(nv->archive + (size_t)nv->n * dim, p->genomes[i]->bc, sizeof(float) * dim);
-        nv->n++;
-        added++;
-    }
-    if (added) {
-        nv->quiet = 0;
-    } else if ((nv->quiet += evaluated) >= QUIET_EVALUATIONS) {
-        nv->quiet = 0;
-        nv->threshold *= 0.95;
-        if (nv->threshold < nv->floor) nv->threshold = nv->floor;
-    }
-    if (added > ADD_MANY) nv->threshold *= 1.2;
-    /* The value: novelty_weight of the scaled novelty, the rest the scaled fitness. */
-    scale01(nov, n);
-    scale01(fit, n);
+    /* The value: novelty_weight of the novelty over the generation's most novel (novelty
+     * alone then shares offspring as the raw novelty did in the paper), the rest the fitness
+     * scaled to [0, 1]. */
+    scale01(nov, n, true);
+    scale01(fit, n, false);
     double w = c->novelty_weight;
     for (int i = 0; i < n; i++) val[i] = w * nov[i] + (1 - w) * fit[i];
     free(d);
