@@ -43,6 +43,11 @@ typedef struct otc_graph otc_graph;
 otc_graph *otc_graph_new(void);
 void otc_graph_free(otc_graph *g);
 otc_graph *otc_graph_clone(const otc_graph *g);
+/* Copies g's nodes, outputs and metadata into dst, nodes in id order. On entry map[i] >= 0
+ * says node i is dst's node map[i] already: it is not copied, and its readers read map[i]
+ * (e.g. a transformed input); every other node is copied, parameters with their values and
+ * trainability, and map[i] set to its id in dst. map has g's size. */
+otc_status otc_graph_copy_into(otc_graph *dst, const otc_graph *g, otc_id *map);
 /* A training graph's inference graph: a copy of what its marked outputs compute (losses
  * marked as outputs left out), without the loss nodes and the target inputs only they read;
  * parameters, names and metadata copied. NULL with the error set when no output remains.

@@ -442,28 +442,54 @@ otc_status otc_graph_set_input(otc_graph *g, otc_id node, int slot, otc_id src) 
     return st;
 }
 
-otc_graph *otc_graph_clone(const otc_graph *g) {
-    otc_graph *c = otc_graph_new();
-    if (!c) return NULL;
-    for (int i = 0; i < g->n; i++) {
+otc_status otc_graph_copy_into(otc_graph *dst, const otc_graph *g, otc_id *map) {
+    int max_inputs = 1;
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].n_inputs > max_inputs) max_inputs = g->nodes[i].n_inputs;
+    otc_id *ins = malloc((size_t)max_inputs * sizeof *ins);
+    if (!ins) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+    otc_id first = dst->n; /* ids from here on are the copies */
+    otc_status st = OTC_OK;
+    for (int i = 0; i < g->n && st == OTC_OK; i++) {
+        if (map[i] >= 0) continue;
         const otc_node *n = &g->nodes[i];
         otc_node_spec s = spec_of(n);
-        otc_id self_input = i; /* delays are connected once every node exists */
-        if (n->op == OTC_OP_DELAY) s.inputs = &self_input;
-        if (otc_graph_add(c, &s) != i) goto fail;
-        if (n->op == OTC_OP_PARAMETER) {
-            memcpy(c->nodes[i].value->data, n->value->data, n->value->size * sizeof(float));
-            c->nodes[i].trainable = n->trainable;
+        /* Ids keep their order, so every input but a Delay's source is mapped already. */
+        for (int k = 0; k < n->n_inputs; k++) ins[k] = map[n->inputs[k]];
+        if (n->op == OTC_OP_DELAY) ins[0] = dst->n; /* connected once its source exists */
+        s.inputs = ins;
+        if ((map[i] = otc_graph_add(dst, &s)) < 0) {
+            st = otc_fail_context(OTC_ERR_SHAPE, "copying node #%d", i);
+        } else if (n->op == OTC_OP_PARAMETER) {
+            otc_node *to = &dst->nodes[map[i]];
+            memcpy(to->value->data, n->value->data, n->value->size * sizeof(float));
+            to->trainable = n->trainable;
         }
     }
-    for (int i = 0; i < g->n; i++)
-        if (g->nodes[i].op == OTC_OP_DELAY) c->nodes[i].inputs[0] = g->nodes[i].inputs[0];
-    for (int i = 0; i < g->n_outputs; i++)
-        if (otc_graph_mark_output(c, g->outputs[i])) goto fail;
-    for (int i = 0; i < g->n_meta; i++)
-        if (otc_graph_meta_set(c, g->meta_keys[i], g->meta_values[i])) goto fail;
-    return c;
-fail:
+    free(ins);
+    for (int i = 0; i < g->n && st == OTC_OK; i++)
+        if (g->nodes[i].op == OTC_OP_DELAY && map[i] >= first)
+            st = otc_graph_set_input(dst, map[i], 0, map[g->nodes[i].inputs[0]]);
+    for (int i = 0; i < g->n_outputs && st == OTC_OK; i++)
+        st = otc_graph_mark_output(dst, map[g->outputs[i]]);
+    for (int i = 0; i < g->n_meta && st == OTC_OK; i++)
+        st = otc_graph_meta_set(dst, g->meta_keys[i], g->meta_values[i]);
+    return st;
+}
+
+otc_graph *otc_graph_clone(const otc_graph *g) {
+    otc_graph *c = otc_graph_new();
+    otc_id *map = malloc(((size_t)g->n + 1) * sizeof *map);
+    if (!c || !map) {
+        otc_fail(OTC_ERR_NOMEM, "out of memory");
+    } else {
+        for (int i = 0; i < g->n; i++) map[i] = -1;
+        if (otc_graph_copy_into(c, g, map) == OTC_OK) {
+            free(map);
+            return c;
+        }
+    }
+    free(map);
     otc_graph_free(c);
     return NULL;
 }
