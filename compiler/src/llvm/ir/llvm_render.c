@@ -495,7 +495,10 @@ otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_opti
     r->ir.shared_math = !o->aot && !o->exact;
     r->ir.exact = o->exact;
     r->ir.b = LLVMCreateBuilderInContext(ctx);
-    r->vec = LLVMVectorType(r->ir.f32, (unsigned)o->lanes);
+    /* One lane is spelled as plain floats: <1 x float> is no legal type for the fast
+     * instruction selector, which then handed every block to SelectionDAG (LLVM 19 on x86),
+     * and the optimiser scalarises it anyway. */
+    r->vec = o->lanes == 1 ? r->ir.f32 : LLVMVectorType(r->ir.f32, (unsigned)o->lanes);
     r->eb = LLVMCreateBuilderInContext(ctx);
     size_t nv = (size_t)plan->n_values + 1;
     r->local = calloc(nv, sizeof *r->local);
