@@ -189,6 +189,20 @@ TEST(jit_fast_tier_gradients_random_graphs) {
     CHECK(gradient_disagreements(jit_scaled(40), &o, 7000) == 0);
 }
 
+/* One lane (the evolve policy's pole-task code) is spelled as plain floats, not <1 x float>:
+ * forward and gradients still match the interpreter in both tiers, with dense layers and
+ * reductions over the batch (batches 1 to 67, each sample its own chunk; every tenth
+ * graph an MLP). */
+TEST(jit_one_lane_scalar_code_random_graphs) {
+    otc_jit_options o = otc_jit_defaults();
+    o.lanes = 1;
+    for (int tier = 0; tier < 2; tier++) {
+        o.tier = tier ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        CHECK(forward_disagreements(jit_scaled(10), &o, 9000 + (uint64_t)tier * 100) == 0);
+        CHECK(gradient_disagreements(jit_scaled(10), &o, 9500 + (uint64_t)tier * 100) == 0);
+    }
+}
+
 /* A chain of n neurons (activations in turn; each also reads a column of the input and, from
  * the fourth, the neuron three back, so values cross kernel boundaries and every depth has a
  * gradient), with an MSE loss. */

@@ -129,7 +129,9 @@ LLVMValueRef otc_lv_load_weight(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr);
 void otc_lv_accumulate(otc_llvm_r *r, LLVMValueRef ptr, LLVMValueRef v);
 /* The sum of a vector's lanes. */
 LLVMValueRef otc_lv_hsum(otc_llvm_r *r, LLVMValueRef v);
-/* The lane mask of the current chunk (computed once per chunk body). */
+/* Is r->vec a vector type (more than one lane; one lane is spelled as plain floats)? */
+bool otc_lv_vector(const otc_llvm_r *r);
+/* The lane mask of the current chunk (computed once per chunk body; an i1 with one lane). */
 LLVMValueRef otc_lv_lane_mask(otc_llvm_r *r);
 /* v where the lane is a real sample, 0 in the padding. */
 LLVMValueRef otc_lv_masked(otc_llvm_r *r, LLVMValueRef v);

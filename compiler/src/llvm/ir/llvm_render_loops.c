@@ -97,8 +97,8 @@ static LLVMValueRef value(speller *s, const otc_loop_stmt *st) {
 /* The call returns 1 + the node's id unless the truth holds (in every real sample). */
 static void check(speller *s, LLVMValueRef ok) {
     otc_llvm_r *r = s->r;
-    if (s->vec) {
-        ok = LLVMBuildOr(B, ok, LLVMBuildNot(B, r->mask, ""), "");
+    if (s->vec) ok = LLVMBuildOr(B, ok, LLVMBuildNot(B, r->mask, ""), "");
+    if (s->vec && otc_lv_vector(r)) {
         LLVMTypeRef vt = LLVMTypeOf(ok);
         unsigned iid = LLVMLookupIntrinsicID("llvm.vector.reduce.and", 22);
         LLVMValueRef f = LLVMGetIntrinsicDeclaration(r->ir.mod, iid, &vt, 1);

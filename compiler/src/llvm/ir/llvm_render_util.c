@@ -40,6 +40,7 @@ LLVMValueRef otc_lv_slot(otc_llvm_r *r, LLVMTypeRef t) {
 }
 
 LLVMValueRef otc_lv_splat(otc_llvm_r *r, LLVMValueRef scalar) {
+    if (!otc_lv_vector(r)) return scalar;
     /* The canonical splat (poison, not undef, so the optimiser has nothing to rewrite). */
     LLVMValueRef v =
         LLVMBuildInsertElement(B, LLVMGetPoison(r->vec), scalar, LLVMConstInt(r->ir.i32, 0, 0), "");
@@ -181,6 +182,7 @@ void otc_lv_accumulate(otc_llvm_r *r, LLVMValueRef ptr, LLVMValueRef v) {
 
 LLVMValueRef otc_lv_hsum(otc_llvm_r *r, LLVMValueRef v) {
     /* A fixed pairwise tree (halves added), the same on every target. */
+    if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind) return v;
     unsigned n = (unsigned)r->o.lanes;
     while (n > 1) {
         unsigned h = n / 2;
@@ -197,12 +199,17 @@ LLVMValueRef otc_lv_hsum(otc_llvm_r *r, LLVMValueRef v) {
     return LLVMBuildExtractElement(B, v, LLVMConstInt(r->ir.i32, 0, 0), "");
 }
 
+bool otc_lv_vector(const otc_llvm_r *r) {
+    return LLVMGetTypeKind(r->vec) == LLVMVectorTypeKind;
+}
+
 LLVMValueRef otc_lv_lane_mask(otc_llvm_r *r) {
     return r->mask;
 }
 
 LLVMValueRef otc_lv_masked(otc_llvm_r *r, LLVMValueRef v) {
-    if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind || !r->mask) return v;
+    /* (An unbatched scalar in a vector body is left alone.) */
+    if (!r->mask || LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMGetTypeKind(r->vec)) return v;
     return LLVMBuildSelect(B, r->mask, v, LLVMConstNull(r->vec), "");
 }
 
@@ -252,6 +259,10 @@ void otc_lv_set_chunk(otc_llvm_r *r, LLVMValueRef chunk) {
     r->chunk = chunk;
     r->chunk_off = LLVMBuildMul(B, chunk, otc_lv_i64(r, r->o.lanes), "");
     /* Lane j of chunk c is sample c*W + j; it is real when below the batch. */
+    if (!otc_lv_vector(r)) {
+        r->mask = LLVMBuildICmp(B, LLVMIntSLT, r->chunk_off, r->a[OTC_LA_BATCH], "real");
+        return;
+    }
     LLVMValueRef lanes[64];
     for (int j = 0; j < r->o.lanes; j++) lanes[j] = otc_lv_i64(r, j);
     LLVMTypeRef vi = LLVMVectorType(r->ir.i64, (unsigned)r->o.lanes);
