@@ -188,6 +188,11 @@ typedef struct {
  * when an output is the same file as an input or as an earlier output; 0 otherwise. */
 int otc_cli_check_files(const char *cmd, const otc_cli_file *in, int n_in, const otc_cli_file *out,
                         int n_out);
+/* Before a long run: each output (not standard output) can be written where it goes, tried
+ * with an empty temporary beside it (removed at once), as the atomic writer will make one; a
+ * device or FIFO is written in place and passes. Else an error naming the option and the
+ * reason (OTC_EXIT_USAGE); 0 when all can be. */
+int otc_cli_check_writable(const char *cmd, const otc_cli_file *out, int n_out);
 
 /* A one-line progress bar on stderr, drawn only when stderr is a terminal. */
 typedef struct {

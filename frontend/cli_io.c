@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "otc/file.h"
@@ -232,6 +234,29 @@ int otc_cli_write_output(const char *cmd, const char *path, const void *data, si
         return 0;
     }
     if (otc_write_file_atomic(path, data, len) != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}
+
+int otc_cli_check_writable(const char *cmd, const otc_cli_file *out, int n_out) {
+    for (int i = 0; i < n_out; i++) {
+        const char *path = out[i].path;
+        if (!path || !strcmp(path, "-")) continue;
+        char sp[512], probe[4200];
+        otc_cli_printable(path, sp, sizeof sp);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            return otc_cli_error(cmd, "%s %s is a directory", out[i].option, sp);
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) continue; /* written in place */
+        if (snprintf(probe, sizeof probe, "%s.tmp-%ld-probe", path, (long)getpid()) >=
+            (int)sizeof probe)
+            return otc_cli_error(cmd, "%s %s: name too long", out[i].option, sp);
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            return otc_cli_error(cmd, "%s %s: cannot be written there: %s", out[i].option, sp,
+                                 strerror(errno));
+        close(fd);
+        unlink(probe);
+    }
     return 0;
 }
 

@@ -492,7 +492,9 @@ int otc_cmd_train(int argc, char **argv) {
     if (header && no_header) return otc_cli_error("train", "--header and --no-header conflict");
     const otc_cli_file ins[] = {{"MODEL", pos[0]}, {"--data", data}};
     const otc_cli_file outs[] = {{"--out", out}, {"--plot", plot}};
-    if ((rc = otc_cli_check_files("train", ins, 2, outs, 2))) return rc;
+    if ((rc = otc_cli_check_files("train", ins, 2, outs, 2)) ||
+        (rc = otc_cli_check_writable("train", outs, 2)))
+        return rc;
     int okind = otc_optim_kind_from_name(optimizer);
     if (okind < 0)
         return otc_cli_error("train", "unknown optimizer '%s' (sgd, adam or adamw)", optimizer);
