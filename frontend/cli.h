@@ -111,9 +111,13 @@ typedef struct {
 } otc_cli_csv;
 
 /* ---- a model's columns (cli_columns.c) ---- */
-/* Records in g's metadata ("columns") the CSV columns it is trained on. */
+/* Records in g's metadata ("columns") the CSV columns it is trained on, and the sequence-id
+ * column (NULL: none) a recurrent model read its rows by. */
 otc_status otc_cli_record_columns(otc_graph *g, char *const *features, int n_features,
-                                  char *const *targets, int n_targets);
+                                  char *const *targets, int n_targets, const char *sequence);
+/* The sequence-id column recorded in g when the CSV header (text, its first line) names it,
+ * or with text NULL whatever the file (the caller frees it); NULL otherwise. */
+char *otc_cli_recorded_sequence(const otc_graph *g, const char *text, size_t len);
 /* Matches the header of a CSV (text, its first line) against the columns recorded in g: sets
  * *features to the recorded features as a column list by name (the caller frees it), or NULL
  * when g records none. A recorded feature missing from the header, or a header column that is
@@ -184,6 +188,11 @@ typedef struct {
  * when an output is the same file as an input or as an earlier output; 0 otherwise. */
 int otc_cli_check_files(const char *cmd, const otc_cli_file *in, int n_in, const otc_cli_file *out,
                         int n_out);
+/* Before a long run: each output (not standard output) can be written where it goes, tried
+ * with an empty temporary beside it (removed at once), as the atomic writer will make one; a
+ * device or FIFO is written in place and passes. Else an error naming the option and the
+ * reason (OTC_EXIT_USAGE); 0 when all can be. */
+int otc_cli_check_writable(const char *cmd, const otc_cli_file *out, int n_out);
 
 /* A one-line progress bar on stderr, drawn only when stderr is a terminal. */
 typedef struct {

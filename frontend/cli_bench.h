@@ -14,7 +14,8 @@ typedef struct {
     char dir[64];
     char name[32];
     void *so;
-    double build_ms; /* rendering + the C compiler */
+    double build_ms;     /* rendering + the C compiler, wall clock */
+    double build_cpu_ms; /* the same in CPU time: this thread's and the compiler processes' */
     int (*forward)(const float *in, float *out, int batch, void *ws);
     size_t (*workspace_bytes)(int batch);
     /* with train */

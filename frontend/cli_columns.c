@@ -26,12 +26,13 @@ static cJSON *name_array(char *const *names, int n) {
 }
 
 otc_status otc_cli_record_columns(otc_graph *g, char *const *features, int n_features,
-                                  char *const *targets, int n_targets) {
+                                  char *const *targets, int n_targets, const char *sequence) {
     cJSON *o = cJSON_CreateObject();
     cJSON *f = name_array(features, n_features), *t = name_array(targets, n_targets);
     char *json = NULL;
     if (o && f && t && cJSON_AddItemToObject(o, "features", f) &&
-        (f = NULL, cJSON_AddItemToObject(o, "targets", t)) && (t = NULL, true))
+        (f = NULL, cJSON_AddItemToObject(o, "targets", t)) && (t = NULL, true) &&
+        (!sequence || cJSON_AddStringToObject(o, "sequence", sequence)))
         json = cJSON_PrintUnformatted(o);
     cJSON_Delete(f);
     cJSON_Delete(t);
@@ -113,6 +114,20 @@ static const char *quoted(char *const *names, int n, char *buf, size_t len) {
         o += (size_t)k;
     }
     return buf;
+}
+
+char *otc_cli_recorded_sequence(const otc_graph *g, const char *text, size_t len) {
+    const char *json = otc_graph_meta_get(g, COLUMNS_KEY);
+    cJSON *o = json ? cJSON_Parse(json) : NULL;
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "sequence");
+    name_list have = {0};
+    char *name = NULL;
+    if (cJSON_IsString(s) &&
+        (!text || (header_names(text, len, &have) && list_has(&have, s->valuestring))))
+        name = strdup(s->valuestring);
+    list_free(&have);
+    cJSON_Delete(o);
+    return name;
 }
 
 int otc_cli_match_columns(const char *cmd, const char *path, const char *text, size_t len,

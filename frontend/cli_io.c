@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "otc/file.h"
@@ -181,9 +183,17 @@ int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *o
                          .skip_targets = opt->skip_targets,
                          .sequence = opt->sequence};
     o.header = opt->header < 0 ? otc_cli_csv_has_header(text, len) : opt->header != 0;
+    /* no --sequence: the id column the model was trained with, when the file has it */
+    char *recorded = NULL;
+    otc_cli_csv with_seq = *opt;
+    if (!opt->sequence && opt->model && o.header) {
+        recorded = otc_cli_recorded_sequence(opt->model, text, len);
+        o.sequence = with_seq.sequence = recorded;
+    }
     char *by_name = NULL;
-    int rc = match_model(cmd, path, text, len, opt, o.header, &by_name);
+    int rc = match_model(cmd, path, text, len, &with_seq, o.header, &by_name);
     if (rc) {
+        free(recorded);
         free(text);
         return rc;
     }
@@ -192,11 +202,18 @@ int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *o
      * sequence has steps; the check stays as the one statement of what a run needs */
     otc_status st = otc_seq_csv_parse(text, len, path, &o, out);
     free(by_name);
+    free(recorded);
     free(text);
     if (st == OTC_OK) st = otc_seq_dataset_check(*out, path);
     if (st != OTC_OK) {
         otc_seq_dataset_free(*out);
         *out = NULL;
+        /* a word where a number should be is most often a sequence id column read as data */
+        if (!o.sequence && strstr(otc_last_error(), "cannot read")) {
+            char why[600];
+            snprintf(why, sizeof why, "%s", otc_last_error());
+            otc_fail(st, "%s (if that column names each row's sequence, give --sequence COL)", why);
+        }
         return otc_cli_error_file(cmd, path);
     }
     return 0;
@@ -217,6 +234,29 @@ int otc_cli_write_output(const char *cmd, const char *path, const void *data, si
         return 0;
     }
     if (otc_write_file_atomic(path, data, len) != OTC_OK) return otc_cli_error_file(cmd, path);
+    return 0;
+}
+
+int otc_cli_check_writable(const char *cmd, const otc_cli_file *out, int n_out) {
+    for (int i = 0; i < n_out; i++) {
+        const char *path = out[i].path;
+        if (!path || !strcmp(path, "-")) continue;
+        char sp[512], probe[4200];
+        otc_cli_printable(path, sp, sizeof sp);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            return otc_cli_error(cmd, "%s %s is a directory", out[i].option, sp);
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) continue; /* written in place */
+        if (snprintf(probe, sizeof probe, "%s.tmp-%ld-probe", path, (long)getpid()) >=
+            (int)sizeof probe)
+            return otc_cli_error(cmd, "%s %s: name too long", out[i].option, sp);
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            return otc_cli_error(cmd, "%s %s: cannot be written there: %s", out[i].option, sp,
+                                 strerror(errno));
+        close(fd);
+        unlink(probe);
+    }
     return 0;
 }
 

@@ -197,9 +197,20 @@ static otc_status record_csv_columns(otc_graph *g, const char *csv, const otc_ne
     otc_status s = otc_csv_load(csv, &o, &d);
     if (s == OTC_OK)
         s = otc_cli_record_columns(g, d->feature_names, d->n_features, d->target_names,
-                                   d->n_targets);
+                                   d->n_targets, o.sequence);
     otc_dataset_free(d);
     return s;
+}
+
+/* A run can take hours: an output that cannot be written is refused before it starts
+ * (--front's directory made now, its files tried), not after it. */
+static int outputs_writable(const evolve_args *a) {
+    if (a->front && mkdir(a->front, 0777) != 0 && errno != EEXIST) {
+        char shown[512];
+        return otc_cli_error("evolve", "--front %s: cannot create the directory: %s",
+                             otc_cli_printable(a->front, shown, sizeof shown), strerror(errno));
+    }
+    return otc_cli_check_writable("evolve", a->files + N_EVOLVE_INS, N_EVOLVE_FILES - N_EVOLVE_INS);
 }
 
 /* A new or resumed population run to its end, with its statistics, plot and champion. */
@@ -222,7 +233,8 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
         return otc_cli_error("evolve", "%s", otc_last_error());
     }
     if ((rc = checkpoint_over_file(a->prefix, a->every, otc_neat_generation(pop), a->generations,
-                                   a->files, N_EVOLVE_FILES, N_EVOLVE_INS))) {
+                                   a->files, N_EVOLVE_FILES, N_EVOLVE_INS)) ||
+        (rc = outputs_writable(a))) {
         otc_neat_population_free(pop);
         return rc;
     }

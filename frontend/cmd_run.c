@@ -144,7 +144,8 @@ int otc_cmd_run(int argc, char **argv) {
          "N: rows per forward pass (default 256; a recurrent model runs its steps one by one)"},
         {"--sequence", OTC_OPT_STRING, &sequence,
          "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
-         "with one id are one sequence, run from a reset state (default: the file is one)"},
+         "with one id are one sequence, run from a reset state (default: the column the model "
+         "recorded when trained, if the file has it; else the file is one)"},
         {"--quantized", OTC_OPT_STRING, &quantized,
          "MODE: the arithmetic of `otc compile --quantize MODE`'s C: int8 bit for bit (outputs "
          "dequantised, a softmax output as its logits); f16, weights-int8: f32 on the stored "

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "otc/limits.h"
+#include "otc/neat.h"
 #include "otc/otc.h"
 #include "otc/plot.h"
 #ifdef OTC_HAVE_JIT
@@ -338,6 +339,7 @@ typedef struct {
     double lr, val_split, train_loss, val_loss, val_acc;
     uint64_t seed;
     loss_kind kind;
+    bool standardize;
 } run_facts;
 
 /* The "train" metadata saved with the model, for `otc summary` and for the record. */
@@ -357,6 +359,7 @@ static otc_status store_facts(otc_graph *g, const run_facts *f) {
     cJSON_AddNumberToObject(o, "val_split", f->val_split);
     if (f->sequence) cJSON_AddStringToObject(o, "sequence", f->sequence);
     if (f->bptt) cJSON_AddNumberToObject(o, "bptt", f->bptt);
+    if (f->standardize) cJSON_AddBoolToObject(o, "standardize", true);
     put_number(o, "train_loss", f->train_loss);
     put_number(o, "val_loss", f->val_loss);
     put_number(o, "val_accuracy", f->val_acc);
@@ -423,7 +426,7 @@ int otc_cmd_train(int argc, char **argv) {
     int epochs = 20, batch = 32, bptt = 0; /* not given: whole sequences */
     double lr = 0.01, val_split = 0.2;
     uint64_t seed = 1;
-    bool header = false, no_header = false, jit = false;
+    bool header = false, no_header = false, jit = false, standardize = false;
     const otc_opt opts[] = {
         {"--data", OTC_OPT_STRING, &data,
          "FILE.csv: training rows; or idx:DIR, IDX images and labels (DIR's train-* files, "
@@ -437,7 +440,8 @@ int otc_cmd_train(int argc, char **argv) {
          "B: rows per step (default 32); sequences per step for a recurrent model"},
         {"--sequence", OTC_OPT_STRING, &sequence,
          "COL: for a recurrent model, the column naming each row's sequence: consecutive rows "
-         "with one id are one sequence's time steps (default: the file is one sequence)"},
+         "with one id are one sequence's time steps (default: the column the model recorded "
+         "when trained, if the file has it; else the file is one sequence)"},
         {"--bptt", OTC_OPT_RANGE, OTC_RANGE(bptt, 1, OTC_MAX_SEQ_STEPS),
          "K: for a recurrent model, truncated backpropagation through time: an update every K "
          "steps, the state carried on, the gradient cut (default: whole sequences)"},
@@ -452,6 +456,9 @@ int otc_cmd_train(int argc, char **argv) {
         {"--seed", OTC_OPT_U64, &seed, "N: seeds the split and the shuffling (default 1)"},
         {"--val-split", OTC_OPT_FLOAT, &val_split,
          "F: fraction of rows held out for validation (default 0.2; 0 for none)"},
+        {"--standardize", OTC_OPT_FLAG, &standardize,
+         "scale each feature to mean 0 and standard deviation 1 with the training split's "
+         "statistics, saved in the model as frozen ops so it runs on raw rows (default: off)"},
         {"--plot", OTC_OPT_STRING, &plot, "FILE.svg: plot of the loss per epoch"},
         {"--header", OTC_OPT_FLAG, &header, "the first line names the columns"},
         {"--no-header", OTC_OPT_FLAG, &no_header, "the first line is data (default: guessed)"},
@@ -467,9 +474,10 @@ int otc_cmd_train(int argc, char **argv) {
     if (rc) return rc < 0 ? OTC_EXIT_OK : rc;
     if (!data) return otc_cli_error("train", "missing --data FILE.csv (try 'otc train --help')");
     bool idx = otc_cli_idx_dir(data) != NULL;
-    if (idx && (target || features || sequence || header || no_header))
+    if (idx && (target || features || sequence || header || no_header || standardize))
         return otc_cli_error("train", "--data idx:DIR brings its own labels and images: leave out "
-                                      "--target, --features, --sequence and --header/--no-header");
+                                      "--target, --features, --sequence, --standardize and "
+                                      "--header/--no-header");
     if (idx) target = "label";
     if (!target) return otc_cli_error("train", "missing --target COLS (try 'otc train --help')");
     if (!out) return otc_cli_error("train", "missing --out FILE.otm (try 'otc train --help')");
@@ -484,7 +492,9 @@ int otc_cmd_train(int argc, char **argv) {
     if (header && no_header) return otc_cli_error("train", "--header and --no-header conflict");
     const otc_cli_file ins[] = {{"MODEL", pos[0]}, {"--data", data}};
     const otc_cli_file outs[] = {{"--out", out}, {"--plot", plot}};
-    if ((rc = otc_cli_check_files("train", ins, 2, outs, 2))) return rc;
+    if ((rc = otc_cli_check_files("train", ins, 2, outs, 2)) ||
+        (rc = otc_cli_check_writable("train", outs, 2)))
+        return rc;
     int okind = otc_optim_kind_from_name(optimizer);
     if (okind < 0)
         return otc_cli_error("train", "unknown optimizer '%s' (sgd, adam or adamw)", optimizer);
@@ -497,6 +507,8 @@ int otc_cmd_train(int argc, char **argv) {
 
     otc_dataset *d = NULL, *tr = NULL, *va = NULL;
     otc_seq_dataset *sd = NULL, *str = NULL, *sva = NULL;
+    otc_standardizer stz = {0};
+    otc_graph *saved_g = NULL; /* --standardize: the model saved, standardising its input */
     otc_seq_loader *sl = NULL, *svl = NULL;
     float *weight = NULL;
     otc_optimizer *opt = NULL;
@@ -576,6 +588,11 @@ int otc_cmd_train(int argc, char **argv) {
         rc = otc_cli_error("train", "%s: the model has no trainable parameters", sm);
         goto done;
     }
+    if (standardize && otc_graph_input_count(t.g) != 1) { /* what the saved form can take */
+        rc = otc_cli_error("train", "--standardize: %s has %d inputs; it takes a model with one",
+                           sm, otc_graph_input_count(t.g));
+        goto done;
+    }
     if ((rc = choose_loss(&t, d, data, out_name)) || (rc = add_loss(&t))) goto done;
 
     if (val_split > 0 && recurrent) {
@@ -588,6 +605,23 @@ int otc_cmd_train(int argc, char **argv) {
     } else if (val_split > 0) {
         if (otc_dataset_split(d, (float)val_split, seed, &tr, &va) != OTC_OK) {
             rc = otc_cli_error_file("train", data);
+            goto done;
+        }
+    }
+    /* --standardize: fitted on the training rows only, applied to every split; the same
+     * (x - mean) / std goes into the saved model ahead of the network (as evolve's csv task
+     * does), so the model runs on raw rows. */
+    if (standardize) {
+        otc_dataset *fit = tr ? tr : d;
+        otc_status st = otc_standardizer_fit(fit, &stz);
+        const otc_node *in = otc_graph_node(t.g, t.input);
+        if (st == OTC_OK && (in->shape.ndim != 2 || in->shape.dim[1] != stz.n))
+            st = otc_fail(OTC_ERR_SHAPE, "its input %s is not [batch, %d features]",
+                          in->name ? in->name : "", stz.n);
+        if (st == OTC_OK) st = otc_standardizer_apply(&stz, fit);
+        if (st == OTC_OK && va) st = otc_standardizer_apply(&stz, va);
+        if (st != OTC_OK) {
+            rc = otc_cli_error("train", "--standardize: %s: %s", sm, otc_last_error());
             goto done;
         }
     }
@@ -773,17 +807,29 @@ int otc_cmd_train(int argc, char **argv) {
                    .val_loss = has_val ? val_loss : NAN,
                    .val_acc = has_val ? val_acc : NAN,
                    .seed = seed,
-                   .kind = t.kind};
+                   .kind = t.kind,
+                   .standardize = standardize};
     /* --train-only froze parameters for this run only: the saved model trains as before */
     for (otc_id id = 0; frozen && id < n_orig; id++)
         if (frozen[id]) otc_graph_set_trainable(t.g, id, true);
-    if (otc_graph_truncate(t.g, n_orig) != OTC_OK || store_facts(t.g, &f) != OTC_OK ||
-        (had_header && otc_cli_record_columns(t.g, d->feature_names, d->n_features, d->target_names,
-                                              d->n_targets) != OTC_OK)) {
+    /* the id column read: --sequence, or the one the model recorded (the file had it) */
+    char *seq_col = sequence     ? strdup(sequence)
+                    : d->seq_ids ? otc_cli_recorded_sequence(t.g, NULL, 0)
+                                 : NULL;
+    bool saved =
+        otc_graph_truncate(t.g, n_orig) == OTC_OK && store_facts(t.g, &f) == OTC_OK &&
+        (!had_header || otc_cli_record_columns(t.g, d->feature_names, d->n_features,
+                                               d->target_names, d->n_targets, seq_col) == OTC_OK);
+    free(seq_col);
+    if (!saved) {
         rc = otc_cli_error("train", "%s", otc_last_error());
         goto done;
     }
-    if (otc_model_save(t.g, out) != OTC_OK) {
+    if (standardize && otc_neat_graph_standardize_input(t.g, stz.mean, stz.std, &saved_g)) {
+        rc = otc_cli_error("train", "%s", otc_last_error());
+        goto done;
+    }
+    if (otc_model_save(saved_g ? saved_g : t.g, out) != OTC_OK) {
         rc = otc_cli_error_file("train", out);
         goto done;
     }
@@ -816,5 +862,7 @@ done:
         otc_dataset_free(d);
     }
     otc_graph_free(t.g);
+    otc_graph_free(saved_g);
+    otc_standardizer_free(&stz);
     return rc;
 }

@@ -110,6 +110,8 @@ typedef struct {
     size_t ws_bytes;
     float *rows[2]; /* in, target */
     float *out, *acc;
+    float *zeros; /* grad() of a parameter outside the training plan */
+    size_t zeros_n;
     int batch;
     int state_batch; /* recurrent: the batch the workspace's state is for; 0 after a reset */
     bool forwarded, have_grads, have_loss;
@@ -141,6 +143,7 @@ static void destroy(otc_executor *ex) {
     free(x->rows[1]);
     free(x->out);
     free(x->acc);
+    free(x->zeros);
     free(x);
 }
 
@@ -366,20 +369,27 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
 
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     emitc_exec *x = as_x(ex);
-    char lab[64];
     if (x->inference) return otc_fail(OTC_ERR_STATE, "grad: this executor was built for inference");
     if (id < 0 || id >= x->n || otc_graph_node(ex->graph, id)->op != OTC_OP_PARAMETER)
         return otc_fail(OTC_ERR_ARG, "grad: node #%d is not a parameter", (int)id);
     if (!data) return otc_fail(OTC_ERR_ARG, "grad: data is NULL");
-    if (!x->have_grads || !x->p->c.train)
-        return otc_fail(OTC_ERR_STATE, "grad: no backward has run on this executor");
-    const otc_plan_value *v = &x->p->c.train->values[id];
-    if (!v->needs_grad)
-        return otc_fail(OTC_ERR_UNSUPPORTED,
-                        "grad: parameter %s has no gradient in the emitted C (frozen, or the loss "
-                        "does not reach it)",
-                        label(x, id, lab));
-    *data = x->acc + v->grad.base;
+    /* The emitted code's gradients are laid out like its weights, zeros where the loss does
+     * not reach or the parameter is frozen; a parameter outside the weights, or one before
+     * any backward, reads zeros too: the interpreter's and the JIT's answer. */
+    const otc_plan *t = x->p->c.train;
+    if (x->have_grads && t && t->values[id].storage == OTC_STORE_PARAM) {
+        *data = x->acc + t->values[id].param_offset;
+        return OTC_OK;
+    }
+    size_t size = otc_shape_size(otc_graph_node(ex->graph, id)->shape);
+    if (size > x->zeros_n) {
+        free(x->zeros);
+        x->zeros_n = 0;
+        if (!(x->zeros = calloc(size, sizeof(float))))
+            return otc_fail(OTC_ERR_NOMEM, "grad: out of memory");
+        x->zeros_n = size;
+    }
+    *data = x->zeros;
     return OTC_OK;
 }
 

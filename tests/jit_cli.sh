@@ -32,12 +32,14 @@ run 2 compile "$MODEL" --emit-obj "$WORK/x.o" --target no-such-arch-linux
 has "$WORK/err" "no-such-arch"
 
 run 0 bench --random 12 --batch 4 --json --block-ms 1 --no-c
-for key in interpreter_us_per_sample jit_us_per_sample c_us_per_sample jit_compile_ms; do
+for key in interpreter_us_per_sample jit_us_per_sample c_us_per_sample jit_compile_ms \
+    jit_compile_cpu_ms jit_math_library_cpu_ms; do
     has "$WORK/out" "\"$key\""
 done
 run 0 bench "$MODEL" --train --batch 8 --block-ms 1 --export "$WORK/g.json"
 has "$WORK/out" "jit"
 has "$WORK/out" "emitted C"
+has "$WORK/out" "ms CPU (" # compile times in thread CPU time, the wall clock beside them
 has "$WORK/g.json" "otc-bench-graph-1"
 # Debian's python3 (scripts/install-deps.sh installs it), not whichever a PATH finds first.
 /usr/bin/python3 "$SRC/bench/torch_compare.py" "$WORK/g.json" --check >"$WORK/out" ||

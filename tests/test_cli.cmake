@@ -22,8 +22,8 @@ if(TARGET otc_cli AND OTC_BASH)
   set_tests_properties(cli_make_models PROPERTIES FIXTURES_SETUP otc_cli_models)
   set(cases help command_help usage_errors summary summary_neat bad_model_files
             bad_csv_files train train_regression train_errors train_model_shapes train_diverges run run_errors
-            viz viz_errors outputs_atomic shipped_example recurrent
-            recurrent_errors import exec_task images images_errors new new_errors eval
+            viz viz_errors outputs_atomic shipped_example recurrent sequence_recorded
+            train_standardize recurrent_errors import exec_task images images_errors new new_errors eval
             eval_episodes columns conventions traps)
   if(TARGET otc_compiler AND OTC_LLVM_LIB) # as frontend/CMakeLists.txt decides on --jit
     list(APPEND cases jit images_compiled bench_counts)

@@ -675,6 +675,69 @@ case_recurrent() {
     [ -e "$WORK/t.otm" ] && fail "a diverged run wrote its --out"
 }
 
+# A model trained or evolved on a CSV with a sequence column records its name: `otc run` and
+# `otc train` then read the file that trained it as it is, ids as ids (they once read the id
+# column as a feature: 'cannot read "s0"').
+case_sequence_recorded() {
+    running_sums "$WORK/sums.csv"
+    run 0 train "$RSUM" --data "$WORK/sums.csv" --target y --sequence id --epochs 1 \
+        --out "$WORK/t.otm"
+    run 0 run "$WORK/t.otm" --input "$WORK/sums.csv" --sequence id
+    cp "$WORK/out" "$WORK/with.csv"
+    run 0 run "$WORK/t.otm" --input "$WORK/sums.csv"
+    cmp -s "$WORK/out" "$WORK/with.csv" || fail "without --sequence: not the --sequence id run"
+    run 0 train "$WORK/t.otm" --data "$WORK/sums.csv" --target y --epochs 1 --out "$WORK/t2.otm"
+    out_has "40 sequences of 180 rows"
+    run 0 run "$WORK/t2.otm" --input "$WORK/sums.csv" # the retrained model keeps the record
+    local D=$SRC/examples/data
+    # one generation does not solve it: exit 1, the champion saved
+    run 1 evolve "$SRC/examples/neat/delayed_xor_hybrid.ini" --task "csv:$D/delayed_xor.csv" \
+        --generations 1 --seed 1 --threads 1 --out "$WORK/dx.otm"
+    run 0 run "$WORK/dx.otm" --input "$D/delayed_xor.csv" --sequence seq
+    cp "$WORK/out" "$WORK/with.csv"
+    run 0 run "$WORK/dx.otm" --input "$D/delayed_xor.csv"
+    cmp -s "$WORK/out" "$WORK/with.csv" || fail "evolved: without --sequence differs"
+    # a model without the record: the error says what to give
+    run 2 run "$RSUM" --input "$D/delayed_xor.csv"
+    err_has 'cannot read "s0"'
+    err_has "give --sequence COL"
+    err_clean
+}
+
+# --standardize: with a learning rate too small to move a weight, the saved model is the
+# original network reading (x - mean) / std with the training rows' mean and population std,
+# so on raw rows it answers what the original answers on rows standardised here by awk.
+case_train_standardize() {
+    printf 'a,b,y\n1000,0.001,0\n3000,0.002,1\n2000,0.006,1\n5000,0.003,0\n' >"$WORK/s.csv"
+    awk -F, 'NR > 1 { for (i = 1; i <= 2; i++) { v[NR, i] = $i; s[i] += $i } n++ }
+        END { for (i = 1; i <= 2; i++) m[i] = s[i] / n
+              for (r = 2; r <= n + 1; r++) for (i = 1; i <= 2; i++) q[i] += (v[r, i] - m[i])^2
+              print "a,b"
+              for (r = 2; r <= n + 1; r++)
+                  printf "%.9g,%.9g\n", (v[r, 1] - m[1]) / sqrt(q[1] / n), (v[r, 2] - m[2]) / sqrt(q[2] / n) }' \
+        "$WORK/s.csv" >"$WORK/z.csv"
+    run 0 new mlp --inputs 2 --hidden 3 --outputs 1 -o "$WORK/m.otm"
+    run 0 run "$WORK/m.otm" --input "$WORK/z.csv"
+    cp "$WORK/out" "$WORK/want.csv"
+    run 0 train "$WORK/m.otm" --data "$WORK/s.csv" --target y --optimizer sgd --lr 1e-30 \
+        --val-split 0 --epochs 1 --standardize --out "$WORK/ms.otm"
+    run 0 run "$WORK/ms.otm" --input "$WORK/s.csv"
+    paste -d, "$WORK/out" "$WORK/want.csv" | awk -F, 'NR > 1 { d = $1 - $2; if (d < -1e-5 || d > 1e-5) bad = 1 }
+        END { exit bad }' || fail "standardised model on raw rows: $(paste -d' ' "$WORK/out" "$WORK/want.csv")"
+    run 0 summary "$WORK/ms.otm"
+    out_has "input_mean"
+    out_has "standardize"
+    # a model whose input is not [batch, features], and images: refused, exit 2
+    run 0 new cnn --input 1x2x2 --spec c4k2p1-p2-f8 --outputs 3 -o "$WORK/c.otm"
+    run 2 train "$WORK/c.otm" --data "$SRC/examples/data/iris.csv" --target species --standardize \
+        --out "$WORK/ct.otm"
+    err_has "--standardize: "
+    [ -e "$WORK/ct.otm" ] && fail "a refused --standardize wrote its --out"
+    run 2 train "$WORK/c.otm" --data "idx:$WORK" --standardize --out "$WORK/ct.otm"
+    err_has "--standardize"
+    err_clean
+}
+
 case_recurrent_errors() {
     running_sums "$WORK/sums.csv"
     local T=(train "$RSUM" --data "$WORK/sums.csv" --target y --out "$WORK/t.otm")

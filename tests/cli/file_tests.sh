@@ -164,6 +164,19 @@ case_derived_outputs() {
     run 1 evolve x.ini --task xor --seed 1 --generations 4 --threads 1 --checkpoint-every 2 \
         --checkpoint-prefix g --out g3.json
     [ -s g2.json ] && [ -s g3.json ] || fail "g2.json or g3.json missing"
+    # an output that cannot be written is refused before the run, not after it (the run
+    # once went ahead and failed at the end, --out written and --front not)
+    touch notadir
+    run 2 evolve x.ini --task xor --seed 1 --generations 3 --threads 1 --checkpoint-every 1 \
+        --checkpoint-prefix pre- --front notadir --out ok.otm
+    err_has "--front's front.csv notadir/front.csv: cannot be written there: Not a directory"
+    [ ! -e pre-1.json ] && [ ! -e ok.otm ] || fail "the run went ahead with --front notadir"
+    run 2 evolve x.ini --task xor --seed 1 --generations 3 --threads 1 --checkpoint-every 1 \
+        --checkpoint-prefix pre- --out nodir/ok.otm
+    err_has "--out nodir/ok.otm: cannot be written there"
+    [ ! -e pre-1.json ] || fail "the run went ahead with --out nodir/ok.otm"
+    run 2 train m.otm --data "$SRC/examples/data/iris.csv" --target species --out nodir/t.otm
+    err_has "--out nodir/t.otm: cannot be written there"
 }
 
 case_unbounded_input() {

@@ -64,10 +64,11 @@ otc_status otc_jit_executors_new(otc_graph *const *graphs, const otc_id *losses,
 bool otc_is_jit_executor(const otc_executor *ex);
 
 typedef struct {
-    double compile_ms; /* total time spent compiling for this executor (0 on cache hits) */
-    int compiles;      /* modules compiled for it */
-    int cache_hits;    /* modules reused from the structure cache */
-    int lanes;         /* vector width used */
+    double compile_ms;     /* total time spent compiling for this executor (0 on cache hits) */
+    int compiles;          /* modules compiled for it */
+    int cache_hits;        /* modules reused from the structure cache */
+    int lanes;             /* vector width used */
+    double compile_cpu_ms; /* compile_ms in the compiling thread's CPU time (steadier) */
 } otc_jit_stats;
 
 otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out);
@@ -80,7 +81,8 @@ typedef struct {
     int in_use;
     long hits, misses;
     long objects_compiled, objects_loaded;
-    double library_ms; /* spent providing the math library (compiled or loaded) so far */
+    double library_ms;     /* spent providing the math library (compiled or loaded) so far */
+    double library_cpu_ms; /* the same in thread CPU time */
 } otc_jit_cache_stats;
 otc_jit_cache_stats otc_jit_cache_info(void);
 /* Drop every cached module no executor uses (their JIT memory is returned). */

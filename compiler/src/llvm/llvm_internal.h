@@ -67,6 +67,9 @@ const char *otc_llvm_host_cpu(void);
 
 /* A monotonic clock in milliseconds, for compile-time statistics. */
 double otc_llvm_now_ms(void);
+/* The calling thread's CPU time in milliseconds: compiles run on the calling thread, and its
+ * CPU time stays put on a loaded machine where the wall clock does not. */
+double otc_llvm_cpu_ms(void);
 
 /* ---- llvm_jit.c ---- */
 
@@ -179,8 +182,9 @@ bool otc_llvm_act_parse_name(const char *name, int *act, float *alpha, unsigned 
  * (see otc_llvm_ir.shared_math), compiled at O3. Called with the JIT lock held, before m is
  * added. */
 otc_status otc_llvm_library_provide(LLVMModuleRef m);
-/* Milliseconds spent defining library functions so far (compiling or loading them). */
-double otc_llvm_library_ms(void);
+/* Milliseconds spent defining library functions so far (compiling or loading them): wall
+ * clock, and with cpu_ms (optional) the thread CPU time. */
+double otc_llvm_library_ms(double *cpu_ms);
 
 /* ---- llvm_objcache.c: compiled objects on disk, shared by the processes of a machine ----
  * Called with the JIT lock held. Any failure (cache off, unwritable, damaged entry) means

@@ -297,6 +297,13 @@ otc_status otc_neat_stats_save_svg(const otc_neat_population *p, const char *tit
 otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_task *task,
                                    otc_graph **out);
 
+/* A copy of g (one Input [batch, features]) that computes (x - mean) / std per feature, with
+ * frozen parameters "input_mean" and "input_std", before any node of g reads x: the csv
+ * task's standardisation carried by the saved model, and `otc train --standardize`'s
+ * (phenotype_standardize.c). Metadata is copied. The caller frees *out. */
+otc_status otc_neat_graph_standardize_input(const otc_graph *g, const float *mean, const float *std,
+                                            otc_graph **out);
+
 /* The tracked Pareto front (otc/neat_select.h) as files in the existing directory dir:
  * member-K.otm for each member K (as otc_neat_champion_graph's), front.csv (member, file,
  * generation, fitness, connections, nodes, parameters, cost) and front.svg (fitness against

@@ -135,12 +135,6 @@ otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_ge
                                  int generation, bool solved, const otc_neat_task *task,
                                  otc_graph **out);
 
-/* A copy of g (one Input [batch, features]) that computes (x - mean) / std per feature, with
- * frozen parameters "input_mean" and "input_std", before any node of g reads x: the task's
- * standardisation carried by the saved model (phenotype_standardize.c). */
-otc_status otc_neat_graph_standardize_input(const otc_graph *g, const float *mean, const float *std,
-                                            otc_graph **out);
-
 /* Grow-only array: *items gets room for at least `need` items of `size` bytes (doubling, its
  * contents kept); false when out of memory. */
 bool otc_neat_grow(void **items, int *cap, int need, size_t size);

@@ -363,7 +363,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
             }
             miss[n_miss++] = i;
         }
-        double t0 = otc_llvm_now_ms();
+        double t0 = otc_llvm_now_ms(), c0 = otc_llvm_cpu_ms();
         /* One module per tier: the optimised plans first, then the fast ones. */
         int *order = calloc((size_t)n_miss + 1, sizeof *order);
         otc_jit_module **fresh_in_order = calloc((size_t)n_miss + 1, sizeof *fresh_in_order);
@@ -382,6 +382,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
         free(order);
         free(fresh_in_order);
         double ms = (otc_llvm_now_ms() - t0) / (n_miss > 0 ? n_miss : 1);
+        double cpu_ms = (otc_llvm_cpu_ms() - c0) / (n_miss > 0 ? n_miss : 1);
         if (st) {
             for (int i = 0; i < n; i++)
                 if (hits[i]) release_locked(out[i]);
@@ -392,6 +393,7 @@ otc_status otc_llvm_modules_get(const otc_plan *const *plans, const otc_llvm_ren
                 int i = miss[j];
                 n_misses++;
                 m->compile_ms = ms;
+                m->compile_cpu_ms = cpu_ms;
                 m->refs = 1;
                 m->hash = hash[i];
                 m->key = keys[i].p;
@@ -450,7 +452,8 @@ void otc_llvm_module_release(otc_jit_module *m) {
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     otc_llvm_jit_lock();
-    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses, 0, 0, otc_llvm_library_ms()};
+    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses, 0, 0, 0, 0};
+    s.library_ms = otc_llvm_library_ms(&s.library_cpu_ms);
     otc_llvm_jit_object_counts(&s.objects_compiled, &s.objects_loaded);
     otc_llvm_jit_unlock();
     return s;

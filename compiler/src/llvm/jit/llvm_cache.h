@@ -18,6 +18,7 @@ typedef struct {
 typedef struct otc_jit_module {
     otc_llvm_fn fn[OTC_JIT_FN_COUNT]; /* NULL where the module has no such function */
     double compile_ms;                /* its share of the compile that produced it */
+    double compile_cpu_ms;            /* the same in thread CPU time */
     /* Owned by the cache. */
     otc_jit_shared *code;
     unsigned char *key;

@@ -51,6 +51,8 @@ void otc_lvx_destroy(otc_executor *ex) {
     free(j->scratch);
     free(j->scratch_cap);
     free(j->grads);
+    free(j->side);
+    free(j->side_off);
     free(j->state);
     otc_optimizer_free(j->orphan_opt);
     free(j->orphan_p);
@@ -533,6 +535,23 @@ static otc_status ensure_train_plan(jit_exec *j, otc_id loss, const otc_optim_co
     return otc_lvx_train_ready(j);
 }
 
+/* j->side and j->side_off, allocated (zeros) on first use. */
+static otc_status side_ready(jit_exec *j) {
+    if (j->side) return OTC_OK;
+    j->side_off = malloc(((size_t)j->n + 1) * sizeof *j->side_off);
+    if (!j->side_off) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
+    size_t total = 0;
+    for (otc_id id = 0; id < j->n; id++) {
+        const otc_node *nd = otc_graph_node(j->base.graph, id);
+        j->side_off[id] = nd->op == OTC_OP_PARAMETER ? (int64_t)total : -1;
+        if (nd->op == OTC_OP_PARAMETER) total += otc_shape_size(nd->shape);
+    }
+    j->side = calloc(total + 1, sizeof(float));
+    if (!j->side) return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
+    j->side_n = total;
+    return OTC_OK;
+}
+
 /* The training plan for loss, compiled on first use (a new loss replaces the old plan). */
 static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config *optim) {
     if (j->o.inference)
@@ -549,12 +568,22 @@ static otc_status ensure_train(jit_exec *j, otc_id loss, const otc_optim_config 
             return otc_fail(OTC_ERR_NOMEM, "out of memory for gradients");
         }
     }
-    otc_status st = ensure_train_plan(j, loss, optim);
-    for (otc_id id = 0; carry && st == OTC_OK && id < j->n; id++) {
+    otc_status st = side_ready(j);
+    if (!st) st = ensure_train_plan(j, loss, optim);
+    /* Each parameter's gradient so far (the old plan's, or the side buffer's) goes where the
+     * new plan keeps it: its gradient buffer when the new loss reaches it, else the side. */
+    for (otc_id id = 0; st == OTC_OK && id < j->n; id++) {
+        if (j->side_off[id] < 0) continue;
         const otc_plan_value *v = &j->train.plan->values[id];
-        if (offsets[id] < 0 || !v->needs_grad) continue;
         size_t size = otc_shape_size(otc_graph_node(j->base.graph, id)->shape);
-        for (size_t i = 0; i < size; i++) j->grads[v->grad.base + i] += carry[offsets[id] + i];
+        float *side = j->side + j->side_off[id];
+        const float *old = carry && offsets[id] >= 0 ? carry + offsets[id] : NULL;
+        float *dst = v->needs_grad ? j->grads + v->grad.base : side;
+        for (size_t i = 0; i < size; i++) {
+            if (dst != side) dst[i] += side[i];
+            if (old) dst[i] += old[i];
+        }
+        if (dst != side) memset(side, 0, size * sizeof(float));
     }
     free(carry);
     free(offsets);
@@ -615,7 +644,6 @@ otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss) {
 
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     jit_exec *j = as_jit(ex);
-    char lab[64];
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "grad: this executor was built for inference");
     if (id < 0 || id >= j->n || otc_graph_node(ex->graph, id)->op != OTC_OP_PARAMETER)
@@ -624,15 +652,15 @@ static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     bool seq = false;
     otc_status sst = otc_lvx_seq_grad(j, id, data, &seq);
     if (sst || seq) return sst;
-    if (!j->has_train)
-        return otc_fail(OTC_ERR_STATE, "grad: no backward has run on this JIT executor");
-    const otc_plan_value *v = &j->train.plan->values[id];
-    if (!v->needs_grad)
-        return otc_fail(OTC_ERR_UNSUPPORTED,
-                        "grad: parameter %s has no gradient in the compiled plan (frozen, or the "
-                        "loss does not reach it)",
-                        otc_lvx_label(j, id, lab));
-    *data = j->grads + v->grad.base;
+    /* A parameter the current plan leaves out (no backward yet, frozen, or the loss does not
+     * reach it) has what earlier losses accumulated, else zeros: the interpreter's answer. */
+    if (!j->has_train || !j->train.plan->values[id].needs_grad) {
+        otc_status st = side_ready(j);
+        if (st) return st;
+        *data = j->side + j->side_off[id];
+        return OTC_OK;
+    }
+    *data = j->grads + j->train.plan->values[id].grad.base;
     return OTC_OK;
 }
 
@@ -641,6 +669,7 @@ static void zero_grad(otc_executor *ex) {
     otc_lvx_seq_zero(j);
     if (j->has_train && j->grads)
         memset(j->grads, 0, (size_t)j->train.plan->param_floats * sizeof(float));
+    if (j->side) memset(j->side, 0, j->side_n * sizeof(float));
 }
 
 /* The trainable parameters the training plan leaves out, with an optimiser of their own. */

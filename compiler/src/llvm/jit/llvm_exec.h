@@ -54,6 +54,12 @@ typedef struct {
     jit_plan *wsrc;
     float *grads; /* training plan layout */
     size_t grads_cap;
+    /* Gradients of parameters the current training plan leaves out (another loss reached
+     * them, or none did), per parameter at side_off[id]: backward accumulates across losses
+     * and grad() answers zeros for a parameter no loss reached, as the interpreter does. */
+    float *side;
+    int64_t *side_off;
+    size_t side_n;
     float *state; /* optimiser moments, 2 x param_floats */
     const otc_optimizer *opt;
     long t;

@@ -63,6 +63,7 @@ static otc_status plan_attach(jit_exec *j, jit_plan *p, otc_jit_module *mod, boo
     } else {
         j->stats.compiles++;
         j->stats.compile_ms += mod->compile_ms;
+        j->stats.compile_cpu_ms += mod->compile_cpu_ms;
     }
     jit_plan *other = p == &j->fwd ? &j->train : &j->fwd;
     bool other_ok = (p == &j->fwd ? j->has_train : j->has_fwd);

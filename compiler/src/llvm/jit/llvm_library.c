@@ -15,11 +15,12 @@ typedef struct {
 } entry;
 static entry *provided;
 static int n_provided, cap_provided;
-static double spent_ms;
+static double spent_ms, spent_cpu_ms;
 
-double otc_llvm_library_ms(void) {
+double otc_llvm_library_ms(double *cpu_ms) {
     otc_llvm_jit_lock();
     double ms = spent_ms;
+    if (cpu_ms) *cpu_ms = spent_cpu_ms;
     otc_llvm_jit_unlock();
     return ms;
 }
@@ -90,9 +91,10 @@ otc_status otc_llvm_library_provide(LLVMModuleRef m) {
         bool grad;
         if (!otc_llvm_act_parse_name(name, &act, &alpha, &lanes, &grad) || is_provided(name))
             continue;
-        double t0 = otc_llvm_now_ms();
+        double t0 = otc_llvm_now_ms(), c0 = otc_llvm_cpu_ms();
         otc_status st = define(name, act, alpha, lanes, grad);
         spent_ms += otc_llvm_now_ms() - t0;
+        spent_cpu_ms += otc_llvm_cpu_ms() - c0;
         if (st) return otc_fail_context(st, "compiling the JIT math library's '%s'", name);
     }
     return OTC_OK;

@@ -52,6 +52,12 @@ double otc_llvm_now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+double otc_llvm_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 const char *otc_llvm_host_cpu(void) {
     if (otc_llvm_init()) return "unknown";
     return host_cpu;
