@@ -108,11 +108,15 @@ typedef enum {
     OTC_STEP_STATE,      /* copy Delay .node's source value into its state slot (the last
                             forward steps, after the stores: every read of the old state is
                             done; a Delay reading a Delay is copied before that one changes) */
-    OTC_STEP_ZERO_GRADS, /* the whole gradient buffer to zero */
+    OTC_STEP_ZERO_GRADS, /* the whole gradient buffer to zero; with options.zero_lazily its
+                            fixed part only, [0, grads.base) */
     OTC_STEP_SEED,       /* gradient of the loss (.node) = 1 */
     OTC_STEP_BACKWARD,   /* .node's gradient rule: reads its gradient, accumulates (+=) into
                             the gradient of each input whose value needs_grad */
-    OTC_STEP_UPDATE      /* optimiser update of weights [.offset, .offset + .count) */
+    OTC_STEP_UPDATE,     /* optimiser update of weights [.offset, .offset + .count) */
+    OTC_STEP_ZERO_GRAD   /* options.zero_lazily: batched value .node's gradient (its whole
+                            extent, padding samples too) to zero, right before the first
+                            backward step (or fused run) that touches it */
 } otc_step_kind;
 
 typedef struct {
@@ -169,6 +173,13 @@ typedef struct {
      * step before (render_c_tape.c). Read while building (the plan keeps NULL). */
     const otc_id *grad_inputs;
     int n_grad_inputs;
+    /* train: zero each batched value's gradient just before the backward first touches it
+       (OTC_STEP_ZERO_GRAD) instead of the whole buffer up front: the zeroing then finds the
+       slot its first writer is about to accumulate into, in cache, rather than sweeping a
+       buffer of tens of MB (a recurrent window unrolled over 50 steps) out to memory. A
+       renderer seeding gradients between ZERO_GRADS and the backward (the C tape) leaves
+       it off. */
+    bool zero_lazily;
 } otc_plan_options;
 
 typedef struct {

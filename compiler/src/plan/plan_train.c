@@ -2,6 +2,7 @@
  * pass reads (so they are stored and kept), the gradient buffer, and the backward and
  * optimiser steps. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "otc/loops.h"
@@ -104,6 +105,56 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
     return OTC_OK;
 }
 
+/* A ZERO_GRAD step for id's storage owner unless it is done, not batched or has no slot. */
+static otc_status zero_once(otc_plan_ctx *c, otc_id id, bool *zeroed) {
+    otc_plan *p = c->p;
+    otc_id o = otc_plan_owner(p, id);
+    const otc_plan_value *v = &p->values[o];
+    if (zeroed[o] || !v->needs_grad || !v->batched || v->storage == OTC_STORE_PARAM) return OTC_OK;
+    zeroed[o] = true;
+    return otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRAD, o, -1, -1, 0, 0, 0});
+}
+
+/* options.zero_lazily (plan.h): the backward schedule again, each batched gradient zeroed
+ * before the first step (a fused run as a whole, so the run stays one loop nest) that reads
+ * or accumulates into it; what no step touches is zeroed before the updates, so every
+ * gradient reads as it would after one sweep. */
+static otc_status zero_lazily(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    otc_plan_step *old = p->steps;
+    int n_old = p->n_steps;
+    bool *zeroed = calloc((size_t)p->n_values + 1, sizeof *zeroed);
+    if (!zeroed) return otc_fail(OTC_ERR_NOMEM, "out of memory for plan steps");
+    p->steps = NULL;
+    p->n_steps = c->cap_steps = 0;
+    otc_status st = OTC_OK;
+    bool rest_done = false;
+    for (int i = 0; i < n_old && !st; i++) {
+        const otc_plan_step *s = &old[i];
+        if (s->kind == OTC_STEP_BACKWARD && s->fused >= 0) {
+            int end = i + (s->fused > 1 ? s->fused : 1);
+            for (int j = i; j < end && !st; j++) {
+                const otc_node *nd = otc_graph_node(p->graph, old[j].node);
+                st = zero_once(c, old[j].node, zeroed);
+                for (int k = 0; k < nd->n_inputs && !st; k++)
+                    st = zero_once(c, nd->inputs[k], zeroed);
+            }
+        }
+        if (!rest_done && (s->kind == OTC_STEP_UPDATE || i == n_old - 1)) {
+            /* Before the updates, or after the last backward step. */
+            bool before = s->kind == OTC_STEP_UPDATE;
+            if (!before) st = st ? st : otc_plan_add_step(c, *s);
+            for (otc_id id = 0; id < p->n_values && !st; id++) st = zero_once(c, id, zeroed);
+            rest_done = true;
+            if (!before) break;
+        }
+        if (!st) st = otc_plan_add_step(c, *s);
+    }
+    free(old);
+    free(zeroed);
+    return st;
+}
+
 otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     /* Parameter gradients first, laid out like the weights, so one loop can update them. */
@@ -166,5 +217,6 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
         i = j;
     }
     if (!st) otc_plan_fuse_backward(p);
+    if (!st && p->options.zero_lazily) st = zero_lazily(c);
     return st;
 }

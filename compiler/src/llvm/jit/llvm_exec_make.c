@@ -117,6 +117,7 @@ otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc
     po.loss = loss;
     po.fuse = j->o.fuse;
     po.optim = c ? *c : otc_optim_defaults(OTC_OPTIM_ADAM);
+    po.zero_lazily = true;
     return po;
 }
 
