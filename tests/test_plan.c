@@ -142,9 +142,10 @@ static bool batched_grad(const otc_plan *p, otc_id o) {
            v->storage != OTC_STORE_ALIAS;
 }
 
-/* options.zero_lazily: each batched gradient zeroed exactly once, before any backward step
- * reads or accumulates into it, never inside a fused run, and all of them before the first
- * update (so every gradient is as one sweep would leave it). */
+/* options.zero_lazily: each batched gradient zeroed (or, with first_grad_stores, stored by a
+ * fused elementwise rule over its whole loop space) exactly once, before any other backward
+ * step reads or accumulates into it, never inside a fused run, and all of them before the
+ * first update (so every gradient is as one sweep would leave it). */
 static bool check_lazy_zeroing(const otc_plan *p, const char *what) {
     const otc_graph *g = p->graph;
     bool *zeroed = calloc((size_t)p->n_values + 1, sizeof *zeroed);
@@ -163,6 +164,18 @@ static bool check_lazy_zeroing(const otc_plan *p, const char *what) {
             const otc_node *nd = otc_graph_node(g, s->node);
             for (int k = -1; k < nd->n_inputs; k++) {
                 otc_id o = otc_plan_owner(p, k < 0 ? s->node : nd->inputs[k]);
+                if (k >= 0 && k < 32 && (s->stores >> k & 1u)) {
+                    /* The first writer stores the whole of an input's gradient, alone. */
+                    bool twice = false;
+                    for (int j = 0; j < nd->n_inputs; j++)
+                        twice |= j != k && otc_plan_owner(p, nd->inputs[j]) == o;
+                    if (!batched_grad(p, o) || zeroed[o] || twice || s->fused == 0 ||
+                        p->values[o].size != p->kernels[s->kernel].n) {
+                        fprintf(stderr, "%s: step %d stores d%d wrongly\n", what, i, (int)o);
+                        ok = false;
+                    }
+                    zeroed[o] = true;
+                }
                 if (batched_grad(p, o) && !zeroed[o]) {
                     fprintf(stderr, "%s: step %d touches d%d before it is zeroed\n", what, i,
                             (int)o);
@@ -200,9 +213,12 @@ static void invariants_on(otc_graph *g, bool train, const char *what) {
         if (p) CHECK(check_invariants(p, what));
         otc_plan_free(p);
         pt.zero_lazily = true;
-        CHECK(otc_plan_build(g, &pt, &p) == OTC_OK);
-        if (p) CHECK(check_invariants(p, what) && check_lazy_zeroing(p, what));
-        otc_plan_free(p);
+        for (int stores = 0; stores < 2; stores++) {
+            pt.first_grad_stores = stores;
+            CHECK(otc_plan_build(g, &pt, &p) == OTC_OK);
+            if (p) CHECK(check_invariants(p, what) && check_lazy_zeroing(p, what));
+            otc_plan_free(p);
+        }
         /* The loss nodes stay; later fusion levels reuse the same graph with the same loss. */
         train = false;
     }

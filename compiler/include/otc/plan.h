@@ -131,6 +131,10 @@ typedef struct {
      * sums over the batch (bias and weight gradients) finished per element after it; -1 on
      * the other steps of such a run; 0 on a step with a loop structure of its own. */
     int fused;
+    /* BACKWARD in a fused run, options.first_grad_stores: bit i set when this rule is the
+     * first to write input i's gradient and writes all of it (an elementwise rule over the
+     * same loop space), so it stores (=) where it would add, and nothing zeroes it first. */
+    unsigned stores;
 } otc_plan_step;
 
 typedef enum { OTC_IO_IN, OTC_IO_TARGET, OTC_IO_OUT } otc_io_stream;
@@ -180,6 +184,10 @@ typedef struct {
        renderer seeding gradients between ZERO_GRADS and the backward (the C tape) leaves
        it off. */
     bool zero_lazily;
+    /* train, with zero_lazily: a gradient's first writer stores it whole where it can
+       (otc_plan_step.stores) instead of zeroing it and adding: half the memory traffic of
+       those slots. For a renderer that honours .stores (the JIT's fused backward). */
+    bool first_grad_stores;
 } otc_plan_options;
 
 typedef struct {
