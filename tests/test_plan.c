@@ -135,6 +135,66 @@ static bool check_invariants(const otc_plan *p, const char *what) {
     return ok;
 }
 
+/* A gradient the backward keeps in the batched part of the buffer. */
+static bool batched_grad(const otc_plan *p, otc_id o) {
+    const otc_plan_value *v = &p->values[o];
+    return v->needs_grad && v->batched && v->storage != OTC_STORE_PARAM &&
+           v->storage != OTC_STORE_ALIAS;
+}
+
+/* options.zero_lazily: each batched gradient zeroed (or, with first_grad_stores, stored by a
+ * fused elementwise rule over its whole loop space) exactly once, before any other backward
+ * step reads or accumulates into it, never inside a fused run, and all of them before the
+ * first update (so every gradient is as one sweep would leave it). */
+static bool check_lazy_zeroing(const otc_plan *p, const char *what) {
+    const otc_graph *g = p->graph;
+    bool *zeroed = calloc((size_t)p->n_values + 1, sizeof *zeroed);
+    bool ok = zeroed != NULL, updating = false;
+    for (int i = p->n_forward_steps; ok && i < p->n_steps; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        if (s->kind == OTC_STEP_ZERO_GRAD) {
+            bool inside_run = i + 1 < p->n_steps && p->steps[i + 1].kind == OTC_STEP_BACKWARD &&
+                              p->steps[i + 1].fused < 0;
+            if (!batched_grad(p, s->node) || zeroed[s->node] || updating || inside_run) {
+                fprintf(stderr, "%s: step %d zeroes d%d wrongly\n", what, i, (int)s->node);
+                ok = false;
+            }
+            zeroed[s->node] = true;
+        } else if (s->kind == OTC_STEP_BACKWARD) {
+            const otc_node *nd = otc_graph_node(g, s->node);
+            for (int k = -1; k < nd->n_inputs; k++) {
+                otc_id o = otc_plan_owner(p, k < 0 ? s->node : nd->inputs[k]);
+                if (k >= 0 && k < 32 && (s->stores >> k & 1u)) {
+                    /* The first writer stores the whole of an input's gradient, alone. */
+                    bool twice = false;
+                    for (int j = 0; j < nd->n_inputs; j++)
+                        twice |= j != k && otc_plan_owner(p, nd->inputs[j]) == o;
+                    if (!batched_grad(p, o) || zeroed[o] || twice || s->fused == 0 ||
+                        p->values[o].size != p->kernels[s->kernel].n) {
+                        fprintf(stderr, "%s: step %d stores d%d wrongly\n", what, i, (int)o);
+                        ok = false;
+                    }
+                    zeroed[o] = true;
+                }
+                if (batched_grad(p, o) && !zeroed[o]) {
+                    fprintf(stderr, "%s: step %d touches d%d before it is zeroed\n", what, i,
+                            (int)o);
+                    ok = false;
+                }
+            }
+        } else if (s->kind == OTC_STEP_UPDATE && !updating) {
+            updating = true;
+            for (otc_id o = 0; o < p->n_values; o++)
+                if (batched_grad(p, o) && !zeroed[o]) {
+                    fprintf(stderr, "%s: d%d never zeroed\n", what, (int)o);
+                    ok = false;
+                }
+        }
+    }
+    free(zeroed);
+    return ok;
+}
+
 static void invariants_on(otc_graph *g, bool train, const char *what) {
     otc_plan_options po = {0};
     po.loss = -1;
@@ -152,6 +212,13 @@ static void invariants_on(otc_graph *g, bool train, const char *what) {
         CHECK(otc_plan_build(g, &pt, &p) == OTC_OK);
         if (p) CHECK(check_invariants(p, what));
         otc_plan_free(p);
+        pt.zero_lazily = true;
+        for (int stores = 0; stores < 2; stores++) {
+            pt.first_grad_stores = stores;
+            CHECK(otc_plan_build(g, &pt, &p) == OTC_OK);
+            if (p) CHECK(check_invariants(p, what) && check_lazy_zeroing(p, what));
+            otc_plan_free(p);
+        }
         /* The loss nodes stay; later fusion levels reuse the same graph with the same loss. */
         train = false;
     }

@@ -108,11 +108,15 @@ typedef enum {
     OTC_STEP_STATE,      /* copy Delay .node's source value into its state slot (the last
                             forward steps, after the stores: every read of the old state is
                             done; a Delay reading a Delay is copied before that one changes) */
-    OTC_STEP_ZERO_GRADS, /* the whole gradient buffer to zero */
+    OTC_STEP_ZERO_GRADS, /* the whole gradient buffer to zero; with options.zero_lazily its
+                            fixed part only, [0, grads.base) */
     OTC_STEP_SEED,       /* gradient of the loss (.node) = 1 */
     OTC_STEP_BACKWARD,   /* .node's gradient rule: reads its gradient, accumulates (+=) into
                             the gradient of each input whose value needs_grad */
-    OTC_STEP_UPDATE      /* optimiser update of weights [.offset, .offset + .count) */
+    OTC_STEP_UPDATE,     /* optimiser update of weights [.offset, .offset + .count) */
+    OTC_STEP_ZERO_GRAD   /* options.zero_lazily: batched value .node's gradient (its whole
+                            extent, padding samples too) to zero, right before the first
+                            backward step (or fused run) that touches it */
 } otc_step_kind;
 
 typedef struct {
@@ -127,6 +131,10 @@ typedef struct {
      * sums over the batch (bias and weight gradients) finished per element after it; -1 on
      * the other steps of such a run; 0 on a step with a loop structure of its own. */
     int fused;
+    /* BACKWARD in a fused run, options.first_grad_stores: bit i set when this rule is the
+     * first to write input i's gradient and writes all of it (an elementwise rule over the
+     * same loop space), so it stores (=) where it would add, and nothing zeroes it first. */
+    unsigned stores;
 } otc_plan_step;
 
 typedef enum { OTC_IO_IN, OTC_IO_TARGET, OTC_IO_OUT } otc_io_stream;
@@ -169,6 +177,17 @@ typedef struct {
      * step before (render_c_tape.c). Read while building (the plan keeps NULL). */
     const otc_id *grad_inputs;
     int n_grad_inputs;
+    /* train: zero each batched value's gradient just before the backward first touches it
+       (OTC_STEP_ZERO_GRAD) instead of the whole buffer up front: the zeroing then finds the
+       slot its first writer is about to accumulate into, in cache, rather than sweeping a
+       buffer of tens of MB (a recurrent window unrolled over 50 steps) out to memory. A
+       renderer seeding gradients between ZERO_GRADS and the backward (the C tape) leaves
+       it off. */
+    bool zero_lazily;
+    /* train, with zero_lazily: a gradient's first writer stores it whole where it can
+       (otc_plan_step.stores) instead of zeroing it and adding: half the memory traffic of
+       those slots. For a renderer that honours .stores (the JIT's fused backward). */
+    bool first_grad_stores;
 } otc_plan_options;
 
 typedef struct {

@@ -96,6 +96,8 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
     po.agg_gradients = true; /* render_c_backward.c's bw_neuron_agg */
     po.fuse = chosen ? o->fuse : OTC_FUSE_CHAINS;
     po.split_libm = chosen ? o->split_libm : true;
+    /* The tape adds the next step's state gradient after ZERO_GRADS (render_c_tape.c). */
+    po.zero_lazily = o->bptt <= 0;
     if (o->bptt > 0) { /* the state's gradient goes back a step */
         po.grad_inputs = o->step->state_in;
         po.n_grad_inputs = o->step->n_delays;

@@ -643,7 +643,12 @@ void otc_cr_backward_range(otc_cr *c, int from, int to, bool grads, bool update)
                 break;
             }
             otc_cr_line(c, "for (size_t i = 0; i < (size_t)(%s); i++) g[i] = 0.0f;",
-                        otc_cr_offset(off, p->grads));
+                        p->options.zero_lazily ? otc_cr_offset(off, (otc_extent){p->grads.base, 0})
+                                               : otc_cr_offset(off, p->grads));
+            break;
+        case OTC_STEP_ZERO_GRAD:
+            otc_cr_line(c, "for (size_t i = 0; i < (size_t)%" PRId64 " * S; i++) g[%s + i] = 0.0f;",
+                        p->values[V(s->node)].size, otc_cr_offset(off, p->values[V(s->node)].grad));
             break;
         case OTC_STEP_SEED:
             otc_cr_line(c, "g[%s] = 1.0f; /* d loss / d loss */",

@@ -185,6 +185,9 @@ char *otc_plan_describe(const otc_plan *p) {
         case OTC_STEP_ZERO_GRADS:
             otc_text_puts(&sb, "zero gradients\n");
             break;
+        case OTC_STEP_ZERO_GRAD:
+            otc_text_printf(&sb, "zero d%s\n", otc_plan_label(g, s->node, lab));
+            break;
         case OTC_STEP_SEED:
             otc_text_printf(&sb, "seed d%s = 1\n", otc_plan_label(g, s->node, lab));
             break;

@@ -90,7 +90,7 @@ static otc_status close_kernel(otc_plan_ctx *c, int *open) {
     otc_plan_kernel *K = &c->p->kernels[*open];
     K->step = c->p->n_steps;
     if (K->kind == OTC_KERNEL_MATMUL) otc_plan_choose_tiling(c->p, K);
-    otc_plan_step s = {OTC_STEP_KERNEL, c->p->members[K->first], *open, -1, 0, 0, 0};
+    otc_plan_step s = {OTC_STEP_KERNEL, c->p->members[K->first], *open, -1, 0, 0, 0, 0};
     *open = -1;
     return otc_plan_add_step(c, s);
 }
@@ -137,7 +137,7 @@ static otc_status state_steps(otc_plan_ctx *c) {
             done[d] = true;
             left--;
             copied++;
-            otc_plan_step s = {OTC_STEP_STATE, d, -1, -1, 0, 0, 0};
+            otc_plan_step s = {OTC_STEP_STATE, d, -1, -1, 0, 0, 0, 0};
             st = otc_plan_add_step(c, s);
         }
         if (!st && copied == 0) {
@@ -171,7 +171,7 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
         if (nd->op == OTC_OP_INPUT) {
             /* Loaded before the open kernel's step, which is added when it closes. */
             v->first_step = p->n_steps;
-            otc_plan_step s = {OTC_STEP_LOAD, id, -1, io_of(p, id, OTC_IO_IN), 0, 0, 0};
+            otc_plan_step s = {OTC_STEP_LOAD, id, -1, io_of(p, id, OTC_IO_IN), 0, 0, 0, 0};
             st = otc_plan_add_step(c, s);
             continue;
         }
@@ -200,7 +200,7 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
     if (!st) st = close_kernel(c, &open);
     for (int i = 0; i < p->n_io && !st; i++) {
         if (p->io[i].stream != OTC_IO_OUT) continue;
-        otc_plan_step s = {OTC_STEP_STORE, p->io[i].node, -1, i, 0, 0, 0};
+        otc_plan_step s = {OTC_STEP_STORE, p->io[i].node, -1, i, 0, 0, 0, 0};
         st = otc_plan_add_step(c, s);
     }
     if (!st) st = state_steps(c);

@@ -2,6 +2,7 @@
  * pass reads (so they are stored and kept), the gradient buffer, and the backward and
  * optimiser steps. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "otc/loops.h"
@@ -104,6 +105,84 @@ otc_status otc_plan_mark_training(otc_plan_ctx *c) {
     return OTC_OK;
 }
 
+/* Does id's gradient want zeroing before it is first written (batched, a slot, not yet)? */
+static bool unzeroed(const otc_plan *p, otc_id id, const bool *zeroed) {
+    otc_id o = otc_plan_owner(p, id);
+    const otc_plan_value *v = &p->values[o];
+    return !zeroed[o] && v->needs_grad && v->batched && v->storage != OTC_STORE_PARAM;
+}
+
+/* A ZERO_GRAD step for id's storage owner unless it is done, not batched or has no slot. */
+static otc_status zero_once(otc_plan_ctx *c, otc_id id, bool *zeroed) {
+    otc_plan *p = c->p;
+    if (!unzeroed(p, id, zeroed)) return OTC_OK;
+    otc_id o = otc_plan_owner(p, id);
+    zeroed[o] = true;
+    return otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRAD, o, -1, -1, 0, 0, 0, 0});
+}
+
+/* Can fused backward step s store input k's gradient whole, as its first writer? Its rule
+ * is an elementwise op's (one value per element, as the JIT's map backward writes it) over
+ * the input's own loop space, and no other input is the same value. */
+static bool can_store(const otc_plan *p, const otc_plan_step *s, int k) {
+    const otc_node *nd = otc_graph_node(p->graph, s->node);
+    const otc_plan_kernel *K = &p->kernels[s->kernel];
+    if (!p->options.first_grad_stores || s->fused == 0 || !K->batched || nd->op == OTC_OP_NEURON ||
+        nd->op == OTC_OP_ROW_BROADCAST || k > 1)
+        return false;
+    if (act_of(nd) ? k != 0 : !otc_op_map_expr(nd->op) || !otc_op_grad_expr(nd->op, k))
+        return false;
+    otc_id o = otc_plan_owner(p, nd->inputs[k]);
+    for (int j = 0; j < nd->n_inputs; j++)
+        if (j != k && otc_plan_owner(p, nd->inputs[j]) == o) return false;
+    return p->values[o].size == K->n && p->values[s->node].size == K->n;
+}
+
+/* options.zero_lazily (plan.h): the backward schedule again, each batched gradient zeroed
+ * before the first step (a fused run as a whole, so the run stays one loop nest) that reads
+ * or accumulates into it; what no step touches is zeroed before the updates, so every
+ * gradient reads as it would after one sweep. */
+static otc_status zero_lazily(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    otc_plan_step *old = p->steps;
+    int n_old = p->n_steps;
+    bool *zeroed = calloc((size_t)p->n_values + 1, sizeof *zeroed);
+    if (!zeroed) return otc_fail(OTC_ERR_NOMEM, "out of memory for plan steps");
+    p->steps = NULL;
+    p->n_steps = c->cap_steps = 0;
+    otc_status st = OTC_OK;
+    bool rest_done = false;
+    for (int i = 0; i < n_old && !st; i++) {
+        const otc_plan_step *s = &old[i];
+        if (s->kind == OTC_STEP_BACKWARD && s->fused >= 0) {
+            int end = i + (s->fused > 1 ? s->fused : 1);
+            for (int j = i; j < end && !st; j++) {
+                const otc_node *nd = otc_graph_node(p->graph, old[j].node);
+                st = zero_once(c, old[j].node, zeroed);
+                for (int k = 0; k < nd->n_inputs && !st; k++) {
+                    if (unzeroed(p, nd->inputs[k], zeroed) && can_store(p, &old[j], k)) {
+                        old[j].stores |= 1u << k;
+                        zeroed[otc_plan_owner(p, nd->inputs[k])] = true;
+                    }
+                    st = zero_once(c, nd->inputs[k], zeroed);
+                }
+            }
+        }
+        if (!rest_done && (s->kind == OTC_STEP_UPDATE || i == n_old - 1)) {
+            /* Before the updates, or after the last backward step. */
+            bool before = s->kind == OTC_STEP_UPDATE;
+            if (!before) st = st ? st : otc_plan_add_step(c, *s);
+            for (otc_id id = 0; id < p->n_values && !st; id++) st = zero_once(c, id, zeroed);
+            rest_done = true;
+            if (!before) break;
+        }
+        if (!st) st = otc_plan_add_step(c, *s);
+    }
+    free(old);
+    free(zeroed);
+    return st;
+}
+
 otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     /* Parameter gradients first, laid out like the weights, so one loop can update them. */
@@ -140,15 +219,16 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     }
     p->grads = (otc_extent){fixed, per_batch};
 
-    otc_status st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRADS, -1, -1, -1, 0, 0, 0});
+    otc_status st =
+        otc_plan_add_step(c, (otc_plan_step){OTC_STEP_ZERO_GRADS, -1, -1, -1, 0, 0, 0, 0});
     otc_id loss = p->options.loss;
     if (!st && p->values[loss].needs_grad)
-        st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_SEED, loss, -1, -1, 0, 0, 0});
+        st = otc_plan_add_step(c, (otc_plan_step){OTC_STEP_SEED, loss, -1, -1, 0, 0, 0, 0});
     for (int i = p->n_members - 1; i >= 0 && !st; i--) {
         otc_id id = p->members[i];
         if (c->needs_bwd[id])
             st = otc_plan_add_step(
-                c, (otc_plan_step){OTC_STEP_BACKWARD, id, p->values[id].kernel, -1, 0, 0, 0});
+                c, (otc_plan_step){OTC_STEP_BACKWARD, id, p->values[id].kernel, -1, 0, 0, 0, 0});
     }
     /* Runs of neighbouring trainable parameters become one update loop. */
     for (int i = 0; i < p->n_params && !st;) {
@@ -162,9 +242,10 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
         for (; j < p->n_params && p->values[p->params[j]].needs_grad; j++)
             count += p->values[p->params[j]].size;
         st = otc_plan_add_step(
-            c, (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count, 0});
+            c, (otc_plan_step){OTC_STEP_UPDATE, p->params[i], -1, -1, from, count, 0, 0});
         i = j;
     }
     if (!st) otc_plan_fuse_backward(p);
+    if (!st && p->options.zero_lazily) st = zero_lazily(c);
     return st;
 }

@@ -178,10 +178,18 @@ static int backward_step(otc_llvm_r *r, int i, LLVMValueRef zero_params) {
     case OTC_STEP_ZERO_GRADS: {
         LLVMValueRef from =
             LLVMBuildSelect(B, zero_params, otc_lv_i64(r, 0), otc_lv_i64(r, p->param_floats), "");
-        LLVMValueRef total = otc_lv_extent(r, p->grads);
+        LLVMValueRef total =
+            p->options.zero_lazily ? otc_lv_i64(r, p->grads.base) : otc_lv_extent(r, p->grads);
         LLVMValueRef bytes =
             LLVMBuildMul(B, LLVMBuildSub(B, total, from, ""), otc_lv_i64(r, 4), "");
         LLVMBuildMemSet(B, otc_lv_gep(r, r->a[OTC_LA_GRADS], from),
+                        LLVMConstInt(LLVMInt8TypeInContext(r->ir.ctx), 0, 0), bytes, 4);
+        break;
+    }
+    case OTC_STEP_ZERO_GRAD: {
+        LLVMValueRef bytes =
+            LLVMBuildMul(B, r->a[OTC_LA_STRIDE], otc_lv_i64(r, 4 * p->values[s->node].size), "");
+        LLVMBuildMemSet(B, otc_lv_grad_base(r, s->node),
                         LLVMConstInt(LLVMInt8TypeInContext(r->ir.ctx), 0, 0), bytes, 4);
         break;
     }

@@ -17,10 +17,15 @@ static bool needs_grad(otc_llvm_r *r, otc_id id) {
     return PV(id)->needs_grad;
 }
 
-/* grad(x)[e] += v (x's own element e at the current chunk). */
-static void add_grad(otc_llvm_r *r, otc_id x, LLVMValueRef e, LLVMValueRef v, bool kb) {
+/* grad(x)[e] += v (x's own element e at the current chunk); = v when the plan says this rule
+ * is that gradient's first writer (otc_plan_step.stores). */
+static void add_grad(otc_llvm_r *r, otc_id x, LLVMValueRef e, LLVMValueRef v, bool kb, bool store) {
     if (!needs_grad(r, x)) return;
-    otc_lv_accumulate(r, otc_lv_at(r, otc_lv_grad_base(r, x), e, kb && PV(x)->batched), v);
+    LLVMValueRef ptr = otc_lv_at(r, otc_lv_grad_base(r, x), e, kb && PV(x)->batched);
+    if (store)
+        otc_lv_store(r, v, ptr);
+    else
+        otc_lv_accumulate(r, ptr, v);
 }
 
 /* Accumulators of one fused group: sums over the batch, finished after the chunk loop. */
@@ -102,8 +107,8 @@ static bool act_reads(const otc_node *nd, otc_ex_op leaf) {
     return a && otc_expr_reads(a->df, leaf);
 }
 
-static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, reduction *red,
-                            int *n_red) {
+static void member_backward(otc_llvm_r *r, otc_id id, unsigned stores, LLVMValueRef e, bool kb,
+                            reduction *red, int *n_red) {
     const otc_node *nd = otc_graph_node(r->g, id);
     LLVMTypeRef T = kb ? r->vec : r->ir.f32;
     LLVMValueRef g = otc_lv_load(r, T, otc_lv_at(r, otc_lv_grad_base(r, id), e, kb));
@@ -176,7 +181,7 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
             if (needs_grad(r, in[i])) {
                 LLVMValueRef f = LLVMBuildFMul(B, konst(r, true, nd->scale),
                                                otc_lv_weight(r, in[0], i - 2, true), "");
-                add_grad(r, in[i], col, LLVMBuildFMul(B, di, f, ""), true);
+                add_grad(r, in[i], col, LLVMBuildFMul(B, di, f, ""), true, false);
             }
         }
         free(share);
@@ -194,7 +199,7 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
              * where y is 0, and 0 * inf is NaN there: those lanes carry no gradient. */
             if (kb && otc_expr_reads(otc_act_get((otc_act)act)->df, OTC_EX_DIV))
                 gd = otc_lv_masked(r, gd);
-            add_grad(r, in[0], e, gd, kb);
+            add_grad(r, in[0], e, gd, kb, stores & 1u);
             return;
         }
         if (!otc_op_map_expr(nd->op)) break;
@@ -216,7 +221,7 @@ static void member_backward(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool kb, r
             else
                 gi = LLVMBuildFMul(B, g, otc_llvm_expr(&r->ir, d, kb ? r->vec : r->ir.f32, &leaves),
                                    "");
-            add_grad(r, in[i], e, gi, kb);
+            add_grad(r, in[i], e, gi, kb, (stores >> i) & 1u);
         }
         return;
     }
@@ -265,7 +270,7 @@ void otc_lv_map_backward(otc_llvm_r *r, int from, int to) {
     }
     int n_red = 0;
     for (int s = from; s < to && !r->st; s++)
-        member_backward(r, p->steps[s].node, e, kb, red, &n_red);
+        member_backward(r, p->steps[s].node, p->steps[s].stores, e, kb, red, &n_red);
     if (kb) {
         otc_lv_chunks_end(r, &lc);
         for (int i = 0; i < n_red; i++) {

@@ -118,6 +118,8 @@ otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc
     po.loss = loss;
     po.fuse = j->o.fuse;
     po.optim = c ? *c : otc_optim_defaults(OTC_OPTIM_ADAM);
+    po.zero_lazily = true;
+    po.first_grad_stores = true; /* llvm_render_map_back.c's add_grad */
     return po;
 }
 
