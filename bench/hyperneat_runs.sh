@@ -26,7 +26,7 @@ layer_input = true' "$ex/retina_sides.ini" >"$W/sides_z.ini"
 # What the papers report or ran, beside each row (not checked against the papers themselves
 # where it says so: the figures were not at hand).
 retina_paper="AHNI (Coleman) reproducing the LEO paper: 4x2 -> 4x2 -> 4x1 -> 2x1, bipolar units, inputs +-3, pop 500, 2500 gens; the paper's solve rates not at hand"
-visual_paper="Stanley et al. 2009: pop 100, 75 trials, champion re-sampled at 33x33; their d not at hand"
+visual_paper="Stanley et al. 2009 as the authors' code runs it: pop 100, 75 trials each scored max(0, 30 - d^2), champion re-sampled at 33x33; their d not at hand"
 
 printf '%-34s %8s %12s %10s %10s %6s %9s %9s %7s  %s\n' run solved evaluations "(solved)" fitness right "d 11x11" "d 33x33" "s/run" "papers"
 
