@@ -5,7 +5,8 @@
 # and right object, with and without the layer input) and the visual task with fixed grids
 # (scored again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at
 # most G generations on one thread. A table: solve rate, mean evaluations (of all runs and of
-# the solved ones), mean champion fitness, for visual the paper's measure (the mean distance d
+# the solved ones), mean champion fitness, for the retina the champion's patterns right (of
+# 256), for visual the paper's measure (the mean distance d
 # in cells from the large box's centre to the most active output, over the 75 trials), seconds
 # per run, and what the papers report or ran.
 # Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina
@@ -24,37 +25,41 @@ layer_input = true' "$ex/retina_sides.ini" >"$W/sides_z.ini"
 
 # What the papers report or ran, beside each row (not checked against the papers themselves
 # where it says so: the figures were not at hand).
-retina_paper="AHNI (Coleman) reproducing the LEO paper: 4x2 -> 8x4 -> 2x1, inputs +-3, pop 300-500, 2500-5000 gens; the paper's solve rates not at hand"
-visual_paper="Stanley et al. 2009: pop 100, 75 trials, champion re-sampled at 33x33; their d not at hand"
+retina_paper="AHNI (Coleman) reproducing the LEO paper: 4x2 -> 4x2 -> 4x1 -> 2x1, bipolar units, inputs +-3, pop 500, 2500 gens; the paper's solve rates not at hand"
+visual_paper="Stanley et al. 2009 as the authors' code runs it: pop 100, 75 trials each scored max(0, 30 - d^2), champion re-sampled at 33x33; their d not at hand"
 
-printf '%-34s %8s %12s %10s %10s %9s %9s %7s  %s\n' run solved evaluations "(solved)" fitness "d 11x11" "d 33x33" "s/run" "papers"
+printf '%-34s %8s %12s %10s %10s %6s %9s %9s %7s  %s\n' run solved evaluations "(solved)" fitness right "d 11x11" "d 33x33" "s/run" "papers"
 
 # row NAME LABEL CONFIG TASK PAPER [OPTIONS]: N runs on one thread, summarised from otc's first
-# output line, its measure line (visual: d) and its re-evaluation line (--reevaluate)
+# output line, its measure line (visual: d; retina: patterns right) and its re-evaluation line
+# (--reevaluate)
 row() {
   case " $rows " in *" all "* | *" $1 "*) ;; *) return 0 ;; esac
   : >"$W/out"
   : >"$W/d"
   : >"$W/re"
+  : >"$W/right"
   s=1 t0=$(date +%s.%N)
   while [ "$s" -le "$n" ]; do
     "$otc" evolve "$3" --task "$4" --seed "$s" --threads 1 --generations "$g" ${6:-} \
       2>/dev/null >"$W/one" || true
     head -1 "$W/one" >>"$W/out"
     grep 'champion mean distance' "$W/one" >>"$W/d" || true
+    grep 'champion patterns right' "$W/one" >>"$W/right" || true
     grep 're-evaluated' "$W/one" >>"$W/re" || true
     s=$((s + 1))
   done
   t1=$(date +%s.%N)
   d=$(awk '{ v = $0; sub(/.*= /, "", v); t += v; k++ } END { if (k) printf "%.3f", t / k; else printf "-" }' "$W/d")
+  right=$(awk '{ v = $0; sub(/.*= /, "", v); t += v; k++ } END { if (k) printf "%.1f", t / k; else printf "-" }' "$W/right")
   d33=$(awk '{ v = $0; if (!sub(/.*= /, "", v)) next; t += v; k++ } END { if (k) printf "%.3f", t / k; else printf "-" }' "$W/re")
-  awk -v label="$2" -v t0="$t0" -v t1="$t1" -v d="$d" -v d33="$d33" -v paper="$5" '
+  awk -v label="$2" -v t0="$t0" -v t1="$t1" -v d="$d" -v right="$right" -v d33="$d33" -v paper="$5" '
     { k++; ev = $0; sub(/ evaluations.*/, "", ev); sub(/.* /, "", ev)
       f = $0; sub(/.*champion fitness /, "", f); sub(/,.*/, "", f)
       ok += ($0 ~ /: solved after/); tev += ev; tf += f
       if ($0 ~ /: solved after/) sev += ev }
-    END { printf "%-34s %8s %12.0f %10s %10.4g %9s %9s %7.1f  %s\n", label, ok "/" k, tev / k,
-                 ok ? sprintf("%.0f", sev / ok) : "-", tf / k, d, d33, (t1 - t0) / k, paper }' "$W/out"
+    END { printf "%-34s %8s %12.0f %10s %10.4g %6s %9s %9s %7.1f  %s\n", label, ok "/" k,
+                 tev / k, ok ? sprintf("%.0f", sev / ok) : "-", tf / k, right, d, d33, (t1 - t0) / k, paper }' "$W/out"
 }
 
 row retina "retina AND (LEO, locality seed)" "$ex/retina.ini" retina "$retina_paper"

@@ -47,7 +47,7 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       leo_seed_needs_leo_exits_2
       "sed -e 's/^leo .*/leo = false/' -e 's/^num_outputs .*/num_outputs = 2/' '${retina}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err '[Substrate] leo_seed: seeds the LEO output, which needs leo = true'"
       retina_out_runs
-      "expect 1 '${otc}' evolve '${retina}' --task retina --seed 1 --generations 3 --out \"$W/r.otm\" && has out 'retina: not solved' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
+      "expect 1 '${otc}' evolve '${retina}' --task retina --seed 1 --generations 3 --out \"$W/r.otm\" && has out 'retina: not solved' && has out 'retina: champion patterns right (of 256) = ' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
       retina_sides_runs
       "expect 1 '${otc}' evolve '${retina_sides}' --task retina:sides --seed 1 --generations 2 --threads 1 && has out 'retina:sides: not solved' && sed -e 's/^num_inputs .*/num_inputs = 6/' -e '$a layer_input = true' '${retina_sides}' > \"$W/z.ini\" && expect 1 '${otc}' evolve \"$W/z.ini\" --task retina:sides --seed 1 --generations 2 --threads 1 && has out 'retina:sides: not solved' && expect 2 '${otc}' evolve '${retina}' --task retina:sides && has err '[Substrate] output_grid: task retina:sides needs 2x1 (left object, right object)'"
       retina_grid_exits_2

@@ -138,7 +138,8 @@ otc_status otc_substrate_genome_graph(const otc_neat_genome *cppn, const otc_nea
  * output grids are 11 x 11 times the same scale: 75 trials (a 1x1-cell box at 25 positions,
  * a 3x3-cell box 5 cells right, down and diagonally, wrapped and moved into view); distance d
  * (in cells of the 11 x 11 field) from the large box's centre to the most active output.
- * fitness = 200 - mean d^2 (200 = the largest d^2 on the field); *hits = trials with d = 0;
+ * fitness = the mean over trials of max(0, 30 - d^2) (the authors' code's trial score; 30 when
+ * every trial hits); *hits = trials with d = 0;
  * *mean_d (unless NULL) = mean d, the paper's measure. */
 #define OTC_VISUAL_TRIALS 75
 otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double *mean_d);

@@ -86,6 +86,7 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
     if (st != OTC_OK) return st;
     out->fitness = fitness;
     out->solved = correct == OTC_RETINA_PATTERNS;
+    out->measure = correct;
     return OTC_OK;
 }
 
@@ -118,6 +119,7 @@ otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *
     t->evaluate = retina_evaluate;
     t->needs_feed_forward = true;
     t->ctx = (void *)(intptr_t)goal;
+    t->measure_name = "patterns right (of 256)";
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     *out = t;

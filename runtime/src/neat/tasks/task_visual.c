@@ -10,6 +10,10 @@
 #include "otc/hyperneat.h"
 
 #define FIELD 11 /* cells per side; a substrate at scale k has k x k nodes per cell */
+/* A trial's score is max(0, CREDIT - d^2): the authors' code (Gauci's HyperNEAT, its
+ * FindCluster experiment) scores each trial so, which rewards answers near the large box and
+ * gives no gradient, nor any penalty, beyond d = sqrt(CREDIT) (5.5 cells). */
+#define CREDIT 30.0
 
 /* Trial t's boxes in cells: the small box at one of 25 positions (a 5 x 5 lattice, every
  * other cell from 1), the large box's centre 5 cells right, down or both, wrapped around the
@@ -69,7 +73,7 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
         double ex = (bx + 1.0) * FIELD / 2 - (lx[t] + 0.5),
                ey = (by + 1.0) * FIELD / 2 - (ly[t] + 0.5);
         double d2 = ex * ex + ey * ey;
-        sum += d2;
+        sum += d2 < CREDIT ? CREDIT - d2 : 0.0;
         bool on = d2 < 1e-6; /* float coordinates: a hit is d = 0 */
         sum_d += on ? 0.0 : sqrt(d2);
         hit += on;
@@ -77,8 +81,7 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
     free(x);
     free(y);
     if (st != OTC_OK) return st;
-    /* 200 = (FIELD - 1)^2 * 2, the squared diagonal between the outermost cell centres. */
-    *fitness = 2.0 * (FIELD - 1) * (FIELD - 1) - sum / OTC_VISUAL_TRIALS;
+    *fitness = sum / OTC_VISUAL_TRIALS;
     *hits = hit;
     if (mean_d) *mean_d = sum_d / OTC_VISUAL_TRIALS;
     return OTC_OK;
