@@ -559,35 +559,28 @@ static bool map_colmode_ok(const otc_llvm_r *r, const otc_plan_kernel *K) {
     return true;
 }
 
-/* Kernel k rendered both ways, the run-time condition choosing: yes_fn's code where it holds,
- * no_fn's where not. */
-static void two_ways(otc_llvm_r *r, int k, LLVMValueRef cond, void (*yes_fn)(otc_llvm_r *, int),
-                     void (*no_fn)(otc_llvm_r *, int)) {
-    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_yes");
-    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_no");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_end");
-    LLVMBuildCondBr(B, cond, yes, no);
-    LLVMPositionBuilderAtEnd(B, yes);
-    yes_fn(r, k);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, no);
-    no_fn(r, k);
-    LLVMBuildBr(B, done);
-    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, done);
-}
-
 /* The kernel's column mode for fewer than half a vector of samples (at a stride of one
  * vector), else its batched form (measured: batch 1 of an MLP layer runs ~5x faster than with
  * 1 of 8 lanes busy). */
 static void by_batch(otc_llvm_r *r, int k, void (*few_fn)(otc_llvm_r *, int),
                      void (*many_fn)(otc_llvm_r *, int)) {
+    LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "few_samples");
+    LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "many_samples");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_end");
     LLVMValueRef small = LLVMBuildAnd(
         B,
         LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH],
                       otc_lv_i64(r, r->o.lanes / 2 > 1 ? r->o.lanes / 2 : 2), ""),
         LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), ""), "");
-    two_ways(r, k, small, few_fn, many_fn);
+    LLVMBuildCondBr(B, small, few, many);
+    LLVMPositionBuilderAtEnd(B, few);
+    few_fn(r, k);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, many);
+    many_fn(r, k);
+    LLVMBuildBr(B, done);
+    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, done);
 }
 
 void otc_lv_map_kernel(otc_llvm_r *r, int k) {
@@ -609,8 +602,19 @@ static void matmul_batched(otc_llvm_r *r, int k) {
         return;
     }
     /* Large products go to OpenBLAS; the stride decides at run time. */
-    two_ways(r, k, LLVMBuildICmp(B, LLVMIntSGE, r->a[OTC_LA_STRIDE], otc_lv_i64(r, s_min), ""),
-             matmul_blas, matmul_inline);
+    LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas");
+    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_done");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, r->a[OTC_LA_STRIDE], otc_lv_i64(r, s_min), ""),
+                    big, small);
+    LLVMPositionBuilderAtEnd(B, big);
+    matmul_blas(r, k);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, small);
+    matmul_inline(r, k);
+    LLVMBuildBr(B, done);
+    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, done);
 }
 
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k) {
