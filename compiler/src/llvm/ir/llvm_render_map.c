@@ -30,9 +30,16 @@ static LLVMValueRef load_lanes(otc_llvm_r *r, LLVMValueRef ptr, int valid) {
     return LLVMBuildCall2(B, LLVMIntrinsicGetType(r->ir.ctx, iid, types, 2), f, args, 4, "");
 }
 
+/* The batch stride: in column mode a constant, one vector (column mode runs for fewer samples
+ * than half a vector, and the stride is the batch rounded up to whole vectors), so the
+ * gathers' and scatters' addresses are constant offsets. */
+static LLVMValueRef stride(otc_llvm_r *r) {
+    return r->colmode ? otc_lv_i64(r, r->o.lanes) : r->a[OTC_LA_STRIDE];
+}
+
 /* A batched value's columns e + j of sample col_b (stride S apart), gathered. */
 static LLVMValueRef gather_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e) {
-    LLVMValueRef v = LLVMConstNull(r->vec), S = r->a[OTC_LA_STRIDE];
+    LLVMValueRef v = LLVMConstNull(r->vec), S = stride(r);
     for (int j = 0; j < r->col_valid; j++) {
         LLVMValueRef col = LLVMBuildAdd(B, e, otc_lv_i64(r, j), "");
         LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, col, S, ""), r->col_b, "");
@@ -43,7 +50,7 @@ static LLVMValueRef gather_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e
 }
 
 static void scatter_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, LLVMValueRef v) {
-    LLVMValueRef S = r->a[OTC_LA_STRIDE];
+    LLVMValueRef S = stride(r);
     for (int j = 0; j < r->col_valid; j++) {
         LLVMValueRef col = LLVMBuildAdd(B, e, otc_lv_i64(r, j), "");
         LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, col, S, ""), r->col_b, "");
@@ -264,7 +271,7 @@ static void chunk_groups(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
     r->chunk = r->chunk_off = r->mask = NULL;
 }
 
-void otc_lv_map_kernel(otc_llvm_r *r, int k) {
+static void map_batched(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
     otc_llvm_loop le = {0}, lc = {0};
     LLVMValueRef e = otc_lv_i64(r, 0);
@@ -309,7 +316,7 @@ static mm_operands mm_operands_of(otc_llvm_r *r, const otc_plan_kernel *K) {
     o.n = K->n;
     o.abase = otc_lv_value_base(r, A);
     o.wbase = otc_lv_value_base(r, W);
-    o.S = r->a[OTC_LA_STRIDE];
+    o.S = stride(r);
     return o;
 }
 
@@ -451,25 +458,34 @@ static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e,
     }
 }
 
+/* The padding samples of the kernel's stored members get zeros (the batched path computes
+ * them from zero inputs): a training plan's backward sums over the stride rely on them being
+ * finite. Column mode runs at a stride of one vector (fewer samples than lanes), so one store
+ * per element clears a row. A plan without a backward sums over no padding (its buffers start
+ * zeroed, and column mode leaves the padding as it was): clearing there cost an LSTM 32->128
+ * step at batch 1 four 32 KB passes of stores, an eighth of its time. */
+static void clear_padding(otc_llvm_r *r, const otc_plan_kernel *K) {
+    if (!r->plan->options.train) return;
+    otc_llvm_loop lz = {0};
+    for (int m = 0; m < K->count; m++) {
+        otc_id id = r->plan->members[K->first + m];
+        if (r->plan->values[id].storage != OTC_STORE_WORK) continue;
+        otc_lv_loop_begin(r, &lz, otc_lv_i64(r, K->n));
+        LLVMValueRef row = otc_lv_gep(r, otc_lv_value_base(r, id),
+                                      LLVMBuildMul(B, lz.i, otc_lv_i64(r, r->o.lanes), ""));
+        otc_lv_store(r, LLVMConstNull(r->vec), row);
+        otc_lv_loop_end(r, &lz);
+    }
+}
+
 /* Batches smaller than a vector waste lanes when vectorised along samples: run them one
  * sample at a time with the lanes along W's rows instead. */
 static void matmul_colmode(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
     int64_t n = K->n, W = r->o.lanes, full = n / W, tail = n % W;
     int64_t groups = full / COL_BLOCKS, rest = full % COL_BLOCKS;
-    otc_llvm_loop lb = {0}, lg = {0}, lz = {0};
-    /* The padding samples get zeros (the batched path computes them from zero inputs): the
-     * backward's sums over the stride rely on them being finite. Here the stride is one
-     * vector (fewer samples than lanes), so one store per element clears a row. */
-    for (int m = 0; m < K->count; m++) {
-        otc_id id = r->plan->members[K->first + m];
-        if (r->plan->values[id].storage != OTC_STORE_WORK) continue;
-        otc_lv_loop_begin(r, &lz, otc_lv_i64(r, n));
-        LLVMValueRef row =
-            otc_lv_gep(r, otc_lv_value_base(r, id), LLVMBuildMul(B, lz.i, r->a[OTC_LA_STRIDE], ""));
-        otc_lv_store(r, LLVMConstNull(r->vec), row);
-        otc_lv_loop_end(r, &lz);
-    }
+    otc_llvm_loop lb = {0}, lg = {0};
+    clear_padding(r, K);
     r->colmode = true;
     otc_lv_loop_begin(r, &lb, r->a[OTC_LA_BATCH]);
     r->col_b = lb.i;
@@ -489,16 +505,89 @@ static void matmul_colmode(otc_llvm_r *r, int k) {
     r->col_b = NULL;
 }
 
-/* Column mode needs every epilogue member to be an elementwise op of this kernel (a kept
- * pre-activation would want per-sample stores it does not make). */
-static bool colmode_ok(const otc_llvm_r *r, const otc_plan_kernel *K) {
+/* Column mode needs every member from `from` on (a matmul's epilogue: from 1) to be an elementwise
+ * op of this kernel (a kept pre-activation would want per-sample stores it does not make). */
+static bool colmode_ok(const otc_llvm_r *r, const otc_plan_kernel *K, int from) {
     if (r->o.lanes < 4) return false;
-    for (int m = 1; m < K->count; m++) {
+    for (int m = from; m < K->count; m++) {
         otc_id id = r->plan->members[K->first + m];
         if (r->plan->values[id].has_pre) return false;
         if (otc_graph_node(r->g, id)->op == OTC_OP_NEURON) return false;
     }
     return true;
+}
+
+/* A map kernel in column mode: per sample, blocks of lanes along the elements (gathered
+ * from and scattered to the sample's stride-apart slots). At batch 1 the batched form runs one
+ * element per vector: an LSTM 32->128 step spent a third of its time in sigmoid and tanh on
+ * 16-lane vectors holding one value each. */
+static void map_colmode(otc_llvm_r *r, int k) {
+    const otc_plan_kernel *K = &r->plan->kernels[k];
+    int64_t n = K->n, W = r->o.lanes, full = n / W, tail = n % W;
+    clear_padding(r, K);
+    r->colmode = true;
+    otc_llvm_loop lb = {0}, lf = {0};
+    otc_lv_loop_begin(r, &lb, r->a[OTC_LA_BATCH]);
+    r->col_b = lb.i;
+    if (full > 0) {
+        r->col_valid = (int)W;
+        otc_lv_loop_begin(r, &lf, otc_lv_i64(r, full));
+        members(r, K, 0, LLVMBuildMul(B, lf.i, otc_lv_i64(r, W), ""));
+        clear_locals(r, K);
+        otc_lv_loop_end(r, &lf);
+    }
+    if (tail > 0) {
+        r->col_valid = (int)tail;
+        members(r, K, 0, otc_lv_i64(r, full * W));
+        clear_locals(r, K);
+    }
+    otc_lv_loop_end(r, &lb);
+    r->colmode = false;
+    r->col_b = NULL;
+}
+
+/* Column mode for a map kernel: batched, its members elementwise (colmode_ok), every row
+ * broadcast reading the vector's elements in order (no wrap inside a block of lanes), and a
+ * plan small enough that rendering its map kernels twice costs little compile time. */
+static bool map_colmode_ok(const otc_llvm_r *r, const otc_plan_kernel *K) {
+    if (!K->batched || r->plan->n_members > GROUP_MAX_PLAN_MEMBERS || !colmode_ok(r, K, 0))
+        return false;
+    for (int m = 0; m < K->count; m++) {
+        const otc_node *nd = otc_graph_node(r->g, r->plan->members[K->first + m]);
+        if (nd->op == OTC_OP_ROW_BROADCAST && PV(nd->inputs[0])->size < K->n) return false;
+    }
+    return true;
+}
+
+/* The kernel's column mode for fewer than half a vector of samples (at a stride of one
+ * vector), else its batched form (measured: batch 1 of an MLP layer runs ~5x faster than with
+ * 1 of 8 lanes busy). */
+static void by_batch(otc_llvm_r *r, int k, void (*few_fn)(otc_llvm_r *, int),
+                     void (*many_fn)(otc_llvm_r *, int)) {
+    LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "few_samples");
+    LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "many_samples");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_end");
+    LLVMValueRef small = LLVMBuildAnd(
+        B,
+        LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH],
+                      otc_lv_i64(r, r->o.lanes / 2 > 1 ? r->o.lanes / 2 : 2), ""),
+        LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), ""), "");
+    LLVMBuildCondBr(B, small, few, many);
+    LLVMPositionBuilderAtEnd(B, few);
+    few_fn(r, k);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, many);
+    many_fn(r, k);
+    LLVMBuildBr(B, done);
+    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+void otc_lv_map_kernel(otc_llvm_r *r, int k) {
+    if (map_colmode_ok(r, &r->plan->kernels[k]))
+        by_batch(r, k, map_colmode, map_batched);
+    else
+        map_batched(r, k);
 }
 
 static void matmul_batched(otc_llvm_r *r, int k) {
@@ -529,25 +618,8 @@ static void matmul_batched(otc_llvm_r *r, int k) {
 }
 
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k) {
-    const otc_plan_kernel *K = &r->plan->kernels[k];
-    if (!colmode_ok(r, K)) {
+    if (colmode_ok(r, &r->plan->kernels[k], 1))
+        by_batch(r, k, matmul_colmode, matmul_batched);
+    else
         matmul_batched(r, k);
-        return;
-    }
-    LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "few_samples");
-    LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "many_samples");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_end");
-    /* Fewer than half a vector of samples: column mode wins (measured: batch 1 of an MLP
-     * layer runs ~5x faster than with 1 of 8 lanes busy). */
-    LLVMValueRef small = LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH],
-                                       otc_lv_i64(r, r->o.lanes / 2 > 1 ? r->o.lanes / 2 : 2), "");
-    LLVMBuildCondBr(B, small, few, many);
-    LLVMPositionBuilderAtEnd(B, few);
-    matmul_colmode(r, k);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, many);
-    matmul_batched(r, k);
-    LLVMBuildBr(B, done);
-    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, done);
 }

@@ -16,10 +16,14 @@ const char *otc_lvx_label(const jit_exec *j, otc_id id, char *buf) {
     return otc_graph_node_label(j->base.graph, id, buf, 64);
 }
 
+/* Grows a buffer to hold need floats, the new part zeroed (the padding samples of a batch
+ * hold what the buffer held: never garbage that is not a finite number). */
 static bool grow(float **buf, size_t *cap, size_t need) {
     if (need <= *cap && *buf) return true;
     float *p = realloc(*buf, (need ? need : 1) * sizeof(float));
     if (!p) return false;
+    size_t had = *buf ? *cap : 0, now = need ? need : 1;
+    if (now > had) memset(p + had, 0, (now - had) * sizeof(float));
     *buf = p;
     *cap = need;
     return true;
