@@ -13,6 +13,7 @@
 #define OTC_MAZE_RANGE        100.0
 #define OTC_MAZE_GOAL_DIST    5.0   /* success: the robot comes this close to the goal */
 #define OTC_MAZE_FITNESS_BIAS 300.0 /* fitness = this - the final distance to the goal */
+#define OTC_MAZE_WARMUP       10    /* activations on the start's inputs before the first step */
 
 typedef struct {
     double ax, ay, bx, by;
@@ -38,11 +39,12 @@ const otc_maze *otc_maze_get(const char *name);
 void otc_maze_sense(const otc_maze *m, double x, double y, double heading,
                     float in[OTC_MAZE_N_INPUTS]);
 
-/* One episode of a network: outputs[0] turns (angular velocity += out - 0.5), outputs[1]
- * accelerates (speed += out - 0.5), both clamped to +-3 per step; a move that would bring the
- * robot within its radius of a wall is not made. It stops on reaching the goal. The final
- * position in *x, *y; the path (steps + 1 points, may be NULL) in path[2 * i], path[2 * i + 1];
- * *solved when it reached the goal. */
+/* One episode of a network: first OTC_MAZE_WARMUP activations on the start's inputs, outputs
+ * unused (the paper's code lets a recurrent net settle so), then each step: outputs[0] turns
+ * (angular velocity += out - 0.5), outputs[1] accelerates (speed += out - 0.5), both clamped to +-3
+ * per step; a move that would bring the robot within its radius of a wall is not made. It stops on
+ * reaching the goal. The final position in *x, *y; the path (steps + 1 points, may be NULL) in
+ * path[2 * i], path[2 * i + 1]; *solved when it reached the goal. */
 typedef otc_status (*otc_maze_policy)(void *ctx, const float *in, float *out);
 otc_status otc_maze_run(const otc_maze *m, otc_maze_policy policy, void *ctx, double *x, double *y,
                         float *path, int *steps, bool *solved);

@@ -63,10 +63,12 @@ otc_status otc_neat_novelty_set(otc_neat_population *p, const otc_neat_novelty_s
     return OTC_OK;
 }
 
+/* Lehman & Stanley's behaviour distance: the mean absolute difference of the numbers (their
+ * hist_diff), the scale their maze threshold of 6.0 is given in. */
 static double bc_distance(const float *a, const float *b, int dim) {
     double d = 0;
-    for (int j = 0; j < dim; j++) d += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
-    return sqrt(d);
+    for (int j = 0; j < dim; j++) d += fabs((double)a[j] - b[j]);
+    return d / dim;
 }
 
 /* The k smallest of d[0 .. n) moved to the front (partial selection sort: k is small). */

@@ -113,6 +113,12 @@ otc_status otc_maze_run(const otc_maze *m, otc_maze_policy policy, void *ctx, do
     bool reached = false;
     int t = 0;
     if (path) path[0] = (float)px, path[1] = (float)py;
+    float in0[OTC_MAZE_N_INPUTS], out0[OTC_MAZE_N_OUTPUTS];
+    otc_maze_sense(m, px, py, heading, in0);
+    for (int w = 0; w < OTC_MAZE_WARMUP; w++) {
+        otc_status s = policy(ctx, in0, out0);
+        if (s != OTC_OK) return s;
+    }
     for (; t < OTC_MAZE_STEPS && !reached; t++) {
         float in[OTC_MAZE_N_INPUTS], out[OTC_MAZE_N_OUTPUTS];
         double c = cos(heading * PI / 180), sn = sin(heading * PI / 180);
