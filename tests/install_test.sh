@@ -70,14 +70,20 @@ run ./pc_static
 if [ "$HAVE_JIT" = 1 ]; then
   run "$CC" $CFLAGS -DOTC_TEST_JIT "$SRC/tests/install/consumer.c" -o pc_jit \
       $(pkg-config --cflags --libs otc-compiler) -lm
-  LD_DEBUG=files LD_LIBRARY_PATH="$L" ./pc_jit >out 2>"$WORK/ld" || fail "pc_jit: $(cat out)"
+  # LeakSanitizer's own tracer has crashed (signal 11 inside it, "LeakSanitizer has encountered a
+  # fatal error") at this consumer's exit when the suite ran it beside the other JIT tests on a
+  # cold cache; the JIT tests run under LeakSanitizer and the CLI under valgrind, so here the
+  # installed tree is what is tested and the leak check is off.
+  nolsan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+  ASAN_OPTIONS=$nolsan LD_DEBUG=files LD_LIBRARY_PATH="$L" ./pc_jit >out 2>"$WORK/ld" ||
+    fail "pc_jit (exit $?): $(cat out) $(grep -v '^ *[0-9]*:' "$WORK/ld" | tail -20)"
   grep -q "jit: y = \[-0.848284, 0.991860\]" out || fail "pc_jit: $(cat out)"
   grep -q "file=$L/libotc_llvm.so" "$WORK/ld" || fail "pc_jit did not load the installed plugin"
   static_libs=$(pkg-config --static --libs otc-compiler |
                 sed 's/-lotc\b/-l:libotc.a/; s/-lotc_compiler\b/-l:libotc_compiler.a/')
   run "$CC" $CFLAGS -DOTC_TEST_JIT "$SRC/tests/install/consumer.c" -o pc_jit_static \
       $(pkg-config --cflags otc-compiler) $static_libs -lm
-  run ./pc_jit_static
+  run env ASAN_OPTIONS="$nolsan" ./pc_jit_static
   grep -q "jit: y = \[-0.848284, 0.991860\]" out || fail "pc_jit_static: $(cat out)"
 fi
 unset PKG_CONFIG_PATH
