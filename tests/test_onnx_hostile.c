@@ -388,3 +388,17 @@ TEST(onnx_hostile_export_patterns) {
         g = NULL;
     }
 }
+
+/* Found by fuzz_onnx: otc's export of a neuron loop whose second Concat has an empty input
+ * name; the neuron matcher read the value table at index -1 before the node check said so. */
+TEST(onnx_hostile_fuzz_found) {
+    char *data = NULL;
+    size_t len = 0;
+    const char *path = OTC_SOURCE_DIR "/tests/onnx/fuzz_concat_absent_input.onnx";
+    REQUIRE(otc_read_file(path, OTC_MAX_ONNX_BYTES, &data, &len) == OTC_OK);
+    otc_graph *g = NULL;
+    CHECK(otc_onnx_import(data, len, path, NULL, &g) == OTC_ERR_FORMAT && !g);
+    CHECK_MSG(strstr(otc_last_error(), "'Concat:15' (#8, Concat, opset 13): input 1 is missing"),
+              "%s", otc_last_error());
+    free(data);
+}

@@ -183,9 +183,10 @@ static bool match(matcher *m, const otc_expr *e, int v) {
 
 /* Column i of the sources: Slice(src, [c], [c + 1], [1]), or a [B,1] source itself. */
 static bool column(matcher *m, int v, ox_match *out, int i) {
+    if (v < 0) return false; /* an absent input (an empty name, or one no node defines) */
     const Onnx__NodeProto *nd = producer(m->x, v, "Slice", 4);
     int64_t s, e, a;
-    if (nd && int_scalar(m->x, in_val(m->x, nd, 1), &s) &&
+    if (nd && in_val(m->x, nd, 0) >= 0 && int_scalar(m->x, in_val(m->x, nd, 1), &s) &&
         int_scalar(m->x, in_val(m->x, nd, 2), &e) && int_scalar(m->x, in_val(m->x, nd, 3), &a) &&
         a == 1 && e == s + 1 && s >= 0 && s < (1 << 24) && !m->x->vals[in_val(m->x, nd, 0)].c) {
         node_of(m, v, "Slice", 4, &nd);
