@@ -677,3 +677,40 @@ TEST(jit_exact_code_takes_over_from_the_flat_program) {
     otc_neat_flat_free(f);
     otc_neat_genome_free(g);
 }
+
+/* A forward plan with small-batch kernel forms (column-mode dense layers, a one-sample
+ * convolution) compiles each batch form on its first use only: none at creation, one per
+ * kind of batch run, none again; every batch agrees with the interpreter. */
+TEST(jit_forward_compiles_only_the_batch_forms_it_runs) {
+    otc_rng rng;
+    otc_rng_seed(&rng, 11);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "image", (otc_shape){4, {OTC_BATCH, 1, 10, 10}});
+    otc_id h =
+        otc_conv2d_layer(g, x, 4, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "conv");
+    h = otc_maxpool2d(g, "pool", otc_activation(g, OTC_OP_RELU, h, 0),
+                      &(otc_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    h = otc_activation(g, OTC_OP_TANH, otc_linear(g, otc_flatten(g, h), 24, &rng, "fc1"), 0);
+    otc_id y = otc_linear(g, h, 3, &rng, "fc2");
+    NEED(y >= 0);
+    otc_graph_mark_output(g, y);
+    otc_jit_options o = otc_jit_defaults();
+    o.lanes = 16;
+    o.no_cache = true;
+    otc_executor *ex = otc_jit_executor_new(g, &o);
+    NEED(ex);
+    otc_jit_stats s;
+    NEED(otc_jit_executor_stats(ex, &s) == OTC_OK);
+    CHECK_MSG(s.compiles == 0, "%d compiles before any forward", s.compiles);
+    /* batch -> compiles after it: 64 (batched), 1 (one sample), 3 (column mode, the
+     * convolution batched), then each again */
+    static const int batches[6] = {64, 1, 3, 64, 1, 3}, compiles[6] = {1, 2, 3, 3, 3, 3};
+    for (int t = 0; t < 6; t++) {
+        CHECK(jit_forward_agrees(g, ex, batches[t], 100 + (uint64_t)t, "forms"));
+        NEED(otc_jit_executor_stats(ex, &s) == OTC_OK);
+        CHECK_MSG(s.compiles == compiles[t], "batch %d: %d compiles, want %d", batches[t],
+                  s.compiles, compiles[t]);
+    }
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}

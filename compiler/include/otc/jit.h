@@ -42,13 +42,15 @@ otc_jit_options otc_jit_defaults(void);
  * recorded window is unrolled (otc/unroll.h, cached per window length) and an optimizer_step
  * right after seq_backward is its fused training step (read a gradient first and backward runs
  * alone, the update after it); the moments are the executor's, shared by every window length.
- * seq_state_grad is not available. The forward code is compiled here; the
- * training code on the first backward or train_step for a given loss (a compile error surfaces
- * there). Compiled backends keep their own copy of the weights: read from the graph here, written
- * back by otc_exec_sync_params; the optimiser state (moments, step count) lives in the executor and
- * restarts when a different otc_optimizer is passed. value() serves outputs, inputs, parameters and
- * the loss; intermediate values the plan keeps in registers are an OTC_ERR_UNSUPPORTED error (mark
- * them as outputs). NULL with otc_last_error on failure. */
+ * seq_state_grad is not available. The forward code is compiled here, except for a graph whose
+ * kernels have small-batch forms (dense layers, convolutions): its code for single samples, for
+ * a few samples and for larger batches is compiled on the first forward of each kind of batch;
+ * the training code on the first backward or train_step for a given loss (a compile error
+ * surfaces there). Compiled backends keep their own copy of the weights: read from the graph here,
+ * written back by otc_exec_sync_params; the optimiser state (moments, step count) lives in the
+ * executor and restarts when a different otc_optimizer is passed. value() serves outputs, inputs,
+ * parameters and the loss; intermediate values the plan keeps in registers are an
+ * OTC_ERR_UNSUPPORTED error (mark them as outputs). NULL with otc_last_error on failure. */
 otc_executor *otc_jit_executor_new(otc_graph *g, const otc_jit_options *options);
 
 /* Executors for n graphs compiled together: the plans of all of them in one LLVM module, so

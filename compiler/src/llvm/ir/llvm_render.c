@@ -484,6 +484,27 @@ static void aot_wrapper(otc_llvm_r *r) {
     LLVMBuildRet(B, LLVMBuildCall2(B, ift, impl, &args, 1, ""));
 }
 
+int otc_llvm_plan_batch_forms(const otc_plan *plan, const otc_llvm_render_options *o) {
+    otc_llvm_r r = {.plan = plan, .g = plan->graph, .o = *o};
+    int has = 0;
+    for (int k = 0; k < plan->n_kernels; k++) {
+        const otc_plan_kernel *K = &plan->kernels[k];
+        if (K->kind != OTC_KERNEL_OP && otc_lv_kernel_has_few_form(&r, k))
+            has |= OTC_LV_HAS_COLMODE;
+        if (K->kind == OTC_KERNEL_OP && otc_lv_conv_one_sample_fits(&r, plan->members[K->first]))
+            has |= OTC_LV_HAS_CONV1;
+    }
+    return has;
+}
+
+otc_llvm_batch_forms otc_llvm_form_of(int has, int lanes, int64_t batch, int64_t stride) {
+    if (!has) return OTC_LV_FORMS_ALL;
+    if (!otc_llvm_few_samples(lanes, batch, stride)) return OTC_LV_FORMS_MANY;
+    /* a form whose code would be another's is that one (one module, not two alike) */
+    if (batch == 1 && (has & OTC_LV_HAS_CONV1)) return OTC_LV_FORMS_ONE;
+    return has & OTC_LV_HAS_COLMODE ? OTC_LV_FORMS_FEW : OTC_LV_FORMS_MANY;
+}
+
 otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_options *o,
                                 LLVMModuleRef mod) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);

@@ -42,6 +42,17 @@ enum { OTC_LH_RULE, OTC_LH_ARGS, OTC_LH_COUNT = OTC_LH_ARGS + OTC_OPTIM_ARG_COUN
 /* Generated functions return 0, or 1 + the id of the node that failed (a bad class label). */
 typedef int32_t (*otc_llvm_fn)(const otc_llvm_args *args);
 
+/* Which of a kernel's batch forms a module holds. All of them (the default) branch at run
+ * time; a JIT forward plan whose kernels have small-batch forms is compiled as one module per
+ * form, each on first use, so a caller that runs one kind of batch compiles only its code
+ * (otc_llvm_plan_batch_forms, otc_llvm_form_of). */
+typedef enum {
+    OTC_LV_FORMS_ALL,
+    OTC_LV_FORMS_MANY, /* batches otc_llvm_few_samples does not take: the batched kernels */
+    OTC_LV_FORMS_FEW,  /* 2 .. few samples: column mode, convolutions batched */
+    OTC_LV_FORMS_ONE   /* one sample: column mode, convolutions by pixel row */
+} otc_llvm_batch_forms;
+
 typedef struct {
     int lanes;          /* W: floats per vector */
     bool train;         /* render backward and train_step too */
@@ -52,7 +63,22 @@ typedef struct {
     bool exact;         /* otc_jit_options.exact: neurons and math as the interpreter rounds */
     int chunk_group;    /* > 1: map kernels run this many chunks per iteration (more code, more
                            independent work per iteration) */
+    otc_llvm_batch_forms forms; /* the batch forms rendered (JIT forward plans) */
 } otc_llvm_render_options;
+
+/* Does a batch of `batch` samples at stride `stride` run the kernels' small-batch forms (column
+ * mode)? The rendered code branches on the same test. */
+static inline bool otc_llvm_few_samples(int lanes, int64_t batch, int64_t stride) {
+    return batch < (lanes / 2 > 1 ? lanes / 2 : 2) && stride == lanes;
+}
+
+/* The small-batch forms plan's kernels have, rendered with o: OTC_LV_HAS_COLMODE (map and
+ * matmul kernels), OTC_LV_HAS_CONV1 (a convolution's one-sample path); 0: one module. */
+enum { OTC_LV_HAS_COLMODE = 1, OTC_LV_HAS_CONV1 = 2 };
+int otc_llvm_plan_batch_forms(const otc_plan *plan, const otc_llvm_render_options *o);
+
+/* The form, of those `has` (otc_llvm_plan_batch_forms) makes distinct, that runs a batch. */
+otc_llvm_batch_forms otc_llvm_form_of(int has, int lanes, int64_t batch, int64_t stride);
 
 typedef struct {
     otc_llvm_ir ir;
@@ -172,6 +198,8 @@ LLVMValueRef otc_lv_pre_ptr(otc_llvm_r *r, otc_id id);
 int otc_lv_act_of(const otc_node *nd);
 void otc_lv_map_kernel(otc_llvm_r *r, int k);
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k);
+/* Has map or matmul kernel k a small-batch form (column mode)? (r needs plan, g and o.) */
+bool otc_lv_kernel_has_few_form(const otc_llvm_r *r, int k);
 /* Backward steps [from, to) of one map/matmul-epilogue kernel's members, a run the plan fused
  * (otc_plan_step.fused) into one loop nest (each only touches its own element and sample). */
 void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
@@ -179,7 +207,7 @@ void otc_lv_map_backward(otc_llvm_r *r, int from, int to);
 /* llvm_render_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
 void otc_lv_loop_program(otc_llvm_r *r, otc_id id, bool backward);
 /* llvm_render_conv1.c: conv2d node id's forward for a batch of one sample (the caller
- * branches on it), when it fits (stride and dilation 1, a small input). */
+ * branches on it), when it fits (stride and dilation 1, a small input; r needs g and o). */
 bool otc_lv_conv_one_sample_fits(const otc_llvm_r *r, otc_id id);
 void otc_lv_conv_one_sample(otc_llvm_r *r, otc_id id);
 /* llvm_render_matmul_back.c: the gradient products of a batched MatMul (a MATMUL kernel). */

@@ -19,7 +19,7 @@ typedef otc_conv1_geometry geometry;
 static bool geometry_of(const otc_llvm_r *r, otc_id id, geometry *o) {
     geometry g;
     /* one lane: the batched code pads nothing */
-    if (!otc_lv_vector(r) || !otc_conv1_geometry_of(r->g, id, &g)) return false;
+    if (r->o.lanes < 2 || !otc_conv1_geometry_of(r->g, id, &g)) return false;
     /* the taps and blocks of pixels are unrolled: a bounded body */
     int64_t blocks = (g.OW + r->o.lanes - 1) / r->o.lanes;
     if (g.KW * blocks > CONV1_MAX_UNROLLED) return false;

@@ -195,15 +195,22 @@ void otc_lv_loop_program(otc_llvm_r *r, otc_id id, bool backward) {
     }
     section(&s, OTC_LOOP_BEFORE);
     /* A convolution with a single sample: the samples' layout pads it to W lanes, which the
-     * batched body would all compute to keep one. */
+     * batched body would all compute to keep one. A module of one batch form holds one path. */
+    bool one = !backward && p->batched && r->o.forms != OTC_LV_FORMS_MANY &&
+               r->o.forms != OTC_LV_FORMS_FEW && otc_lv_conv_one_sample_fits(r, id);
+    if (one && r->o.forms == OTC_LV_FORMS_ONE) {
+        otc_lv_conv_one_sample(r, id);
+        otc_loop_program_free(p);
+        return;
+    }
     LLVMBasicBlockRef join = NULL;
-    if (!backward && p->batched && otc_lv_conv_one_sample_fits(r, id)) {
-        LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "one_sample");
+    if (one) {
+        LLVMBasicBlockRef one_bb = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "one_sample");
         LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "samples");
         join = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "samples_done");
         LLVMValueRef single = LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_BATCH], otc_lv_i64(r, 1), "");
-        LLVMBuildCondBr(B, single, one, many);
-        LLVMPositionBuilderAtEnd(B, one);
+        LLVMBuildCondBr(B, single, one_bb, many);
+        LLVMPositionBuilderAtEnd(B, one_bb);
         otc_lv_conv_one_sample(r, id);
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, many);

@@ -564,9 +564,15 @@ static bool map_colmode_ok(const otc_llvm_r *r, const otc_plan_kernel *K) {
  * 1 of 8 lanes busy). */
 static void by_batch(otc_llvm_r *r, int k, void (*few_fn)(otc_llvm_r *, int),
                      void (*many_fn)(otc_llvm_r *, int)) {
+    /* A module of one form holds that form alone (the executor picked it for the batch). */
+    if (r->o.forms != OTC_LV_FORMS_ALL) {
+        (r->o.forms == OTC_LV_FORMS_MANY ? many_fn : few_fn)(r, k);
+        return;
+    }
     LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "few_samples");
     LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "many_samples");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_end");
+    /* otc_llvm_few_samples */
     LLVMValueRef small = LLVMBuildAnd(
         B,
         LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH],
@@ -615,6 +621,12 @@ static void matmul_batched(otc_llvm_r *r, int k) {
     LLVMBuildBr(B, done);
     LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
     LLVMPositionBuilderAtEnd(B, done);
+}
+
+bool otc_lv_kernel_has_few_form(const otc_llvm_r *r, int k) {
+    const otc_plan_kernel *K = &r->plan->kernels[k];
+    if (K->kind == OTC_KERNEL_MAP) return map_colmode_ok(r, K);
+    return K->kind == OTC_KERNEL_MATMUL && colmode_ok(r, K, 1);
 }
 
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k) {

@@ -54,6 +54,7 @@ static otc_status make_key(const otc_plan *plan, const otc_llvm_render_options *
     put_i(k, o->fast);
     put_i(k, o->exact);
     put_i(k, o->chunk_group);
+    put_i(k, o->forms);
     put_i(k, plan->options.train);
     put_i(k, plan->options.loss);
     put_i(k, plan->options.fuse);

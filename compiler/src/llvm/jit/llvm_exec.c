@@ -31,6 +31,7 @@ static bool grow(float **buf, size_t *cap, size_t need) {
 
 void otc_lvx_plan_free(jit_plan *p) {
     otc_llvm_module_release(p->mod);
+    for (int f = 0; f <= OTC_LV_FORMS_ONE; f++) otc_llvm_module_release(p->form_mod[f]);
     otc_plan_free(p->plan);
     free(p->work);
     if (p->own_weights) free(p->weights);
@@ -259,7 +260,10 @@ static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
         j->live = p;
     }
     j->last = NULL;
-    st = run_status(j, p->mod->fn[OTC_JIT_FORWARD](&a));
+    otc_jit_module *mod = NULL;
+    st = otc_lvx_plan_module(j, p, &mod);
+    if (st) return st;
+    st = run_status(j, mod->fn[OTC_JIT_FORWARD](&a));
     if (!st) j->last = p;
     return st;
 }

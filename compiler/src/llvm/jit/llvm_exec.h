@@ -8,6 +8,11 @@
 typedef struct {
     otc_plan *plan;
     otc_jit_module *mod;
+    /* A forward plan with small-batch kernel forms (otc_llvm_plan_batch_forms: `forms`, 0
+     * when none) is compiled per form on first use, into form_mod[form] (`mod` unused): a
+     * caller that only runs batches of 64, or single samples, compiles that form alone. */
+    int forms;
+    otc_jit_module *form_mod[OTC_LV_FORMS_ONE + 1];
     float *work;
     size_t work_cap;
     float *weights; /* this plan's layout; may be the other plan's array (same layout) */
@@ -92,8 +97,12 @@ void otc_lvx_plan_free(jit_plan *p);
 void otc_lvx_refresh_weights(jit_exec *j, jit_plan *p);
 /* Index of an Input in j->inputs, or -1. */
 int otc_lvx_input_index(const jit_exec *j, otc_id id);
-/* Plan po for j's graph, compile it (or take it from the cache) and give it weights. */
+/* Plan po for j's graph, compile it (or take it from the cache, or leave a plan compiled by
+ * batch form to its first run) and give it weights. */
 otc_status otc_lvx_plan_make(jit_exec *j, jit_plan *p, const otc_plan_options *po, bool train);
+/* The module that runs plan p at the current batch (j->batch, j->stride): its batch form's,
+ * compiled now on the form's first use. */
+otc_status otc_lvx_plan_module(jit_exec *j, jit_plan *p, otc_jit_module **out);
 otc_plan_options otc_lvx_fwd_options(const jit_exec *j);
 otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc_optim_config *c);
 /* The gradient buffer's parameter part for a new training plan. */
