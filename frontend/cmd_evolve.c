@@ -197,7 +197,7 @@ static otc_status record_csv_columns(otc_graph *g, const char *csv, const otc_ne
     otc_status s = otc_csv_load(csv, &o, &d);
     if (s == OTC_OK)
         s = otc_cli_record_columns(g, d->feature_names, d->n_features, d->target_names,
-                                   d->n_targets, o.sequence);
+                                   d->n_targets, d->seq_name); /* by name, if given by index */
     otc_dataset_free(d);
     return s;
 }
