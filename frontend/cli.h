@@ -18,7 +18,8 @@ enum {
 
 typedef enum {
     OTC_OPT_FLAG,   /* bool, no value */
-    OTC_OPT_STRING, /* const char * */
+    OTC_OPT_STRING, /* const char *, not empty ("--out=" is an error naming the option) */
+    OTC_OPT_TEXT,   /* const char *, may be empty (--checkpoint-prefix "", --title "") */
     OTC_OPT_INT,    /* int */
     OTC_OPT_U64,    /* uint64_t */
     OTC_OPT_FLOAT,  /* double */

@@ -105,6 +105,14 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
     errno = 0;
     switch (o->kind) {
     case OTC_OPT_STRING:
+        if (!*v) { /* no path, column list or name is empty: it would mean "none" silently */
+            otc_cli_error(cmd, "%.*s needs a value, not an empty one (try 'otc %s --help')",
+                          (int)strcspn(o->name, ","), o->name, cmd);
+            return OTC_EXIT_USAGE;
+        }
+        *(const char **)o->dest = v;
+        return 0;
+    case OTC_OPT_TEXT:
         *(const char **)o->dest = v;
         return 0;
     case OTC_OPT_INT:

@@ -378,7 +378,7 @@ int otc_cmd_evolve(int argc, char **argv) {
          "T: evaluation threads, 1 to " OTC_NEAT_MAX_THREADS_TEXT " (default 0: one per core)"},
         {"--checkpoint-every", OTC_OPT_RANGE, OTC_RANGE(every, 0, 100000000),
          "K: write a checkpoint every K generations"},
-        {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
+        {"--checkpoint-prefix", OTC_OPT_TEXT, &prefix,
          "P: checkpoints go to P<generation>.json (default neat-checkpoint-)"},
         {"--resume", OTC_OPT_STRING, &resume,
          "FILE: continue from a checkpoint (--generations counts its generations too)"},

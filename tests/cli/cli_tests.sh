@@ -1206,6 +1206,35 @@ case_option_given_twice() {
     err_clean
 }
 
+# Option values that mean nothing: an empty one (a path, column list or name; "--out=" once
+# trained and then failed to save, "--drop=" dropped nothing), nan or inf for a number, an
+# empty item in --train-only. Each is refused naming the option, before any work.
+case_option_empty_and_nonfinite() {
+    local D=$SRC/examples/data
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --epochs 1 --out=
+    err_has "otc train: --out needs a value, not an empty one"
+    run 2 run "$IRIS" --input "$D/iris.csv" --drop ''
+    err_has "otc run: --drop needs a value, not an empty one"
+    run 2 new mlp --inputs 4 --hidden= --outputs 3 -o "$WORK/n.otm"
+    err_has "otc new: --hidden needs a value, not an empty one"
+    [ -e "$WORK/n.otm" ] && fail "a refused --hidden wrote its --out"
+    local v
+    for v in nan inf -inf 1e999; do
+        run 2 train "$IRIS" --data "$D/iris.csv" --target species --lr=$v -o "$WORK/t.otm"
+        err_has "bad value '$v' for --lr (expected a finite number"
+    done
+    run 2 import "$SRC/tests/neat_python/xor_champion_101_0.json" -o "$WORK/i.otm" \
+        --advance-time nan
+    err_has "bad value 'nan' for --advance-time (expected a finite number"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --train-only 'fc2.,,fc1.' \
+        -o "$WORK/t.otm"
+    err_has "--train-only: bad list 'fc2.,,fc1.': item 2 is empty"
+    [ -e "$WORK/t.otm" ] && fail "a refused option wrote its --out"
+    # where empty means something, it is taken: no caption
+    run 0 viz "$IRIS" -o "$WORK/v.svg" --title ''
+    err_clean
+}
+
 case_traps() {
     local C=$SRC/tests/neat_python/configs
     run 2 evolve "$C/single-pole-balancing_config-ctrnn" --task pole1:neat-python --generations 1
