@@ -1199,7 +1199,8 @@ case_option_given_twice() {
     run 2 run "$IRIS" --input "$D/iris.csv" --drop species --drop sepal_width
     err_has "otc run: --drop given twice"
     run 2 run "$IRIS" --input "$D/iris.csv" --drop species -o "$WORK/a.csv" --output="$WORK/b.csv"
-    err_has "otc run: --out given twice (as -o and --output"
+    err_has "otc run: --out given twice"
+    err_has "as -o and --output"
     [ -e "$WORK/a.csv" ] || [ -e "$WORK/b.csv" ] && fail "a refused command wrote an output"
     run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --seed 1 --seed=2
     err_has "otc evolve: --seed given twice"
