@@ -18,7 +18,8 @@ enum {
 
 typedef enum {
     OTC_OPT_FLAG,   /* bool, no value */
-    OTC_OPT_STRING, /* const char * */
+    OTC_OPT_STRING, /* const char *, not empty ("--out=" is an error naming the option) */
+    OTC_OPT_TEXT,   /* const char *, may be empty (--checkpoint-prefix "", --title "") */
     OTC_OPT_INT,    /* int */
     OTC_OPT_U64,    /* uint64_t */
     OTC_OPT_FLOAT,  /* double */
@@ -115,8 +116,8 @@ typedef struct {
  * column (NULL: none) a recurrent model read its rows by. */
 otc_status otc_cli_record_columns(otc_graph *g, char *const *features, int n_features,
                                   char *const *targets, int n_targets, const char *sequence);
-/* The sequence-id column recorded in g when the CSV header (text, its first line) names it,
- * or with text NULL whatever the file (the caller frees it); NULL otherwise. */
+/* The sequence-id column recorded in g when the CSV header (text, its first line) names it
+ * (the caller frees it); NULL otherwise. */
 char *otc_cli_recorded_sequence(const otc_graph *g, const char *text, size_t len);
 /* Matches the header of a CSV (text, its first line) against the columns recorded in g: sets
  * *features to the recorded features as a column list by name (the caller frees it), or NULL

@@ -122,8 +122,7 @@ char *otc_cli_recorded_sequence(const otc_graph *g, const char *text, size_t len
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "sequence");
     name_list have = {0};
     char *name = NULL;
-    if (cJSON_IsString(s) &&
-        (!text || (header_names(text, len, &have) && list_has(&have, s->valuestring))))
+    if (cJSON_IsString(s) && header_names(text, len, &have) && list_has(&have, s->valuestring))
         name = strdup(s->valuestring);
     list_free(&have);
     cJSON_Delete(o);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,14 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
     errno = 0;
     switch (o->kind) {
     case OTC_OPT_STRING:
+        if (!*v) { /* no path, column list or name is empty: it would mean "none" silently */
+            otc_cli_error(cmd, "%.*s needs a value, not an empty one (try 'otc %s --help')",
+                          (int)strcspn(o->name, ","), o->name, cmd);
+            return OTC_EXIT_USAGE;
+        }
+        *(const char **)o->dest = v;
+        return 0;
+    case OTC_OPT_TEXT:
         *(const char **)o->dest = v;
         return 0;
     case OTC_OPT_INT:
@@ -129,14 +138,16 @@ static int parse_value(const char *cmd, const otc_opt *o, const char *v) {
         return OTC_EXIT_USAGE;
     case OTC_OPT_FLOAT: {
         double x = strtod(v, &end);
-        if (errno || end == v || *end) break;
+        if (errno || end == v || *end || !isfinite(x)) /* no option means anything by nan, inf */
+            break;
         *(double *)o->dest = x;
         return 0;
     }
     case OTC_OPT_FLAG:
         return 0;
     }
-    otc_cli_error(cmd, "bad value '%s' for %s (try 'otc %s --help')", v, o->name, cmd);
+    otc_cli_error(cmd, "bad value '%s' for %s (expected a finite number; try 'otc %s --help')", v,
+                  o->name, cmd);
     return OTC_EXIT_USAGE;
 }
 
@@ -165,6 +176,11 @@ int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, in
                   char **argv, const char **pos, int min_pos, int max_pos) {
     int n_pos = 0;
     bool only_positionals = false;
+    /* the argument that gave each option, or NULL: an option is given once, since a repeat
+     * either does nothing or silently drops the first value (--drop a --drop b) */
+    const char *given[256] = {0};
+    size_t given_len[256];
+    if (n_opts > 256) return otc_cli_error(cmd, "internal: more than 256 options");
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!only_positionals && !strcmp(arg, "--")) {
@@ -189,6 +205,15 @@ int otc_cli_parse(const char *cmd, const char *synopsis, const otc_opt *opts, in
             for (int k = 0; k < n_opts && !o; k++)
                 if (names_option(opts[k].name, name)) o = &opts[k];
             if (!o) return unknown_option(cmd, opts, n_opts, name);
+            size_t k = (size_t)(o - opts);
+            if (given[k] && given_len[k] == len && !strncmp(given[k], name, len))
+                return otc_cli_error(cmd, "%s given twice (try 'otc %s --help')", name, cmd);
+            if (given[k])
+                return otc_cli_error(cmd, "%.*s given twice (as %.*s and %s; try 'otc %s --help')",
+                                     (int)strcspn(o->name, ","), o->name, (int)given_len[k],
+                                     given[k], name, cmd);
+            given[k] = arg;
+            given_len[k] = len;
             if (o->kind == OTC_OPT_FLAG) {
                 if (value) return otc_cli_error(cmd, "%s takes no value", name);
                 *(bool *)o->dest = true;

@@ -1,18 +1,17 @@
 /* --train-only PREFIXES (otc train, otc compile --train): the parameters a training run
  * updates, by name prefix; every other parameter is frozen for the run. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "otc/graph.h"
+#include "otc/text.h"
 
-/* Does name start with one of the comma-separated prefixes of spec? */
-static bool wanted(const char *spec, const char *name) {
-    for (const char *p = spec; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n && name && !strncmp(name, p, n)) return true;
-        p += n + (p[n] == ',');
-    }
+/* Does name start with one of the prefixes? */
+static bool wanted(char *const *prefix, int n, const char *name) {
+    for (int i = 0; name && i < n; i++)
+        if (!strncmp(name, prefix[i], strlen(prefix[i]))) return true;
     return false;
 }
 
@@ -21,18 +20,33 @@ int otc_cli_train_only(const char *cmd, const char *model, otc_graph *g, const c
     if (!spec) return 0;
     char sm[512], sp[512];
     otc_cli_printable(model, sm, sizeof sm);
-    if (!*spec || strspn(spec, ",") == strlen(spec))
-        return otc_cli_error(cmd, "--train-only needs a parameter name prefix (e.g. fc.)");
+    /* the prefixes, split once (an empty one, "fc.,", is an error, not a prefix skipped) */
+    size_t len = strlen(spec);
+    int max = (int)(len / 2 + 1), n = 0;
+    char *buf = malloc(len + 1), **prefix = malloc((size_t)max * sizeof *prefix);
+    int rc = 0;
+    if (!buf || !prefix) {
+        rc = otc_cli_error(cmd, "out of memory");
+        goto done;
+    }
+    memcpy(buf, spec, len + 1);
+    if (strspn(spec, ", \t") == len) {
+        rc = otc_cli_error(cmd, "--train-only needs a parameter name prefix (e.g. fc.)");
+        goto done;
+    }
+    if (otc_list_split(buf, false, prefix, max, &n) != OTC_OK) {
+        rc = otc_cli_error(cmd, "--train-only: bad list '%s': %s",
+                           otc_cli_printable(spec, sp, sizeof sp), otc_last_error());
+        goto done;
+    }
     /* every prefix must name a trainable parameter (a typo would freeze the whole model) */
-    for (const char *p = spec; *p;) {
-        size_t n = strcspn(p, ",");
+    for (int i = 0; i < n; i++) {
         bool found = false;
-        for (otc_id id = 0; n && !found && id < otc_graph_size(g); id++) {
+        for (otc_id id = 0; !found && id < otc_graph_size(g); id++) {
             const otc_node *nd = otc_graph_node(g, id);
-            found =
-                nd->op == OTC_OP_PARAMETER && nd->trainable && nd->name && !strncmp(nd->name, p, n);
+            found = nd->op == OTC_OP_PARAMETER && nd->trainable && wanted(&prefix[i], 1, nd->name);
         }
-        if (n && !found) {
+        if (!found) {
             char names[300] = "", lab[64];
             size_t used = 0;
             for (otc_id id = 0; id < otc_graph_size(g) && used + 70 < sizeof names; id++) {
@@ -42,20 +56,25 @@ int otc_cli_train_only(const char *cmd, const char *model, otc_graph *g, const c
                     (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
                                      otc_graph_node_label(g, id, lab, sizeof lab));
             }
-            return otc_cli_error(cmd,
-                                 "--train-only: no trainable parameter of %s starts with '%.*s' "
-                                 "(its parameters: %s)",
-                                 sm, (int)(n < 200 ? n : 200), otc_cli_printable(p, sp, sizeof sp),
-                                 names[0] ? names : "none");
+            rc = otc_cli_error(cmd,
+                               "--train-only: no trainable parameter of %s starts with '%.200s' "
+                               "(its parameters: %s)",
+                               sm, otc_cli_printable(prefix[i], sp, sizeof sp),
+                               names[0] ? names : "none");
+            goto done;
         }
-        p += n + (p[n] == ',');
     }
     for (otc_id id = 0; id < otc_graph_size(g); id++) {
         const otc_node *nd = otc_graph_node(g, id);
-        bool freeze = nd->op == OTC_OP_PARAMETER && nd->trainable && !wanted(spec, nd->name);
-        if (freeze && otc_graph_set_trainable(g, id, false))
-            return otc_cli_error(cmd, "%s: %s", sm, otc_last_error());
+        bool freeze = nd->op == OTC_OP_PARAMETER && nd->trainable && !wanted(prefix, n, nd->name);
+        if (freeze && otc_graph_set_trainable(g, id, false)) {
+            rc = otc_cli_error(cmd, "%s: %s", sm, otc_last_error());
+            goto done;
+        }
         if (frozen) frozen[id] = freeze;
     }
-    return 0;
+done:
+    free(buf);
+    free(prefix);
+    return rc;
 }

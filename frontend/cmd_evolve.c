@@ -197,7 +197,7 @@ static otc_status record_csv_columns(otc_graph *g, const char *csv, const otc_ne
     otc_status s = otc_csv_load(csv, &o, &d);
     if (s == OTC_OK)
         s = otc_cli_record_columns(g, d->feature_names, d->n_features, d->target_names,
-                                   d->n_targets, o.sequence);
+                                   d->n_targets, d->seq_name); /* by name, if given by index */
     otc_dataset_free(d);
     return s;
 }
@@ -378,7 +378,7 @@ int otc_cmd_evolve(int argc, char **argv) {
          "T: evaluation threads, 1 to " OTC_NEAT_MAX_THREADS_TEXT " (default 0: one per core)"},
         {"--checkpoint-every", OTC_OPT_RANGE, OTC_RANGE(every, 0, 100000000),
          "K: write a checkpoint every K generations"},
-        {"--checkpoint-prefix", OTC_OPT_STRING, &prefix,
+        {"--checkpoint-prefix", OTC_OPT_TEXT, &prefix,
          "P: checkpoints go to P<generation>.json (default neat-checkpoint-)"},
         {"--resume", OTC_OPT_STRING, &resume,
          "FILE: continue from a checkpoint (--generations counts its generations too)"},

@@ -14,6 +14,7 @@
 #include "otc/neat.h"
 #include "otc/otc.h"
 #include "otc/plot.h"
+#include "otc/text.h"
 #ifdef OTC_HAVE_JIT
 #include "otc/jit.h"
 #endif
@@ -342,6 +343,14 @@ typedef struct {
     bool standardize;
 } run_facts;
 
+/* names[0..n) joined by commas (the caller frees it), or NULL. */
+static char *joined(char *const *names, int n) {
+    otc_text t;
+    otc_text_init(&t);
+    for (int i = 0; i < n; i++) otc_text_printf(&t, "%s%s", i ? "," : "", names[i]);
+    return otc_text_take(&t);
+}
+
 /* The "train" metadata saved with the model, for `otc summary` and for the record. */
 static otc_status store_facts(otc_graph *g, const run_facts *f) {
     cJSON *o = cJSON_CreateObject();
@@ -518,6 +527,17 @@ int otc_cmd_train(int argc, char **argv) {
     char sm[512];
     otc_cli_printable(pos[0], sm, sizeof sm);
     if ((rc = otc_cli_load_model("train", pos[0], &t.g))) goto done;
+    /* a model saved by --standardize (or evolve's csv task) runs on raw rows: standardising
+     * the rows again would scale its input twice, once here and once in the model */
+    if (standardize && otc_graph_find(t.g, OTC_NEAT_INPUT_MEAN) >= 0) {
+        rc = otc_cli_error(
+            "train",
+            "--standardize: %s standardises its input already (its " OTC_NEAT_INPUT_MEAN
+            " and " OTC_NEAT_INPUT_STD "); it trains on raw rows without "
+            "--standardize",
+            sm);
+        goto done;
+    }
     otc_cli_csv co = {.targets = target,
                       .features = features,
                       .header = header      ? 1
@@ -793,10 +813,14 @@ int otc_cmd_train(int argc, char **argv) {
     t.ex = NULL;
     /* The target input and the loss are for training only: the saved model is the original
      * graph with new weights. */
+    /* the columns read (--target, --sequence or the one recorded) by their names in the
+     * header, however given (by name or 0-based index); a file without a header has only the
+     * indices given */
+    char *target_names = had_header ? joined(d->target_names, d->n_targets) : NULL;
     run_facts f = {.data = data,
-                   .target = target,
+                   .target = target_names ? target_names : target,
                    .optimizer = optimizer,
-                   .sequence = sequence,
+                   .sequence = had_header ? d->seq_name : sequence,
                    .bptt = recurrent ? bptt : 0,
                    .epochs = epochs,
                    .batch = batch,
@@ -812,15 +836,11 @@ int otc_cmd_train(int argc, char **argv) {
     /* --train-only froze parameters for this run only: the saved model trains as before */
     for (otc_id id = 0; frozen && id < n_orig; id++)
         if (frozen[id]) otc_graph_set_trainable(t.g, id, true);
-    /* the id column read: --sequence, or the one the model recorded (the file had it) */
-    char *seq_col = sequence     ? strdup(sequence)
-                    : d->seq_ids ? otc_cli_recorded_sequence(t.g, NULL, 0)
-                                 : NULL;
-    bool saved =
-        otc_graph_truncate(t.g, n_orig) == OTC_OK && store_facts(t.g, &f) == OTC_OK &&
-        (!had_header || otc_cli_record_columns(t.g, d->feature_names, d->n_features,
-                                               d->target_names, d->n_targets, seq_col) == OTC_OK);
-    free(seq_col);
+    bool saved = otc_graph_truncate(t.g, n_orig) == OTC_OK && store_facts(t.g, &f) == OTC_OK &&
+                 (!had_header ||
+                  otc_cli_record_columns(t.g, d->feature_names, d->n_features, d->target_names,
+                                         d->n_targets, d->seq_name) == OTC_OK);
+    free(target_names);
     if (!saved) {
         rc = otc_cli_error("train", "%s", otc_last_error());
         goto done;

@@ -116,7 +116,7 @@ int otc_cmd_viz(int argc, char **argv) {
         {"--group-depth", OTC_OPT_FLAG, &group, "box nodes by depth from the inputs"},
         {"--params", OTC_OPT_FLAG, &params, "draw Parameter nodes (default: folded into users)"},
         {"--top-down", OTC_OPT_FLAG, &top_down, "lay out top to bottom (default: left to right)"},
-        {"--title", OTC_OPT_STRING, &title, "TEXT: caption (default: the model's file name)"},
+        {"--title", OTC_OPT_TEXT, &title, "TEXT: caption (default: the model's file name)"},
         {"--plan", OTC_OPT_FLAG, &plan,
          "draw the compiler's plan instead: fused kernels, buffer offsets and sizes"},
     };

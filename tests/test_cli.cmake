@@ -24,7 +24,8 @@ if(TARGET otc_cli AND OTC_BASH)
             bad_csv_files train train_regression train_errors train_model_shapes train_diverges run run_errors
             viz viz_errors outputs_atomic shipped_example recurrent sequence_recorded
             train_standardize recurrent_errors import exec_task images images_errors new new_errors eval
-            eval_episodes columns conventions traps)
+            eval_episodes columns conventions traps empty_list_items option_given_twice
+            option_empty_and_nonfinite)
   if(TARGET otc_compiler AND OTC_LLVM_LIB) # as frontend/CMakeLists.txt decides on --jit
     list(APPEND cases jit images_compiled bench_counts)
   endif()

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include "otc/data.h"
+#include "otc/text.h"
 
 static otc_dataset *parse(const char *text, const otc_csv_options *opt, otc_status *st) {
     otc_dataset *d = NULL;
@@ -225,6 +226,63 @@ TEST(data_csv_bad_column_lists) {
     opt = (otc_csv_options){.header = true, .targets = "-1"};
     d = parse("a,b\n1,2\n", &opt, &st);
     CHECK(st == OTC_ERR_ARG && !d);
+}
+
+/* otc_list_split: items by commas (and blanks when asked), blanks around each trimmed; an
+ * empty item is an error naming its position, never skipped. */
+static void expect_items(const char *text, bool blanks, int want_n, const char *const *want) {
+    char buf[64], *items[8];
+    int n = -1;
+    snprintf(buf, sizeof buf, "%s", text);
+    otc_status st = otc_list_split(buf, blanks, items, 8, &n);
+    CHECK_MSG(st == OTC_OK && n == want_n, "'%s': status %d, %d items", text, st, n);
+    for (int i = 0; i < want_n && i < n; i++)
+        CHECK_MSG(!strcmp(items[i], want[i]), "'%s' item %d: '%s'", text, i + 1, items[i]);
+}
+
+static void expect_empty_item(const char *text, bool blanks, const char *message) {
+    char buf[64], *items[8];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", text);
+    CHECK_MSG(otc_list_split(buf, blanks, items, 8, &n) == OTC_ERR_ARG &&
+                  !strcmp(otc_last_error(), message),
+              "'%s': %s", text, otc_last_error());
+}
+
+TEST(list_split_items_and_empty_items) {
+    expect_items("a,b", false, 2, (const char *[]){"a", "b"});
+    expect_items("  sepal length , y ", false, 2, (const char *[]){"sepal length", "y"});
+    expect_items("relu  tanh,sigmoid , gauss", true, 4,
+                 (const char *[]){"relu", "tanh", "sigmoid", "gauss"});
+    expect_items("", true, 0, NULL);
+    expect_items(" \t ", false, 0, NULL);
+    expect_empty_item("5x5, ,", true, "item 2 is empty");
+    expect_empty_item("fitness,,connections", true, "item 2 is empty");
+    expect_empty_item(",a", false, "item 1 is empty");
+    expect_empty_item("a b ,", true, "item 3 is empty");
+    expect_empty_item("a,b,", false, "item 3 is empty");
+    expect_empty_item(",", false, "item 1 is empty");
+    expect_empty_item("a,b,c,d,e,f,g,h,i", false, "more than 8 items");
+}
+
+/* Column lists (targets, features, sequence; the CLI's --target, --features, --drop): an empty
+ * item is an error naming the file, the list and the item, not a column quietly left out. */
+TEST(data_csv_column_list_empty_item) {
+    otc_status st;
+    otc_csv_options opt = {.header = true, .targets = "y,", .features = "a"};
+    otc_dataset *d = parse("a,b,y\n1,2,3\n", &opt, &st);
+    CHECK(st == OTC_ERR_ARG && !d);
+    CHECK_MSG(!strcmp(otc_last_error(), "t.csv: target column list \"y,\": item 2 is empty"), "%s",
+              otc_last_error());
+    opt = (otc_csv_options){.header = true, .targets = "y", .features = "a,,b"};
+    d = parse("a,b,y\n1,2,3\n", &opt, &st);
+    CHECK_MSG(st == OTC_ERR_ARG && !d &&
+                  !strcmp(otc_last_error(), "t.csv: feature column list \"a,,b\": item 2 is empty"),
+              "%s", otc_last_error());
+    opt = (otc_csv_options){.header = true, .targets = "y", .features = "a, \"\""};
+    d = parse("a,b,y\n1,2,3\n", &opt, &st);
+    CHECK_MSG(st == OTC_ERR_ARG && !d && contains(otc_last_error(), "item 2 is empty"), "%s",
+              otc_last_error());
 }
 
 TEST(data_csv_missing_file) {

@@ -50,7 +50,7 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "sed 's/^no_fitness_termination = true/&\\nselection = novelty\\nnovelty_threshold = 0.05/' '${examples}/xor.ini' > \"$W/x.ini\" && printf 'while read w a\\073 do case $w in reset) echo \"obs 0 1\"\\073\\073 act) echo \"bc $a\"\\073 echo \"step $a 1\"\\073\\073 esac\\073 done\\n' > \"$W/env.sh\" && expect 1 '${otc}' evolve \"$W/x.ini\" --task \"exec:sh $W/env.sh\" --seed 1 --threads 2 --generations 3 && has out 'not solved after 3 generation(s), 450 evaluations' && printf 'while read w a\\073 do case $w in reset) echo \"obs 0 1\"\\073\\073 act) echo \"step $a 1\"\\073\\073 esac\\073 done\\n' > \"$W/nobc.sh\" && expect 2 '${otc}' evolve \"$W/x.ini\" --task \"exec:sh $W/nobc.sh\" --seed 1 --threads 1 --generations 3 && has err 'gave no behaviour'"
       # Hostile options and files: refused with exit 2 and a message naming what is wrong.
       mpi_timeout_out_of_range_exits_2
-      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout 0 && has err '--mpi-timeout must be' && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout nan && has err '--mpi-timeout must be'"
+      "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout 0 && has err '--mpi-timeout must be' && expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --mpi-timeout nan && has err \"bad value 'nan' for --mpi-timeout (expected a finite number\""
       seed_overflow_exits_2
       "expect 2 '${otc}' evolve '${examples}/xor.ini' --task xor --seed 99999999999999999999999 && has err \"bad value '99999999999999999999999' for --seed\""
       threads_negative_exits_2

@@ -41,8 +41,11 @@ printf 'a,b,y\\n0,0,0\\n0,1,1\\n1,0,1\\n1,1,0\\n' > \"$W/xor.csv\"; ")
       compile_refuses_a_workspace_larger_than_memory
       "'$<TARGET_FILE:make_limit_models>' \"$W\" && expect 2 '${otc}' compile \"$W/huge.otm\" --emit-c \"$W/c\" --name m --batch 1024 && has err \"huge.otm: the emitted code's workspace at batch 1024 needs about\" && test ! -e \"$W/c\""
       compile_option_ranges
-      "${xor_model}expect 2 '${otc}' compile \"$W/xor.otm\" --emit-c \"$W/c\" --name m --batch 0 && has err '--batch' && for a in '--lr nan' '--lr -5' '--lr inf' '--momentum 1' '--eps 0' '--beta1 -0.1' '--weight-decay nan'
+      "${xor_model}expect 2 '${otc}' compile \"$W/xor.otm\" --emit-c \"$W/c\" --name m --batch 0 && has err '--batch' && for a in '--lr -5' '--momentum 1' '--eps 0' '--beta1 -0.1'
 do expect 2 '${otc}' compile \"$W/xor.otm\" --emit-c \"$W/c\" --name m --train $a && has err \"\${a% *} must be\" || exit 1
+done
+for a in '--lr nan' '--lr inf' '--weight-decay nan'
+do expect 2 '${otc}' compile \"$W/xor.otm\" --emit-c \"$W/c\" --name m --train $a && has err \"bad value '\${a#* }' for \${a% *} (expected a finite number\" || exit 1
 done
 test ! -e \"$W/c\""
       bench_option_ranges

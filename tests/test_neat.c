@@ -98,6 +98,51 @@ TEST(neat_config_errors_name_key_section_line) {
     CHECK(c.elitism == 2);
 }
 
+/* Every list-valued key reads its list one way (otc_list_split): an empty item is an error
+ * naming the file, line, key and the item's position, and a list of commas and blanks mixed
+ * gives its items. */
+TEST(neat_config_list_keys_refuse_empty_items) {
+    static const struct {
+        const char *keys, *message;
+    } bad[] = {
+        {"[DefaultGenome]\nactivation_options = relu,,tanh\n",
+         "t.ini:10: [DefaultGenome] activation_options: bad list 'relu,,tanh': item 2 is empty"},
+        {"[DefaultGenome]\naggregation_options = sum, \n",
+         "t.ini:10: [DefaultGenome] aggregation_options: bad list 'sum,': item 2 is empty"},
+        {"[NEAT]\nselection = nsga2\nobjectives = fitness,,connections\n",
+         "t.ini:11: [NEAT] objectives: bad list 'fitness,,connections': item 2 is empty"},
+        {"[Task]\ntargets = y,\n", "t.ini:10: [Task] targets: bad list 'y,': item 2 is empty"},
+        {"[Substrate]\ninput_grid = 2x1\noutput_grid = 1x1\nhidden_grids = 5x5, ,\n",
+         "t.ini:12: [Substrate] hidden_grids: bad list '5x5, ,': item 2 is empty"},
+        {"[Substrate]\ninput_grid = 2x1\noutput_grid = 1x1\nhidden_grids = ,5x5\n",
+         "t.ini:12: [Substrate] hidden_grids: bad list ',5x5': item 1 is empty"},
+    };
+    char buf[1024];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(buf, sizeof buf, "%s%s", base_ini, bad[i].keys);
+        otc_neat_config c;
+        CHECK(otc_neat_config_parse(buf, "t.ini", &c) == OTC_ERR_CONFIG);
+        CHECK_MSG(!strcmp(otc_last_error(), bad[i].message), "got '%s'", otc_last_error());
+    }
+    snprintf(buf, sizeof buf,
+             "%s[DefaultGenome]\nactivation_functions = otc\nactivation_default = relu\n"
+             "activation_options = relu, tanh  abs\n"
+             "aggregation_options = sum,product\n[NEAT]\nselection = nsga2\n"
+             "objectives = fitness , nodes\n[Task]\ntargets = a b, c\n",
+             base_ini);
+    otc_neat_config c;
+    otc_status st = otc_neat_config_parse(buf, "t.ini", &c);
+    CHECK_MSG(st == OTC_OK, "%s", otc_last_error());
+    if (st != OTC_OK) return;
+    CHECK(c.n_activation_options == 3 && c.activation_options[0] == OTC_ACT_RELU &&
+          c.activation_options[1] == OTC_ACT_TANH && c.activation_options[2] == OTC_ACT_ABS);
+    CHECK(c.n_aggregation_options == 2 && c.aggregation_options[0] == OTC_AGG_SUM &&
+          c.aggregation_options[1] == OTC_AGG_PRODUCT);
+    CHECK(c.n_objectives == 2 && c.objectives[0] == OTC_NEAT_OBJ_FITNESS &&
+          c.objectives[1] == OTC_NEAT_OBJ_NODES);
+    CHECK(!strcmp(c.targets, "a b, c")); /* a column name may hold a space */
+}
+
 /* Every genome of a heavily mutated set stays valid: sorted unique genes, endpoints present,
  * no duplicate (in, out), acyclic when feed-forward; equal (in, out) means equal innovation
  * across genomes. */

@@ -697,6 +697,22 @@ case_sequence_recorded() {
     cp "$WORK/out" "$WORK/with.csv"
     run 0 run "$WORK/dx.otm" --input "$D/delayed_xor.csv"
     cmp -s "$WORK/out" "$WORK/with.csv" || fail "evolved: without --sequence differs"
+    # columns chosen by index are recorded by their names, as ones chosen by name (the id
+    # column was once recorded as "0", which no header names: the file then did not run as is)
+    run 0 train "$RSUM" --data "$WORK/sums.csv" --target 2 --sequence 0 --epochs 1 \
+        --out "$WORK/ti.otm"
+    run 0 summary "$WORK/ti.otm" # the "train" record and the "columns" both name them
+    [ "$(grep -cE '^ +sequence +id$' "$WORK/out")" = 2 ] && grep -qE '^ +target +y$' "$WORK/out" ||
+        fail "by index: not recorded by name: $(grep -E 'sequence|target' "$WORK/out")"
+    run 0 run "$WORK/ti.otm" --input "$WORK/sums.csv"
+    out_has "output0"
+    sed 's/^sequence .*/sequence = 0/' "$SRC/examples/neat/delayed_xor_hybrid.ini" >"$WORK/i.ini"
+    run 1 evolve "$WORK/i.ini" --task "csv:$D/delayed_xor.csv" --generations 1 --seed 1 \
+        --threads 1 --out "$WORK/dxi.otm"
+    run 0 run "$WORK/dxi.otm" --input "$D/delayed_xor.csv" --sequence seq
+    cp "$WORK/out" "$WORK/with.csv"
+    run 0 run "$WORK/dxi.otm" --input "$D/delayed_xor.csv"
+    cmp -s "$WORK/out" "$WORK/with.csv" || fail "evolved with sequence = 0: not the seq id run"
     # a model without the record: the error says what to give
     run 2 run "$RSUM" --input "$D/delayed_xor.csv"
     err_has 'cannot read "s0"'
@@ -727,6 +743,17 @@ case_train_standardize() {
     run 0 summary "$WORK/ms.otm"
     out_has "input_mean"
     out_has "standardize"
+    # --standardize again on a model that standardises its input would scale it twice: refused,
+    # and the model trains on raw rows without it
+    run 2 train "$WORK/ms.otm" --data "$WORK/s.csv" --target y --val-split 0 --epochs 1 \
+        --standardize --out "$WORK/ms2.otm"
+    err_has "--standardize: $WORK/ms.otm standardises its input already (its input_mean and input_std)"
+    [ -e "$WORK/ms2.otm" ] && fail "a refused --standardize wrote its --out"
+    run 0 train "$WORK/ms.otm" --data "$WORK/s.csv" --target y --optimizer sgd --lr 1e-30 \
+        --val-split 0 --epochs 1 --out "$WORK/ms2.otm"
+    run 0 run "$WORK/ms2.otm" --input "$WORK/s.csv"
+    paste -d, "$WORK/out" "$WORK/want.csv" | awk -F, 'NR > 1 { d = $1 - $2; if (d < -1e-5 || d > 1e-5) bad = 1 }
+        END { exit bad }' || fail "retrained standardised model on raw rows: $(paste -d' ' "$WORK/out" "$WORK/want.csv")"
     # a model whose input is not [batch, features], and images: refused, exit 2
     run 0 new cnn --input 1x2x2 --spec c4k2p1-p2-f8 --outputs 3 -o "$WORK/c.otm"
     run 2 train "$WORK/c.otm" --data "$SRC/examples/data/iris.csv" --target species --standardize \
@@ -1145,6 +1172,70 @@ case_conventions() {
 
 # Traps that ran and said nothing useful: a neat-python CTRNN config without --ctrnn, and a
 # neat-python XOR config (threshold on its 4 - sum err^2 scale) under --task xor.
+# An empty item in a list is an error naming it, in a config (file, line, section, key) and
+# in a column list, never an item quietly skipped.
+case_empty_list_items() {
+    local D=$SRC/examples/data
+    sed 's/^\[NEAT\]/[NEAT]\nselection = nsga2\nobjectives = fitness,,connections/' \
+        "$SRC/examples/neat/xor.ini" >"$WORK/o.ini"
+    local line
+    line=$(grep -n '^objectives' "$WORK/o.ini" | cut -d: -f1)
+    run 2 evolve "$WORK/o.ini" --task xor --generations 1
+    err_has "o.ini:$line: [NEAT] objectives: bad list 'fitness,,connections': item 2 is empty"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target 'species,' --epochs 1 -o "$WORK/t.otm"
+    err_has "iris.csv: target column list \"species,\": item 2 is empty"
+    run 2 run "$IRIS" --input "$D/iris.csv" --drop ',species'
+    err_has "iris.csv: target column list \",species\": item 1 is empty"
+    err_clean
+}
+
+# An option is given once: a repeat (flag or value, by any of its names) is an error naming
+# it, never a first value dropped or a flag applied again.
+case_option_given_twice() {
+    local D=$SRC/examples/data
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --standardize --standardize \
+        -o "$WORK/t.otm"
+    err_has "otc train: --standardize given twice"
+    run 2 run "$IRIS" --input "$D/iris.csv" --drop species --drop sepal_width
+    err_has "otc run: --drop given twice"
+    run 2 run "$IRIS" --input "$D/iris.csv" --drop species -o "$WORK/a.csv" --output="$WORK/b.csv"
+    err_has "otc run: --out given twice"
+    err_has "as -o and --output"
+    [ -e "$WORK/a.csv" ] || [ -e "$WORK/b.csv" ] && fail "a refused command wrote an output"
+    run 2 evolve "$SRC/examples/neat/xor.ini" --task xor --seed 1 --seed=2
+    err_has "otc evolve: --seed given twice"
+    err_clean
+}
+
+# Option values that mean nothing: an empty one (a path, column list or name; "--out=" once
+# trained and then failed to save, "--drop=" dropped nothing), nan or inf for a number, an
+# empty item in --train-only. Each is refused naming the option, before any work.
+case_option_empty_and_nonfinite() {
+    local D=$SRC/examples/data
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --epochs 1 --out=
+    err_has "otc train: --out needs a value, not an empty one"
+    run 2 run "$IRIS" --input "$D/iris.csv" --drop ''
+    err_has "otc run: --drop needs a value, not an empty one"
+    run 2 new mlp --inputs 4 --hidden= --outputs 3 -o "$WORK/n.otm"
+    err_has "otc new: --hidden needs a value, not an empty one"
+    [ -e "$WORK/n.otm" ] && fail "a refused --hidden wrote its --out"
+    local v
+    for v in nan inf -inf 1e999; do
+        run 2 train "$IRIS" --data "$D/iris.csv" --target species --lr=$v -o "$WORK/t.otm"
+        err_has "bad value '$v' for --lr (expected a finite number"
+    done
+    run 2 import "$SRC/tests/neat_python/xor_champion_101_0.json" -o "$WORK/i.otm" \
+        --advance-time nan
+    err_has "bad value 'nan' for --advance-time (expected a finite number"
+    run 2 train "$IRIS" --data "$D/iris.csv" --target species --train-only 'fc2.,,fc1.' \
+        -o "$WORK/t.otm"
+    err_has "--train-only: bad list 'fc2.,,fc1.': item 2 is empty"
+    [ -e "$WORK/t.otm" ] && fail "a refused option wrote its --out"
+    # where empty means something, it is taken: no caption
+    run 0 viz "$IRIS" -o "$WORK/v.svg" --title ''
+    err_clean
+}
+
 case_traps() {
     local C=$SRC/tests/neat_python/configs
     run 2 evolve "$C/single-pole-balancing_config-ctrnn" --task pole1:neat-python --generations 1

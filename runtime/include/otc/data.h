@@ -16,12 +16,14 @@ typedef struct {
     char **feature_names; /* n_features names (from the header, or "c<index>") */
     char **target_names;
     /* From a CSV: each row's 1-based line in the file (NULL otherwise), and with a sequence
-     * column each row's sequence (0, 1, ... in order of first appearance) and the column's
-     * text for each of the n_seq_ids sequences (NULL otherwise). */
+     * column each row's sequence (0, 1, ... in order of first appearance), the column's text
+     * for each of the n_seq_ids sequences and the column's name (from the header, or
+     * "c<index>", however it was chosen: by name or index) (NULL otherwise). */
     int *lines;
     int *seq;
     char **seq_ids;
     int n_seq_ids;
+    char *seq_name;
 } otc_dataset;
 
 otc_dataset *otc_dataset_new(int rows, int n_features, int n_targets);

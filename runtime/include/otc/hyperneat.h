@@ -12,14 +12,13 @@
 #include "neat_genome.h"
 
 /* The config parser's grid syntax: "NXxNY" (each side 1 to OTC_SUBSTRATE_MAX_SIDE); a
- * hidden_grids value is "none" or grids separated by spaces or commas. */
+ * hidden_grids value is "none" or a list of grids (otc_list_split: spaces or commas). */
 #define OTC_SUBSTRATE_MAX_SIDE 1024
 #define OTC_SUBSTRATE_GRID_EXPECTED                                                                \
     "bad value '%s' (expected a grid NXxNY such as 11x11, sides 1 to 1024)"
 #define OTC_SUBSTRATE_GRIDS_EXPECTED                                                               \
     "bad value '%s' (expected none or up to 4 grids NXxNY separated by spaces)"
 bool otc_substrate_parse_grid(const char *text, otc_neat_grid *out);
-bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n);
 /* A config with [Substrate]: its grids and the CPPN's inputs/outputs agree (OTC_ERR_CONFIG
  * naming file, section and key otherwise). */
 otc_status otc_substrate_check(const otc_neat_config *c, const char *file);

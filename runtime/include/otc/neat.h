@@ -300,7 +300,10 @@ otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_
 /* A copy of g (one Input [batch, features]) that computes (x - mean) / std per feature, with
  * frozen parameters "input_mean" and "input_std", before any node of g reads x: the csv
  * task's standardisation carried by the saved model, and `otc train --standardize`'s
- * (phenotype_standardize.c). Metadata is copied. The caller frees *out. */
+ * (phenotype_standardize.c). Metadata is copied. The caller frees *out. A model holding a
+ * node named OTC_NEAT_INPUT_MEAN standardises its input already. */
+#define OTC_NEAT_INPUT_MEAN "input_mean"
+#define OTC_NEAT_INPUT_STD  "input_std"
 otc_status otc_neat_graph_standardize_input(const otc_graph *g, const float *mean, const float *std,
                                             otc_graph **out);
 

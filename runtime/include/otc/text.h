@@ -1,10 +1,13 @@
 /* A growable text buffer for whatever otc builds as a whole document before writing it
- * (emitted C, DOT graphs, SVG plots), with the escaping each of those languages needs. */
+ * (emitted C, DOT graphs, SVG plots), with the escaping each of those languages needs; and
+ * the one reader of the comma-separated lists users write. */
 #ifndef OTC_TEXT_H
 #define OTC_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "error.h"
 
 /* Zero-initialise (or otc_text_init). After an allocation failure it only records `failed`,
  * so writers append freely and check once at the end. */
@@ -45,5 +48,14 @@ void otc_text_dot_string(otc_text *t, const char *text);
  * compiler could warn about. Text longer than OTC_TEXT_COMMENT_MAX is cut and ends in "...". */
 #define OTC_TEXT_COMMENT_MAX 64
 void otc_text_c_comment(otc_text *t, const char *text);
+
+/* Splits a list in place: buf holds items separated by commas, and by blanks (spaces, tabs)
+ * too when blanks_separate; items[0..*n) then point at the items, NUL-terminated, blanks
+ * around each trimmed. A list of blanks alone has no items. An empty item (nothing but blanks
+ * before a comma or after the last one: "a,,b", "a, ,", ",a") is an error whose message
+ * names its 1-based position, as is an item beyond max; the caller adds where the list came
+ * from. Every list a user writes (config keys, column lists) is read through this, so an
+ * empty item is never silently skipped. */
+otc_status otc_list_split(char *buf, bool blanks_separate, char **items, int max, int *n);
 
 #endif

@@ -442,7 +442,9 @@ otc_status otc_graph_set_input(otc_graph *g, otc_id node, int slot, otc_id src) 
     return st;
 }
 
-otc_status otc_graph_copy_into(otc_graph *dst, const otc_graph *g, otc_id *map) {
+/* otc_graph_copy_into of the nodes keep marks (every node when keep is NULL): a node left
+ * out keeps map[i] = -1, and an output left out is not marked. */
+static otc_status copy_kept(otc_graph *dst, const otc_graph *g, otc_id *map, const bool *keep) {
     int max_inputs = 1;
     for (int i = 0; i < g->n; i++)
         if (g->nodes[i].n_inputs > max_inputs) max_inputs = g->nodes[i].n_inputs;
@@ -451,7 +453,7 @@ otc_status otc_graph_copy_into(otc_graph *dst, const otc_graph *g, otc_id *map) 
     otc_id first = dst->n; /* ids from here on are the copies */
     otc_status st = OTC_OK;
     for (int i = 0; i < g->n && st == OTC_OK; i++) {
-        if (map[i] >= 0) continue;
+        if (map[i] >= 0 || (keep && !keep[i])) continue;
         const otc_node *n = &g->nodes[i];
         otc_node_spec s = spec_of(n);
         /* Ids keep their order, so every input but a Delay's source is mapped already. */
@@ -471,10 +473,14 @@ otc_status otc_graph_copy_into(otc_graph *dst, const otc_graph *g, otc_id *map) 
         if (g->nodes[i].op == OTC_OP_DELAY && map[i] >= first)
             st = otc_graph_set_input(dst, map[i], 0, map[g->nodes[i].inputs[0]]);
     for (int i = 0; i < g->n_outputs && st == OTC_OK; i++)
-        st = otc_graph_mark_output(dst, map[g->outputs[i]]);
+        if (map[g->outputs[i]] >= 0) st = otc_graph_mark_output(dst, map[g->outputs[i]]);
     for (int i = 0; i < g->n_meta && st == OTC_OK; i++)
         st = otc_graph_meta_set(dst, g->meta_keys[i], g->meta_values[i]);
     return st;
+}
+
+otc_status otc_graph_copy_into(otc_graph *dst, const otc_graph *g, otc_id *map) {
+    return copy_kept(dst, g, map, NULL);
 }
 
 otc_graph *otc_graph_clone(const otc_graph *g) {
@@ -511,59 +517,35 @@ otc_graph *otc_graph_inference(const otc_graph *g) {
         return NULL;
     }
     /* What the outputs read, through Delays' sources too: the rest (losses, their targets) is
-     * left out. Ids keep their order, so every input is copied before its readers. */
+     * left out. */
     bool *needed = calloc((size_t)g->n, sizeof *needed);
     otc_id *stack = malloc((size_t)g->n * sizeof *stack), *map = malloc((size_t)g->n * sizeof *map);
-    otc_id *ins = NULL;
     otc_graph *c = otc_graph_new();
-    if (!needed || !stack || !map || !c) goto nomem;
-    int top = 0, max_inputs = 1;
-    for (int i = 0; i < g->n_outputs; i++) {
-        otc_id o = g->outputs[i];
-        if (!is_loss(g->nodes[o].op) && !needed[o]) needed[stack[top++] = o] = true;
-    }
-    while (top > 0) {
-        const otc_node *n = &g->nodes[stack[--top]];
-        if (n->n_inputs > max_inputs) max_inputs = n->n_inputs;
-        for (int k = 0; k < n->n_inputs; k++)
-            if (!needed[n->inputs[k]]) needed[stack[top++] = n->inputs[k]] = true;
-    }
-    if (!(ins = malloc((size_t)max_inputs * sizeof *ins))) goto nomem;
-    for (int i = 0; i < g->n; i++) {
-        map[i] = -1;
-        if (!needed[i]) continue;
-        const otc_node *n = &g->nodes[i];
-        otc_node_spec s = spec_of(n);
-        for (int k = 0; k < n->n_inputs; k++) ins[k] = map[n->inputs[k]];
-        if (n->op == OTC_OP_DELAY) ins[0] = c->n; /* connected once its source exists */
-        s.inputs = ins;
-        if ((map[i] = otc_graph_add(c, &s)) < 0) goto fail;
-        if (n->op == OTC_OP_PARAMETER) {
-            memcpy(c->nodes[map[i]].value->data, n->value->data, n->value->size * sizeof(float));
-            c->nodes[map[i]].trainable = n->trainable;
+    if (!needed || !stack || !map || !c) {
+        otc_fail(OTC_ERR_NOMEM, "out of memory");
+    } else {
+        int top = 0;
+        for (int i = 0; i < g->n_outputs; i++) {
+            otc_id o = g->outputs[i];
+            if (!is_loss(g->nodes[o].op) && !needed[o]) needed[stack[top++] = o] = true;
+        }
+        while (top > 0) {
+            const otc_node *n = &g->nodes[stack[--top]];
+            for (int k = 0; k < n->n_inputs; k++)
+                if (!needed[n->inputs[k]]) needed[stack[top++] = n->inputs[k]] = true;
+        }
+        for (int i = 0; i < g->n; i++) map[i] = -1;
+        if (copy_kept(c, g, map, needed) == OTC_OK) {
+            free(needed);
+            free(stack);
+            free(map);
+            return c;
         }
     }
-    for (int i = 0; i < g->n; i++)
-        if (needed[i] && g->nodes[i].op == OTC_OP_DELAY)
-            c->nodes[map[i]].inputs[0] = map[g->nodes[i].inputs[0]];
-    for (int i = 0; i < g->n_outputs; i++)
-        if (!is_loss(g->nodes[g->outputs[i]].op) && otc_graph_mark_output(c, map[g->outputs[i]]))
-            goto fail;
-    for (int i = 0; i < g->n_meta; i++)
-        if (otc_graph_meta_set(c, g->meta_keys[i], g->meta_values[i])) goto fail;
-    free(needed);
-    free(stack);
-    free(map);
-    free(ins);
-    return c;
-nomem:
-    otc_fail(OTC_ERR_NOMEM, "out of memory");
-fail:
-    free(needed);
-    free(stack);
-    free(map);
-    free(ins);
     otc_graph_free(c);
+    free(needed);
+    free(stack);
+    free(map);
     return NULL;
 }
 

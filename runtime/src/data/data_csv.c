@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "otc/data.h"
+#include "otc/text.h"
 #include "otc/file.h"
 
 /* Longest cell text quoted back in an error message. */
@@ -175,7 +176,9 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
                                   const char *file, int **cols_out, int *n_out) {
     size_t len = strlen(list);
     char *copy = malloc(len + 1);
-    int *cols = malloc((len / 2 + 1) * sizeof *cols); /* at most one per comma, plus one */
+    int max = (int)(len / 2 + 1); /* items are not empty: at most one per comma, plus one */
+    int *cols = malloc((size_t)max * sizeof *cols);
+    char **items = malloc((size_t)max * sizeof *items);
     /* Names to columns through a hash map, and a flag per column listed: a list of k names
      * over n columns costs O(k + n), not O(k n). first[] is a name's first column, count[]
      * how many columns share it. */
@@ -183,7 +186,7 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
     int *first = malloc(((size_t)n_cols + 1) * sizeof *first);
     int *count = calloc((size_t)n_cols + 1, sizeof *count);
     bool *listed = calloc((size_t)n_cols + 1, sizeof *listed);
-    otc_status st = copy && cols && first && count && listed
+    otc_status st = copy && cols && items && first && count && listed
                         ? OTC_OK
                         : otc_fail(OTC_ERR_NOMEM, "out of memory");
     for (int c = 0; c < n_cols && !st; c++) {
@@ -194,6 +197,7 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
     if (st) {
         free(copy);
         free(cols);
+        free(items);
         free(first);
         free(count);
         free(listed);
@@ -201,54 +205,58 @@ static otc_status resolve_columns(const char *list, const char *what, char **nam
         return st;
     }
     memcpy(copy, list, len + 1);
-    int n = 0;
-    char *token = copy;
-    for (;;) {
-        char *comma = strchr(token, ',');
-        if (comma) *comma = '\0';
-        char *t = clean_cell(token, ',');
-        if (*t) {
-            int found = -1, matches = 0;
-            int k = label_map_find(&by_name, t);
-            if (k >= 0) {
-                found = first[k];
-                matches = count[k];
-            }
-            if (matches > 1) {
-                st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is ambiguous (%d columns)", file,
-                              what, t, matches);
-                break;
-            }
-            if (found < 0) {
-                char *end;
-                errno = 0;
-                long idx = strtol(t, &end, 10);
-                bool digits = *t >= '0' && *t <= '9' && *end == '\0' && errno == 0;
-                if (!digits) {
-                    st = otc_fail(OTC_ERR_ARG, "%s: no %s column named \"%s\"", file, what, t);
-                    break;
-                }
-                if (idx >= n_cols) {
-                    st = otc_fail(OTC_ERR_ARG,
-                                  "%s: %s column index %ld is out of range (%d columns, "
-                                  "indices from 0)",
-                                  file, what, idx, n_cols);
-                    break;
-                }
-                found = (int)idx;
-            }
-            if (listed[found]) {
-                st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is listed twice", file, what,
-                              names[found]);
-                break;
-            }
-            listed[found] = true;
-            cols[n++] = found;
+    int n = 0, n_items = 0;
+    if (otc_list_split(copy, false, items, max, &n_items) != OTC_OK) {
+        char why[64];
+        snprintf(why, sizeof why, "%s", otc_last_error());
+        st = otc_fail(OTC_ERR_ARG, "%s: %s column list \"%s\": %s", file, what, list, why);
+    }
+    for (int i = 0; i < n_items && !st; i++) {
+        char *t = clean_cell(items[i], ',');
+        if (!*t) { /* "" */
+            st = otc_fail(OTC_ERR_ARG, "%s: %s column list \"%s\": item %d is empty", file, what,
+                          list, i + 1);
+            break;
         }
-        if (!comma) break;
-        token = comma + 1;
+        int found = -1, matches = 0;
+        int k = label_map_find(&by_name, t);
+        if (k >= 0) {
+            found = first[k];
+            matches = count[k];
+        }
+        if (matches > 1) {
+            st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is ambiguous (%d columns)", file, what,
+                          t, matches);
+            break;
+        }
+        if (found < 0) {
+            char *end;
+            errno = 0;
+            long idx = strtol(t, &end, 10);
+            bool digits = *t >= '0' && *t <= '9' && *end == '\0' && errno == 0;
+            if (!digits) {
+                st = otc_fail(OTC_ERR_ARG, "%s: no %s column named \"%s\"", file, what, t);
+                break;
+            }
+            if (idx >= n_cols) {
+                st = otc_fail(OTC_ERR_ARG,
+                              "%s: %s column index %ld is out of range (%d columns, "
+                              "indices from 0)",
+                              file, what, idx, n_cols);
+                break;
+            }
+            found = (int)idx;
+        }
+        if (listed[found]) {
+            st = otc_fail(OTC_ERR_ARG, "%s: %s column \"%s\" is listed twice", file, what,
+                          names[found]);
+            break;
+        }
+        listed[found] = true;
+        cols[n++] = found;
     }
     free(copy);
+    free(items);
     free(first);
     free(count);
     free(listed);
@@ -557,6 +565,8 @@ otc_status otc_csv_parse(const char *text, size_t len, const char *name, const o
         s.d->n_seq_ids = s.seq_ids.count;
         s.seq_ids.labels = NULL;
         s.seq_ids.count = 0;
+        if (!(s.d->seq_name = dup_string(s.names[s.seq_col])))
+            st = otc_fail(OTC_ERR_NOMEM, "%s: out of memory", name);
     }
     if (!st) {
         *out = s.d;

@@ -68,6 +68,7 @@ void otc_dataset_free(otc_dataset *d) {
     free(d->lines);
     free(d->seq);
     free_names(d->seq_ids, d->n_seq_ids);
+    free(d->seq_name);
     free(d);
 }
 

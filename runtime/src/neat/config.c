@@ -15,6 +15,7 @@
 #include "otc/hyperneat.h"
 #include "otc/limits.h"
 #include "otc/neat_config.h"
+#include "otc/text.h"
 
 typedef enum {
     K_INT,
@@ -44,6 +45,7 @@ typedef enum {
     K_NOVELTY,    /* a novelty_* number, listed only under selection = novelty */
     K_GRID,       /* [Substrate] a node grid, NXxNY */
     K_GRIDS,      /* [Substrate] hidden_grids: grids or none */
+    K_COLUMNS,    /* [Task] targets: CSV columns by name or index, comma-separated */
     K_SUB_ACT,    /* [Substrate] activation: an otc activation name */
     K_LEO_SEED    /* [Substrate] leo_seed: none or locality_x (listed when not none) */
 } key_kind;
@@ -182,7 +184,7 @@ static const key_def keys[] = {
     {"Hybrid", "inheritance", K_INHERIT, OFF(lamarckian), false, 0, 0},
     {"Hybrid", "complexity_penalty", K_DOUBLE, OFF(complexity_penalty), false, 0, BIG},
 
-    {"Task", "targets", K_STRING, OFF(targets), false, 0, 0},
+    {"Task", "targets", K_COLUMNS, OFF(targets), false, 0, 0},
     {"Task", "header", K_BOOL, OFF(csv_header), false, 0, 0},
     {"Task", "kind", K_TASK_KIND, OFF(regression), false, 0, 0},
     {"Task", "target_accuracy", K_DOUBLE, OFF(target_accuracy), false, 0, 1},
@@ -419,6 +421,10 @@ const char *otc_neat_objective_name(otc_neat_objective o) {
     return o >= 0 && o < OTC_NEAT_OBJ_COUNT ? objective_names[o] : "?";
 }
 
+/* A list-valued key's value: its bytes, and its items (at most one per two bytes). */
+#define LIST_BYTES 512
+#define LIST_ITEMS (LIST_BYTES / 2)
+
 typedef struct {
     const char *file;
     otc_neat_config *c;
@@ -429,7 +435,7 @@ typedef struct {
     int functions;    /* activation_functions: -1 not given, 0 otc, 1 neat-python */
     int rules;        /* evolution: -1 not given, 0 otc, 1 neat-python */
     /* activation_default / _options as written, resolved once the dialect is known */
-    char act_default[64], act_options[512];
+    char act_default[64], act_options[LIST_BYTES];
     bool failed;
     otc_status status;
 } parse_state;
@@ -529,11 +535,31 @@ static bool parse_connect(const char *v, otc_neat_config *c) {
     "lelu selu softplus identity clamped inv log exp abs hat square cube; a custom function "      \
     "registered in Python cannot be used)"
 
+/* The items of a list-valued key, split once for every such key (otc_list_split), so an
+ * empty item ("5x5, ,", "fitness,,connections") is one error naming the file, line, key and
+ * the item's position, never skipped. Blanks separate items too, as in neat-python's lists,
+ * except in column lists (a column name may hold a space). */
+static bool list_items(parse_state *st, const key_def *k, const char *section, const char *name,
+                       const char *value, char *buf, char **item, int *n) {
+    if (strlen(value) >= LIST_BYTES)
+        return fail_key(st, section, name, "value '%.40s...' too long", value);
+    memcpy(buf, value, strlen(value) + 1);
+    if (otc_list_split(buf, k->kind != K_COLUMNS, item, LIST_ITEMS, n) == OTC_OK) return true;
+    char msg[320]; /* within fail_key's message */
+    snprintf(msg, sizeof msg, "bad list '%.200s': %s", value, otc_last_error());
+    return fail_key(st, section, name, "%s", msg);
+}
+
 static bool handle_value(parse_state *st, const key_def *k, const char *section, const char *name,
                          const char *value) {
     void *dest = (char *)st->c + k->offset;
     char *end = NULL;
     errno = 0;
+    char list[LIST_BYTES], *item[LIST_ITEMS];
+    int n_items = 0;
+    bool is_list = k->kind == K_ACTS || k->kind == K_AGGRS || k->kind == K_OBJECTIVES ||
+                   k->kind == K_COLUMNS || (k->kind == K_GRIDS && strcmp(value, "none"));
+    if (is_list && !list_items(st, k, section, name, value, list, item, &n_items)) return false;
     switch (k->kind) {
     case K_INT: {
         long x = strtol(value, &end, 10);
@@ -583,20 +609,13 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         snprintf(st->act_default, sizeof st->act_default, "%s", value); /* names are short */
         return true;
     }
-    case K_ACTS: {
-        if (strlen(value) >= sizeof st->act_options)
-            return fail_key(st, section, name, "value '%.40s...' too long", value);
-        char buf[sizeof st->act_options];
-        snprintf(buf, sizeof buf, "%s", value);
-        int n = 0;
-        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-             w = strtok_r(NULL, " \t,", &save), n++)
-            if (otc_neat_act_from_name(w) < 0)
-                return fail_key(st, section, name, UNSUPPORTED_ACT, w);
-        if (n == 0) return fail_key(st, section, name, "no activation given%s", "");
+    case K_ACTS:
+        for (int i = 0; i < n_items; i++)
+            if (otc_neat_act_from_name(item[i]) < 0)
+                return fail_key(st, section, name, UNSUPPORTED_ACT, item[i]);
+        if (n_items == 0) return fail_key(st, section, name, "no activation given%s", "");
         snprintf(st->act_options, sizeof st->act_options, "%s", value);
         return true;
-    }
     case K_FUNCS:
         if (!strcmp(value, "neat-python"))
             st->functions = 1;
@@ -631,11 +650,9 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         return true;
     }
     case K_AGGRS: {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", value);
         int n = 0;
-        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-             w = strtok_r(NULL, " \t,", &save)) {
+        for (int j = 0; j < n_items; j++) {
+            const char *w = item[j];
             int a = otc_agg_from_name(w);
             if (a < 0)
                 return fail_key(st, section, name,
@@ -671,6 +688,7 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
                             value);
         return true;
     case K_STRING:
+    case K_COLUMNS:
         if (strlen(value) >= sizeof st->c->targets)
             return fail_key(st, section, name, "value '%s' too long", value);
         snprintf((char *)dest, sizeof st->c->targets, "%s", value);
@@ -720,13 +738,9 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
         return fail_key(st, section, name, "bad value '%s' (expected fitness, nsga2 or novelty)",
                         value);
     case K_OBJECTIVES: {
-        char buf[256];
-        if (strlen(value) >= sizeof buf)
-            return fail_key(st, section, name, "value '%.40s...' too long", value);
-        snprintf(buf, sizeof buf, "%s", value);
         int n = 0;
-        for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-             w = strtok_r(NULL, " \t,", &save)) {
+        for (int j = 0; j < n_items; j++) {
+            const char *w = item[j];
             int o = -1;
             for (int i = 0; i < OTC_NEAT_OBJ_COUNT; i++)
                 if (!strcmp(w, objective_names[i])) o = i;
@@ -769,8 +783,16 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             return fail_key(st, section, name, OTC_SUBSTRATE_GRID_EXPECTED, value);
         return true;
     case K_GRIDS:
-        if (!otc_substrate_parse_grids(value, st->c->substrate.hidden, &st->c->substrate.n_hidden))
+        if (!strcmp(value, "none")) {
+            st->c->substrate.n_hidden = 0;
+            return true;
+        }
+        if (n_items == 0 || n_items > OTC_SUBSTRATE_MAX_HIDDEN)
             return fail_key(st, section, name, OTC_SUBSTRATE_GRIDS_EXPECTED, value);
+        for (int i = 0; i < n_items; i++)
+            if (!otc_substrate_parse_grid(item[i], &st->c->substrate.hidden[i]))
+                return fail_key(st, section, name, OTC_SUBSTRATE_GRID_EXPECTED, item[i]);
+        st->c->substrate.n_hidden = n_items;
         return true;
     case K_SUB_ACT: {
         int a = otc_neat_act_from_name(value);
@@ -847,12 +869,12 @@ static void resolve_activations(parse_state *st) {
     c->np_evolution = st->rules >= 0 ? st->rules == 1 : !st->otc_key;
     if (st->act_default[0]) c->activation_default = (otc_act)act_in_dialect(st->act_default, np);
     if (!st->act_options[0]) return;
-    char buf[sizeof st->act_options];
-    snprintf(buf, sizeof buf, "%s", st->act_options);
-    int n = 0;
-    for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-         w = strtok_r(NULL, " \t,", &save)) {
-        otc_act a = (otc_act)act_in_dialect(w, np);
+    char buf[sizeof st->act_options], *item[LIST_ITEMS];
+    memcpy(buf, st->act_options, sizeof buf);
+    int n = 0, n_items = 0;
+    otc_list_split(buf, true, item, LIST_ITEMS, &n_items); /* read once already: no error */
+    for (int j = 0; j < n_items; j++) {
+        otc_act a = (otc_act)act_in_dialect(item[j], np);
         bool dup = false;
         for (int i = 0; i < n; i++) dup |= c->activation_options[i] == a;
         if (!dup && n < OTC_ACT_COUNT) c->activation_options[n++] = a;
@@ -1116,6 +1138,7 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
         snprintf(buf, size, "%s", *(const bool *)src ? "uniform" : "gaussian");
         return true;
     case K_STRING:
+    case K_COLUMNS:
         snprintf(buf, size, "%s", (const char *)src);
         return true;
     case K_TASK_KIND:

@@ -26,8 +26,8 @@ otc_status otc_neat_graph_standardize_input(const otc_graph *g, const float *mea
      * the network reading the standardised value where it read the raw one: every node comes
      * after what it reads, as a saved model must. */
     otc_id x = otc_input(c, in->name, in->shape);
-    otc_id m = otc_param(c, "input_mean", otc_shape_1d(features), mean);
-    otc_id s = otc_param(c, "input_std", otc_shape_1d(features), std);
+    otc_id m = otc_param(c, OTC_NEAT_INPUT_MEAN, otc_shape_1d(features), mean);
+    otc_id s = otc_param(c, OTC_NEAT_INPUT_STD, otc_shape_1d(features), std);
     otc_id sx = -1;
     if (x >= 0 && m >= 0 && s >= 0 && otc_graph_set_trainable(c, m, false) == OTC_OK &&
         otc_graph_set_trainable(c, s, false) == OTC_OK) {

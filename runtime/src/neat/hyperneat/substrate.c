@@ -45,22 +45,6 @@ bool otc_substrate_parse_grid(const char *text, otc_neat_grid *out) {
     return true;
 }
 
-bool otc_substrate_parse_grids(const char *text, otc_neat_grid *out, int *n) {
-    if (!strcmp(text, "none")) return *n = 0, true;
-    char buf[256];
-    if (strlen(text) >= sizeof buf) return false;
-    snprintf(buf, sizeof buf, "%s", text);
-    int k = 0;
-    for (char *save = NULL, *w = strtok_r(buf, " \t,", &save); w;
-         w = strtok_r(NULL, " \t,", &save)) {
-        if (k == OTC_SUBSTRATE_MAX_HIDDEN || !otc_substrate_parse_grid(w, &out[k])) return false;
-        k++;
-    }
-    if (k == 0) return false;
-    *n = k;
-    return true;
-}
-
 int otc_substrate_cppn_inputs(const otc_neat_substrate *s) {
     return 4 + s->distance_input + 2 * s->layer_input;
 }
