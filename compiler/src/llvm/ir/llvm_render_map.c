@@ -37,16 +37,26 @@ static LLVMValueRef stride(otc_llvm_r *r) {
     return r->colmode ? otc_lv_i64(r, r->o.lanes) : r->a[OTC_LA_STRIDE];
 }
 
-/* A batched value's columns e + j of sample col_b (stride S apart), gathered. */
+/* A batched value's columns e + j of sample col_b (one vector apart: column mode's stride),
+ * gathered by one masked gather at constant offsets from the first (the lane-by-lane loads
+ * became gathers on 64-bit index vectors rebuilt, and spilled, per block). */
 static LLVMValueRef gather_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e) {
-    LLVMValueRef v = LLVMConstNull(r->vec), S = stride(r);
-    for (int j = 0; j < r->col_valid; j++) {
-        LLVMValueRef col = LLVMBuildAdd(B, e, otc_lv_i64(r, j), "");
-        LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, col, S, ""), r->col_b, "");
-        v = LLVMBuildInsertElement(B, v, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, base, idx)),
-                                   lane_index(r, j), "");
+    int W = r->o.lanes;
+    LLVMValueRef first =
+        otc_lv_gep(r, base, LLVMBuildAdd(B, LLVMBuildMul(B, e, stride(r), ""), r->col_b, ""));
+    LLVMValueRef offs[64], bits[64];
+    for (int j = 0; j < W; j++) {
+        offs[j] = LLVMConstInt(r->ir.i32, (unsigned long long)j * (unsigned long long)W, 0);
+        bits[j] = LLVMConstInt(r->ir.i1, j < r->col_valid, 0);
     }
-    return v;
+    LLVMValueRef idx = LLVMConstVector(offs, (unsigned)W);
+    LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(B, r->ir.f32, first, &idx, 1, "");
+    LLVMTypeRef types[2] = {r->vec, LLVMVectorType(r->ir.ptr, (unsigned)W)};
+    unsigned iid = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(r->ir.mod, iid, types, 2);
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(r->ir.i32, 4, 0), LLVMConstVector(bits, (unsigned)W),
+                            LLVMConstNull(r->vec)};
+    return LLVMBuildCall2(B, LLVMIntrinsicGetType(r->ir.ctx, iid, types, 2), f, args, 4, "");
 }
 
 static void scatter_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, LLVMValueRef v) {
