@@ -37,16 +37,26 @@ static LLVMValueRef stride(otc_llvm_r *r) {
     return r->colmode ? otc_lv_i64(r, r->o.lanes) : r->a[OTC_LA_STRIDE];
 }
 
-/* A batched value's columns e + j of sample col_b (stride S apart), gathered. */
+/* A batched value's columns e + j of sample col_b (one vector apart: column mode's stride),
+ * gathered by one masked gather at constant offsets from the first (the lane-by-lane loads
+ * became gathers on 64-bit index vectors rebuilt, and spilled, per block). */
 static LLVMValueRef gather_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e) {
-    LLVMValueRef v = LLVMConstNull(r->vec), S = stride(r);
-    for (int j = 0; j < r->col_valid; j++) {
-        LLVMValueRef col = LLVMBuildAdd(B, e, otc_lv_i64(r, j), "");
-        LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, col, S, ""), r->col_b, "");
-        v = LLVMBuildInsertElement(B, v, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, base, idx)),
-                                   lane_index(r, j), "");
+    int W = r->o.lanes;
+    LLVMValueRef first =
+        otc_lv_gep(r, base, LLVMBuildAdd(B, LLVMBuildMul(B, e, stride(r), ""), r->col_b, ""));
+    LLVMValueRef offs[64], bits[64];
+    for (int j = 0; j < W; j++) {
+        offs[j] = LLVMConstInt(r->ir.i32, (unsigned long long)j * (unsigned long long)W, 0);
+        bits[j] = LLVMConstInt(r->ir.i1, j < r->col_valid, 0);
     }
-    return v;
+    LLVMValueRef idx = LLVMConstVector(offs, (unsigned)W);
+    LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(B, r->ir.f32, first, &idx, 1, "");
+    LLVMTypeRef types[2] = {r->vec, LLVMVectorType(r->ir.ptr, (unsigned)W)};
+    unsigned iid = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(r->ir.mod, iid, types, 2);
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(r->ir.i32, 4, 0), LLVMConstVector(bits, (unsigned)W),
+                            LLVMConstNull(r->vec)};
+    return LLVMBuildCall2(B, LLVMIntrinsicGetType(r->ir.ctx, iid, types, 2), f, args, 4, "");
 }
 
 static void scatter_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, LLVMValueRef v) {
@@ -429,7 +439,8 @@ static void matmul_blas(otc_llvm_r *r, int k) {
  * about 8% faster with eight; the sums are the same, column by column). */
 #define COL_BLOCKS 8
 
-static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e, int nb, int last) {
+static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e, int nb, int last,
+                        bool store_sum) {
     mm_operands mo = mm_operands_of(r, K);
     LLVMValueRef acc[COL_BLOCKS];
     for (int j = 0; j < nb; j++) {
@@ -452,7 +463,7 @@ static void matmul_cols(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e,
         LLVMValueRef ej = LLVMBuildAdd(B, e, otc_lv_i64(r, (int64_t)j * r->o.lanes), "");
         r->col_valid = j == nb - 1 ? last : r->o.lanes;
         r->local[mo.mm] = otc_lv_load(r, r->vec, acc[j]);
-        scatter_cols(r, otc_lv_value_base(r, mo.mm), ej, r->local[mo.mm]);
+        if (store_sum) scatter_cols(r, otc_lv_value_base(r, mo.mm), ej, r->local[mo.mm]);
         members(r, K, 1, ej);
         clear_locals(r, K);
     }
@@ -478,13 +489,47 @@ static void clear_padding(otc_llvm_r *r, const otc_plan_kernel *K) {
     }
 }
 
+/* Whether anything reads kernel k's product (its first member) from memory: a member of
+ * another kernel, an output or a state step, a backward, or value() (which refuses a value
+ * whose kernel is not the last and whose readers all ran before the last kernel, since its
+ * space may be shared). The epilogue reads it from its register. */
+static bool sum_read_from_memory(const otc_llvm_r *r, int k) {
+    const otc_plan *p = r->plan;
+    otc_id mm = p->members[p->kernels[k].first];
+    const otc_plan_value *v = &p->values[mm];
+    if (p->options.train || v->kept || p->options.loss == mm) return true;
+    for (int i = 0; i < otc_graph_output_count(r->g); i++)
+        if (otc_plan_owner(p, otc_graph_output(r->g, i)) == mm) return true;
+    int last_kernel = -1;
+    for (int i = 0; i < p->n_forward_steps; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        if (s->kind == OTC_STEP_KERNEL) last_kernel = i;
+        if (s->kind == OTC_STEP_STATE &&
+            otc_plan_owner(p, otc_graph_node(r->g, s->node)->inputs[0]) == mm)
+            return true;
+    }
+    if (v->last_step >= last_kernel) return true;
+    for (int i = 0; i < p->n_members; i++) {
+        otc_id id = p->members[i];
+        const otc_node *nd = otc_graph_node(r->g, id);
+        if (p->values[id].kernel == k) continue;
+        for (int s = 0; s < nd->n_inputs; s++)
+            if (otc_plan_owner(p, nd->inputs[s]) == mm) return true;
+    }
+    return false;
+}
+
 /* Batches smaller than a vector waste lanes when vectorised along samples: run them one
- * sample at a time with the lanes along W's rows instead. */
+ * sample at a time with the lanes along W's rows instead. The product is scattered to its
+ * stride-apart slots only when read from there: an LSTM 32->128 step at batch 1 spent about
+ * an eighth of its time storing its two products' 1,024 sums, one cache line each, that
+ * nothing read. */
 static void matmul_colmode(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
     int64_t n = K->n, W = r->o.lanes, full = n / W, tail = n % W;
     int64_t groups = full / COL_BLOCKS, rest = full % COL_BLOCKS;
     otc_llvm_loop lb = {0}, lg = {0};
+    bool store_sum = sum_read_from_memory(r, k);
     clear_padding(r, K);
     r->colmode = true;
     otc_lv_loop_begin(r, &lb, r->a[OTC_LA_BATCH]);
@@ -492,14 +537,14 @@ static void matmul_colmode(otc_llvm_r *r, int k) {
     if (groups > 0) {
         otc_lv_loop_begin(r, &lg, otc_lv_i64(r, groups));
         matmul_cols(r, K, LLVMBuildMul(B, lg.i, otc_lv_i64(r, W * COL_BLOCKS), ""), COL_BLOCKS,
-                    (int)W);
+                    (int)W, store_sum);
         otc_lv_loop_end(r, &lg);
     }
     /* The remaining full blocks and the partial one, together. */
     int nb = (int)rest + (tail > 0 ? 1 : 0);
     if (nb > 0)
-        matmul_cols(r, K, otc_lv_i64(r, groups * W * COL_BLOCKS), nb,
-                    tail > 0 ? (int)tail : (int)W);
+        matmul_cols(r, K, otc_lv_i64(r, groups * W * COL_BLOCKS), nb, tail > 0 ? (int)tail : (int)W,
+                    store_sum);
     otc_lv_loop_end(r, &lb);
     r->colmode = false;
     r->col_b = NULL;

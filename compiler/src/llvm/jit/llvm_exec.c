@@ -253,10 +253,13 @@ static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
         return OTC_OK;
     }
     if (pl->state_per_sample > 0) {
-        /* Keep the state this step reads: a loss read afterwards reruns the step. */
-        size_t n = (size_t)(pl->state_per_sample * j->stride);
-        if (!grow(&j->pre, &j->pre_cap, n)) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-        memcpy(j->pre, p->work + pl->state_offset, n * sizeof(float));
+        /* Keep the state this step reads: a loss read afterwards reruns the step (only the
+         * plain forward's missing losses are: a 16 KB copy per LSTM 32->128 step otherwise). */
+        if (p == &j->fwd && p->loss_rerun) {
+            size_t n = (size_t)(pl->state_per_sample * j->stride);
+            if (!grow(&j->pre, &j->pre_cap, n)) return otc_fail(OTC_ERR_NOMEM, "out of memory");
+            memcpy(j->pre, p->work + pl->state_offset, n * sizeof(float));
+        }
         j->live = p;
     }
     j->last = NULL;

@@ -26,6 +26,8 @@ typedef struct {
     int n_stream[2];     /* io entries per stream */
     int last_kernel;     /* forward step of the last kernel: values alive after it are intact */
     otc_id out_owner;    /* the single output filling the output row, or -1 */
+    bool loss_rerun;     /* a loss value() may ask for is not computed here: each step keeps
+                            the state it read, for loss_step to rerun it from */
     int64_t state_batch; /* recurrent plans: the batch the state in `work` is laid out for;
                             0 after a reset (the next forward zeros the state) */
 } jit_plan;

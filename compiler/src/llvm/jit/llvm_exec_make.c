@@ -92,6 +92,13 @@ static otc_status plan_index(jit_exec *j, jit_plan *p) {
     p->last_kernel = -1;
     for (int i = 0; i < pl->n_forward_steps; i++)
         if (pl->steps[i].kind == OTC_STEP_KERNEL) p->last_kernel = i;
+    p->loss_rerun = false;
+    for (otc_id id = 0; id < j->n && pl->state_per_sample > 0; id++) {
+        const otc_node *nd = otc_graph_node(j->base.graph, id);
+        if (otc_op_get(nd->op)->kind == OTC_OPKIND_LOSS && !otc_shape_is_batched(nd->shape) &&
+            pl->values[id].storage == OTC_STORE_NONE)
+            p->loss_rerun = true;
+    }
     return OTC_OK;
 }
 
