@@ -131,41 +131,36 @@ static void store_step(otc_llvm_r *r, const otc_plan_step *s) {
     rows_call(r, false, r->a[OTC_LA_OUT], otc_lv_value_base(r, io->node), p->out_width, io);
 }
 
-/* A Delay's new state: its source's value, all of it (value and slot share the layout).
- * Without a backward, fewer samples than half a vector (the map kernels' column mode) copy
- * only the samples' slots: at batch 1 a 128-wide state is 128 floats a vector apart, where
- * the whole copy moved 8 KB. The padding slots keep what they held; nothing reads them. */
-static void state_step(otc_llvm_r *r, const otc_plan_step *s) {
-    otc_id src = otc_graph_node(r->g, s->node)->inputs[0];
-    const otc_plan_value *v = &r->plan->values[s->node];
-    LLVMValueRef dst = otc_lv_value_base(r, s->node), from = otc_lv_value_base(r, src);
-    LLVMValueRef all = otc_lv_extent(r, (otc_extent){0, v->size * 4});
-    if (r->plan->options.train || !v->batched || r->o.lanes < 4) {
-        LLVMBuildMemCpy(B, dst, 4, from, 4, all);
-        return;
-    }
-    LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "state_few");
-    LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "state_many");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "state_done");
-    LLVMValueRef small = LLVMBuildAnd(
-        B, LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH], otc_lv_i64(r, r->o.lanes / 2), ""),
-        LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), ""), "");
-    LLVMBuildCondBr(B, small, few, many);
-    LLVMPositionBuilderAtEnd(B, few);
+/* A Delay's new state, for few samples: only the samples' slots (at batch 1 a 128-wide
+ * state is 128 floats a vector apart, where the whole copy moves 8 KB). The padding slots keep
+ * what they held; nothing reads them. */
+static void state_copy_few(otc_llvm_r *r, int node) {
+    otc_id src = otc_graph_node(r->g, node)->inputs[0];
+    LLVMValueRef dst = otc_lv_value_base(r, node), from = otc_lv_value_base(r, src);
     otc_llvm_loop le = {0}, lb = {0};
-    otc_lv_loop_begin(r, &le, otc_lv_i64(r, v->size));
+    otc_lv_loop_begin(r, &le, otc_lv_i64(r, r->plan->values[node].size));
     otc_lv_loop_begin(r, &lb, r->a[OTC_LA_BATCH]);
     LLVMValueRef i =
         LLVMBuildAdd(B, LLVMBuildMul(B, le.i, otc_lv_i64(r, r->o.lanes), ""), lb.i, "");
     otc_lv_store(r, otc_lv_load(r, r->ir.f32, otc_lv_gep(r, from, i)), otc_lv_gep(r, dst, i));
     otc_lv_loop_end(r, &lb);
     otc_lv_loop_end(r, &le);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, many);
-    LLVMBuildMemCpy(B, dst, 4, from, 4, all);
-    LLVMBuildBr(B, done);
-    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* A Delay's new state: its source's value, all of it (value and slot share the layout). */
+static void state_copy_all(otc_llvm_r *r, int node) {
+    otc_id src = otc_graph_node(r->g, node)->inputs[0];
+    LLVMValueRef all = otc_lv_extent(r, (otc_extent){0, r->plan->values[node].size * 4});
+    LLVMBuildMemCpy(B, otc_lv_value_base(r, node), 4, otc_lv_value_base(r, src), 4, all);
+}
+
+/* Without a backward, fewer samples than half a vector (the map kernels' column mode) copy
+ * only the samples' slots. */
+static void state_step(otc_llvm_r *r, const otc_plan_step *s) {
+    if (r->plan->options.train || !r->plan->values[s->node].batched || r->o.lanes < 4)
+        state_copy_all(r, s->node);
+    else
+        otc_lv_by_batch(r, s->node, state_copy_few, state_copy_all);
 }
 
 /* Forward step i; returns the next step's index. */

@@ -132,6 +132,10 @@ void otc_lv_loop_begin(otc_llvm_r *r, otc_llvm_loop *l, LLVMValueRef count);
 void otc_lv_loop_end(otc_llvm_r *r, otc_llvm_loop *l);
 
 LLVMValueRef otc_lv_i64(otc_llvm_r *r, int64_t v);
+/* few_fn(r, k) where a batch takes the small-batch forms (otc_llvm_few_samples), else
+ * many_fn(r, k): branched on at run time, or the one form a single-form module holds. */
+void otc_lv_by_batch(otc_llvm_r *r, int k, void (*few_fn)(otc_llvm_r *, int),
+                     void (*many_fn)(otc_llvm_r *, int));
 /* A float stack slot in the entry block (promoted to a register by the optimiser). */
 LLVMValueRef otc_lv_slot(otc_llvm_r *r, LLVMTypeRef t);
 LLVMValueRef otc_lv_splat(otc_llvm_r *r, LLVMValueRef scalar);

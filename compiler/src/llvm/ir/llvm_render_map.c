@@ -604,39 +604,9 @@ static bool map_colmode_ok(const otc_llvm_r *r, const otc_plan_kernel *K) {
     return true;
 }
 
-/* The kernel's column mode for fewer than half a vector of samples (at a stride of one
- * vector), else its batched form (measured: batch 1 of an MLP layer runs ~5x faster than with
- * 1 of 8 lanes busy). */
-static void by_batch(otc_llvm_r *r, int k, void (*few_fn)(otc_llvm_r *, int),
-                     void (*many_fn)(otc_llvm_r *, int)) {
-    /* A module of one form holds that form alone (the executor picked it for the batch). */
-    if (r->o.forms != OTC_LV_FORMS_ALL) {
-        (r->o.forms == OTC_LV_FORMS_MANY ? many_fn : few_fn)(r, k);
-        return;
-    }
-    LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "few_samples");
-    LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "many_samples");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_end");
-    /* otc_llvm_few_samples */
-    LLVMValueRef small = LLVMBuildAnd(
-        B,
-        LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH],
-                      otc_lv_i64(r, r->o.lanes / 2 > 1 ? r->o.lanes / 2 : 2), ""),
-        LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), ""), "");
-    LLVMBuildCondBr(B, small, few, many);
-    LLVMPositionBuilderAtEnd(B, few);
-    few_fn(r, k);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, many);
-    many_fn(r, k);
-    LLVMBuildBr(B, done);
-    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, done);
-}
-
 void otc_lv_map_kernel(otc_llvm_r *r, int k) {
     if (map_colmode_ok(r, &r->plan->kernels[k]))
-        by_batch(r, k, map_colmode, map_batched);
+        otc_lv_by_batch(r, k, map_colmode, map_batched);
     else
         map_batched(r, k);
 }
@@ -676,7 +646,7 @@ bool otc_lv_kernel_has_few_form(const otc_llvm_r *r, int k) {
 
 void otc_lv_matmul_kernel(otc_llvm_r *r, int k) {
     if (colmode_ok(r, &r->plan->kernels[k], 1))
-        by_batch(r, k, matmul_colmode, matmul_batched);
+        otc_lv_by_batch(r, k, matmul_colmode, matmul_batched);
     else
         matmul_batched(r, k);
 }

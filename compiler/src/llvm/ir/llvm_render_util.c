@@ -343,3 +343,34 @@ void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef 
 #undef I32
     otc_lv_call(r, "cblas_sgemm", r->ir.void_t, params, 14, args);
 }
+
+/* few_fn(r, k) for fewer than half a vector of samples at a stride of one vector
+ * (otc_llvm_few_samples), else many_fn(r, k): a run-time branch, or the one form a module of
+ * one form holds (measured: batch 1 of an MLP layer in column mode runs ~5x faster than with
+ * 1 of 8 lanes busy). */
+void otc_lv_by_batch(otc_llvm_r *r, int k, void (*few_fn)(otc_llvm_r *, int),
+                     void (*many_fn)(otc_llvm_r *, int)) {
+    /* A module of one form holds that form alone (the executor picked it for the batch). */
+    if (r->o.forms != OTC_LV_FORMS_ALL) {
+        (r->o.forms == OTC_LV_FORMS_MANY ? many_fn : few_fn)(r, k);
+        return;
+    }
+    LLVMBasicBlockRef few = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "few_samples");
+    LLVMBasicBlockRef many = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "many_samples");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "kernel_end");
+    /* otc_llvm_few_samples */
+    LLVMValueRef small = LLVMBuildAnd(
+        B,
+        LLVMBuildICmp(B, LLVMIntSLT, r->a[OTC_LA_BATCH],
+                      otc_lv_i64(r, r->o.lanes / 2 > 1 ? r->o.lanes / 2 : 2), ""),
+        LLVMBuildICmp(B, LLVMIntEQ, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), ""), "");
+    LLVMBuildCondBr(B, small, few, many);
+    LLVMPositionBuilderAtEnd(B, few);
+    few_fn(r, k);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, many);
+    many_fn(r, k);
+    LLVMBuildBr(B, done);
+    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, done);
+}
