@@ -42,6 +42,7 @@ typedef enum {
     K_SELECT,     /* selection: fitness, nsga2 or novelty (listed when not fitness) */
     K_OBJECTIVES, /* objectives: a list of otc_neat_objective names */
     K_NOVELTY,    /* a novelty_* number, listed only under selection = novelty */
+    K_OBJ_PROB,   /* objective_probability: in [lo, hi], listed under nsga2 when not 1 */
     K_GRID,       /* [Substrate] a node grid, NXxNY */
     K_GRIDS,      /* [Substrate] hidden_grids: grids or none */
     K_SUB_ACT,    /* [Substrate] activation: an otc activation name */
@@ -118,6 +119,7 @@ static const key_def keys[] = {
     {"NEAT", "evolution", K_RULES, OFF(np_evolution), false, 0, 0},
     {"NEAT", "selection", K_SELECT, OFF(selection), false, 0, 0},
     {"NEAT", "objectives", K_OBJECTIVES, OFF(objectives), false, 0, 0},
+    {"NEAT", "objective_probability", K_OBJ_PROB, OFF(objective_probability), false, 0, 1},
     {"NEAT", "novelty_weight", K_NOVELTY, OFF(novelty_weight), false, 0, 1},
     {"NEAT", "novelty_k", K_NOVELTY, OFF(novelty_k), false, 1, 1000},
     {"NEAT", "novelty_threshold", K_NOVELTY, OFF(novelty_threshold), false, 0, BIG},
@@ -316,6 +318,7 @@ static const char *const otc_only_keys[] = {
     "ctrnn_time_step",
     "selection",
     "objectives",
+    "objective_probability",
     "novelty_weight",
     "novelty_k",
     "novelty_threshold",
@@ -397,6 +400,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->n_objectives = 2;
     c->objectives[0] = OTC_NEAT_OBJ_FITNESS;
     c->objectives[1] = OTC_NEAT_OBJ_CONNECTIONS;
+    c->objective_probability = 1;
     c->novelty_weight = 1.0;
     c->novelty_k = 15;
     c->substrate.weight_threshold = 0.2; /* Stanley, D'Ambrosio and Gauci 2009 */
@@ -412,8 +416,8 @@ void otc_neat_config_defaults(otc_neat_config *c) {
 }
 
 static const char *const selection_names[] = {"fitness", "nsga2", "novelty"};
-static const char *const objective_names[] = {"fitness", "connections", "nodes", "parameters",
-                                              "cost"};
+static const char *const objective_names[] = {
+    "fitness", "connections", "nodes", "parameters", "cost", "substrate_links", "substrate_length"};
 
 const char *otc_neat_objective_name(otc_neat_objective o) {
     return o >= 0 && o < OTC_NEAT_OBJ_COUNT ? objective_names[o] : "?";
@@ -546,7 +550,8 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
     case K_DOUBLE:
     case K_POSITIVE:
     case K_SECONDS:
-    case K_AGG_RATE: {
+    case K_AGG_RATE:
+    case K_OBJ_PROB: {
         double x = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
@@ -733,7 +738,7 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             if (o < 0)
                 return fail_key(st, section, name,
                                 "unknown objective '%s' (expected fitness, connections, nodes, "
-                                "parameters or cost)",
+                                "parameters, cost, substrate_links or substrate_length)",
                                 w);
             for (int i = 0; i < n; i++)
                 if (st->c->objectives[i] == (otc_neat_objective)o)
@@ -967,6 +972,14 @@ static otc_status check_config(parse_state *st) {
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [NEAT] pop_size: %d is more than nsga2 sorts (at most 5000)", st->file,
                         c->pop_size);
+    for (int i = 0; i < c->n_objectives; i++)
+        if ((c->objectives[i] == OTC_NEAT_OBJ_SUBSTRATE_LINKS ||
+             c->objectives[i] == OTC_NEAT_OBJ_SUBSTRATE_LENGTH) &&
+            !c->substrate.enabled)
+            return otc_fail(OTC_ERR_CONFIG,
+                            "%s: [NEAT] objectives: %s needs a [Substrate] section (the genome "
+                            "must be a CPPN painting a substrate)",
+                            st->file, objective_names[c->objectives[i]]);
     if (c->selection == OTC_NEAT_SELECT_NSGA2 && !has_fitness)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [NEAT] objectives: nsga2 needs fitness among the objectives (the "
@@ -1146,6 +1159,10 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
                                    objective_names[c->objectives[i]]);
         return true;
     }
+    case K_OBJ_PROB:
+        if (c->selection != OTC_NEAT_SELECT_NSGA2 || c->objective_probability == 1) return false;
+        snprintf(buf, size, "%.17g", c->objective_probability);
+        return true;
     case K_NOVELTY:
         if (c->selection != OTC_NEAT_SELECT_NOVELTY) return false;
         if (k->offset == OFF(novelty_k))
