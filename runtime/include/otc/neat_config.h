@@ -130,6 +130,10 @@ typedef struct {
      * (else it compares their fitness alone): Clune et al. 2013's stochastic Pareto
      * dominance (1: always, plain NSGA-II) */
     double objective_probability;
+    /* nsga2_value = rank: reproduction ranks by Pareto front and crowding alone, as Deb et
+     * al.'s NSGA-II (every member of the first front alike, however unfit); false (fitness):
+     * the fitness discounted per front behind the first (docs/selection.md) */
+    bool nsga2_rank;
     double novelty_weight;    /* novelty's share of the value, 0..1 (the rest: fitness rank) */
     int novelty_k;            /* nearest neighbours whose mean distance is the novelty */
     double novelty_threshold; /* initial archive threshold (0: the task's own) */

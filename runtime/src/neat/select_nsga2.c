@@ -204,6 +204,13 @@ otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val) {
     double shift = -lo;
     for (int i = 0; i < n && s == OTC_OK; i++) {
         double crowd = isinf(dist[i]) ? 0.99 : 0.98 * dist[i] / m;
+        /* nsga2_value = rank: one per front ahead of the last, crowding within a front (the
+         * connection cost technique's selection, where a cheap but unfit network is kept as
+         * surely as the fittest) */
+        if (c->nsga2_rank) {
+            val[i] = (fronts - rank[i]) + crowd;
+            continue;
+        }
         val[i] = (p->genomes[i]->fitness + shift) * pow(RANK_DISCOUNT, rank[i]) *
                  (1 + CROWDING_WEIGHT * crowd);
     }
