@@ -4,7 +4,8 @@
 # ES-HyperNEAT placing the hidden nodes; examples/neat/retina_sides.ini's two outputs, left
 # and right object, with and without the layer input; examples/neat/retina_cct.ini's
 # HyperNEAT-CCT, NSGA-II over the fitness and the substrate's squared link length, with the
-# fitness-led value, with NSGA-II's rank value, and the same substrate under fitness selection)
+# fitness-led value, with NSGA-II's rank value, with the LEO locality seed, and the same
+# substrate under fitness selection)
 # and the visual task with fixed grids
 # (scored again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at
 # most G generations on one thread. A table: solve rate, mean evaluations (of all runs and of
@@ -13,7 +14,7 @@
 # in cells from the large box's centre to the most active output, over the 75 trials), seconds
 # per run, and what the papers report or ran.
 # Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina
-# retina_noseed retina_es sides sides_z cct cct_rank cct_none visual visual_es]
+# retina_noseed retina_es sides sides_z cct cct_rank cct_seed cct_none visual visual_es]
 set -eu
 otc=${1:-build/otc}
 n=${2:-5} g=${3:-300} rows=${4:-all}
@@ -27,6 +28,8 @@ sed 's/^num_inputs .*/num_inputs = 6/; $a\
 layer_input = true' "$ex/retina_sides.ini" >"$W/sides_z.ini"
 sed 's/^objective_probability .*/&\
 nsga2_value = rank/' "$ex/retina_cct.ini" >"$W/cct_rank.ini"
+sed 's/^leo .*/&\
+leo_seed = locality_x/' "$ex/retina_cct.ini" >"$W/cct_seed.ini"
 sed '/^selection /d; /^objectives /d; /^objective_probability /d' "$ex/retina_cct.ini" >"$W/cct_none.ini"
 
 # What the papers report or ran, beside each row (not checked against the papers themselves
@@ -76,6 +79,7 @@ row sides "retina:sides (LEO, locality seed)" "$ex/retina_sides.ini" retina:side
 row sides_z "retina:sides (the same, z1 z2)" "$W/sides_z.ini" retina:sides "$retina_paper"
 row cct "retina AND (HyperNEAT-CCT)" "$ex/retina_cct.ini" retina "$cct_paper"
 row cct_rank "retina AND (CCT, NSGA-II rank)" "$W/cct_rank.ini" retina "$cct_paper"
+row cct_seed "retina AND (CCT, locality seed)" "$W/cct_seed.ini" retina "$cct_paper"
 row cct_none "retina AND (8-8-4-2-1, fitness)" "$W/cct_none.ini" retina "$cct_paper"
 row visual "visual 11x11 (grids), 33x33 again" "$ex/visual.ini" visual "$visual_paper" "--reevaluate visual:33"
 row visual_es "visual 11x11 (ES-HyperNEAT)" "$ex/visual_es.ini" visual "$visual_paper"
