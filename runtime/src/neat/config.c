@@ -35,19 +35,19 @@ typedef enum {
     K_SEQ_STEPS,
     K_OPTIM,
     K_SEED,
-    K_SECONDS,     /* a positive double that does not change a run's result (not listed) */
-    K_AGG_RATE,    /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
-    K_FUNCS,       /* activation_functions: neat-python or otc */
-    K_RULES,       /* evolution: neat-python or otc */
-    K_SELECT,      /* selection: fitness, nsga2 or novelty (listed when not fitness) */
-    K_OBJECTIVES,  /* objectives: a list of otc_neat_objective names */
-    K_NOVELTY,     /* a novelty_* number, listed only under selection = novelty */
-    K_OBJ_PROB,    /* objective_probability: in [lo, hi], listed under nsga2 when not 1 */
-    K_NSGA2_VALUE, /* nsga2_value: fitness or rank (listed under nsga2 when rank) */
-    K_GRID,        /* [Substrate] a node grid, NXxNY */
-    K_GRIDS,       /* [Substrate] hidden_grids: grids or none */
-    K_SUB_ACT,     /* [Substrate] activation: an otc activation name */
-    K_LEO_SEED     /* [Substrate] leo_seed: none or locality_x (listed when not none) */
+    K_SECONDS,    /* a positive double that does not change a run's result (not listed) */
+    K_AGG_RATE,   /* a double in [lo, hi] listed only when not 0 (aggregation_mutate_rate) */
+    K_FUNCS,      /* activation_functions: neat-python or otc */
+    K_RULES,      /* evolution: neat-python or otc */
+    K_SELECT,     /* selection: fitness, nsga2 or novelty (listed when not fitness) */
+    K_OBJECTIVES, /* objectives: a list of otc_neat_objective names */
+    K_NOVELTY,    /* a novelty_* number, listed only under selection = novelty */
+    K_OBJ_PROB,   /* objective_probability: in [lo, hi], listed under nsga2 when not 1 */
+    K_NSGA2_VAL,  /* nsga2_value: fitness or rank (listed under nsga2 when rank) */
+    K_GRID,       /* [Substrate] a node grid, NXxNY */
+    K_GRIDS,      /* [Substrate] hidden_grids: grids or none */
+    K_SUB_ACT,    /* [Substrate] activation: an otc activation name */
+    K_LEO_SEED    /* [Substrate] leo_seed: none or locality_x (listed when not none) */
 } key_kind;
 
 typedef struct {
@@ -121,7 +121,7 @@ static const key_def keys[] = {
     {"NEAT", "selection", K_SELECT, OFF(selection), false, 0, 0},
     {"NEAT", "objectives", K_OBJECTIVES, OFF(objectives), false, 0, 0},
     {"NEAT", "objective_probability", K_OBJ_PROB, OFF(objective_probability), false, 0, 1},
-    {"NEAT", "nsga2_value", K_NSGA2_VALUE, OFF(nsga2_rank), false, 0, 0},
+    {"NEAT", "nsga2_value", K_NSGA2_VAL, OFF(nsga2_rank), false, 0, 0},
     {"NEAT", "novelty_weight", K_NOVELTY, OFF(novelty_weight), false, 0, 1},
     {"NEAT", "novelty_k", K_NOVELTY, OFF(novelty_k), false, 1, 1000},
     {"NEAT", "novelty_threshold", K_NOVELTY, OFF(novelty_threshold), false, 0, BIG},
@@ -727,7 +727,7 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             }
         return fail_key(st, section, name, "bad value '%s' (expected fitness, nsga2 or novelty)",
                         value);
-    case K_NSGA2_VALUE:
+    case K_NSGA2_VAL:
         if (strcmp(value, "fitness") && strcmp(value, "rank"))
             return fail_key(st, section, name, "bad value '%s' (expected fitness or rank)", value);
         *(bool *)dest = !strcmp(value, "rank");
@@ -1167,7 +1167,7 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
                                    objective_names[c->objectives[i]]);
         return true;
     }
-    case K_NSGA2_VALUE:
+    case K_NSGA2_VAL:
         if (c->selection != OTC_NEAT_SELECT_NSGA2 || !c->nsga2_rank) return false;
         snprintf(buf, size, "rank");
         return true;
