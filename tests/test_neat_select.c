@@ -243,6 +243,26 @@ TEST(neat_nsga2_same_on_any_thread_count) {
     otc_neat_population_free(b);
 }
 
+/* The stochastic comparisons are drawn per pair from the run's seed, so they too repeat on any
+ * thread count; under the rank value as under the default. */
+TEST(neat_nsga2_stochastic_rank_same_on_any_thread_count) {
+    otc_neat_config c;
+    REQUIRE(example_with("xor.ini",
+                         "selection = nsga2\nobjectives = fitness, connections\n"
+                         "objective_probability = 0.5\nnsga2_value = rank",
+                         &c) == OTC_OK);
+    CHECK(c.objective_probability == 0.5 && c.nsga2_rank);
+    bool s1 = false, s2 = false;
+    otc_neat_population *a = run(&c, "xor", 5, 30, 1, false, &s1);
+    otc_neat_population *b = run(&c, "xor", 5, 30, 3, false, &s2);
+    REQUIRE(a && b);
+    CHECK(s1 == s2);
+    CHECK(otc_neat_evaluations(a) == otc_neat_evaluations(b));
+    CHECK(otc_neat_champion(a)->fitness == otc_neat_champion(b)->fitness);
+    otc_neat_population_free(a);
+    otc_neat_population_free(b);
+}
+
 TEST(neat_novelty_tiny_maze) {
     otc_neat_config c;
     REQUIRE(example_with("maze.ini", "", &c) == OTC_OK);
@@ -412,6 +432,7 @@ TEST(neat_selection_config_errors) {
         {"selection = nsga2\nobjectives = fitness, substrate_links",
          "[NEAT] objectives: substrate_links needs a [Substrate] section"},
         {"selection = nsga2\nobjective_probability = 1.5", "[NEAT] objective_probability"},
+        {"selection = nsga2\nnsga2_value = best", "[NEAT] nsga2_value: bad value 'best'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_MSG(example_with("xor.ini", bad[i].extra, &c) == OTC_ERR_CONFIG, "%s", bad[i].extra);
