@@ -298,6 +298,16 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
                a->out ? "" : " (not saved: no --out)");
         if (task->measure_name && print_measure(a, task, champ) != OTC_EXIT_OK)
             exit_code = OTC_EXIT_USAGE;
+        for (int j = 0; j < a->config->n_objectives; j++)
+            if (a->config->objectives[j] == OTC_NEAT_OBJ_SUBSTRATE_LINKS ||
+                a->config->objectives[j] == OTC_NEAT_OBJ_SUBSTRATE_LENGTH) {
+                printf("%s: champion substrate: %.0f expressed link(s), summed squared length "
+                       "%.4g\n",
+                       task->name,
+                       otc_neat_objective_of(a->config, OTC_NEAT_OBJ_SUBSTRATE_LINKS, champ),
+                       otc_neat_objective_of(a->config, OTC_NEAT_OBJ_SUBSTRATE_LENGTH, champ));
+                break;
+            }
         if (exit_code != OTC_EXIT_USAGE && a->out) {
             otc_graph *g = NULL;
             if (otc_neat_champion_graph(pop, task, &g) != OTC_OK ||

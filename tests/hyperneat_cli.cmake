@@ -1,6 +1,6 @@
 # HyperNEAT through `otc evolve`: --task visual saves a substrate model `otc run` takes and
 # --reevaluate visual:33 scores the champion at 33x33 (both with the mean distance d); the
-# retina's tasks run, retina:sides with the layer input too; bad
+# retina's tasks run, retina:sides with the layer input too, the retina under HyperNEAT-CCT; bad
 # [Substrate] keys, a config without the section and a bad field size exit 2 naming the key.
 # Each case is one ctest test named hyperneat_cli_*.
 find_program(OTC_HYPERNEAT_CLI_BASH bash)
@@ -10,6 +10,7 @@ if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
   set(visual_es ${PROJECT_SOURCE_DIR}/examples/neat/visual_es.ini)
   set(retina ${PROJECT_SOURCE_DIR}/examples/neat/retina.ini)
   set(retina_sides ${PROJECT_SOURCE_DIR}/examples/neat/retina_sides.ini)
+  set(retina_cct ${PROJECT_SOURCE_DIR}/examples/neat/retina_cct.ini)
   set(work ${CMAKE_CURRENT_BINARY_DIR}/hyperneat_cli)
   set(prelude "set -u; W=$(mktemp -d '${work}.XXXXXX') || exit 1; trap 'rm -rf \"$W\"' EXIT; \
 expect() { want=$1; shift; \"$@\" >\"$W/out\" 2>\"$W/err\"; got=$?; if [ $got != $want ]; then \
@@ -52,6 +53,8 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "expect 1 '${otc}' evolve '${retina_sides}' --task retina:sides --seed 1 --generations 2 --threads 1 && has out 'retina:sides: not solved' && sed -e 's/^num_inputs .*/num_inputs = 6/' -e '$a layer_input = true' '${retina_sides}' > \"$W/z.ini\" && expect 1 '${otc}' evolve \"$W/z.ini\" --task retina:sides --seed 1 --generations 2 --threads 1 && has out 'retina:sides: not solved' && expect 2 '${otc}' evolve '${retina}' --task retina:sides && has err '[Substrate] output_grid: task retina:sides needs 2x1 (left object, right object)'"
       retina_grid_exits_2
       "expect 2 '${otc}' evolve '${visual}' --task retina && has err '[Substrate] input_grid: task retina needs 4x2'"
+      retina_cct_runs
+      "expect 1 '${otc}' evolve '${retina_cct}' --task retina --seed 1 --generations 2 --threads 1 && has out 'retina: not solved' && sed 's/^objectives .*/objectives = fitness, substrate_size/' '${retina_cct}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini' && has err '[NEAT] objectives: unknown objective' && sed '/^\\[Substrate\\]/,$d' '${retina_cct}' > \"$W/n.ini\" && expect 2 '${otc}' evolve \"$W/n.ini\" --task xor && has err '[NEAT] objectives: substrate_length needs a [Substrate] section'"
       other_grid_exits_2
       "sed 's/^output_grid .*/output_grid = 5x5/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] output_grid: task visual needs 11x11'")
   list(LENGTH hyperneat_cli_cases n)

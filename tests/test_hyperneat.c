@@ -783,6 +783,36 @@ TEST(retina_sides_hand_built_cppn_solves_it) {
     otc_neat_genome_free(g);
 }
 
+/* The connection cost of a painted substrate, counted by hand. Layers 2x1 -> 2x1 -> 1x1 (nodes
+ * at x = -0.5, 0.5, then 0; y = 0; z = -1, 0, 1) painted by weight = x1 - x2 (threshold 0.2):
+ * into the hidden layer only the two crossing links (|x1 - x2| = 1), each of squared length
+ * 1 + 1 (dx, dz); into the output both hidden nodes (|x1| = 0.5), each 0.25 + 1. So 4 links,
+ * 2 + 2 + 1.25 + 1.25 = 6.5. */
+TEST(substrate_cost_hand_counted) {
+    otc_neat_config c = config_of(
+        "num_inputs = 4\nnum_outputs = 1\n",
+        "input_grid = 2x1\nhidden_grids = 2x1\noutput_grid = 1x1\nweight_threshold = 0.2\n");
+    const float bias[] = {0};
+    const int conn[][2] = {{0, 4}, {2, 4}};
+    const float w[] = {1, -1};
+    otc_neat_genome *g = cppn(1, bias, conn, w, 2);
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_from_genome(g, &c, 1, NULL, &s) == OTC_OK);
+    double links = 0, length2 = 0;
+    REQUIRE(otc_substrate_cost(s, &links, &length2) == OTC_OK);
+    CHECK(links == 4);
+    CHECK_NEAR(length2, 6.5, 1e-6);
+    otc_substrate_free(s);
+    /* The NSGA-II objectives paint the same. */
+    CHECK(otc_neat_objective_of(&c, OTC_NEAT_OBJ_SUBSTRATE_LINKS, g) == 4);
+    CHECK_NEAR(otc_neat_objective_of(&c, OTC_NEAT_OBJ_SUBSTRATE_LENGTH, g), 6.5, 1e-6);
+    /* weight = (x1 - x2) / 8 (at most 1 / 8) never passes the threshold: no link, no cost. */
+    g->conns[0].weight = 0.125f, g->conns[1].weight = -0.125f;
+    CHECK(otc_neat_objective_of(&c, OTC_NEAT_OBJ_SUBSTRATE_LINKS, g) == 0);
+    CHECK(otc_neat_objective_of(&c, OTC_NEAT_OBJ_SUBSTRATE_LENGTH, g) == 0);
+    otc_neat_genome_free(g);
+}
+
 TEST(retina_evolution_improves) {
     otc_neat_config c;
     otc_neat_population *p = NULL;

@@ -42,6 +42,28 @@ TEST(neat_nondominated_sort_hand_computed) {
     CHECK(r3[0] == 0 && r3[1] == 1 && r3[2] == 1 && r3[3] == 0);
 }
 
+/* Stochastic Pareto dominance: point 0 is the fittest and the costliest, points 1..N tie with
+ * each other. On both objectives no pair dominates (one front); on fitness alone 0 dominates
+ * every other point. With keep = 0.25 each pair (0, i) counts the cost a quarter of the time,
+ * so about 3/4 of the points fall to the second front (binomial: 750 of 1000, sd 13.7). */
+TEST(neat_stochastic_dominance_counts_the_cost_as_often_as_asked) {
+    enum { N = 1000 };
+    static double v[(N + 1) * 2];
+    static int rank[N + 1];
+    v[0] = -10, v[1] = 100;
+    for (int i = 1; i <= N; i++) v[2 * i] = -1, v[2 * i + 1] = 1;
+    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 1.0, 0, 7) == 1);
+    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 0.0, 0, 7) == 2);
+    CHECK(rank[0] == 0 && rank[1] == 1 && rank[N] == 1);
+    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 0.25, 0, 7) == 2);
+    int behind = 0;
+    for (int i = 1; i <= N; i++) behind += rank[i];
+    CHECK_MSG(behind > 700 && behind < 800, "%d of %d behind", behind, N);
+    int again[N + 1];
+    otc_neat_nondominated_sort_stochastic(N + 1, 2, v, again, 0.25, 0, 7);
+    CHECK(!memcmp(rank, again, sizeof again)); /* the same seed, the same draws */
+}
+
 TEST(neat_crowding_distance_hand_computed) {
     /* Front A(1,5) B(2,3) C(4,1): along objective 0 B's neighbours span (4-1)/3 = 1, along
      * objective 1 (5-1)/4 = 1: B = 2; the ends are infinite. */
@@ -221,6 +243,26 @@ TEST(neat_nsga2_same_on_any_thread_count) {
     otc_neat_population_free(b);
 }
 
+/* The stochastic comparisons are drawn per pair from the run's seed, so they too repeat on any
+ * thread count; under the rank value as under the default. */
+TEST(neat_nsga2_stochastic_rank_same_on_any_thread_count) {
+    otc_neat_config c;
+    REQUIRE(example_with("xor.ini",
+                         "selection = nsga2\nobjectives = fitness, connections\n"
+                         "objective_probability = 0.5\nnsga2_value = rank",
+                         &c) == OTC_OK);
+    CHECK(c.objective_probability == 0.5 && c.nsga2_rank);
+    bool s1 = false, s2 = false;
+    otc_neat_population *a = run(&c, "xor", 5, 30, 1, false, &s1);
+    otc_neat_population *b = run(&c, "xor", 5, 30, 3, false, &s2);
+    REQUIRE(a && b);
+    CHECK(s1 == s2);
+    CHECK(otc_neat_evaluations(a) == otc_neat_evaluations(b));
+    CHECK(otc_neat_champion(a)->fitness == otc_neat_champion(b)->fitness);
+    otc_neat_population_free(a);
+    otc_neat_population_free(b);
+}
+
 TEST(neat_novelty_tiny_maze) {
     otc_neat_config c;
     REQUIRE(example_with("maze.ini", "", &c) == OTC_OK);
@@ -387,6 +429,10 @@ TEST(neat_selection_config_errors) {
         {"selection = novelty\nnovelty_weight = 1.5", "novelty_weight"},
         {"selection = novelty\nnovelty_k = 0", "novelty_k"},
         {"selection = nsga2\nevolution = neat-python", "[NEAT] selection: nsga2 needs otc's"},
+        {"selection = nsga2\nobjectives = fitness, substrate_links",
+         "[NEAT] objectives: substrate_links needs a [Substrate] section"},
+        {"selection = nsga2\nobjective_probability = 1.5", "[NEAT] objective_probability"},
+        {"selection = nsga2\nnsga2_value = best", "[NEAT] nsga2_value: bad value 'best'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_MSG(example_with("xor.ini", bad[i].extra, &c) == OTC_ERR_CONFIG, "%s", bad[i].extra);

@@ -109,6 +109,13 @@ otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn);
  * (NULL: a program of its own). */
 otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat_config *c,
                                      int scale, otc_neat_flat *scratch, otc_substrate **out);
+/* The painted substrate's connection cost (Clune, Mouret and Lipson 2013; Huizinga, Mouret
+ * and Clune 2014): *links the expressed links (painted weight not 0), *length2 the sum of
+ * their squared lengths in the substrate's geometry: (x, y) of the two ends, and for a layered
+ * substrate the layers' z as layer_input gives it (-1 for the input grid to 1 for the output
+ * grid, evenly), so a link between neighbouring layers of L costs at least (2 / (L - 1))^2.
+ * An evolvable substrate's nodes share one plane (its found network's enabled links). */
+otc_status otc_substrate_cost(otc_substrate *s, double *links, double *length2);
 /* x [batch, size(0)] -> y [batch, size(last)]: each layer act(W x + b). */
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
 

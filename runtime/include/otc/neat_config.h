@@ -38,6 +38,10 @@ typedef enum {
     OTC_NEAT_OBJ_NODES,       /* hidden nodes, minimised */
     OTC_NEAT_OBJ_PARAMETERS,  /* enabled weights + biases of the non-input nodes, minimised */
     OTC_NEAT_OBJ_COST,        /* multiply-adds + weight bytes per sample, minimised */
+    /* HyperNEAT ([Substrate]): the painted substrate's expressed links, and their summed
+     * squared length (otc_substrate_cost), minimised */
+    OTC_NEAT_OBJ_SUBSTRATE_LINKS,
+    OTC_NEAT_OBJ_SUBSTRATE_LENGTH,
     OTC_NEAT_OBJ_COUNT
 } otc_neat_objective;
 #define OTC_NEAT_MAX_OBJECTIVES 4
@@ -122,6 +126,14 @@ typedef struct {
     otc_neat_selection selection;
     int n_objectives; /* objectives (default fitness, connections), also the --front's */
     otc_neat_objective objectives[OTC_NEAT_MAX_OBJECTIVES];
+    /* The chance that a comparison of two genomes counts the objectives other than fitness
+     * (else it compares their fitness alone): Clune et al. 2013's stochastic Pareto
+     * dominance (1: always, plain NSGA-II) */
+    double objective_probability;
+    /* nsga2_value = rank: reproduction ranks by Pareto front and crowding alone, as Deb et
+     * al.'s NSGA-II (every member of the first front alike, however unfit); false (fitness):
+     * the fitness discounted per front behind the first (docs/selection.md) */
+    bool nsga2_rank;
     double novelty_weight;    /* novelty's share of the value, 0..1 (the rest: fitness rank) */
     int novelty_k;            /* nearest neighbours whose mean distance is the novelty */
     double novelty_threshold; /* initial archive threshold (0: the task's own) */

@@ -4,6 +4,7 @@
 #define OTC_NEAT_SELECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "neat_config.h"
 #include "neat_genome.h"
@@ -17,11 +18,22 @@
  * parameters and cost (minimised) counted from the genome's enabled genes. cost = one
  * multiply-add per enabled connection + 4 bytes per parameter (weights and biases as floats). */
 double otc_neat_objective_value(otc_neat_objective o, const otc_neat_genome *g);
+/* Any objective of g under config c: the above, or the substrate g paints under c (HyperNEAT)
+ * for substrate_links and substrate_length (otc_substrate_cost; INFINITY when it cannot be
+ * painted, NAN without a [Substrate]). */
+double otc_neat_objective_of(const otc_neat_config *c, otc_neat_objective o,
+                             const otc_neat_genome *g);
 
 /* Deb et al.'s fast non-dominated sort of n points of m objectives, all minimised, point i's
  * at v[i * m .. i * m + m): rank[i] gets its front (0: not dominated by any point). Returns
  * the number of fronts, or -1 when out of memory. */
 int otc_neat_nondominated_sort(int n, int m, const double *v, int *rank);
+/* The same under Clune, Mouret and Lipson's (2013) stochastic Pareto dominance: each pair of
+ * points (i < j) is compared on every objective with probability keep (drawn from seed, i and
+ * j, so a sort is the same on any platform and thread count), else on column fit alone (no
+ * column: every objective). keep >= 1 is the plain sort. */
+int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *rank, double keep,
+                                          int fit, uint64_t seed);
 /* NSGA-II's crowding distance of the k points idx[0 .. k) of one front: dist[idx[j]] = the sum
  * over objectives of the gap between its neighbours along that objective over the front's
  * range; the ends of each objective (and every point of a front of <= 2) get INFINITY. Ties

@@ -43,6 +43,8 @@ typedef enum {
     K_SELECT,     /* selection: fitness, nsga2 or novelty (listed when not fitness) */
     K_OBJECTIVES, /* objectives: a list of otc_neat_objective names */
     K_NOVELTY,    /* a novelty_* number, listed only under selection = novelty */
+    K_OBJ_PROB,   /* objective_probability: in [lo, hi], listed under nsga2 when not 1 */
+    K_NSGA2_VAL,  /* nsga2_value: fitness or rank (listed under nsga2 when rank) */
     K_GRID,       /* [Substrate] a node grid, NXxNY */
     K_GRIDS,      /* [Substrate] hidden_grids: grids or none */
     K_COLUMNS,    /* [Task] targets: CSV columns by name or index, comma-separated */
@@ -120,6 +122,8 @@ static const key_def keys[] = {
     {"NEAT", "evolution", K_RULES, OFF(np_evolution), false, 0, 0},
     {"NEAT", "selection", K_SELECT, OFF(selection), false, 0, 0},
     {"NEAT", "objectives", K_OBJECTIVES, OFF(objectives), false, 0, 0},
+    {"NEAT", "objective_probability", K_OBJ_PROB, OFF(objective_probability), false, 0, 1},
+    {"NEAT", "nsga2_value", K_NSGA2_VAL, OFF(nsga2_rank), false, 0, 0},
     {"NEAT", "novelty_weight", K_NOVELTY, OFF(novelty_weight), false, 0, 1},
     {"NEAT", "novelty_k", K_NOVELTY, OFF(novelty_k), false, 1, 1000},
     {"NEAT", "novelty_threshold", K_NOVELTY, OFF(novelty_threshold), false, 0, BIG},
@@ -318,6 +322,8 @@ static const char *const otc_only_keys[] = {
     "ctrnn_time_step",
     "selection",
     "objectives",
+    "objective_probability",
+    "nsga2_value",
     "novelty_weight",
     "novelty_k",
     "novelty_threshold",
@@ -399,6 +405,7 @@ void otc_neat_config_defaults(otc_neat_config *c) {
     c->n_objectives = 2;
     c->objectives[0] = OTC_NEAT_OBJ_FITNESS;
     c->objectives[1] = OTC_NEAT_OBJ_CONNECTIONS;
+    c->objective_probability = 1;
     c->novelty_weight = 1.0;
     c->novelty_k = 15;
     c->substrate.weight_threshold = 0.2; /* Stanley, D'Ambrosio and Gauci 2009 */
@@ -414,8 +421,8 @@ void otc_neat_config_defaults(otc_neat_config *c) {
 }
 
 static const char *const selection_names[] = {"fitness", "nsga2", "novelty"};
-static const char *const objective_names[] = {"fitness", "connections", "nodes", "parameters",
-                                              "cost"};
+static const char *const objective_names[] = {
+    "fitness", "connections", "nodes", "parameters", "cost", "substrate_links", "substrate_length"};
 
 const char *otc_neat_objective_name(otc_neat_objective o) {
     return o >= 0 && o < OTC_NEAT_OBJ_COUNT ? objective_names[o] : "?";
@@ -572,7 +579,8 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
     case K_DOUBLE:
     case K_POSITIVE:
     case K_SECONDS:
-    case K_AGG_RATE: {
+    case K_AGG_RATE:
+    case K_OBJ_PROB: {
         double x = strtod(value, &end);
         if (errno || end == value || *end || !isfinite(x))
             return fail_key(st, section, name, "bad value '%s' (expected a number)", value);
@@ -737,6 +745,11 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             }
         return fail_key(st, section, name, "bad value '%s' (expected fitness, nsga2 or novelty)",
                         value);
+    case K_NSGA2_VAL:
+        if (strcmp(value, "fitness") && strcmp(value, "rank"))
+            return fail_key(st, section, name, "bad value '%s' (expected fitness or rank)", value);
+        *(bool *)dest = !strcmp(value, "rank");
+        return true;
     case K_OBJECTIVES: {
         int n = 0;
         for (int j = 0; j < n_items; j++) {
@@ -747,7 +760,7 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             if (o < 0)
                 return fail_key(st, section, name,
                                 "unknown objective '%s' (expected fitness, connections, nodes, "
-                                "parameters or cost)",
+                                "parameters, cost, substrate_links or substrate_length)",
                                 w);
             for (int i = 0; i < n; i++)
                 if (st->c->objectives[i] == (otc_neat_objective)o)
@@ -989,6 +1002,14 @@ static otc_status check_config(parse_state *st) {
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [NEAT] pop_size: %d is more than nsga2 sorts (at most 5000)", st->file,
                         c->pop_size);
+    for (int i = 0; i < c->n_objectives; i++)
+        if ((c->objectives[i] == OTC_NEAT_OBJ_SUBSTRATE_LINKS ||
+             c->objectives[i] == OTC_NEAT_OBJ_SUBSTRATE_LENGTH) &&
+            !c->substrate.enabled)
+            return otc_fail(OTC_ERR_CONFIG,
+                            "%s: [NEAT] objectives: %s needs a [Substrate] section (the genome "
+                            "must be a CPPN painting a substrate)",
+                            st->file, objective_names[c->objectives[i]]);
     if (c->selection == OTC_NEAT_SELECT_NSGA2 && !has_fitness)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [NEAT] objectives: nsga2 needs fitness among the objectives (the "
@@ -1169,6 +1190,14 @@ static bool format_value(const key_def *k, const otc_neat_config *c, char *buf, 
                                    objective_names[c->objectives[i]]);
         return true;
     }
+    case K_NSGA2_VAL:
+        if (c->selection != OTC_NEAT_SELECT_NSGA2 || !c->nsga2_rank) return false;
+        snprintf(buf, size, "rank");
+        return true;
+    case K_OBJ_PROB:
+        if (c->selection != OTC_NEAT_SELECT_NSGA2 || c->objective_probability == 1) return false;
+        snprintf(buf, size, "%.17g", c->objective_probability);
+        return true;
     case K_NOVELTY:
         if (c->selection != OTC_NEAT_SELECT_NOVELTY) return false;
         if (k->offset == OFF(novelty_k))

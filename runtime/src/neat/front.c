@@ -82,7 +82,7 @@ otc_status otc_neat_front_offer(otc_neat_population *p, const otc_neat_genome *g
     if (!f) return OTC_OK;
     const otc_neat_config *c = &p->config;
     double v[OTC_NEAT_MAX_OBJECTIVES];
-    for (int j = 0; j < c->n_objectives; j++) v[j] = otc_neat_objective_value(c->objectives[j], g);
+    for (int j = 0; j < c->n_objectives; j++) v[j] = otc_neat_objective_of(c, c->objectives[j], g);
     if (!isfinite(v[fitness_objective(c)])) return OTC_OK;
     for (int k = 0; k < f->n; k++) {
         int r = compare(c, f->m[k].v, v);

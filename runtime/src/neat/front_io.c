@@ -92,20 +92,20 @@ static otc_status save_svg(const otc_neat_population *p, const char *task, const
     int n = otc_neat_front_size(p), k = otc_neat_front_knee(p);
     for (int i = 0; i < n && s == OTC_OK; i++) {
         const otc_neat_genome *g = otc_neat_front_genome(p, i);
-        double cx = otc_neat_objective_value(x, g);
+        double cx = otc_neat_objective_of(c, x, g);
         if (i > 0) s = otc_plot_point(plot, front, cx, otc_neat_front_genome(p, i - 1)->fitness);
         if (s == OTC_OK) s = otc_plot_point(plot, front, cx, g->fitness);
     }
     if (s == OTC_OK && k >= 0) { /* the knee as a short vertical mark */
         const otc_neat_genome *g = otc_neat_front_genome(p, k);
-        double cx = otc_neat_objective_value(x, g);
+        double cx = otc_neat_objective_of(c, x, g);
         s = otc_plot_point(plot, knee, cx, otc_neat_front_genome(p, 0)->fitness);
         if (s == OTC_OK) s = otc_plot_point(plot, knee, cx, g->fitness);
     }
     int acc = accuracy ? otc_plot_series(plot, "val_accuracy") : -1;
     if (accuracy && acc < 0) s = OTC_ERR_NOMEM;
     for (int i = 0; accuracy && i < n && s == OTC_OK; i++)
-        s = otc_plot_point(plot, acc, otc_neat_objective_value(x, otc_neat_front_genome(p, i)),
+        s = otc_plot_point(plot, acc, otc_neat_objective_of(c, x, otc_neat_front_genome(p, i)),
                            accuracy[i]);
     if (s == OTC_OK) s = otc_plot_save_svg(plot, path);
     otc_plot_free(plot);

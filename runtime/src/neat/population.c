@@ -200,8 +200,8 @@ static bool smaller_solver(const otc_neat_config *c, const otc_neat_genome *g,
     if (c->selection != OTC_NEAT_SELECT_NSGA2) return false;
     for (int j = 0; j < c->n_objectives; j++)
         if (c->objectives[j] != OTC_NEAT_OBJ_FITNESS)
-            return otc_neat_objective_value(c->objectives[j], g) <
-                   otc_neat_objective_value(c->objectives[j], than);
+            return otc_neat_objective_of(c, c->objectives[j], g) <
+                   otc_neat_objective_of(c, c->objectives[j], than);
     return false;
 }
 

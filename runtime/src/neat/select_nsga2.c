@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "neat_internal.h"
+#include "otc/hyperneat.h"
 
 double otc_neat_objective_value(otc_neat_objective o, const otc_neat_genome *g) {
     int conns = otc_neat_genome_enabled_count(g);
@@ -22,10 +23,30 @@ double otc_neat_objective_value(otc_neat_objective o, const otc_neat_genome *g) 
         return conns + biased;
     case OTC_NEAT_OBJ_COST:
         return conns + 4.0 * (conns + biased);
+    case OTC_NEAT_OBJ_SUBSTRATE_LINKS:
+    case OTC_NEAT_OBJ_SUBSTRATE_LENGTH:
     case OTC_NEAT_OBJ_COUNT:
         break;
     }
     return NAN;
+}
+
+double otc_neat_objective_of(const otc_neat_config *c, otc_neat_objective o,
+                             const otc_neat_genome *g) {
+    if (o != OTC_NEAT_OBJ_SUBSTRATE_LINKS && o != OTC_NEAT_OBJ_SUBSTRATE_LENGTH)
+        return otc_neat_objective_value(o, g);
+    if (!c || !c->substrate.enabled) return NAN;
+    /* Painted again rather than kept from the evaluation: a paint is a few hundred CPPN
+     * queries on the substrates evolution uses, and no evaluation path (threads, the ahead
+     * stream, MPI ranks, checkpoints) has to carry the cost. A CPPN that cannot be painted
+     * costs the most. */
+    otc_substrate *s = NULL;
+    double links = INFINITY, length2 = INFINITY;
+    if (otc_substrate_from_genome(g, c, 1, NULL, &s) != OTC_OK ||
+        otc_substrate_cost(s, &links, &length2) != OTC_OK)
+        links = length2 = INFINITY;
+    otc_substrate_free(s);
+    return o == OTC_NEAT_OBJ_SUBSTRATE_LINKS ? links : length2;
 }
 
 /* a dominates b: no worse in every objective, better in one (all minimised). */
@@ -38,7 +59,13 @@ static bool dominates(const double *a, const double *b, int m) {
     return better;
 }
 
-int otc_neat_nondominated_sort(int n, int m, const double *v, int *rank) {
+/* a dominates b when the pair counts only column `fit` (the fitness): lower there. */
+static bool dominates_on(const double *a, const double *b, int m, int fit, bool all) {
+    return all || fit < 0 ? dominates(a, b, m) : a[fit] < b[fit];
+}
+
+int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *rank, double keep,
+                                          int fit, uint64_t seed) {
     if (n <= 0) return 0;
     /* count[i]: points dominating i; dom: the points each one dominates, n lists of n. */
     int *count = calloc((size_t)n, sizeof *count), *ndom = calloc((size_t)n, sizeof *ndom);
@@ -51,10 +78,13 @@ int otc_neat_nondominated_sort(int n, int m, const double *v, int *rank) {
     }
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
-            if (dominates(v + (size_t)i * m, v + (size_t)j * m, m)) {
+            bool all =
+                keep >= 1 ||
+                (double)(otc_neat_mix_seed(seed, (uint64_t)i, (uint64_t)j) >> 11) * 0x1p-53 < keep;
+            if (dominates_on(v + (size_t)i * m, v + (size_t)j * m, m, fit, all)) {
                 dom[(size_t)i * n + ndom[i]++] = j;
                 count[j]++;
-            } else if (dominates(v + (size_t)j * m, v + (size_t)i * m, m)) {
+            } else if (dominates_on(v + (size_t)j * m, v + (size_t)i * m, m, fit, all)) {
                 dom[(size_t)j * n + ndom[j]++] = i;
                 count[i]++;
             }
@@ -80,6 +110,10 @@ done:
     free(dom);
     free(front);
     return fronts;
+}
+
+int otc_neat_nondominated_sort(int n, int m, const double *v, int *rank) {
+    return otc_neat_nondominated_sort_stochastic(n, m, v, rank, 1.0, -1, 0);
 }
 
 static _Thread_local const double *cmp_v;
@@ -136,10 +170,17 @@ otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val) {
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < m; j++) {
-            double x = otc_neat_objective_value(c->objectives[j], p->genomes[i]);
+            double x = otc_neat_objective_of(c, c->objectives[j], p->genomes[i]);
             v[(size_t)i * m + j] = c->objectives[j] == OTC_NEAT_OBJ_FITNESS ? -x : x;
         }
-    int fronts = otc_neat_nondominated_sort(n, m, v, rank);
+    int fit = -1;
+    for (int j = 0; j < m; j++)
+        if (c->objectives[j] == OTC_NEAT_OBJ_FITNESS) fit = j;
+    /* The pairs' draws: the run's seed and this generation (the seeds genomes get use the
+     * generation and index 1 and up, these generation + 2^32). */
+    uint64_t seed = otc_neat_mix_seed(p->seed, (uint64_t)p->generation + (1ull << 32), 0);
+    int fronts =
+        otc_neat_nondominated_sort_stochastic(n, m, v, rank, c->objective_probability, fit, seed);
     if (fronts < 0) {
         s = OTC_ERR_NOMEM;
         goto done;
@@ -163,6 +204,13 @@ otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val) {
     double shift = -lo;
     for (int i = 0; i < n && s == OTC_OK; i++) {
         double crowd = isinf(dist[i]) ? 0.99 : 0.98 * dist[i] / m;
+        /* nsga2_value = rank: one per front ahead of the last, crowding within a front (the
+         * connection cost technique's selection, where a cheap but unfit network is kept as
+         * surely as the fittest) */
+        if (c->nsga2_rank) {
+            val[i] = (fronts - rank[i]) + crowd;
+            continue;
+        }
         val[i] = (p->genomes[i]->fitness + shift) * pow(RANK_DISCOUNT, rank[i]) *
                  (1 + CROWDING_WEIGHT * crowd);
     }

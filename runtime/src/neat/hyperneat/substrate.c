@@ -401,6 +401,42 @@ otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat
     return OTC_OK;
 }
 
+otc_status otc_substrate_cost(otc_substrate *s, double *links, double *length2) {
+    if (!s || !links || !length2) return otc_fail(OTC_ERR_ARG, "otc_substrate_cost: NULL");
+    double n = 0, d2 = 0;
+    if (s->cfg.evolvable) {
+        if (!s->es_found) return otc_fail(OTC_ERR_STATE, "otc_substrate_cost: not painted");
+        const otc_es_network *es = &s->es;
+        for (int k = 0; k < es->net->n_conns; k++) {
+            const otc_neat_conn *c = &es->net->conns[k];
+            if (!c->enabled || c->weight == 0.0f) continue;
+            double dx = es->x[c->out] - es->x[c->in], dy = es->y[c->out] - es->y[c->in];
+            n += 1;
+            d2 += dx * dx + dy * dy;
+        }
+    } else {
+        for (int l = 0; l + 1 < s->n_layers; l++) {
+            double dz = layer_z(s, l + 1) - layer_z(s, l);
+            const float *w = s->w[l]; /* [size(l + 1), size(l)] */
+            for (int j = 0; j < s->size[l + 1]; j++) {
+                float xj, yj;
+                otc_substrate_coord(s, l + 1, j, &xj, &yj);
+                for (int i = 0; i < s->size[l]; i++) {
+                    if (w[(size_t)j * (size_t)s->size[l] + (size_t)i] == 0.0f) continue;
+                    float xi, yi;
+                    otc_substrate_coord(s, l, i, &xi, &yi);
+                    double dx = (double)xj - xi, dy = (double)yj - yi;
+                    n += 1;
+                    d2 += dx * dx + dy * dy + dz * dz;
+                }
+            }
+        }
+    }
+    *links = n;
+    *length2 = d2;
+    return OTC_OK;
+}
+
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y) {
     if (!s || !x || !y || batch < 1)
         return otc_fail(OTC_ERR_ARG, "otc_substrate_forward: bad argument (batch %d)", batch);
