@@ -389,16 +389,27 @@ TEST(onnx_hostile_export_patterns) {
     }
 }
 
-/* Found by fuzz_onnx: otc's export of a neuron loop whose second Concat has an empty input
- * name; the neuron matcher read the value table at index -1 before the node check said so. */
+/* Found by fuzz_onnx (tests/onnx/fuzz_*.onnx, also seeds): otc's export of a neuron loop whose
+ * second Concat has an empty input name (the neuron matcher read the value table at index -1),
+ * and a PyTorch model whose second Conv has no output (the bias fold read through a NULL
+ * value); each is refused naming the node. */
 TEST(onnx_hostile_fuzz_found) {
-    char *data = NULL;
-    size_t len = 0;
-    const char *path = OTC_SOURCE_DIR "/tests/onnx/fuzz_concat_absent_input.onnx";
-    REQUIRE(otc_read_file(path, OTC_MAX_ONNX_BYTES, &data, &len) == OTC_OK);
-    otc_graph *g = NULL;
-    CHECK(otc_onnx_import(data, len, path, NULL, &g) == OTC_ERR_FORMAT && !g);
-    CHECK_MSG(strstr(otc_last_error(), "'Concat:15' (#8, Concat, opset 13): input 1 is missing"),
-              "%s", otc_last_error());
-    free(data);
+    static const struct {
+        const char *file, *want;
+    } cases[] = {
+        {"fuzz_concat_absent_input", "'Concat:15' (#8, Concat, opset 13): input 1 is missing"},
+        {"fuzz_conv_no_output", "'/c2/Conv' (#4, Conv, opset 13): the node has no first output"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512], *data = NULL;
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/tests/onnx/%s.onnx", OTC_SOURCE_DIR, cases[i].file);
+        REQUIRE(otc_read_file(path, OTC_MAX_ONNX_BYTES, &data, &len) == OTC_OK);
+        otc_graph *g = NULL;
+        CHECK(otc_onnx_import(data, len, path, NULL, &g) == OTC_ERR_FORMAT && !g);
+        CHECK_MSG(strstr(otc_last_error(), cases[i].want), "%s: %s", cases[i].file,
+                  otc_last_error());
+        otc_graph_free(g);
+        free(data);
+    }
 }

@@ -258,7 +258,7 @@ static otc_status op_conv(ox_ctx *x) {
     TRY(finish(x, &w, otc_conv2d(x->g, NULL, xin, wid, bid, &p), &y));
     TRY(ox_set_node(x, 0, y));
     ox_value *o = ox_out(x, 0);
-    if (bv && w.ns == 2 && wv->uses == 1 && bv->uses == 1 &&
+    if (o && bv && w.ns == 2 && wv->uses == 1 && bv->uses == 1 &&
         otc_graph_node(x->g, o->id)->op == OTC_OP_CONV2D) {
         o->fold = OX_FOLD_CONV;
         o->fw = wid;
