@@ -252,6 +252,11 @@ otc_plan_bytes otc_plan_sizes(const otc_plan *plan, int64_t batch);
 
 /* The node whose storage a read of `id` goes to (itself unless it is an alias). */
 otc_id otc_plan_owner(const otc_plan *plan, otc_id id);
+/* Is node id a Slice that runs as a member of a map kernel? An inference plan fuses a slice
+ * along the first axis after the batch into its readers' kernel: element e of a sample is
+ * its input's element e + *from, read where a member needs it, instead of copied by a kernel
+ * of its own (an LSTM step's four gates then run as one kernel). */
+bool otc_plan_slice_member(const otc_plan *plan, otc_id id, int64_t *from);
 /* Is this input edge a data edge? (RowBroadcast's second input only lends its shape.) */
 bool otc_plan_reads_input(const otc_graph *g, otc_id node, int slot);
 /* Long schedules in parts of bounded size: the end of the part of steps that starts at

@@ -213,6 +213,12 @@ static LLVMValueRef member_value(otc_llvm_r *r, otc_id id, LLVMValueRef e, bool 
         if (r->plan->values[o].kernel == r->kernel && r->local[o] && n <= vn) return r->local[o];
         return otc_lv_stored(r, nd->inputs[0], idx, kb);
     }
+    int64_t from = 0;
+    if (otc_plan_slice_member(r->plan, id, &from)) {
+        /* Its input's element e + from; a slice from 0 may read a local of this kernel. */
+        if (from == 0) return operand(r, nd->inputs[0], e, kb);
+        return otc_lv_stored(r, nd->inputs[0], LLVMBuildAdd(B, e, otc_lv_i64(r, from), ""), kb);
+    }
     if (nd->n_inputs > 0) a = operand(r, nd->inputs[0], e, kb);
     if (nd->n_inputs > 1) b = operand(r, nd->inputs[1], e, kb);
     int act = otc_lv_act_of(nd);
