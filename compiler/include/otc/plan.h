@@ -68,14 +68,15 @@ typedef struct {
 
 typedef enum {
     /* One loop nest over (e, b) of the loop space; members are elementwise ops, row
-     * broadcasts and Neurons (loop space n = 1), evaluated per element in member order.
+     * broadcasts, Neurons (loop space n = 1) and, in inference plans, slices read at an
+     * offset (otc_plan_slice_member), evaluated per element in member order.
      * A member reads another member of the same kernel from its local (same e, b). */
     OTC_KERNEL_MAP,
     /* First member a MatMul [B,K] x [K,N] (the right side not batched), the rest an
      * elementwise epilogue over (e = output column, b), run after each column's sum. */
     OTC_KERNEL_MATMUL,
     /* A single op with a loop structure of its own: reductions, softmaxes, losses, concat,
-     * slice, select, and MatMul of two unbatched values. */
+     * slice (but those a map kernel reads), select, and MatMul of two unbatched values. */
     OTC_KERNEL_OP
 } otc_kernel_kind;
 
