@@ -330,6 +330,20 @@ TEST(recurrent_compiled_reset_instances) {
     suite_free(&s);
 }
 
+/* x [B, in] -> one recurrent layer of `hidden` units -> the output; NULL on failure. */
+static otc_graph *layer_graph(otc_cell cell, int in, int hidden, uint64_t seed) {
+    otc_rng rng;
+    otc_rng_seed(&rng, seed);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, in));
+    otc_id h = otc_recurrent(g, cell, x, hidden, 1, &rng, "rnn");
+    if (h < 0 || otc_graph_mark_output(g, h) != OTC_OK) {
+        otc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
 /* An LSTM's and a GRU's step (20 units) as the inference plan runs them: after the two
  * products the gate slices are read at their offsets by one map kernel over the units (the
  * GRU: one over r and z, one over the units), no slice copied; a training plan keeps slices as
@@ -341,12 +355,8 @@ TEST(recurrent_layers_gate_cell_kernel) {
     emitc_case cases[2];
     memset(cases, 0, sizeof cases);
     for (int k = 0; k < 2; k++) {
-        otc_rng rng;
-        otc_rng_seed(&rng, 21 + (uint64_t)k);
-        otc_graph *g = otc_graph_new();
-        otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, IN));
-        otc_id h = otc_recurrent(g, cells[k], x, H, 1, &rng, "rnn");
-        REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
+        otc_graph *g = layer_graph(cells[k], IN, H, 21 + (uint64_t)k);
+        REQUIRE(g);
         otc_plan *p = NULL;
         REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
         int maps = 0, slices = 0;
@@ -428,12 +438,11 @@ TEST(recurrent_layers_one_sample_jit) {
     enum { IN = 8, H = 40, BMAX = 12 };
     static const int batch_of[3] = {1, BMAX, 1}, steps_of[3] = {30, 5, 10};
     for (int k = 0; k < 2; k++) {
+        otc_graph *g = layer_graph(cells[k], IN, H, 11 + (uint64_t)k);
+        REQUIRE(g);
         otc_rng rng;
         otc_rng_seed(&rng, 11 + (uint64_t)k);
-        otc_graph *g = otc_graph_new();
-        otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, IN));
-        otc_id h = otc_recurrent(g, cells[k], x, H, 1, &rng, "rnn");
-        REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
+        otc_id x = otc_graph_find(g, "x"), h = otc_graph_output(g, 0);
         otc_exec_options eo = {.inference = true};
         otc_jit_options jo = otc_jit_defaults();
         jo.inference = true;
