@@ -428,14 +428,15 @@ TEST(recurrent_layers_gate_cell_kernel) {
 }
 
 #ifdef OTC_TEST_JIT
-/* LSTM and GRU layers (40 units: products over 160 and 120 columns, a block of eight vectors,
- * the rest and a partial one) through the JIT one sample at a time (column mode: the products'
- * sums kept in registers, the state copied sample by sample), then a batch of 12 (the batched
- * kernels and whole-row state copies, from a zero state), then one sample again: every step's
- * output against the interpreter's. The sums nothing reads are not readable either. */
+/* LSTM and GRU layers (70 units: products over 280 and 210 columns; at 16 lanes a block of
+ * sixteen vectors, the rest and a partial one, at 8 lanes blocks of eight) through the JIT one
+ * sample at a time (column mode: the products' sums kept in registers, the state copied sample by
+ * sample), then a batch of 12 (the batched kernels and whole-row state copies, from a zero state),
+ * then one sample again: every step's output against the interpreter's. The sums nothing reads are
+ * not readable either. */
 TEST(recurrent_layers_one_sample_jit) {
     const otc_cell cells[2] = {OTC_CELL_LSTM, OTC_CELL_GRU};
-    enum { IN = 8, H = 40, BMAX = 12 };
+    enum { IN = 8, H = 70, BMAX = 12 };
     static const int batch_of[3] = {1, BMAX, 1}, steps_of[3] = {30, 5, 10};
     for (int k = 0; k < 2; k++) {
         otc_graph *g = layer_graph(cells[k], IN, H, 11 + (uint64_t)k);
