@@ -330,23 +330,120 @@ TEST(recurrent_compiled_reset_instances) {
     suite_free(&s);
 }
 
+/* x [B, in] -> one recurrent layer of `hidden` units -> the output; NULL on failure. */
+static otc_graph *layer_graph(otc_cell cell, int in, int hidden, uint64_t seed) {
+    otc_rng rng;
+    otc_rng_seed(&rng, seed);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, in));
+    otc_id h = otc_recurrent(g, cell, x, hidden, 1, &rng, "rnn");
+    if (h < 0 || otc_graph_mark_output(g, h) != OTC_OK) {
+        otc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* An LSTM's and a GRU's step (20 units) as the inference plan runs them: after the two
+ * products the gate slices are read at their offsets by one map kernel over the units (the
+ * GRU: one over r and z, one over the units), no slice copied; a training plan keeps slices as
+ * copies. The emitted C of both, at batch 1 and 3, follows the interpreter step after step. */
+TEST(recurrent_layers_gate_cell_kernel) {
+    enum { IN = 3, H = 20, T = 12 };
+    const otc_cell cells[2] = {OTC_CELL_LSTM, OTC_CELL_GRU};
+    const int map_kernels[2] = {1, 2};
+    emitc_case cases[2];
+    memset(cases, 0, sizeof cases);
+    for (int k = 0; k < 2; k++) {
+        otc_graph *g = layer_graph(cells[k], IN, H, 21 + (uint64_t)k);
+        REQUIRE(g);
+        otc_plan *p = NULL;
+        REQUIRE(otc_plan_build(g, NULL, &p) == OTC_OK);
+        int maps = 0, slices = 0;
+        for (int i = 0; i < p->n_kernels; i++) {
+            const otc_plan_kernel *K = &p->kernels[i];
+            CHECK(K->kind != OTC_KERNEL_OP);
+            maps += K->kind == OTC_KERNEL_MAP;
+        }
+        CHECK_MSG(p->n_kernels == 2 + map_kernels[k] && maps == map_kernels[k], "%d kernels",
+                  p->n_kernels);
+        for (otc_id id = 0; id < otc_graph_size(g); id++) {
+            const otc_node *nd = otc_graph_node(g, id);
+            int64_t from = -1;
+            if (nd->op != OTC_OP_SLICE) continue;
+            CHECK(otc_plan_slice_member(p, id, &from));
+            CHECK(from == (int64_t)nd->start && p->values[id].storage == OTC_STORE_REGISTER);
+            slices++;
+        }
+        CHECK(slices == (k == 0 ? 4 : 6));
+        otc_plan_free(p);
+        REQUIRE(emitc_case_init(&cases[k], g, k, NULL));
+    }
+    /* Training: x -> x W -> slice at an offset -> tanh -> MSE; the slice is a copy kernel. */
+    otc_graph *tg = otc_graph_new();
+    otc_id x = otc_input(tg, "x", otc_shape_2d(OTC_BATCH, 4));
+    otc_id w = otc_param(tg, "w", otc_shape_2d(4, 6), NULL);
+    otc_id y = otc_activation(tg, OTC_OP_TANH, otc_slice(tg, otc_matmul(tg, x, w), 1, 2, 3), 0.0f);
+    otc_id t = otc_input(tg, "t", otc_shape_2d(OTC_BATCH, 3));
+    otc_plan_options po = {.train = true, .loss = otc_mse(tg, y, t)};
+    po.optim = otc_optim_defaults(OTC_OPTIM_SGD);
+    otc_plan *tp = NULL;
+    REQUIRE(otc_graph_mark_output(tg, y) == OTC_OK && otc_plan_build(tg, &po, &tp) == OTC_OK);
+    otc_id sl = otc_graph_node(tg, y)->inputs[0];
+    CHECK(!otc_plan_slice_member(tp, sl, NULL) &&
+          tp->kernels[tp->values[sl].kernel].kind == OTC_KERNEL_OP);
+    otc_plan_free(tp);
+    otc_graph_free(tg);
+
+    emitc_build b;
+    REQUIRE(emitc_build_cases(cases, 2, "-std=c99 -O1", &b));
+    for (int k = 0; k < 2; k++) {
+        const emitc_case *c = &cases[k];
+        fwd_fn f = (fwd_fn)emitc_sym(&b, c->name, "forward");
+        reset_fn r = (reset_fn)emitc_sym(&b, c->name, "reset");
+        REQUIRE(f && r);
+        for (int batch = 1; batch <= 3; batch += 2) {
+            float *ws = malloc(emitc_workspace_bytes(c, &b, batch));
+            float *xs = sequence(c, T, batch, 31 + (uint64_t)batch);
+            float want[3 * H], got[3 * H];
+            otc_exec_options xo = {.inference = true};
+            otc_executor *ip = otc_interpreter_new(c->g, &xo);
+            REQUIRE(ws && xs && ip && r(ws, batch) == 0);
+            for (int s = 0; s < T; s++) {
+                const float *in = xs + (size_t)s * batch * IN;
+                REQUIRE(exec_step(ip, c, in, want, batch));
+                CHECK(f(in, got, batch, ws) == 0);
+                for (int i = 0; i < batch * H; i++)
+                    CHECK_MSG(fabsf(got[i] - want[i]) <= 1e-5f * fmaxf(1.0f, fabsf(want[i])),
+                              "%s batch %d step %d out[%d]: %.9g, interpreter %.9g", c->name, batch,
+                              s, i, (double)got[i], (double)want[i]);
+            }
+            otc_exec_free(ip);
+            free(ws);
+            free(xs);
+        }
+    }
+    emitc_unload(&b);
+    for (int k = 0; k < 2; k++) emitc_case_free(&cases[k]);
+}
+
 #ifdef OTC_TEST_JIT
-/* LSTM and GRU layers (40 units: products over 160 and 120 columns, a block of eight vectors,
- * the rest and a partial one) through the JIT one sample at a time (column mode: the products'
- * sums kept in registers, the state copied sample by sample), then a batch of 12 (the batched
- * kernels and whole-row state copies, from a zero state), then one sample again: every step's
- * output against the interpreter's. The sums nothing reads are not readable either. */
+/* LSTM and GRU layers (70 units: products over 280 and 210 columns; at 16 lanes a block of
+ * sixteen vectors, the rest and a partial one, at 8 lanes blocks of eight) through the JIT one
+ * sample at a time (column mode: the products' sums kept in registers, the state copied sample by
+ * sample), then a batch of 12 (the batched kernels and whole-row state copies, from a zero state),
+ * then one sample again: every step's output against the interpreter's. The sums nothing reads are
+ * not readable either. */
 TEST(recurrent_layers_one_sample_jit) {
     const otc_cell cells[2] = {OTC_CELL_LSTM, OTC_CELL_GRU};
-    enum { IN = 8, H = 40, BMAX = 12 };
+    enum { IN = 8, H = 70, BMAX = 12 };
     static const int batch_of[3] = {1, BMAX, 1}, steps_of[3] = {30, 5, 10};
     for (int k = 0; k < 2; k++) {
+        otc_graph *g = layer_graph(cells[k], IN, H, 11 + (uint64_t)k);
+        REQUIRE(g);
         otc_rng rng;
         otc_rng_seed(&rng, 11 + (uint64_t)k);
-        otc_graph *g = otc_graph_new();
-        otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, IN));
-        otc_id h = otc_recurrent(g, cells[k], x, H, 1, &rng, "rnn");
-        REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
+        otc_id x = otc_graph_find(g, "x"), h = otc_graph_output(g, 0);
         otc_exec_options eo = {.inference = true};
         otc_jit_options jo = otc_jit_defaults();
         jo.inference = true;

@@ -68,14 +68,15 @@ typedef struct {
 
 typedef enum {
     /* One loop nest over (e, b) of the loop space; members are elementwise ops, row
-     * broadcasts and Neurons (loop space n = 1), evaluated per element in member order.
+     * broadcasts, Neurons (loop space n = 1) and, in inference plans, slices read at an
+     * offset (otc_plan_slice_member), evaluated per element in member order.
      * A member reads another member of the same kernel from its local (same e, b). */
     OTC_KERNEL_MAP,
     /* First member a MatMul [B,K] x [K,N] (the right side not batched), the rest an
      * elementwise epilogue over (e = output column, b), run after each column's sum. */
     OTC_KERNEL_MATMUL,
     /* A single op with a loop structure of its own: reductions, softmaxes, losses, concat,
-     * slice, select, and MatMul of two unbatched values. */
+     * slice (but those a map kernel reads), select, and MatMul of two unbatched values. */
     OTC_KERNEL_OP
 } otc_kernel_kind;
 
@@ -252,6 +253,11 @@ otc_plan_bytes otc_plan_sizes(const otc_plan *plan, int64_t batch);
 
 /* The node whose storage a read of `id` goes to (itself unless it is an alias). */
 otc_id otc_plan_owner(const otc_plan *plan, otc_id id);
+/* Is node id a Slice that runs as a member of a map kernel? An inference plan fuses a slice
+ * along the first axis after the batch into its readers' kernel: element e of a sample is
+ * its input's element e + *from, read where a member needs it, instead of copied by a kernel
+ * of its own (an LSTM step's four gates then run as one kernel). */
+bool otc_plan_slice_member(const otc_plan *plan, otc_id id, int64_t *from);
 /* Is this input edge a data edge? (RowBroadcast's second input only lends its shape.) */
 bool otc_plan_reads_input(const otc_graph *g, otc_id node, int slot);
 /* Long schedules in parts of bounded size: the end of the part of steps that starts at

@@ -101,11 +101,36 @@ static void neuron_member(otc_cr *c, int k, otc_id id, const char *idx) {
     free(text);
 }
 
+/* A slice in a map kernel: its input's element elem + from (from 0 reads as a copy would,
+ * a local of this kernel too). */
+static void slice_member(otc_cr *c, int k, otc_id id, int64_t from, const char *elem,
+                         const char *idx) {
+    otc_id x = otc_graph_node(c->g, id)->inputs[0];
+    char a[96], e2[64];
+    if (from == 0) {
+        operand(c, k, x, elem, a, sizeof a);
+    } else {
+        if (!strcmp(elem, "0"))
+            snprintf(e2, sizeof e2, "%" PRId64, from);
+        else
+            snprintf(e2, sizeof e2, "%s + %" PRId64, elem, from);
+        otc_cr_at(c, a, sizeof a, x, e2);
+    }
+    otc_cr_line(c, "const float r%d = %s;", (int)id, a);
+    if (c->plan->values[id].storage == OTC_STORE_WORK)
+        otc_cr_line(c, "v%d[%s] = r%d;", (int)id, idx, (int)id);
+}
+
 static void map_member(otc_cr *c, int k, otc_id id, const char *elem, const char *idx) {
     const otc_plan *p = c->plan;
     const otc_node *nd = otc_graph_node(c->g, id);
     const otc_plan_kernel *K = &p->kernels[k];
     char a[96], b[96], lit[48];
+    int64_t from = 0;
+    if (otc_plan_slice_member(p, id, &from)) {
+        slice_member(c, k, id, from, elem, idx);
+        return;
+    }
     if (nd->n_inputs > 0 && nd->op != OTC_OP_NEURON)
         operand(c, k, nd->inputs[0], elem, a, sizeof a);
     if (nd->n_inputs > 1 && nd->op != OTC_OP_NEURON)

@@ -24,6 +24,32 @@ bool otc_plan_is_map_op(otc_op op) {
            op == OTC_OP_NEURON;
 }
 
+/* Element e of a sample of a Slice along the first axis after the batch is element e + from
+ * of its input's sample: a contiguous run of the node-major layout. */
+static bool slice_offset(const otc_plan *p, otc_id id, int64_t *from) {
+    const otc_node *nd = otc_graph_node(p->graph, id);
+    if (!nd || nd->op != OTC_OP_SLICE || nd->axis != 1) return false;
+    const otc_node *x = otc_graph_node(p->graph, nd->inputs[0]);
+    if (!x || !otc_shape_is_batched(x->shape)) return false;
+    int64_t inner = 1;
+    for (int d = 2; d < x->shape.ndim; d++) inner *= x->shape.dim[d];
+    if (from) *from = (int64_t)nd->start * inner;
+    return true;
+}
+
+/* Only inference plans: a training plan's backward has no rule for a slice inside a fused
+ * elementwise run (its gradient goes to other elements of its input). */
+bool otc_plan_slice_as_map(const otc_plan *p, otc_id id) {
+    return !p->options.train && slice_offset(p, id, NULL);
+}
+
+bool otc_plan_slice_member(const otc_plan *plan, otc_id id, int64_t *from) {
+    if (!plan || id < 0 || id >= plan->n_values) return false;
+    int k = plan->values[id].kernel;
+    if (k < 0 || plan->kernels[k].kind != OTC_KERNEL_MAP) return false;
+    return slice_offset(plan, id, from);
+}
+
 otc_id otc_plan_owner(const otc_plan *plan, otc_id id) {
     if (!plan || id < 0 || id >= plan->n_values) return id;
     const otc_plan_value *v = &plan->values[id];

@@ -12,9 +12,14 @@ static void loop_of(const otc_plan *p, otc_id id, int64_t *n, bool *batched) {
     *batched = p->values[id].batched;
 }
 
+/* Elementwise over its loop space: a map op, or a slice read at an offset. */
+static bool map_member(const otc_plan *p, otc_id id) {
+    return otc_plan_is_map_op(otc_graph_node(p->graph, id)->op) || otc_plan_slice_as_map(p, id);
+}
+
 static otc_kernel_kind kind_for(const otc_plan *p, otc_id id) {
     const otc_node *nd = otc_graph_node(p->graph, id);
-    if (otc_plan_is_map_op(nd->op)) return OTC_KERNEL_MAP;
+    if (map_member(p, id)) return OTC_KERNEL_MAP;
     if (nd->op == OTC_OP_MATMUL && p->values[otc_plan_owner(p, nd->inputs[0])].batched)
         return OTC_KERNEL_MATMUL;
     return OTC_KERNEL_OP;
@@ -63,7 +68,7 @@ static bool can_join(const otc_plan_ctx *c, int k, otc_id id) {
     const otc_plan_kernel *K = &p->kernels[k];
     const otc_node *nd = otc_graph_node(p->graph, id);
     if (K->kind == OTC_KERNEL_OP || p->options.fuse == OTC_FUSE_NONE) return false;
-    if (!otc_plan_is_map_op(nd->op)) return false;
+    if (!map_member(p, id)) return false;
     if (kernel_cost(p, K) + otc_plan_member_cost(p->graph, id) > KERNEL_MAX_COST) return false;
     int64_t n;
     bool batched;
@@ -157,11 +162,51 @@ static otc_status state_steps(otc_plan_ctx *c) {
     return st;
 }
 
+/* Adds computed node id to the open kernel, or closes it and opens one. A slice run as a map
+ * member waits (deferred) until its first reader is placed, and is placed right before it,
+ * in its kernel when the loop spaces match: a topological order puts a slice next to its
+ * input, where it would be a copy kernel of its own (a GRU's gate slices, between its two
+ * products). */
+static otc_status place(otc_plan_ctx *c, otc_id id, int *open, bool *deferred) {
+    otc_plan *p = c->p;
+    const otc_node *nd = otc_graph_node(p->graph, id);
+    otc_status st = OTC_OK;
+    for (int s = 0; s < nd->n_inputs && !st; s++) {
+        otc_id o = otc_plan_owner(p, nd->inputs[s]);
+        if (!otc_plan_reads_input(p->graph, id, s) || !deferred[o]) continue;
+        deferred[o] = false;
+        st = place(c, o, open, deferred);
+    }
+    if (st) return st;
+    otc_plan_value *v = &p->values[id];
+    if (*open < 0 || !can_join(c, *open, id)) {
+        st = close_kernel(c, open);
+        if (st) return st;
+        *open = p->n_kernels++;
+        otc_plan_kernel *K = &p->kernels[*open];
+        K->kind = kind_for(p, id);
+        K->first = p->n_members;
+        K->count = 0;
+        K->tiling = (otc_plan_tiling){0, 0, 0, 0};
+        loop_of(p, id, &K->n, &K->batched);
+        if (K->kind == OTC_KERNEL_OP) K->n = v->size;
+    }
+    p->members[p->n_members++] = id;
+    p->kernels[*open].count++;
+    v->kernel = *open;
+    if (p->kernels[*open].kind == OTC_KERNEL_OP) st = close_kernel(c, open);
+    return st;
+}
+
 otc_status otc_plan_fuse(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     p->members = malloc(((size_t)c->n_order + 1) * sizeof *p->members);
     p->kernels = malloc(((size_t)c->n_order + 1) * sizeof *p->kernels);
-    if (!p->members || !p->kernels) return otc_fail(OTC_ERR_NOMEM, "out of memory for a plan");
+    bool *deferred = calloc((size_t)c->n + 1, sizeof *deferred);
+    if (!p->members || !p->kernels || !deferred) {
+        free(deferred);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a plan");
+    }
     int open = -1;
     otc_status st = OTC_OK;
     for (int i = 0; i < c->n_order && !st; i++) {
@@ -180,23 +225,18 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
             continue;
         }
         if (v->storage != OTC_STORE_WORK) continue; /* parameters, aliases */
-        if (open < 0 || !can_join(c, open, id)) {
-            st = close_kernel(c, &open);
-            if (st) break;
-            open = p->n_kernels++;
-            otc_plan_kernel *K = &p->kernels[open];
-            K->kind = kind_for(p, id);
-            K->first = p->n_members;
-            K->count = 0;
-            K->tiling = (otc_plan_tiling){0, 0, 0, 0};
-            loop_of(p, id, &K->n, &K->batched);
-            if (K->kind == OTC_KERNEL_OP) K->n = v->size;
-        }
-        p->members[p->n_members++] = id;
-        p->kernels[open].count++;
-        v->kernel = open;
-        if (p->kernels[open].kind == OTC_KERNEL_OP) st = close_kernel(c, &open);
+        if (otc_plan_slice_as_map(p, id))
+            deferred[id] = true;
+        else
+            st = place(c, id, &open, deferred);
     }
+    /* Slices no computed node reads (outputs, a Delay's source). */
+    for (int i = 0; i < c->n_order && !st; i++)
+        if (deferred[c->order[i]]) {
+            deferred[c->order[i]] = false;
+            st = place(c, c->order[i], &open, deferred);
+        }
+    free(deferred);
     if (!st) st = close_kernel(c, &open);
     for (int i = 0; i < p->n_io && !st; i++) {
         if (p->io[i].stream != OTC_IO_OUT) continue;

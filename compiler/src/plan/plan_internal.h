@@ -30,6 +30,8 @@ static inline int64_t otc_plan_align(int64_t floats) {
 otc_status otc_plan_add_step(otc_plan_ctx *c, otc_plan_step step);
 const char *otc_plan_label(const otc_graph *g, otc_id id, char *buf);
 bool otc_plan_is_map_op(otc_op op);
+/* May Slice node id run as a member of a map kernel (otc_plan_slice_member)? */
+bool otc_plan_slice_as_map(const otc_plan *p, otc_id id);
 
 /* plan_fuse.c: kernels, members and the forward steps; then which values stay in locals. */
 otc_status otc_plan_fuse(otc_plan_ctx *c);
