@@ -257,6 +257,11 @@ typedef struct {
     int n_k, n_uses, cap_k, cap_uses;
 } weight_table;
 
+/* Broadcasts per iteration of the table's loop. The fast register allocator reloads the loop's
+ * pointers from the stack each iteration; unrolled, the loop costs ~2 cycles a weight (one
+ * iteration a weight: ~5, as much as the kernels it serves at batch 1). */
+enum { BROADCAST_UNROLL = 8 };
+
 static LLVMValueRef broadcast_function(rewriter *w, LLVMTypeRef vt, LLVMValueRef caller) {
     char *vs = LLVMPrintTypeToString(vt);
     char name[96];
@@ -266,7 +271,8 @@ static LLVMValueRef broadcast_function(rewriter *w, LLVMTypeRef vt, LLVMValueRef
     if (f) return f;
     LLVMTypeRef ptr = LLVMPointerTypeInContext(w->ctx, 0), i64 = LLVMInt64TypeInContext(w->ctx);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(w->ctx), f32 = LLVMFloatTypeInContext(w->ctx);
-    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64}; /* table, base, k, n (> 0) */
+    LLVMTypeRef params[4] = {ptr, ptr, ptr, i64}; /* table, base, k, n (> 0, a multiple of
+                                                     BROADCAST_UNROLL) */
     f = LLVMAddFunction(w->m, name, LLVMFunctionType(LLVMVoidTypeInContext(w->ctx), params, 4, 0));
     LLVMSetLinkage(f, LLVMInternalLinkage);
     copy_string_attribute(f, caller, "target-cpu");
@@ -279,17 +285,23 @@ static LLVMValueRef broadcast_function(rewriter *w, LLVMTypeRef vt, LLVMValueRef
     LLVMBuildBr(b, loop);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef j = LLVMBuildPhi(b, i64, "j");
-    LLVMValueRef kp = LLVMBuildInBoundsGEP2(b, i32, LLVMGetParam(f, 2), &j, 1, "");
-    LLVMValueRef k = LLVMBuildSExt(b, LLVMBuildLoad2(b, i32, kp, ""), i64, "");
-    LLVMValueRef x =
-        LLVMBuildLoad2(b, f32, LLVMBuildInBoundsGEP2(b, f32, LLVMGetParam(f, 1), &k, 1, ""), "");
-    LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, LLVMConstInt(i32, 0, 0), "");
-    v = LLVMBuildShuffleVector(b, v, LLVMGetPoison(vt),
-                               LLVMConstNull(LLVMVectorType(i32, LLVMGetVectorSize(vt))), "");
-    LLVMValueRef st =
-        LLVMBuildStore(b, v, LLVMBuildInBoundsGEP2(b, vt, LLVMGetParam(f, 0), &j, 1, ""));
-    LLVMSetAlignment(st, 4);
-    LLVMValueRef j1 = LLVMBuildAdd(b, j, LLVMConstInt(i64, 1, 0), "");
+    LLVMValueRef k0 = LLVMBuildInBoundsGEP2(b, i32, LLVMGetParam(f, 2), &j, 1, "");
+    LLVMValueRef t0 = LLVMBuildInBoundsGEP2(b, vt, LLVMGetParam(f, 0), &j, 1, "");
+    for (int u = 0; u < BROADCAST_UNROLL; u++) {
+        LLVMValueRef cu = LLVMConstInt(i64, (unsigned long long)u, 0);
+        LLVMValueRef kp = LLVMBuildInBoundsGEP2(b, i32, k0, &cu, 1, "");
+        LLVMValueRef k = LLVMBuildSExt(b, LLVMBuildLoad2(b, i32, kp, ""), i64, "");
+        LLVMValueRef x = LLVMBuildLoad2(
+            b, f32, LLVMBuildInBoundsGEP2(b, f32, LLVMGetParam(f, 1), &k, 1, ""), "");
+        LLVMValueRef v =
+            LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, LLVMConstInt(i32, 0, 0), "");
+        v = LLVMBuildShuffleVector(b, v, LLVMGetPoison(vt),
+                                   LLVMConstNull(LLVMVectorType(i32, LLVMGetVectorSize(vt))), "");
+        LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildInBoundsGEP2(b, vt, t0, &cu, 1, ""));
+        LLVMSetAlignment(st, 4);
+    }
+    LLVMValueRef j1 =
+        LLVMBuildAdd(b, j, LLVMConstInt(i64, (unsigned long long)BROADCAST_UNROLL, 0), "");
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, j1, LLVMGetParam(f, 3), ""), loop, done);
     LLVMValueRef in[2] = {LLVMConstInt(i64, 0, 0), j1};
     LLVMBasicBlockRef from[2] = {entry, loop};
@@ -337,16 +349,18 @@ static void table_apply(rewriter *w, weight_table *t, LLVMValueRef fn, LLVMBasic
     if (!t->n_uses || w->nomem) return;
     LLVMTypeRef vt = LLVMTypeOf(t->uses[0]);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(w->ctx), i64 = LLVMInt64TypeInContext(w->ctx);
-    LLVMValueRef ks[4096];
-    int n = t->n_k;
-    LLVMValueRef *kv = n <= 4096 ? ks : malloc((size_t)n * sizeof *kv);
+    /* Padded to whole iterations with the last weight again. */
+    int n = (t->n_k + BROADCAST_UNROLL - 1) / BROADCAST_UNROLL * BROADCAST_UNROLL;
+    LLVMValueRef *kv = malloc((size_t)n * sizeof *kv);
     if (!kv) {
         w->nomem = true;
         return;
     }
-    for (int i = 0; i < n; i++) kv[i] = LLVMConstInt(i32, (unsigned long long)(int64_t)t->k[i], 1);
+    for (int i = 0; i < n; i++)
+        kv[i] =
+            LLVMConstInt(i32, (unsigned long long)(int64_t)t->k[i < t->n_k ? i : t->n_k - 1], 1);
     LLVMValueRef init = LLVMConstArray2(i32, kv, (uint64_t)n);
-    if (kv != ks) free(kv);
+    free(kv);
     LLVMValueRef g = LLVMAddGlobal(w->m, LLVMTypeOf(init), "otc.weight_index");
     LLVMSetInitializer(g, init);
     LLVMSetGlobalConstant(g, 1);
