@@ -144,17 +144,66 @@ static LLVMValueRef select_function(rewriter *w, LLVMValueRef cmp, LLVMValueRef 
     return f;
 }
 
+static bool has_feature(LLVMValueRef fn, const char *feature) {
+    LLVMAttributeRef a =
+        LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, "target-features", 15);
+    unsigned len = 0;
+    const char *v = a ? LLVMGetStringAttributeValue(a, &len) : NULL;
+    size_t n = strlen(feature);
+    for (unsigned i = 0; v && i + n <= len; i++)
+        if (!strncmp(v + i, feature, n) && (i + n == len || v[i + n] == ',')) return true;
+    return false;
+}
+
+/* select(a > b, a, b) or select(a < b, a, b) on floats (a ReLU: max(x, 0)) as x86's
+ * max/min instruction, which computes exactly that (the second operand when either is NaN or
+ * both are zeros); NULL when the host or the vector's width has none. An intrinsic the fast
+ * selector does not take is handed to SelectionDAG alone, and runs as one instruction. */
+static LLVMValueRef x86_max_min(rewriter *w, LLVMValueRef cmp, LLVMValueRef sel,
+                                LLVMValueRef caller) {
+    if (!LLVMIsAFCmpInst(cmp)) return NULL;
+    LLVMRealPredicate p = LLVMGetFCmpPredicate(cmp);
+    LLVMValueRef a = LLVMGetOperand(cmp, 0), b = LLVMGetOperand(cmp, 1);
+    if ((p != LLVMRealOGT && p != LLVMRealOLT) || LLVMGetOperand(sel, 1) != a ||
+        LLVMGetOperand(sel, 2) != b || strncmp(LLVMGetTarget(w->m), "x86_64", 6))
+        return NULL;
+    LLVMTypeRef t = LLVMTypeOf(a);
+    if (LLVMGetTypeKind(LLVMGetElementType(t)) != LLVMFloatTypeKind) return NULL;
+    bool max = p == LLVMRealOGT;
+    const char *name = NULL;
+    unsigned lanes = LLVMGetVectorSize(t);
+    if (lanes == 16 && has_feature(caller, "+avx512f"))
+        name = max ? "llvm.x86.avx512.max.ps.512" : "llvm.x86.avx512.min.ps.512";
+    else if (lanes == 8 && has_feature(caller, "+avx"))
+        name = max ? "llvm.x86.avx.max.ps.256" : "llvm.x86.avx.min.ps.256";
+    else if (lanes == 4)
+        name = max ? "llvm.x86.sse.max.ps" : "llvm.x86.sse.min.ps";
+    if (!name) return NULL;
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) return NULL;
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(w->m, id, NULL, 0);
+    LLVMTypeRef ft = LLVMIntrinsicGetType(w->ctx, id, NULL, 0);
+    /* The 512-bit form takes a rounding argument: 4, the current direction. */
+    LLVMValueRef args[3] = {a, b, LLVMConstInt(LLVMInt32TypeInContext(w->ctx), 4, 0)};
+    LLVMPositionBuilderBefore(w->b, sel);
+    return LLVMBuildCall2(w->b, ft, fn, args, lanes == 16 ? 3 : 2, "");
+}
+
 /* A vector select on a comparison (a ReLU, a max, the padding mask), which the selector cannot
- * take, as a call of select_function, which it can. A comparison left without users goes. */
+ * take: x86's max/min where it is one, else a call of select_function, which the selector
+ * takes. A comparison left without users goes. */
 static void outline_select(rewriter *w, LLVMValueRef sel, LLVMValueRef caller) {
     if (!LLVMIsASelectInst(sel) || LLVMGetTypeKind(LLVMTypeOf(sel)) != LLVMVectorTypeKind) return;
     LLVMValueRef cmp = LLVMGetOperand(sel, 0);
     if (!LLVMIsAFCmpInst(cmp) && !LLVMIsAICmpInst(cmp)) return;
-    LLVMValueRef f = select_function(w, cmp, sel, caller);
-    LLVMValueRef args[4] = {LLVMGetOperand(cmp, 0), LLVMGetOperand(cmp, 1), LLVMGetOperand(sel, 1),
-                            LLVMGetOperand(sel, 2)};
-    LLVMPositionBuilderBefore(w->b, sel);
-    LLVMValueRef call = LLVMBuildCall2(w->b, LLVMGlobalGetValueType(f), f, args, 4, "");
+    LLVMValueRef call = x86_max_min(w, cmp, sel, caller);
+    if (!call) {
+        LLVMValueRef f = select_function(w, cmp, sel, caller);
+        LLVMValueRef args[4] = {LLVMGetOperand(cmp, 0), LLVMGetOperand(cmp, 1),
+                                LLVMGetOperand(sel, 1), LLVMGetOperand(sel, 2)};
+        LLVMPositionBuilderBefore(w->b, sel);
+        call = LLVMBuildCall2(w->b, LLVMGlobalGetValueType(f), f, args, 4, "");
+    }
     LLVMReplaceAllUsesWith(sel, call);
     LLVMInstructionEraseFromParent(sel);
     if (!LLVMGetFirstUse(cmp)) LLVMInstructionEraseFromParent(cmp);
