@@ -486,9 +486,111 @@ static void remove_dead(LLVMValueRef fn) {
     }
 }
 
+/* The scalar a broadcast (shufflevector of an insertelement at 0, zero mask) spreads; NULL
+ * for anything else. */
+static LLVMValueRef splat_of(LLVMValueRef v) {
+    if (!LLVMIsAShuffleVectorInst(v)) return NULL;
+    LLVMValueRef ins = LLVMGetOperand(v, 0);
+    if (!LLVMIsAInsertElementInst(ins)) return NULL;
+    unsigned n = LLVMGetNumMaskElements(v);
+    for (unsigned i = 0; i < n; i++)
+        if (LLVMGetMaskValue(v, i) != 0) return NULL;
+    LLVMValueRef at = LLVMGetOperand(ins, 2);
+    if (!LLVMIsAConstantInt(at) || LLVMConstIntGetZExtValue(at) != 0) return NULL;
+    return LLVMGetOperand(ins, 1);
+}
+
+/* Is c the renderer's padding mask of a chunk (otc_lv_set_chunk): lane j real when
+ * s + j < b, as icmp slt (splat(s) + <0, 1, ..., W-1>), splat(b)? */
+static bool lane_mask(LLVMValueRef c, LLVMValueRef *s, LLVMValueRef *b) {
+    if (!LLVMIsAICmpInst(c) || LLVMGetICmpPredicate(c) != LLVMIntSLT) return false;
+    LLVMValueRef add = LLVMGetOperand(c, 0);
+    if (!LLVMIsAInstruction(add) || LLVMGetInstructionOpcode(add) != LLVMAdd) return false;
+    LLVMValueRef k = LLVMGetOperand(add, 1);
+    *s = splat_of(LLVMGetOperand(add, 0));
+    *b = splat_of(LLVMGetOperand(c, 1));
+    if (!*s || !*b || !LLVMIsAConstantDataVector(k) || LLVMTypeOf(*s) != LLVMTypeOf(*b) ||
+        LLVMGetTypeKind(LLVMTypeOf(*s)) != LLVMIntegerTypeKind)
+        return false;
+    unsigned n = LLVMGetVectorSize(LLVMTypeOf(k));
+    if (n > 64) return false;
+    for (unsigned j = 0; j < n; j++) {
+        LLVMValueRef e = LLVMGetAggregateElement(k, j);
+        if (!e || !LLVMIsAConstantInt(e) || LLVMConstIntGetSExtValue(e) != (long long)j)
+            return false;
+    }
+    return true;
+}
+
+/* The selects on a padding mask c (a gradient kept out of the padding, a divisor made 1
+ * there) as and/or of bit patterns with the mask as lanes of all ones: row min(max(b - s, 0),
+ * W) of a constant table, loaded once after c. The selector takes all of it; the compare,
+ * left without users, goes. */
+static void mask_selects_as_bits(rewriter *w, LLVMValueRef c, LLVMValueRef s, LLVMValueRef b) {
+    unsigned n = LLVMGetVectorSize(LLVMTypeOf(c));
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(w->ctx), it = LLVMVectorType(i32, n);
+    LLVMValueRef users[64];
+    int nu = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(c); u && nu < 64; u = LLVMGetNextUse(u)) {
+        LLVMValueRef sel = LLVMGetUser(u);
+        LLVMTypeRef t = LLVMTypeOf(sel);
+        if (LLVMIsASelectInst(sel) && LLVMGetOperand(sel, 0) == c &&
+            LLVMGetTypeKind(t) == LLVMVectorTypeKind &&
+            LLVMGetTypeKind(LLVMGetElementType(t)) == LLVMFloatTypeKind)
+            users[nu++] = sel;
+    }
+    if (!nu) return;
+    char name[48];
+    snprintf(name, sizeof name, "otc.lane_masks.%u", n);
+    LLVMValueRef g = LLVMGetNamedGlobal(w->m, name);
+    LLVMTypeRef rows_t = LLVMArrayType2(it, n + 1);
+    if (!g) {
+        LLVMValueRef rows[65], lanes[64];
+        for (unsigned r = 0; r <= n; r++) {
+            for (unsigned j = 0; j < n; j++)
+                lanes[j] = LLVMConstInt(i32, j < r ? 0xffffffffu : 0, 0);
+            rows[r] = LLVMConstVector(lanes, n);
+        }
+        g = LLVMAddGlobal(w->m, rows_t, name);
+        LLVMSetInitializer(g, LLVMConstArray2(it, rows, n + 1));
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+        LLVMSetAlignment(g, 64);
+    }
+    LLVMBuilderRef bd = w->b;
+    LLVMPositionBuilderBefore(bd, LLVMGetNextInstruction(c));
+    LLVMTypeRef st = LLVMTypeOf(s);
+    LLVMValueRef d = LLVMBuildSub(bd, b, s, "");
+    LLVMValueRef zero = LLVMConstInt(st, 0, 0), wv = LLVMConstInt(st, n, 0);
+    d = LLVMBuildSelect(bd, LLVMBuildICmp(bd, LLVMIntSLT, d, zero, ""), zero, d, "");
+    d = LLVMBuildSelect(bd, LLVMBuildICmp(bd, LLVMIntSGT, d, wv, ""), wv, d, "");
+    LLVMValueRef idx[2] = {LLVMConstInt(st, 0, 0), d};
+    LLVMValueRef m = LLVMBuildLoad2(bd, it, LLVMBuildInBoundsGEP2(bd, rows_t, g, idx, 2, ""), "");
+    LLVMSetAlignment(m, 64);
+    LLVMValueRef ones[64];
+    for (unsigned j = 0; j < n; j++) ones[j] = LLVMConstInt(i32, 0xffffffffu, 0);
+    LLVMValueRef not_m = LLVMBuildXor(bd, m, LLVMConstVector(ones, n), "");
+    for (int k = 0; k < nu; k++) {
+        LLVMValueRef sel = users[k];
+        LLVMPositionBuilderBefore(bd, sel);
+        LLVMValueRef x = LLVMBuildBitCast(bd, LLVMGetOperand(sel, 1), it, "");
+        LLVMValueRef y = LLVMBuildBitCast(bd, LLVMGetOperand(sel, 2), it, "");
+        LLVMValueRef v =
+            LLVMBuildOr(bd, LLVMBuildAnd(bd, x, m, ""), LLVMBuildAnd(bd, y, not_m, ""), "");
+        v = LLVMBuildBitCast(bd, v, LLVMTypeOf(sel), "");
+        LLVMReplaceAllUsesWith(sel, v);
+        LLVMInstructionEraseFromParent(sel);
+    }
+}
+
 static void rewrite_function(rewriter *w, LLVMValueRef fn, unsigned invariant) {
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
     if (!LLVMGetBasicBlockTerminator(entry)) return;
+    for (LLVMBasicBlockRef bb = entry; bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+            LLVMValueRef s, b;
+            if (lane_mask(i, &s, &b)) mask_selects_as_bits(w, i, s, b);
+        }
     remove_dead(fn);
     weight_table t = {0};
     for (LLVMBasicBlockRef bb = entry; bb && !w->nomem; bb = LLVMGetNextBasicBlock(bb)) {
