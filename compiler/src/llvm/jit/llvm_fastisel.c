@@ -53,6 +53,17 @@ typedef struct {
     bool nomem;
 } rewriter;
 
+/* A private constant global holding init, aligned for whole-vector loads. */
+static LLVMValueRef private_constant(LLVMModuleRef m, LLVMValueRef init, const char *name) {
+    LLVMValueRef g = LLVMAddGlobal(m, LLVMTypeOf(init), name);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(g, 64);
+    return g;
+}
+
 static LLVMValueRef global_of(rewriter *w, LLVMValueRef c) {
     for (size_t i = 0; i < w->n; i++)
         if (w->pool[i].constant == c) return w->pool[i].global;
@@ -68,12 +79,7 @@ static LLVMValueRef global_of(rewriter *w, LLVMValueRef c) {
     }
     char name[32];
     snprintf(name, sizeof name, "otc.k%zu", w->n);
-    LLVMValueRef g = LLVMAddGlobal(w->m, LLVMTypeOf(c), name);
-    LLVMSetInitializer(g, c);
-    LLVMSetGlobalConstant(g, 1);
-    LLVMSetLinkage(g, LLVMPrivateLinkage);
-    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-    LLVMSetAlignment(g, 64);
+    LLVMValueRef g = private_constant(w->m, c, name);
     w->pool[w->n++] = (pooled){c, g};
     return g;
 }
@@ -263,15 +269,23 @@ static void hoist(LLVMBuilderRef b, LLVMValueRef v, LLVMBasicBlockRef entry) {
     LLVMInsertIntoBuilder(b, v);
 }
 
-/* A broadcast (shufflevector of an insertelement with a zero mask) of a hoistable scalar. */
-static bool hoistable_splat(LLVMValueRef inst, LLVMBasicBlockRef entry, unsigned invariant) {
-    if (!LLVMIsAShuffleVectorInst(inst)) return false;
-    LLVMValueRef ins = LLVMGetOperand(inst, 0);
-    if (!LLVMIsAInsertElementInst(ins)) return false;
-    unsigned n = LLVMGetNumMaskElements(inst);
+/* The scalar a broadcast (shufflevector of an insertelement at 0, zero mask) spreads; NULL
+ * for anything else. */
+static LLVMValueRef splat_of(LLVMValueRef v) {
+    if (!LLVMIsAShuffleVectorInst(v)) return NULL;
+    LLVMValueRef ins = LLVMGetOperand(v, 0);
+    if (!LLVMIsAInsertElementInst(ins)) return NULL;
+    unsigned n = LLVMGetNumMaskElements(v);
     for (unsigned i = 0; i < n; i++)
-        if (LLVMGetMaskValue(inst, i) != 0) return false;
-    return hoistable(ins, entry, invariant, 0);
+        if (LLVMGetMaskValue(v, i) != 0) return NULL;
+    LLVMValueRef at = LLVMGetOperand(ins, 2);
+    if (!LLVMIsAConstantInt(at) || LLVMConstIntGetZExtValue(at) != 0) return NULL;
+    return LLVMGetOperand(ins, 1);
+}
+
+/* A broadcast of a hoistable scalar. */
+static bool hoistable_splat(LLVMValueRef inst, LLVMBasicBlockRef entry, unsigned invariant) {
+    return splat_of(inst) && hoistable(LLVMGetOperand(inst, 0), entry, invariant, 0);
 }
 
 /* p as base + k floats through constant-index float GEPs, base available at the end of the
@@ -410,11 +424,7 @@ static void table_apply(rewriter *w, weight_table *t, LLVMValueRef fn, LLVMBasic
             LLVMConstInt(i32, (unsigned long long)(int64_t)t->k[i < t->n_k ? i : t->n_k - 1], 1);
     LLVMValueRef init = LLVMConstArray2(i32, kv, (uint64_t)n);
     free(kv);
-    LLVMValueRef g = LLVMAddGlobal(w->m, LLVMTypeOf(init), "otc.weight_index");
-    LLVMSetInitializer(g, init);
-    LLVMSetGlobalConstant(g, 1);
-    LLVMSetLinkage(g, LLVMPrivateLinkage);
-    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    LLVMValueRef g = private_constant(w->m, init, "otc.weight_index");
 
     LLVMPositionBuilderBefore(w->b, LLVMGetFirstInstruction(entry));
     LLVMValueRef tab = LLVMBuildAlloca(w->b, LLVMArrayType2(vt, (uint64_t)n), "broadcasts");
@@ -486,20 +496,6 @@ static void remove_dead(LLVMValueRef fn) {
     }
 }
 
-/* The scalar a broadcast (shufflevector of an insertelement at 0, zero mask) spreads; NULL
- * for anything else. */
-static LLVMValueRef splat_of(LLVMValueRef v) {
-    if (!LLVMIsAShuffleVectorInst(v)) return NULL;
-    LLVMValueRef ins = LLVMGetOperand(v, 0);
-    if (!LLVMIsAInsertElementInst(ins)) return NULL;
-    unsigned n = LLVMGetNumMaskElements(v);
-    for (unsigned i = 0; i < n; i++)
-        if (LLVMGetMaskValue(v, i) != 0) return NULL;
-    LLVMValueRef at = LLVMGetOperand(ins, 2);
-    if (!LLVMIsAConstantInt(at) || LLVMConstIntGetZExtValue(at) != 0) return NULL;
-    return LLVMGetOperand(ins, 1);
-}
-
 /* Is c the renderer's padding mask of a chunk (otc_lv_set_chunk): lane j real when
  * s + j < b, as icmp slt (splat(s) + <0, 1, ..., W-1>), splat(b)? */
 static bool lane_mask(LLVMValueRef c, LLVMValueRef *s, LLVMValueRef *b) {
@@ -551,11 +547,7 @@ static void mask_selects_as_bits(rewriter *w, LLVMValueRef c, LLVMValueRef s, LL
                 lanes[j] = LLVMConstInt(i32, j < r ? 0xffffffffu : 0, 0);
             rows[r] = LLVMConstVector(lanes, n);
         }
-        g = LLVMAddGlobal(w->m, rows_t, name);
-        LLVMSetInitializer(g, LLVMConstArray2(it, rows, n + 1));
-        LLVMSetGlobalConstant(g, 1);
-        LLVMSetLinkage(g, LLVMPrivateLinkage);
-        LLVMSetAlignment(g, 64);
+        g = private_constant(w->m, LLVMConstArray2(it, rows, n + 1), name);
     }
     LLVMBuilderRef bd = w->b;
     LLVMPositionBuilderBefore(bd, LLVMGetNextInstruction(c));
