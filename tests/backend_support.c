@@ -47,6 +47,7 @@ otc_executor *bk_new(bk *k, otc_graph *g, const bk_options *o) {
 #ifdef OTC_TEST_JIT
         otc_jit_options jo = otc_jit_defaults();
         jo.inference = o->inference;
+        if (k->fast_tier) jo.tier = OTC_JIT_TIER_FAST;
         otc_executor *ex = NULL;
         otc_id loss = o->loss;
         if (otc_jit_executors_new(&g, o->loss >= 0 ? &loss : NULL, 1, &jo, &ex)) return NULL;

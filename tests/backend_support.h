@@ -18,6 +18,7 @@ typedef struct {
     const char *name;      /* what otc_exec_backend says: "interpreter", "jit", "emitc" */
     const char *test;      /* the registered test name, for messages */
     emitc_program **progs; /* emitc: programs built so far, freed when the test ends */
+    bool fast_tier;        /* jit: compile with OTC_JIT_TIER_FAST */
     int n_progs;
 } bk;
 

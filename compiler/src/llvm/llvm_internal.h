@@ -51,6 +51,14 @@ typedef enum {
  * with LLVM's message, never aborting) and runs the pipeline. */
 otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_llvm_pipeline pipe);
 
+/* ---- llvm_fastisel.c ---- */
+
+/* Rewrites module m (the fast tier's, after its passes) into forms the fast instruction
+ * selector takes whole: vector constants as loads of constant globals, broadcasts of entry
+ * values and of weights (loads marked !invariant.load) moved into the entry block. The same
+ * operations on the same values: the code's results are unchanged. */
+otc_status otc_llvm_fastisel_forms(LLVMModuleRef m);
+
 /* Verification alone: OTC_ERR_STATE with LLVM's description of what is malformed. */
 otc_status otc_llvm_verify(LLVMModuleRef m);
 

@@ -60,6 +60,9 @@ typedef struct {
     const char *prefix; /* of every exported symbol */
     bool blas;          /* large dense products call cblas_sgemm */
     bool fast;          /* the fast tier (OTC_JIT_TIER_FAST): quick pipeline and code generator */
+    bool fast_isel;     /* the module goes to the fast code generator: weight loads are marked
+                           !invariant.load for llvm_fastisel.c (elsewhere MachineLICM would hoist
+                           and spill them) */
     bool exact;         /* otc_jit_options.exact: neurons and math as the interpreter rounds */
     int chunk_group;    /* > 1: map kernels run this many chunks per iteration (more code, more
                            independent work per iteration) */

@@ -166,8 +166,13 @@ LLVMValueRef otc_lv_load(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr) {
 LLVMValueRef otc_lv_load_weight(otc_llvm_r *r, LLVMTypeRef t, LLVMValueRef ptr) {
     /* Marking these !invariant.load was measured to cost compile time (the optimiser then
      * hoists every weight out of the batch loop and the register allocator spills them all);
-     * a broadcast from memory per use is as cheap at run time. */
-    return otc_lv_load(r, t, ptr);
+     * a broadcast from memory per use is as cheap at run time. For the fast code generator
+     * they are marked, so their broadcasts come from a table filled once (llvm_fastisel.c). */
+    LLVMValueRef v = otc_lv_load(r, t, ptr);
+    if (r->o.fast_isel)
+        LLVMSetMetadata(v, LLVMGetMDKindIDInContext(r->ir.ctx, "invariant.load", 14),
+                        LLVMMetadataAsValue(r->ir.ctx, LLVMMDNodeInContext2(r->ir.ctx, NULL, 0)));
+    return v;
 }
 
 void otc_lv_store(otc_llvm_r *r, LLVMValueRef v, LLVMValueRef ptr) {

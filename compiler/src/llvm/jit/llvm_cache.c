@@ -249,6 +249,7 @@ static otc_status compile_batch(const otc_plan *const *plans, const otc_llvm_ren
         LLVMModuleCreateWithNameInContext("otc", LLVMOrcThreadSafeContextGetContext(tsctx));
     for (int i = 0; i < k && !st; i++) {
         otc_llvm_render_options ro = o[idx[i]];
+        ro.fast_isel = fast_codegen;
         char prefix[32];
         placeholder(prefix, sizeof prefix, i);
         ro.prefix = prefix;

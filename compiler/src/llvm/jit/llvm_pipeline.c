@@ -51,6 +51,8 @@ otc_llvm_pipeline otc_llvm_fast_pipeline(bool fast_codegen) {
      * compiled in ~16 ms of CPU instead of ~22 and ran as fast (forward at batch 64); its
      * training module in ~100 ms instead of ~115. The aggressive code generator, which a fast
      * module with product loops gets, does better on folded IR (LeNet: ~200 ms with the
-     * quick pipeline, ~250 without the folding). */
+     * quick pipeline, ~250 without the folding). After the short pipeline, the module is
+     * rewritten into forms the fast selector takes whole (llvm_support.c calls
+     * llvm_fastisel.c). */
     return fast_codegen ? OTC_LLVM_PIPE_FAST : OTC_LLVM_PIPE_QUICK;
 }

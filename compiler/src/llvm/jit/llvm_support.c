@@ -175,6 +175,7 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
     st = otc_llvm_check(LLVMRunPasses(m, passes, tm, opts), OTC_ERR_STATE,
                         "LLVM optimisation pipeline");
     LLVMDisposePassBuilderOptions(opts);
+    if (!st && pipe == OTC_LLVM_PIPE_FAST) st = otc_llvm_fastisel_forms(m);
     return st;
 }
 
