@@ -188,6 +188,12 @@ typedef struct {
        (otc_plan_step.stores) instead of zeroing it and adding: half the memory traffic of
        those slots. For a renderer that honours .stores (the JIT's fused backward). */
     bool first_grad_stores;
+    /* train, with zero_lazily: batched gradients share space where their lifetimes in the
+       backward schedule (first touched .. last read) do not overlap, as activations do, so
+       the backward of a window unrolled over many steps reuses a few cached slots instead
+       of streaming a buffer of tens of MB through memory. Only parameter gradients stay
+       readable after the step (the JIT's grad() reads no others). */
+    bool share_grads;
 } otc_plan_options;
 
 typedef struct {
