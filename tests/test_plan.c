@@ -286,8 +286,9 @@ TEST(plan_invariants_random_graphs) {
 }
 
 /* share_grads on an LSTM unrolled over 20 steps: the invariants above (gradients live
- * together never share a float), and the gradient buffer is a fraction of the unshared one,
- * since a step's gradients are dead once the backward has passed that step. */
+ * together never share a float), and the gradient buffer under a tenth of the unshared one:
+ * each step's loss is computed right after the step, so the backward meets it just before
+ * the step, and a step's gradients are dead once the backward has passed that step. */
 TEST(plan_share_grads_unrolled_lstm) {
     otc_rng rng;
     otc_rng_seed(&rng, 5);
@@ -314,7 +315,7 @@ TEST(plan_share_grads_unrolled_lstm) {
         }
         otc_plan_free(p);
     }
-    CHECK(per_batch[1] > 0 && per_batch[1] * 4 < per_batch[0]);
+    CHECK(per_batch[1] > 0 && per_batch[1] * 10 < per_batch[0]);
     otc_unrolled_free(u);
     otc_graph_free(g);
 }
