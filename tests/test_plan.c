@@ -18,6 +18,35 @@ typedef struct {
     otc_id id;
 } span;
 
+/* Where each gradient is live in the backward schedule, by step index: from the first step
+ * that zeroes or touches it (a rule touches its node's gradient and its inputs') to the last,
+ * a fused run counted whole. Parameters' and unbatched gradients, and any gradient of a plan
+ * without share_grads, live throughout; an Input's is read after the step. */
+static void grad_lifetimes(const otc_plan *p, int *first, int *last) {
+    const otc_graph *g = p->graph;
+    for (int i = 0; i < p->n_values; i++) {
+        const otc_plan_value *v = &p->values[i];
+        bool shared = p->options.share_grads && v->batched && v->storage != OTC_STORE_PARAM;
+        first[i] = shared ? INT32_MAX : 0;
+        last[i] = shared && otc_graph_node(g, i)->op != OTC_OP_INPUT ? -1 : INT32_MAX;
+    }
+    for (int i = p->n_forward_steps; i < p->n_steps; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        if (s->kind != OTC_STEP_BACKWARD && s->kind != OTC_STEP_ZERO_GRAD) continue;
+        int lo = i, hi = i;
+        while (lo > 0 && p->steps[lo].kind == OTC_STEP_BACKWARD && p->steps[lo].fused < 0) lo--;
+        if (p->steps[lo].kind == OTC_STEP_BACKWARD && p->steps[lo].fused > 0)
+            hi = lo + p->steps[lo].fused - 1;
+        const otc_node *nd = otc_graph_node(g, s->node);
+        int touched = s->kind == OTC_STEP_BACKWARD ? nd->n_inputs : 0;
+        for (int k = -1; k < touched; k++) {
+            otc_id o = otc_plan_owner(p, k < 0 ? s->node : nd->inputs[k]);
+            if (first[o] > lo) first[o] = lo;
+            if (last[o] < hi) last[o] = hi;
+        }
+    }
+}
+
 /* Reads a plan the way a renderer does and checks, with its own bookkeeping:
  * - every value a step reads was written by an earlier step (or inside the same kernel by an
  *   earlier member), parameters excepted;
@@ -25,7 +54,8 @@ typedef struct {
  * - two stored values whose lifetimes (first write .. last read, or the end of the forward
  *   pass for values the backward pass keeps) overlap never share a float, at several batch
  *   strides, and all lie inside the buffer;
- * - gradient slots are disjoint and inside the gradient buffer. */
+ * - gradient slots live together in the backward (all of them, without share_grads) are
+ *   disjoint, and all inside the gradient buffer. */
 static bool check_invariants(const otc_plan *p, const char *what) {
     const otc_graph *g = p->graph;
     int n = p->n_values;
@@ -76,6 +106,10 @@ static bool check_invariants(const otc_plan *p, const char *what) {
     /* Lifetimes and overlap. */
     int end = p->n_forward_steps;
     span *sp = calloc(2 * (size_t)n + 1, sizeof *sp);
+    int *gfirst = malloc(sizeof(int) * ((size_t)n + 1)),
+        *glast = malloc(sizeof(int) * ((size_t)n + 1));
+    ok = ok && gfirst && glast;
+    if (ok) grad_lifetimes(p, gfirst, glast);
     int64_t strides[3] = {1, 2, 7};
     for (int si = 0; ok && sp && si < 3; si++) {
         int64_t S = strides[si];
@@ -110,19 +144,21 @@ static bool check_invariants(const otc_plan *p, const char *what) {
                 }
             }
         }
-        /* Gradient slots: disjoint owners, inside the buffer. */
+        /* Gradient slots: owners live together disjoint, inside the buffer. */
         if (!p->options.train) continue;
         int ng = 0;
         for (otc_id id = 0; id < n; id++) {
             const otc_plan_value *v = &p->values[id];
             if (!v->needs_grad || v->storage == OTC_STORE_ALIAS) continue;
             int64_t lo = otc_extent_at(v->grad, S);
-            sp[ng++] = (span){lo, lo + (v->batched ? v->size * S : v->size), 0, 0, id};
+            sp[ng++] =
+                (span){lo, lo + (v->batched ? v->size * S : v->size), gfirst[id], glast[id], id};
         }
         for (int i = 0; i < ng; i++) {
             if (sp[i].hi > otc_extent_at(p->grads, S)) ok = false;
             for (int j = i + 1; j < ng; j++)
-                if (sp[i].lo < sp[j].hi && sp[j].lo < sp[i].hi) {
+                if (sp[i].lo < sp[j].hi && sp[j].lo < sp[i].hi && sp[i].first <= sp[j].last &&
+                    sp[j].first <= sp[i].last) {
                     fprintf(stderr, "%s: gradients of %d and %d overlap\n", what, (int)sp[i].id,
                             (int)sp[j].id);
                     ok = false;
@@ -130,6 +166,8 @@ static bool check_invariants(const otc_plan *p, const char *what) {
         }
     }
     free(sp);
+    free(gfirst);
+    free(glast);
     free(written);
     free(last);
     return ok;
@@ -213,8 +251,9 @@ static void invariants_on(otc_graph *g, bool train, const char *what) {
         if (p) CHECK(check_invariants(p, what));
         otc_plan_free(p);
         pt.zero_lazily = true;
-        for (int stores = 0; stores < 2; stores++) {
-            pt.first_grad_stores = stores;
+        for (int stores = 0; stores < 4; stores++) {
+            pt.first_grad_stores = stores & 1;
+            pt.share_grads = stores & 2;
             CHECK(otc_plan_build(g, &pt, &p) == OTC_OK);
             if (p) CHECK(check_invariants(p, what) && check_lazy_zeroing(p, what));
             otc_plan_free(p);
@@ -243,6 +282,41 @@ TEST(plan_invariants_random_graphs) {
     otc_graph_free(g);
     g = emitc_all_ops_graph(2);
     invariants_on(g, true, "all-ops");
+    otc_graph_free(g);
+}
+
+/* share_grads on an LSTM unrolled over 20 steps: the invariants above (gradients live
+ * together never share a float), and the gradient buffer under a tenth of the unshared one:
+ * each step's loss is computed right after the step, so the backward meets it just before
+ * the step, and a step's gradients are dead once the backward has passed that step. */
+TEST(plan_share_grads_unrolled_lstm) {
+    otc_rng rng;
+    otc_rng_seed(&rng, 5);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
+    otc_id h = otc_lstm(g, x, 16, 1, &rng, "rnn");
+    REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
+    otc_id loss = otc_mse(g, h, otc_input(g, "target", otc_shape_2d(OTC_BATCH, 16)));
+    otc_unrolled *u = NULL;
+    REQUIRE(otc_unroll(g, 20, loss, &u) == OTC_OK);
+    otc_plan_options po = {0};
+    po.train = true;
+    po.loss = u->total;
+    po.optim = otc_optim_defaults(OTC_OPTIM_ADAM);
+    po.zero_lazily = po.first_grad_stores = true;
+    int64_t per_batch[2] = {0, 0};
+    for (int share = 0; share < 2; share++) {
+        po.share_grads = share;
+        otc_plan *p = NULL;
+        CHECK(otc_plan_build(u->graph, &po, &p) == OTC_OK);
+        if (p) {
+            CHECK(check_invariants(p, "lstm") && check_lazy_zeroing(p, "lstm"));
+            per_batch[share] = p->grads.per_batch;
+        }
+        otc_plan_free(p);
+    }
+    CHECK(per_batch[1] > 0 && per_batch[1] * 10 < per_batch[0]);
+    otc_unrolled_free(u);
     otc_graph_free(g);
 }
 

@@ -189,6 +189,14 @@ typedef struct {
        (otc_plan_step.stores) instead of zeroing it and adding: half the memory traffic of
        those slots. For a renderer that honours .stores (the JIT's fused backward). */
     bool first_grad_stores;
+    /* train, with zero_lazily: batched gradients share space where their lifetimes in the
+       backward schedule (first touched .. last read) do not overlap, as activations do, so
+       the backward of a window unrolled over many steps reuses a few cached slots instead
+       of streaming a buffer of tens of MB through memory; the order then starts its walk
+       at the loss, so a sum of per-step losses is computed step by step and each step's
+       gradients live about a step. Only parameter gradients stay readable after the step
+       (the JIT's grad() reads no others). */
+    bool share_grads;
 } otc_plan_options;
 
 typedef struct {

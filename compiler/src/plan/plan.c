@@ -246,8 +246,13 @@ static otc_status order_nodes(otc_plan_ctx *c) {
     int n_out = otc_graph_output_count(g), n_roots = n_out + (with_loss ? 1 : 0);
     otc_id *roots = malloc(((size_t)n_roots + 1) * sizeof *roots);
     if (!roots) return otc_fail(OTC_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n_out; i++) roots[i] = otc_graph_output(g, i);
-    if (with_loss) roots[n_out] = p->options.loss;
+    /* With share_grads, the loss first: the walk then places each term of a sum of losses
+     * right after what it reads (an unrolled window's loss at step t after step t, not all of
+     * them after the last step), so the backward reaches a step's loss just before the step
+     * itself and its gradients live a step, not the whole window. */
+    int loss_first = with_loss && p->options.share_grads;
+    if (with_loss) roots[loss_first ? 0 : n_out] = p->options.loss;
+    for (int i = 0; i < n_out; i++) roots[loss_first + i] = otc_graph_output(g, i);
     otc_status st = walk_closed(g, roots, n_roots, c->included, c->order, &c->n_order);
     free(roots);
     for (int i = 0; !st && i < c->n_order; i++) st = check_node(c, c->order[i]);

@@ -170,6 +170,23 @@ static int64_t place(slot **s, int n) {
     return total;
 }
 
+int64_t otc_plan_place_lifetimes(otc_plan_lifetime *l, int n) {
+    slot *slots = calloc((size_t)n + 1, sizeof *slots);
+    slot **order = malloc(((size_t)n + 1) * sizeof *order);
+    int64_t total = -1;
+    if (slots && order) {
+        for (int i = 0; i < n; i++) {
+            slots[i] = (slot){l[i].size, l[i].first, l[i].last, 0, NULL, true, 0};
+            order[i] = &slots[i];
+        }
+        total = place(order, n);
+        for (int i = 0; i < n && total >= 0; i++) l[i].off = slots[i].off;
+    }
+    free(slots);
+    free(order);
+    return total;
+}
+
 otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     const otc_graph *g = p->graph;

@@ -52,5 +52,14 @@ void otc_plan_fuse_backward(otc_plan *p);
 
 /* plan_buffers.c: lifetimes and offsets in the activation buffer. */
 otc_status otc_plan_assign_buffers(otc_plan_ctx *c);
+/* The same first-fit placement for any lifetimes (first..last inclusive, in any unit of
+ * time): sets each .off so that lifetimes that overlap never share floats; returns the
+ * region's size, -1 when out of memory. */
+typedef struct {
+    int64_t size;
+    int first, last;
+    int64_t off;
+} otc_plan_lifetime;
+int64_t otc_plan_place_lifetimes(otc_plan_lifetime *l, int n);
 
 #endif

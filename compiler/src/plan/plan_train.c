@@ -183,6 +183,68 @@ static otc_status zero_lazily(otc_plan_ctx *c) {
     return st;
 }
 
+/* A batched gradient with a slot of its own (not a parameter's, not an alias's)? */
+static bool own_batched_grad(const otc_plan_value *v) {
+    return v->needs_grad && v->batched && v->storage != OTC_STORE_PARAM &&
+           v->storage != OTC_STORE_ALIAS;
+}
+
+/* options.share_grads (plan.h): the batched gradients placed again by their lifetimes in the
+ * final backward schedule. A unit of time is a step, or a fused run as a whole (its rules
+ * interleave element by element); a gradient lives from the step that zeroes or first writes
+ * it to the last that reads it (its own rule; a rule touches its node's gradient and its
+ * inputs'). An Input's gradient is read after the step, so it lives to the end. */
+static otc_status share_grads(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    int n = p->n_values, t = 0, count = 0;
+    otc_plan_lifetime *life = malloc(((size_t)n + 1) * sizeof *life);
+    int *slot_of = malloc(((size_t)n + 1) * sizeof *slot_of);
+    if (!life || !slot_of) {
+        free(life);
+        free(slot_of);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for the gradient plan");
+    }
+    for (otc_id id = 0; id < n; id++) {
+        slot_of[id] = -1;
+        if (own_batched_grad(&p->values[id])) {
+            life[count] = (otc_plan_lifetime){p->values[id].size, -1, -1, 0};
+            slot_of[id] = count++;
+        }
+    }
+    for (int i = 0; i < p->n_steps; i++) {
+        const otc_plan_step *s = &p->steps[i];
+        if (s->kind != OTC_STEP_BACKWARD || s->fused != -1) t++;
+        if (s->kind != OTC_STEP_BACKWARD && s->kind != OTC_STEP_ZERO_GRAD) continue;
+        const otc_node *nd = otc_graph_node(p->graph, s->node);
+        int touched = s->kind == OTC_STEP_BACKWARD ? nd->n_inputs : 0;
+        for (int k = -1; k < touched; k++) {
+            int at = slot_of[otc_plan_owner(p, k < 0 ? s->node : nd->inputs[k])];
+            if (at < 0) continue;
+            if (life[at].first < 0) life[at].first = t;
+            life[at].last = t;
+        }
+    }
+    for (otc_id id = 0; id < n; id++) {
+        if (slot_of[id] < 0) continue;
+        otc_plan_lifetime *l = &life[slot_of[id]];
+        if (l->first < 0) l->first = t + 1; /* untouched: after everything */
+        if (l->last < l->first || otc_graph_node(p->graph, id)->op == OTC_OP_INPUT) l->last = t + 1;
+    }
+    int64_t total = otc_plan_place_lifetimes(life, count);
+    if (total >= 0) {
+        for (otc_id id = 0; id < n; id++)
+            if (slot_of[id] >= 0) p->values[id].grad.per_batch = life[slot_of[id]].off;
+        for (otc_id id = 0; id < n; id++) {
+            otc_plan_value *v = &p->values[id];
+            if (v->storage == OTC_STORE_ALIAS) v->grad = p->values[v->alias_of].grad;
+        }
+        p->grads.per_batch = total;
+    }
+    free(life);
+    free(slot_of);
+    return total < 0 ? otc_fail(OTC_ERR_NOMEM, "out of memory for the gradient plan") : OTC_OK;
+}
+
 otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     otc_plan *p = c->p;
     /* Parameter gradients first, laid out like the weights, so one loop can update them. */
@@ -209,9 +271,7 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     if (per_batch > 0) fixed = otc_plan_align(fixed);
     for (otc_id id = 0; id < p->n_values; id++) {
         otc_plan_value *v = &p->values[id];
-        if (v->needs_grad && v->batched && v->storage != OTC_STORE_PARAM &&
-            v->storage != OTC_STORE_ALIAS)
-            v->grad.base = fixed;
+        if (own_batched_grad(v)) v->grad.base = fixed;
     }
     for (otc_id id = 0; id < p->n_values; id++) {
         otc_plan_value *v = &p->values[id];
@@ -247,5 +307,6 @@ otc_status otc_plan_schedule_backward(otc_plan_ctx *c) {
     }
     if (!st) otc_plan_fuse_backward(p);
     if (!st && p->options.zero_lazily) st = zero_lazily(c);
+    if (!st && p->options.zero_lazily && p->options.share_grads) st = share_grads(c);
     return st;
 }

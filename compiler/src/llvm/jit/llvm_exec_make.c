@@ -165,6 +165,7 @@ otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc
     po.optim = c ? *c : otc_optim_defaults(OTC_OPTIM_ADAM);
     po.zero_lazily = true;
     po.first_grad_stores = true; /* llvm_render_map_back.c's add_grad */
+    po.share_grads = true;       /* grad() reads parameters' gradients only */
     return po;
 }
 
