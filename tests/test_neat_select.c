@@ -271,9 +271,9 @@ TEST(neat_diversity_hand_computed) {
     double div[3] = {-1, -1, -1};
     otc_neat_behaviour_diversity(3, 4, bc, div);
     CHECK(div[0] == 0.75 && div[1] == 0.5 && div[2] == 0.75);
-    const float mixed[] = {0.25f, -1, 2, 0.5f}; /* two of dim 2: (0.75 + 1.5) / 2 */
+    const float mixed[] = {0.25f, -1, 2, 0.5f}; /* two of dim 2: (1.75 + 1.5) / 2 */
     otc_neat_behaviour_diversity(2, 2, mixed, div);
-    CHECK(div[0] == 1.125 && div[1] == 1.125);
+    CHECK(div[0] == 1.625 && div[1] == 1.625);
     otc_neat_behaviour_diversity(1, 4, bc, div);
     CHECK(div[0] == 0); /* alone: no other to differ from */
 }
@@ -284,9 +284,9 @@ TEST(neat_diversity_hand_computed) {
 TEST(neat_diversity_same_on_any_thread_count) {
     otc_neat_config c;
     REQUIRE(example_with("xor.ini",
-                         "selection = nsga2\nobjectives = fitness, connections, diversity\n"
-                         "pop_size = 30",
+                         "selection = nsga2\nobjectives = fitness, connections, diversity",
                          &c) == OTC_OK);
+    c.pop_size = 30;
     bool s1 = false, s2 = false;
     otc_neat_population *a = run(&c, "xor", 3, 6, 1, true, &s1);
     otc_neat_population *b = run(&c, "xor", 3, 6, 2, true, &s2);
