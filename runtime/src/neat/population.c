@@ -193,8 +193,8 @@ const float *otc_neat_behaviours(const otc_neat_population *p, int *n, int *dim)
     return p && p->n_behaviours ? p->behaviours : NULL;
 }
 
-/* Under NSGA-II, of two genomes that solved the task the one better in the first objective
- * other than fitness (the smaller net) is the champion; otherwise the first that solved. */
+/* Under NSGA-II, of two genomes that solved the task the one better in the first cost
+ * objective (the smaller net) is the champion; otherwise the first that solved. */
 static bool smaller_solver(const otc_neat_config *c, const otc_neat_genome *g,
                            const otc_neat_genome *than) {
     int j = otc_neat_first_cost(c);

@@ -75,7 +75,8 @@ static bool dominates(const double *a, const double *b, int m, unsigned mask) {
     return better;
 }
 
-/* a dominates b when the pair counts only the columns in `always` (0: every column). */
+/* a dominates b over every column when `all`, else over the columns in `always` (0: every
+ * column). */
 static bool dominates_on(const double *a, const double *b, int m, unsigned always, bool all) {
     return dominates(a, b, m, all ? 0 : always);
 }
