@@ -5,7 +5,8 @@
 # and right object, with and without the layer input; examples/neat/retina_cct.ini's
 # HyperNEAT-CCT, NSGA-II over the fitness and the substrate's squared link length, with the
 # fitness-led value, with NSGA-II's rank value, with the LEO locality seed, and the same
-# substrate under fitness selection)
+# substrate under fitness selection; with the behavioural diversity objective as a third, under
+# either value, at population 500, and on retina:sides's substrate with the layer input)
 # and the visual task with fixed grids
 # (scored again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at
 # most G generations on one thread. A table: solve rate, mean evaluations (of all runs and of
@@ -14,7 +15,8 @@
 # in cells from the large box's centre to the most active output, over the 75 trials), seconds
 # per run, and what the papers report or ran.
 # Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina
-# retina_noseed retina_es sides sides_z cct cct_rank cct_seed cct_none visual visual_es]
+# retina_noseed retina_es sides sides_z sides_div cct cct_rank cct_seed cct_none cct_div
+# cct_div_rank cct_div_500 visual visual_es]
 set -eu
 otc=${1:-build/otc}
 n=${2:-5} g=${3:-300} rows=${4:-all}
@@ -31,11 +33,20 @@ nsga2_value = rank/' "$ex/retina_cct.ini" >"$W/cct_rank.ini"
 sed 's/^leo .*/&\
 leo_seed = locality_x/' "$ex/retina_cct.ini" >"$W/cct_seed.ini"
 sed '/^selection /d; /^objectives /d; /^objective_probability /d' "$ex/retina_cct.ini" >"$W/cct_none.ini"
+sed 's/^objectives .*/objectives = fitness, substrate_length, diversity/' "$ex/retina_cct.ini" \
+  >"$W/cct_div.ini"
+sed 's/^objective_probability .*/&\
+nsga2_value = rank/' "$W/cct_div.ini" >"$W/cct_div_rank.ini"
+sed 's/^pop_size .*/pop_size = 500/' "$W/cct_div.ini" >"$W/cct_div_500.ini"
+sed 's/^reset_on_extinction .*/&\
+selection = nsga2\
+objectives = fitness, substrate_length, diversity\
+objective_probability = 0.25/' "$W/sides_z.ini" >"$W/sides_div.ini"
 
 # What the papers report or ran, beside each row (not checked against the papers themselves
 # where it says so: the figures were not at hand).
 retina_paper="AHNI (Coleman) reproducing the LEO paper: 4x2 -> 4x2 -> 4x1 -> 2x1, bipolar units, inputs +-3, pop 500, 2500 gens; the paper's solve rates not at hand"
-cct_paper="Huizinga, Mouret and Clune 2014 (HyperNEAT-CCT): 8-8-4-2-1, cost = summed squared length, with a behavioural diversity objective; pop and solve rates not at hand"
+cct_paper="Huizinga, Mouret and Clune 2014 (HyperNEAT-CCT): 8-8-4-2-1, NSGA-II on performance, cost = summed squared length (p 0.25) and behavioural diversity; pop and solve rates not at hand"
 visual_paper="Stanley et al. 2009 as the authors' code runs it: pop 100, 75 trials each scored max(0, 30 - d^2), champion re-sampled at 33x33; their d not at hand"
 
 printf '%-34s %8s %12s %10s %10s %6s %9s %9s %7s  %s\n' run solved evaluations "(solved)" fitness right "d 11x11" "d 33x33" "s/run" "papers"
@@ -77,9 +88,13 @@ row retina_noseed "retina AND (LEO, no seed)" "$W/retina_noseed.ini" retina "$re
 row retina_es "retina AND (ES-HyperNEAT)" "$W/retina_es.ini" retina "$retina_paper"
 row sides "retina:sides (LEO, locality seed)" "$ex/retina_sides.ini" retina:sides "$retina_paper"
 row sides_z "retina:sides (the same, z1 z2)" "$W/sides_z.ini" retina:sides "$retina_paper"
+row sides_div "retina:sides (z1 z2, CCT + diversity)" "$W/sides_div.ini" retina:sides "$cct_paper"
 row cct "retina AND (HyperNEAT-CCT)" "$ex/retina_cct.ini" retina "$cct_paper"
 row cct_rank "retina AND (CCT, NSGA-II rank)" "$W/cct_rank.ini" retina "$cct_paper"
 row cct_seed "retina AND (CCT, locality seed)" "$W/cct_seed.ini" retina "$cct_paper"
 row cct_none "retina AND (8-8-4-2-1, fitness)" "$W/cct_none.ini" retina "$cct_paper"
+row cct_div "retina AND (CCT + diversity)" "$W/cct_div.ini" retina "$cct_paper"
+row cct_div_rank "retina AND (CCT + diversity, rank)" "$W/cct_div_rank.ini" retina "$cct_paper"
+row cct_div_500 "retina AND (CCT + diversity, pop 500)" "$W/cct_div_500.ini" retina "$cct_paper"
 row visual "visual 11x11 (grids), 33x33 again" "$ex/visual.ini" visual "$visual_paper" "--reevaluate visual:33"
 row visual_es "visual 11x11 (ES-HyperNEAT)" "$ex/visual_es.ini" visual "$visual_paper"

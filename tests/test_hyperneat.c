@@ -618,12 +618,12 @@ TEST(retina_score_of_a_constant_substrate) {
     REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
     double fitness = 0;
     int correct = -1;
-    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct, NULL) == OTC_OK);
     CHECK(correct == 0);
     CHECK_NEAR(fitness, 1000.0 / (1.0 + 128.0 * 128.0), 1e-9);
     /* Bias -10: ~0 everywhere, right for the 192 non-targets; E = 64 (1 - s(-10)) + 192 s(-10). */
     otc_substrate_biases(s, 0)[0] = -10.0f;
-    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct, NULL) == OTC_OK);
     CHECK(correct == 192);
     double sg = 1.0 / (1.0 + exp(10.0)), e = 64 * (1 - sg) + 192 * sg;
     CHECK_NEAR(fitness, 1000.0 / (1.0 + e * e), 1e-4);
@@ -679,18 +679,23 @@ TEST(retina_hand_built_substrates_solve_it) {
     otc_substrate_biases(s, 2)[0] = -1.5f * K;
     double fitness = 0;
     int correct = 0;
-    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct, NULL) == OTC_OK);
     CHECK(correct == OTC_RETINA_PATTERNS);
     CHECK(fitness > 999.0);
     otc_substrate_biases(s, 2)[0] = -0.5f * K;
-    REQUIRE(otc_retina_score(s, OTC_RETINA_OR, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_OR, &fitness, &correct, NULL) == OTC_OK);
     CHECK(correct == OTC_RETINA_PATTERNS);
     CHECK(fitness > 999.0);
-    /* OR's substrate scored for AND: wrong on the 2 x 8 x 8 patterns with one object only. */
-    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct) == OTC_OK);
+    /* OR's substrate scored for AND: wrong on the 2 x 8 x 8 patterns with one object only;
+     * its answers (the behaviour) are OR's targets all the same. */
+    float answers[OTC_RETINA_PATTERNS];
+    REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &fitness, &correct, answers) == OTC_OK);
     CHECK(correct == OTC_RETINA_PATTERNS - 128);
+    int as_or = 0;
+    for (int p = 0; p < OTC_RETINA_PATTERNS; p++) as_or += answers[p] == otc_retina_target(p, true);
+    CHECK(as_or == OTC_RETINA_PATTERNS);
     /* A single output is not the two the sides goal reads. */
-    CHECK(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_ERR_CONFIG);
+    CHECK(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct, NULL) == OTC_ERR_CONFIG);
     otc_substrate_free(s);
     /* 4x2 -> 4x2 -> 2x1, the two modules' answers as the outputs (retina:sides). */
     c = config_of(
@@ -698,14 +703,14 @@ TEST(retina_hand_built_substrates_solve_it) {
         "input_grid = 4x2\nhidden_grids = 4x2\noutput_grid = 2x1\nactivation = logistic\n");
     REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
     paint_retina_sides(s, K);
-    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct, NULL) == OTC_OK);
     CHECK(correct == OTC_RETINA_PATTERNS);
     CHECK(fitness > 999.0);
     /* The left output's bias 1 lower, step(column - count - 0.5), is 0 for every left block
      * (column lit means count >= 2): wrong on the 8 x 16 patterns with a left object, each
      * adding ~1 to E. */
     otc_substrate_biases(s, 1)[0] -= K;
-    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct, NULL) == OTC_OK);
     CHECK(correct == OTC_RETINA_PATTERNS - 128);
     CHECK_NEAR(fitness, 1000.0 / (1.0 + 128.0 * 128.0), 1e-4);
     otc_substrate_free(s);
@@ -777,7 +782,7 @@ TEST(retina_sides_hand_built_cppn_solves_it) {
     CHECK_NEAR(otc_substrate_biases(s, 1)[0], -6.0, 1e-5);
     double fitness = 0;
     int correct = 0;
-    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct) == OTC_OK);
+    REQUIRE(otc_retina_score(s, OTC_RETINA_SIDES, &fitness, &correct, NULL) == OTC_OK);
     CHECK_MSG(correct == OTC_RETINA_PATTERNS, "%d patterns right", correct);
     otc_substrate_free(s);
     otc_neat_genome_free(g);

@@ -337,7 +337,7 @@ TEST(neat_checkpoint_hostile_novelty_and_front) {
     static const struct {
         const char *field, *raw, *says;
     } novelty_cases[] = {
-        {"dim", "17", ": novelty: dim"},
+        {"dim", "100000", ": novelty: dim"}, /* above OTC_NEAT_MAX_BC */
         {"floor", "0", ": novelty: threshold and floor"},
         {"threshold", "\"nan\"", ": novelty: threshold and floor"},
         {"quiet", "-1", ": novelty: quiet"},

@@ -52,15 +52,15 @@ TEST(neat_stochastic_dominance_counts_the_cost_as_often_as_asked) {
     static int rank[N + 1];
     v[0] = -10, v[1] = 100;
     for (int i = 1; i <= N; i++) v[2 * i] = -1, v[2 * i + 1] = 1;
-    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 1.0, 0, 7) == 1);
-    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 0.0, 0, 7) == 2);
+    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 1.0, 1, 7) == 1);
+    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 0.0, 1, 7) == 2);
     CHECK(rank[0] == 0 && rank[1] == 1 && rank[N] == 1);
-    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 0.25, 0, 7) == 2);
+    CHECK(otc_neat_nondominated_sort_stochastic(N + 1, 2, v, rank, 0.25, 1, 7) == 2);
     int behind = 0;
     for (int i = 1; i <= N; i++) behind += rank[i];
     CHECK_MSG(behind > 700 && behind < 800, "%d of %d behind", behind, N);
     int again[N + 1];
-    otc_neat_nondominated_sort_stochastic(N + 1, 2, v, again, 0.25, 0, 7);
+    otc_neat_nondominated_sort_stochastic(N + 1, 2, v, again, 0.25, 1, 7);
     CHECK(!memcmp(rank, again, sizeof again)); /* the same seed, the same draws */
 }
 
@@ -263,6 +263,60 @@ TEST(neat_nsga2_stochastic_rank_same_on_any_thread_count) {
     otc_neat_population_free(b);
 }
 
+/* The diversity objective (Mouret and Doncieux 2012): each behaviour's mean distance to the
+ * others, the distance the mean absolute difference. Worked by hand: a = 0000, b = 1100,
+ * c = 1111: d(a, b) = 0.5, d(a, c) = 1, d(b, c) = 0.5, so a (0.5 + 1) / 2, b 0.5, c 0.75. */
+TEST(neat_diversity_hand_computed) {
+    const float bc[] = {0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 1};
+    double div[3] = {-1, -1, -1};
+    otc_neat_behaviour_diversity(3, 4, bc, div);
+    CHECK(div[0] == 0.75 && div[1] == 0.5 && div[2] == 0.75);
+    const float mixed[] = {0.25f, -1, 2, 0.5f}; /* two of dim 2: (1.75 + 1.5) / 2 */
+    otc_neat_behaviour_diversity(2, 2, mixed, div);
+    CHECK(div[0] == 1.625 && div[1] == 1.625);
+    otc_neat_behaviour_diversity(1, 4, bc, div);
+    CHECK(div[0] == 0); /* alone: no other to differ from */
+}
+
+/* In a run (XOR's 4 answers as behaviours, pop 30): the front keeps each member's diversity,
+ * the same on 1 and 2 threads, and the last generation's members' match the pure function
+ * over that generation's behaviours. */
+TEST(neat_diversity_same_on_any_thread_count) {
+    otc_neat_config c;
+    REQUIRE(example_with("xor.ini",
+                         "selection = nsga2\nobjectives = fitness, connections, diversity",
+                         &c) == OTC_OK);
+    c.pop_size = 30;
+    bool s1 = false, s2 = false;
+    otc_neat_population *a = run(&c, "xor", 3, 6, 1, true, &s1);
+    otc_neat_population *b = run(&c, "xor", 3, 6, 2, true, &s2);
+    REQUIRE(a && b);
+    CHECK(s1 == s2 && otc_neat_evaluations(a) == otc_neat_evaluations(b));
+    int n = otc_neat_front_size(a);
+    REQUIRE(n > 0 && n == otc_neat_front_size(b));
+    for (int i = 0; i < n; i++)
+        CHECK(
+            !memcmp(otc_neat_front_values(a, i), otc_neat_front_values(b, i), sizeof(double) * 3));
+    /* The last evaluated generation (a run that solved stops before reproducing). */
+    int last = otc_neat_generation(a) - (s1 ? 0 : 1), nb = 0, dim = 0, checked = 0;
+    const float *bc = otc_neat_behaviours(a, &nb, &dim);
+    REQUIRE(bc && dim == 4 && nb == 30);
+    double div[30];
+    otc_neat_behaviour_diversity(nb, dim, bc, div);
+    for (int i = 0; i < n; i++) {
+        const otc_neat_genome *g = otc_neat_front_genome(a, i);
+        for (int k = 0; k < nb && otc_neat_front_generation(a, i) == last; k++)
+            if (g->n_bc == dim && !memcmp(g->bc, bc + k * dim, sizeof(float) * dim)) {
+                CHECK(otc_neat_front_values(a, i)[2] == div[k]);
+                checked++;
+                break;
+            }
+    }
+    CHECK_MSG(checked > 0, "no front member from the last generation");
+    otc_neat_population_free(a);
+    otc_neat_population_free(b);
+}
+
 TEST(neat_novelty_tiny_maze) {
     otc_neat_config c;
     REQUIRE(example_with("maze.ini", "", &c) == OTC_OK);
@@ -445,6 +499,12 @@ TEST(neat_selection_config_errors) {
               OTC_ERR_CONFIG &&
           !t);
     CHECK(strstr(otc_last_error(), "[NEAT] selection: novelty needs a behaviour"));
+    REQUIRE(example_with("delayed_xor_hybrid.ini",
+                         "selection = nsga2\nobjectives = fitness, diversity", &c) == OTC_OK);
+    CHECK(otc_neat_task_create("csv:" OTC_SOURCE_DIR "/examples/data/delayed_xor.csv", &c, &t) ==
+              OTC_ERR_CONFIG &&
+          !t);
+    CHECK(strstr(otc_last_error(), "[NEAT] objectives: diversity needs a behaviour"));
     /* The maze's inputs and outputs are checked against the config. */
     REQUIRE(example_with("xor.ini", "", &c) == OTC_OK);
     CHECK(otc_neat_task_create("maze:hard", &c, &t) == OTC_ERR_CONFIG);

@@ -169,7 +169,10 @@ bool otc_retina_target(int p, bool any);
 typedef enum { OTC_RETINA_AND, OTC_RETINA_OR, OTC_RETINA_SIDES } otc_retina_goal;
 /* s (input 4x2; one output, two for SIDES) on all 256 patterns: E = sum over patterns and
  * outputs of |y - target| (target 1 or 0), fitness = 1000 / (1 + E^2); *correct = patterns
- * whose every output is on its target's side of 0.5. */
-otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitness, int *correct);
+ * whose every output is on its target's side of 0.5. answers (NULL: not wanted) gets each
+ * pattern's outputs as answers, 1 above 0.5 else 0 (256 numbers, 512 for SIDES, pattern by
+ * pattern). */
+otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitness, int *correct,
+                            float *answers);
 
 #endif

@@ -25,6 +25,16 @@ typedef struct {
     double measure; /* optional: the task's own measure of the genome (task->measure_name) */
 } otc_neat_eval;
 
+/* e emptied for an evaluation: everything 0 but the behaviour's numbers, of which only the
+ * first n_bc are ever read (clearing all OTC_NEAT_MAX_BC would cost a cheap task's evaluation
+ * several percent). */
+static inline void otc_neat_eval_reset(otc_neat_eval *e) {
+    e->fitness = 0;
+    e->solved = false;
+    e->n_bc = 0;
+    e->measure = 0;
+}
+
 typedef otc_executor *(*otc_neat_executor_fn)(otc_graph *g, const otc_exec_options *o);
 
 typedef struct otc_neat_task otc_neat_task;

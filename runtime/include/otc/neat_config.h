@@ -42,6 +42,9 @@ typedef enum {
      * squared length (otc_substrate_cost), minimised */
     OTC_NEAT_OBJ_SUBSTRATE_LINKS,
     OTC_NEAT_OBJ_SUBSTRATE_LENGTH,
+    /* the mean behaviour distance to the rest of the generation (Mouret and Doncieux 2012's
+     * behavioural diversity), maximised; tasks that give behaviours */
+    OTC_NEAT_OBJ_DIVERSITY,
     OTC_NEAT_OBJ_COUNT
 } otc_neat_objective;
 #define OTC_NEAT_MAX_OBJECTIVES 4
@@ -299,6 +302,8 @@ int otc_neat_act_from_name(const char *name);
 const char *otc_neat_act_name(otc_act act);
 /* An objective's key name ("fitness", "connections", ...). */
 const char *otc_neat_objective_name(otc_neat_objective o);
+/* Whether more of o is better (fitness, diversity); the others are costs. */
+bool otc_neat_objective_maximised(otc_neat_objective o);
 /* The slope parameter a NEAT neuron with activation act gets under c (leaky_relu: 0.005 when
  * c->np_functions, as neat-python's lelu; otherwise the activation's default). */
 float otc_neat_act_alpha(const otc_neat_config *c, otc_act act);

@@ -10,8 +10,12 @@
 #include "neat_config.h"
 #include "rng.h"
 
-/* Most numbers in a behaviour characterisation (otc_neat_eval.bc, novelty search). */
-#define OTC_NEAT_MAX_BC 16
+/* Most numbers in a behaviour characterisation (otc_neat_eval.bc: novelty search, the
+ * diversity objective): retina:sides's two answers to each of its 256 patterns. */
+#define OTC_NEAT_MAX_BC 512
+/* Most numbers a task's own summary of an episode gives (csv rows, pole observations, exec's
+ * bc line): novelty's k-nearest distances were measured at this size. */
+#define OTC_NEAT_SHORT_BC 16
 
 typedef enum { OTC_NEAT_INPUT, OTC_NEAT_BIAS, OTC_NEAT_OUTPUT, OTC_NEAT_HIDDEN } otc_neat_node_type;
 
@@ -52,6 +56,9 @@ typedef struct {
      * n_bc 0: none given). */
     int n_bc;
     float bc[OTC_NEAT_MAX_BC];
+    /* Its mean behaviour distance to the rest of its generation (the diversity objective;
+     * set after each evaluation of a generation whose objectives name it). */
+    double diversity;
     int species; /* species id, 0 when not assigned */
 } otc_neat_genome;
 

@@ -30,15 +30,21 @@ double otc_neat_objective_of(const otc_neat_config *c, otc_neat_objective o,
 int otc_neat_nondominated_sort(int n, int m, const double *v, int *rank);
 /* The same under Clune, Mouret and Lipson's (2013) stochastic Pareto dominance: each pair of
  * points (i < j) is compared on every objective with probability keep (drawn from seed, i and
- * j, so a sort is the same on any platform and thread count), else on column fit alone (no
- * column: every objective). keep >= 1 is the plain sort. */
+ * j, so a sort is the same on any platform and thread count), else on the columns whose bits
+ * are set in `always` alone (0: every objective). keep >= 1 is the plain sort. */
 int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *rank, double keep,
-                                          int fit, uint64_t seed);
+                                          unsigned always, uint64_t seed);
 /* NSGA-II's crowding distance of the k points idx[0 .. k) of one front: dist[idx[j]] = the sum
  * over objectives of the gap between its neighbours along that objective over the front's
  * range; the ends of each objective (and every point of a front of <= 2) get INFINITY. Ties
  * are ordered by index, so the result is the same on every platform. */
 otc_status otc_neat_crowding_distance(int k, const int *idx, int m, const double *v, double *dist);
+
+/* Behavioural diversity (Mouret and Doncieux 2012; the diversity objective): div[i] = the mean
+ * distance from behaviour i of n (dim numbers each, at bc + i * dim) to the n - 1 others, by
+ * novelty search's distance (the mean absolute difference of the numbers: on 0/1 answers, the
+ * share that differ). 0 when n is 1. */
+void otc_neat_behaviour_diversity(int n, int dim, const float *bc, double *div);
 
 /* The novelty archive of a run under selection = novelty: *n behaviours of *dim numbers. */
 struct otc_neat_population;

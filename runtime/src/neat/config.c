@@ -421,11 +421,16 @@ void otc_neat_config_defaults(otc_neat_config *c) {
 }
 
 static const char *const selection_names[] = {"fitness", "nsga2", "novelty"};
-static const char *const objective_names[] = {
-    "fitness", "connections", "nodes", "parameters", "cost", "substrate_links", "substrate_length"};
+static const char *const objective_names[] = {"fitness",          "connections", "nodes",
+                                              "parameters",       "cost",        "substrate_links",
+                                              "substrate_length", "diversity"};
 
 const char *otc_neat_objective_name(otc_neat_objective o) {
     return o >= 0 && o < OTC_NEAT_OBJ_COUNT ? objective_names[o] : "?";
+}
+
+bool otc_neat_objective_maximised(otc_neat_objective o) {
+    return o == OTC_NEAT_OBJ_FITNESS || o == OTC_NEAT_OBJ_DIVERSITY;
 }
 
 /* A list-valued key's value: its bytes, and its items (at most one per two bytes). */
@@ -760,7 +765,7 @@ static bool handle_value(parse_state *st, const key_def *k, const char *section,
             if (o < 0)
                 return fail_key(st, section, name,
                                 "unknown objective '%s' (expected fitness, connections, nodes, "
-                                "parameters, cost, substrate_links or substrate_length)",
+                                "parameters, cost, substrate_links, substrate_length or diversity)",
                                 w);
             for (int i = 0; i < n; i++)
                 if (st->c->objectives[i] == (otc_neat_objective)o)

@@ -151,7 +151,8 @@ static void evaluate_one(eval_job *job, int i) {
         }
         g = job->copies[i];
     }
-    otc_neat_eval ev = {.fitness = 0};
+    otc_neat_eval ev;
+    otc_neat_eval_reset(&ev);
     otc_status s = otc_neat_evaluate_episodes(job->task, job->c, g, job->seeds[i], job->c->episodes,
                                               NULL, &ev);
     record_one(job, i, g, s, &ev);

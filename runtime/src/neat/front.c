@@ -38,11 +38,10 @@ otc_status otc_neat_track_front(otc_neat_population *p) {
     return OTC_OK;
 }
 
-/* The first objective that is not fitness (the front's cost axis). */
+/* The first objective that is a cost (the front's cost axis); fitness when none is. */
 static int other_objective(const otc_neat_config *c) {
-    for (int j = 0; j < c->n_objectives; j++)
-        if (c->objectives[j] != OTC_NEAT_OBJ_FITNESS) return j;
-    return 0;
+    int j = otc_neat_first_cost(c);
+    return j >= 0 ? j : fitness_objective(c);
 }
 
 /* -1: a dominates b, 1: b dominates a, 2: equal, 0: neither (objectives in their own sense). */
@@ -50,7 +49,7 @@ static int compare(const otc_neat_config *c, const double *a, const double *b) {
     bool a_better = false, b_better = false;
     for (int j = 0; j < c->n_objectives; j++) {
         double x = a[j], y = b[j];
-        if (c->objectives[j] == OTC_NEAT_OBJ_FITNESS) x = -x, y = -y;
+        if (otc_neat_objective_maximised(c->objectives[j])) x = -x, y = -y;
         if (x < y) a_better = true;
         if (y < x) b_better = true;
     }

@@ -78,9 +78,8 @@ static otc_status save_csv(const otc_neat_population *p, const double *score,
 static otc_status save_svg(const otc_neat_population *p, const char *task, const double *accuracy,
                            const char *path) {
     const otc_neat_config *c = &p->config;
-    otc_neat_objective x = OTC_NEAT_OBJ_CONNECTIONS;
-    for (int j = c->n_objectives - 1; j >= 0; j--)
-        if (c->objectives[j] != OTC_NEAT_OBJ_FITNESS) x = c->objectives[j];
+    int first = otc_neat_first_cost(c);
+    otc_neat_objective x = first >= 0 ? c->objectives[first] : OTC_NEAT_OBJ_CONNECTIONS;
     char title[160];
     snprintf(title, sizeof title, "NEAT %s: Pareto front", task);
     otc_plot *plot = otc_plot_new(title, otc_neat_objective_name(x),

@@ -98,6 +98,13 @@ struct otc_neat_population {
  * fitness, after the generation's behaviours updated the archive (`evaluated` genomes were
  * new this generation; default_threshold: the task's, when the config gives none). */
 otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val);
+/* The first objective of c that is a cost (minimised), -1 when none is; whether c's
+ * objectives name diversity (select_nsga2.c). */
+int otc_neat_first_cost(const otc_neat_config *c);
+bool otc_neat_wants_diversity(const otc_neat_config *c);
+/* Each genome's diversity from the generation's behaviours (after keep_behaviours); a config
+ * error naming the key when the task gave none (select_novelty.c). */
+otc_status otc_neat_diversity_update(otc_neat_population *p);
 otc_status otc_neat_novelty_values(otc_neat_population *p, double default_threshold, long evaluated,
                                    double *val);
 /* Under NSGA-II, genome `index` of the generation (a solver) with each enabled connection

@@ -193,16 +193,14 @@ const float *otc_neat_behaviours(const otc_neat_population *p, int *n, int *dim)
     return p && p->n_behaviours ? p->behaviours : NULL;
 }
 
-/* Under NSGA-II, of two genomes that solved the task the one better in the first objective
- * other than fitness (the smaller net) is the champion; otherwise the first that solved. */
+/* Under NSGA-II, of two genomes that solved the task the one better in the first cost
+ * objective (the smaller net) is the champion; otherwise the first that solved. */
 static bool smaller_solver(const otc_neat_config *c, const otc_neat_genome *g,
                            const otc_neat_genome *than) {
-    if (c->selection != OTC_NEAT_SELECT_NSGA2) return false;
-    for (int j = 0; j < c->n_objectives; j++)
-        if (c->objectives[j] != OTC_NEAT_OBJ_FITNESS)
-            return otc_neat_objective_of(c, c->objectives[j], g) <
-                   otc_neat_objective_of(c, c->objectives[j], than);
-    return false;
+    int j = otc_neat_first_cost(c);
+    if (c->selection != OTC_NEAT_SELECT_NSGA2 || j < 0) return false;
+    return otc_neat_objective_of(c, c->objectives[j], g) <
+           otc_neat_objective_of(c, c->objectives[j], than);
 }
 
 /* Reproduction ranks and shares the selection value in place of fitness (the fitness was
@@ -268,6 +266,10 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     otc_status s = otc_neat_evaluate_all(p, task, o ? o->remote : NULL, o ? o->threads : 1, flags);
     if (s != OTC_OK) goto done;
     p->evaluations += fresh;
+    /* The diversity is an objective like the others: there before the champion and the front
+     * are chosen by the objectives. */
+    if ((s = keep_behaviours(p)) != OTC_OK) goto done;
+    if (otc_neat_wants_diversity(c) && (s = otc_neat_diversity_update(p)) != OTC_OK) goto done;
 
     otc_neat_gen_stats st = {.generation = p->generation, .confirm_score = NAN};
     int best = 0, solver = -1;
@@ -332,7 +334,6 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
     st.n_species = p->n_species;
     st.threshold = p->threshold;
     if ((s = otc_neat_front_update(p)) != OTC_OK) goto done;
-    if ((s = keep_behaviours(p)) != OTC_OK) goto done;
     if (p->stop == OTC_NEAT_RUNNING && (s = selection_values(p, task, fresh)) != OTC_OK) goto done;
     if (p->stop == OTC_NEAT_RUNNING) {
         /* The helper threads evaluate the next generation's children while reproduction
@@ -340,7 +341,8 @@ otc_status otc_neat_step(otc_neat_population *p, otc_neat_task *task,
          * same); an MPI evaluator keeps its own schedule. */
         int threads = o ? o->threads : 1;
         if (threads > 1 && !(o && (o->remote || o->last)) && !c->np_evolution &&
-            c->selection != OTC_NEAT_SELECT_NOVELTY) /* novelty needs behaviours it drops */
+            c->selection != OTC_NEAT_SELECT_NOVELTY && /* both need behaviours it drops */
+            !otc_neat_wants_diversity(c))
             s = otc_neat_ahead_begin(p, task, threads);
         if (s == OTC_OK) s = otc_neat_reproduce(p);
         otc_neat_ahead_end(p); /* reproduction ends it; not when it stopped early */

@@ -1,7 +1,8 @@
 /* Novelty search (Lehman & Stanley 2011): each genome's novelty is the mean distance from its
  * behaviour to its k nearest neighbours among the generation and the archive; a behaviour
  * farther than a threshold from every archived one joins the archive, and the threshold adapts
- * to how often that happens. */
+ * to how often that happens. With the same distance, the diversity objective (Mouret and
+ * Doncieux 2012): the mean distance to the whole generation. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,34 @@ static double bc_distance(const float *a, const float *b, int dim) {
     double d = 0;
     for (int j = 0; j < dim; j++) d += fabs((double)a[j] - b[j]);
     return d / dim;
+}
+
+void otc_neat_behaviour_diversity(int n, int dim, const float *bc, double *div) {
+    for (int i = 0; i < n; i++) div[i] = 0;
+    /* Each pair once, added to both: each sum still runs over its partners in index order, so
+     * the values are the same however the generation was evaluated. */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            double d = bc_distance(bc + (size_t)i * dim, bc + (size_t)j * dim, dim);
+            div[i] += d;
+            div[j] += d;
+        }
+    for (int i = 0; i < n && n > 1; i++) div[i] /= n - 1;
+}
+
+otc_status otc_neat_diversity_update(otc_neat_population *p) {
+    int n = p->n_genomes;
+    if (p->n_behaviours != n || p->behaviour_dim <= 0)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "[NEAT] objectives: diversity needs a behaviour from every genome, and "
+                        "task %s gave none of one size in generation %d",
+                        p->task, p->generation);
+    double *div = malloc(sizeof *div * (size_t)n);
+    if (!div) return otc_fail(OTC_ERR_NOMEM, "out of memory for the diversity objective");
+    otc_neat_behaviour_diversity(n, p->behaviour_dim, p->behaviours, div);
+    for (int i = 0; i < n; i++) p->genomes[i]->diversity = div[i];
+    free(div);
+    return OTC_OK;
 }
 
 /* The k smallest of d[0 .. n) moved to the front (partial selection sort: k is small). */

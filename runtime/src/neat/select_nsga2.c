@@ -23,6 +23,8 @@ double otc_neat_objective_value(otc_neat_objective o, const otc_neat_genome *g) 
         return conns + biased;
     case OTC_NEAT_OBJ_COST:
         return conns + 4.0 * (conns + biased);
+    case OTC_NEAT_OBJ_DIVERSITY:
+        return g->diversity;
     case OTC_NEAT_OBJ_SUBSTRATE_LINKS:
     case OTC_NEAT_OBJ_SUBSTRATE_LENGTH:
     case OTC_NEAT_OBJ_COUNT:
@@ -49,23 +51,38 @@ double otc_neat_objective_of(const otc_neat_config *c, otc_neat_objective o,
     return o == OTC_NEAT_OBJ_SUBSTRATE_LINKS ? links : length2;
 }
 
-/* a dominates b: no worse in every objective, better in one (all minimised). */
-static bool dominates(const double *a, const double *b, int m) {
+int otc_neat_first_cost(const otc_neat_config *c) {
+    for (int j = 0; j < c->n_objectives; j++)
+        if (!otc_neat_objective_maximised(c->objectives[j])) return j;
+    return -1;
+}
+
+bool otc_neat_wants_diversity(const otc_neat_config *c) {
+    for (int j = 0; j < c->n_objectives; j++)
+        if (c->objectives[j] == OTC_NEAT_OBJ_DIVERSITY) return true;
+    return false;
+}
+
+/* a dominates b over the columns in mask (0: all; all minimised): no worse in each, better in
+ * one. */
+static bool dominates(const double *a, const double *b, int m, unsigned mask) {
     bool better = false;
     for (int j = 0; j < m; j++) {
+        if (mask && (j >= 32 || !(mask >> j & 1))) continue;
         if (a[j] > b[j]) return false;
         if (a[j] < b[j]) better = true;
     }
     return better;
 }
 
-/* a dominates b when the pair counts only column `fit` (the fitness): lower there. */
-static bool dominates_on(const double *a, const double *b, int m, int fit, bool all) {
-    return all || fit < 0 ? dominates(a, b, m) : a[fit] < b[fit];
+/* a dominates b over every column when `all`, else over the columns in `always` (0: every
+ * column). */
+static bool dominates_on(const double *a, const double *b, int m, unsigned always, bool all) {
+    return dominates(a, b, m, all ? 0 : always);
 }
 
 int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *rank, double keep,
-                                          int fit, uint64_t seed) {
+                                          unsigned always, uint64_t seed) {
     if (n <= 0) return 0;
     /* count[i]: points dominating i; dom: the points each one dominates, n lists of n. */
     int *count = calloc((size_t)n, sizeof *count), *ndom = calloc((size_t)n, sizeof *ndom);
@@ -81,10 +98,10 @@ int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *ra
             bool all =
                 keep >= 1 ||
                 (double)(otc_neat_mix_seed(seed, (uint64_t)i, (uint64_t)j) >> 11) * 0x1p-53 < keep;
-            if (dominates_on(v + (size_t)i * m, v + (size_t)j * m, m, fit, all)) {
+            if (dominates_on(v + (size_t)i * m, v + (size_t)j * m, m, always, all)) {
                 dom[(size_t)i * n + ndom[i]++] = j;
                 count[j]++;
-            } else if (dominates_on(v + (size_t)j * m, v + (size_t)i * m, m, fit, all)) {
+            } else if (dominates_on(v + (size_t)j * m, v + (size_t)i * m, m, always, all)) {
                 dom[(size_t)j * n + ndom[j]++] = i;
                 count[i]++;
             }
@@ -113,7 +130,7 @@ done:
 }
 
 int otc_neat_nondominated_sort(int n, int m, const double *v, int *rank) {
-    return otc_neat_nondominated_sort_stochastic(n, m, v, rank, 1.0, -1, 0);
+    return otc_neat_nondominated_sort_stochastic(n, m, v, rank, 1.0, 0, 0);
 }
 
 static _Thread_local const double *cmp_v;
@@ -171,16 +188,18 @@ otc_status otc_neat_nsga2_values(otc_neat_population *p, double *val) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < m; j++) {
             double x = otc_neat_objective_of(c, c->objectives[j], p->genomes[i]);
-            v[(size_t)i * m + j] = c->objectives[j] == OTC_NEAT_OBJ_FITNESS ? -x : x;
+            v[(size_t)i * m + j] = otc_neat_objective_maximised(c->objectives[j]) ? -x : x;
         }
-    int fit = -1;
+    /* Counted in every comparison: the fitness and the diversity (Huizinga et al. 2014 draw
+     * only the connection cost's presence, Clune et al. 2013's p). */
+    unsigned always = 0;
     for (int j = 0; j < m; j++)
-        if (c->objectives[j] == OTC_NEAT_OBJ_FITNESS) fit = j;
+        if (otc_neat_objective_maximised(c->objectives[j])) always |= 1u << j;
     /* The pairs' draws: the run's seed and this generation (the seeds genomes get use the
      * generation and index 1 and up, these generation + 2^32). */
     uint64_t seed = otc_neat_mix_seed(p->seed, (uint64_t)p->generation + (1ull << 32), 0);
-    int fronts =
-        otc_neat_nondominated_sort_stochastic(n, m, v, rank, c->objective_probability, fit, seed);
+    int fronts = otc_neat_nondominated_sort_stochastic(n, m, v, rank, c->objective_probability,
+                                                       always, seed);
     if (fronts < 0) {
         s = OTC_ERR_NOMEM;
         goto done;

@@ -13,9 +13,8 @@ otc_status otc_neat_simplify_solver(otc_neat_population *p, const otc_neat_task 
     const otc_neat_config *c = &p->config;
     *out = NULL;
     *trials = 0;
-    otc_neat_objective size = OTC_NEAT_OBJ_FITNESS;
-    for (int j = 0; j < c->n_objectives && size == OTC_NEAT_OBJ_FITNESS; j++)
-        size = c->objectives[j];
+    int first = otc_neat_first_cost(c);
+    otc_neat_objective size = first >= 0 ? c->objectives[first] : OTC_NEAT_OBJ_FITNESS;
     /* Only objectives a disabled connection lowers (hidden nodes stay counted). */
     if (size != OTC_NEAT_OBJ_CONNECTIONS && size != OTC_NEAT_OBJ_PARAMETERS &&
         size != OTC_NEAT_OBJ_COST)

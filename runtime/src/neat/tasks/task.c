@@ -103,7 +103,7 @@ static otc_status xor_evaluate(const otc_neat_task *task, const otc_neat_config 
 /* ---- pole balancing ------------------------------------------------------------------------ */
 
 /* The observations a pole behaviour keeps: the last one and the mean, POLE_BC_OBS each. */
-#define POLE_BC_OBS (OTC_NEAT_MAX_BC / 2)
+#define POLE_BC_OBS (OTC_NEAT_SHORT_BC / 2)
 
 typedef struct {
     otc_neat_runner *r;
@@ -550,6 +550,13 @@ otc_status otc_neat_task_create(const char *spec, const otc_neat_config *c, otc_
         s = otc_fail(OTC_ERR_CONFIG,
                      "[NEAT] selection: novelty needs a behaviour characterisation, and task %s "
                      "gives none (xor, maze:*, exec: with bc lines do)",
+                     (*out)->name);
+        otc_neat_task_free(*out);
+        *out = NULL;
+    } else if (s == OTC_OK && (*out)->n_bc == 0 && otc_neat_wants_diversity(c)) {
+        s = otc_fail(OTC_ERR_CONFIG,
+                     "[NEAT] objectives: diversity needs a behaviour characterisation, and task "
+                     "%s gives none (xor, maze:*, retina*, exec: with bc lines do)",
                      (*out)->name);
         otc_neat_task_free(*out);
         *out = NULL;

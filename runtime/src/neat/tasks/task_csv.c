@@ -376,7 +376,7 @@ otc_status otc_neat_csv_task_create(const char *path, const otc_neat_config *c,
     t->evaluate = otc_neat_scored_evaluate;
     t->confirm = otc_neat_scored_confirm;
     /* The behaviour: the outputs on as many of the first training rows as fit (whole rows). */
-    int per = OTC_NEAT_MAX_BC / (t->n_outputs > 0 ? t->n_outputs : 1);
+    int per = OTC_NEAT_SHORT_BC / (t->n_outputs > 0 ? t->n_outputs : 1);
     if (per > x->train->rows) per = (int)x->train->rows;
     t->n_bc = per * t->n_outputs;
     t->novelty_threshold = 0.1;

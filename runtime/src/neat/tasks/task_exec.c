@@ -288,8 +288,8 @@ static otc_status garbage(const exec_ctx *x, const char *said, const char *want,
 
 /* A 'bc' line's numbers into res (false when it is not one, or malformed). */
 static bool behaviour_line(char *line, otc_neat_eval *res) {
-    double b[OTC_NEAT_MAX_BC];
-    int n = otc_neat_exec_parse_bc(line, b, OTC_NEAT_MAX_BC);
+    double b[OTC_NEAT_SHORT_BC];
+    int n = otc_neat_exec_parse_bc(line, b, OTC_NEAT_SHORT_BC);
     if (n == 0) return false;
     res->n_bc = n;
     for (int i = 0; i < n; i++) res->bc[i] = (float)b[i];

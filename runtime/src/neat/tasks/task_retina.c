@@ -42,7 +42,8 @@ bool otc_retina_target(int p, bool any) {
     return any ? l || r : l && r;
 }
 
-otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitness, int *correct) {
+otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitness, int *correct,
+                            float *answers) {
     if (!s || !fitness || !correct) return otc_fail(OTC_ERR_ARG, "otc_retina_score: NULL");
     int last = otc_substrate_layers(s) - 1, n_out = goal == OTC_RETINA_SIDES ? 2 : 1;
     if (otc_substrate_size(s, 0) != GRID_X * GRID_Y || otc_substrate_size(s, last) != n_out)
@@ -65,6 +66,7 @@ otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitn
             /* A NaN output is as wrong as can be: a full error, on neither side. */
             e += isnan(v) ? 1.0 : fabs((double)v - t[o]);
             right &= t[o] ? v > 0.5f : v < 0.5f;
+            if (answers) answers[p * n_out + o] = v > 0.5f; /* NaN: 0 */
         }
         ok += right;
     }
@@ -80,10 +82,14 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
     otc_status st = otc_substrate_from_genome(g, c, 1, otc_neat_eval_scratch(), &s);
     double fitness = 0;
     int correct = 0;
+    /* The behaviour (the diversity objective, novelty search): the answer to each pattern, as
+     * Huizinga, Mouret and Clune (2014) compare networks (the distance is then the share of
+     * answers that differ). */
     if (st == OTC_OK)
-        st = otc_retina_score(s, (otc_retina_goal)(intptr_t)task->ctx, &fitness, &correct);
+        st = otc_retina_score(s, (otc_retina_goal)(intptr_t)task->ctx, &fitness, &correct, out->bc);
     otc_substrate_free(s);
     if (st != OTC_OK) return st;
+    out->n_bc = task->n_bc;
     out->fitness = fitness;
     out->solved = correct == OTC_RETINA_PATTERNS;
     out->measure = correct;
@@ -120,6 +126,8 @@ otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *
     t->needs_feed_forward = true;
     t->ctx = (void *)(intptr_t)goal;
     t->measure_name = "patterns right (of 256)";
+    t->n_bc = OTC_RETINA_PATTERNS * out_x;
+    t->novelty_threshold = 0.1; /* a tenth of the answers differ */
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     *out = t;
