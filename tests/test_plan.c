@@ -322,6 +322,27 @@ TEST(plan_share_grads_unrolled_lstm) {
 
 /* ---- fusion ---- */
 
+/* A model may chain any number of slices: those a map kernel reads are placed before their
+ * reader without recursion (200k deep overflowed the stack when each placed its input). */
+TEST(plan_deep_slice_chain_places_without_recursion) {
+    otc_graph *g = otc_graph_new();
+    otc_id first = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 4)), v = first;
+    for (int i = 0; i < 200000; i++) v = otc_slice(g, v, 1, 0, 4);
+    otc_id y = otc_neg(g, otc_slice(g, v, 1, 1, 2));
+    REQUIRE(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
+    otc_plan_options po = {0};
+    otc_plan *p = NULL;
+    CHECK(otc_plan_build(g, &po, &p) == OTC_OK);
+    if (p) {
+        CHECK(check_invariants(p, "slice chain"));
+        int64_t from = -1;
+        CHECK(otc_plan_slice_member(p, first + 1, &from) && from == 0);
+        CHECK(otc_plan_slice_member(p, y - 1, &from) && from == 1);
+    }
+    otc_plan_free(p);
+    otc_graph_free(g);
+}
+
 TEST(plan_fuses_matmul_bias_relu) {
     /* x [B,2] -> matmul -> + row_broadcast(b) -> relu: one MATMUL kernel whose bias and sum
      * never touch memory. */

@@ -162,25 +162,12 @@ static otc_status state_steps(otc_plan_ctx *c) {
     return st;
 }
 
-/* Adds computed node id to the open kernel, or closes it and opens one. A slice run as a map
- * member waits (deferred) until its first reader is placed, and is placed right before it,
- * in its kernel when the loop spaces match: a topological order puts a slice next to its
- * input, where it would be a copy kernel of its own (a GRU's gate slices, between its two
- * products). */
-static otc_status place(otc_plan_ctx *c, otc_id id, int *open, bool *deferred) {
+/* Adds computed node id to the open kernel, or closes it and opens one. */
+static otc_status add_member(otc_plan_ctx *c, otc_id id, int *open) {
     otc_plan *p = c->p;
-    const otc_node *nd = otc_graph_node(p->graph, id);
-    otc_status st = OTC_OK;
-    for (int s = 0; s < nd->n_inputs && !st; s++) {
-        otc_id o = otc_plan_owner(p, nd->inputs[s]);
-        if (!otc_plan_reads_input(p->graph, id, s) || !deferred[o]) continue;
-        deferred[o] = false;
-        st = place(c, o, open, deferred);
-    }
-    if (st) return st;
     otc_plan_value *v = &p->values[id];
     if (*open < 0 || !can_join(c, *open, id)) {
-        st = close_kernel(c, open);
+        otc_status st = close_kernel(c, open);
         if (st) return st;
         *open = p->n_kernels++;
         otc_plan_kernel *K = &p->kernels[*open];
@@ -194,8 +181,30 @@ static otc_status place(otc_plan_ctx *c, otc_id id, int *open, bool *deferred) {
     p->members[p->n_members++] = id;
     p->kernels[*open].count++;
     v->kernel = *open;
-    if (p->kernels[*open].kind == OTC_KERNEL_OP) st = close_kernel(c, open);
-    return st;
+    return p->kernels[*open].kind == OTC_KERNEL_OP ? close_kernel(c, open) : OTC_OK;
+}
+
+/* Places node id. A slice run as a map member waits (deferred) until its first reader is
+ * placed, and is placed right before it, in its kernel when the loop spaces match: a
+ * topological order puts a slice next to its input, where it would be a copy kernel of its
+ * own (a GRU's gate slices, between its two products). A deferred slice may read another:
+ * each input's chain of them (a slice has one input) is gathered into chain[] and placed
+ * deepest first, without recursion, as a model may chain any number of slices. */
+static otc_status place(otc_plan_ctx *c, otc_id id, int *open, bool *deferred, otc_id *chain) {
+    otc_plan *p = c->p;
+    const otc_node *nd = otc_graph_node(p->graph, id);
+    otc_status st = OTC_OK;
+    for (int s = 0; s < nd->n_inputs && !st; s++) {
+        if (!otc_plan_reads_input(p->graph, id, s)) continue;
+        int n = 0;
+        for (otc_id o = otc_plan_owner(p, nd->inputs[s]); deferred[o];
+             o = otc_plan_owner(p, otc_graph_node(p->graph, o)->inputs[0])) {
+            deferred[o] = false;
+            chain[n++] = o;
+        }
+        while (n > 0 && !st) st = add_member(c, chain[--n], open);
+    }
+    return st ? st : add_member(c, id, open);
 }
 
 otc_status otc_plan_fuse(otc_plan_ctx *c) {
@@ -203,8 +212,10 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
     p->members = malloc(((size_t)c->n_order + 1) * sizeof *p->members);
     p->kernels = malloc(((size_t)c->n_order + 1) * sizeof *p->kernels);
     bool *deferred = calloc((size_t)c->n + 1, sizeof *deferred);
-    if (!p->members || !p->kernels || !deferred) {
+    otc_id *chain = malloc(((size_t)c->n + 1) * sizeof *chain);
+    if (!p->members || !p->kernels || !deferred || !chain) {
         free(deferred);
+        free(chain);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a plan");
     }
     int open = -1;
@@ -228,15 +239,16 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
         if (otc_plan_slice_as_map(p, id))
             deferred[id] = true;
         else
-            st = place(c, id, &open, deferred);
+            st = place(c, id, &open, deferred, chain);
     }
     /* Slices no computed node reads (outputs, a Delay's source). */
     for (int i = 0; i < c->n_order && !st; i++)
         if (deferred[c->order[i]]) {
             deferred[c->order[i]] = false;
-            st = place(c, c->order[i], &open, deferred);
+            st = place(c, c->order[i], &open, deferred, chain);
         }
     free(deferred);
+    free(chain);
     if (!st) st = close_kernel(c, &open);
     for (int i = 0; i < p->n_io && !st; i++) {
         if (p->io[i].stream != OTC_IO_OUT) continue;
