@@ -299,8 +299,7 @@ static int evolve_population(const evolve_args *a, otc_neat_task *task) {
         if (task->measure_name && print_measure(a, task, champ) != OTC_EXIT_OK)
             exit_code = OTC_EXIT_USAGE;
         for (int j = 0; j < a->config->n_objectives; j++)
-            if (a->config->objectives[j] == OTC_NEAT_OBJ_SUBSTRATE_LINKS ||
-                a->config->objectives[j] == OTC_NEAT_OBJ_SUBSTRATE_LENGTH) {
+            if (otc_neat_objective_paints(a->config->objectives[j])) {
                 printf("%s: champion substrate: %.0f expressed link(s), summed squared length "
                        "%.4g\n",
                        task->name,

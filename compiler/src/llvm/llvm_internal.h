@@ -54,9 +54,11 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm, otc_
 /* ---- llvm_fastisel.c ---- */
 
 /* Rewrites module m (the fast tier's, after its passes) into forms the fast instruction
- * selector takes whole: vector constants as loads of constant globals, broadcasts of entry
- * values and of weights (loads marked !invariant.load) moved into the entry block. The same
- * operations on the same values: the code's results are unchanged. */
+ * selector takes whole: vector constants as loads of constant globals; broadcasts of weights
+ * (loads marked !invariant.load) from a table filled once per call, other broadcasts of entry
+ * values moved into the entry block; vector selects on compares as x86 max/min, a helper call,
+ * or (padding masks) and/or of bit patterns; vector fabs as an and. The same operations on
+ * the same values: the code's results are unchanged. */
 otc_status otc_llvm_fastisel_forms(LLVMModuleRef m);
 
 /* Verification alone: OTC_ERR_STATE with LLVM's description of what is malformed. */

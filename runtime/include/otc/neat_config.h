@@ -304,6 +304,9 @@ const char *otc_neat_act_name(otc_act act);
 const char *otc_neat_objective_name(otc_neat_objective o);
 /* Whether more of o is better (fitness, diversity); the others are costs. */
 bool otc_neat_objective_maximised(otc_neat_objective o);
+/* Whether o is read from the substrate the genome paints (substrate_links, substrate_length:
+ * HyperNEAT, a [Substrate] section). */
+bool otc_neat_objective_paints(otc_neat_objective o);
 /* The slope parameter a NEAT neuron with activation act gets under c (leaky_relu: 0.005 when
  * c->np_functions, as neat-python's lelu; otherwise the activation's default). */
 float otc_neat_act_alpha(const otc_neat_config *c, otc_act act);

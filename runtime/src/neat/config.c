@@ -433,6 +433,10 @@ bool otc_neat_objective_maximised(otc_neat_objective o) {
     return o == OTC_NEAT_OBJ_FITNESS || o == OTC_NEAT_OBJ_DIVERSITY;
 }
 
+bool otc_neat_objective_paints(otc_neat_objective o) {
+    return o == OTC_NEAT_OBJ_SUBSTRATE_LINKS || o == OTC_NEAT_OBJ_SUBSTRATE_LENGTH;
+}
+
 /* A list-valued key's value: its bytes, and its items (at most one per two bytes). */
 #define LIST_BYTES 512
 #define LIST_ITEMS (LIST_BYTES / 2)
@@ -1008,9 +1012,7 @@ static otc_status check_config(parse_state *st) {
                         "%s: [NEAT] pop_size: %d is more than nsga2 sorts (at most 5000)", st->file,
                         c->pop_size);
     for (int i = 0; i < c->n_objectives; i++)
-        if ((c->objectives[i] == OTC_NEAT_OBJ_SUBSTRATE_LINKS ||
-             c->objectives[i] == OTC_NEAT_OBJ_SUBSTRATE_LENGTH) &&
-            !c->substrate.enabled)
+        if (otc_neat_objective_paints(c->objectives[i]) && !c->substrate.enabled)
             return otc_fail(OTC_ERR_CONFIG,
                             "%s: [NEAT] objectives: %s needs a [Substrate] section (the genome "
                             "must be a CPPN painting a substrate)",

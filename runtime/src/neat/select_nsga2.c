@@ -35,8 +35,7 @@ double otc_neat_objective_value(otc_neat_objective o, const otc_neat_genome *g) 
 
 double otc_neat_objective_of(const otc_neat_config *c, otc_neat_objective o,
                              const otc_neat_genome *g) {
-    if (o != OTC_NEAT_OBJ_SUBSTRATE_LINKS && o != OTC_NEAT_OBJ_SUBSTRATE_LENGTH)
-        return otc_neat_objective_value(o, g);
+    if (!otc_neat_objective_paints(o)) return otc_neat_objective_value(o, g);
     if (!c || !c->substrate.enabled) return NAN;
     /* Painted again rather than kept from the evaluation: a paint is a few hundred CPPN
      * queries on the substrates evolution uses, and no evaluation path (threads, the ahead
@@ -75,12 +74,6 @@ static bool dominates(const double *a, const double *b, int m, unsigned mask) {
     return better;
 }
 
-/* a dominates b over every column when `all`, else over the columns in `always` (0: every
- * column). */
-static bool dominates_on(const double *a, const double *b, int m, unsigned always, bool all) {
-    return dominates(a, b, m, all ? 0 : always);
-}
-
 int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *rank, double keep,
                                           unsigned always, uint64_t seed) {
     if (n <= 0) return 0;
@@ -95,13 +88,15 @@ int otc_neat_nondominated_sort_stochastic(int n, int m, const double *v, int *ra
     }
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
+            /* Every column when the pair draws them all, else those in `always` (0: all). */
             bool all =
                 keep >= 1 ||
                 (double)(otc_neat_mix_seed(seed, (uint64_t)i, (uint64_t)j) >> 11) * 0x1p-53 < keep;
-            if (dominates_on(v + (size_t)i * m, v + (size_t)j * m, m, always, all)) {
+            unsigned mask = all ? 0 : always;
+            if (dominates(v + (size_t)i * m, v + (size_t)j * m, m, mask)) {
                 dom[(size_t)i * n + ndom[i]++] = j;
                 count[j]++;
-            } else if (dominates_on(v + (size_t)j * m, v + (size_t)i * m, m, always, all)) {
+            } else if (dominates(v + (size_t)j * m, v + (size_t)i * m, m, mask)) {
                 dom[(size_t)j * n + ndom[j]++] = i;
                 count[i]++;
             }
