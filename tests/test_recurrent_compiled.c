@@ -488,11 +488,13 @@ static bool rows_close(const float *got, const float *want, int n, double tol, c
     return true;
 }
 
-/* One sample through an inference executor stored contiguously (every kernel in column mode:
- * the elements side by side instead of a vector apart), against the interpreter: an LSTM and a
+/* One sample through a JIT executor stored contiguously (every kernel in column mode: the
+ * elements side by side instead of a vector apart), against the interpreter: an LSTM and a
  * GRU (37 units: blocks of lanes with a partial last one) whose state is set in mid-sequence,
  * whose loss is read (a second plan, its state laid out a vector apart, takes the state over)
- * and which is reset; then random MLPs (a product's input contiguous, its epilogue's stores). */
+ * and which is reset; an LSTM trained through time on a window between single steps (the
+ * state handed to the unrolled window and back); random MLPs (a product's input contiguous,
+ * its epilogue's stores). */
 TEST(recurrent_one_sample_contiguous_jit) {
     enum { IN = 5, H = 37, T = 16 };
     const otc_cell cells[2] = {OTC_CELL_LSTM, OTC_CELL_GRU};
@@ -534,6 +536,49 @@ TEST(recurrent_one_sample_contiguous_jit) {
         }
         otc_exec_free(ex[1]);
         otc_exec_free(ex[0]);
+        otc_graph_free(g);
+    }
+    /* A training executor: steps at batch 1 (contiguous), a window recorded and trained
+     * through time (its state handed to the unrolled window and back), then steps again. */
+    {
+        otc_graph *g = layer_graph(OTC_CELL_LSTM, IN, H, 47);
+        REQUIRE(g);
+        otc_id x = otc_graph_find(g, "x"), h = otc_graph_output(g, 0);
+        otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, H));
+        otc_id loss = otc_mse(g, h, t);
+        otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_SGD);
+        oc.lr = 0.5f;
+        otc_jit_options jo = otc_jit_defaults();
+        jo.tier = OTC_JIT_TIER_FAST; /* the unrolled window compiles in a fraction of the time */
+        otc_executor *ex[2] = {otc_interpreter_new(g, NULL), otc_jit_executor_new(g, &jo)};
+        otc_optimizer *opt[2] = {otc_optimizer_new(&oc), otc_optimizer_new(&oc)};
+        REQUIRE(ex[0] && ex[1] && opt[0] && opt[1]);
+        otc_rng rng;
+        otc_rng_seed(&rng, 9);
+        float in[IN], tg[H];
+        bool ok = true;
+        for (int s = 0; s < 14 && ok; s++) {
+            otc_testgen_fill(&rng, in, IN, -1.0f, 1.0f);
+            otc_testgen_fill(&rng, tg, H, -1.0f, 1.0f);
+            const float *v[2];
+            for (int e = 0; e < 2; e++) {
+                if (s == 4) REQUIRE(otc_exec_seq_begin(ex[e], 5) == OTC_OK);
+                REQUIRE(otc_exec_set_input(ex[e], x, in, 1) == OTC_OK &&
+                        otc_exec_set_input(ex[e], t, tg, 1) == OTC_OK &&
+                        otc_exec_forward(ex[e]) == OTC_OK);
+                if (s == 8) {
+                    otc_exec_zero_grad(ex[e]);
+                    REQUIRE(otc_exec_seq_backward(ex[e], loss, NULL) == OTC_OK &&
+                            otc_exec_optimizer_step(ex[e], opt[e]) == OTC_OK);
+                }
+                REQUIRE(otc_exec_value(ex[e], h, &v[e], NULL) == OTC_OK);
+            }
+            ok = rows_close(v[1], v[0], H, 1e-5, "lstm training executor", s);
+        }
+        for (int e = 0; e < 2; e++) {
+            otc_optimizer_free(opt[e]);
+            otc_exec_free(ex[e]);
+        }
         otc_graph_free(g);
     }
     const otc_op acts[3] = {OTC_OP_TANH, OTC_OP_RELU, OTC_OP_SIGMOID};

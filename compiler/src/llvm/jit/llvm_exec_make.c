@@ -34,10 +34,7 @@ static otc_llvm_render_options render_options(const jit_exec *j, bool train) {
 static int batch_forms(const jit_exec *j, const otc_plan *pl, bool train) {
     if (train) return 0;
     otc_llvm_render_options ro = render_options(j, false);
-    int has = otc_llvm_plan_batch_forms(pl, &ro);
-    /* A contiguous sample only where no sequence recording or training plan shares the state
-     * in the rounded-up layout (llvm_seq.c). */
-    return j->o.inference ? has : has & ~OTC_LV_HAS_UNIT;
+    return otc_llvm_plan_batch_forms(pl, &ro);
 }
 
 /* A compile (or cache hit) in the executor's statistics. */
