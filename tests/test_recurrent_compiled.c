@@ -509,6 +509,7 @@ TEST(recurrent_one_sample_contiguous_jit) {
         otc_exec_options eo = {.inference = true};
         otc_jit_options jo = otc_jit_defaults();
         jo.inference = true;
+        jo.tier = OTC_JIT_TIER_FAST; /* the optimised tier's: recurrent_layers_one_sample_jit */
         otc_executor *ex[2] = {otc_interpreter_new(g, &eo), otc_jit_executor_new(g, &jo)};
         REQUIRE(ex[0] && ex[1]);
         otc_rng rng;
