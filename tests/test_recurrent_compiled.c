@@ -474,3 +474,144 @@ TEST(recurrent_layers_one_sample_jit) {
     }
 }
 #endif
+
+#ifdef OTC_TEST_JIT
+/* got against want, |d| <= tol * max(1, |want|), n values; false after the first mismatch. */
+static bool rows_close(const float *got, const float *want, int n, double tol, const char *what,
+                       int step) {
+    for (int i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - want[i]) <= tol * fmax(1.0, fabs((double)want[i])))) {
+            CHECK_MSG(false, "%s step %d [%d]: %.9g, interpreter %.9g", what, step, i,
+                      (double)got[i], (double)want[i]);
+            return false;
+        }
+    return true;
+}
+
+/* One sample through a JIT executor stored contiguously (every kernel in column mode: the
+ * elements side by side instead of a vector apart), against the interpreter: an LSTM and a
+ * GRU (37 units: blocks of lanes with a partial last one) whose state is set in mid-sequence,
+ * whose loss is read (a second plan, its state laid out a vector apart, takes the state over)
+ * and which is reset; an LSTM trained through time on a window between single steps (the
+ * state handed to the unrolled window and back); random MLPs (a product's input contiguous,
+ * its epilogue's stores). */
+TEST(recurrent_one_sample_contiguous_jit) {
+    enum { IN = 5, H = 37, T = 16 };
+    const otc_cell cells[2] = {OTC_CELL_LSTM, OTC_CELL_GRU};
+    for (int k = 0; k < 2; k++) {
+        otc_graph *g = layer_graph(cells[k], IN, H, 41 + (uint64_t)k);
+        REQUIRE(g);
+        otc_id x = otc_graph_find(g, "x"), h = otc_graph_output(g, 0);
+        otc_id hd = otc_graph_find(g, "rnn.h_l0");
+        otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, H));
+        otc_id loss = otc_mse(g, h, t);
+        REQUIRE(hd >= 0 && loss >= 0);
+        otc_exec_options eo = {.inference = true};
+        otc_jit_options jo = otc_jit_defaults();
+        jo.inference = true;
+        jo.tier = OTC_JIT_TIER_FAST; /* the optimised tier's: recurrent_layers_one_sample_jit */
+        otc_executor *ex[2] = {otc_interpreter_new(g, &eo), otc_jit_executor_new(g, &jo)};
+        REQUIRE(ex[0] && ex[1]);
+        otc_rng rng;
+        otc_rng_seed(&rng, 5 + (uint64_t)k);
+        float in[IN], tg[H], state[H];
+        bool ok = true;
+        for (int s = 0; s < T && ok; s++) {
+            otc_testgen_fill(&rng, in, IN, -1.0f, 1.0f);
+            otc_testgen_fill(&rng, tg, H, -1.0f, 1.0f);
+            otc_testgen_fill(&rng, state, H, -1.0f, 1.0f);
+            const float *v[2], *l[2];
+            for (int e = 0; e < 2; e++) {
+                if (s == 5) REQUIRE(otc_exec_set_state(ex[e], hd, state, 1) == OTC_OK);
+                if (s == 12) otc_exec_reset_state(ex[e]);
+                REQUIRE(otc_exec_set_input(ex[e], x, in, 1) == OTC_OK);
+                REQUIRE(otc_exec_set_input(ex[e], t, tg, 1) == OTC_OK);
+                otc_status st = otc_exec_forward(ex[e]);
+                if (st) fprintf(stderr, "step %d exec %d: %s\n", s, e, otc_last_error());
+                REQUIRE(st == OTC_OK);
+                REQUIRE(otc_exec_value(ex[e], h, &v[e], NULL) == OTC_OK);
+                if (s >= 8) REQUIRE(otc_exec_value(ex[e], loss, &l[e], NULL) == OTC_OK);
+            }
+            ok = rows_close(v[1], v[0], H, 1e-6, k ? "gru" : "lstm", s);
+            if (ok && s >= 8) ok = rows_close(l[1], l[0], 1, 1e-6, "loss", s);
+        }
+        otc_exec_free(ex[1]);
+        otc_exec_free(ex[0]);
+        otc_graph_free(g);
+    }
+    /* A training executor: steps at batch 1 (contiguous), a window recorded and trained
+     * through time (its state handed to the unrolled window and back), then steps again. */
+    {
+        otc_graph *g = layer_graph(OTC_CELL_LSTM, IN, H, 47);
+        REQUIRE(g);
+        otc_id x = otc_graph_find(g, "x"), h = otc_graph_output(g, 0);
+        otc_id t = otc_input(g, "t", otc_shape_2d(OTC_BATCH, H));
+        otc_id loss = otc_mse(g, h, t);
+        otc_optim_config oc = otc_optim_defaults(OTC_OPTIM_SGD);
+        oc.lr = 0.5f;
+        otc_jit_options jo = otc_jit_defaults();
+        jo.tier = OTC_JIT_TIER_FAST; /* the unrolled window compiles in a fraction of the time */
+        otc_executor *ex[2] = {otc_interpreter_new(g, NULL), otc_jit_executor_new(g, &jo)};
+        otc_optimizer *opt[2] = {otc_optimizer_new(&oc), otc_optimizer_new(&oc)};
+        REQUIRE(ex[0] && ex[1] && opt[0] && opt[1]);
+        otc_rng rng;
+        otc_rng_seed(&rng, 9);
+        float in[IN], tg[H];
+        bool ok = true;
+        for (int s = 0; s < 14 && ok; s++) {
+            otc_testgen_fill(&rng, in, IN, -1.0f, 1.0f);
+            otc_testgen_fill(&rng, tg, H, -1.0f, 1.0f);
+            const float *v[2];
+            for (int e = 0; e < 2; e++) {
+                if (s == 4) REQUIRE(otc_exec_seq_begin(ex[e], 5) == OTC_OK);
+                REQUIRE(otc_exec_set_input(ex[e], x, in, 1) == OTC_OK &&
+                        otc_exec_set_input(ex[e], t, tg, 1) == OTC_OK &&
+                        otc_exec_forward(ex[e]) == OTC_OK);
+                if (s == 8) {
+                    otc_exec_zero_grad(ex[e]);
+                    REQUIRE(otc_exec_seq_backward(ex[e], loss, NULL) == OTC_OK &&
+                            otc_exec_optimizer_step(ex[e], opt[e]) == OTC_OK);
+                }
+                REQUIRE(otc_exec_value(ex[e], h, &v[e], NULL) == OTC_OK);
+            }
+            ok = rows_close(v[1], v[0], H, 1e-5, "lstm training executor", s);
+        }
+        for (int e = 0; e < 2; e++) {
+            otc_optimizer_free(opt[e]);
+            otc_exec_free(ex[e]);
+        }
+        otc_graph_free(g);
+    }
+    const otc_op acts[3] = {OTC_OP_TANH, OTC_OP_RELU, OTC_OP_SIGMOID};
+    for (int m = 0; m < 6; m++) {
+        otc_rng rng;
+        otc_rng_seed(&rng, 60 + (uint64_t)m);
+        int sizes[4] = {1 + (int)otc_rng_below(&rng, 40), 1 + (int)otc_rng_below(&rng, 70),
+                        1 + (int)otc_rng_below(&rng, 35), 1 + (int)otc_rng_below(&rng, 20)};
+        otc_graph *g = otc_testgen_mlp(60 + (uint64_t)m, 4, sizes, acts[m % 3],
+                                       m % 2 ? (int)OTC_OP_SIGMOID : -1);
+        REQUIRE(g);
+        otc_id x = otc_graph_find(g, "x"), y = otc_graph_output(g, 0);
+        otc_exec_options eo = {.inference = true};
+        otc_jit_options jo = otc_jit_defaults();
+        jo.inference = true;
+        jo.tier = OTC_JIT_TIER_FAST;
+        otc_executor *ex[2] = {otc_interpreter_new(g, &eo), otc_jit_executor_new(g, &jo)};
+        REQUIRE(ex[0] && ex[1]);
+        float in[40];
+        const float *v[2];
+        bool ok = true;
+        for (int s = 0; s < 3 && ok; s++) {
+            otc_testgen_fill(&rng, in, (size_t)sizes[0], -2.0f, 2.0f);
+            for (int e = 0; e < 2; e++)
+                REQUIRE(otc_exec_set_input(ex[e], x, in, 1) == OTC_OK &&
+                        otc_exec_forward(ex[e]) == OTC_OK &&
+                        otc_exec_value(ex[e], y, &v[e], NULL) == OTC_OK);
+            ok = rows_close(v[1], v[0], sizes[3], 1e-5, "mlp", s);
+        }
+        otc_exec_free(ex[1]);
+        otc_exec_free(ex[0]);
+        otc_graph_free(g);
+    }
+}
+#endif

@@ -51,6 +51,9 @@ static LLVMValueRef begin_function(otc_llvm_r *r, const char *name, bool exporte
         bool is_int = i == OTC_LA_BATCH || i == OTC_LA_STRIDE;
         r->a[i] = LLVMBuildLoad2(B, is_int ? r->ir.i64 : r->ir.ptr, p, names[i]);
     }
+    /* One sample at stride 1: every offset a constant. */
+    if (r->o.forms == OTC_LV_FORMS_UNIT)
+        r->a[OTC_LA_BATCH] = r->a[OTC_LA_STRIDE] = otc_lv_i64(r, 1);
     r->nchunks = LLVMBuildExactSDiv(B, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), "chunks");
     return fn;
 }
@@ -104,6 +107,11 @@ static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
 
 static void rows_call(otc_llvm_r *r, bool load, LLVMValueRef dst, LLVMValueRef src, int64_t row,
                       const otc_plan_io *io) {
+    if (r->o.forms == OTC_LV_FORMS_UNIT) { /* one sample, contiguous both sides: no padding */
+        LLVMValueRef at = otc_lv_gep(r, load ? src : dst, otc_lv_i64(r, io->offset));
+        LLVMBuildMemCpy(B, load ? dst : at, 4, load ? at : src, 4, otc_lv_i64(r, 4 * io->width));
+        return;
+    }
     LLVMValueRef fn = rows_helper(r, load);
     LLVMValueRef args[7] = {dst,
                             src,
@@ -155,9 +163,10 @@ static void state_copy_all(otc_llvm_r *r, int node) {
 }
 
 /* Without a backward, fewer samples than half a vector (the map kernels' column mode) copy
- * only the samples' slots. */
+ * only the samples' slots; one contiguous sample is the whole value. */
 static void state_step(otc_llvm_r *r, const otc_plan_step *s) {
-    if (r->plan->options.train || !r->plan->values[s->node].batched || r->o.lanes < 4)
+    if (r->plan->options.train || !r->plan->values[s->node].batched || r->o.lanes < 4 ||
+        r->o.forms == OTC_LV_FORMS_UNIT)
         state_copy_all(r, s->node);
     else
         otc_lv_by_batch(r, s->node, state_copy_few, state_copy_all);
@@ -511,18 +520,24 @@ static void aot_wrapper(otc_llvm_r *r) {
 int otc_llvm_plan_batch_forms(const otc_plan *plan, const otc_llvm_render_options *o) {
     otc_llvm_r r = {.plan = plan, .g = plan->graph, .o = *o};
     int has = 0;
+    /* One sample stored contiguously: every kernel that touches a sample's elements must be
+     * in column mode (the batched forms read whole vectors of samples), and no backward may
+     * sum over a stride (the form is for forward plans). */
+    bool unit = !plan->options.train && o->lanes >= 4;
     for (int k = 0; k < plan->n_kernels; k++) {
         const otc_plan_kernel *K = &plan->kernels[k];
-        if (K->kind != OTC_KERNEL_OP && otc_lv_kernel_has_few_form(&r, k))
-            has |= OTC_LV_HAS_COLMODE;
+        bool few = K->kind != OTC_KERNEL_OP && otc_lv_kernel_has_few_form(&r, k);
+        if (few) has |= OTC_LV_HAS_COLMODE;
         if (K->kind == OTC_KERNEL_OP && otc_lv_conv_one_sample_fits(&r, plan->members[K->first]))
             has |= OTC_LV_HAS_CONV1;
+        if (!(K->kind == OTC_KERNEL_MAP && !K->batched) && !(few && K->batched)) unit = false;
     }
-    return has;
+    return has | (unit && (has & OTC_LV_HAS_COLMODE) ? OTC_LV_HAS_UNIT : 0);
 }
 
 otc_llvm_batch_forms otc_llvm_form_of(int has, int lanes, int64_t batch, int64_t stride) {
     if (!has) return OTC_LV_FORMS_ALL;
+    if (batch == 1 && stride == 1 && (has & OTC_LV_HAS_UNIT)) return OTC_LV_FORMS_UNIT;
     if (!otc_llvm_few_samples(lanes, batch, stride)) return OTC_LV_FORMS_MANY;
     /* a form whose code would be another's is that one (one module, not two alike) */
     if (batch == 1 && (has & OTC_LV_HAS_CONV1)) return OTC_LV_FORMS_ONE;

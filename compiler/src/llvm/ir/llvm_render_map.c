@@ -34,7 +34,8 @@ static LLVMValueRef load_lanes(otc_llvm_r *r, LLVMValueRef ptr, int valid) {
  * than half a vector, and the stride is the batch rounded up to whole vectors), so the
  * gathers' and scatters' addresses are constant offsets. */
 static LLVMValueRef stride(otc_llvm_r *r) {
-    return r->colmode ? otc_lv_i64(r, r->o.lanes) : r->a[OTC_LA_STRIDE];
+    return r->colmode ? otc_lv_i64(r, r->o.forms == OTC_LV_FORMS_UNIT ? 1 : r->o.lanes)
+                      : r->a[OTC_LA_STRIDE];
 }
 
 /* A batched value's columns e + j of sample col_b (one vector apart: column mode's stride),
@@ -44,6 +45,8 @@ static LLVMValueRef gather_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e
     int W = r->o.lanes;
     LLVMValueRef first =
         otc_lv_gep(r, base, LLVMBuildAdd(B, LLVMBuildMul(B, e, stride(r), ""), r->col_b, ""));
+    /* One contiguous sample: the columns are side by side. */
+    if (r->o.forms == OTC_LV_FORMS_UNIT) return load_lanes(r, first, r->col_valid);
     LLVMValueRef offs[64], bits[64];
     for (int j = 0; j < W; j++) {
         offs[j] = LLVMConstInt(r->ir.i32, (unsigned long long)j * (unsigned long long)W, 0);
@@ -61,6 +64,10 @@ static LLVMValueRef gather_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e
 
 static void scatter_cols(otc_llvm_r *r, LLVMValueRef base, LLVMValueRef e, LLVMValueRef v) {
     LLVMValueRef S = stride(r);
+    if (r->o.forms == OTC_LV_FORMS_UNIT && r->col_valid == r->o.lanes) {
+        otc_lv_store(r, v, otc_lv_gep(r, base, LLVMBuildAdd(B, e, r->col_b, "")));
+        return;
+    }
     for (int j = 0; j < r->col_valid; j++) {
         LLVMValueRef col = LLVMBuildAdd(B, e, otc_lv_i64(r, j), "");
         LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, col, S, ""), r->col_b, "");

@@ -31,7 +31,7 @@ static bool grow(float **buf, size_t *cap, size_t need) {
 
 void otc_lvx_plan_free(jit_plan *p) {
     otc_llvm_module_release(p->mod);
-    for (int f = 0; f <= OTC_LV_FORMS_ONE; f++) otc_llvm_module_release(p->form_mod[f]);
+    for (int f = 0; f <= OTC_LV_FORMS_UNIT; f++) otc_llvm_module_release(p->form_mod[f]);
     otc_plan_free(p->plan);
     free(p->work);
     if (p->own_weights) free(p->weights);
@@ -117,20 +117,33 @@ static otc_status set_input(otc_executor *ex, otc_id id, const float *data, int 
     return OTC_OK;
 }
 
-/* The state in `from`'s layout (its slots at `src`, a work buffer of that plan) into `to`'s
- * slots, Delay by Delay (two step plans of one graph place them differently). */
-static void move_state(jit_exec *j, const jit_plan *from, const float *src, jit_plan *to,
-                       int64_t S) {
+/* The batch stride plan p runs `batch` samples at (otc_llvm_stride_of). */
+static int64_t stride_of(const jit_exec *j, const jit_plan *p, int64_t batch) {
+    return otc_llvm_stride_of(p->forms, j->lanes, batch);
+}
+
+/* The state in `from`'s layout (its slots at `src`, a work buffer of that plan, at stride Sf)
+ * into `to`'s slots at stride St, Delay by Delay (two step plans of one graph place them
+ * differently; one of them may hold a single sample contiguously). */
+static void move_state(jit_exec *j, const jit_plan *from, const float *src, int64_t Sf,
+                       jit_plan *to, int64_t St) {
+    int64_t batch = from->state_batch > 0 ? from->state_batch : 1;
     for (otc_id id = 0; id < j->n; id++) {
         if (otc_graph_node(j->base.graph, id)->op != OTC_OP_DELAY) continue;
         const otc_plan_value *a = &from->plan->values[id], *b = &to->plan->values[id];
         if (b->storage != OTC_STORE_WORK) continue;
-        float *dst = to->work + otc_extent_at(b->offset, S);
-        if (a->storage != OTC_STORE_WORK)
-            memset(dst, 0, (size_t)(b->size * S) * sizeof(float));
-        else
-            memcpy(dst, src + otc_extent_at(a->offset, S) - from->plan->state_offset,
-                   (size_t)(b->size * S) * sizeof(float));
+        float *dst = to->work + otc_extent_at(b->offset, St);
+        const float *at = src + otc_extent_at(a->offset, Sf) - from->plan->state_offset;
+        if (a->storage != OTC_STORE_WORK) {
+            memset(dst, 0, (size_t)(b->size * St) * sizeof(float));
+        } else if (Sf == St) {
+            memcpy(dst, at, (size_t)(b->size * St) * sizeof(float));
+        } else {
+            memset(dst, 0, (size_t)(b->size * St) * sizeof(float));
+            for (int64_t e = 0; e < b->size; e++)
+                for (int64_t s = 0; s < batch && s < Sf && s < St; s++)
+                    dst[e * St + s] = at[e * Sf + s];
+        }
     }
     to->state_batch = from->state_batch;
 }
@@ -160,8 +173,7 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
     for (int i = 0; i < j->n_inputs && batch < 0; i++)
         if (j->inputs[i].batch > 0) batch = j->inputs[i].batch;
     if (batch < 0) batch = 1;
-    /* Rounded up to whole vectors (lanes is a power of two: no division on this path). */
-    int64_t S = (batch + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
+    int64_t S = stride_of(j, p, batch);
     size_t wneed = (size_t)otc_extent_at(pl->work, S);
     if (!grow(&p->work, &p->work_cap, wneed) ||
         !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))
@@ -173,7 +185,8 @@ static otc_status prepare(jit_exec *j, jit_plan *p, otc_llvm_args *a) {
         p->state_batch = batch;
     }
     if (pl->state_per_sample > 0 && j->live && j->live != p && j->live->state_batch == batch)
-        move_state(j, j->live, j->live->work + j->live->plan->state_offset, p, S);
+        move_state(j, j->live, j->live->work + j->live->plan->state_offset,
+                   stride_of(j, j->live, batch), p, S);
     const float *rows_of[2] = {NULL, NULL};
     for (int s = 0; s < 2; s++) {
         if (p->n_stream[s] == 0) continue;
@@ -299,10 +312,10 @@ static otc_status loss_step(jit_exec *j, otc_id loss) {
         j->has_fwdl = true;
     }
     jit_plan *p = &j->fwdl;
-    int64_t S = j->stride;
+    int64_t S = stride_of(j, p, j->batch);
     if (!grow(&p->work, &p->work_cap, (size_t)otc_extent_at(p->plan->work, S)))
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)j->batch);
-    move_state(j, ran, j->pre, p, S);
+    move_state(j, ran, j->pre, j->stride, p, S);
     p->state_batch = j->batch;
     j->live = p;
     return run_forward_as(j, p, false);
@@ -376,7 +389,7 @@ otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, 
     const otc_plan *pl = p->plan;
     const otc_plan_value *v = &pl->values[delay];
     if (v->storage != OTC_STORE_WORK) return OTC_OK; /* no output reads it: nothing to hold */
-    int64_t S = (batch + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
+    int64_t S = stride_of(j, p, batch);
     if (!grow(&p->work, &p->work_cap, (size_t)otc_extent_at(pl->work, S)))
         return otc_fail(OTC_ERR_NOMEM, "set_state: out of memory for a batch of %d", batch);
     if (p->state_batch != batch) { /* the other Delays start from zeros, as in the interpreter */

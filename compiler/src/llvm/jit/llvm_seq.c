@@ -298,7 +298,7 @@ static otc_status settle(jit_exec *j, seq_entry *e) {
         if (otc_exec_value(e->ex, e->u->state_out[k], &s->state_src[k], NULL))
             return otc_lvx_seq_catch_up(j, NULL);
     jit_plan *p = s->defer_plan;
-    int64_t B = s->batch, S = (B + j->lanes - 1) & ~(int64_t)(j->lanes - 1);
+    int64_t B = s->batch, S = otc_llvm_stride_of(p->forms, j->lanes, B);
     for (int k = 0; k < s->n_delays; k++) {
         const otc_plan_value *v = &p->plan->values[s->delays[k]];
         if (v->storage != OTC_STORE_WORK) continue;
