@@ -105,8 +105,8 @@ void otc_llvm_jit_object_counts(long *compiled, long *loaded);
 void otc_llvm_code_free(otc_llvm_code *code);
 
 /* The JIT's host target machine of a tier (fast: code generation at LLVMCodeGenLevelNone),
- * for finishing modules before otc_llvm_jit_add. Callers hold otc_llvm_jit_lock() while
- * using it. */
+ * made on the tier's first use, for finishing modules before otc_llvm_jit_add. Callers hold
+ * otc_llvm_jit_lock() while using it. */
 otc_status otc_llvm_jit_target_machine(bool fast, LLVMTargetMachineRef *tm);
 
 /* One lock serialises compilation (target machine, JIT, cache); code runs without it. */

@@ -446,7 +446,14 @@ static void table_apply(rewriter *w, weight_table *t, LLVMValueRef fn, LLVMBasic
         if (!LLVMGetFirstUse(ins)) {
             LLVMValueRef x = LLVMGetOperand(ins, 1);
             LLVMInstructionEraseFromParent(ins);
-            if (LLVMIsALoadInst(x) && !LLVMGetFirstUse(x)) LLVMInstructionEraseFromParent(x);
+            if (LLVMIsALoadInst(x) && !LLVMGetFirstUse(x)) {
+                /* and the weight's address, which nothing else reads either (a dead
+                 * instruction per weight in the loop, for every pass after this to walk) */
+                LLVMValueRef at = LLVMGetOperand(x, 0);
+                LLVMInstructionEraseFromParent(x);
+                if (LLVMIsAGetElementPtrInst(at) && !LLVMGetFirstUse(at))
+                    LLVMInstructionEraseFromParent(at);
+            }
         }
     }
 }
