@@ -39,8 +39,9 @@ typedef enum {
     OTC_LLVM_PIPE_QUICK, /* promote slots, fold, merge blocks (the renderer's IR is vector code
                             already, so this is most of what O3 gains): large straight-line
                             modules, and fast-tier modules the aggressive code generator takes */
-    OTC_LLVM_PIPE_FAST,  /* promote slots, merge blocks: for the fast code generator, whose
-                            instruction selector does its own folding (llvm_pipeline.c) */
+    OTC_LLVM_PIPE_FAST,  /* no optimisation, only the rewrite into forms the fast instruction
+                            selector takes whole (llvm_fastisel.c): for the fast code
+                            generator, which folds as it selects (llvm_pipeline.c) */
     OTC_LLVM_PIPE_LOOPS, /* QUICK, then what pays on product loops (rotation, LICM, GVN): JIT
                             inference modules with product loops, near O3's run time at about a
                             third of its compile time */

@@ -150,9 +150,9 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
 
     otc_status st = otc_llvm_verify(m);
     if (st || pipe == OTC_LLVM_PIPE_NONE) return st;
+    if (pipe == OTC_LLVM_PIPE_FAST) return otc_llvm_fastisel_forms(m);
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
-    if (pipe == OTC_LLVM_PIPE_FAST) passes = "function(sroa,simplifycfg)";
     if (pipe == OTC_LLVM_PIPE_LOOPS)
         passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
                  "loop-mssa(loop-rotate,licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg)";
@@ -173,7 +173,6 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
     st = otc_llvm_check(LLVMRunPasses(m, passes, tm, opts), OTC_ERR_STATE,
                         "LLVM optimisation pipeline");
     LLVMDisposePassBuilderOptions(opts);
-    if (!st && pipe == OTC_LLVM_PIPE_FAST) st = otc_llvm_fastisel_forms(m);
     return st;
 }
 
