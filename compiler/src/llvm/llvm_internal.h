@@ -39,8 +39,9 @@ typedef enum {
     OTC_LLVM_PIPE_QUICK, /* promote slots, fold, merge blocks (the renderer's IR is vector code
                             already, so this is most of what O3 gains): large straight-line
                             modules, and fast-tier modules the aggressive code generator takes */
-    OTC_LLVM_PIPE_FAST,  /* promote slots, merge blocks: for the fast code generator, whose
-                            instruction selector does its own folding (llvm_pipeline.c) */
+    OTC_LLVM_PIPE_FAST,  /* no optimisation, only the rewrite into forms the fast instruction
+                            selector takes whole (llvm_fastisel.c): for the fast code
+                            generator, which folds as it selects (llvm_pipeline.c) */
     OTC_LLVM_PIPE_LOOPS, /* QUICK, then what pays on product loops (rotation, LICM, GVN): JIT
                             inference modules with product loops, near O3's run time at about a
                             third of its compile time */
@@ -105,8 +106,8 @@ void otc_llvm_jit_object_counts(long *compiled, long *loaded);
 void otc_llvm_code_free(otc_llvm_code *code);
 
 /* The JIT's host target machine of a tier (fast: code generation at LLVMCodeGenLevelNone),
- * for finishing modules before otc_llvm_jit_add. Callers hold otc_llvm_jit_lock() while
- * using it. */
+ * made on the tier's first use, for finishing modules before otc_llvm_jit_add. Callers hold
+ * otc_llvm_jit_lock() while using it. */
 otc_status otc_llvm_jit_target_machine(bool fast, LLVMTargetMachineRef *tm);
 
 /* One lock serialises compilation (target machine, JIT, cache); code runs without it. */

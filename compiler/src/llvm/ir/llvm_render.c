@@ -59,17 +59,19 @@ static LLVMValueRef begin_function(otc_llvm_r *r, const char *name, bool exporte
 }
 
 /* The row copies between the caller's sample-major rows and node-major storage are one
- * function per module (their loops compiled once, however many graphs and inputs):
- *   otc.load_rows(dst, src, S, B, row, off, width): dst[e*S + b] = src[b*row + off + e],
- *     zeros in the padding samples B..S;
- *   otc.store_rows(dst, src, S, B, row, off, width): dst[b*row + off + e] = src[e*S + b]. */
+ * function per module (their loops compiled once, however many graphs and inputs), the rows'
+ * pointer already at the input's or output's column:
+ *   otc.load_rows(dst, src, S, B, row, width): dst[e*S + b] = src[b*row + e], zeros in the
+ *     padding samples B..S;
+ *   otc.store_rows(dst, src, S, B, row, width): dst[b*row + e] = src[e*S + b].
+ * Six arguments: x86's fast instruction selector passes no more in registers, and a
+ * function it cannot take whole goes to SelectionDAG (the fast tier's code generator). */
 static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
     const char *name = load ? "otc.load_rows" : "otc.store_rows";
     LLVMValueRef fn = LLVMGetNamedFunction(r->ir.mod, name);
     if (fn) return fn;
-    LLVMTypeRef params[7] = {r->ir.ptr, r->ir.ptr, r->ir.i64, r->ir.i64,
-                             r->ir.i64, r->ir.i64, r->ir.i64};
-    fn = LLVMAddFunction(r->ir.mod, name, LLVMFunctionType(r->ir.void_t, params, 7, 0));
+    LLVMTypeRef params[6] = {r->ir.ptr, r->ir.ptr, r->ir.i64, r->ir.i64, r->ir.i64, r->ir.i64};
+    fn = LLVMAddFunction(r->ir.mod, name, LLVMFunctionType(r->ir.void_t, params, 6, 0));
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     add_fn_attr(r, fn, "nounwind");
     add_fn_attr(r, fn, "noinline");
@@ -80,13 +82,12 @@ static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
     r->entry = LLVMAppendBasicBlockInContext(r->ir.ctx, fn, "entry");
     LLVMPositionBuilderAtEnd(B, r->entry);
     LLVMValueRef dst = LLVMGetParam(fn, 0), src = LLVMGetParam(fn, 1), S = LLVMGetParam(fn, 2),
-                 Bn = LLVMGetParam(fn, 3), row = LLVMGetParam(fn, 4), off = LLVMGetParam(fn, 5),
-                 width = LLVMGetParam(fn, 6);
+                 Bn = LLVMGetParam(fn, 3), row = LLVMGetParam(fn, 4), width = LLVMGetParam(fn, 5);
     otc_llvm_loop le = {0}, lb = {0};
     otc_lv_loop_begin(r, &le, width);
-    LLVMValueRef nm = LLVMBuildMul(B, le.i, S, ""), rm = LLVMBuildAdd(B, le.i, off, "");
+    LLVMValueRef nm = LLVMBuildMul(B, le.i, S, "");
     LLVMValueRef node = otc_lv_gep(r, load ? dst : src, nm);
-    LLVMValueRef rows = otc_lv_gep(r, load ? src : dst, rm);
+    LLVMValueRef rows = otc_lv_gep(r, load ? src : dst, le.i);
     /* The padding samples B..S lie in the last chunk: one vector of zeros there first, then
      * the samples over it (a memset call per row cost more than the copy at batch 1). */
     if (load)
@@ -113,14 +114,18 @@ static void rows_call(otc_llvm_r *r, bool load, LLVMValueRef dst, LLVMValueRef s
         return;
     }
     LLVMValueRef fn = rows_helper(r, load);
-    LLVMValueRef args[7] = {dst,
+    LLVMValueRef column = otc_lv_i64(r, io->offset);
+    if (load)
+        src = otc_lv_gep(r, src, column);
+    else
+        dst = otc_lv_gep(r, dst, column);
+    LLVMValueRef args[6] = {dst,
                             src,
                             r->a[OTC_LA_STRIDE],
                             r->a[OTC_LA_BATCH],
                             otc_lv_i64(r, row),
-                            otc_lv_i64(r, io->offset),
                             otc_lv_i64(r, io->width)};
-    LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, args, 7, "");
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, args, 6, "");
 }
 
 /* Input copy: the caller's rows into node-major storage (padding samples zero). */

@@ -23,7 +23,7 @@
  *    the kernels load the ready vectors; other broadcasts of entry values move to the entry
  *    block;
  *  - a vector select on a compare (a ReLU, a max): a call of a small function doing it;
- *  - llvm.fabs on vectors: an and of the bit patterns;
+ *  - llvm.fabs (vectors and scalars): an and of the bit patterns;
  *  - instructions without users or effects: removed (a dead compare in a loop would keep its
  *    operands' block in SelectionDAG). */
 
@@ -215,25 +215,30 @@ static void outline_select(rewriter *w, LLVMValueRef sel, LLVMValueRef caller) {
     if (!LLVMGetFirstUse(cmp)) LLVMInstructionEraseFromParent(cmp);
 }
 
-/* llvm.fabs on a float vector, which the selector hands to SelectionDAG, as what it is: the
- * sign bits cleared (an and of the bit patterns). */
+/* llvm.fabs on a float or a float vector, which the selector hands to SelectionDAG (each call
+ * a DAG of its own: nine per 100-neuron genome at one lane, as otc evolve --jit compiles it),
+ * as what it is: the sign bits cleared (an and of the bit patterns). */
 static void fabs_as_and(rewriter *w, LLVMValueRef inst) {
     if (!is_intrinsic_call(inst)) return;
     LLVMValueRef callee = LLVMGetCalledValue(inst);
     size_t len = 0;
     const char *name = LLVMGetValueName2(callee, &len);
     LLVMTypeRef t = LLVMTypeOf(inst);
-    if (len < 9 || strncmp(name, "llvm.fabs", 9) || LLVMGetTypeKind(t) != LLVMVectorTypeKind ||
-        LLVMGetTypeKind(LLVMGetElementType(t)) != LLVMFloatTypeKind)
-        return;
-    unsigned n = LLVMGetVectorSize(t);
-    LLVMTypeRef it = LLVMVectorType(LLVMInt32TypeInContext(w->ctx), n);
-    LLVMValueRef lanes[64];
-    if (n > 64) return;
-    for (unsigned i = 0; i < n; i++)
-        lanes[i] = LLVMConstInt(LLVMInt32TypeInContext(w->ctx), 0x7fffffffu, 0);
-    LLVMValueRef mask = load_constant(w, LLVMConstVector(lanes, n), inst);
-    if (!mask) return;
+    bool vector = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    LLVMTypeRef e = vector ? LLVMGetElementType(t) : t;
+    if (len < 9 || strncmp(name, "llvm.fabs", 9) || LLVMGetTypeKind(e) != LLVMFloatTypeKind) return;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(w->ctx);
+    LLVMValueRef sign_off = LLVMConstInt(i32, 0x7fffffffu, 0), mask = sign_off;
+    LLVMTypeRef it = i32;
+    if (vector) {
+        unsigned n = LLVMGetVectorSize(t);
+        LLVMValueRef lanes[64];
+        if (n > 64) return;
+        for (unsigned i = 0; i < n; i++) lanes[i] = sign_off;
+        it = LLVMVectorType(i32, n);
+        mask = load_constant(w, LLVMConstVector(lanes, n), inst);
+        if (!mask) return;
+    }
     LLVMPositionBuilderBefore(w->b, inst);
     LLVMValueRef bits = LLVMBuildBitCast(w->b, LLVMGetOperand(inst, 0), it, "");
     LLVMValueRef v = LLVMBuildBitCast(w->b, LLVMBuildAnd(w->b, bits, mask, ""), t, "");
@@ -446,7 +451,14 @@ static void table_apply(rewriter *w, weight_table *t, LLVMValueRef fn, LLVMBasic
         if (!LLVMGetFirstUse(ins)) {
             LLVMValueRef x = LLVMGetOperand(ins, 1);
             LLVMInstructionEraseFromParent(ins);
-            if (LLVMIsALoadInst(x) && !LLVMGetFirstUse(x)) LLVMInstructionEraseFromParent(x);
+            if (LLVMIsALoadInst(x) && !LLVMGetFirstUse(x)) {
+                /* and the weight's address, which nothing else reads either (a dead
+                 * instruction per weight in the loop, for every pass after this to walk) */
+                LLVMValueRef at = LLVMGetOperand(x, 0);
+                LLVMInstructionEraseFromParent(x);
+                if (LLVMIsAGetElementPtrInst(at) && !LLVMGetFirstUse(at))
+                    LLVMInstructionEraseFromParent(at);
+            }
         }
     }
 }

@@ -22,7 +22,10 @@ static pthread_mutex_t jit_mutex;
 static pthread_once_t mutex_once = PTHREAD_ONCE_INIT;
 static LLVMOrcLLJITRef jit;
 /* The host machine of each tier: [0] optimised (LLVMCodeGenLevelAggressive), [1] fast
- * (LLVMCodeGenLevelNone: fast instruction selection and register allocation). */
+ * (LLVMCodeGenLevelNone: fast instruction selection and register allocation). Each is made
+ * when a module first needs it: a process that only compiles fast-tier genomes (otc evolve
+ * --jit, with the math library loaded from the object cache) never makes the optimised one,
+ * and the JIT itself needs neither (it only links). */
 static LLVMTargetMachineRef tier_tm[2];
 static unsigned long long module_serial;
 static long objects_compiled, objects_loaded;
@@ -99,39 +102,40 @@ static otc_status define_helpers(LLVMOrcJITDylibRef jd) {
 /* Creates the LLJIT on first use; called with the lock held. */
 static otc_status ensure_jit(void) {
     if (jit) return OTC_OK;
-    LLVMTargetMachineRef tm[2] = {NULL, NULL};
-    otc_status st = otc_llvm_target_machine(NULL, NULL, NULL, LLVMCodeGenLevelAggressive, &tm[0]);
-    if (!st) st = otc_llvm_target_machine(NULL, NULL, NULL, LLVMCodeGenLevelNone, &tm[1]);
+    otc_status st = otc_llvm_init();
+    if (st) return st;
     LLVMOrcLLJITRef j = NULL;
     /* The JIT only links: the objects come from tier_tm. */
-    if (!st)
-        st = otc_llvm_check(LLVMOrcCreateLLJIT(&j, LLVMOrcCreateLLJITBuilder()), OTC_ERR_STATE,
-                            "creating the LLVM JIT");
-    if (!st) {
-        jit = j;
-        LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
-                                                report_session_error, NULL);
-        st = define_helpers(LLVMOrcLLJITGetMainJITDylib(jit));
-        if (st) {
-            LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
-            jit = NULL;
-        }
-    }
+    st = otc_llvm_check(LLVMOrcCreateLLJIT(&j, LLVMOrcCreateLLJITBuilder()), OTC_ERR_STATE,
+                        "creating the LLVM JIT");
+    if (st) return st;
+    jit = j;
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
+                                            report_session_error, NULL);
+    st = define_helpers(LLVMOrcLLJITGetMainJITDylib(jit));
     if (st) {
-        for (int i = 0; i < 2; i++)
-            if (tm[i]) LLVMDisposeTargetMachine(tm[i]);
-        return st;
+        LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
+        jit = NULL;
     }
-    tier_tm[0] = tm[0];
-    tier_tm[1] = tm[1];
-    return OTC_OK;
+    return st;
+}
+
+/* The JIT and the tier's machine, each made on first use; called with the lock held. */
+static otc_status ensure_tier(bool fast, LLVMTargetMachineRef *tm) {
+    *tm = NULL;
+    otc_status st = ensure_jit();
+    int t = fast ? 1 : 0;
+    if (!st && !tier_tm[t])
+        st = otc_llvm_target_machine(NULL, NULL, NULL,
+                                     fast ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive,
+                                     &tier_tm[t]);
+    if (!st) *tm = tier_tm[t];
+    return st;
 }
 
 otc_status otc_llvm_jit_target_machine(bool fast, LLVMTargetMachineRef *tm) {
-    *tm = NULL;
     otc_llvm_jit_lock();
-    otc_status st = ensure_jit();
-    if (!st) *tm = tier_tm[fast ? 1 : 0];
+    otc_status st = ensure_tier(fast, tm);
     otc_llvm_jit_unlock();
     return st;
 }
@@ -184,9 +188,10 @@ otc_status otc_llvm_jit_add(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef m, 
                             const char *const *names, void **addrs, otc_llvm_code **out) {
     *out = NULL;
     otc_llvm_jit_lock();
-    otc_status st = ensure_jit();
+    LLVMTargetMachineRef tm = NULL;
+    otc_status st = ensure_tier(fast, &tm);
     LLVMMemoryBufferRef obj = NULL;
-    if (!st) st = otc_llvm_emit_buffer(m, tier_tm[fast ? 1 : 0], false, &obj);
+    if (!st) st = otc_llvm_emit_buffer(m, tm, false, &obj);
     LLVMDisposeModule(m);
     LLVMOrcDisposeThreadSafeContext(tsctx);
     if (!st) st = add_object(obj, n, names, addrs, out);
@@ -199,8 +204,8 @@ otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef
                                 const char *const *names, void **addrs, otc_llvm_code **out) {
     *out = NULL;
     otc_llvm_jit_lock();
-    otc_status st = ensure_jit();
-    LLVMTargetMachineRef tm = tier_tm[fast ? 1 : 0];
+    LLVMTargetMachineRef tm = NULL;
+    otc_status st = ensure_tier(fast, &tm);
     /* The library's declarations are read from the module as rendered, cached or not. */
     if (!st && library) st = otc_llvm_library_provide(m);
     LLVMMemoryBufferRef obj = !st && key ? otc_llvm_objcache_load(key) : NULL;

@@ -15,7 +15,7 @@ bool otc_llvm_plan_has_product_loops(const otc_plan *p);
 otc_llvm_pipeline otc_llvm_optimised_pipeline(LLVMModuleRef m, bool product_loops,
                                               bool jit_inference);
 
-/* The fast tier's pipeline: the short one under the fast code generator, the quick one under
+/* The fast tier's pipeline: none under the fast code generator, the quick one under
  * the aggressive generator (a fast-tier module with product loops). */
 otc_llvm_pipeline otc_llvm_fast_pipeline(bool fast_codegen);
 

@@ -16,6 +16,10 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_failed;
 static char host_cpu[128];
+/* The host's triple, CPU name and features, asked of LLVM once per process (every target
+ * machine for the host reads them; the features query walks CPUID leaves) and kept for its
+ * life, like the targets. */
+static char *host_triple, *host_name, *host_features;
 
 static void init_targets(void) {
     /* All targets, not only the native one: `otc compile --emit-obj --target` cross-compiles. */
@@ -25,8 +29,10 @@ static void init_targets(void) {
     LLVMInitializeAllAsmPrinters();
     LLVMInitializeAllAsmParsers();
     init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
-    char *cpu = LLVMGetHostCPUName();
-    char *features = LLVMGetHostCPUFeatures();
+    host_triple = LLVMGetDefaultTargetTriple();
+    host_name = LLVMGetHostCPUName();
+    host_features = LLVMGetHostCPUFeatures();
+    const char *cpu = host_name, *features = host_features;
     const char *width = strstr(features, "+avx512f") ? "512-bit vectors"
                         : strstr(features, "+avx2")  ? "256-bit vectors"
                         : strstr(features, "+avx")   ? "256-bit vectors (no AVX2)"
@@ -35,8 +41,6 @@ static void init_targets(void) {
                                                      : "scalar";
     const char *fma = strstr(features, "+fma") ? ", FMA" : "";
     snprintf(host_cpu, sizeof host_cpu, "%s (%s%s)", cpu, width, fma);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
 }
 
 otc_status otc_llvm_init(void) {
@@ -76,9 +80,6 @@ otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const ch
     *out = NULL;
     otc_status st = otc_llvm_init();
     if (st) return st;
-    char *host_triple = LLVMGetDefaultTargetTriple();
-    char *host_name = LLVMGetHostCPUName();
-    char *host_features = LLVMGetHostCPUFeatures();
     char *normal = NULL;
     bool host = !triple;
     if (!host) {
@@ -103,9 +104,6 @@ otc_status otc_llvm_target_machine(const char *triple, const char *cpu, const ch
     }
     LLVMDisposeMessage(err);
     LLVMDisposeMessage(normal);
-    LLVMDisposeMessage(host_triple);
-    LLVMDisposeMessage(host_name);
-    LLVMDisposeMessage(host_features);
     return st;
 }
 
@@ -152,9 +150,9 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
 
     otc_status st = otc_llvm_verify(m);
     if (st || pipe == OTC_LLVM_PIPE_NONE) return st;
+    if (pipe == OTC_LLVM_PIPE_FAST) return otc_llvm_fastisel_forms(m);
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
-    if (pipe == OTC_LLVM_PIPE_FAST) passes = "function(sroa,simplifycfg)";
     if (pipe == OTC_LLVM_PIPE_LOOPS)
         passes = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
                  "loop-mssa(loop-rotate,licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg)";
@@ -175,7 +173,6 @@ otc_status otc_llvm_finish_module(LLVMModuleRef m, LLVMTargetMachineRef tm,
     st = otc_llvm_check(LLVMRunPasses(m, passes, tm, opts), OTC_ERR_STATE,
                         "LLVM optimisation pipeline");
     LLVMDisposePassBuilderOptions(opts);
-    if (!st && pipe == OTC_LLVM_PIPE_FAST) st = otc_llvm_fastisel_forms(m);
     return st;
 }
 
