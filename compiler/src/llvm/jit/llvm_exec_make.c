@@ -18,7 +18,8 @@ static otc_llvm_render_options render_options(const jit_exec *j, bool train) {
     ro.lanes = j->lanes;
     ro.train = train;
     ro.blas = !j->o.no_blas;
-    /* The fast tier's short pipeline (its code generator: llvm_cache.c's has_product_loops). */
+    /* The fast tier: no passes before its code generator, which llvm_cache.c's has_product_loops
+     * picks. */
     ro.fast = j->o.tier == OTC_JIT_TIER_FAST;
     ro.exact = j->o.exact;
     /* Twice the code for up to ~1.5x the throughput on long batches: worth it when the code
