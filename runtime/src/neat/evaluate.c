@@ -77,9 +77,14 @@ static void blas_single_thread(bool on) {
     pthread_mutex_unlock(&blas_lock);
 }
 
+static void quiet_blas_workers(void);
+
 otc_neat_evaluator *otc_neat_evaluator_new(void) {
     otc_neat_evaluator *e = calloc(1, sizeof(otc_neat_evaluator));
-    if (e) blas_single_thread(true);
+    if (e) {
+        blas_single_thread(true);
+        quiet_blas_workers(); /* idle, they would spin for the first ~0.1 s */
+    }
     return e;
 }
 
