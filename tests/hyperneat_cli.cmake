@@ -1,6 +1,7 @@
 # HyperNEAT through `otc evolve`: --task visual saves a substrate model `otc run` takes and
 # --reevaluate visual:33 scores the champion at 33x33 (both with the mean distance d); the
-# retina's tasks run, retina:sides with the layer input too, the retina under HyperNEAT-CCT; bad
+# retina's tasks run, retina:sides with the layer input too, the retina under HyperNEAT-CCT; a
+# visual run's generations are the same whatever OpenBLAS's thread count; bad
 # [Substrate] keys, a config without the section and a bad field size exit 2 naming the key.
 # Each case is one ctest test named hyperneat_cli_*.
 find_program(OTC_HYPERNEAT_CLI_BASH bash)
@@ -33,6 +34,8 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "expect 2 '${otc}' evolve '${visual}' --task visual --reevaluate visual:7 && has err '--reevaluate visual:7'"
       es_out_runs
       "sed 's/^pop_size .*/pop_size = 20/' '${visual_es}' > \"$W/e.ini\" && expect 1 '${otc}' evolve \"$W/e.ini\" --task visual --seed 2 --generations 2 --threads 2 --out \"$W/e.otm\" && has out 'champion saved' && expect 0 '${otc}' summary \"$W/e.otm\" && has out 'neuron' && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/e.otm\" --input \"$W/x.csv\" --no-header"
+      visual_same_for_any_blas_threads
+      "expect 1 env OPENBLAS_NUM_THREADS=1 '${otc}' evolve '${visual}' --task visual --seed 1 --generations 2 --threads 1 --stats \"$W/s1.csv\" && expect 1 env OPENBLAS_NUM_THREADS=2 '${otc}' evolve '${visual}' --task visual --seed 1 --generations 2 --threads 1 --stats \"$W/s2.csv\" && cut -d, -f1-12 \"$W/s1.csv\" > \"$W/c1\" && cut -d, -f1-12 \"$W/s2.csv\" > \"$W/c2\" && cmp \"$W/c1\" \"$W/c2\""
       es_depths_exit_2
       "sed 's/^initial_depth .*/initial_depth = 5/' '${visual_es}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] initial_depth: 5 is deeper than maximum_depth 3' && has err 'b.ini'"
       es_band_exits_2

@@ -818,6 +818,53 @@ TEST(substrate_cost_hand_counted) {
     otc_neat_genome_free(g);
 }
 
+/* A pool's kept substrate is painted again whole: the cost test's CPPN (weight = x1 - x2: 4
+ * links) then one whose weights never pass the threshold (no link) then the first again, in
+ * the same substrate; another config gets its own. The layers by hand: the hidden nodes read
+ * the other column at -3 / +3 ((1 - 0.2) / 0.8 x 3), the output reads them at -1.125 / +1.125
+ * ((0.5 - 0.2) / 0.8 x 3), so y = -3.375 (x0 + x1), the same through otc_substrate_run. */
+TEST(substrate_pool_repaints_kept_substrates) {
+    otc_neat_config c = config_of(
+        "num_inputs = 4\nnum_outputs = 1\n",
+        "input_grid = 2x1\nhidden_grids = 2x1\noutput_grid = 1x1\nweight_threshold = 0.2\n");
+    otc_neat_config flat =
+        config_of("num_inputs = 4\nnum_outputs = 1\n", "input_grid = 2x1\noutput_grid = 1x1\n");
+    const float bias[] = {0};
+    const int conn[][2] = {{0, 4}, {2, 4}};
+    const float w[] = {1, -1}, small[] = {0.125f, -0.125f};
+    otc_neat_genome *a = cppn(1, bias, conn, w, 2), *b = cppn(1, bias, conn, small, 2);
+    otc_substrate_pool *pool = otc_substrate_pool_new();
+    REQUIRE(pool);
+    otc_substrate *s = NULL, *t = NULL;
+    double links = 0, length2 = 0;
+    REQUIRE(otc_substrate_pool_paint(pool, a, &c, 1, NULL, &s) == OTC_OK);
+    const float x[] = {1, 2, -1, 0.5f};
+    float y[2];
+    const float *yr = NULL;
+    REQUIRE(otc_substrate_forward(s, x, 2, y) == OTC_OK);
+    CHECK_NEAR(y[0], -10.125, 1e-4);
+    CHECK_NEAR(y[1], 1.6875, 1e-4);
+    REQUIRE(otc_substrate_run(s, x, 2, &yr) == OTC_OK);
+    CHECK(yr && yr[0] == y[0] && yr[1] == y[1]);
+    otc_substrate_pool_give(pool, &c, 1, s);
+    REQUIRE(otc_substrate_pool_paint(pool, b, &c, 1, NULL, &t) == OTC_OK);
+    CHECK(t == s); /* kept */
+    REQUIRE(otc_substrate_cost(t, &links, &length2) == OTC_OK);
+    CHECK(links == 0 && length2 == 0);
+    otc_substrate_pool_give(pool, &c, 1, t);
+    REQUIRE(otc_substrate_pool_paint(pool, a, &c, 1, NULL, &s) == OTC_OK);
+    REQUIRE(otc_substrate_cost(s, &links, &length2) == OTC_OK);
+    CHECK(links == 4);
+    CHECK_NEAR(length2, 6.5, 1e-6);
+    REQUIRE(otc_substrate_pool_paint(pool, a, &flat, 1, NULL, &t) == OTC_OK);
+    CHECK(otc_substrate_layers(t) == 2 && otc_substrate_layers(s) == 3);
+    otc_substrate_pool_give(pool, &flat, 1, t);
+    otc_substrate_pool_give(pool, &c, 1, s); /* the pool keeps flat's now: freed */
+    otc_substrate_pool_free(pool);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+}
+
 TEST(retina_evolution_improves) {
     otc_neat_config c;
     otc_neat_population *p = NULL;

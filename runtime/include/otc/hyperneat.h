@@ -118,6 +118,26 @@ otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat
 otc_status otc_substrate_cost(otc_substrate *s, double *links, double *length2);
 /* x [batch, size(0)] -> y [batch, size(last)]: each layer act(W x + b). */
 otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y);
+/* The same into s's own rows, kept for the next run: *y points at [batch, size(last)], valid
+ * until s runs again, is painted or freed. */
+otc_status otc_substrate_run(otc_substrate *s, const float *x, int batch, const float **y);
+
+/* Substrates kept for a run's evaluations: each takes one painted by the genome's CPPN and
+ * gives it back, so once every worker has had one an evaluation allocates no substrate
+ * (weights, CPPN query rows, layer rows). Safe from several threads at once. It keeps those of
+ * the config (compared by value) and scale it was last asked for. */
+typedef struct otc_substrate_pool otc_substrate_pool;
+otc_substrate_pool *otc_substrate_pool_new(void);
+void otc_substrate_pool_free(otc_substrate_pool *p);
+/* What otc_substrate_from_genome makes (the CPPN lowered into scratch, NULL: a program of its
+ * own), in a kept substrate when there is one (p NULL: a new one, as that function does). Give
+ * *out back with the same c and scale. */
+otc_status otc_substrate_pool_paint(otc_substrate_pool *p, const otc_neat_genome *cppn,
+                                    const otc_neat_config *c, int scale, otc_neat_flat *scratch,
+                                    otc_substrate **out);
+/* s (NULL: nothing) kept in p, or freed when p now keeps another config's or scale's. */
+void otc_substrate_pool_give(otc_substrate_pool *p, const otc_neat_config *c, int scale,
+                             otc_substrate *s);
 
 otc_act otc_substrate_activation(const otc_substrate *s);
 /* An evolvable substrate (two layers: the input and output grids) runs the network its last

@@ -11,8 +11,9 @@
 #include "otc/hyperneat.h"
 
 #define MAX_LAYERS (OTC_SUBSTRATE_MAX_HIDDEN + 2)
-/* CPPN queries per batch: large enough to amortise the program's per-call work, small enough
- * that the query and answer buffers stay in cache-sized blocks. */
+/* CPPN queries per batch, at most: large enough to amortise the program's per-call work, small
+ * enough that the query and answer buffers stay in cache-sized blocks. A substrate with fewer
+ * pairs per layer (the retina's 64) gets buffers of its size. */
 #define QUERY_ROWS 4096
 /* One row through a layer below this many multiply-adds runs faster as a plain loop than
  * through sgemv's fixed cost (bench/hyperneat: 11x11 -> 11x11 at batch 1). */
@@ -23,8 +24,8 @@ struct otc_substrate {
     float *w[MAX_LAYERS - 1], *b[MAX_LAYERS - 1];
     otc_neat_substrate cfg;
     float alpha;
-    int cppn_in, cppn_out;
-    float *query, *answer; /* [QUERY_ROWS, cppn_in], [QUERY_ROWS, cppn_out] */
+    int cppn_in, cppn_out, query_rows;
+    float *query, *answer; /* [query_rows, cppn_in], [query_rows, cppn_out] */
     float *act[2];         /* layer values while running, [batch, largest layer] */
     int act_rows;
     /* Evolvable (ES-HyperNEAT): the node coordinates of the input and output grids, the
@@ -228,13 +229,17 @@ otc_status otc_substrate_new(const otc_neat_config *c, int scale, otc_substrate 
         s->ny[l] = g[l].ny * scale;
         s->size[l] = s->nx[l] * s->ny[l];
     }
+    size_t rows = 1;
     for (int l = 0; l + 1 < n && ok; l++) {
-        s->w[l] = calloc((size_t)s->size[l] * (size_t)s->size[l + 1], sizeof(float));
+        size_t pairs = (size_t)s->size[l] * (size_t)s->size[l + 1];
+        s->w[l] = calloc(pairs, sizeof(float));
         s->b[l] = calloc((size_t)s->size[l + 1], sizeof(float));
         ok = s->w[l] && s->b[l];
+        if (pairs > rows) rows = pairs;
     }
-    s->query = malloc(sizeof(float) * QUERY_ROWS * (size_t)s->cppn_in);
-    s->answer = malloc(sizeof(float) * QUERY_ROWS * (size_t)s->cppn_out);
+    s->query_rows = rows < QUERY_ROWS ? (int)rows : QUERY_ROWS;
+    s->query = malloc(sizeof(float) * (size_t)s->query_rows * (size_t)s->cppn_in);
+    s->answer = malloc(sizeof(float) * (size_t)s->query_rows * (size_t)s->cppn_out);
     if (!ok || !s->query || !s->answer) {
         otc_substrate_free(s);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate of %.0f connections", conns);
@@ -319,13 +324,14 @@ static void put_row(otc_substrate *s, int r, int l, float x1, float y1, float x2
     }
 }
 
-/* Layer l + 1's weights: pairs in the weight matrix's order (target-major), QUERY_ROWS at a
+/* Layer l + 1's weights: pairs in the weight matrix's order (target-major), query_rows at a
  * time. */
 static otc_status paint_weights(otc_substrate *s, otc_neat_flat *cppn, int l) {
     size_t n_src = (size_t)s->size[l], total = n_src * (size_t)s->size[l + 1];
     int leo = 1 + s->cfg.bias_output;
-    for (size_t at = 0; at < total; at += QUERY_ROWS) {
-        int n = total - at < QUERY_ROWS ? (int)(total - at) : QUERY_ROWS;
+    size_t rows = (size_t)s->query_rows;
+    for (size_t at = 0; at < total; at += rows) {
+        int n = total - at < rows ? (int)(total - at) : (int)rows;
         for (int r = 0; r < n; r++) {
             size_t k = at + (size_t)r;
             float x1, y1, x2, y2;
@@ -347,8 +353,8 @@ static otc_status paint_weights(otc_substrate *s, otc_neat_flat *cppn, int l) {
 /* Layer l + 1's biases: the bias output queried from the origin to each node. */
 static otc_status paint_biases(otc_substrate *s, otc_neat_flat *cppn, int l) {
     int total = s->size[l + 1];
-    for (int at = 0; at < total; at += QUERY_ROWS) {
-        int n = total - at < QUERY_ROWS ? total - at : QUERY_ROWS;
+    for (int at = 0; at < total; at += s->query_rows) {
+        int n = total - at < s->query_rows ? total - at : s->query_rows;
         for (int r = 0; r < n; r++) {
             float x2, y2;
             otc_substrate_coord(s, l + 1, at + r, &x2, &y2);
@@ -383,22 +389,7 @@ otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn) {
 
 otc_status otc_substrate_from_genome(const otc_neat_genome *cppn, const otc_neat_config *c,
                                      int scale, otc_neat_flat *scratch, otc_substrate **out) {
-    if (!cppn || !c || !out) return otc_fail(OTC_ERR_ARG, "otc_substrate_from_genome: NULL");
-    *out = NULL;
-    otc_neat_flat *f = scratch, *own = NULL;
-    if (!f && !(f = own = otc_neat_flat_new()))
-        return otc_fail(OTC_ERR_NOMEM, "out of memory for a CPPN program");
-    otc_substrate *s = NULL;
-    otc_status st = otc_neat_flat_build(f, cppn, c);
-    if (st == OTC_OK) st = otc_substrate_new(c, scale, &s);
-    if (st == OTC_OK) st = otc_substrate_paint(s, f);
-    otc_neat_flat_free(own);
-    if (st != OTC_OK) {
-        otc_substrate_free(s);
-        return st;
-    }
-    *out = s;
-    return OTC_OK;
+    return otc_substrate_pool_paint(NULL, cppn, c, scale, scratch, out);
 }
 
 otc_status otc_substrate_cost(otc_substrate *s, double *links, double *length2) {
@@ -437,26 +428,29 @@ otc_status otc_substrate_cost(otc_substrate *s, double *links, double *length2) 
     return OTC_OK;
 }
 
-otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y) {
-    if (!s || !x || !y || batch < 1)
-        return otc_fail(OTC_ERR_ARG, "otc_substrate_forward: bad argument (batch %d)", batch);
-    if (s->cfg.evolvable)
-        return s->es_found ? otc_neat_flat_forward(s->es_flat, x, batch, y)
-                           : otc_fail(OTC_ERR_STATE, "otc_substrate_forward: not painted");
+/* The two row buffers, [batch, widest layer after the input] each, grown to batch rows. */
+static otc_status reserve_act(otc_substrate *s, int batch) {
+    if (batch <= s->act_rows) return OTC_OK;
     int widest = 0;
     for (int l = 1; l < s->n_layers; l++)
         if (s->size[l] > widest) widest = s->size[l];
-    if (batch > s->act_rows) {
-        for (int k = 0; k < 2; k++) {
-            free(s->act[k]);
-            s->act[k] = malloc(sizeof(float) * (size_t)batch * (size_t)widest);
-        }
-        if (!s->act[0] || !s->act[1]) {
-            s->act_rows = 0;
-            return otc_fail(OTC_ERR_NOMEM, "out of memory for %d substrate rows", batch);
-        }
-        s->act_rows = batch;
+    for (int k = 0; k < 2; k++) {
+        free(s->act[k]);
+        s->act[k] = malloc(sizeof(float) * (size_t)batch * (size_t)widest);
     }
+    if (!s->act[0] || !s->act[1]) {
+        s->act_rows = 0;
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for %d substrate rows", batch);
+    }
+    s->act_rows = batch;
+    return OTC_OK;
+}
+
+/* x through the layers into y, the row buffers (reserved for batch) between them. */
+static otc_status run_layers(otc_substrate *s, const float *x, int batch, float *y) {
+    if (s->cfg.evolvable)
+        return s->es_found ? otc_neat_flat_forward(s->es_flat, x, batch, y)
+                           : otc_fail(OTC_ERR_STATE, "otc_substrate_forward: not painted");
     const float *in = x;
     for (int l = 0; l + 1 < s->n_layers; l++) {
         size_t n_in = (size_t)s->size[l], n_out = (size_t)s->size[l + 1];
@@ -483,4 +477,23 @@ otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, fl
         in = out;
     }
     return OTC_OK;
+}
+
+otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, float *y) {
+    if (!s || !x || !y || batch < 1)
+        return otc_fail(OTC_ERR_ARG, "otc_substrate_forward: bad argument (batch %d)", batch);
+    otc_status st = s->cfg.evolvable ? OTC_OK : reserve_act(s, batch);
+    return st == OTC_OK ? run_layers(s, x, batch, y) : st;
+}
+
+otc_status otc_substrate_run(otc_substrate *s, const float *x, int batch, const float **y) {
+    if (!s || !x || !y || batch < 1)
+        return otc_fail(OTC_ERR_ARG, "otc_substrate_run: bad argument (batch %d)", batch);
+    /* The last layer writes the buffer its input did not come from (an evolvable substrate
+     * is two layers: its output goes to act[0]). */
+    otc_status st = reserve_act(s, batch);
+    float *out = s->act[s->n_layers % 2];
+    if (st == OTC_OK) st = run_layers(s, x, batch, out);
+    *y = st == OTC_OK ? out : NULL;
+    return st;
 }

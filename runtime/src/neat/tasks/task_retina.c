@@ -75,25 +75,40 @@ otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitn
     return OTC_OK;
 }
 
+/* The task's context: the question asked and the substrates its evaluations paint. */
+typedef struct {
+    otc_retina_goal goal;
+    otc_substrate_pool *pool;
+} retina_ctx;
+
 static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
     (void)seed;
+    const retina_ctx *x = task->ctx;
     otc_substrate *s = NULL;
-    otc_status st = otc_substrate_from_genome(g, c, 1, otc_neat_eval_scratch(), &s);
+    otc_status st = otc_substrate_pool_paint(x->pool, g, c, 1, otc_neat_eval_scratch(), &s);
     double fitness = 0;
     int correct = 0;
     /* The behaviour (the diversity objective, novelty search): the answer to each pattern, as
      * Huizinga, Mouret and Clune (2014) compare networks (the distance is then the share of
      * answers that differ). */
-    if (st == OTC_OK)
-        st = otc_retina_score(s, (otc_retina_goal)(intptr_t)task->ctx, &fitness, &correct, out->bc);
-    otc_substrate_free(s);
+    if (st == OTC_OK) st = otc_retina_score(s, x->goal, &fitness, &correct, out->bc);
+    otc_substrate_pool_give(x->pool, c, 1, s);
     if (st != OTC_OK) return st;
     out->n_bc = task->n_bc;
     out->fitness = fitness;
     out->solved = correct == OTC_RETINA_PATTERNS;
     out->measure = correct;
     return OTC_OK;
+}
+
+static void retina_ctx_free(retina_ctx *x) {
+    if (x) otc_substrate_pool_free(x->pool);
+    free(x);
+}
+
+static void retina_destroy(otc_neat_task *t) {
+    retina_ctx_free(t->ctx);
 }
 
 otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *c,
@@ -119,12 +134,18 @@ otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *
                         *bad == 'i'  ? "4x2 (the two 2x2 halves of the retina)"
                         : out_x == 2 ? "2x1 (left object, right object)"
                                      : "1x1");
-    otc_neat_task *t = calloc(1, sizeof *t);
-    if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
+    retina_ctx *x = calloc(1, sizeof *x);
+    if (x) *x = (retina_ctx){goal, otc_substrate_pool_new()};
+    otc_neat_task *t = x && x->pool ? calloc(1, sizeof *t) : NULL;
+    if (!t) {
+        retina_ctx_free(x);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
+    }
     snprintf(t->name, sizeof t->name, "%s", spec);
     t->evaluate = retina_evaluate;
+    t->destroy = retina_destroy;
     t->needs_feed_forward = true;
-    t->ctx = (void *)(intptr_t)goal;
+    t->ctx = x;
     t->measure_name = "patterns right (of 256)";
     t->n_bc = OTC_RETINA_PATTERNS * out_x;
     t->novelty_threshold = 0.1; /* a tenth of the answers differ */

@@ -35,34 +35,47 @@ static void light(float *px, int k, int cx0, int cx1, int cy0, int cy1) {
         for (int x = cx0 * k; x < (cx1 + 1) * k; x++) px[y * side + x] = 1.0f;
 }
 
-otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double *mean_d) {
-    if (!s || !fitness || !hits) return otc_fail(OTC_ERR_ARG, "otc_visual_score: NULL argument");
+/* Nodes per cell side of s, when its input and output grids are the 11 x 11 field's (else 0,
+ * and the error set). */
+static int field_scale(otc_substrate *s) {
     int last = otc_substrate_layers(s) - 1, n = otc_substrate_size(s, 0);
     int k = (int)lround(sqrt((double)n)) / FIELD;
-    if (k < 1 || n != FIELD * k * FIELD * k || otc_substrate_size(s, last) != n)
-        return otc_fail(OTC_ERR_CONFIG,
-                        "task visual: [Substrate] input_grid and output_grid must be 11x11 (the "
-                        "substrate has %d inputs and %d outputs)",
-                        n, otc_substrate_size(s, last));
-    float *x = calloc((size_t)OTC_VISUAL_TRIALS * (size_t)n, sizeof(float));
-    float *y = malloc(sizeof(float) * (size_t)OTC_VISUAL_TRIALS * (size_t)n);
-    if (!x || !y) {
-        free(x);
-        free(y);
-        return otc_fail(OTC_ERR_NOMEM, "out of memory for the visual task's trials");
+    if (k < 1 || n != FIELD * k * FIELD * k || otc_substrate_size(s, last) != n) {
+        otc_fail(OTC_ERR_CONFIG,
+                 "task visual: [Substrate] input_grid and output_grid must be 11x11 (the "
+                 "substrate has %d inputs and %d outputs)",
+                 n, otc_substrate_size(s, last));
+        return 0;
     }
-    int lx[OTC_VISUAL_TRIALS], ly[OTC_VISUAL_TRIALS];
-    for (int t = 0; t < OTC_VISUAL_TRIALS; t++) {
-        int sx, sy;
-        trial_boxes(t, &sx, &sy, &lx[t], &ly[t]);
-        float *px = x + (size_t)t * (size_t)n;
+    return k;
+}
+
+/* The 75 trials' fields at k x k nodes per cell, [trial, node] (NULL: out of memory). */
+static float *trial_fields(int k) {
+    size_t n = (size_t)FIELD * k * FIELD * k;
+    float *x = calloc((size_t)OTC_VISUAL_TRIALS * n, sizeof(float));
+    for (int t = 0; x && t < OTC_VISUAL_TRIALS; t++) {
+        int sx, sy, lx, ly;
+        trial_boxes(t, &sx, &sy, &lx, &ly);
+        float *px = x + (size_t)t * n;
         light(px, k, sx, sx, sy, sy);
-        light(px, k, lx[t] - 1, lx[t] + 1, ly[t] - 1, ly[t] + 1);
+        light(px, k, lx - 1, lx + 1, ly - 1, ly + 1);
     }
-    otc_status st = otc_substrate_forward(s, x, OTC_VISUAL_TRIALS, y);
+    return x;
+}
+
+/* otc_visual_score with the trials' fields x (trial_fields at s's scale). */
+static otc_status score(otc_substrate *s, const float *x, double *fitness, int *hits,
+                        double *mean_d) {
+    int last = otc_substrate_layers(s) - 1, n = otc_substrate_size(s, 0);
+    const float *y;
+    otc_status st = otc_substrate_run(s, x, OTC_VISUAL_TRIALS, &y);
+    if (st != OTC_OK) return st;
     double sum = 0, sum_d = 0;
     int hit = 0;
-    for (int t = 0; t < OTC_VISUAL_TRIALS && st == OTC_OK; t++) {
+    for (int t = 0; t < OTC_VISUAL_TRIALS; t++) {
+        int sx, sy, lx, ly;
+        trial_boxes(t, &sx, &sy, &lx, &ly);
         const float *yt = y + (size_t)t * (size_t)n;
         int best = 0; /* the first of equals; NaN never wins */
         for (int j = 1; j < n; j++)
@@ -70,38 +83,66 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
         float bx, by;
         otc_substrate_coord(s, last, best, &bx, &by);
         /* In cells: a cell is 2 / FIELD wide; its centre is ((2 c + 1) / FIELD - 1). */
-        double ex = (bx + 1.0) * FIELD / 2 - (lx[t] + 0.5),
-               ey = (by + 1.0) * FIELD / 2 - (ly[t] + 0.5);
+        double ex = (bx + 1.0) * FIELD / 2 - (lx + 0.5), ey = (by + 1.0) * FIELD / 2 - (ly + 0.5);
         double d2 = ex * ex + ey * ey;
         sum += d2 < CREDIT ? CREDIT - d2 : 0.0;
         bool on = d2 < 1e-6; /* float coordinates: a hit is d = 0 */
         sum_d += on ? 0.0 : sqrt(d2);
         hit += on;
     }
-    free(x);
-    free(y);
-    if (st != OTC_OK) return st;
     *fitness = sum / OTC_VISUAL_TRIALS;
     *hits = hit;
     if (mean_d) *mean_d = sum_d / OTC_VISUAL_TRIALS;
     return OTC_OK;
 }
 
+otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double *mean_d) {
+    if (!s || !fitness || !hits) return otc_fail(OTC_ERR_ARG, "otc_visual_score: NULL argument");
+    int k = field_scale(s);
+    if (!k) return OTC_ERR_CONFIG;
+    float *x = trial_fields(k);
+    if (!x) return otc_fail(OTC_ERR_NOMEM, "out of memory for the visual task's trials");
+    otc_status st = score(s, x, fitness, hits, mean_d);
+    free(x);
+    return st;
+}
+
+/* The task's context: its scale, the trials' fields at that scale (the same for every
+ * evaluation) and the substrates its evaluations paint. */
+typedef struct {
+    int scale;
+    float *fields;
+    otc_substrate_pool *pool;
+} visual_ctx;
+
 static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
     (void)seed;
-    int scale = (int)(intptr_t)task->ctx;
+    const visual_ctx *v = task->ctx;
     otc_substrate *s = NULL;
-    otc_status st = otc_substrate_from_genome(g, c, scale, otc_neat_eval_scratch(), &s);
+    otc_status st = otc_substrate_pool_paint(v->pool, g, c, v->scale, otc_neat_eval_scratch(), &s);
     double fitness = 0, mean_d = 0;
     int hits = 0;
-    if (st == OTC_OK) st = otc_visual_score(s, &fitness, &hits, &mean_d);
-    otc_substrate_free(s);
+    if (st == OTC_OK && !field_scale(s)) st = OTC_ERR_CONFIG;
+    if (st == OTC_OK) st = score(s, v->fields, &fitness, &hits, &mean_d);
+    otc_substrate_pool_give(v->pool, c, v->scale, s);
     if (st != OTC_OK) return st;
     out->fitness = fitness;
     out->measure = mean_d;
     out->solved = hits == OTC_VISUAL_TRIALS;
     return OTC_OK;
+}
+
+static void visual_ctx_free(visual_ctx *v) {
+    if (v) {
+        otc_substrate_pool_free(v->pool);
+        free(v->fields);
+    }
+    free(v);
+}
+
+static void visual_destroy(otc_neat_task *t) {
+    visual_ctx_free(t->ctx);
 }
 
 otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *c,
@@ -127,13 +168,19 @@ otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *
                       : sub->output.nx != FIELD || sub->output.ny != FIELD ? "output_grid"
                                                                            : NULL;
     if (bad) return otc_fail(OTC_ERR_CONFIG, "[Substrate] %s: task %s needs 11x11", bad, spec);
-    otc_neat_task *t = calloc(1, sizeof *t);
-    if (!t) return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
+    visual_ctx *v = calloc(1, sizeof *v);
+    if (v) *v = (visual_ctx){side / FIELD, trial_fields(side / FIELD), otc_substrate_pool_new()};
+    otc_neat_task *t = v && v->fields && v->pool ? calloc(1, sizeof *t) : NULL;
+    if (!t) {
+        visual_ctx_free(v);
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
+    }
+    t->ctx = v;
     snprintf(t->name, sizeof t->name, "%s", spec);
     t->evaluate = visual_evaluate;
+    t->destroy = visual_destroy;
     t->measure_name = "mean distance d (cells)";
     t->needs_feed_forward = true;
-    t->ctx = (void *)(intptr_t)(side / FIELD);
     t->n_inputs = c->num_inputs;
     t->n_outputs = c->num_outputs;
     *out = t;
