@@ -98,6 +98,14 @@ typedef struct {
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows);
 /* All n_rows output rows, `block` at a time, then the rest as one narrower block. */
 void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block);
+/* One sample (B == 1): out[e * S] = sum_q x[q * S] * w[q * w_stride + e] for e < n_cols
+ * (d->w_by_out and d->accumulate false), the sums of OTC_CR_ONE_COLS columns in registers at a
+ * time, then the rest as one narrower block. 64 columns: enough independent sums to hide the
+ * add's latency (eight 256-bit vectors, four 512-bit ones) while SSE's and NEON's registers
+ * still hold them; 32 left gcc -march=native's LSTM 32->128 step 20% slower than the row by
+ * row loop it replaced, 128 slowed clang -O2 and SSE (measured). */
+#define OTC_CR_ONE_COLS 64
+void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
 /* gw[k][n] += sum_b a[k][b] * g[n][b] (k < k, n < n; a and g batched rows, gw row-major) in
  * blocks of rows x cols accumulators over transposed chunks of g. */
 typedef struct {

@@ -180,6 +180,30 @@ static void weight_grad_body(otc_cr *c, const otc_cr_gw *d) {
     }
 }
 
+/* One sample: out[e * S] = sum_q x[q * S] * w(e, q) for the `cols` columns from e0, their
+ * sums named scalars the compiler packs into vector registers along W's contiguous rows, q
+ * outermost as the interpreter adds them. */
+static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols) {
+    otc_text t;
+    otc_text_init(&t);
+    otc_text_puts(&t, "float");
+    for (int l = 0; l < cols; l++) otc_text_printf(&t, "%s s%d = 0.0f", l ? "," : "", l);
+    otc_text_puts(&t, ";");
+    flush(c, &t);
+    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    c->indent++;
+    otc_cr_line(c, "const float xq = %s[q * S];", d->x);
+    otc_cr_line(c, "const float *restrict wq = %s + q * %" PRId64 " + e0;", d->w, d->w_stride);
+    for (int l = 0; l < cols; l++) otc_text_printf(&t, "%ss%d += xq * wq[%d];", l ? " " : "", l, l);
+    flush(c, &t);
+    c->indent--;
+    otc_cr_line(c, "}");
+    for (int l = 0; l < cols; l++)
+        otc_text_printf(&t, "%s%s[(e0 + %d) * S] = s%d;", l ? " " : "", d->out, l, l);
+    flush(c, &t);
+    otc_text_free(&t);
+}
+
 /* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
 static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *params) {
     int id = c->n_helpers++;
@@ -193,8 +217,7 @@ static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const
         mac[i] =
             (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
     mac[i] = '\0';
-    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(size_t B, size_t S, %s) {", mac, c->name, id,
-                params);
+    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(%s) {", mac, c->name, id, params);
     c->indent = 1;
     return id;
 }
@@ -211,8 +234,8 @@ void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
     otc_text *sb;
     int indent;
     int id = helper_begin(c, &sb, &indent,
-                          "size_t r0, const float *restrict x, const float *restrict wm, "
-                          "float *restrict out");
+                          "size_t B, size_t S, size_t r0, const float *restrict x, "
+                          "const float *restrict wm, float *restrict out");
     otc_cr_mm h = *d;
     h.x = "x";
     h.w = "wm";
@@ -238,11 +261,42 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
     }
 }
 
+void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
+    otc_text *sb;
+    int indent;
+    int id = helper_begin(c, &sb, &indent,
+                          "size_t S, const float *restrict x, const float *restrict wm, "
+                          "float *restrict out");
+    otc_cr_mm h = *d;
+    h.x = "x";
+    h.w = "wm";
+    h.out = "out";
+    int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, OTC_CR_ONE_COLS);
+        c->indent++;
+        one_sample_block(c, &h, OTC_CR_ONE_COLS);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (full < n_cols) {
+        otc_cr_line(c, "{");
+        c->indent++;
+        otc_cr_line(c, "const size_t e0 = %" PRId64 ";", full);
+        one_sample_block(c, &h, (int)(n_cols - full));
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    helper_end(c, sb, indent);
+    otc_cr_line(c, "%s_mm%d(S, %s, %s, %s);", c->name, id, d->x, d->w, d->out);
+}
+
 void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
     otc_text *sb;
     int indent;
     int id = helper_begin(c, &sb, &indent,
-                          "const float *restrict a, const float *restrict gr, float *restrict gw");
+                          "size_t B, size_t S, const float *restrict a, "
+                          "const float *restrict gr, float *restrict gw");
     otc_cr_gw h = *d;
     h.a = "a";
     h.g = "gr";
