@@ -2,6 +2,7 @@
  * plain C99 that gcc and clang vectorise without -ffast-math: each block's sums are named
  * scalars (s<row>_<lane>) laid along contiguous memory, so the compiler packs a row's lanes
  * into vector registers and keeps them there while the shared dimension runs innermost.
+ * One sample (B == 1) has blocks of its own: output columns' sums in registers along W's rows.
  * Each product is a helper function of its own, marked NAME_BLOCKED: for gcc, no loop
  * vectoriser there (it would vectorise across the sum's iterations with shuffles, 3-7x
  * slower than the straight-line packing it leaves to the SLP vectoriser; measured). */
@@ -21,6 +22,14 @@ static void flush(otc_cr *c, otc_text *t) {
         free(s);
     }
     otc_text_init(t);
+}
+
+/* "float s0 = 0.0f, ..., s<n-1> = 0.0f;" */
+static void zero_sums(otc_cr *c, otc_text *t, int n) {
+    otc_text_puts(t, "float");
+    for (int j = 0; j < n; j++) otc_text_printf(t, "%s s%d = 0.0f", j ? "," : "", j);
+    otc_text_puts(t, ";");
+    flush(c, t);
 }
 
 /* "W[...]": the weight of block row j at shared index q, for either layout of W. */
@@ -73,10 +82,7 @@ static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows)
     otc_cr_line(c, "}");
     otc_cr_line(c, "for (; b0 < B; b0++) {");
     c->indent++;
-    otc_text_puts(&t, "float");
-    for (int j = 0; j < rows; j++) otc_text_printf(&t, "%s s%d = 0.0f", j ? "," : "", j);
-    otc_text_puts(&t, ";");
-    flush(c, &t);
+    zero_sums(c, &t, rows);
     otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float xb = %s[q * S + b0];", d->x);
@@ -186,10 +192,7 @@ static void weight_grad_body(otc_cr *c, const otc_cr_gw *d) {
 static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols) {
     otc_text t;
     otc_text_init(&t);
-    otc_text_puts(&t, "float");
-    for (int l = 0; l < cols; l++) otc_text_printf(&t, "%s s%d = 0.0f", l ? "," : "", l);
-    otc_text_puts(&t, ";");
-    flush(c, &t);
+    zero_sums(c, &t, cols);
     otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float xq = %s[q * S];", d->x);
@@ -230,16 +233,25 @@ static void helper_end(otc_cr *c, otc_text *saved_sb, int saved_indent) {
     c->indent = saved_indent;
 }
 
+/* A product's helper opened (its leading parameters `lead`), h the product as its body
+ * names it: x, wm, out. */
+static int mm_helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *lead,
+                           const otc_cr_mm *d, otc_cr_mm *h) {
+    char params[160];
+    snprintf(params, sizeof params,
+             "%s, const float *restrict x, const float *restrict wm, float *restrict out", lead);
+    *h = *d;
+    h->x = "x";
+    h->w = "wm";
+    h->out = "out";
+    return helper_begin(c, saved_sb, saved_indent, params);
+}
+
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
     otc_text *sb;
     int indent;
-    int id = helper_begin(c, &sb, &indent,
-                          "size_t B, size_t S, size_t r0, const float *restrict x, "
-                          "const float *restrict wm, float *restrict out");
-    otc_cr_mm h = *d;
-    h.x = "x";
-    h.w = "wm";
-    h.out = "out";
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
     rows_body(c, &h, "r0", rows);
     helper_end(c, sb, indent);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
@@ -264,13 +276,8 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
 void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
     otc_text *sb;
     int indent;
-    int id = helper_begin(c, &sb, &indent,
-                          "size_t S, const float *restrict x, const float *restrict wm, "
-                          "float *restrict out");
-    otc_cr_mm h = *d;
-    h.x = "x";
-    h.w = "wm";
-    h.out = "out";
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t S", d, &h);
     int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
     if (full > 0) {
         otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, OTC_CR_ONE_COLS);
