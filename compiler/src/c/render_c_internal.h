@@ -105,6 +105,12 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
  * still hold them; 32 left gcc -march=native's LSTM 32->128 step 20% slower than the row by
  * row loop it replaced, 128 slowed clang -O2 and SSE (measured). */
 #define OTC_CR_ONE_COLS 64
+/* A W of more than OTC_CR_ONE_CACHED floats (32 KiB, an L1 cache) runs OTC_CR_ONE_CHUNK
+ * floats of its rows at a time (16 KiB): walking 64-column strips down all of an LSTM's
+ * 128 x 512 W (256 KiB, from L2) ran 1.5x slower than the row-by-row loop it replaced; in
+ * chunks, 1.0-1.3x faster. Chunking the MLP's 128 x 64 (in L1) cost clang 1.6x (measured). */
+#define OTC_CR_ONE_CACHED 8192
+#define OTC_CR_ONE_CHUNK  4096
 void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
 /* gw[k][n] += sum_b a[k][b] * g[n][b] (k < k, n < n; a and g batched rows, gw row-major) in
  * blocks of rows x cols accumulators over transposed chunks of g. */

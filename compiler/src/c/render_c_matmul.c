@@ -186,14 +186,26 @@ static void weight_grad_body(otc_cr *c, const otc_cr_gw *d) {
     }
 }
 
-/* One sample: out[e * S] = sum_q x[q * S] * w(e, q) for the `cols` columns from e0, their
- * sums named scalars the compiler packs into vector registers along W's contiguous rows, q
- * outermost as the interpreter adds them. */
-static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols) {
+/* One sample: out[e * S] (=|+=) sum_q x[q * S] * w(e, q) for the `cols` columns from e0 and
+ * q from q0 to q1 (chunked: the sums resume from out), their sums named scalars the compiler
+ * packs into vector registers along W's contiguous rows, q outermost as the interpreter adds
+ * them. */
+static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols, bool chunked) {
     otc_text t;
     otc_text_init(&t);
-    zero_sums(c, &t, cols);
-    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    if (chunked) {
+        otc_text_puts(&t, "float");
+        for (int l = 0; l < cols; l++)
+            otc_text_printf(&t, "%s s%d = %s[(e0 + %d) * S]", l ? "," : "", l, d->out, l);
+        otc_text_puts(&t, ";");
+        flush(c, &t);
+    } else {
+        zero_sums(c, &t, cols);
+    }
+    if (chunked)
+        otc_cr_line(c, "for (size_t q = q0; q < q1; q++) {");
+    else
+        otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float xq = %s[q * S];", d->x);
     otc_cr_line(c, "const float *restrict wq = %s + q * %" PRId64 " + e0;", d->w, d->w_stride);
@@ -278,11 +290,26 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
     int indent;
     otc_cr_mm h;
     int id = mm_helper_begin(c, &sb, &indent, "size_t S", d, &h);
+    /* A W larger than OTC_CR_ONE_CACHED floats: the blocks run over a chunk of
+     * OTC_CR_ONE_CHUNK floats of W's rows at a time (contiguous memory, in cache for every
+     * block) and carry their sums in out between chunks; each sum still adds q in order. */
+    int64_t rows = OTC_CR_ONE_CHUNK / (n_cols > 0 ? n_cols : 1);
+    if (rows < 1) rows = 1;
+    bool chunked = n_cols * d->inner > OTC_CR_ONE_CACHED && rows < d->inner;
+    if (chunked) {
+        otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) out[e * S] = 0.0f;", n_cols);
+        otc_cr_line(c, "for (size_t q0 = 0; q0 < %" PRId64 "; q0 += %" PRId64 ") {", d->inner,
+                    rows);
+        c->indent++;
+        otc_cr_line(
+            c, "const size_t q1 = q0 + %" PRId64 " < %" PRId64 " ? q0 + %" PRId64 " : %" PRId64 ";",
+            rows, d->inner, rows, d->inner);
+    }
     int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
     if (full > 0) {
         otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, OTC_CR_ONE_COLS);
         c->indent++;
-        one_sample_block(c, &h, OTC_CR_ONE_COLS);
+        one_sample_block(c, &h, OTC_CR_ONE_COLS, chunked);
         c->indent--;
         otc_cr_line(c, "}");
     }
@@ -290,7 +317,11 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
         otc_cr_line(c, "{");
         c->indent++;
         otc_cr_line(c, "const size_t e0 = %" PRId64 ";", full);
-        one_sample_block(c, &h, (int)(n_cols - full));
+        one_sample_block(c, &h, (int)(n_cols - full), chunked);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (chunked) {
         c->indent--;
         otc_cr_line(c, "}");
     }
