@@ -186,14 +186,14 @@ static void weight_grad_body(otc_cr *c, const otc_cr_gw *d) {
     }
 }
 
-/* One sample: out[e * S] (=|+=) sum_q x[q * S] * w(e, q) for the `cols` columns from e0 and
- * q from q0 to q1 (chunked: the sums resume from out), their sums named scalars the compiler
- * packs into vector registers along W's contiguous rows, q outermost as the interpreter adds
- * them. */
-static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols, bool chunked) {
+/* One sample: out[e * S] (= | resuming from out, +=) sum_q x[q * S] * w(e, q) for the
+ * `cols` columns from e0 and q in [from, to), their sums named scalars the compiler packs into
+ * vector registers along W's contiguous rows, q outermost as the interpreter adds them. */
+static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols, const char *from,
+                             const char *to, bool resume) {
     otc_text t;
     otc_text_init(&t);
-    if (chunked) {
+    if (resume) {
         otc_text_puts(&t, "float");
         for (int l = 0; l < cols; l++)
             otc_text_printf(&t, "%s s%d = %s[(e0 + %d) * S]", l ? "," : "", l, d->out, l);
@@ -202,10 +202,7 @@ static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols, bool chunk
     } else {
         zero_sums(c, &t, cols);
     }
-    if (chunked)
-        otc_cr_line(c, "for (size_t q = q0; q < q1; q++) {");
-    else
-        otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    otc_cr_line(c, "for (size_t q = %s; q < %s; q++) {", from, to);
     c->indent++;
     otc_cr_line(c, "const float xq = %s[q * S];", d->x);
     otc_cr_line(c, "const float *restrict wq = %s + q * %" PRId64 " + e0;", d->w, d->w_stride);
@@ -217,6 +214,28 @@ static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols, bool chunk
         otc_text_printf(&t, "%s%s[(e0 + %d) * S] = s%d;", l ? " " : "", d->out, l, l);
     flush(c, &t);
     otc_text_free(&t);
+}
+
+/* Every column of the one-sample product over q in [from, to): blocks of OTC_CR_ONE_COLS,
+ * then the rest as one narrower block. */
+static void one_sample_columns(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, const char *from,
+                               const char *to, bool resume) {
+    int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, OTC_CR_ONE_COLS);
+        c->indent++;
+        one_sample_block(c, d, OTC_CR_ONE_COLS, from, to, resume);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (full < n_cols) {
+        otc_cr_line(c, "{");
+        c->indent++;
+        otc_cr_line(c, "const size_t e0 = %" PRId64 ";", full);
+        one_sample_block(c, d, (int)(n_cols - full), from, to, resume);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
 }
 
 /* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
@@ -295,33 +314,17 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
      * block) and carry their sums in out between chunks; each sum still adds q in order. */
     int64_t rows = OTC_CR_ONE_CHUNK / (n_cols > 0 ? n_cols : 1);
     if (rows < 1) rows = 1;
-    bool chunked = n_cols * d->inner > OTC_CR_ONE_CACHED && rows < d->inner;
-    if (chunked) {
-        otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) out[e * S] = 0.0f;", n_cols);
-        otc_cr_line(c, "for (size_t q0 = 0; q0 < %" PRId64 "; q0 += %" PRId64 ") {", d->inner,
-                    rows);
+    char k[32], r[32];
+    snprintf(k, sizeof k, "%" PRId64, d->inner);
+    snprintf(r, sizeof r, "%" PRId64, rows);
+    if (n_cols * d->inner <= OTC_CR_ONE_CACHED || rows >= d->inner) {
+        one_sample_columns(c, &h, n_cols, "0", k, false);
+    } else {
+        one_sample_columns(c, &h, n_cols, "0", r, false);
+        otc_cr_line(c, "for (size_t q0 = %s; q0 < %s; q0 += %s) {", r, k, r);
         c->indent++;
-        otc_cr_line(
-            c, "const size_t q1 = q0 + %" PRId64 " < %" PRId64 " ? q0 + %" PRId64 " : %" PRId64 ";",
-            rows, d->inner, rows, d->inner);
-    }
-    int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
-    if (full > 0) {
-        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, OTC_CR_ONE_COLS);
-        c->indent++;
-        one_sample_block(c, &h, OTC_CR_ONE_COLS, chunked);
-        c->indent--;
-        otc_cr_line(c, "}");
-    }
-    if (full < n_cols) {
-        otc_cr_line(c, "{");
-        c->indent++;
-        otc_cr_line(c, "const size_t e0 = %" PRId64 ";", full);
-        one_sample_block(c, &h, (int)(n_cols - full), chunked);
-        c->indent--;
-        otc_cr_line(c, "}");
-    }
-    if (chunked) {
+        otc_cr_line(c, "const size_t q1 = q0 + %s < %s ? q0 + %s : %s;", r, k, r, k);
+        one_sample_columns(c, &h, n_cols, "q0", "q1", true);
         c->indent--;
         otc_cr_line(c, "}");
     }
