@@ -270,13 +270,15 @@ static void matmul_kernel(otc_cr *c, int k) {
     snprintf(wn, sizeof wn, "v%d", W);
     snprintf(mn, sizeof mn, "v%d", M);
     otc_cr_mm d = {an, wn, mn, kk, n, false, false, K->tiling.vectors};
-    otc_cr_line(c, "if (B == 1) {");
-    c->indent++;
-    otc_cr_mm_one_sample(c, &d, n);
-    matmul_epilogue(c, k, mm, "0", lim);
-    c->indent--;
-    otc_cr_line(c, "} else {");
-    c->indent++;
+    if (!c->many) {
+        otc_cr_line(c, "if (B == 1) {");
+        c->indent++;
+        otc_cr_mm_one_sample(c, &d, n);
+        matmul_epilogue(c, k, mm, "0", lim);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+    }
     /* The plan's blocks: `cols` output columns x `vectors` vectors of samples in registers,
      * k innermost; each block's epilogue while its columns are in cache. */
     int cols = K->tiling.cols > 0 ? K->tiling.cols : 1;
@@ -296,8 +298,10 @@ static void matmul_kernel(otc_cr *c, int k) {
         otc_cr_mm_rows(c, &d, from, (int)(n - full));
         matmul_epilogue(c, k, mm, from, lim);
     }
-    c->indent--;
-    otc_cr_line(c, "}");
+    if (!c->many) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
 }
 
 /* An op with a loop structure of its own: its loop program (plan/plan_lower.c). */

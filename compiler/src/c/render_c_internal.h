@@ -42,6 +42,7 @@ typedef struct {
     char sqrt_macro[80];              /* "NAME_SQRT" (otc_cr_sqrt) */
     bool sqrt_used;
     bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
+    bool many;         /* spelling a body only run from OTC_C_BIG_BATCH samples: no B == 1 code */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
     /* Spelling a tape's loops (render_c_tape.c): the step graph's states, the window's steps.
      * The bodies then run inside "for t", with ws the slot of step t and wp step t - 1's. */
