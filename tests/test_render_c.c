@@ -3,6 +3,7 @@
  * 1e-5 relative, i.e. |c - i| <= 1e-5 * max(1, |i|); gradients within 1e-4 the same way). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "emitc_support.h"
@@ -161,6 +162,55 @@ TEST(emitc_diff_fixed_batch) {
     }
     emitc_unload(&b);
     for (int i = 0; i < N; i++) emitc_case_free(&cs[i]);
+}
+
+TEST(emitc_one_sample_product_exact) {
+    /* One sample through x W + b into 67 columns: a block of 64 with its sums in registers,
+     * then a block of 3; from 5 inputs (W in cache: one pass), and from 130 (W of 8,710
+     * floats: chunks of 61, 61 and 8 rows, the sums carried between them). Small integers
+     * make every float sum exact, so the outputs must equal the sums worked out here, in the
+     * default layout and in a fixed one whose batch stride (4) is not the batch (1). */
+    enum { N = 67, KMAX = 130, CASES = 4 };
+    static float w[KMAX * N];
+    float bias[N], x[KMAX];
+    for (int q = 0; q < KMAX; q++) {
+        x[q] = (float)(q % 9 - 4);
+        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
+    }
+    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
+    emitc_case cs[CASES];
+    for (int i = 0; i < CASES; i++) {
+        int k = i < 2 ? 5 : KMAX;
+        otc_graph *g = otc_graph_new();
+        REQUIRE(g);
+        otc_id in = otc_input(g, "x", otc_shape_2d(OTC_BATCH, k));
+        otc_id mm = otc_matmul(g, in, otc_param(g, "W", otc_shape_2d(k, N), w));
+        otc_id y =
+            otc_add(g, mm, otc_row_broadcast(g, otc_param(g, "b", otc_shape_1d(N), bias), mm));
+        REQUIRE(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
+        otc_emit_c_options eo = otc_emit_c_defaults();
+        eo.batch = i % 2 ? 4 : 0;
+        REQUIRE(emitc_case_init(&cs[i], g, i, &eo));
+    }
+    emitc_build b;
+    CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O2", &b));
+    for (int i = 0; b.so && i < CASES; i++) {
+        int k = i < 2 ? 5 : KMAX;
+        int (*f)(const float *, float *, int, void *) =
+            (int (*)(const float *, float *, int, void *))emitc_sym(&b, cs[i].name, "forward");
+        void *ws = calloc(1, emitc_workspace_bytes(&cs[i], &b, 1));
+        float out[N];
+        CHECK(f && ws && f(x, out, 1, ws) == 0);
+        for (int e = 0; f && ws && e < N; e++) {
+            int sum = (int)bias[e];
+            for (int q = 0; q < k; q++) sum += (int)x[q] * (int)w[q * N + e];
+            CHECK_MSG(out[e] == (float)sum, "case %d column %d: %g, want %d", i, e, (double)out[e],
+                      sum);
+        }
+        free(ws);
+    }
+    emitc_unload(&b);
+    for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
 }
 
 TEST(emitc_diff_all_ops) {

@@ -486,7 +486,9 @@ static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set
         otc_cr_line(c, "} else { /* kernels the compiler vectorises across the batch */");
         c->indent++;
         c->plan = ps->big;
+        c->many = true;
         otc_cr_forward_steps(c);
+        c->many = false;
         c->indent--;
         otc_cr_line(c, "}");
     }

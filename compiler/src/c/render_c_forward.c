@@ -252,7 +252,7 @@ static void matmul_epilogue(otc_cr *c, int k, otc_id mm, const char *from, const
 
 /* MatMul [B,K] x [K,N] and its elementwise epilogue, each sum k by k from 0 as the
  * interpreter adds them.
- * - One sample: x times W row by row, contiguous along W's rows and the outputs.
+ * - One sample: blocks of output columns with their sums in registers (render_c_matmul.c).
  * - More: the plan's register blocks (render_c_matmul.c), then the epilogue on the block's
  *   columns while they are in cache. */
 static void matmul_kernel(otc_cr *c, int k) {
@@ -265,26 +265,23 @@ static void matmul_kernel(otc_cr *c, int k) {
     char lim[32];
     snprintf(lim, sizeof lim, "%" PRId64, n);
 
-    otc_cr_line(c, "if (B == 1) {");
-    c->indent++;
-    otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) v%d[e * S] = 0.0f;", n, M);
-    otc_cr_line(c, "for (size_t k = 0; k < %" PRId64 "; k++) {", kk);
-    otc_cr_line(c, "    const float xk = v%d[k * S];", A);
-    otc_cr_line(c, "    const float *restrict wr = v%d + k * %" PRId64 ";", W, n);
-    otc_cr_line(c, "    for (size_t e = 0; e < %" PRId64 "; e++) v%d[e * S] += xk * wr[e];", n, M);
-    otc_cr_line(c, "}");
-    matmul_epilogue(c, k, mm, "0", lim);
-    c->indent--;
-    otc_cr_line(c, "} else {");
-    c->indent++;
-    /* The plan's blocks: `cols` output columns x `vectors` vectors of samples in registers,
-     * k innermost; each block's epilogue while its columns are in cache. */
-    int cols = K->tiling.cols > 0 ? K->tiling.cols : 1;
     char an[16], wn[16], mn[16], to[48];
     snprintf(an, sizeof an, "v%d", A);
     snprintf(wn, sizeof wn, "v%d", W);
     snprintf(mn, sizeof mn, "v%d", M);
     otc_cr_mm d = {an, wn, mn, kk, n, false, false, K->tiling.vectors};
+    if (!c->many) {
+        otc_cr_line(c, "if (B == 1) {");
+        c->indent++;
+        otc_cr_mm_one_sample(c, &d, n);
+        matmul_epilogue(c, k, mm, "0", lim);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+    }
+    /* The plan's blocks: `cols` output columns x `vectors` vectors of samples in registers,
+     * k innermost; each block's epilogue while its columns are in cache. */
+    int cols = K->tiling.cols > 0 ? K->tiling.cols : 1;
     int64_t full = n / cols * cols;
     if (full > 0) {
         otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, cols);
@@ -301,8 +298,10 @@ static void matmul_kernel(otc_cr *c, int k) {
         otc_cr_mm_rows(c, &d, from, (int)(n - full));
         matmul_epilogue(c, k, mm, from, lim);
     }
-    c->indent--;
-    otc_cr_line(c, "}");
+    if (!c->many) {
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
 }
 
 /* An op with a loop structure of its own: its loop program (plan/plan_lower.c). */

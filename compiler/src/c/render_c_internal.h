@@ -42,6 +42,7 @@ typedef struct {
     char sqrt_macro[80];              /* "NAME_SQRT" (otc_cr_sqrt) */
     bool sqrt_used;
     bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
+    bool many;         /* spelling a body only run from OTC_C_BIG_BATCH samples: no B == 1 code */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
     /* Spelling a tape's loops (render_c_tape.c): the step graph's states, the window's steps.
      * The bodies then run inside "for t", with ws the slot of step t and wp step t - 1's. */
@@ -98,6 +99,21 @@ typedef struct {
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows);
 /* All n_rows output rows, `block` at a time, then the rest as one narrower block. */
 void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block);
+/* One sample (B == 1): out[e * S] = sum_q x[q * S] * w[q * w_stride + e] for e < n_cols
+ * (d->w_by_out and d->accumulate false), the sums of OTC_CR_ONE_COLS columns in registers at a
+ * time, then the rest as one narrower block. 64 columns: enough independent sums to hide the
+ * add's latency (eight 256-bit vectors, four 512-bit ones) while SSE's and NEON's registers
+ * still hold them; 32 left gcc -march=native's LSTM 32->128 step 20% slower than the row by
+ * row loop it replaced, 128 slowed clang -O2 and SSE (measured). */
+#define OTC_CR_ONE_COLS 64
+/* A W of more than OTC_CR_ONE_CACHED floats (32 KiB, an L1 cache) runs OTC_CR_ONE_CHUNK
+ * floats of its rows at a time (16 KiB): walking 64-column strips down all of an LSTM's
+ * 128 x 512 W (256 KiB, from L2) ran 1.5x slower than the row-by-row loop it replaced; in
+ * chunks, level with it under gcc -O3 -march=native and 1.2-1.4x faster under gcc -O2 and
+ * clang. Chunking the MLP's 128 x 64 (in L1) cost clang 1.6x (measured). */
+#define OTC_CR_ONE_CACHED 8192
+#define OTC_CR_ONE_CHUNK  4096
+void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
 /* gw[k][n] += sum_b a[k][b] * g[n][b] (k < k, n < n; a and g batched rows, gw row-major) in
  * blocks of rows x cols accumulators over transposed chunks of g. */
 typedef struct {

@@ -2,6 +2,7 @@
  * plain C99 that gcc and clang vectorise without -ffast-math: each block's sums are named
  * scalars (s<row>_<lane>) laid along contiguous memory, so the compiler packs a row's lanes
  * into vector registers and keeps them there while the shared dimension runs innermost.
+ * One sample (B == 1) has blocks of its own: output columns' sums in registers along W's rows.
  * Each product is a helper function of its own, marked NAME_BLOCKED: for gcc, no loop
  * vectoriser there (it would vectorise across the sum's iterations with shuffles, 3-7x
  * slower than the straight-line packing it leaves to the SLP vectoriser; measured). */
@@ -21,6 +22,14 @@ static void flush(otc_cr *c, otc_text *t) {
         free(s);
     }
     otc_text_init(t);
+}
+
+/* "float s0 = 0.0f, ..., s<n-1> = 0.0f;" */
+static void zero_sums(otc_cr *c, otc_text *t, int n) {
+    otc_text_puts(t, "float");
+    for (int j = 0; j < n; j++) otc_text_printf(t, "%s s%d = 0.0f", j ? "," : "", j);
+    otc_text_puts(t, ";");
+    flush(c, t);
 }
 
 /* "W[...]": the weight of block row j at shared index q, for either layout of W. */
@@ -73,10 +82,7 @@ static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows)
     otc_cr_line(c, "}");
     otc_cr_line(c, "for (; b0 < B; b0++) {");
     c->indent++;
-    otc_text_puts(&t, "float");
-    for (int j = 0; j < rows; j++) otc_text_printf(&t, "%s s%d = 0.0f", j ? "," : "", j);
-    otc_text_puts(&t, ";");
-    flush(c, &t);
+    zero_sums(c, &t, rows);
     otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float xb = %s[q * S + b0];", d->x);
@@ -180,6 +186,58 @@ static void weight_grad_body(otc_cr *c, const otc_cr_gw *d) {
     }
 }
 
+/* One sample: out[e * S] (= | resuming from out, +=) sum_q x[q * S] * w(e, q) for the
+ * `cols` columns from e0 and q in [from, to), their sums named scalars the compiler packs into
+ * vector registers along W's contiguous rows, q outermost as the interpreter adds them. */
+static void one_sample_block(otc_cr *c, const otc_cr_mm *d, int cols, const char *from,
+                             const char *to, bool resume) {
+    otc_text t;
+    otc_text_init(&t);
+    if (resume) {
+        otc_text_puts(&t, "float");
+        for (int l = 0; l < cols; l++)
+            otc_text_printf(&t, "%s s%d = %s[(e0 + %d) * S]", l ? "," : "", l, d->out, l);
+        otc_text_puts(&t, ";");
+        flush(c, &t);
+    } else {
+        zero_sums(c, &t, cols);
+    }
+    otc_cr_line(c, "for (size_t q = %s; q < %s; q++) {", from, to);
+    c->indent++;
+    otc_cr_line(c, "const float xq = %s[q * S];", d->x);
+    otc_cr_line(c, "const float *restrict wq = %s + q * %" PRId64 " + e0;", d->w, d->w_stride);
+    for (int l = 0; l < cols; l++) otc_text_printf(&t, "%ss%d += xq * wq[%d];", l ? " " : "", l, l);
+    flush(c, &t);
+    c->indent--;
+    otc_cr_line(c, "}");
+    for (int l = 0; l < cols; l++)
+        otc_text_printf(&t, "%s%s[(e0 + %d) * S] = s%d;", l ? " " : "", d->out, l, l);
+    flush(c, &t);
+    otc_text_free(&t);
+}
+
+/* Every column of the one-sample product over q in [from, to): blocks of OTC_CR_ONE_COLS,
+ * then the rest as one narrower block. */
+static void one_sample_columns(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, const char *from,
+                               const char *to, bool resume) {
+    int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
+    if (full > 0) {
+        otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, OTC_CR_ONE_COLS);
+        c->indent++;
+        one_sample_block(c, d, OTC_CR_ONE_COLS, from, to, resume);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (full < n_cols) {
+        otc_cr_line(c, "{");
+        c->indent++;
+        otc_cr_line(c, "const size_t e0 = %" PRId64 ";", full);
+        one_sample_block(c, d, (int)(n_cols - full), from, to, resume);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
 /* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
 static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *params) {
     int id = c->n_helpers++;
@@ -193,8 +251,7 @@ static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const
         mac[i] =
             (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
     mac[i] = '\0';
-    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(size_t B, size_t S, %s) {", mac, c->name, id,
-                params);
+    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(%s) {", mac, c->name, id, params);
     c->indent = 1;
     return id;
 }
@@ -207,16 +264,25 @@ static void helper_end(otc_cr *c, otc_text *saved_sb, int saved_indent) {
     c->indent = saved_indent;
 }
 
+/* A product's helper opened (its leading parameters `lead`), h the product as its body
+ * names it: x, wm, out. */
+static int mm_helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *lead,
+                           const otc_cr_mm *d, otc_cr_mm *h) {
+    char params[160];
+    snprintf(params, sizeof params,
+             "%s, const float *restrict x, const float *restrict wm, float *restrict out", lead);
+    *h = *d;
+    h->x = "x";
+    h->w = "wm";
+    h->out = "out";
+    return helper_begin(c, saved_sb, saved_indent, params);
+}
+
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
     otc_text *sb;
     int indent;
-    int id = helper_begin(c, &sb, &indent,
-                          "size_t r0, const float *restrict x, const float *restrict wm, "
-                          "float *restrict out");
-    otc_cr_mm h = *d;
-    h.x = "x";
-    h.w = "wm";
-    h.out = "out";
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
     rows_body(c, &h, "r0", rows);
     helper_end(c, sb, indent);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
@@ -238,11 +304,43 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
     }
 }
 
+void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
+    otc_text *sb;
+    int indent;
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t S", d, &h);
+    /* A W larger than OTC_CR_ONE_CACHED floats: the blocks run over a chunk of
+     * OTC_CR_ONE_CHUNK floats of W's rows at a time (contiguous memory, in cache for every
+     * block) and carry their sums in out between chunks; each sum still adds q in order. */
+    int64_t rows = OTC_CR_ONE_CHUNK / (n_cols > 0 ? n_cols : 1);
+    if (rows < 1) rows = 1;
+    char k[32], r[32];
+    snprintf(k, sizeof k, "%" PRId64, d->inner);
+    snprintf(r, sizeof r, "%" PRId64, rows);
+    if (n_cols * d->inner <= OTC_CR_ONE_CACHED || rows >= d->inner) {
+        one_sample_columns(c, &h, n_cols, "0", k, false);
+    } else { /* one copy of the blocks (a first chunk of its own doubled cc's time) */
+        otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) out[e * S] = 0.0f;", n_cols);
+        otc_cr_line(c, "for (size_t q0 = 0; q0 < %s; q0 += %s) {", k, r);
+        c->indent++;
+        otc_cr_line(c, "const size_t q1 = q0 + %s < %s ? q0 + %s : %s;", r, k, r, k);
+        one_sample_columns(c, &h, n_cols, "q0", "q1", true);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    helper_end(c, sb, indent);
+    /* Without a fixed layout S is B, here 1: said so, the compiler drops the strides (cc's
+     * time on LeNet's file: 60% more without). */
+    otc_cr_line(c, "%s_mm%d(%s, %s, %s, %s);", c->name, id, c->fixed_batch > 0 ? "S" : "1", d->x,
+                d->w, d->out);
+}
+
 void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
     otc_text *sb;
     int indent;
     int id = helper_begin(c, &sb, &indent,
-                          "const float *restrict a, const float *restrict gr, float *restrict gw");
+                          "size_t B, size_t S, const float *restrict a, "
+                          "const float *restrict gr, float *restrict gw");
     otc_cr_gw h = *d;
     h.a = "a";
     h.g = "gr";
