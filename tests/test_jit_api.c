@@ -66,6 +66,54 @@ TEST(jit_memory_flat_over_10000_graphs) {
     if (!OTC_JIT_ASAN) CHECK_MSG(peak - warm < 8 * 1024, "grew from %ld to %ld KiB", warm, peak);
 }
 
+/* A neuron with response 1 is rendered without the multiply by 1 (1 * acc is acc but for a
+ * signalling NaN, which the bias's add quiets alike): the sum's bits must stay the
+ * interpreter's, IEEE specials included, in both tiers, exact or not. Each row's two inputs
+ * (weights 1) meet NaN, infinities, signed zeros, a subnormal and an overflowing sum; the
+ * biases are 0.25 and -0. */
+TEST(jit_neuron_response_one_same_bits) {
+    enum { ROWS = 10 };
+    const float big = 3e38f, tiny = 1e-45f;
+    const float in[ROWS * 2] = {NAN,   1.0f, INFINITY, -INFINITY, -INFINITY, 2.0f, -0.0f,
+                                -0.0f, 0.0f, -0.0f,    tiny,      tiny,      big,  big,
+                                -big,  -big, 1.0f,     NAN,       -2.0f,     0.5f};
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    const otc_id srcs[2] = {x, x};
+    const int cols[2] = {0, 1};
+    const float w[2] = {1.0f, 1.0f};
+    otc_id a = otc_neuron(g, "a", OTC_ACT_IDENTITY, 0.25f, 1.0f, 2, srcs, cols, w);
+    otc_id b = otc_neuron(g, "b", OTC_ACT_IDENTITY, -0.0f, 1.0f, 2, srcs, cols, w);
+    NEED(a >= 0 && b >= 0 && otc_graph_mark_output(g, a) == OTC_OK &&
+         otc_graph_mark_output(g, b) == OTC_OK);
+    otc_executor *ref = otc_interpreter_new(g, NULL);
+    NEED(ref && otc_exec_set_input(ref, x, in, ROWS) == OTC_OK && otc_exec_forward(ref) == OTC_OK);
+    for (int k = 0; k < 4; k++) {
+        otc_jit_options o = otc_jit_defaults();
+        o.no_cache = true;
+        o.tier = k & 1 ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        o.exact = k >= 2;
+        otc_executor *jit = otc_jit_executor_new(g, &o);
+        NEED(jit && otc_exec_set_input(jit, x, in, ROWS) == OTC_OK &&
+             otc_exec_forward(jit) == OTC_OK);
+        for (int n = 0; n < 2; n++) {
+            const float *want, *got;
+            otc_id id = n ? b : a;
+            NEED(otc_exec_value(ref, id, &want, NULL) == OTC_OK &&
+                 otc_exec_value(jit, id, &got, NULL) == OTC_OK);
+            for (int r = 0; r < ROWS; r++)
+                CHECK_MSG((isnan(want[r]) && isnan(got[r])) ||
+                              memcmp(&want[r], &got[r], sizeof want[r]) == 0,
+                          "%s tier%s, neuron %c, row %d: interpreter %g, jit %g",
+                          k & 1 ? "fast" : "optimised", k >= 2 ? " exact" : "", n ? 'b' : 'a', r,
+                          (double)want[r], (double)got[r]);
+        }
+        otc_exec_free(jit);
+    }
+    otc_exec_free(ref);
+    otc_graph_free(g);
+}
+
 /* ---- ahead of time: object files linked by a C compiler ---- */
 
 /* Writes the C program that runs NAME_forward on `batch` rows of `in` and prints the outputs

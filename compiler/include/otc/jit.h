@@ -85,6 +85,12 @@ typedef struct {
     long objects_compiled, objects_loaded;
     double library_ms;     /* spent providing the math library (compiled or loaded) so far */
     double library_cpu_ms; /* the same in thread CPU time */
+    double setup_ms;       /* spent creating the JIT itself (once per process, inside the
+                              first compile) */
+    double setup_cpu_ms;   /* the same in thread CPU time */
+    double load_ms;        /* spent loading the LLVM backend (libLLVM's relocations and
+                              constructors; once per process, before any compile) */
+    double load_cpu_ms;    /* the same in thread CPU time */
 } otc_jit_cache_stats;
 otc_jit_cache_stats otc_jit_cache_info(void);
 /* Drop every cached module no executor uses (their JIT memory is returned). */

@@ -17,7 +17,7 @@
 
 /* ---- llvm_support.c ---- */
 
-/* Initialises every LLVM target once (the host for the JIT, the others for --target).
+/* Initialises the host's LLVM target once (what the JIT and a host object need).
  * Thread-safe; fails only when the host has no LLVM target. */
 otc_status otc_llvm_init(void);
 
@@ -102,6 +102,10 @@ otc_status otc_llvm_jit_compile(LLVMOrcThreadSafeContextRef tsctx, LLVMModuleRef
                                 const char *const *names, void **addrs, otc_llvm_code **out);
 /* Modules otc_llvm_jit_compile compiled, and loaded from the on-disk cache, so far. */
 void otc_llvm_jit_object_counts(long *compiled, long *loaded);
+/* Milliseconds spent creating the JIT itself (the LLJIT, its helper symbols; once per
+ * process, inside the first compile's figure): wall clock, and with cpu_ms (optional) the
+ * thread CPU time. */
+double otc_llvm_jit_setup_ms(double *cpu_ms);
 /* Removes the code from the JIT (its memory is returned) and frees the handle. */
 void otc_llvm_code_free(otc_llvm_code *code);
 

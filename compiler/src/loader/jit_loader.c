@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "llvm_plugin.h"
@@ -22,6 +23,14 @@ static char load_error[1024];
 static pthread_mutex_t policy_mutex = PTHREAD_MUTEX_INITIALIZER;
 static otc_jit_policy pending_policy;
 static bool policy_pending;
+/* What loading the plugin cost (dlopen: libLLVM's relocations and static constructors). */
+static double load_ms, load_cpu_ms;
+
+static double clock_ms(clockid_t which) {
+    struct timespec t;
+    clock_gettime(which, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 /* dir/libotc_llvm.so where dir is path's directory; false when it does not fit. */
 static bool beside(const char *path, char *out, size_t len) {
@@ -49,6 +58,7 @@ static const otc_llvm_plugin_api *try_open(const char *path) {
 }
 
 static void load(void) {
+    double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
     char here[PATH_MAX], exe[PATH_MAX], path[PATH_MAX + 64], tried[2 * PATH_MAX + 160] = "";
     const otc_llvm_plugin_api *p = NULL;
     Dl_info info;
@@ -71,6 +81,8 @@ static void load(void) {
          * compilers that check for truncation see it is meant) */
         snprintf(load_error, sizeof load_error, "not found (looked for %.*s)",
                  (int)sizeof load_error - 32, tried[0] ? tried : OTC_LLVM_PLUGIN_FILE);
+    load_ms = clock_ms(CLOCK_MONOTONIC) - t0;
+    load_cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
     pthread_mutex_lock(&policy_mutex);
     if (p && policy_pending) p->jit_policy_set(&pending_policy);
     __atomic_store_n(&api, p, __ATOMIC_RELEASE);
@@ -124,7 +136,10 @@ otc_jit_cache_stats otc_jit_cache_info(void) {
     const otc_llvm_plugin_api *p = loaded();
     otc_jit_cache_stats s;
     memset(&s, 0, sizeof s);
-    return p ? p->jit_cache_info() : s;
+    if (p) s = p->jit_cache_info();
+    s.load_ms = load_ms; /* written before api, which p was read from */
+    s.load_cpu_ms = load_cpu_ms;
+    return s;
 }
 
 void otc_jit_cache_clear(void) {

@@ -454,8 +454,13 @@ void otc_llvm_module_release(otc_jit_module *m) {
 
 otc_jit_cache_stats otc_jit_cache_info(void) {
     otc_llvm_jit_lock();
-    otc_jit_cache_stats s = {n_cached, n_in_use, n_hits, n_misses, 0, 0, 0, 0};
+    otc_jit_cache_stats s = {0};
+    s.entries = n_cached;
+    s.in_use = n_in_use;
+    s.hits = n_hits;
+    s.misses = n_misses;
     s.library_ms = otc_llvm_library_ms(&s.library_cpu_ms);
+    s.setup_ms = otc_llvm_jit_setup_ms(&s.setup_cpu_ms);
     otc_llvm_jit_object_counts(&s.objects_compiled, &s.objects_loaded);
     otc_llvm_jit_unlock();
     return s;

@@ -8,7 +8,7 @@
 /* File name of the plugin, looked for beside libotc_compiler.so and beside the program. */
 #define OTC_LLVM_PLUGIN_FILE "libotc_llvm.so"
 /* Bumped when the table changes; the loader refuses a plugin with another value. */
-#define OTC_LLVM_PLUGIN_ABI 3
+#define OTC_LLVM_PLUGIN_ABI 4
 
 typedef struct {
     int abi;
