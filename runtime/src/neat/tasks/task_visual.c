@@ -168,6 +168,11 @@ otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *
                       : sub->output.nx != FIELD || sub->output.ny != FIELD ? "output_grid"
                                                                            : NULL;
     if (bad) return otc_fail(OTC_ERR_CONFIG, "[Substrate] %s: task %s needs 11x11", bad, spec);
+    if (c->train_steps > 0)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "[Hybrid] train_steps: task %s does not train its substrates (the retina "
+                        "does); leave train_steps out or set it to 0",
+                        spec);
     visual_ctx *v = calloc(1, sizeof *v);
     if (v) *v = (visual_ctx){side / FIELD, trial_fields(side / FIELD), otc_substrate_pool_new()};
     otc_neat_task *t = v && v->fields && v->pool ? calloc(1, sizeof *t) : NULL;
