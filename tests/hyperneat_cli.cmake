@@ -3,8 +3,8 @@
 # retina's tasks run, retina:sides with the layer input too, the retina under HyperNEAT-CCT; a
 # visual run's generations are the same whatever OpenBLAS's thread count; bad
 # [Substrate] keys, a config without the section and a bad field size exit 2 naming the key;
-# a Baldwinian retina run saves its trained substrate, and Lamarckian inheritance, ES-HyperNEAT
-# and the visual task with [Hybrid] train_steps exit 2 naming the key.
+# Baldwinian retina and visual runs save their trained substrates, and Lamarckian inheritance
+# and ES-HyperNEAT with [Hybrid] train_steps exit 2 naming the key.
 # Each case is one ctest test named hyperneat_cli_*.
 find_program(OTC_HYPERNEAT_CLI_BASH bash)
 if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
@@ -69,8 +69,8 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "sed 's/^inheritance .*/inheritance = lamarckian/' '${retina_baldwin}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini: [Hybrid] inheritance: lamarckian' && has err 'set inheritance = baldwinian' && sed '/^inheritance /d' '${retina_baldwin}' > \"$W/d.ini\" && expect 2 '${otc}' evolve \"$W/d.ini\" --task retina && has err '[Hybrid] inheritance: lamarckian (the default)'"
       baldwin_es_exits_2
       "sed -e 's/^hidden_grids .*/evolvable_substrate = true/' -e 's/^leo .*/leo = false/' -e '/^leo_seed /d' -e 's/^num_outputs .*/num_outputs = 2/' '${retina_baldwin}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini: [Hybrid] train_steps: an evolvable substrate'"
-      baldwin_visual_exits_2
-      "cp '${visual}' \"$W/b.ini\" && printf '[Hybrid]\\ntrain_steps = 5\\ninheritance = baldwinian\\n' >> \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Hybrid] train_steps: task visual does not train'")
+      baldwin_visual_runs
+      "sed 's/^pop_size .*/pop_size = 10/' '${visual}' > \"$W/v.ini\" && printf '[Hybrid]\\ntrain_steps = 5\\ninheritance = baldwinian\\n' >> \"$W/v.ini\" && expect 1 '${otc}' evolve \"$W/v.ini\" --task visual --seed 1 --generations 1 --threads 2 --out \"$W/v.otm\" --reevaluate visual:33 && has out 'visual: champion mean distance d (cells) = ' && has out 'champion saved' && has out 'visual:33: champion fitness' && expect 0 '${otc}' summary \"$W/v.otm\" && has out 'layer1.weight'")
   list(LENGTH hyperneat_cli_cases n)
   math(EXPR last "${n} - 1")
   foreach(i RANGE 0 ${last} 2)

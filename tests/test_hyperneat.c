@@ -1089,3 +1089,44 @@ TEST(retina_baldwinian_same_on_1_and_2_threads) {
     otc_neat_task_free(task);
     otc_neat_population_free(keep);
 }
+
+/* The visual task trains too (its 75 trials against a 1 at the large box's centre): a short
+ * run of visual.ini with 10 steps per genome is the same on 1 and 2 threads, and its champion's
+ * recorded fitness is its trained substrate's score. */
+TEST(visual_baldwinian_same_on_1_and_2_threads) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/neat/visual.ini", OTC_SOURCE_DIR);
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(path, &c) == OTC_OK);
+    c.pop_size = 20;
+    c.train_steps = 10;
+    c.batch_size = 75;
+    c.learning_rate = 0.1;
+    c.lamarckian = false;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
+    double best[2][3];
+    otc_neat_population *keep = NULL;
+    for (int th = 0; th < 2; th++) {
+        otc_neat_population *p = NULL;
+        REQUIRE(otc_neat_population_new(&c, 4, &p) == OTC_OK);
+        otc_neat_run_options o = {.generations = 3, .threads = th + 1};
+        REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
+        if (th)
+            otc_neat_population_free(p);
+        else
+            keep = p;
+    }
+    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
+    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
+    otc_substrate *trained = NULL;
+    REQUIRE(task->substrate(task, &c, otc_neat_champion(keep), &trained) == OTC_OK);
+    double fitness = 0;
+    int hits = 0;
+    REQUIRE(otc_visual_score(trained, &fitness, &hits, NULL) == OTC_OK);
+    CHECK_NEAR(fitness, otc_neat_champion(keep)->fitness, 1e-9);
+    otc_substrate_free(trained);
+    otc_neat_task_free(task);
+    otc_neat_population_free(keep);
+}

@@ -213,7 +213,7 @@ static void next_batch(const otc_substrate *s, otc_substrate_trainer *tr, otc_rn
 otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t, int rows,
                                const otc_substrate_train_options *o, float *loss) {
     otc_status st = check_args(s, x, t, rows, "otc_substrate_train");
-    if (st == OTC_OK && (!o || o->steps < 0 || o->batch_size < 1 || !(o->learning_rate > 0)))
+    if (st == OTC_OK && (!o || o->steps < 0 || o->batch_size < 1 || !(o->learning_rate >= 0)))
         st = otc_fail(OTC_ERR_ARG, "otc_substrate_train: bad options");
     if (st != OTC_OK) return st;
     int B = o->batch_size < rows ? o->batch_size : rows;
