@@ -7,7 +7,10 @@
 # fitness-led value, with NSGA-II's rank value, with the LEO locality seed, and the same
 # substrate under fitness selection; with the behavioural diversity objective as a third, under
 # either value, at population 500 and 1000, and on retina:sides's substrate with the layer input)
-# and the visual task with fixed grids
+# and with Baldwinian learning (examples/neat/retina_baldwin.ini: each painted substrate trained
+# 100 Adam steps before its fitness is taken, or 20, or without the locality seed; for retina,
+# retina:or and retina:sides's substrate)
+# and the visual task with fixed grids (also with Baldwinian learning: 10 Adam steps per genome)
 # (scored again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at
 # most G generations on one thread. A table: solve rate, mean evaluations (of all runs and of
 # the solved ones), mean champion fitness, for the retina the champion's patterns right (of
@@ -16,7 +19,8 @@
 # per run, and what the papers report or ran.
 # Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina
 # retina_noseed retina_es sides sides_z sides_div cct cct_rank cct_seed cct_none cct_div
-# cct_div_rank cct_div_500 cct_div_1000 visual visual_es]
+# cct_div_rank cct_div_500 cct_div_1000 baldwin baldwin_noseed baldwin_20 baldwin_or sides_baldwin
+# visual visual_baldwin visual_es]
 set -eu
 otc=${1:-build/otc}
 n=${2:-5} g=${3:-300} rows=${4:-all}
@@ -39,6 +43,13 @@ sed 's/^objective_probability .*/&\
 nsga2_value = rank/' "$W/cct_div.ini" >"$W/cct_div_rank.ini"
 sed 's/^pop_size .*/pop_size = 500/' "$W/cct_div.ini" >"$W/cct_div_500.ini"
 sed 's/^pop_size .*/pop_size = 1000/' "$W/cct_div.ini" >"$W/cct_div_1000.ini"
+sed '/^leo_seed /d' "$ex/retina_baldwin.ini" >"$W/baldwin_noseed.ini"
+sed 's/^train_steps .*/train_steps = 20/' "$ex/retina_baldwin.ini" >"$W/baldwin_20.ini"
+cp "$ex/visual.ini" "$W/visual_baldwin.ini"
+printf '\n[Hybrid]\ntrain_steps = 10\nbatch_size = 75\nlearning_rate = 0.1\ninheritance = baldwinian\n' \
+  >>"$W/visual_baldwin.ini"
+cp "$ex/retina_sides.ini" "$W/sides_baldwin.ini"
+sed -n '/^\[Hybrid\]/,$p' "$ex/retina_baldwin.ini" >>"$W/sides_baldwin.ini"
 sed 's/^reset_on_extinction .*/&\
 selection = nsga2\
 objectives = fitness, substrate_length, diversity\
@@ -98,5 +109,11 @@ row cct_div "retina AND (CCT + diversity)" "$W/cct_div.ini" retina "$cct_paper"
 row cct_div_rank "retina AND (CCT + diversity, rank)" "$W/cct_div_rank.ini" retina "$cct_paper"
 row cct_div_500 "retina AND (CCT + diversity, pop 500)" "$W/cct_div_500.ini" retina "$cct_paper"
 row cct_div_1000 "retina AND (CCT + diversity, pop 1000)" "$W/cct_div_1000.ini" retina "$cct_paper"
+row baldwin "retina AND (LEO, seed, Baldwinian)" "$ex/retina_baldwin.ini" retina "$retina_paper"
+row baldwin_noseed "retina AND (LEO, no seed, Baldwinian)" "$W/baldwin_noseed.ini" retina "$retina_paper"
+row baldwin_20 "retina AND (Baldwinian, 20 steps)" "$W/baldwin_20.ini" retina "$retina_paper"
+row baldwin_or "retina:or (the same)" "$ex/retina_baldwin.ini" retina:or "$retina_paper"
+row sides_baldwin "retina:sides (LEO, seed, Baldwinian)" "$W/sides_baldwin.ini" retina:sides "$retina_paper"
 row visual "visual 11x11 (grids), 33x33 again" "$ex/visual.ini" visual "$visual_paper" "--reevaluate visual:33"
+row visual_baldwin "visual 11x11, Baldwinian, 33x33 again" "$W/visual_baldwin.ini" visual "$visual_paper" "--reevaluate visual:33"
 row visual_es "visual 11x11 (ES-HyperNEAT)" "$ex/visual_es.ini" visual "$visual_paper"

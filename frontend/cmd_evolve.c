@@ -173,11 +173,13 @@ static int reevaluate(const evolve_args *a, const otc_neat_genome *champ) {
     return OTC_EXIT_OK;
 }
 
-/* --substrate-svg: the substrate the champion's CPPN paints (or, ES-HyperNEAT, places). */
+/* --substrate-svg: the substrate the champion's CPPN paints (or, ES-HyperNEAT, places; trained
+ * when the task trains it). */
 static int save_substrate_svg(const evolve_args *a, const otc_neat_genome *champ,
                               const otc_neat_task *task) {
     otc_substrate *s = NULL;
-    otc_status st = otc_substrate_from_genome(champ, a->config, 1, NULL, &s);
+    otc_status st = task->substrate ? task->substrate(task, a->config, champ, &s)
+                                    : otc_substrate_from_genome(champ, a->config, 1, NULL, &s);
     if (st == OTC_OK) st = otc_substrate_save_svg(s, task->name, a->substrate_svg);
     otc_substrate_free(s);
     if (st != OTC_OK) return otc_cli_error("evolve", "--substrate-svg: %s", otc_last_error());

@@ -2,7 +2,9 @@
 # --reevaluate visual:33 scores the champion at 33x33 (both with the mean distance d); the
 # retina's tasks run, retina:sides with the layer input too, the retina under HyperNEAT-CCT; a
 # visual run's generations are the same whatever OpenBLAS's thread count; bad
-# [Substrate] keys, a config without the section and a bad field size exit 2 naming the key.
+# [Substrate] keys, a config without the section and a bad field size exit 2 naming the key;
+# Baldwinian retina and visual runs save their trained substrates, and Lamarckian inheritance
+# and ES-HyperNEAT with [Hybrid] train_steps exit 2 naming the key.
 # Each case is one ctest test named hyperneat_cli_*.
 find_program(OTC_HYPERNEAT_CLI_BASH bash)
 if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
@@ -12,6 +14,7 @@ if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
   set(retina ${PROJECT_SOURCE_DIR}/examples/neat/retina.ini)
   set(retina_sides ${PROJECT_SOURCE_DIR}/examples/neat/retina_sides.ini)
   set(retina_cct ${PROJECT_SOURCE_DIR}/examples/neat/retina_cct.ini)
+  set(retina_baldwin ${PROJECT_SOURCE_DIR}/examples/neat/retina_baldwin.ini)
   set(work ${CMAKE_CURRENT_BINARY_DIR}/hyperneat_cli)
   set(prelude "set -u; W=$(mktemp -d '${work}.XXXXXX') || exit 1; trap 'rm -rf \"$W\"' EXIT; \
 expect() { want=$1; shift; \"$@\" >\"$W/out\" 2>\"$W/err\"; got=$?; if [ $got != $want ]; then \
@@ -59,7 +62,15 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       retina_cct_runs
       "expect 1 '${otc}' evolve '${retina_cct}' --task retina --seed 1 --generations 2 --threads 1 && has out 'retina: not solved' && sed 's/^objectives .*/objectives = fitness, substrate_size/' '${retina_cct}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini' && has err '[NEAT] objectives: unknown objective' && sed '/^\\[Substrate\\]/,$d' '${retina_cct}' > \"$W/n.ini\" && expect 2 '${otc}' evolve \"$W/n.ini\" --task xor && has err '[NEAT] objectives: substrate_length needs a [Substrate] section' && sed '/^\\[NEAT\\]/a objectives = fitness, diversity' '${visual}' > \"$W/d.ini\" && expect 2 '${otc}' evolve \"$W/d.ini\" --task visual && has err '[NEAT] objectives: diversity needs a behaviour'"
       other_grid_exits_2
-      "sed 's/^output_grid .*/output_grid = 5x5/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] output_grid: task visual needs 11x11'")
+      "sed 's/^output_grid .*/output_grid = 5x5/' '${visual}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task visual && has err '[Substrate] output_grid: task visual needs 11x11'"
+      baldwin_out_runs
+      "sed 's/^pop_size .*/pop_size = 20/' '${retina_baldwin}' > \"$W/r.ini\" && expect 1 '${otc}' evolve \"$W/r.ini\" --task retina --seed 1 --generations 2 --threads 2 --out \"$W/r.otm\" --substrate-svg \"$W/s.svg\" && has out 'retina: champion patterns right (of 256) = ' && has out 'champion saved' && has s.svg '</svg>' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
+      baldwin_lamarckian_exits_2
+      "sed 's/^inheritance .*/inheritance = lamarckian/' '${retina_baldwin}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini: [Hybrid] inheritance: lamarckian' && has err 'set inheritance = baldwinian' && sed '/^inheritance /d' '${retina_baldwin}' > \"$W/d.ini\" && expect 2 '${otc}' evolve \"$W/d.ini\" --task retina && has err '[Hybrid] inheritance: lamarckian (the default)'"
+      baldwin_es_exits_2
+      "sed -e 's/^hidden_grids .*/evolvable_substrate = true/' -e 's/^leo .*/leo = false/' -e '/^leo_seed /d' -e 's/^num_outputs .*/num_outputs = 2/' '${retina_baldwin}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini: [Hybrid] train_steps: an evolvable substrate'"
+      baldwin_visual_runs
+      "sed 's/^pop_size .*/pop_size = 10/' '${visual}' > \"$W/v.ini\" && printf '[Hybrid]\\ntrain_steps = 5\\ninheritance = baldwinian\\n' >> \"$W/v.ini\" && expect 1 '${otc}' evolve \"$W/v.ini\" --task visual --seed 1 --generations 1 --threads 2 --out \"$W/v.otm\" --reevaluate visual:33 && has out 'visual: champion mean distance d (cells) = ' && has out 'champion saved' && has out 'visual:33: champion fitness' && expect 0 '${otc}' summary \"$W/v.otm\" && has out 'layer1.weight'")
   list(LENGTH hyperneat_cli_cases n)
   math(EXPR last "${n} - 1")
   foreach(i RANGE 0 ${last} 2)

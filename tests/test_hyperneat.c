@@ -877,3 +877,256 @@ TEST(retina_evolution_improves) {
     CHECK(last > first);
     otc_neat_population_free(p);
 }
+
+/* ---- Baldwinian training of painted substrates ---------------------------------------------- */
+
+/* The retina's 256 patterns and AND targets, for training by hand. */
+static void retina_rows(float *x, float *t) {
+    for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
+        otc_retina_pixels(p, x + 8 * p);
+        t[p] = otc_retina_target(p, false);
+    }
+}
+
+/* The MSE of s's outputs against t over `rows` rows, in double from the forward pass alone (not
+ * the training code's loss). */
+static double mse_of(otc_substrate *s, const float *x, const float *t, int rows) {
+    int n_out = otc_substrate_size(s, otc_substrate_layers(s) - 1);
+    float *y = malloc(sizeof(float) * (size_t)rows * (size_t)n_out);
+    bool ok = y && otc_substrate_forward(s, x, rows, y) == OTC_OK;
+    CHECK(ok);
+    if (!ok) {
+        free(y);
+        return NAN;
+    }
+    double e = 0;
+    for (int i = 0; i < rows * n_out; i++) e += ((double)y[i] - t[i]) * ((double)y[i] - t[i]);
+    free(y);
+    return e / (rows * n_out);
+}
+
+/* Every weight of s painted from a fixed formula, one in three (and the whole first column of
+ * layer 0) left 0: links the CPPN did not express. Biases too when bias is set. */
+static void paint_sparse(otc_substrate *s, bool bias) {
+    for (int l = 0; l + 1 < otc_substrate_layers(s); l++) {
+        int n_in = otc_substrate_size(s, l), n_out = otc_substrate_size(s, l + 1);
+        float *w = otc_substrate_weights(s, l);
+        for (int k = 0; k < n_in * n_out; k++)
+            w[k] = k % 3 == 2 || (l == 0 && k % n_in == 0) ? 0.0f
+                                                           : 0.9f * sinf(1.7f * (float)(k + 7 * l));
+        for (int j = 0; bias && j < n_out; j++)
+            otc_substrate_biases(s, l)[j] = 0.3f * cosf((float)(j + l));
+    }
+}
+
+/* Training on the retina (AND, full batch) lowers the MSE (measured from the forward pass) and
+ * the task's error, and leaves every weight painted 0 exactly 0; without bias_output the
+ * biases stay 0 too. Mini-batches lower it as well, and the same training twice gives the same
+ * weights bit for bit. */
+TEST(substrate_training_tunes_only_painted_links) {
+    static float x[OTC_RETINA_PATTERNS * 8], t[OTC_RETINA_PATTERNS];
+    retina_rows(x, t);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        otc_neat_config c = config_of(with_bias ? "num_inputs = 4\nnum_outputs = 2\n"
+                                                : "num_inputs = 4\nnum_outputs = 1\n",
+                                      with_bias ? "input_grid = 4x2\nhidden_grids = 4x2 2x1\n"
+                                                  "output_grid = 1x1\nactivation = logistic\n"
+                                                  "bias_output = true\n"
+                                                : "input_grid = 4x2\nhidden_grids = 4x2 2x1\n"
+                                                  "output_grid = 1x1\nactivation = logistic\n");
+        otc_substrate *s = NULL, *again = NULL;
+        REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+        REQUIRE(otc_substrate_new(&c, 1, &again) == OTC_OK);
+        paint_sparse(s, with_bias);
+        double before = mse_of(s, x, t, OTC_RETINA_PATTERNS), f0 = 0, f1 = 0;
+        int right0 = 0, right1 = 0;
+        REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &f0, &right0, NULL) == OTC_OK);
+        bool zero[3][64];
+        for (int l = 0; l < 3; l++)
+            for (int k = 0; k < otc_substrate_size(s, l) * otc_substrate_size(s, l + 1); k++)
+                zero[l][k] = otc_substrate_weights(s, l)[k] == 0.0f;
+        otc_substrate_train_options o = {300, 256, 0.05f};
+        float loss = -1;
+        REQUIRE(otc_substrate_train(s, x, t, OTC_RETINA_PATTERNS, &o, &loss) == OTC_OK);
+        double after = mse_of(s, x, t, OTC_RETINA_PATTERNS);
+        REQUIRE(otc_retina_score(s, OTC_RETINA_AND, &f1, &right1, NULL) == OTC_OK);
+        printf("bias %d: MSE %.4f -> %.4f, patterns right %d -> %d, fitness %.4f -> %.4f\n",
+               with_bias, before, after, right0, right1, f0, f1);
+        CHECK(after < 0.5 * before);
+        CHECK(f1 > f0);
+        CHECK(right1 >= right0);
+        /* the last step's loss is the MSE before its update: near the final one */
+        CHECK(loss > 0 && fabs(loss - after) < 0.1 * before);
+        int zeros = 0, moved = 0;
+        for (int l = 0; l < 3; l++) {
+            const float *w = otc_substrate_weights(s, l);
+            for (int k = 0; k < otc_substrate_size(s, l) * otc_substrate_size(s, l + 1); k++) {
+                if (zero[l][k]) {
+                    zeros++;
+                    CHECK(w[k] == 0.0f);
+                } else {
+                    moved += w[k] != 0.9f * sinf(1.7f * (float)(k + 7 * l));
+                }
+            }
+            for (int j = 0; !with_bias && j < otc_substrate_size(s, l + 1); j++)
+                CHECK(otc_substrate_biases(s, l)[j] == 0.0f);
+        }
+        CHECK(zeros ==
+              21 + 8 - 3 + 5); /* k % 3 == 2: 21 of 64, 5 of 16; first column 8, 3 shared */
+        CHECK(moved > 0);
+        /* Mini-batches of 32: the same weights from the same start, and lower too. */
+        paint_sparse(s, with_bias);
+        paint_sparse(again, with_bias);
+        o.batch_size = 32;
+        REQUIRE(otc_substrate_train(s, x, t, OTC_RETINA_PATTERNS, &o, NULL) == OTC_OK);
+        REQUIRE(otc_substrate_train(again, x, t, OTC_RETINA_PATTERNS, &o, NULL) == OTC_OK);
+        double mini = mse_of(s, x, t, OTC_RETINA_PATTERNS);
+        printf("bias %d: mini-batches of 32: MSE %.4f\n", with_bias, mini);
+        CHECK(mini < 0.8 * before);
+        for (int l = 0; l < 3; l++)
+            CHECK(!memcmp(otc_substrate_weights(s, l), otc_substrate_weights(again, l),
+                          sizeof(float) * (size_t)otc_substrate_size(s, l) *
+                              (size_t)otc_substrate_size(s, l + 1)));
+        otc_substrate_free(s);
+        otc_substrate_free(again);
+    }
+}
+
+/* The gradient against central finite differences of the MSE computed from the forward pass,
+ * for every painted weight and bias of a tanh substrate with painted biases; a weight painted 0
+ * gets exactly 0. */
+TEST(substrate_gradient_matches_finite_differences) {
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 2\n",
+                                  "input_grid = 4x2\nhidden_grids = 2x2\noutput_grid = 2x1\n"
+                                  "activation = tanh\nbias_output = true\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    paint_sparse(s, true);
+    enum { ROWS = 16 };
+    float x[ROWS * 8], t[ROWS * 2];
+    for (int r = 0; r < ROWS; r++) {
+        otc_retina_pixels(r * 13 + 5, x + 8 * r);
+        t[2 * r] = (float)(r % 2);
+        t[2 * r + 1] = 0.25f * (float)(r % 4) - 0.3f;
+    }
+    float gw0[32], gw1[8], gb0[4], gb1[2], loss = 0;
+    float *gw[] = {gw0, gw1}, *gb[] = {gb0, gb1};
+    REQUIRE(otc_substrate_gradient(s, x, t, ROWS, &loss, gw, gb) == OTC_OK);
+    CHECK_NEAR(loss, mse_of(s, x, t, ROWS), 1e-5);
+    const float h = 1e-2f;
+    int checked = 0;
+    for (int l = 0; l < 2; l++) {
+        int n = otc_substrate_size(s, l) * otc_substrate_size(s, l + 1);
+        for (int k = 0; k < n + otc_substrate_size(s, l + 1); k++) {
+            bool is_w = k < n;
+            float *p = is_w ? otc_substrate_weights(s, l) + k : otc_substrate_biases(s, l) + k - n;
+            float g = is_w ? gw[l][k] : gb[l][k - n];
+            if (is_w && *p == 0.0f) {
+                CHECK(g == 0.0f);
+                continue;
+            }
+            float keep = *p;
+            *p = keep + h;
+            double up = mse_of(s, x, t, ROWS);
+            *p = keep - h;
+            double down = mse_of(s, x, t, ROWS);
+            *p = keep;
+            double fd = (up - down) / (2 * h);
+            CHECK_NEAR(g, fd, 2e-3 + 0.02 * fabs(fd));
+            checked++;
+        }
+    }
+    CHECK(checked == 19 + 6 + 4 + 2); /* 32 - 13 zeros, 8 - 2 zeros, the biases */
+    otc_substrate_free(s);
+}
+
+/* A short Baldwinian run of the example: the same generations on 1 and 2 threads, and the
+ * saved champion is the trained substrate (its weights the task's trained ones, not the
+ * CPPN's painted ones, and its answers the trained substrate's). */
+TEST(retina_baldwinian_same_on_1_and_2_threads) {
+    double best[2][3];
+    otc_neat_config c;
+    otc_neat_population *keep = NULL;
+    for (int th = 0; th < 2; th++) {
+        otc_neat_population *p = NULL;
+        run_example("retina_baldwin.ini", "retina", 20, 3, th + 1, 3, &c, &p);
+        REQUIRE(p);
+        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
+        if (th)
+            otc_neat_population_free(p);
+        else
+            keep = p;
+    }
+    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
+    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
+    CHECK(c.train_steps > 0 && !c.lamarckian);
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("retina", &c, &task) == OTC_OK);
+    REQUIRE(task->substrate);
+    otc_graph *g = NULL;
+    otc_substrate *trained = NULL, *painted = NULL;
+    REQUIRE(otc_neat_champion_graph(keep, task, &g) == OTC_OK);
+    REQUIRE(task->substrate(task, &c, otc_neat_champion(keep), &trained) == OTC_OK);
+    REQUIRE(otc_substrate_from_genome(otc_neat_champion(keep), &c, 1, NULL, &painted) == OTC_OK);
+    const otc_tensor *w = otc_graph_param(g, otc_graph_find(g, "layer1.weight"));
+    REQUIRE(w && w->size == 64);
+    int same_trained = 0, same_painted = 0;
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 8; i++) {
+            float v = w->data[i * 8 + j]; /* the graph's [in, out] */
+            same_trained += v == otc_substrate_weights(trained, 0)[j * 8 + i];
+            same_painted += v == otc_substrate_weights(painted, 0)[j * 8 + i];
+        }
+    CHECK(same_trained == 64);
+    CHECK(same_painted < 64);
+    double fitness = 0;
+    int right = 0;
+    REQUIRE(otc_retina_score(trained, OTC_RETINA_AND, &fitness, &right, NULL) == OTC_OK);
+    CHECK_NEAR(fitness, otc_neat_champion(keep)->fitness, 1e-9);
+    otc_substrate_free(trained);
+    otc_substrate_free(painted);
+    otc_graph_free(g);
+    otc_neat_task_free(task);
+    otc_neat_population_free(keep);
+}
+
+/* The visual task trains too (its 75 trials against a 1 at the large box's centre): a short
+ * run of visual.ini with 10 steps per genome is the same on 1 and 2 threads, and its champion's
+ * recorded fitness is its trained substrate's score. */
+TEST(visual_baldwinian_same_on_1_and_2_threads) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/neat/visual.ini", OTC_SOURCE_DIR);
+    otc_neat_config c;
+    REQUIRE(otc_neat_config_load(path, &c) == OTC_OK);
+    c.pop_size = 20;
+    c.train_steps = 10;
+    c.batch_size = 75;
+    c.learning_rate = 0.1;
+    c.lamarckian = false;
+    otc_neat_task *task = NULL;
+    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
+    double best[2][3];
+    otc_neat_population *keep = NULL;
+    for (int th = 0; th < 2; th++) {
+        otc_neat_population *p = NULL;
+        REQUIRE(otc_neat_population_new(&c, 4, &p) == OTC_OK);
+        otc_neat_run_options o = {.generations = 3, .threads = th + 1};
+        REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
+        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
+        if (th)
+            otc_neat_population_free(p);
+        else
+            keep = p;
+    }
+    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
+    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
+    otc_substrate *trained = NULL;
+    REQUIRE(task->substrate(task, &c, otc_neat_champion(keep), &trained) == OTC_OK);
+    double fitness = 0;
+    int hits = 0;
+    REQUIRE(otc_visual_score(trained, &fitness, &hits, NULL) == OTC_OK);
+    CHECK_NEAR(fitness, otc_neat_champion(keep)->fitness, 1e-9);
+    otc_substrate_free(trained);
+    otc_neat_task_free(task);
+    otc_neat_population_free(keep);
+}

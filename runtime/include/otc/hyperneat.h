@@ -122,6 +122,31 @@ otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, fl
  * until s runs again, is painted or freed. */
 otc_status otc_substrate_run(otc_substrate *s, const float *x, int batch, const float **y);
 
+/* Gradient training of a layered substrate's painted weights ([Hybrid] train_steps with
+ * inheritance = baldwinian): the loss is the MSE between s's outputs for inputs x
+ * [rows, size(0)] and targets t [rows, size(last)] (the op table's per-element loss, averaged),
+ * its gradient backpropagated through the layers with the activation's derivative from the op
+ * table. A weight that is 0 when training starts (a link the CPPN did not express) gets
+ * gradient 0 and stays exactly 0, so training tunes only what the CPPN painted; biases train
+ * with bias_output (without it the substrate has none). */
+typedef struct {
+    int steps;           /* Adam steps (PyTorch's defaults but the learning rate) */
+    int batch_size;      /* rows per step; >= rows: every row every step (full batch) */
+    float learning_rate; /* Adam's */
+} otc_substrate_train_options;
+/* o->steps steps on (x, t). Mini-batches take the next batch_size rows of an order shuffled
+ * anew each pass by an RNG of a fixed seed, so the trained weights depend on s, x, t and o
+ * alone (any thread, any run). Training stops early when the loss is not finite (the score
+ * will show it). *loss (NULL: not wanted): the loss of the last step taken, before its update.
+ * OTC_ERR_ARG for an evolvable substrate (its network changes with each paint). */
+otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t, int rows,
+                               const otc_substrate_train_options *o, float *loss);
+/* The loss of s on (x, t) and its gradient: gw[l] by layer l's weights (sized as
+ * otc_substrate_weights(s, l), 0 where the weight is 0), gb[l] by its biases (0 without
+ * bias_output). */
+otc_status otc_substrate_gradient(otc_substrate *s, const float *x, const float *t, int rows,
+                                  float *loss, float *const *gw, float *const *gb);
+
 /* Substrates kept for a run's evaluations: each takes one painted by the genome's CPPN and
  * gives it back, so once every worker has had one an evaluation allocates no substrate
  * (weights, CPPN query rows, layer rows). Safe from several threads at once. It keeps those of

@@ -38,6 +38,7 @@ static inline void otc_neat_eval_reset(otc_neat_eval *e) {
 typedef otc_executor *(*otc_neat_executor_fn)(otc_graph *g, const otc_exec_options *o);
 
 typedef struct otc_neat_task otc_neat_task;
+struct otc_substrate;                       /* otc/hyperneat.h */
 typedef struct otc_neat_feed otc_neat_feed; /* a worker's genomes for evaluate_lanes */
 struct otc_neat_task {
     char name[64];
@@ -95,6 +96,12 @@ struct otc_neat_task {
      * training rows). otc_neat_champion_graph builds it into the model ahead of the network,
      * so a saved champion runs on raw rows on every backend. Owned by the task. */
     const float *input_mean, *input_std;
+    /* HyperNEAT tasks (optional): the substrate g is scored on, as evaluate makes it (painted
+     * by the CPPN g; trained with [Hybrid] train_steps), in *out (the caller frees it with
+     * otc_substrate_free). What otc_neat_champion_graph saves and --substrate-svg draws; NULL:
+     * the substrate g paints. */
+    otc_status (*substrate)(const otc_neat_task *task, const otc_neat_config *c,
+                            const otc_neat_genome *g, struct otc_substrate **out);
     void (*destroy)(otc_neat_task *task);
     void *ctx;
 };

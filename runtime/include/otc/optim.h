@@ -34,6 +34,9 @@ otc_optimizer *otc_optimizer_new(const otc_optim_config *config);
 void otc_optimizer_free(otc_optimizer *opt);
 const otc_optim_config *otc_optimizer_config(const otc_optimizer *opt);
 void otc_optimizer_set_lr(otc_optimizer *opt, float lr);
+/* Forget every step taken: the next step is a first step (t 1, moments and momentum 0), on
+ * parameter groups of any sizes (one optimiser for many trainings in turn). */
+void otc_optimizer_reset(otc_optimizer *opt);
 /* Steps taken so far (Adam's t). */
 long otc_optimizer_steps(const otc_optimizer *opt);
 /* One update of n parameter groups in place. State (momentum, moments) is kept per group

@@ -389,6 +389,17 @@ otc_status otc_neat_champion_graph(const otc_neat_population *p, const otc_neat_
                                  p->stop == OTC_NEAT_STOP_SOLVED, task, out);
 }
 
+/* The substrate the task scores g on (trained, for a Baldwinian hybrid) as a graph. */
+static otc_status task_substrate_graph(const otc_neat_task *task, const otc_neat_config *c,
+                                       const otc_neat_genome *g, otc_graph **out) {
+    otc_substrate *s = NULL;
+    otc_status st = task->substrate(task, c, g, &s);
+    if (st == OTC_OK)
+        st = otc_substrate_graph(s, otc_neat_act_alpha(c, c->substrate.activation), out);
+    otc_substrate_free(s);
+    return st;
+}
+
 otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_genome *g,
                                  int generation, bool solved, const otc_neat_task *task,
                                  otc_graph **out) {
@@ -396,8 +407,10 @@ otc_status otc_neat_genome_graph(const otc_neat_population *p, const otc_neat_ge
     bool cppn = p->config.substrate.enabled;
     otc_neat_phenotype *ph = NULL;
     otc_graph *graph = NULL;
-    otc_status s = cppn ? otc_substrate_genome_graph(g, &p->config, &graph)
-                        : otc_neat_phenotype_build(g, &p->config, &ph);
+    otc_status s = cppn && task && task->substrate
+                       ? task_substrate_graph(task, &p->config, g, &graph)
+                   : cppn ? otc_substrate_genome_graph(g, &p->config, &graph)
+                          : otc_neat_phenotype_build(g, &p->config, &ph);
     if (s != OTC_OK) return s;
     if (!cppn) graph = ph->graph;
     bool recurrent = ph && ph->recurrent;

@@ -135,6 +135,12 @@ void otc_optimizer_set_lr(otc_optimizer *opt, float lr) {
     if (opt) opt->cfg.lr = lr;
 }
 
+void otc_optimizer_reset(otc_optimizer *opt) {
+    if (!opt) return;
+    free_state(opt); /* the next step sizes it anew, moments zeroed */
+    opt->t = 0;
+}
+
 long otc_optimizer_steps(const otc_optimizer *opt) {
     return opt ? opt->t : 0;
 }

@@ -9,8 +9,8 @@
 
 #include "kernels.h"
 #include "otc/hyperneat.h"
+#include "substrate_internal.h"
 
-#define MAX_LAYERS (OTC_SUBSTRATE_MAX_HIDDEN + 2)
 /* CPPN queries per batch, at most: large enough to amortise the program's per-call work, small
  * enough that the query and answer buffers stay in cache-sized blocks. A substrate with fewer
  * pairs per layer (the retina's 64) gets buffers of its size. */
@@ -18,24 +18,6 @@
 /* One row through a layer below this many multiply-adds runs faster as a plain loop than
  * through sgemv's fixed cost (bench/hyperneat: 11x11 -> 11x11 at batch 1). */
 #define SMALL_LAYER_MACS 65536
-
-struct otc_substrate {
-    int n_layers, size[MAX_LAYERS], nx[MAX_LAYERS], ny[MAX_LAYERS];
-    float *w[MAX_LAYERS - 1], *b[MAX_LAYERS - 1];
-    otc_neat_substrate cfg;
-    float alpha;
-    int cppn_in, cppn_out, query_rows;
-    float *query, *answer; /* [query_rows, cppn_in], [query_rows, cppn_out] */
-    float *act[2];         /* layer values while running, [batch, largest layer] */
-    int act_rows;
-    /* Evolvable (ES-HyperNEAT): the node coordinates of the input and output grids, the
-     * network the last paint found, its config and its flat program. */
-    float *in_xy, *out_xy;
-    otc_es_network es;
-    bool es_found;
-    otc_neat_config es_cfg;
-    otc_neat_flat *es_flat;
-};
 
 bool otc_substrate_parse_grid(const char *text, otc_neat_grid *out) {
     int nx = 0, ny = 0, used = 0;
@@ -117,6 +99,17 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [DefaultGenome] feed_forward: a [Substrate] CPPN must be a "
                         "feed-forward network (a function of its inputs)",
+                        file);
+    if (c->train_steps > 0 && s->evolvable)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Hybrid] train_steps: an evolvable substrate (ES-HyperNEAT) does not "
+                        "train (its network changes with each paint); only layered substrates do",
+                        file);
+    if (c->train_steps > 0 && c->lamarckian)
+        return otc_fail(OTC_ERR_CONFIG,
+                        "%s: [Hybrid] inheritance: lamarckian (the default) writes trained weights "
+                        "back into the genome, and a [Substrate] genome is a CPPN, which cannot "
+                        "take them: set inheritance = baldwinian",
                         file);
     double conns = 0;
     const char *why = "input_grid, hidden_grids, output_grid:";
@@ -262,6 +255,7 @@ void otc_substrate_free(otc_substrate *s) {
     free(s->out_xy);
     otc_es_network_clear(&s->es);
     otc_neat_flat_free(s->es_flat);
+    otc_substrate_trainer_free(s->train);
     free(s);
 }
 

@@ -75,11 +75,20 @@ otc_status otc_retina_score(otc_substrate *s, otc_retina_goal goal, double *fitn
     return OTC_OK;
 }
 
-/* The task's context: the question asked and the substrates its evaluations paint. */
+/* The task's context: the question asked, the substrates its evaluations paint, and with
+ * [Hybrid] train_steps the 256 patterns and their targets the substrates train on. */
 typedef struct {
     otc_retina_goal goal;
     otc_substrate_pool *pool;
+    float x[OTC_RETINA_PATTERNS * GRID_X * GRID_Y], t[OTC_RETINA_PATTERNS * 2];
+    otc_substrate_train_options train;
 } retina_ctx;
+
+/* Trains s (Baldwinian: the genome keeps its CPPN) when the config asks for it. */
+static otc_status retina_train(const retina_ctx *x, otc_substrate *s) {
+    if (x->train.steps <= 0) return OTC_OK;
+    return otc_substrate_train(s, x->x, x->t, OTC_RETINA_PATTERNS, &x->train, NULL);
+}
 
 static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
@@ -89,6 +98,7 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
     otc_status st = otc_substrate_pool_paint(x->pool, g, c, 1, otc_neat_eval_scratch(), &s);
     double fitness = 0;
     int correct = 0;
+    if (st == OTC_OK) st = retina_train(x, s);
     /* The behaviour (the diversity objective, novelty search): the answer to each pattern, as
      * Huizinga, Mouret and Clune (2014) compare networks (the distance is then the share of
      * answers that differ). */
@@ -100,6 +110,17 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
     out->solved = correct == OTC_RETINA_PATTERNS;
     out->measure = correct;
     return OTC_OK;
+}
+
+static otc_status retina_substrate(const otc_neat_task *task, const otc_neat_config *c,
+                                   const otc_neat_genome *g, otc_substrate **out) {
+    otc_status st = otc_substrate_from_genome(g, c, 1, NULL, out);
+    if (st == OTC_OK) st = retina_train(task->ctx, *out);
+    if (st != OTC_OK) {
+        otc_substrate_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static void retina_ctx_free(retina_ctx *x) {
@@ -135,7 +156,22 @@ otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *
                         : out_x == 2 ? "2x1 (left object, right object)"
                                      : "1x1");
     retina_ctx *x = calloc(1, sizeof *x);
-    if (x) *x = (retina_ctx){goal, otc_substrate_pool_new()};
+    if (x) {
+        x->goal = goal;
+        x->pool = otc_substrate_pool_new();
+        x->train =
+            (otc_substrate_train_options){c->train_steps, c->batch_size, (float)c->learning_rate};
+        for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
+            otc_retina_pixels(p, x->x + p * GRID_X * GRID_Y);
+            float *t = x->t + p * out_x;
+            if (goal == OTC_RETINA_SIDES) {
+                t[0] = otc_retina_left_object(p >> 4 & 15);
+                t[1] = otc_retina_right_object(p & 15);
+            } else {
+                t[0] = otc_retina_target(p, goal == OTC_RETINA_OR);
+            }
+        }
+    }
     otc_neat_task *t = x && x->pool ? calloc(1, sizeof *t) : NULL;
     if (!t) {
         retina_ctx_free(x);
@@ -144,6 +180,7 @@ otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *
     snprintf(t->name, sizeof t->name, "%s", spec);
     t->evaluate = retina_evaluate;
     t->destroy = retina_destroy;
+    t->substrate = retina_substrate;
     t->needs_feed_forward = true;
     t->ctx = x;
     t->measure_name = "patterns right (of 256)";

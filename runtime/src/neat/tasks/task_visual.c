@@ -107,13 +107,35 @@ otc_status otc_visual_score(otc_substrate *s, double *fitness, int *hits, double
     return st;
 }
 
+/* The trials' targets for training at k x k nodes per cell, [trial, node] (NULL: out of
+ * memory): 1 at the node at (or, k even, just right of and below) the large box's centre, 0
+ * elsewhere. */
+static float *trial_targets(int k) {
+    size_t side = (size_t)FIELD * k, n = side * side;
+    float *t = calloc((size_t)OTC_VISUAL_TRIALS * n, sizeof(float));
+    for (int i = 0; t && i < OTC_VISUAL_TRIALS; i++) {
+        int sx, sy, lx, ly;
+        trial_boxes(i, &sx, &sy, &lx, &ly);
+        t[(size_t)i * n + (size_t)(ly * k + k / 2) * side + (size_t)(lx * k + k / 2)] = 1.0f;
+    }
+    return t;
+}
+
 /* The task's context: its scale, the trials' fields at that scale (the same for every
- * evaluation) and the substrates its evaluations paint. */
+ * evaluation), with [Hybrid] train_steps their targets and the training's options, and the
+ * substrates its evaluations paint. */
 typedef struct {
     int scale;
-    float *fields;
+    float *fields, *targets;
+    otc_substrate_train_options train;
     otc_substrate_pool *pool;
 } visual_ctx;
+
+/* Trains s (Baldwinian: the genome keeps its CPPN) when the config asks for it. */
+static otc_status visual_train(const visual_ctx *v, otc_substrate *s) {
+    if (v->train.steps <= 0) return OTC_OK;
+    return otc_substrate_train(s, v->fields, v->targets, OTC_VISUAL_TRIALS, &v->train, NULL);
+}
 
 static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
@@ -124,6 +146,7 @@ static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_conf
     double fitness = 0, mean_d = 0;
     int hits = 0;
     if (st == OTC_OK && !field_scale(s)) st = OTC_ERR_CONFIG;
+    if (st == OTC_OK) st = visual_train(v, s);
     if (st == OTC_OK) st = score(s, v->fields, &fitness, &hits, &mean_d);
     otc_substrate_pool_give(v->pool, c, v->scale, s);
     if (st != OTC_OK) return st;
@@ -133,10 +156,23 @@ static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_conf
     return OTC_OK;
 }
 
+static otc_status visual_substrate(const otc_neat_task *task, const otc_neat_config *c,
+                                   const otc_neat_genome *g, otc_substrate **out) {
+    const visual_ctx *v = task->ctx;
+    otc_status st = otc_substrate_from_genome(g, c, v->scale, NULL, out);
+    if (st == OTC_OK) st = visual_train(v, *out);
+    if (st != OTC_OK) {
+        otc_substrate_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 static void visual_ctx_free(visual_ctx *v) {
     if (v) {
         otc_substrate_pool_free(v->pool);
         free(v->fields);
+        free(v->targets);
     }
     free(v);
 }
@@ -169,8 +205,17 @@ otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *
                                                                            : NULL;
     if (bad) return otc_fail(OTC_ERR_CONFIG, "[Substrate] %s: task %s needs 11x11", bad, spec);
     visual_ctx *v = calloc(1, sizeof *v);
-    if (v) *v = (visual_ctx){side / FIELD, trial_fields(side / FIELD), otc_substrate_pool_new()};
-    otc_neat_task *t = v && v->fields && v->pool ? calloc(1, sizeof *t) : NULL;
+    if (v) {
+        int k = side / FIELD;
+        *v = (visual_ctx){k,
+                          trial_fields(k),
+                          c->train_steps > 0 ? trial_targets(k) : NULL,
+                          {c->train_steps, c->batch_size, (float)c->learning_rate},
+                          otc_substrate_pool_new()};
+    }
+    otc_neat_task *t = v && v->fields && v->pool && (v->targets || c->train_steps <= 0)
+                           ? calloc(1, sizeof *t)
+                           : NULL;
     if (!t) {
         visual_ctx_free(v);
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a task");
@@ -179,6 +224,7 @@ otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *
     snprintf(t->name, sizeof t->name, "%s", spec);
     t->evaluate = visual_evaluate;
     t->destroy = visual_destroy;
+    t->substrate = visual_substrate;
     t->measure_name = "mean distance d (cells)";
     t->needs_feed_forward = true;
     t->n_inputs = c->num_inputs;
