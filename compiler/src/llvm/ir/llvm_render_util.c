@@ -312,12 +312,14 @@ LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMT
 
 /* With 16 lanes (AVX-512) the generated blocks are twice as wide as the AVX2 kernels
  * Debian's OpenBLAS 0.3.21 runs on such a CPU (docs/performance.md), and the forward and
- * input-gradient products stay generated up to 16M multiply-adds: a two-layer k-n-k JIT
- * training step at batch S, thread CPU time, medians of 5 interleaved runs on a shared
- * 2-core Sapphire Rapids VM, OpenBLAS from 4M / from 16M: k128 n512 S64 575 / 496 us, k256
- * n512 S64 1114 / 1051 us, k256 n256 S256 2135 / 1975 us, k512 n512 S64 1962 / 1908 us (level);
- * a 1024x1024 product at S64 (64M) ran 1.5x faster through OpenBLAS. The LSTM 32->128
- * training step (its recurrent products 4M each): 20.6 -> 16.6 ms. */
+ * input-gradient products stay generated up to 16M multiply-adds. Measured on a shared 2-core
+ * AVX-512 VM (AMD EPYC), thread CPU time, medians of 5 interleaved runs, a two-layer k-n-k
+ * JIT training step at batch S with OpenBLAS from 4M / from 16M: k128 n512 S64 575 / 496 us,
+ * k256 n512 S64 1114 / 1051 us, k256 n256 S256 2135 / 1975 us, k512 n512 S64 1962 / 1908 us
+ * (level); a 1024x1024 product at S64 (64M) ran 1.5x faster through OpenBLAS. The LSTM
+ * 32->128, T50, B64 training step (its recurrent products 4M each): 22.7 -> 19.4 ms, GRU
+ * 17.7 -> 16.8 ms (medians of 10 interleaved runs at load 6-7); LeNet's training step at
+ * batch 64 and the 8-128-64-32-1 MLP's at 256 no slower. */
 #define OTC_LV_BLAS_MIN_MACS_WIDE (1 << 24)
 
 /* The weight gradient's generated product is a plain sum over the samples per weight (no
