@@ -351,6 +351,123 @@ TEST(bptt_compiled_jit_deferred_steps) {
 }
 #endif
 
+#ifdef OTC_TEST_JIT
+/* A window of `steps` steps of an LSTM or GRU layer (x [batch,19], 40 units, the MSE of h
+ * against a target) from `state` (every Delay's, [batch,40]) through one executor: the
+ * gradient of every parameter in grads (the graph's parameter order, concatenated). */
+static bool layer_window_grads(otc_graph *g, otc_executor *ex, int steps, int batch,
+                               const float *xs, const float *ts, const float *state, float *grads) {
+    otc_id x = otc_graph_find(g, "x"), target = otc_graph_find(g, "target"),
+           loss = otc_graph_find(g, "loss");
+    if (!ex) return false;
+    for (otc_id d = 0; d < otc_graph_size(g); d++)
+        if (otc_graph_node(g, d)->op == OTC_OP_DELAY && otc_exec_set_state(ex, d, state, batch))
+            return false;
+    if (otc_exec_seq_begin(ex, steps)) return false;
+    for (int t = 0; t < steps; t++)
+        if (otc_exec_set_input(ex, x, xs + (size_t)t * (size_t)batch * 19, batch) ||
+            otc_exec_set_input(ex, target, ts + (size_t)t * (size_t)batch * 40, batch) ||
+            otc_exec_forward(ex))
+            return false;
+    otc_exec_zero_grad(ex);
+    if (otc_exec_seq_backward(ex, loss, NULL)) return false;
+    for (otc_id p = 0; p < otc_graph_size(g); p++) {
+        const otc_node *nd = otc_graph_node(g, p);
+        const float *gp;
+        if (nd->op != OTC_OP_PARAMETER || !nd->trainable) continue;
+        if (otc_exec_grad(ex, p, &gp)) return false;
+        memcpy(grads, gp, nd->value->size * sizeof *grads);
+        grads += nd->value->size;
+    }
+    return true;
+}
+
+/* |got - want| <= tol * the largest |want| (the gradients are far below 1, so the bound
+ * bptt_close_all takes, relative to at least 1, would let a wrong sum through). */
+static bool grads_close(const float *got, const float *want, size_t n, double tol, double *worst) {
+    double scale = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)want[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]) / scale;
+        if (d > *worst) *worst = d;
+        if (!(d <= tol)) {
+            fprintf(stderr, "gradient [%zu]: %.9g, interpreter %.9g\n", i, (double)got[i],
+                    (double)want[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The JIT's dense products of a recurrent layer at sizes where it chooses between OpenBLAS
+ * and its own blocks (llvm_render_util.c's cut-offs): 37 samples (a partial vector), 2 steps
+ * from a random state,
+ * products of 19 and 40 rows (partial row blocks) by 160 (LSTM) or 120 (GRU) gate columns
+ * (a partial column block). With 16 lanes the forward and input-gradient products are
+ * generated and the weight gradients (but the GRU's input one) go to OpenBLAS; with 8 lanes
+ * the input gradients go to OpenBLAS too (generated products alone: bptt_compiled_layers). Each
+ * window's weight gradients (sums over the steps and the samples, in other orders than the
+ * interpreter's) are the interpreter's within float rounding. */
+TEST(bptt_compiled_jit_layer_products) {
+    enum { STEPS = 2, BATCH = 37, IN = 19, HIDDEN = 40 };
+    otc_cell cells[2] = {OTC_CELL_LSTM, OTC_CELL_GRU};
+    otc_rng rng;
+    otc_rng_seed(&rng, 3030);
+    float *xs = malloc((size_t)STEPS * BATCH * IN * sizeof *xs);
+    float *ts = malloc((size_t)STEPS * BATCH * HIDDEN * sizeof *ts);
+    float *state = malloc((size_t)BATCH * HIDDEN * sizeof *state);
+    REQUIRE(xs && ts && state);
+    otc_testgen_fill(&rng, state, (size_t)BATCH * HIDDEN, -0.5f, 0.5f);
+    otc_testgen_fill(&rng, xs, (size_t)STEPS * BATCH * IN, -1.0f, 1.0f);
+    otc_testgen_fill(&rng, ts, (size_t)STEPS * BATCH * HIDDEN, -1.0f, 1.0f);
+    double worst = 0;
+    for (int i = 0; i < 2; i++) {
+        otc_graph *g = otc_graph_new();
+        otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, IN));
+        otc_id h = otc_recurrent(g, cells[i], x, HIDDEN, 1, &rng, "rnn");
+        otc_id target = otc_input(g, "target", otc_shape_2d(OTC_BATCH, HIDDEN));
+        otc_id loss = otc_mse(g, h, target);
+        REQUIRE(h >= 0 && loss >= 0 && otc_graph_mark_output(g, h) == OTC_OK &&
+                otc_graph_set_name(g, loss, "loss") == OTC_OK);
+        size_t n = 0;
+        for (otc_id p = 0; p < otc_graph_size(g); p++)
+            if (otc_graph_node(g, p)->op == OTC_OP_PARAMETER)
+                n += otc_graph_node(g, p)->value->size;
+        float *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+        REQUIRE(want && got);
+        otc_executor *ip = otc_interpreter_new(g, NULL);
+        REQUIRE(layer_window_grads(g, ip, STEPS, BATCH, xs, ts, state, want));
+        otc_exec_free(ip);
+        /* 8 lanes on the LSTM only (the GRU's products go the same ways as at 16 lanes but
+         * for its input gradients, which the LSTM covers): each compile costs ~0.3 s. */
+        for (int v = 0; v < (i == 0 ? 2 : 1); v++) {
+            otc_jit_options jo = otc_jit_defaults();
+            jo.tier = OTC_JIT_TIER_FAST;
+            jo.lanes = v == 1 ? 8 : 16;
+            otc_executor *jit = otc_jit_executor_new(g, &jo);
+            CHECK_MSG(layer_window_grads(g, jit, STEPS, BATCH, xs, ts, state, got), "cell %d, %s",
+                      i, otc_last_error());
+            size_t at = 0;
+            for (otc_id p = 0; p < otc_graph_size(g); p++) {
+                const otc_node *nd = otc_graph_node(g, p);
+                if (nd->op != OTC_OP_PARAMETER || !nd->trainable) continue;
+                CHECK_MSG(grads_close(got + at, want + at, nd->value->size, 1e-4, &worst),
+                          "cell %d variant %d parameter %s", i, v, nd->name);
+                at += nd->value->size;
+            }
+            otc_exec_free(jit);
+        }
+        free(want);
+        free(got);
+        otc_graph_free(g);
+    }
+    free(xs);
+    free(ts);
+    free(state);
+    fprintf(stderr, "lstm, gru: worst gradient difference %.3g of the largest\n", worst);
+}
+#endif
+
 TEST(bptt_compiled_layers) {
     otc_cell cells[3] = {OTC_CELL_RNN, OTC_CELL_LSTM, OTC_CELL_GRU};
     double wg = 0, wt = 0;

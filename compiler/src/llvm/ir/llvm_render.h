@@ -193,9 +193,17 @@ void otc_lv_fail(otc_llvm_r *r, otc_status st, const char *fmt, ...)
 LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
                          int n, LLVMValueRef *args);
 
-/* OpenBLAS for large products: the smallest stride S from which a [S,k] x [k,n] product is
- * worth a cblas_sgemm call, or -1 when it never is (or the module may not call BLAS). */
-int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, bool backward);
+/* The products of a batched MatMul [S,k] x [k,n]: the forward's, the input gradient's (both
+ * in the plan's register blocks when generated) and the weight gradient's (a plain sum over
+ * the samples per weight). */
+typedef enum {
+    OTC_LV_PRODUCT_FORWARD,
+    OTC_LV_PRODUCT_INPUT_GRAD,
+    OTC_LV_PRODUCT_WEIGHT_GRAD
+} otc_lv_product;
+/* OpenBLAS for large products: the smallest stride S from which that product is worth a
+ * cblas_sgemm call, or -1 when it never is (or the module may not call BLAS). */
+int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, otc_lv_product what);
 /* C = A' B' + beta C, row-major (A' = A or A^T per ta; B' likewise). */
 void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k,
                   LLVMValueRef a, LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, float beta,

@@ -643,7 +643,7 @@ static void matmul_batched(otc_llvm_r *r, int k) {
     otc_id mm = p->members[K->first];
     const otc_node *nd = otc_graph_node(r->g, mm);
     int64_t kd = p->values[otc_plan_owner(p, nd->inputs[0])].size, n = K->n;
-    int64_t s_min = otc_lv_blas_min_stride(r, kd, n, false);
+    int64_t s_min = otc_lv_blas_min_stride(r, kd, n, OTC_LV_PRODUCT_FORWARD);
     if (s_min < 0) {
         matmul_inline(r, k);
         return;

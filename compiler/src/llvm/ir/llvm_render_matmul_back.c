@@ -67,69 +67,106 @@ static void input_grad_rows(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRe
     otc_lv_loop_end(r, &lo);
 }
 
-/* Batched MatMul [B,K] x [K,N]: gA in the plan's blocks (above), and gW[k,n] += sum over
- * samples of A[k] G[n] (padding rows of G are zero). */
-void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
+/* A run-time branch on the batch stride: at or above s_min (>= 0) the BLAS block, below it
+ * (or always, when s_min < 0) the generated one. */
+static void by_stride(otc_llvm_r *r, int64_t s_min, void (*blas)(otc_llvm_r *, otc_id),
+                      void (*gen)(otc_llvm_r *, otc_id), otc_id id) {
+    if (s_min < 0) {
+        gen(r, id);
+        return;
+    }
+    LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas_back");
+    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline_back");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_back_done");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, r->a[OTC_LA_STRIDE], otc_lv_i64(r, s_min), ""),
+                    big, small);
+    LLVMPositionBuilderAtEnd(B, big);
+    blas(r, id);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, small);
+    gen(r, id);
+    LLVMBuildBr(B, done);
+    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* gA[K,S] += W[K,N] G[N,S] through OpenBLAS (the padding columns of G are zero). */
+static void input_grad_blas(otc_llvm_r *r, otc_id id) {
+    const otc_plan *p = r->plan;
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    int64_t K = p->values[A].size, N = p->values[id].size;
+    LLVMValueRef S = r->a[OTC_LA_STRIDE];
+    otc_lv_sgemm(r, false, false, otc_lv_i64(r, K), S, otc_lv_i64(r, N), otc_lv_value_base(r, W),
+                 otc_lv_i64(r, N), otc_lv_grad_base(r, id), S, 1.0f, otc_lv_grad_base(r, A), S);
+}
+
+/* gA in the plan's blocks (above). */
+static void input_grad_gen(otc_llvm_r *r, otc_id id) {
+    const otc_plan *p = r->plan;
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    int64_t K = p->values[A].size, N = p->values[id].size;
+    const otc_plan_tiling *t = &p->kernels[p->values[id].kernel].tiling;
+    int rows = t->grad_rows < 1 ? 1 : t->grad_rows > BACK_ROWS ? BACK_ROWS : t->grad_rows;
+    int nch = t->vectors < 1 ? 1 : t->vectors > BACK_CHUNKS ? BACK_CHUNKS : t->vectors;
+    LLVMValueRef G = otc_lv_grad_base(r, id), ga = otc_lv_grad_base(r, A);
+    otc_llvm_loop lk = {0};
+    int64_t full = K / rows * rows;
+    if (full > 0) {
+        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, full / rows));
+        input_grad_rows(r, W, G, ga, N, LLVMBuildMul(B, lk.i, otc_lv_i64(r, rows), ""), rows, nch);
+        otc_lv_loop_end(r, &lk);
+    }
+    if (full < K) input_grad_rows(r, W, G, ga, N, otc_lv_i64(r, full), (int)(K - full), nch);
+}
+
+/* gW[K,N] += A[K,S] G^T through OpenBLAS. */
+static void weight_grad_blas(otc_llvm_r *r, otc_id id) {
+    const otc_plan *p = r->plan;
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    int64_t K = p->values[A].size, N = p->values[id].size;
+    LLVMValueRef S = r->a[OTC_LA_STRIDE];
+    otc_lv_sgemm(r, false, true, otc_lv_i64(r, K), otc_lv_i64(r, N), S, otc_lv_value_base(r, A), S,
+                 otc_lv_grad_base(r, id), S, 1.0f, otc_lv_grad_base(r, W), otc_lv_i64(r, N));
+}
+
+/* gW[k,n] += sum over samples of A[k] G[n] (padding rows of G are zero). */
+static void weight_grad_gen(otc_llvm_r *r, otc_id id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
     int64_t K = p->values[A].size, N = p->values[id].size;
     LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, A),
-                 w = otc_lv_value_base(r, W);
+                 gw = otc_lv_grad_base(r, W);
     otc_llvm_loop lk = {0}, ln = {0}, lc = {0};
-    /* Large products through OpenBLAS: gA[K,S] += W[K,N] G[N,S]; gW[K,N] += A[K,S] G^T. The
-     * padding columns of G are zero, so they add nothing. */
-    int64_t s_min = otc_lv_blas_min_stride(r, K, N, true);
-    LLVMBasicBlockRef done = NULL;
-    if (s_min >= 0) {
-        LLVMValueRef S = r->a[OTC_LA_STRIDE];
-        LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas_back");
-        LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline_back");
-        done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_back_done");
-        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, S, otc_lv_i64(r, s_min), ""), big, small);
-        LLVMPositionBuilderAtEnd(B, big);
-        if (p->values[A].needs_grad)
-            otc_lv_sgemm(r, false, false, otc_lv_i64(r, K), S, otc_lv_i64(r, N), w,
-                         otc_lv_i64(r, N), G, S, 1.0f, otc_lv_grad_base(r, A), S);
-        if (p->values[W].needs_grad)
-            otc_lv_sgemm(r, false, true, otc_lv_i64(r, K), otc_lv_i64(r, N), S, a, S, G, S, 1.0f,
-                         otc_lv_grad_base(r, W), otc_lv_i64(r, N));
-        LLVMBuildBr(B, done);
-        LLVMPositionBuilderAtEnd(B, small);
-    }
-    if (p->values[A].needs_grad) {
-        const otc_plan_tiling *t = &p->kernels[p->values[id].kernel].tiling;
-        int rows = t->grad_rows < 1 ? 1 : t->grad_rows > BACK_ROWS ? BACK_ROWS : t->grad_rows;
-        int nch = t->vectors < 1 ? 1 : t->vectors > BACK_CHUNKS ? BACK_CHUNKS : t->vectors;
-        LLVMValueRef ga = otc_lv_grad_base(r, A);
-        int64_t full = K / rows * rows;
-        if (full > 0) {
-            otc_lv_loop_begin(r, &lk, otc_lv_i64(r, full / rows));
-            input_grad_rows(r, W, G, ga, N, LLVMBuildMul(B, lk.i, otc_lv_i64(r, rows), ""), rows,
-                            nch);
-            otc_lv_loop_end(r, &lk);
-        }
-        if (full < K) input_grad_rows(r, W, G, ga, N, otc_lv_i64(r, full), (int)(K - full), nch);
-    }
-    if (p->values[W].needs_grad) {
-        LLVMValueRef gw = otc_lv_grad_base(r, W);
-        LLVMValueRef acc = otc_lv_slot(r, r->vec);
-        otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
-        otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
-        otc_lv_store(r, konst(r, true, 0.0), acc);
-        otc_lv_chunks_begin(r, &lc);
-        LLVMValueRef av = otc_lv_load(r, r->vec, otc_lv_at(r, a, lk.i, true));
-        LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
-        otc_lv_store(r, otc_llvm_mul_add(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
-        otc_lv_chunks_end(r, &lc);
-        LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), ln.i, "");
-        otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));
-        otc_lv_loop_end(r, &ln);
-        otc_lv_loop_end(r, &lk);
-    }
-    if (done) {
-        LLVMBuildBr(B, done);
-        LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-        LLVMPositionBuilderAtEnd(B, done);
-    }
+    LLVMValueRef acc = otc_lv_slot(r, r->vec);
+    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
+    otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+    otc_lv_store(r, konst(r, true, 0.0), acc);
+    otc_lv_chunks_begin(r, &lc);
+    LLVMValueRef av = otc_lv_load(r, r->vec, otc_lv_at(r, a, lk.i, true));
+    LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
+    otc_lv_store(r, otc_llvm_mul_add(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
+    otc_lv_chunks_end(r, &lc);
+    LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), ln.i, "");
+    otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));
+    otc_lv_loop_end(r, &ln);
+    otc_lv_loop_end(r, &lk);
+}
+
+/* Batched MatMul [B,K] x [K,N]: each operand's gradient product through OpenBLAS above its
+ * own size (otc_lv_blas_min_stride), else generated. */
+void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
+    const otc_plan *p = r->plan;
+    const otc_node *nd = otc_graph_node(r->g, id);
+    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
+    int64_t K = p->values[A].size, N = p->values[id].size;
+    if (p->values[A].needs_grad)
+        by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_INPUT_GRAD), input_grad_blas,
+                  input_grad_gen, id);
+    if (p->values[W].needs_grad)
+        by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_WEIGHT_GRAD), weight_grad_blas,
+                  weight_grad_gen, id);
 }

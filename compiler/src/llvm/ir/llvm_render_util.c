@@ -303,21 +303,38 @@ LLVMValueRef otc_lv_call(otc_llvm_r *r, const char *name, LLVMTypeRef ret, LLVMT
 }
 
 /* Products of at least this many multiply-adds go to OpenBLAS (when the module may call
- * it). Measured on the build machine (znver3, one thread): the generated 4x2 register blocks
- * reach ~22 GFLOP/s, OpenBLAS ~45 on large products but pays a packing pass and a
+ * it). Measured on the build machine (znver3, one thread, 8 lanes): the generated 4x2 register
+ * blocks reach ~22 GFLOP/s, OpenBLAS ~45 on large products but pays a packing pass and a
  * beta pass per call; the 8-128-64-32-1 MLP at batch 256 runs 0.70 us/sample all generated
  * and 1.05 with its middle layers (2M multiply-adds) through OpenBLAS, while a 256x256 layer
  * at batch 256 (16M) is faster through OpenBLAS (4.6 vs 5.9 us/sample). */
 #define OTC_LV_BLAS_MIN_MACS (1 << 22)
 
-/* The backward's generated products are plain loops (no register blocking): OpenBLAS wins
- * from much smaller sizes there (the MLP's training step: 3.3 us/sample with its gradient
- * products through OpenBLAS, 5.5 generated). */
+/* With 16 lanes (AVX-512) the generated blocks are twice as wide as the AVX2 kernels
+ * Debian's OpenBLAS 0.3.21 runs on such a CPU (docs/performance.md), and the forward and
+ * input-gradient products stay generated up to 16M multiply-adds. Measured on a shared 2-core
+ * AVX-512 VM (AMD EPYC), thread CPU time, medians of 5 interleaved runs, a two-layer k-n-k
+ * JIT training step at batch S with OpenBLAS from 4M / from 16M: k128 n512 S64 575 / 496 us,
+ * k256 n512 S64 1114 / 1051 us, k256 n256 S256 2135 / 1975 us, k512 n512 S64 1962 / 1908 us
+ * (level); a 1024x1024 product at S64 (64M) ran 1.5x faster through OpenBLAS. The LSTM
+ * 32->128, T50, B64 training step (its recurrent products 4M each): 22.7 -> 19.4 ms, GRU
+ * 17.7 -> 16.8 ms (medians of 10 interleaved runs at load 6-7); LeNet's training step at
+ * batch 64 and the 8-128-64-32-1 MLP's at 256 no slower. */
+#define OTC_LV_BLAS_MIN_MACS_WIDE (1 << 24)
+
+/* The weight gradient's generated product is a plain sum over the samples per weight (no
+ * register blocking): OpenBLAS wins from much smaller sizes there (the MLP's training step:
+ * 3.3 us/sample with its gradient products through OpenBLAS, 5.5 generated). The input
+ * gradient's had no blocks either when that was measured, and keeps the cut-off on 8 lanes. */
 #define OTC_LV_BLAS_MIN_MACS_BACKWARD (1 << 17)
 
-int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, bool backward) {
+int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, otc_lv_product what) {
     if (!r->o.blas || k < 16 || n < 8) return -1;
-    int64_t macs = backward ? OTC_LV_BLAS_MIN_MACS_BACKWARD : OTC_LV_BLAS_MIN_MACS;
+    bool wide = r->o.lanes >= 16;
+    int64_t macs = what == OTC_LV_PRODUCT_WEIGHT_GRAD  ? OTC_LV_BLAS_MIN_MACS_BACKWARD
+                   : wide                              ? OTC_LV_BLAS_MIN_MACS_WIDE
+                   : what == OTC_LV_PRODUCT_INPUT_GRAD ? OTC_LV_BLAS_MIN_MACS_BACKWARD
+                                                       : OTC_LV_BLAS_MIN_MACS;
     int64_t s = (macs + k * n - 1) / (k * n);
     s = (s + r->o.lanes - 1) / r->o.lanes * r->o.lanes;
     return s < 16 ? 16 : s;
