@@ -204,6 +204,10 @@ typedef enum {
 /* OpenBLAS for large products: the smallest stride S from which that product is worth a
  * cblas_sgemm call, or -1 when it never is (or the module may not call BLAS). */
 int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, otc_lv_product what);
+/* A run-time branch on the batch stride: blas(r, arg) at or above s_min (>= 0), gen(r, arg)
+ * below it, or gen alone when s_min < 0. */
+void otc_lv_by_stride(otc_llvm_r *r, int64_t s_min, void (*blas)(otc_llvm_r *, int),
+                      void (*gen)(otc_llvm_r *, int), int arg);
 /* C = A' B' + beta C, row-major (A' = A or A^T per ta; B' likewise). */
 void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k,
                   LLVMValueRef a, LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, float beta,

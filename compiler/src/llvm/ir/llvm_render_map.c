@@ -643,25 +643,9 @@ static void matmul_batched(otc_llvm_r *r, int k) {
     otc_id mm = p->members[K->first];
     const otc_node *nd = otc_graph_node(r->g, mm);
     int64_t kd = p->values[otc_plan_owner(p, nd->inputs[0])].size, n = K->n;
-    int64_t s_min = otc_lv_blas_min_stride(r, kd, n, OTC_LV_PRODUCT_FORWARD);
-    if (s_min < 0) {
-        matmul_inline(r, k);
-        return;
-    }
     /* Large products go to OpenBLAS; the stride decides at run time. */
-    LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas");
-    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_done");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, r->a[OTC_LA_STRIDE], otc_lv_i64(r, s_min), ""),
-                    big, small);
-    LLVMPositionBuilderAtEnd(B, big);
-    matmul_blas(r, k);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, small);
-    matmul_inline(r, k);
-    LLVMBuildBr(B, done);
-    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, done);
+    otc_lv_by_stride(r, otc_lv_blas_min_stride(r, kd, n, OTC_LV_PRODUCT_FORWARD), matmul_blas,
+                     matmul_inline, k);
 }
 
 bool otc_lv_kernel_has_few_form(const otc_llvm_r *r, int k) {

@@ -67,31 +67,8 @@ static void input_grad_rows(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRe
     otc_lv_loop_end(r, &lo);
 }
 
-/* A run-time branch on the batch stride: at or above s_min (>= 0) the BLAS block, below it
- * (or always, when s_min < 0) the generated one. */
-static void by_stride(otc_llvm_r *r, int64_t s_min, void (*blas)(otc_llvm_r *, otc_id),
-                      void (*gen)(otc_llvm_r *, otc_id), otc_id id) {
-    if (s_min < 0) {
-        gen(r, id);
-        return;
-    }
-    LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas_back");
-    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "inline_back");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "matmul_back_done");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, r->a[OTC_LA_STRIDE], otc_lv_i64(r, s_min), ""),
-                    big, small);
-    LLVMPositionBuilderAtEnd(B, big);
-    blas(r, id);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, small);
-    gen(r, id);
-    LLVMBuildBr(B, done);
-    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, done);
-}
-
 /* gA[K,S] += W[K,N] G[N,S] through OpenBLAS (the padding columns of G are zero). */
-static void input_grad_blas(otc_llvm_r *r, otc_id id) {
+static void input_grad_blas(otc_llvm_r *r, int id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
@@ -102,7 +79,7 @@ static void input_grad_blas(otc_llvm_r *r, otc_id id) {
 }
 
 /* gA in the plan's blocks (above). */
-static void input_grad_gen(otc_llvm_r *r, otc_id id) {
+static void input_grad_gen(otc_llvm_r *r, int id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
@@ -122,7 +99,7 @@ static void input_grad_gen(otc_llvm_r *r, otc_id id) {
 }
 
 /* gW[K,N] += A[K,S] G^T through OpenBLAS. */
-static void weight_grad_blas(otc_llvm_r *r, otc_id id) {
+static void weight_grad_blas(otc_llvm_r *r, int id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
@@ -133,7 +110,7 @@ static void weight_grad_blas(otc_llvm_r *r, otc_id id) {
 }
 
 /* gW[k,n] += sum over samples of A[k] G[n] (padding rows of G are zero). */
-static void weight_grad_gen(otc_llvm_r *r, otc_id id) {
+static void weight_grad_gen(otc_llvm_r *r, int id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
@@ -164,9 +141,9 @@ void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
     otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
     int64_t K = p->values[A].size, N = p->values[id].size;
     if (p->values[A].needs_grad)
-        by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_INPUT_GRAD), input_grad_blas,
-                  input_grad_gen, id);
+        otc_lv_by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_INPUT_GRAD),
+                         input_grad_blas, input_grad_gen, id);
     if (p->values[W].needs_grad)
-        by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_WEIGHT_GRAD), weight_grad_blas,
-                  weight_grad_gen, id);
+        otc_lv_by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_WEIGHT_GRAD),
+                         weight_grad_blas, weight_grad_gen, id);
 }

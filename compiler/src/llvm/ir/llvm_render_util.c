@@ -340,6 +340,27 @@ int64_t otc_lv_blas_min_stride(const otc_llvm_r *r, int64_t k, int64_t n, otc_lv
     return s < 16 ? 16 : s;
 }
 
+void otc_lv_by_stride(otc_llvm_r *r, int64_t s_min, void (*blas)(otc_llvm_r *, int),
+                      void (*gen)(otc_llvm_r *, int), int arg) {
+    if (s_min < 0) {
+        gen(r, arg);
+        return;
+    }
+    LLVMBasicBlockRef big = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "blas");
+    LLVMBasicBlockRef small = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "generated");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(r->ir.ctx, r->fn, "by_stride_done");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, r->a[OTC_LA_STRIDE], otc_lv_i64(r, s_min), ""),
+                    big, small);
+    LLVMPositionBuilderAtEnd(B, big);
+    blas(r, arg);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, small);
+    gen(r, arg);
+    LLVMBuildBr(B, done);
+    LLVMMoveBasicBlockAfter(done, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 void otc_lv_sgemm(otc_llvm_r *r, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k,
                   LLVMValueRef a, LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, float beta,
                   LLVMValueRef c, LLVMValueRef ldc) {
