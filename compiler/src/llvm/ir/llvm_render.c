@@ -259,36 +259,61 @@ static LLVMValueRef hyper(otc_llvm_r *r, int i) {
     return otc_lv_load(r, r->ir.f32, otc_lv_gep(r, r->a[OTC_LA_HYPER], otc_lv_i64(r, i)));
 }
 
-/* One optimiser loop over weights [from, from + n): the rule's trees (optim_rules.c) on
- * scalars, stored in the rule's order m, v, p; LLVM's loop vectoriser widens the loop. */
-static void update_range(otc_llvm_r *r, int64_t from, int64_t n, const otc_optim_rule *rule) {
+/* The rule's trees (optim_rules.c) on the weights at i, of type t (a vector of the plan's
+ * lanes or one float), stored in the rule's order m, v, p; scalar[] holds the hyper-parameters
+ * already splat to t. */
+static void update_at(otc_llvm_r *r, LLVMValueRef i, LLVMTypeRef t, const LLVMValueRef *scalar,
+                      const otc_optim_rule *rule) {
     const otc_plan *p = r->plan;
     LLVMValueRef arg[OTC_OPTIM_ARG_COUNT] = {0};
-    for (int k = OTC_OPTIM_ARG_FIRST_SCALAR; k < OTC_OPTIM_ARG_COUNT; k++)
-        arg[k] = hyper(r, OTC_LH_ARGS + k);
-    otc_llvm_loop l = {0};
-    l.auto_vectorize = true;
-    otc_lv_loop_begin(r, &l, otc_lv_i64(r, n));
-    LLVMValueRef i = LLVMBuildAdd(B, l.i, otc_lv_i64(r, from), "");
+    for (int k = OTC_OPTIM_ARG_FIRST_SCALAR; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = scalar[k];
     LLVMValueRef pp = otc_lv_gep(r, r->a[OTC_LA_WEIGHTS], i);
     LLVMValueRef mp = otc_lv_gep(r, r->a[OTC_LA_STATE], i);
     LLVMValueRef vp =
         otc_lv_gep(r, r->a[OTC_LA_STATE], LLVMBuildAdd(B, i, otc_lv_i64(r, p->param_floats), ""));
-    arg[OTC_OPTIM_ARG_P] = otc_lv_load(r, r->ir.f32, pp);
-    arg[OTC_OPTIM_ARG_G] = otc_lv_load(r, r->ir.f32, otc_lv_gep(r, r->a[OTC_LA_GRADS], i));
-    if (rule->m) arg[OTC_OPTIM_ARG_M] = otc_lv_load(r, r->ir.f32, mp);
-    if (rule->v) arg[OTC_OPTIM_ARG_V] = otc_lv_load(r, r->ir.f32, vp);
+    arg[OTC_OPTIM_ARG_P] = otc_lv_load(r, t, pp);
+    arg[OTC_OPTIM_ARG_G] = otc_lv_load(r, t, otc_lv_gep(r, r->a[OTC_LA_GRADS], i));
+    if (rule->m) arg[OTC_OPTIM_ARG_M] = otc_lv_load(r, t, mp);
+    if (rule->v) arg[OTC_OPTIM_ARG_V] = otc_lv_load(r, t, vp);
     const otc_llvm_leaves leaves = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
     if (rule->m) {
-        arg[OTC_OPTIM_ARG_M] = otc_llvm_expr(&r->ir, rule->m, r->ir.f32, &leaves);
+        arg[OTC_OPTIM_ARG_M] = otc_llvm_expr(&r->ir, rule->m, t, &leaves);
         otc_lv_store(r, arg[OTC_OPTIM_ARG_M], mp);
     }
     if (rule->v) {
-        arg[OTC_OPTIM_ARG_V] = otc_llvm_expr(&r->ir, rule->v, r->ir.f32, &leaves);
+        arg[OTC_OPTIM_ARG_V] = otc_llvm_expr(&r->ir, rule->v, t, &leaves);
         otc_lv_store(r, arg[OTC_OPTIM_ARG_V], vp);
     }
-    otc_lv_store(r, otc_llvm_expr(&r->ir, rule->p, r->ir.f32, &leaves), pp);
-    otc_lv_loop_end(r, &l);
+    otc_lv_store(r, otc_llvm_expr(&r->ir, rule->p, t, &leaves), pp);
+}
+
+/* One optimiser update of weights [from, from + n): whole vectors, then the last n % lanes
+ * one at a time. Spelled in vectors rather than left to LLVM's loop vectoriser, which the fast
+ * tier does not run: a scalar Adam step made that tier's batch-1 training slower than the
+ * interpreter. Each weight sees the same operations either way, so the bits agree. */
+static void update_range(otc_llvm_r *r, int64_t from, int64_t n, const otc_optim_rule *rule) {
+    const int64_t w = otc_lv_vector(r) ? r->o.lanes : 1;
+    LLVMValueRef scalar[OTC_OPTIM_ARG_COUNT] = {0}, splat[OTC_OPTIM_ARG_COUNT] = {0};
+    for (int k = OTC_OPTIM_ARG_FIRST_SCALAR; k < OTC_OPTIM_ARG_COUNT; k++) {
+        scalar[k] = hyper(r, OTC_LH_ARGS + k);
+        if (n >= w) splat[k] = otc_lv_splat(r, scalar[k]);
+    }
+    const int64_t whole = n / w * w;
+    if (whole > 0) {
+        otc_llvm_loop l = {0};
+        otc_lv_loop_begin(r, &l, otc_lv_i64(r, whole / w));
+        LLVMValueRef i =
+            LLVMBuildAdd(B, LLVMBuildMul(B, l.i, otc_lv_i64(r, w), ""), otc_lv_i64(r, from), "");
+        update_at(r, i, w > 1 ? r->vec : r->ir.f32, splat, rule);
+        otc_lv_loop_end(r, &l);
+    }
+    if (whole < n) {
+        otc_llvm_loop l = {0};
+        otc_lv_loop_begin(r, &l, otc_lv_i64(r, n - whole));
+        update_at(r, LLVMBuildAdd(B, l.i, otc_lv_i64(r, from + whole), ""), r->ir.f32, scalar,
+                  rule);
+        otc_lv_loop_end(r, &l);
+    }
 }
 
 /* The module serves any optimiser: one block of loops per rule, chosen by the rule scalar. */
