@@ -1,4 +1,4 @@
-/* `otc bench` helpers: the emitted C built with the system compiler (-O3 -march=native) and
+/* `otc bench` helpers: the emitted C built with the system compiler (OTC_BENCH_CC_FLAGS) and
  * loaded with dlopen, and the graph exported as JSON for bench/torch_compare.py. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -68,8 +68,9 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
         return false;
     }
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "cc -O3 -march=native -std=c99 -fPIC -shared -o %s/%s.so %s/%s.c -lm",
-             c->dir, c->name, c->dir, c->name);
+    snprintf(cmd, sizeof cmd,
+             "cc " OTC_BENCH_CC_FLAGS " -std=c99 -fPIC -shared -o %s/%s.so %s/%s.c -lm", c->dir,
+             c->name, c->dir, c->name);
     if (system(cmd) != 0) {
         snprintf(err, err_len, "the C compiler failed: %s", cmd);
         remove_files(c);

@@ -1,7 +1,7 @@
 /* `otc bench MODEL.otm | --random N`: one table, measured in one run: per-sample time and
- * throughput of the interpreter, the LLVM JIT and the emitted C (cc -O3 -march=native), for
- * forward or a full training step, with ratios and the JIT's compile time. --json prints
- * the figures, --export writes the graph for bench/torch_compare.py. */
+ * throughput of the interpreter, the LLVM JIT and the emitted C (cc -O3 -march=native
+ * -fno-math-errno), for forward or a full training step, with ratios and the JIT's compile time.
+ * --json prints the figures, --export writes the graph for bench/torch_compare.py. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,7 +443,7 @@ int otc_cmd_bench(int argc, char **argv) {
             if (i == JIT_FAST)
                 printf("   compile %.1f ms CPU (%.1f wall)", jfs.compile_cpu_ms, jfs.compile_ms);
             if (i == EMITTED_C)
-                printf("   cc -O3 -march=native %.0f ms CPU (%.0f wall)", cb.build_cpu_ms,
+                printf("   cc " OTC_BENCH_CC_FLAGS " %.0f ms CPU (%.0f wall)", cb.build_cpu_ms,
                        cb.build_ms);
             printf("\n");
         }

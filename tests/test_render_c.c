@@ -265,7 +265,9 @@ static void check_self_contained(const char *h, const char *s, const char *name)
     const char *banned[] = {"malloc", "free(", "printf", "FILE", "stdio", "stdlib", "errno"};
     for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++) {
         CHECK_MSG(!strstr(s, banned[i]), "source uses %s", banned[i]);
-        CHECK_MSG(!strstr(h, banned[i]), "header uses %s", banned[i]);
+        /* (the header may name gcc's -fno-math-errno flag for the Adam update) */
+        for (const char *t = h; (t = strstr(t, banned[i])) != NULL; t++)
+            CHECK_MSG(t - h >= 5 && !strncmp(t - 5, "math-", 5), "header uses %s", banned[i]);
     }
     /* Every object at file scope is static const; functions are the only other statics. */
     for (const char *t = s; (t = strstr(t, "\nstatic ")) != NULL; t++)

@@ -281,8 +281,13 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
             otc_text_printf(sb, " (momentum %g%s, weight decay %g)", (double)oc->momentum,
                             oc->nesterov ? ", Nesterov" : "", (double)oc->weight_decay);
         else
-            otc_text_printf(sb, " (betas %g, %g, eps %g, weight decay %g)", (double)oc->beta1,
-                            (double)oc->beta2, (double)oc->eps, (double)oc->weight_decay);
+            otc_text_printf(
+                sb,
+                " (betas %g, %g, eps %g, weight decay %g); with gcc build\n * with "
+                "-fno-math-errno (clang needs nothing): otherwise its square root "
+                "stays\n * a libm call (a domain error must be reported) and the update runs one "
+                "weight at a time\n * (~15x slower; the results are the same)",
+                (double)oc->beta1, (double)oc->beta2, (double)oc->eps, (double)oc->weight_decay);
         otc_text_printf(sb,
                         ". Training workspace:\n * %s_TRAIN_WORKSPACE_BYTES(batch) (at batch %d: "
                         "%" PRId64 " bytes of activations\n * kept for backward, %" PRId64
