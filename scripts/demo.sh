@@ -64,7 +64,7 @@ mkdir -p fm_raw # the device reads plain IDX files
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   gzip -dc "$fm/$f.gz" > "fm_raw/$f"
 done
-show aarch64-linux-gnu-gcc -std=c99 -O2 -static -I lenet_c "$ex/onnx_finetune/finetune.c" \
+show aarch64-linux-gnu-gcc -std=c99 -O2 -fno-math-errno -static -I lenet_c "$ex/onnx_finetune/finetune.c" \
   lenet_c/lenet.c -lm -o finetune_aarch64
 show qemu-aarch64 ./finetune_aarch64 fm_raw --steps 100 --from 3000 --test 1000
 show "$otc" export xor.otm -o xor.onnx
