@@ -1040,28 +1040,61 @@ TEST(substrate_gradient_matches_finite_differences) {
     otc_substrate_free(s);
 }
 
-/* A short Baldwinian run of the example: the same generations on 1 and 2 threads, and the
- * saved champion is the trained substrate (its weights the task's trained ones, not the
- * CPPN's painted ones, and its answers the trained substrate's). */
-TEST(retina_baldwinian_same_on_1_and_2_threads) {
-    double best[2][3];
-    otc_neat_config c;
+/* c's run of task_name from seed for gens (at most 8) generations on 1 and on 2 threads: the
+ * best fitness of every generation the same on both. The 1-thread population is returned
+ * (NULL on failure) and *task the task that ran, both for the caller to free. */
+static otc_neat_population *same_on_1_and_2_threads(const otc_neat_config *c, const char *task_name,
+                                                    uint64_t seed, int gens, otc_neat_task **task) {
+    double best[2][8];
     otc_neat_population *keep = NULL;
-    for (int th = 0; th < 2; th++) {
+    *task = NULL;
+    if (otc_neat_task_create(task_name, c, task) != OTC_OK) {
+        CHECK_MSG(false, "%s", otc_last_error());
+        return NULL;
+    }
+    for (int th = 0; th < 2 && gens <= 8; th++) {
         otc_neat_population *p = NULL;
-        run_example("retina_baldwin.ini", "retina", 20, 3, th + 1, 3, &c, &p);
-        REQUIRE(p);
-        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
+        CHECK(otc_neat_population_new(c, seed, &p) == OTC_OK);
+        otc_neat_run_options o = {.generations = gens, .threads = th + 1};
+        CHECK(p && otc_neat_run(p, *task, &o, NULL) == OTC_OK);
+        if (!p || otc_neat_stats_count(p) != gens) {
+            otc_neat_population_free(p);
+            otc_neat_population_free(keep);
+            return NULL;
+        }
+        for (int gen = 0; gen < gens; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
         if (th)
             otc_neat_population_free(p);
         else
             keep = p;
     }
-    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
-    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
-    CHECK(c.train_steps > 0 && !c.lamarckian);
+    printf("%s: best fitness by generation:", task_name);
+    for (int gen = 0; keep && gen < gens; gen++) {
+        CHECK(best[0][gen] == best[1][gen]);
+        printf(" %.4f", best[0][gen]);
+    }
+    printf("\n");
+    return keep;
+}
+
+/* The example config INI with pop_size genomes into *c. */
+static void load_example(const char *ini, int pop_size, otc_neat_config *c) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/neat/%s", OTC_SOURCE_DIR, ini);
+    REQUIRE(otc_neat_config_load(path, c) == OTC_OK);
+    c->pop_size = pop_size;
+}
+
+/* A short Baldwinian run of the example: the same generations on 1 and 2 threads, and the
+ * saved champion is the trained substrate (its weights the task's trained ones, not the
+ * CPPN's painted ones, and its answers the trained substrate's). */
+TEST(retina_baldwinian_same_on_1_and_2_threads) {
+    otc_neat_config c;
+    load_example("retina_baldwin.ini", 20, &c);
     otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("retina", &c, &task) == OTC_OK);
+    otc_neat_population *keep = same_on_1_and_2_threads(&c, "retina", 3, 3, &task);
+    REQUIRE(keep);
+    CHECK(c.train_steps > 0 && !c.lamarckian);
     REQUIRE(task->substrate);
     otc_graph *g = NULL;
     otc_substrate *trained = NULL, *painted = NULL;
@@ -1094,32 +1127,15 @@ TEST(retina_baldwinian_same_on_1_and_2_threads) {
  * run of visual.ini with 10 steps per genome is the same on 1 and 2 threads, and its champion's
  * recorded fitness is its trained substrate's score. */
 TEST(visual_baldwinian_same_on_1_and_2_threads) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/examples/neat/visual.ini", OTC_SOURCE_DIR);
     otc_neat_config c;
-    REQUIRE(otc_neat_config_load(path, &c) == OTC_OK);
-    c.pop_size = 20;
+    load_example("visual.ini", 20, &c);
     c.train_steps = 10;
     c.batch_size = 75;
     c.learning_rate = 0.1;
     c.lamarckian = false;
     otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
-    double best[2][3];
-    otc_neat_population *keep = NULL;
-    for (int th = 0; th < 2; th++) {
-        otc_neat_population *p = NULL;
-        REQUIRE(otc_neat_population_new(&c, 4, &p) == OTC_OK);
-        otc_neat_run_options o = {.generations = 3, .threads = th + 1};
-        REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
-        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
-        if (th)
-            otc_neat_population_free(p);
-        else
-            keep = p;
-    }
-    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
-    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
+    otc_neat_population *keep = same_on_1_and_2_threads(&c, "visual", 4, 3, &task);
+    REQUIRE(keep);
     otc_substrate *trained = NULL;
     REQUIRE(task->substrate(task, &c, otc_neat_champion(keep), &trained) == OTC_OK);
     double fitness = 0;

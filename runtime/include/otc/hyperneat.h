@@ -141,6 +141,23 @@ typedef struct {
  * OTC_ERR_ARG for an evolvable substrate (its network changes with each paint). */
 otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t, int rows,
                                const otc_substrate_train_options *o, float *loss);
+/* What a task's substrates train on (Baldwinian hybrid HyperNEAT): inputs x [rows, size(0)],
+ * targets t [rows, size(last)] and the config's [Hybrid] options (steps 0: no training). */
+typedef struct {
+    const float *x, *t;
+    int rows;
+    otc_substrate_train_options train;
+} otc_substrate_lessons;
+/* The config's [Hybrid] train_steps, batch_size and learning_rate as training options. */
+otc_substrate_train_options otc_substrate_train_options_of(const otc_neat_config *c);
+/* Trains s on e when e->train.steps > 0 (else leaves it as painted): what each evaluation
+ * does between painting and scoring. */
+otc_status otc_substrate_learn(otc_substrate *s, const otc_substrate_lessons *e);
+/* The substrate (at `scale`) a task hands out of evolution: the genome's CPPN painted into a
+ * substrate of its own and trained as its evaluations train it (*out NULL on failure). */
+otc_status otc_substrate_from_genome_trained(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                             int scale, const otc_substrate_lessons *e,
+                                             otc_substrate **out);
 /* The loss of s on (x, t) and its gradient: gw[l] by layer l's weights (sized as
  * otc_substrate_weights(s, l), 0 where the weight is 0), gb[l] by its biases (0 without
  * bias_output). */
