@@ -11,7 +11,9 @@
 # 100 Adam steps before its fitness is taken, or 20, or without the locality seed; for retina,
 # retina:or and retina:sides's substrate)
 # and the visual task with fixed grids (also with Baldwinian learning: 10 Adam steps per genome)
-# (scored again at 33x33 without further evolution) against ES-HyperNEAT, over N seeds of at
+# (scored again at 33x33 without further evolution) against ES-HyperNEAT (also with Baldwinian
+# learning of the found network: visual_baldwin's 10 steps, and for the retina with ES
+# retina_baldwin.ini's 100), over N seeds of at
 # most G generations on one thread. A table: solve rate, mean evaluations (of all runs and of
 # the solved ones), mean champion fitness, for the retina the champion's patterns right (of
 # 256), for visual the paper's measure (the mean distance d
@@ -20,7 +22,7 @@
 # Usage: bench/hyperneat_runs.sh [OTC] [N=5] [G=300] [ROWS=all | a list of retina
 # retina_noseed retina_es sides sides_z sides_div cct cct_rank cct_seed cct_none cct_div
 # cct_div_rank cct_div_500 cct_div_1000 baldwin baldwin_noseed baldwin_20 baldwin_or sides_baldwin
-# visual visual_baldwin visual_es]
+# visual visual_baldwin visual_es visual_es_baldwin retina_es_baldwin]
 set -eu
 otc=${1:-build/otc}
 n=${2:-5} g=${3:-300} rows=${4:-all}
@@ -48,6 +50,10 @@ sed 's/^train_steps .*/train_steps = 20/' "$ex/retina_baldwin.ini" >"$W/baldwin_
 cp "$ex/visual.ini" "$W/visual_baldwin.ini"
 printf '\n[Hybrid]\ntrain_steps = 10\nbatch_size = 75\nlearning_rate = 0.1\ninheritance = baldwinian\n' \
   >>"$W/visual_baldwin.ini"
+cp "$W/retina_es.ini" "$W/retina_es_baldwin.ini"
+sed -n '/^\[Hybrid\]/,$p' "$ex/retina_baldwin.ini" >>"$W/retina_es_baldwin.ini"
+cp "$ex/visual_es.ini" "$W/visual_es_baldwin.ini"
+sed -n '/^\[Hybrid\]/,$p' "$W/visual_baldwin.ini" >>"$W/visual_es_baldwin.ini"
 cp "$ex/retina_sides.ini" "$W/sides_baldwin.ini"
 sed -n '/^\[Hybrid\]/,$p' "$ex/retina_baldwin.ini" >>"$W/sides_baldwin.ini"
 sed 's/^reset_on_extinction .*/&\
@@ -117,3 +123,5 @@ row sides_baldwin "retina:sides (LEO, seed, Baldwinian)" "$W/sides_baldwin.ini" 
 row visual "visual 11x11 (grids), 33x33 again" "$ex/visual.ini" visual "$visual_paper" "--reevaluate visual:33"
 row visual_baldwin "visual 11x11, Baldwinian, 33x33 again" "$W/visual_baldwin.ini" visual "$visual_paper" "--reevaluate visual:33"
 row visual_es "visual 11x11 (ES-HyperNEAT)" "$ex/visual_es.ini" visual "$visual_paper"
+row visual_es_baldwin "visual 11x11 (ES, Baldwinian)" "$W/visual_es_baldwin.ini" visual "$visual_paper"
+row retina_es_baldwin "retina AND (ES, Baldwinian)" "$W/retina_es_baldwin.ini" retina "$retina_paper"

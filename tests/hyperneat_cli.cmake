@@ -3,8 +3,9 @@
 # retina's tasks run, retina:sides with the layer input too, the retina under HyperNEAT-CCT; a
 # visual run's generations are the same whatever OpenBLAS's thread count; bad
 # [Substrate] keys, a config without the section and a bad field size exit 2 naming the key;
-# Baldwinian retina and visual runs save their trained substrates, and Lamarckian inheritance
-# and ES-HyperNEAT with [Hybrid] train_steps exit 2 naming the key.
+# Baldwinian retina, visual and ES-HyperNEAT runs save their trained substrates (an ES run
+# trained differs from the same run untrained), and Lamarckian inheritance and an optimizer
+# other than adam exit 2 naming the key.
 # Each case is one ctest test named hyperneat_cli_*.
 find_program(OTC_HYPERNEAT_CLI_BASH bash)
 if(TARGET otc_cli AND OTC_HYPERNEAT_CLI_BASH)
@@ -67,8 +68,10 @@ has() { grep -qF -- \"$2\" \"$W/$1\" || { echo \"$1 lacks '$2'\"; cat \"$W/out\"
       "sed 's/^pop_size .*/pop_size = 20/' '${retina_baldwin}' > \"$W/r.ini\" && expect 1 '${otc}' evolve \"$W/r.ini\" --task retina --seed 1 --generations 2 --threads 2 --out \"$W/r.otm\" --substrate-svg \"$W/s.svg\" && has out 'retina: champion patterns right (of 256) = ' && has out 'champion saved' && has s.svg '</svg>' && printf '0,1,1,0,0,1,1,0\\n' > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/r.otm\" --input \"$W/x.csv\" --no-header"
       baldwin_lamarckian_exits_2
       "sed 's/^inheritance .*/inheritance = lamarckian/' '${retina_baldwin}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini: [Hybrid] inheritance: lamarckian' && has err 'set inheritance = baldwinian' && sed '/^inheritance /d' '${retina_baldwin}' > \"$W/d.ini\" && expect 2 '${otc}' evolve \"$W/d.ini\" --task retina && has err '[Hybrid] inheritance: lamarckian (the default)'"
-      baldwin_es_exits_2
-      "sed -e 's/^hidden_grids .*/evolvable_substrate = true/' -e 's/^leo .*/leo = false/' -e '/^leo_seed /d' -e 's/^num_outputs .*/num_outputs = 2/' '${retina_baldwin}' > \"$W/b.ini\" && expect 2 '${otc}' evolve \"$W/b.ini\" --task retina && has err 'b.ini: [Hybrid] train_steps: an evolvable substrate'"
+      baldwin_es_runs
+      "sed 's/^pop_size .*/pop_size = 10/' '${visual_es}' > \"$W/e.ini\" && printf '[Hybrid]\\ntrain_steps = 0\\ninheritance = baldwinian\\n' > \"$W/h0\" && sed 's/= 0/= 20/' \"$W/h0\" > \"$W/h20\" && cat \"$W/e.ini\" \"$W/h0\" > \"$W/e0.ini\" && cat \"$W/e.ini\" \"$W/h20\" > \"$W/e20.ini\" && expect 1 '${otc}' evolve \"$W/e0.ini\" --task visual --seed 3 --generations 2 --threads 2 && head -1 \"$W/out\" > \"$W/untrained\" && expect 1 '${otc}' evolve \"$W/e20.ini\" --task visual --seed 3 --generations 2 --threads 2 --out \"$W/e.otm\" && has out 'champion saved' && head -1 \"$W/out\" > \"$W/trained\" && ! cmp -s \"$W/untrained\" \"$W/trained\" && yes 0 | head -n 121 | paste -sd, > \"$W/x.csv\" && expect 0 '${otc}' run \"$W/e.otm\" --input \"$W/x.csv\" --no-header"
+      baldwin_optimizer_exits_2
+      "sed 's/^optimizer .*/optimizer = sgd/' '${retina_baldwin}' > \"$W/o.ini\" && expect 2 '${otc}' evolve \"$W/o.ini\" --task retina && has err 'o.ini' && has err '[Hybrid] optimizer'"
       baldwin_visual_runs
       "sed 's/^pop_size .*/pop_size = 10/' '${visual}' > \"$W/v.ini\" && printf '[Hybrid]\\ntrain_steps = 5\\ninheritance = baldwinian\\n' >> \"$W/v.ini\" && expect 1 '${otc}' evolve \"$W/v.ini\" --task visual --seed 1 --generations 1 --threads 2 --out \"$W/v.otm\" --reevaluate visual:33 && has out 'visual: champion mean distance d (cells) = ' && has out 'champion saved' && has out 'visual:33: champion fitness' && expect 0 '${otc}' summary \"$W/v.otm\" && has out 'layer1.weight'")
   list(LENGTH hyperneat_cli_cases n)

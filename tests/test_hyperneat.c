@@ -1040,28 +1040,61 @@ TEST(substrate_gradient_matches_finite_differences) {
     otc_substrate_free(s);
 }
 
-/* A short Baldwinian run of the example: the same generations on 1 and 2 threads, and the
- * saved champion is the trained substrate (its weights the task's trained ones, not the
- * CPPN's painted ones, and its answers the trained substrate's). */
-TEST(retina_baldwinian_same_on_1_and_2_threads) {
-    double best[2][3];
-    otc_neat_config c;
+/* c's run of task_name from seed for gens (at most 8) generations on 1 and on 2 threads: the
+ * best fitness of every generation the same on both. The 1-thread population is returned
+ * (NULL on failure) and *task the task that ran, both for the caller to free. */
+static otc_neat_population *same_on_1_and_2_threads(const otc_neat_config *c, const char *task_name,
+                                                    uint64_t seed, int gens, otc_neat_task **task) {
+    double best[2][8];
     otc_neat_population *keep = NULL;
-    for (int th = 0; th < 2; th++) {
+    *task = NULL;
+    if (otc_neat_task_create(task_name, c, task) != OTC_OK) {
+        CHECK_MSG(false, "%s", otc_last_error());
+        return NULL;
+    }
+    for (int th = 0; th < 2 && gens <= 8; th++) {
         otc_neat_population *p = NULL;
-        run_example("retina_baldwin.ini", "retina", 20, 3, th + 1, 3, &c, &p);
-        REQUIRE(p);
-        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
+        CHECK(otc_neat_population_new(c, seed, &p) == OTC_OK);
+        otc_neat_run_options o = {.generations = gens, .threads = th + 1};
+        CHECK(p && otc_neat_run(p, *task, &o, NULL) == OTC_OK);
+        if (!p || otc_neat_stats_count(p) != gens) {
+            otc_neat_population_free(p);
+            otc_neat_population_free(keep);
+            return NULL;
+        }
+        for (int gen = 0; gen < gens; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
         if (th)
             otc_neat_population_free(p);
         else
             keep = p;
     }
-    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
-    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
-    CHECK(c.train_steps > 0 && !c.lamarckian);
+    printf("%s: best fitness by generation:", task_name);
+    for (int gen = 0; keep && gen < gens; gen++) {
+        CHECK(best[0][gen] == best[1][gen]);
+        printf(" %.4f", best[0][gen]);
+    }
+    printf("\n");
+    return keep;
+}
+
+/* The example config INI with pop_size genomes into *c. */
+static void load_example(const char *ini, int pop_size, otc_neat_config *c) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/neat/%s", OTC_SOURCE_DIR, ini);
+    REQUIRE(otc_neat_config_load(path, c) == OTC_OK);
+    c->pop_size = pop_size;
+}
+
+/* A short Baldwinian run of the example: the same generations on 1 and 2 threads, and the
+ * saved champion is the trained substrate (its weights the task's trained ones, not the
+ * CPPN's painted ones, and its answers the trained substrate's). */
+TEST(retina_baldwinian_same_on_1_and_2_threads) {
+    otc_neat_config c;
+    load_example("retina_baldwin.ini", 20, &c);
     otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("retina", &c, &task) == OTC_OK);
+    otc_neat_population *keep = same_on_1_and_2_threads(&c, "retina", 3, 3, &task);
+    REQUIRE(keep);
+    CHECK(c.train_steps > 0 && !c.lamarckian);
     REQUIRE(task->substrate);
     otc_graph *g = NULL;
     otc_substrate *trained = NULL, *painted = NULL;
@@ -1094,32 +1127,15 @@ TEST(retina_baldwinian_same_on_1_and_2_threads) {
  * run of visual.ini with 10 steps per genome is the same on 1 and 2 threads, and its champion's
  * recorded fitness is its trained substrate's score. */
 TEST(visual_baldwinian_same_on_1_and_2_threads) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/examples/neat/visual.ini", OTC_SOURCE_DIR);
     otc_neat_config c;
-    REQUIRE(otc_neat_config_load(path, &c) == OTC_OK);
-    c.pop_size = 20;
+    load_example("visual.ini", 20, &c);
     c.train_steps = 10;
     c.batch_size = 75;
     c.learning_rate = 0.1;
     c.lamarckian = false;
     otc_neat_task *task = NULL;
-    REQUIRE(otc_neat_task_create("visual", &c, &task) == OTC_OK);
-    double best[2][3];
-    otc_neat_population *keep = NULL;
-    for (int th = 0; th < 2; th++) {
-        otc_neat_population *p = NULL;
-        REQUIRE(otc_neat_population_new(&c, 4, &p) == OTC_OK);
-        otc_neat_run_options o = {.generations = 3, .threads = th + 1};
-        REQUIRE(otc_neat_run(p, task, &o, NULL) == OTC_OK);
-        for (int gen = 0; gen < 3; gen++) best[th][gen] = otc_neat_stats(p, gen)->best_fitness;
-        if (th)
-            otc_neat_population_free(p);
-        else
-            keep = p;
-    }
-    for (int gen = 0; gen < 3; gen++) CHECK(best[0][gen] == best[1][gen]);
-    printf("best fitness by generation: %.4f %.4f %.4f\n", best[0][0], best[0][1], best[0][2]);
+    otc_neat_population *keep = same_on_1_and_2_threads(&c, "visual", 4, 3, &task);
+    REQUIRE(keep);
     otc_substrate *trained = NULL;
     REQUIRE(task->substrate(task, &c, otc_neat_champion(keep), &trained) == OTC_OK);
     double fitness = 0;
@@ -1127,6 +1143,171 @@ TEST(visual_baldwinian_same_on_1_and_2_threads) {
     REQUIRE(otc_visual_score(trained, &fitness, &hits, NULL) == OTC_OK);
     CHECK_NEAR(fitness, otc_neat_champion(keep)->fitness, 1e-9);
     otc_substrate_free(trained);
+    otc_neat_task_free(task);
+    otc_neat_population_free(keep);
+}
+
+/* ---- Baldwinian training of ES-HyperNEAT substrates ---------------------------------------- */
+
+/* The network of es_hyperneat_network_links_and_runs (2 inputs, h0 and h1, 1 output; 7 links)
+ * as a tanh substrate with painted biases 0.3 + 0.2 x (bias_output), or without biases. */
+static void es_tanh_substrate(bool bias, otc_substrate **s) {
+    const char *keys = ES_KEYS "input_grid = 2x1\noutput_grid = 1x1\ninitial_depth = 1\n"
+                               "maximum_depth = 3\ndivision_threshold = 0.01\n"
+                               "variance_threshold = 0.03\nband_threshold = 0.2\n"
+                               "activation = tanh\n";
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s%s", keys, bias ? "bias_output = true\n" : "");
+    otc_neat_config c = config_of(
+        bias ? "num_inputs = 4\nnum_outputs = 2\n" : "num_inputs = 4\nnum_outputs = 1\n", sub);
+    const float b[2] = {0.0f, 0.3f}, w = 0.2f;
+    const int conn[1][2] = {{2, 5}};
+    otc_neat_genome *g = cppn(bias ? 2 : 1, b, conn, &w, bias ? 1 : 0);
+    int innov = 1;
+    add_min_term(g, 2, 3, 1.0f, 6, &innov);
+    add_min_term(g, 0, 1, 1.0f, 8, &innov);
+    paint(&c, g, s);
+    otc_neat_genome_free(g);
+}
+
+/* The MSE of the evolvable substrate s's network on (x, t), in double, from a flat program of
+ * its own built from the network as it is now (not the training code's forward pass). */
+static double es_mse_of(otc_substrate *s, const float *x, const float *t, int rows) {
+    otc_neat_flat *f = otc_neat_flat_new();
+    float y[64];
+    bool ok =
+        f && rows <= 64 &&
+        otc_neat_flat_build(f, otc_substrate_es(s)->net, otc_substrate_es_config(s)) == OTC_OK &&
+        otc_neat_flat_forward(f, x, rows, y) == OTC_OK;
+    CHECK(ok);
+    otc_neat_flat_free(f);
+    double e = 0;
+    for (int i = 0; i < rows; i++) e += ((double)y[i] - t[i]) * ((double)y[i] - t[i]);
+    return ok ? e / rows : NAN;
+}
+
+/* 16 rows of the 2-input network's inputs and targets. */
+static void es_rows(float *x, float *t) {
+    for (int r = 0; r < 16; r++) {
+        x[2 * r] = 0.3f * (float)(r % 4) - 0.4f;
+        x[2 * r + 1] = 0.25f * (float)(r / 4) - 0.2f;
+        t[r] = 0.6f * sinf(2.0f * x[2 * r] - x[2 * r + 1]);
+    }
+}
+
+/* The evolvable substrate's gradient against central finite differences of the MSE from a
+ * flat program of its network, for every link the search placed and every neuron's bias; the
+ * inputs' biases get 0. */
+TEST(es_substrate_gradient_matches_finite_differences) {
+    otc_substrate *s = NULL;
+    es_tanh_substrate(true, &s);
+    const otc_es_network *es = otc_substrate_es(s);
+    REQUIRE(es && es->n_hidden == 2 && es->net->n_conns == 7 && es->net->n_nodes == 5);
+    otc_neat_genome *net = es->net;
+    CHECK_NEAR(otc_neat_genome_find_node(net, 3)->bias, 0.3 + 0.2 * 0.75, 1e-6);
+    float x[32], t[16], gw[7], gb[5], loss = 0;
+    es_rows(x, t);
+    float *gwp[1] = {gw}, *gbp[1] = {gb};
+    REQUIRE(otc_substrate_gradient(s, x, t, 16, &loss, gwp, gbp) == OTC_OK);
+    CHECK_NEAR(loss, es_mse_of(s, x, t, 16), 1e-6);
+    const float h = 1e-2f;
+    int checked = 0;
+    for (int k = 0; k < 7 + 5; k++) {
+        bool is_w = k < 7;
+        if (!is_w && net->nodes[k - 7].type == OTC_NEAT_INPUT) {
+            CHECK(gb[k - 7] == 0.0f);
+            continue;
+        }
+        float *p = is_w ? &net->conns[k].weight : &net->nodes[k - 7].bias;
+        float g = is_w ? gw[k] : gb[k - 7], keep = *p;
+        *p = keep + h;
+        double up = es_mse_of(s, x, t, 16);
+        *p = keep - h;
+        double down = es_mse_of(s, x, t, 16);
+        *p = keep;
+        double fd = (up - down) / (2 * h);
+        CHECK_MSG(fabs(g - fd) < 1e-4 + 0.02 * fabs(fd), "parameter %d: %g, differences %g", k,
+                  (double)g, fd);
+        checked++;
+    }
+    CHECK(checked == 7 + 3);
+    otc_substrate_free(s);
+}
+
+/* Training the evolvable substrate lowers its MSE (from a flat program of the trained network),
+ * keeps the links the search placed and adds none, runs the trained network, and trains the
+ * biases only with bias_output; the same training twice gives the same network. */
+TEST(es_substrate_training_tunes_its_network) {
+    float x[32], t[16];
+    es_rows(x, t);
+    for (int bias = 0; bias < 2; bias++) {
+        otc_substrate *s = NULL, *again = NULL;
+        es_tanh_substrate(bias, &s);
+        es_tanh_substrate(bias, &again);
+        const otc_neat_genome *net = otc_substrate_es(s)->net;
+        REQUIRE(net->n_conns == 7);
+        int in[7], out[7];
+        float w0[7];
+        for (int k = 0; k < 7; k++) {
+            in[k] = net->conns[k].in;
+            out[k] = net->conns[k].out;
+            w0[k] = net->conns[k].weight;
+        }
+        double before = es_mse_of(s, x, t, 16);
+        otc_substrate_train_options o = {200, 8, 0.05f};
+        REQUIRE(otc_substrate_train(s, x, t, 16, &o, NULL) == OTC_OK);
+        REQUIRE(otc_substrate_train(again, x, t, 16, &o, NULL) == OTC_OK);
+        net = otc_substrate_es(s)->net;
+        double after = es_mse_of(s, x, t, 16);
+        printf("bias %d: MSE %.5f -> %.5f\n", bias, before, after);
+        CHECK(after < 0.3 * before);
+        REQUIRE(net->n_conns == 7);
+        int moved = 0;
+        for (int k = 0; k < 7; k++) {
+            CHECK(net->conns[k].in == in[k] && net->conns[k].out == out[k]);
+            moved += net->conns[k].weight != w0[k];
+            CHECK(net->conns[k].weight == otc_substrate_es(again)->net->conns[k].weight);
+        }
+        CHECK(moved == 7);
+        for (int i = 0; i < net->n_nodes; i++) {
+            float b = net->nodes[i].bias;
+            if (!bias || net->nodes[i].type == OTC_NEAT_INPUT) CHECK(b == 0.0f);
+            CHECK(b == otc_substrate_es(again)->net->nodes[i].bias);
+        }
+        /* The substrate runs the trained network. */
+        float y[16];
+        REQUIRE(otc_substrate_forward(s, x, 16, y) == OTC_OK);
+        double e = 0;
+        for (int r = 0; r < 16; r++) e += ((double)y[r] - t[r]) * ((double)y[r] - t[r]);
+        CHECK_NEAR(e / 16, after, 1e-9);
+        otc_substrate_free(s);
+        otc_substrate_free(again);
+    }
+}
+
+/* A short Baldwinian run of visual_es.ini (5 steps per genome) is the same on 1 and 2 threads,
+ * and its champion's recorded fitness is its trained substrate's score. */
+TEST(es_baldwinian_same_on_1_and_2_threads) {
+    otc_neat_config c;
+    load_example("visual_es.ini", 20, &c);
+    c.train_steps = 5;
+    c.batch_size = 75;
+    c.learning_rate = 0.1;
+    c.lamarckian = false;
+    otc_neat_task *task = NULL;
+    otc_neat_population *keep = same_on_1_and_2_threads(&c, "visual", 5, 3, &task);
+    REQUIRE(keep);
+    otc_substrate *trained = NULL, *painted = NULL;
+    REQUIRE(task->substrate(task, &c, otc_neat_champion(keep), &trained) == OTC_OK);
+    REQUIRE(otc_substrate_from_genome(otc_neat_champion(keep), &c, 1, NULL, &painted) == OTC_OK);
+    double fitness = 0, untrained = 0;
+    int hits = 0;
+    REQUIRE(otc_visual_score(trained, &fitness, &hits, NULL) == OTC_OK);
+    CHECK_NEAR(fitness, otc_neat_champion(keep)->fitness, 1e-9);
+    REQUIRE(otc_visual_score(painted, &untrained, &hits, NULL) == OTC_OK);
+    printf("champion: fitness %.4f trained, %.4f as painted\n", fitness, untrained);
+    otc_substrate_free(trained);
+    otc_substrate_free(painted);
     otc_neat_task_free(task);
     otc_neat_population_free(keep);
 }

@@ -294,6 +294,58 @@ TEST(optim_state_shape_is_fixed_by_first_step) {
     otc_optimizer_free(opt);
 }
 
+/* n steps of opt on groups of sizes sz[0..k) from parameters p0 (the gradient a fixed function
+ * of the parameters and the step), into out (the groups end to end). */
+static void steps_from(otc_optimizer *opt, int k, const size_t *sz, int n, float *out) {
+    float p[2][100], g[2][100];
+    float *params[2] = {p[0], p[1]};
+    const float *grads[2] = {g[0], g[1]};
+    for (int j = 0; j < k; j++)
+        for (size_t i = 0; i < sz[j]; i++) p[j][i] = 0.1f * (float)(i % 7) - 0.2f * (float)j;
+    for (int s = 0; s < n; s++) {
+        for (int j = 0; j < k; j++)
+            for (size_t i = 0; i < sz[j]; i++)
+                g[j][i] = sinf(3.0f * p[j][i] + (float)(s + i)) + 0.5f * (float)j;
+        CHECK(otc_optimizer_step(opt, k, params, grads, sz) == OTC_OK);
+    }
+    size_t at = 0;
+    for (int j = 0; j < k; j++, at += sz[j - 1]) memcpy(out + at, p[j], sizeof(float) * sz[j]);
+}
+
+/* After a reset (the moments kept, zeroed) an optimiser steps exactly as a new one, on groups
+ * of the sizes it had (a large one and a packed small one) or of others. */
+TEST(optim_reset_steps_as_a_new_optimiser) {
+    const otc_optim_kind kinds[3] = {OTC_OPTIM_SGD, OTC_OPTIM_ADAM, OTC_OPTIM_ADAMW};
+    const size_t same[2] = {100, 3}, other[1] = {5};
+    for (int k = 0; k < 3; k++) {
+        otc_optim_config c = otc_optim_defaults(kinds[k]);
+        c.lr = 0.05f;
+        c.momentum = kinds[k] == OTC_OPTIM_SGD ? 0.9f : 0.0f;
+        otc_optimizer *used = otc_optimizer_new(&c), *fresh = otc_optimizer_new(&c),
+                      *fresh2 = otc_optimizer_new(&c);
+        REQUIRE(used && fresh && fresh2);
+        float a[103], b[103];
+        steps_from(used, 2, same, 4, a);
+        otc_optimizer_reset(used);
+        CHECK(otc_optimizer_steps(used) == 0);
+        steps_from(used, 2, same, 3, a);
+        steps_from(fresh, 2, same, 3, b);
+        CHECK(!memcmp(a, b, sizeof(float) * 103));
+        otc_optimizer_reset(used);
+        steps_from(used, 1, other, 3, a);
+        steps_from(fresh2, 1, other, 3, b);
+        CHECK(!memcmp(a, b, sizeof(float) * 5));
+        /* Without a reset the sizes stay fixed. */
+        float p[5] = {0}, g[5] = {0};
+        float *params[1] = {p};
+        const float *grads[1] = {g};
+        CHECK(otc_optimizer_step(used, 1, params, grads, &same[1]) == OTC_ERR_ARG);
+        otc_optimizer_free(used);
+        otc_optimizer_free(fresh);
+        otc_optimizer_free(fresh2);
+    }
+}
+
 TEST(optim_rejects_bad_configs) {
     otc_optim_config c = otc_optim_defaults(OTC_OPTIM_SGD);
     c.lr = -1.0f;

@@ -122,13 +122,17 @@ otc_status otc_substrate_forward(otc_substrate *s, const float *x, int batch, fl
  * until s runs again, is painted or freed. */
 otc_status otc_substrate_run(otc_substrate *s, const float *x, int batch, const float **y);
 
-/* Gradient training of a layered substrate's painted weights ([Hybrid] train_steps with
+/* Gradient training of a painted substrate's weights ([Hybrid] train_steps with
  * inheritance = baldwinian): the loss is the MSE between s's outputs for inputs x
  * [rows, size(0)] and targets t [rows, size(last)] (the op table's per-element loss, averaged),
  * its gradient backpropagated through the layers with the activation's derivative from the op
  * table. A weight that is 0 when training starts (a link the CPPN did not express) gets
  * gradient 0 and stays exactly 0, so training tunes only what the CPPN painted; biases train
- * with bias_output (without it the substrate has none). */
+ * with bias_output (without it the substrate has none). An evolvable substrate trains the
+ * network its last paint found: every link the search placed (whatever its weight; links it
+ * did not place stay absent), backpropagated over the network in topological order (the
+ * search drops recurrent links, so it has one), and the neurons' biases with bias_output; the
+ * trained values are written into that network (otc_substrate_es), which then runs. */
 typedef struct {
     int steps;           /* Adam steps (PyTorch's defaults but the learning rate) */
     int batch_size;      /* rows per step; >= rows: every row every step (full batch) */
@@ -138,12 +142,31 @@ typedef struct {
  * anew each pass by an RNG of a fixed seed, so the trained weights depend on s, x, t and o
  * alone (any thread, any run). Training stops early when the loss is not finite (the score
  * will show it). *loss (NULL: not wanted): the loss of the last step taken, before its update.
- * OTC_ERR_ARG for an evolvable substrate (its network changes with each paint). */
+ * OTC_ERR_STATE for an evolvable substrate not painted. */
 otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t, int rows,
                                const otc_substrate_train_options *o, float *loss);
+/* What a task's substrates train on (Baldwinian hybrid HyperNEAT): inputs x [rows, size(0)],
+ * targets t [rows, size(last)] and the config's [Hybrid] options (steps 0: no training). */
+typedef struct {
+    const float *x, *t;
+    int rows;
+    otc_substrate_train_options train;
+} otc_substrate_lessons;
+/* The config's [Hybrid] train_steps, batch_size and learning_rate as training options. */
+otc_substrate_train_options otc_substrate_train_options_of(const otc_neat_config *c);
+/* Trains s on e when e->train.steps > 0 (else leaves it as painted): what each evaluation
+ * does between painting and scoring. */
+otc_status otc_substrate_learn(otc_substrate *s, const otc_substrate_lessons *e);
+/* The substrate (at `scale`) a task hands out of evolution: the genome's CPPN painted into a
+ * substrate of its own and trained as its evaluations train it (*out NULL on failure). */
+otc_status otc_substrate_from_genome_trained(const otc_neat_genome *cppn, const otc_neat_config *c,
+                                             int scale, const otc_substrate_lessons *e,
+                                             otc_substrate **out);
 /* The loss of s on (x, t) and its gradient: gw[l] by layer l's weights (sized as
  * otc_substrate_weights(s, l), 0 where the weight is 0), gb[l] by its biases (0 without
- * bias_output). */
+ * bias_output). An evolvable substrate's: gw[0] by its network's conns (net->n_conns, in their
+ * order), gb[0] by its nodes' biases (net->n_nodes, in their order; 0 for the inputs and
+ * without bias_output). */
 otc_status otc_substrate_gradient(otc_substrate *s, const float *x, const float *t, int rows,
                                   float *loss, float *const *gw, float *const *gb);
 

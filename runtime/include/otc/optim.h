@@ -35,7 +35,8 @@ void otc_optimizer_free(otc_optimizer *opt);
 const otc_optim_config *otc_optimizer_config(const otc_optimizer *opt);
 void otc_optimizer_set_lr(otc_optimizer *opt, float lr);
 /* Forget every step taken: the next step is a first step (t 1, moments and momentum 0), on
- * parameter groups of any sizes (one optimiser for many trainings in turn). */
+ * parameter groups of any sizes (one optimiser for many trainings in turn). The state's memory
+ * is kept, zeroed, for a next step on groups of the same sizes. */
 void otc_optimizer_reset(otc_optimizer *opt);
 /* Steps taken so far (Adam's t). */
 long otc_optimizer_steps(const otc_optimizer *opt);

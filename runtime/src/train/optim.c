@@ -21,6 +21,7 @@ struct otc_optimizer {
     otc_expr_program prog[3];
     bool compiled[3];
     bool programs_ready;
+    bool resized; /* reset since the last step: the groups may change their sizes */
     /* Groups smaller than PACK (a neuron's weights, a bias) are updated as one block, so the
      * rule's programs run once over all of them instead of once per group: their weights
      * and gradients gathered into pack[0] and pack[1] each step, their moments kept side by
@@ -137,8 +138,18 @@ void otc_optimizer_set_lr(otc_optimizer *opt, float lr) {
 
 void otc_optimizer_reset(otc_optimizer *opt) {
     if (!opt) return;
-    free_state(opt); /* the next step sizes it anew, moments zeroed */
     opt->t = 0;
+    if (opt->n_groups < 0) return;
+    /* The moments zeroed where they are, kept for a next step on groups of the same sizes (a
+     * step on others sizes them anew): training one model after another allocates nothing. */
+    for (int i = 0; i < opt->n_groups; i++) {
+        if (opt->sizes[i] < PACK) continue; /* in pack[2], pack[3] */
+        if (opt->m[i]) memset(opt->m[i], 0, (opt->sizes[i] + 1) * sizeof(float));
+        if (opt->v[i]) memset(opt->v[i], 0, (opt->sizes[i] + 1) * sizeof(float));
+    }
+    for (int k = 2; k < 4; k++)
+        if (opt->pack[k]) memset(opt->pack[k], 0, opt->n_packed * sizeof(float));
+    opt->resized = true;
 }
 
 long otc_optimizer_steps(const otc_optimizer *opt) {
@@ -218,6 +229,12 @@ otc_status otc_optimizer_step(otc_optimizer *opt, int n, float *const *params,
         if (sizes[i] > 0 && (!params[i] || !grads[i]))
             return otc_fail(OTC_ERR_ARG, "otc_optimizer_step: group %d has a NULL pointer", i);
     }
+    if (opt->resized && opt->n_groups >= 0) {
+        bool same = n == opt->n_groups;
+        for (int i = 0; same && i < n; i++) same = sizes[i] == opt->sizes[i];
+        if (!same) free_state(opt); /* sized anew below, moments zeroed */
+    }
+    opt->resized = false;
     if (opt->n_groups < 0) {
         otc_status st = alloc_state(opt, n, sizes);
         if (st) return st;

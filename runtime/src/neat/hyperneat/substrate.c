@@ -100,11 +100,6 @@ otc_status otc_substrate_check(const otc_neat_config *c, const char *file) {
                         "%s: [DefaultGenome] feed_forward: a [Substrate] CPPN must be a "
                         "feed-forward network (a function of its inputs)",
                         file);
-    if (c->train_steps > 0 && s->evolvable)
-        return otc_fail(OTC_ERR_CONFIG,
-                        "%s: [Hybrid] train_steps: an evolvable substrate (ES-HyperNEAT) does not "
-                        "train (its network changes with each paint); only layered substrates do",
-                        file);
     if (c->train_steps > 0 && c->lamarckian)
         return otc_fail(OTC_ERR_CONFIG,
                         "%s: [Hybrid] inheritance: lamarckian (the default) writes trained weights "
@@ -256,6 +251,7 @@ void otc_substrate_free(otc_substrate *s) {
     otc_es_network_clear(&s->es);
     otc_neat_flat_free(s->es_flat);
     otc_substrate_trainer_free(s->train);
+    otc_es_trainer_free(s->es_train);
     free(s);
 }
 

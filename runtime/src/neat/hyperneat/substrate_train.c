@@ -1,7 +1,8 @@
-/* Gradient training of a painted layered substrate (Baldwinian hybrid HyperNEAT): dense
- * backpropagation over the substrate's own weights, the loss and activation derivatives from
- * the op table, Adam from the runtime's optimiser; the buffers live with the substrate, so a
- * pool's substrates train again without allocating. */
+/* Gradient training of a painted substrate (Baldwinian hybrid HyperNEAT): dense
+ * backpropagation over a layered substrate's own weights (an evolvable one's network in
+ * es_train.c), the loss and activation derivatives from the op table, Adam (the one optimiser
+ * [Hybrid] offers) from the runtime's optimiser, the mini-batch order shared; the buffers live
+ * with the substrate, so a pool's substrates train again without allocating. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -61,10 +62,11 @@ static otc_status trainer_for(otc_substrate *s, int rows, int n_order,
                               otc_substrate_trainer **out) {
     otc_substrate_trainer *t = s->train;
     bool ok = true;
+    bool layered = !s->cfg.evolvable; /* an evolvable one's network has its own buffers */
     if (!t) {
         t = s->train = calloc(1, sizeof *t);
         ok = t != NULL;
-        for (int l = 0; ok && l + 1 < s->n_layers; l++) {
+        for (int l = 0; ok && layered && l + 1 < s->n_layers; l++) {
             size_t n = (size_t)s->size[l] * (size_t)s->size[l + 1];
             t->gw[l] = malloc(sizeof(float) * n);
             t->keep[l] = malloc(n);
@@ -74,7 +76,7 @@ static otc_status trainer_for(otc_substrate *s, int rows, int n_order,
     }
     if (ok && rows > t->rows) {
         size_t r = (size_t)rows, w = (size_t)widest(s);
-        for (int l = 0; l + 1 < s->n_layers; l++) {
+        for (int l = 0; layered && l + 1 < s->n_layers; l++) {
             free(t->z[l]);
             free(t->a[l]);
             t->z[l] = malloc(sizeof(float) * r * (size_t)s->size[l + 1]);
@@ -159,11 +161,7 @@ static otc_status backprop(otc_substrate *s, otc_substrate_trainer *tr, const fl
 static otc_status check_args(const otc_substrate *s, const float *x, const float *t, int rows,
                              const char *fn) {
     if (!s || !x || !t || rows < 1) return otc_fail(OTC_ERR_ARG, "%s: bad argument", fn);
-    if (s->cfg.evolvable)
-        return otc_fail(OTC_ERR_ARG,
-                        "%s: an evolvable substrate's network changes with each paint; only a "
-                        "layered substrate trains",
-                        fn);
+    if (s->cfg.evolvable && !s->es_found) return otc_fail(OTC_ERR_STATE, "%s: not painted", fn);
     return OTC_OK;
 }
 
@@ -180,6 +178,13 @@ otc_status otc_substrate_gradient(otc_substrate *s, const float *x, const float 
     otc_status st = check_args(s, x, t, rows, "otc_substrate_gradient");
     if (st == OTC_OK && (!loss || !gw || !gb))
         st = otc_fail(OTC_ERR_ARG, "otc_substrate_gradient: NULL output");
+    if (st == OTC_OK && s->cfg.evolvable) {
+        otc_es_trainer *es = NULL;
+        st = otc_es_trainer_prepare(s, rows, &es);
+        if (st == OTC_OK) st = otc_es_trainer_backprop(es, x, t, rows, loss);
+        if (st == OTC_OK) otc_es_trainer_gradient(es, s, gw[0], gb[0]);
+        return st;
+    }
     otc_substrate_trainer *tr = NULL;
     if (st == OTC_OK) st = trainer_for(s, rows, 0, &tr);
     if (st != OTC_OK) return st;
@@ -231,17 +236,25 @@ otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t,
     } else {
         otc_optimizer_reset(tr->opt);
     }
-    mark_painted(s, tr);
     otc_rng rng;
     otc_rng_seed(&rng, ORDER_SEED);
     for (int i = 0; !full && i < rows; i++) tr->order[i] = i;
     int pos = rows; /* the first batch shuffles */
-    /* Parameter groups: every layer's weights, then (bias_output) its biases. */
+    /* Parameter groups: every layer's weights, then (bias_output) its biases; for an evolvable
+     * substrate its network's link weights, then (bias_output) its neurons' biases. */
     float *p[2 * (MAX_LAYERS - 1)];
     const float *g[2 * (MAX_LAYERS - 1)];
     size_t sz[2 * (MAX_LAYERS - 1)];
     int n = 0;
-    for (int l = 0; l + 1 < s->n_layers; l++) {
+    otc_es_trainer *es = NULL;
+    if (s->cfg.evolvable) {
+        st = otc_es_trainer_prepare(s, B, &es);
+        if (st != OTC_OK) return st;
+        n = otc_es_trainer_params(es, s->cfg.bias_output, p, g, sz);
+    } else {
+        mark_painted(s, tr);
+    }
+    for (int l = 0; !es && l + 1 < s->n_layers; l++) {
         p[n] = s->w[l];
         g[n] = tr->gw[l];
         sz[n++] = (size_t)s->size[l] * (size_t)s->size[l + 1];
@@ -253,10 +266,12 @@ otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t,
     float lv = 0;
     for (int step = 0; step < o->steps && st == OTC_OK; step++) {
         if (!full) next_batch(s, tr, &rng, &pos, x, t, rows, B);
-        st = backprop(s, tr, full ? x : tr->bx, full ? t : tr->bt, B, &lv);
+        const float *bx = full ? x : tr->bx, *bt = full ? t : tr->bt;
+        st = es ? otc_es_trainer_backprop(es, bx, bt, B, &lv) : backprop(s, tr, bx, bt, B, &lv);
         if (st == OTC_OK && !isfinite(lv)) break; /* diverged: the score will show it */
         if (st == OTC_OK) st = otc_optimizer_step(tr->opt, n, p, g, sz);
     }
+    if (es && st == OTC_OK) st = otc_es_trainer_store(es, s);
     if (loss) *loss = lv;
     return st;
 }

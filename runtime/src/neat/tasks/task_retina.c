@@ -81,14 +81,8 @@ typedef struct {
     otc_retina_goal goal;
     otc_substrate_pool *pool;
     float x[OTC_RETINA_PATTERNS * GRID_X * GRID_Y], t[OTC_RETINA_PATTERNS * 2];
-    otc_substrate_train_options train;
+    otc_substrate_lessons lessons; /* x and t, with [Hybrid]'s options */
 } retina_ctx;
-
-/* Trains s (Baldwinian: the genome keeps its CPPN) when the config asks for it. */
-static otc_status retina_train(const retina_ctx *x, otc_substrate *s) {
-    if (x->train.steps <= 0) return OTC_OK;
-    return otc_substrate_train(s, x->x, x->t, OTC_RETINA_PATTERNS, &x->train, NULL);
-}
 
 static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
@@ -98,7 +92,7 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
     otc_status st = otc_substrate_pool_paint(x->pool, g, c, 1, otc_neat_eval_scratch(), &s);
     double fitness = 0;
     int correct = 0;
-    if (st == OTC_OK) st = retina_train(x, s);
+    if (st == OTC_OK) st = otc_substrate_learn(s, &x->lessons);
     /* The behaviour (the diversity objective, novelty search): the answer to each pattern, as
      * Huizinga, Mouret and Clune (2014) compare networks (the distance is then the share of
      * answers that differ). */
@@ -114,13 +108,8 @@ static otc_status retina_evaluate(const otc_neat_task *task, const otc_neat_conf
 
 static otc_status retina_substrate(const otc_neat_task *task, const otc_neat_config *c,
                                    const otc_neat_genome *g, otc_substrate **out) {
-    otc_status st = otc_substrate_from_genome(g, c, 1, NULL, out);
-    if (st == OTC_OK) st = retina_train(task->ctx, *out);
-    if (st != OTC_OK) {
-        otc_substrate_free(*out);
-        *out = NULL;
-    }
-    return st;
+    const retina_ctx *x = task->ctx;
+    return otc_substrate_from_genome_trained(g, c, 1, &x->lessons, out);
 }
 
 static void retina_ctx_free(retina_ctx *x) {
@@ -159,8 +148,8 @@ otc_status otc_neat_retina_task_create(const char *spec, const otc_neat_config *
     if (x) {
         x->goal = goal;
         x->pool = otc_substrate_pool_new();
-        x->train =
-            (otc_substrate_train_options){c->train_steps, c->batch_size, (float)c->learning_rate};
+        x->lessons = (otc_substrate_lessons){x->x, x->t, OTC_RETINA_PATTERNS,
+                                             otc_substrate_train_options_of(c)};
         for (int p = 0; p < OTC_RETINA_PATTERNS; p++) {
             otc_retina_pixels(p, x->x + p * GRID_X * GRID_Y);
             float *t = x->t + p * out_x;

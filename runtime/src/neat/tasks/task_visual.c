@@ -127,15 +127,9 @@ static float *trial_targets(int k) {
 typedef struct {
     int scale;
     float *fields, *targets;
-    otc_substrate_train_options train;
+    otc_substrate_lessons lessons; /* fields and targets, with [Hybrid]'s options */
     otc_substrate_pool *pool;
 } visual_ctx;
-
-/* Trains s (Baldwinian: the genome keeps its CPPN) when the config asks for it. */
-static otc_status visual_train(const visual_ctx *v, otc_substrate *s) {
-    if (v->train.steps <= 0) return OTC_OK;
-    return otc_substrate_train(s, v->fields, v->targets, OTC_VISUAL_TRIALS, &v->train, NULL);
-}
 
 static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_config *c,
                                   otc_neat_genome *g, uint64_t seed, otc_neat_eval *out) {
@@ -146,7 +140,7 @@ static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_conf
     double fitness = 0, mean_d = 0;
     int hits = 0;
     if (st == OTC_OK && !field_scale(s)) st = OTC_ERR_CONFIG;
-    if (st == OTC_OK) st = visual_train(v, s);
+    if (st == OTC_OK) st = otc_substrate_learn(s, &v->lessons);
     if (st == OTC_OK) st = score(s, v->fields, &fitness, &hits, &mean_d);
     otc_substrate_pool_give(v->pool, c, v->scale, s);
     if (st != OTC_OK) return st;
@@ -159,13 +153,7 @@ static otc_status visual_evaluate(const otc_neat_task *task, const otc_neat_conf
 static otc_status visual_substrate(const otc_neat_task *task, const otc_neat_config *c,
                                    const otc_neat_genome *g, otc_substrate **out) {
     const visual_ctx *v = task->ctx;
-    otc_status st = otc_substrate_from_genome(g, c, v->scale, NULL, out);
-    if (st == OTC_OK) st = visual_train(v, *out);
-    if (st != OTC_OK) {
-        otc_substrate_free(*out);
-        *out = NULL;
-    }
-    return st;
+    return otc_substrate_from_genome_trained(g, c, v->scale, &v->lessons, out);
 }
 
 static void visual_ctx_free(visual_ctx *v) {
@@ -207,11 +195,12 @@ otc_status otc_neat_visual_task_create(const char *spec, const otc_neat_config *
     visual_ctx *v = calloc(1, sizeof *v);
     if (v) {
         int k = side / FIELD;
-        *v = (visual_ctx){k,
-                          trial_fields(k),
-                          c->train_steps > 0 ? trial_targets(k) : NULL,
-                          {c->train_steps, c->batch_size, (float)c->learning_rate},
-                          otc_substrate_pool_new()};
+        *v = (visual_ctx){.scale = k,
+                          .fields = trial_fields(k),
+                          .targets = c->train_steps > 0 ? trial_targets(k) : NULL,
+                          .pool = otc_substrate_pool_new()};
+        v->lessons = (otc_substrate_lessons){v->fields, v->targets, OTC_VISUAL_TRIALS,
+                                             otc_substrate_train_options_of(c)};
     }
     otc_neat_task *t = v && v->fields && v->pool && (v->targets || c->train_steps <= 0)
                            ? calloc(1, sizeof *t)
