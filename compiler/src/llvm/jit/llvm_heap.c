@@ -35,12 +35,14 @@ void otc_llvm_heap_prepare(void) {
     char *p = malloc(RESERVE);
     mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
     if (!p) return;
-    char *top = sbrk(0);
+    void *brk_end = sbrk(0);
+    uintptr_t b = (uintptr_t)p, top = (uintptr_t)brk_end;
     /* Only when the block is in the brk heap (glibc falls back to mappings when brk cannot
-     * grow): madvise marks the heap's pages from the first huge-page boundary in it. */
-    if (top != (char *)-1 && p < top && p + RESERVE <= top) {
-        uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-        uintptr_t e = (uintptr_t)top & ~(uintptr_t)(HUGE_PAGE - 1);
+     * grow; a sanitizer's allocator has its own): madvise marks the heap's pages from the
+     * first huge-page boundary in it. */
+    if (brk_end != (void *)-1 && b < top && b + RESERVE <= top) {
+        uintptr_t a = (b + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+        uintptr_t e = top & ~(uintptr_t)(HUGE_PAGE - 1);
         /* Where huge pages are off (or the kernel has none) this fails: 4 KB pages, as
          * before. */
         if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
