@@ -1,6 +1,7 @@
 /* The compile heap: before a process's first JIT compile, room at the top of glibc's main heap
  * is set aside in transparent huge pages, so LLVM's allocations fault in 2 MB at a time. */
 #define _GNU_SOURCE /* sbrk, madvise's MADV_HUGEPAGE */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@ enum {
     TRIM_THRESHOLD = 2 * RESERVE /* the reserve is not given back when freed */
 };
 
+/* The reserve's head below its first huge-page boundary, held for the process's life. */
+static void *head;
+
 void otc_llvm_heap_prepare(void) {
     /* A user's own malloc tuning is left alone. */
     const char *t = getenv("GLIBC_TUNABLES");
@@ -40,14 +44,22 @@ void otc_llvm_heap_prepare(void) {
     /* Only when the block is in the brk heap (glibc falls back to mappings when brk cannot
      * grow; a sanitizer's allocator has its own): madvise marks the heap's pages from the
      * first huge-page boundary in it. */
-    if (brk_end != (void *)-1 && b < top && b + RESERVE <= top) {
-        uintptr_t a = (b + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-        uintptr_t e = top & ~(uintptr_t)(HUGE_PAGE - 1);
-        /* Where huge pages are off (or the kernel has none) this fails: 4 KB pages, as
-         * before. */
-        if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-    }
+    bool in_brk = brk_end != (void *)-1 && b < top && b + RESERVE <= top;
+    uintptr_t a = (b + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    uintptr_t e = top & ~(uintptr_t)(HUGE_PAGE - 1);
+    /* Where huge pages are off (or the kernel has none) this fails: 4 KB pages, as before. */
+    if (in_brk && e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
     free(p);
+    /* The heap's next allocations would fill the block's head below the first boundary
+     * first, in 4 KB pages (up to 2 MB: most of a small compile's faults). It is kept
+     * allocated, never touched past its header, so they start at the boundary. */
+    if (in_brk && e > a && a - b > 64) {
+        head = malloc(a - b - 32);
+        if (head && (uintptr_t)head != b) {
+            free(head);
+            head = NULL;
+        }
+    }
 }
 #else
 void otc_llvm_heap_prepare(void) {}
