@@ -106,6 +106,9 @@ void otc_llvm_jit_object_counts(long *compiled, long *loaded);
  * process, inside the first compile's figure): wall clock, and with cpu_ms (optional) the
  * thread CPU time. */
 double otc_llvm_jit_setup_ms(double *cpu_ms);
+/* Sets aside room at the top of the process's heap in transparent huge pages for the
+ * compiles (llvm_heap.c); once per process, when the JIT is created. */
+void otc_llvm_heap_prepare(void);
 /* Removes the code from the JIT (its memory is returned) and frees the handle. */
 void otc_llvm_code_free(otc_llvm_code *code);
 

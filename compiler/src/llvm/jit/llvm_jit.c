@@ -106,6 +106,7 @@ static otc_status ensure_jit(void) {
     double t0 = otc_llvm_now_ms(), c0 = otc_llvm_cpu_ms();
     otc_status st = otc_llvm_init();
     if (st) return st;
+    otc_llvm_heap_prepare();
     /* The JIT only links: the objects come from tier_tm. Its own machine is a generic one for
      * the host's triple (the data layout and the linker read the triple only): by default
      * LLJIT asks the host's CPU and features again and makes two machines for them, ~0.5 ms
