@@ -257,6 +257,7 @@ otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t,
         if (st == OTC_OK && !isfinite(lv)) break; /* diverged: the score will show it */
         if (st == OTC_OK) st = otc_optimizer_step(tr->opt, n, p, g, sz);
     }
+    s->wt_stale = true; /* the weights moved */
     if (loss) *loss = lv;
     return st;
 }
