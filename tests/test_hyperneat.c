@@ -242,6 +242,61 @@ TEST(hyperneat_steep_sigmoid_substrate_graph) {
     otc_substrate_free(s);
 }
 
+/* The graph interpreter's output for one row of x through s painted as a graph, into y. */
+static void interpreter_row(otc_substrate *s, const float *x, float *y, int n_out) {
+    otc_graph *g = NULL;
+    REQUIRE(otc_substrate_graph(s, 0.0f, &g) == OTC_OK);
+    otc_executor *ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
+    REQUIRE(ex);
+    REQUIRE(otc_exec_set_input(ex, otc_graph_find(g, "input"), x, 1) == OTC_OK);
+    REQUIRE(otc_exec_forward(ex) == OTC_OK);
+    const float *gy = NULL;
+    REQUIRE(otc_exec_value(ex, otc_graph_output(g, 0), &gy, NULL) == OTC_OK);
+    memcpy(y, gy, sizeof(float) * (size_t)n_out);
+    otc_exec_free(ex);
+    otc_graph_free(g);
+}
+
+/* One row through a substrate's small layers (11x11 -> 5x5 -> 11x11, tanh) runs on a
+ * transposed copy of the weights: it must give the interpreter's outputs to the bit (both sum
+ * each output's products in input order), and follow the weights when they are painted again or
+ * written by hand between runs. */
+TEST(substrate_batch1_row_is_the_interpreters_to_the_bit) {
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
+                                  "input_grid = 11x11\nhidden_grids = 5x5\noutput_grid = 11x11\n"
+                                  "weight_threshold = 0.1\nactivation = tanh\n");
+    float x[121], y[121], want[121];
+    for (int i = 0; i < 121; i++) x[i] = (float)((i * 37) % 11) / 10.0f - 0.45f;
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    REQUIRE(otc_substrate_forward(s, x, 1, y) == OTC_OK); /* not painted: all weights 0 */
+    for (int j = 0; j < 121; j++) CHECK(y[j] == 0.0f);
+    const float bias[] = {0.3f}, w1[] = {0.9f, -0.7f, 0.45f}, w2[] = {-0.6f, 0.8f, 0.35f};
+    const int conn[][2] = {{0, 4}, {3, 4}, {2, 4}};
+    otc_neat_genome *a = cppn(1, bias, conn, w1, 3), *b = cppn(1, bias, conn, w2, 3);
+    otc_neat_flat *f = otc_neat_flat_new();
+    REQUIRE(f);
+    for (int round = 0; round < 3; round++) {
+        if (round < 2) {
+            REQUIRE(otc_neat_flat_build(f, round ? b : a, &c) == OTC_OK);
+            REQUIRE(otc_substrate_paint(s, f) == OTC_OK);
+        } else {
+            float *w = otc_substrate_weights(s, 1); /* by hand, after a run */
+            for (int k = 0; k < 25 * 121; k += 7) w[k] = -2.0f * w[k] + 0.01f;
+        }
+        REQUIRE(otc_substrate_forward(s, x, 1, y) == OTC_OK);
+        interpreter_row(s, x, want, 121);
+        CHECK(!memcmp(y, want, sizeof y));
+        double norm = 0;
+        for (int j = 0; j < 121; j++) norm += fabs(y[j]);
+        CHECK(norm > 1.0); /* not a trivially zero substrate */
+    }
+    otc_neat_flat_free(f);
+    otc_neat_genome_free(a);
+    otc_neat_genome_free(b);
+    otc_substrate_free(s);
+}
+
 /* An 11k x 11k -> 11k x 11k substrate whose output node sums the inputs within `reach` nodes
  * of the node `shift` columns to its right (a (2 reach + 1)^2 window): reach = 1.5 k - 0.5
  * matches the large box exactly, so the single most active output is `shift` nodes left of

@@ -91,7 +91,9 @@ int otc_substrate_layers(const otc_substrate *s);          /* grids, input and o
 int otc_substrate_size(const otc_substrate *s, int layer); /* nodes of grid `layer` */
 void otc_substrate_coord(const otc_substrate *s, int layer, int node, float *x, float *y);
 /* The weights into layer + 1 [size(layer + 1), size(layer)], row-major, and the biases of
- * layer + 1: writable, for painting by hand (NULL for an evolvable substrate). */
+ * layer + 1: writable, for painting by hand (NULL for an evolvable substrate). A run after
+ * otc_substrate_weights sees the weights written since; to write again after a run, call it
+ * again (one-row runs keep a transposed copy, refreshed when the weights may have changed). */
 float *otc_substrate_weights(otc_substrate *s, int layer);
 float *otc_substrate_biases(otc_substrate *s, int layer);
 

@@ -207,6 +207,7 @@ otc_status otc_substrate_new(const otc_neat_config *c, int scale, otc_substrate 
     otc_substrate *s = calloc(1, sizeof *s);
     if (!s) return otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate");
     s->n_layers = n;
+    s->wt_stale = true;
     s->cfg = c->substrate;
     s->alpha = otc_neat_act_alpha(c, c->substrate.activation);
     s->cppn_in = otc_substrate_cppn_inputs(&c->substrate);
@@ -241,6 +242,7 @@ void otc_substrate_free(otc_substrate *s) {
     for (int l = 0; l + 1 < s->n_layers; l++) {
         free(s->w[l]);
         free(s->b[l]);
+        free(s->wt[l]);
     }
     free(s->query);
     free(s->answer);
@@ -271,6 +273,7 @@ int otc_substrate_size(const otc_substrate *s, int layer) {
     return s->size[layer];
 }
 float *otc_substrate_weights(otc_substrate *s, int layer) {
+    s->wt_stale = true; /* the caller may write through it */
     return s->w[layer];
 }
 float *otc_substrate_biases(otc_substrate *s, int layer) {
@@ -369,6 +372,7 @@ otc_status otc_substrate_paint(otc_substrate *s, otc_neat_flat *cppn) {
         s->es_found = st == OTC_OK;
         return st;
     }
+    s->wt_stale = true;
     for (int l = 0; l + 1 < s->n_layers; l++) {
         otc_status st = paint_weights(s, cppn, l);
         if (st == OTC_OK && s->cfg.bias_output) st = paint_biases(s, cppn, l);
@@ -436,31 +440,62 @@ static otc_status reserve_act(otc_substrate *s, int batch) {
     return OTC_OK;
 }
 
+/* Layer l's weights transposed into wt[l] for every small layer, when w may have changed
+ * since the last time (false: out of memory, the error set). */
+static bool refresh_transposed(otc_substrate *s) {
+    if (!s->wt_stale) return true;
+    for (int l = 0; l + 1 < s->n_layers; l++) {
+        size_t n_in = (size_t)s->size[l], n_out = (size_t)s->size[l + 1];
+        if (n_in * n_out >= SMALL_LAYER_MACS) continue;
+        if (!s->wt[l] && !(s->wt[l] = malloc(sizeof(float) * n_in * n_out))) {
+            otc_fail(OTC_ERR_NOMEM, "out of memory for a substrate layer's transposed weights");
+            return false;
+        }
+        for (size_t j = 0; j < n_out; j++)
+            for (size_t i = 0; i < n_in; i++) s->wt[l][i * n_out + j] = s->w[l][j * n_in + i];
+    }
+    s->wt_stale = false;
+    return true;
+}
+
+/* One row through a small layer: out = b + x W^T, from the transposed weights wt [n_in, n_out].
+ * Each output sums its products in input order from 0, as a dot product along a row of W does
+ * (and as the interpreter's MatMul does), so the result is the same to the bit; running along
+ * wt's contiguous rows, the sum is over all outputs at once and vectorises. */
+static void small_row(const float *restrict wt, const float *restrict b, const float *restrict x,
+                      size_t n_in, size_t n_out, float *restrict out) {
+    memset(out, 0, sizeof(float) * n_out);
+    for (size_t i = 0; i < n_in; i++) {
+        float xi = x[i];
+        const float *restrict row = wt + i * n_out;
+        for (size_t j = 0; j < n_out; j++) out[j] += xi * row[j];
+    }
+    for (size_t j = 0; j < n_out; j++) out[j] = b[j] + out[j];
+}
+
 /* x through the layers into y, the row buffers (reserved for batch) between them. */
 static otc_status run_layers(otc_substrate *s, const float *x, int batch, float *y) {
     if (s->cfg.evolvable)
         return s->es_found ? otc_neat_flat_forward(s->es_flat, x, batch, y)
                            : otc_fail(OTC_ERR_STATE, "otc_substrate_forward: not painted");
+    if (batch == 1 && !refresh_transposed(s)) return OTC_ERR_NOMEM;
     const float *in = x;
     for (int l = 0; l + 1 < s->n_layers; l++) {
         size_t n_in = (size_t)s->size[l], n_out = (size_t)s->size[l + 1];
         float *out = l + 2 == s->n_layers ? y : s->act[l % 2];
-        /* y = x W^T + b through BLAS, as the interpreter's MatMul runs large products. */
-        for (int r = 0; r < batch; r++)
-            memcpy(out + (size_t)r * n_out, s->b[l], sizeof(float) * n_out);
         if (batch == 1 && n_in * n_out < SMALL_LAYER_MACS) {
-            for (size_t j = 0; j < n_out; j++) {
-                const float *wj = s->w[l] + j * n_in;
-                float acc = 0.0f;
-                for (size_t i = 0; i < n_in; i++) acc += wj[i] * in[i];
-                out[j] += acc;
-            }
-        } else if (batch == 1)
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, s->w[l],
-                        (int)n_in, in, 1, 1.0f, out, 1);
-        else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, (int)n_out, (int)n_in, 1.0f,
-                        in, (int)n_in, s->w[l], (int)n_in, 1.0f, out, (int)n_out);
+            small_row(s->wt[l], s->b[l], in, n_in, n_out, out);
+        } else {
+            /* y = x W^T + b through BLAS, as the interpreter's MatMul runs large products. */
+            for (int r = 0; r < batch; r++)
+                memcpy(out + (size_t)r * n_out, s->b[l], sizeof(float) * n_out);
+            if (batch == 1)
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, s->w[l],
+                            (int)n_in, in, 1, 1.0f, out, 1);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, (int)n_out, (int)n_in,
+                            1.0f, in, (int)n_in, s->w[l], (int)n_in, 1.0f, out, (int)n_out);
+        }
         if (!otc_act_forward_n((int)s->cfg.activation, s->alpha, out, out, (size_t)batch * n_out))
             return otc_fail(OTC_ERR_ARG, "substrate: unknown activation %d",
                             (int)s->cfg.activation);

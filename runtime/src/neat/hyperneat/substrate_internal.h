@@ -32,6 +32,11 @@ otc_status otc_es_trainer_store(const otc_es_trainer *t, struct otc_substrate *s
 struct otc_substrate {
     int n_layers, size[MAX_LAYERS], nx[MAX_LAYERS], ny[MAX_LAYERS];
     float *w[MAX_LAYERS - 1], *b[MAX_LAYERS - 1];
+    /* The small layers' weights transposed, [size(l), size(l + 1)], for one row at a time
+     * (substrate.c): made from w by the first such run after w may have changed (painted,
+     * trained, or handed out writable), so a batch-1 product runs along contiguous rows. */
+    float *wt[MAX_LAYERS - 1];
+    bool wt_stale;
     otc_neat_substrate cfg;
     float alpha;
     int cppn_in, cppn_out, query_rows;

@@ -272,6 +272,7 @@ otc_status otc_substrate_train(otc_substrate *s, const float *x, const float *t,
         if (st == OTC_OK) st = otc_optimizer_step(tr->opt, n, p, g, sz);
     }
     if (es && st == OTC_OK) st = otc_es_trainer_store(es, s);
+    s->wt_stale = true; /* the weights moved */
     if (loss) *loss = lv;
     return st;
 }
