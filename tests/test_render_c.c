@@ -220,10 +220,11 @@ TEST(emitc_batched_product_tails_exact) {
      * blocks of 16 samples: whole blocks, the samples short of one (a block overlapping the
      * one before), batches under 16 (blocks of 8 and 4, overlapped) and 2-3 (one at a time).
      * Small integers make every float sum exact, so each output must equal the sum worked
-     * out here, whatever block computed it, written once or twice. The workspace is exactly
-     * what the built code asks for (malloc, so a sanitizer build catches a read or write past
-     * it) and filled with NaN first: a lane read from outside the batch would show. In the
-     * default layout and in a fixed one of stride 80. */
+     * out here, whatever block computed it, written once or twice. The workspace is what the
+     * built code asks for with a guard band after it (the generated code is not instrumented
+     * by the sanitizers), all NaN first: a lane read from outside the batch or past the
+     * workspace would show in the outputs, a write past it in the band. In the default layout
+     * and in a fixed one of stride 80. */
     enum { K = 37, N = 9, BMAX = 75, CASES = 2 };
     float w[K * N], bias[N];
     static float x[BMAX * K];
@@ -258,9 +259,10 @@ TEST(emitc_batched_product_tails_exact) {
             size_t stride = (size_t)(i ? 80 : B);
             CHECK_MSG(bytes >= (K + N) * stride * sizeof(float), "case %d batch %d: %zu bytes", i,
                       B, bytes);
-            float *ws = malloc(bytes);
+            enum { GUARD = 256 };
+            unsigned char *ws = malloc(bytes + GUARD);
             REQUIRE(ws);
-            memset(ws, 0xff, bytes); /* NaN */
+            memset(ws, 0xff, bytes + GUARD); /* NaN */
             float out[BMAX * N];
             CHECK(f(x, out, B, ws) == 0);
             int bad = 0;
@@ -273,6 +275,11 @@ TEST(emitc_batched_product_tails_exact) {
                                 s, e, (double)out[s * N + e], sum);
                 }
             CHECK_MSG(bad == 0, "case %d batch %d: %d outputs wrong", i, B, bad);
+            size_t past = bytes + GUARD;
+            for (size_t j = bytes; j < bytes + GUARD && past == bytes + GUARD; j++)
+                if (ws[j] != 0xff) past = j;
+            CHECK_MSG(past == bytes + GUARD, "case %d batch %d: wrote past its %zu bytes at %zu", i,
+                      B, bytes, past);
             free(ws);
         }
     }

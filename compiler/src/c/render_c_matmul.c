@@ -41,17 +41,17 @@ static const char *weight_at(char *buf, size_t len, const otc_cr_mm *d, const ch
     return buf;
 }
 
-/* One register block: `rows` output rows x `lanes` samples from b0 = `start`, summed over q
- * in order. With `done` set (an overlapped tail block), the samples before it are already
- * summed: "=" writes them again with the same sums, "+=" must not add twice and skips them. */
-static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes,
-                  const char *start, const char *done) {
+/* Register blocks of `rows` output rows x `lanes` samples over the whole batch (B >= lanes),
+ * each summed over q in order. The last block ends at the last sample (b0 = B - lanes),
+ * overlapping the one before when lanes does not divide B: its samples before bs are already
+ * summed, so "=" writes them again with the same sums and "+=" skips them. */
+static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes) {
     const char *op = d->accumulate ? "+=" : "=";
     otc_text t;
     otc_text_init(&t);
-    otc_cr_line(c, "{");
+    otc_cr_line(c, "for (size_t bs = 0; bs < B; bs += %d) {", lanes);
     c->indent++;
-    otc_cr_line(c, "const size_t b0 = %s;", start);
+    otc_cr_line(c, "const size_t b0 = bs + %d <= B ? bs : B - %d;", lanes, lanes);
     for (int j = 0; j < rows; j++) {
         otc_text_puts(&t, "float");
         for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", j, l);
@@ -71,14 +71,12 @@ static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int
     }
     c->indent--;
     otc_cr_line(c, "}");
-    bool skip = done && d->accumulate;
     for (int j = 0; j < rows; j++) {
         otc_text_printf(&t, "{ float *restrict o = %s + (%s + %d) * S + b0;", d->out, row0, j);
-        if (skip) {
+        if (d->accumulate) {
             otc_text_puts(&t, " const float t[] = {");
             for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%ss%d_%d", l ? ", " : "", j, l);
-            otc_text_printf(&t, "}; for (size_t l = %s - b0; l < %d; l++) o[l] += t[l];", done,
-                            lanes);
+            otc_text_printf(&t, "}; for (size_t l = bs - b0; l < %d; l++) o[l] += t[l];", lanes);
         } else {
             for (int l = 0; l < lanes; l++) otc_text_printf(&t, " o[%d] %s s%d_%d;", l, op, j, l);
         }
@@ -92,32 +90,16 @@ static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int
 
 /* Blocks of d->rows output rows x OTC_CR_LANES * vectors samples, and no sample summed alone
  * while the batch holds 4: the samples short of a block (75 = 4 x 16 + 11) run as one more
- * whole block ending at the last sample (overlapping the one before; it reads only samples
- * of the batch, so no padding and no change to the workspace), and a batch narrower than a
- * block as blocks of half, a quarter ... the width down to 4 samples, again the last one
- * overlapped. Scalar sums only for batches of 2-3 (B == 1 has blocks of its own). At batch
- * 75, its 11 samples one at a time took most of the product's time (perf). */
+ * whole block ending at the last sample (it reads only samples of the batch: no padding, the
+ * workspace as it was), and a batch narrower than a block as blocks of half, a quarter ...
+ * the width down to 4 samples. Scalar sums only for batches of 2-3 (B == 1 has blocks of its
+ * own). At batch 75, its 11 samples one at a time took most of the product's time (perf). */
 static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
     int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
-    char start[32], done[32];
-    otc_cr_line(c, "size_t bs = 0;");
-    otc_cr_line(c, "for (; bs + %d <= B; bs += %d)", lanes, lanes);
-    block(c, d, row0, rows, lanes, "bs", NULL);
-    otc_cr_line(c, "if (B >= %d) {", lanes);
-    c->indent++;
-    otc_cr_line(c, "if (bs < B)");
-    snprintf(start, sizeof start, "B - %d", lanes);
-    block(c, d, row0, rows, lanes, start, "bs");
-    c->indent--;
-    /* Here B < 2 * w: a block of w at 0, and one more ending at B when B > w. */
-    for (int w = lanes / 2; w >= 4; w /= 2) {
-        otc_cr_line(c, "} else if (B >= %d) {", w);
+    for (int w = lanes; w >= 4; w /= 2) {
+        otc_cr_line(c, "%sif (B >= %d) {", w == lanes ? "" : "} else ", w);
         c->indent++;
-        block(c, d, row0, rows, w, "0", NULL);
-        otc_cr_line(c, "if (B > %d)", w);
-        snprintf(start, sizeof start, "B - %d", w);
-        snprintf(done, sizeof done, "%d", w);
-        block(c, d, row0, rows, w, start, done);
+        blocks(c, d, row0, rows, w);
         c->indent--;
     }
     otc_cr_line(c, "} else {");
