@@ -41,17 +41,13 @@ static const char *weight_at(char *buf, size_t len, const otc_cr_mm *d, const ch
     return buf;
 }
 
-/* Register blocks of `rows` output rows x `lanes` samples over the whole batch (B >= lanes),
- * each summed over q in order. The last block ends at the last sample (b0 = B - lanes),
- * overlapping the one before when lanes does not divide B: its samples before bs are already
- * summed, so "=" writes them again with the same sums and "+=" skips them. */
-static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes) {
+/* One register block of `rows` output rows x `lanes` samples from b0 (set before it), summed
+ * over q in order. `skip`: adding (+=) into samples of which those before bs are already
+ * done (the block overlaps the one before), so it adds only from bs on. */
+static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes, bool skip) {
     const char *op = d->accumulate ? "+=" : "=";
     otc_text t;
     otc_text_init(&t);
-    otc_cr_line(c, "for (size_t bs = 0; bs < B; bs += %d) {", lanes);
-    c->indent++;
-    otc_cr_line(c, "const size_t b0 = bs + %d <= B ? bs : B - %d;", lanes, lanes);
     for (int j = 0; j < rows; j++) {
         otc_text_puts(&t, "float");
         for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", j, l);
@@ -73,7 +69,7 @@ static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, in
     otc_cr_line(c, "}");
     for (int j = 0; j < rows; j++) {
         otc_text_printf(&t, "{ float *restrict o = %s + (%s + %d) * S + b0;", d->out, row0, j);
-        if (d->accumulate) {
+        if (skip) {
             otc_text_puts(&t, " const float t[] = {");
             for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%ss%d_%d", l ? ", " : "", j, l);
             otc_text_printf(&t, "}; for (size_t l = bs - b0; l < %d; l++) o[l] += t[l];", lanes);
@@ -83,9 +79,36 @@ static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, in
         otc_text_puts(&t, " }");
         flush(c, &t);
     }
+    otc_text_free(&t);
+}
+
+/* Register blocks of `rows` output rows x `lanes` samples over the whole batch (B >= lanes).
+ * The last block ends at the last sample (b0 = B - lanes), overlapping the one before when
+ * lanes does not divide B: "=" writes the overlapped samples again with the same sums, in
+ * the same loop; "+=" must add them once, in a copy of the block of its own (adding through
+ * a per-lane loop in every block cost the MLP's training step 5-10%, measured). */
+static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes) {
+    bool add = d->accumulate;
+    otc_cr_line(c, "size_t bs = 0;");
+    if (add)
+        otc_cr_line(c, "for (; bs + %d <= B; bs += %d) {", lanes, lanes);
+    else
+        otc_cr_line(c, "for (; bs < B; bs += %d) {", lanes);
+    c->indent++;
+    if (add)
+        otc_cr_line(c, "const size_t b0 = bs;");
+    else
+        otc_cr_line(c, "const size_t b0 = bs + %d <= B ? bs : B - %d;", lanes, lanes);
+    block(c, d, row0, rows, lanes, false);
     c->indent--;
     otc_cr_line(c, "}");
-    otc_text_free(&t);
+    if (!add) return;
+    otc_cr_line(c, "if (bs < B) {");
+    c->indent++;
+    otc_cr_line(c, "const size_t b0 = B - %d;", lanes);
+    block(c, d, row0, rows, lanes, true);
+    c->indent--;
+    otc_cr_line(c, "}");
 }
 
 /* Blocks of d->rows output rows x OTC_CR_LANES * vectors samples, and no sample summed alone
