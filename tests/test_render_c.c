@@ -3,7 +3,9 @@
  * 1e-5 relative, i.e. |c - i| <= 1e-5 * max(1, |i|); gradients within 1e-4 the same way). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "emitc_support.h"
@@ -208,6 +210,78 @@ TEST(emitc_one_sample_product_exact) {
                       sum);
         }
         free(ws);
+    }
+    emitc_unload(&b);
+    for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
+}
+
+TEST(emitc_batched_product_tails_exact) {
+    /* x W + b into 9 columns (blocks of 4, 4 and 1 rows) at batches around the product's
+     * blocks of 16 samples: whole blocks, the samples short of one (a block overlapping the
+     * one before), batches under 16 (blocks of 8 and 4, overlapped) and 2-3 (one at a time).
+     * Small integers make every float sum exact, so each output must equal the sum worked
+     * out here, whatever block computed it, written once or twice. The workspace is what the
+     * built code asks for with a guard band after it (the generated code is not instrumented
+     * by the sanitizers), all NaN first: a lane read from outside the batch or past the
+     * workspace would show in the outputs, a write past it in the band. In the default layout
+     * and in a fixed one of stride 80. */
+    enum { K = 37, N = 9, BMAX = 75, CASES = 2 };
+    float w[K * N], bias[N];
+    static float x[BMAX * K];
+    for (int q = 0; q < K; q++)
+        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
+    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
+    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
+    emitc_case cs[CASES];
+    for (int i = 0; i < CASES; i++) {
+        otc_graph *g = otc_graph_new();
+        REQUIRE(g);
+        otc_id in = otc_input(g, "x", otc_shape_2d(OTC_BATCH, K));
+        otc_id mm = otc_matmul(g, in, otc_param(g, "W", otc_shape_2d(K, N), w));
+        otc_id y =
+            otc_add(g, mm, otc_row_broadcast(g, otc_param(g, "b", otc_shape_1d(N), bias), mm));
+        REQUIRE(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
+        otc_emit_c_options eo = otc_emit_c_defaults();
+        eo.batch = i ? 80 : 0;
+        REQUIRE(emitc_case_init(&cs[i], g, i, &eo));
+    }
+    emitc_build b;
+    CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1", &b));
+    static const int batches[] = {2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 75};
+    for (int i = 0; b.so && i < CASES; i++) {
+        int (*f)(const float *, float *, int, void *) =
+            (int (*)(const float *, float *, int, void *))emitc_sym(&b, cs[i].name, "forward");
+        REQUIRE(f);
+        for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+            int B = batches[k];
+            size_t bytes = emitc_workspace_bytes(&cs[i], &b, B);
+            /* At least the input and the product, K + N floats per sample of the stride. */
+            size_t stride = (size_t)(i ? 80 : B);
+            CHECK_MSG(bytes >= (K + N) * stride * sizeof(float), "case %d batch %d: %zu bytes", i,
+                      B, bytes);
+            enum { GUARD = 256 };
+            unsigned char *ws = malloc(bytes + GUARD);
+            REQUIRE(ws);
+            memset(ws, 0xff, bytes + GUARD); /* NaN */
+            float out[BMAX * N];
+            CHECK(f(x, out, B, ws) == 0);
+            int bad = 0;
+            for (int s = 0; s < B; s++)
+                for (int e = 0; e < N; e++) {
+                    int sum = (int)bias[e];
+                    for (int q = 0; q < K; q++) sum += (int)x[s * K + q] * (int)w[q * N + e];
+                    if (out[s * N + e] != (float)sum && bad++ < 3)
+                        fprintf(stderr, "case %d batch %d sample %d column %d: %g, want %d\n", i, B,
+                                s, e, (double)out[s * N + e], sum);
+                }
+            CHECK_MSG(bad == 0, "case %d batch %d: %d outputs wrong", i, B, bad);
+            size_t past = bytes + GUARD;
+            for (size_t j = bytes; j < bytes + GUARD && past == bytes + GUARD; j++)
+                if (ws[j] != 0xff) past = j;
+            CHECK_MSG(past == bytes + GUARD, "case %d batch %d: wrote past its %zu bytes at %zu", i,
+                      B, bytes, past);
+            free(ws);
+        }
     }
     emitc_unload(&b);
     for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);

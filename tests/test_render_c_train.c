@@ -151,6 +151,29 @@ static void track(emitc_case *c, const emitc_build *b, int classes, uint64_t see
     free(params);
 }
 
+TEST(emitc_input_gradient_tails) {
+    /* The input gradient's product adds into the hidden layer's gradient (+=) in blocks of
+     * 16 samples; a batch short of a block ends with one overlapping the one before, which
+     * must add only the samples not yet added. A 6-24-9 MLP (the gradient into the 24 hidden
+     * units: six blocks of 4 rows) at batches that end in such a block (17, 75), narrower
+     * ones (5, 9, 15) and one at a time (3), against the interpreter's backward. */
+    int sizes[3] = {6, 24, 9};
+    otc_graph *g = otc_testgen_mlp(77, 3, sizes, OTC_OP_TANH, -1);
+    REQUIRE(g);
+    otc_emit_c_options eo = train_options(OTC_OPTIM_SGD);
+    REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &eo.loss, NULL) == OTC_OK);
+    emitc_case cs;
+    REQUIRE(emitc_case_init(&cs, g, 0, &eo));
+    emitc_build b;
+    CHECK(emitc_build_cases(&cs, 1, "-std=c99 -O1", &b));
+    static const int batches[] = {3, 5, 9, 15, 16, 17, 75};
+    for (size_t k = 0; b.so && k < sizeof batches / sizeof batches[0]; k++)
+        CHECK_MSG(emitc_check_gradients(&cs, &b, batches[k], 40 + (uint64_t)k, GRAD_TOL, 0),
+                  "batch %d", batches[k]);
+    emitc_unload(&b);
+    emitc_case_free(&cs);
+}
+
 TEST(emitc_train_tracks_interpreter_100_steps) {
     /* SGD with momentum (and Nesterov, weight decay), Adam, AdamW on evolved-style graphs and
      * MLPs with MSE, BCE and softmax cross-entropy: losses within 1e-4 relative at every

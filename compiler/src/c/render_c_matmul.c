@@ -41,18 +41,13 @@ static const char *weight_at(char *buf, size_t len, const otc_cr_mm *d, const ch
     return buf;
 }
 
-/* A register block of d->rows output rows for OTC_CR_LANES * vectors samples from b0, then
- * the samples short of a block one at a time. */
-static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
-    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+/* One register block of `rows` output rows x `lanes` samples from b0 (set before it), summed
+ * over q in order. `skip`: adding (+=) into samples of which those before bs are already
+ * done (the block overlaps the one before), so it adds only from bs on. */
+static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes, bool skip) {
     const char *op = d->accumulate ? "+=" : "=";
     otc_text t;
     otc_text_init(&t);
-    otc_cr_line(c, "{");
-    c->indent++;
-    otc_cr_line(c, "size_t b0 = 0;");
-    otc_cr_line(c, "for (; b0 + %d <= B; b0 += %d) {", lanes, lanes);
-    c->indent++;
     for (int j = 0; j < rows; j++) {
         otc_text_puts(&t, "float");
         for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", j, l);
@@ -74,13 +69,69 @@ static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows)
     otc_cr_line(c, "}");
     for (int j = 0; j < rows; j++) {
         otc_text_printf(&t, "{ float *restrict o = %s + (%s + %d) * S + b0;", d->out, row0, j);
-        for (int l = 0; l < lanes; l++) otc_text_printf(&t, " o[%d] %s s%d_%d;", l, op, j, l);
+        if (skip) {
+            otc_text_puts(&t, " const float t[] = {");
+            for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%ss%d_%d", l ? ", " : "", j, l);
+            otc_text_printf(&t, "}; for (size_t l = bs - b0; l < %d; l++) o[l] += t[l];", lanes);
+        } else {
+            for (int l = 0; l < lanes; l++) otc_text_printf(&t, " o[%d] %s s%d_%d;", l, op, j, l);
+        }
         otc_text_puts(&t, " }");
         flush(c, &t);
     }
+    otc_text_free(&t);
+}
+
+/* Register blocks of `rows` output rows x `lanes` samples over the whole batch (B >= lanes).
+ * The last block ends at the last sample (b0 = B - lanes), overlapping the one before when
+ * lanes does not divide B: "=" writes the overlapped samples again with the same sums, in
+ * the same loop; "+=" must add them once, in a copy of the block of its own (adding through
+ * a per-lane loop in every block cost the MLP's training step 5-10%, measured). */
+static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes) {
+    bool add = d->accumulate;
+    otc_cr_line(c, "size_t bs = 0;");
+    if (add)
+        otc_cr_line(c, "for (; bs + %d <= B; bs += %d) {", lanes, lanes);
+    else
+        otc_cr_line(c, "for (; bs < B; bs += %d) {", lanes);
+    c->indent++;
+    if (add)
+        otc_cr_line(c, "const size_t b0 = bs;");
+    else
+        otc_cr_line(c, "const size_t b0 = bs + %d <= B ? bs : B - %d;", lanes, lanes);
+    block(c, d, row0, rows, lanes, false);
     c->indent--;
     otc_cr_line(c, "}");
-    otc_cr_line(c, "for (; b0 < B; b0++) {");
+    if (!add) return;
+    otc_cr_line(c, "if (bs < B) {");
+    c->indent++;
+    otc_cr_line(c, "const size_t b0 = B - %d;", lanes);
+    block(c, d, row0, rows, lanes, true);
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
+/* Blocks of d->rows output rows x OTC_CR_LANES * vectors samples, and no sample summed alone
+ * while the batch holds 4: the samples short of a block (75 = 4 x 16 + 11) run as one more
+ * whole block ending at the last sample (it reads only samples of the batch: no padding, the
+ * workspace as it was), and a batch narrower than a block as blocks of half, a quarter ...
+ * the width down to 4 samples. Scalar sums only for batches of 2-3 (B == 1 has blocks of its
+ * own). At batch 75, its 11 samples one at a time took most of the product's time (perf). */
+static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
+    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+    for (int w = lanes; w >= 4; w /= 2) {
+        otc_cr_line(c, "%sif (B >= %d) {", w == lanes ? "" : "} else ", w);
+        c->indent++;
+        blocks(c, d, row0, rows, w);
+        c->indent--;
+    }
+    otc_cr_line(c, "} else {");
+    c->indent++;
+    otc_text t;
+    otc_text_init(&t);
+    const char *op = d->accumulate ? "+=" : "=";
+    char w[160];
+    otc_cr_line(c, "for (size_t b0 = 0; b0 < B; b0++) {");
     c->indent++;
     zero_sums(c, &t, rows);
     otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
@@ -94,9 +145,9 @@ static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows)
         otc_cr_line(c, "%s[(%s + %d) * S + b0] %s s%d;", d->out, row0, j, op, j);
     c->indent--;
     otc_cr_line(c, "}");
+    otc_text_free(&t);
     c->indent--;
     otc_cr_line(c, "}");
-    otc_text_free(&t);
 }
 
 /* Samples per transposed chunk of the output gradient: 64 x grad_cols floats on the stack
