@@ -67,67 +67,73 @@ static void input_grad_rows(otc_llvm_r *r, otc_id W, LLVMValueRef G, LLVMValueRe
     otc_lv_loop_end(r, &lo);
 }
 
-/* gA[K,S] += W[K,N] G[N,S] through OpenBLAS (the padding columns of G are zero). */
-static void input_grad_blas(otc_llvm_r *r, int id) {
+/* The operands of the product `id` = A[B,K] x W[K,N]: the values that own A and W, and K, N. */
+typedef struct {
+    otc_id A, W;
+    int64_t K, N;
+} product;
+
+static product product_of(const otc_llvm_r *r, otc_id id) {
     const otc_plan *p = r->plan;
     const otc_node *nd = otc_graph_node(r->g, id);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t K = p->values[A].size, N = p->values[id].size;
+    otc_id A = otc_plan_owner(p, nd->inputs[0]);
+    return (product){A, otc_plan_owner(p, nd->inputs[1]), p->values[A].size, p->values[id].size};
+}
+
+/* gA[K,S] += W[K,N] G[N,S] through OpenBLAS (the padding columns of G are zero). */
+static void input_grad_blas(otc_llvm_r *r, int id) {
+    const product m = product_of(r, id);
     LLVMValueRef S = r->a[OTC_LA_STRIDE];
-    otc_lv_sgemm(r, false, false, otc_lv_i64(r, K), S, otc_lv_i64(r, N), otc_lv_value_base(r, W),
-                 otc_lv_i64(r, N), otc_lv_grad_base(r, id), S, 1.0f, otc_lv_grad_base(r, A), S);
+    otc_lv_sgemm(r, false, false, otc_lv_i64(r, m.K), S, otc_lv_i64(r, m.N),
+                 otc_lv_value_base(r, m.W), otc_lv_i64(r, m.N), otc_lv_grad_base(r, id), S, 1.0f,
+                 otc_lv_grad_base(r, m.A), S);
 }
 
 /* gA in the plan's blocks (above). */
 static void input_grad_gen(otc_llvm_r *r, int id) {
     const otc_plan *p = r->plan;
-    const otc_node *nd = otc_graph_node(r->g, id);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t K = p->values[A].size, N = p->values[id].size;
+    const product m = product_of(r, id);
     const otc_plan_tiling *t = &p->kernels[p->values[id].kernel].tiling;
     int rows = t->grad_rows < 1 ? 1 : t->grad_rows > BACK_ROWS ? BACK_ROWS : t->grad_rows;
     int nch = t->vectors < 1 ? 1 : t->vectors > BACK_CHUNKS ? BACK_CHUNKS : t->vectors;
-    LLVMValueRef G = otc_lv_grad_base(r, id), ga = otc_lv_grad_base(r, A);
+    LLVMValueRef G = otc_lv_grad_base(r, id), ga = otc_lv_grad_base(r, m.A);
     otc_llvm_loop lk = {0};
-    int64_t full = K / rows * rows;
+    int64_t full = m.K / rows * rows;
     if (full > 0) {
         otc_lv_loop_begin(r, &lk, otc_lv_i64(r, full / rows));
-        input_grad_rows(r, W, G, ga, N, LLVMBuildMul(B, lk.i, otc_lv_i64(r, rows), ""), rows, nch);
+        input_grad_rows(r, m.W, G, ga, m.N, LLVMBuildMul(B, lk.i, otc_lv_i64(r, rows), ""), rows,
+                        nch);
         otc_lv_loop_end(r, &lk);
     }
-    if (full < K) input_grad_rows(r, W, G, ga, N, otc_lv_i64(r, full), (int)(K - full), nch);
+    if (full < m.K)
+        input_grad_rows(r, m.W, G, ga, m.N, otc_lv_i64(r, full), (int)(m.K - full), nch);
 }
 
 /* gW[K,N] += A[K,S] G^T through OpenBLAS. */
 static void weight_grad_blas(otc_llvm_r *r, int id) {
-    const otc_plan *p = r->plan;
-    const otc_node *nd = otc_graph_node(r->g, id);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t K = p->values[A].size, N = p->values[id].size;
+    const product m = product_of(r, id);
     LLVMValueRef S = r->a[OTC_LA_STRIDE];
-    otc_lv_sgemm(r, false, true, otc_lv_i64(r, K), otc_lv_i64(r, N), S, otc_lv_value_base(r, A), S,
-                 otc_lv_grad_base(r, id), S, 1.0f, otc_lv_grad_base(r, W), otc_lv_i64(r, N));
+    otc_lv_sgemm(r, false, true, otc_lv_i64(r, m.K), otc_lv_i64(r, m.N), S,
+                 otc_lv_value_base(r, m.A), S, otc_lv_grad_base(r, id), S, 1.0f,
+                 otc_lv_grad_base(r, m.W), otc_lv_i64(r, m.N));
 }
 
 /* gW[k,n] += sum over samples of A[k] G[n] (padding rows of G are zero). */
 static void weight_grad_gen(otc_llvm_r *r, int id) {
-    const otc_plan *p = r->plan;
-    const otc_node *nd = otc_graph_node(r->g, id);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t K = p->values[A].size, N = p->values[id].size;
-    LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, A),
-                 gw = otc_lv_grad_base(r, W);
+    const product m = product_of(r, id);
+    LLVMValueRef G = otc_lv_grad_base(r, id), a = otc_lv_value_base(r, m.A),
+                 gw = otc_lv_grad_base(r, m.W);
     otc_llvm_loop lk = {0}, ln = {0}, lc = {0};
     LLVMValueRef acc = otc_lv_slot(r, r->vec);
-    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, K));
-    otc_lv_loop_begin(r, &ln, otc_lv_i64(r, N));
+    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, m.K));
+    otc_lv_loop_begin(r, &ln, otc_lv_i64(r, m.N));
     otc_lv_store(r, konst(r, true, 0.0), acc);
     otc_lv_chunks_begin(r, &lc);
     LLVMValueRef av = otc_lv_load(r, r->vec, otc_lv_at(r, a, lk.i, true));
     LLVMValueRef gv = otc_lv_load(r, r->vec, otc_lv_at(r, G, ln.i, true));
     otc_lv_store(r, otc_llvm_mul_add(&r->ir, av, gv, otc_lv_load(r, r->vec, acc)), acc);
     otc_lv_chunks_end(r, &lc);
-    LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, N), ""), ln.i, "");
+    LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildMul(B, lk.i, otc_lv_i64(r, m.N), ""), ln.i, "");
     otc_lv_accumulate(r, otc_lv_gep(r, gw, idx), otc_lv_hsum(r, otc_lv_load(r, r->vec, acc)));
     otc_lv_loop_end(r, &ln);
     otc_lv_loop_end(r, &lk);
@@ -137,13 +143,11 @@ static void weight_grad_gen(otc_llvm_r *r, int id) {
  * own size (otc_lv_blas_min_stride), else generated. */
 void otc_lv_matmul_backward(otc_llvm_r *r, otc_id id) {
     const otc_plan *p = r->plan;
-    const otc_node *nd = otc_graph_node(r->g, id);
-    otc_id A = otc_plan_owner(p, nd->inputs[0]), W = otc_plan_owner(p, nd->inputs[1]);
-    int64_t K = p->values[A].size, N = p->values[id].size;
-    if (p->values[A].needs_grad)
-        otc_lv_by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_INPUT_GRAD),
+    const product m = product_of(r, id);
+    if (p->values[m.A].needs_grad)
+        otc_lv_by_stride(r, otc_lv_blas_min_stride(r, m.K, m.N, OTC_LV_PRODUCT_INPUT_GRAD),
                          input_grad_blas, input_grad_gen, id);
-    if (p->values[W].needs_grad)
-        otc_lv_by_stride(r, otc_lv_blas_min_stride(r, K, N, OTC_LV_PRODUCT_WEIGHT_GRAD),
+    if (p->values[m.W].needs_grad)
+        otc_lv_by_stride(r, otc_lv_blas_min_stride(r, m.K, m.N, OTC_LV_PRODUCT_WEIGHT_GRAD),
                          weight_grad_blas, weight_grad_gen, id);
 }
