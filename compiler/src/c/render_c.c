@@ -662,6 +662,7 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         otc_text acts;
         otc_text_init(&acts);
         otc_cr_act_helpers(&c, &acts);
+        otc_cr_backward_helpers(&c, &acts);
         otc_cr_sqrt_macro(&c, &cs);
         otc_cr_math_helpers(&c, &cs);
         if (acts.failed)

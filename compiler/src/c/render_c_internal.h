@@ -41,6 +41,8 @@ typedef struct {
     char outline_macro[80];           /* "NAME_OUTLINE" */
     char sqrt_macro[80];              /* "NAME_SQRT" (otc_cr_sqrt) */
     bool sqrt_used;
+    /* The backward's out-of-line loops: NAME_batch_sum, NAME_batch_dot, NAME_batch_axpy. */
+    bool batch_sum_used, batch_dot_used, batch_axpy_used;
     bool one_sample;   /* spelling a body for the batch of one: element e of a value is [e] */
     bool many;         /* spelling a body only run from OTC_C_BIG_BATCH samples: no B == 1 code */
     otc_text *helpers; /* dense-product helper functions (render_c_matmul.c), before the bodies */
@@ -142,6 +144,9 @@ void otc_cr_conv_one_sample(otc_cr *c, otc_id id);
  * place). */
 void otc_cr_backward_steps(otc_cr *c, bool grads, bool update);
 void otc_cr_backward_range(otc_cr *c, int from, int to, bool grads, bool update);
+/* The out-of-line loops the backward calls (sums over the batch, a source's gradient), those
+ * marked used. */
+void otc_cr_backward_helpers(otc_cr *c, otc_text *out);
 /* render_c_forward.c: one Input or output between the caller's rows and its value: `row`
  * floats per sample, the value at `offset` (a C expression) of each. */
 void otc_cr_io_copy(otc_cr *c, const otc_plan_io *io, bool load, int64_t row, const char *offset);

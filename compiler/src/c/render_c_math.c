@@ -166,7 +166,9 @@ void otc_cr_math_helpers(otc_cr *c, otc_text *out) {
         any |= c->f_used[a] || c->df_used[a] || c->fo_used[a];
         outline |= c->fo_used[a];
     }
-    if (!math && !any) return;
+    /* The backward's batch sums are out of line too (render_c_backward.c). */
+    outline |= c->batch_sum_used || c->batch_dot_used || c->batch_axpy_used;
+    if (!math && !any && !outline) return;
     names nm = {otc_cr_inline(c), c->name, ""};
     /* Forced: gcc's inliner gives up on a helper called from a hundred neurons' loops, and
      * one call left out of line keeps that loop scalar. Unused: the basics come as a set, and
