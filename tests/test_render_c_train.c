@@ -273,6 +273,45 @@ TEST(emitc_deep_chain_in_parts) {
     emitc_case_free(&c);
 }
 
+static int count(const char *text, const char *what) {
+    int n = 0;
+    for (const char *at = text; (at = strstr(at, what)); at++) n++;
+    return n;
+}
+
+TEST(emitc_evolved_train_loops_bounded) {
+    /* A 60-neuron evolved-style genome (about 180 connections): the training step's bias and
+     * weight gradients (a sum over the batch each) and sources' gradients call the file's one
+     * out-of-line copy of each loop (NAME_batch_sum, NAME_batch_dot, NAME_batch_axpy) instead
+     * of spelling a vectorisable loop per connection, which took gcc -O3 40 s on 100 neurons
+     * (here about 560 loops in the file before, 181 after). Then the gradients against the
+     * interpreter's at batches below, past and at a multiple of the sums' eight lanes. */
+    otc_testgen_neat_options o = otc_testgen_neat_defaults(60);
+    otc_graph *g = otc_testgen_neat(30, &o);
+    REQUIRE(g);
+    otc_emit_c_options eo = train_options(OTC_OPTIM_SGD);
+    REQUIRE(otc_compile_add_loss(g, OTC_OP_MSE, &eo.loss, NULL) == OTC_OK);
+    emitc_case c;
+    REQUIRE(emitc_case_init(&c, g, 0, &eo));
+    char *h = NULL, *src = NULL;
+    REQUIRE(otc_emit_c(c.g, &c.eo, &h, &src) == OTC_OK);
+    int loops = count(src, "for (");
+    CHECK_MSG(loops <= 4 * 60, "%d loops in the training C of 60 neurons", loops);
+    CHECK(count(src, "_batch_dot(const float") == 1);
+    CHECK(count(src, "_batch_dot(") > 60);
+    CHECK(count(src, "_batch_axpy(") > 30);
+    free(h);
+    free(src);
+    emitc_build b;
+    CHECK(emitc_build_cases(&c, 1, "-std=c99 -O0 -Wall -Wextra -Werror", &b));
+    static const int batches[] = {1, 9, 64};
+    for (size_t k = 0; b.so && k < sizeof batches / sizeof batches[0]; k++)
+        CHECK_MSG(emitc_check_gradients(&c, &b, batches[k], 60 + (uint64_t)k, GRAD_TOL, 0),
+                  "batch %d", batches[k]);
+    emitc_unload(&b);
+    emitc_case_free(&c);
+}
+
 /* ---- shipping to phones: cross-compiled for Arm, run under qemu-user ---- */
 
 #define SKIP_CODE 77
