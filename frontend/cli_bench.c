@@ -48,7 +48,8 @@ static void remove_files(otc_bench_c *c) {
 }
 
 bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan, bool train,
-                       otc_id loss, const otc_optim_config *optim, char *err, size_t err_len) {
+                       otc_id loss, const otc_optim_config *optim, const otc_unrolled *tape,
+                       int bptt, char *err, size_t err_len) {
     memset(c, 0, sizeof *c);
     snprintf(c->dir, sizeof c->dir, "/tmp/otc-bench-XXXXXX");
     snprintf(c->name, sizeof c->name, "otcbench");
@@ -62,6 +63,10 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
     o.train = train;
     o.loss = loss;
     if (optim) o.optim = *optim;
+    if (tape) {
+        o.bptt = bptt;
+        o.step = tape;
+    }
     if (otc_emit_c_files(g, &o, c->dir) != OTC_OK) {
         snprintf(err, err_len, "emitting C: %s", otc_last_error());
         remove_files(c);

@@ -36,10 +36,13 @@ typedef struct {
 void otc_bench_count_units(const otc_graph *g, long long *neurons, long long *connections);
 
 /* Render g (a training step for loss when train) and build it; plan (g's plan with the same
- * options, or NULL) sizes the training parameters. The C compiler's messages go to stderr;
- * false with a message on failure. */
+ * options, or NULL) sizes the training parameters. With a tape (g is tape->graph, loss its
+ * total: otc_unroll_step) the training step runs through bptt time steps, as `otc compile
+ * --train --bptt` emits it. The C compiler's messages go to stderr; false with a message on
+ * failure. */
 bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan, bool train,
-                       otc_id loss, const otc_optim_config *optim, char *err, size_t err_len);
+                       otc_id loss, const otc_optim_config *optim, const otc_unrolled *tape,
+                       int bptt, char *err, size_t err_len);
 void otc_bench_c_free(otc_bench_c *c);
 
 /* The graph as JSON for bench/torch_compare.py: nodes in id order (op, inputs, shape,

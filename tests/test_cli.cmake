@@ -27,7 +27,7 @@ if(TARGET otc_cli AND OTC_BASH)
             eval_episodes columns conventions traps empty_list_items option_given_twice
             option_empty_and_nonfinite)
   if(TARGET otc_compiler AND OTC_LLVM_LIB) # as frontend/CMakeLists.txt decides on --jit
-    list(APPEND cases jit images_compiled bench_counts)
+    list(APPEND cases jit images_compiled bench_counts bench_bptt)
   endif()
   foreach(case ${cases})
     add_test(NAME cli_${case}

@@ -1269,6 +1269,43 @@ case_bench_counts() {
     err_clean
 }
 
+# otc bench --train --bptt K on a recurrent model: the three backends time one step through K
+# time steps and agree on its loss; --bptt without --train, --bptt on a model without state
+# and --train on a recurrent model without --bptt are refused, naming the flag. (One emitted-C
+# build, of the smallest recurrent model: the C compiler takes most of the time.)
+case_bench_bptt() {
+    run 0 new rnn --inputs 1 --hidden 2 --outputs 1 -o "$WORK/l.otm"
+    run 0 bench "$WORK/l.otm" --train --bptt 3 --batch 2 --repeat 3 --block-ms 1 --json
+    out_has '"mode": "train"'
+    out_has '"bptt": 3, "losses_agree": true'
+    if command -v python3 >/dev/null; then
+        python3 - "$WORK/out" <<'PY' || fail "--json: $(head -c 600 "$WORK/out")"
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert f["mode"] == "train" and f["bptt"] == 3 and f["losses_agree"] is True, f
+for k in ("interpreter_us_per_sample", "jit_us_per_sample", "jit_fast_us_per_sample",
+          "c_us_per_sample", "loss_max_rel_diff"):
+    assert isinstance(f[k], (int, float)) and f[k] >= 0, k
+assert f["loss_max_rel_diff"] <= 1e-3, f
+PY
+    fi
+    err_clean
+    run 0 bench "$WORK/l.otm" --train --bptt 3 --repeat 3 --block-ms 1 --no-c
+    out_has "training step through 3 time steps"
+    out_has "interpreter"
+    out_has "jit, fast tier"
+    out_has "losses over the first two steps agree"
+    err_clean
+    run 2 bench "$WORK/l.otm" --train --repeat 3 --block-ms 1
+    err_has "is recurrent: a training step runs through time; give --bptt K"
+    run 2 bench "$WORK/l.otm" --bptt 3 --repeat 3 --block-ms 1
+    err_has "--bptt goes with --train"
+    run 0 new mlp --inputs 2 --hidden 3 --outputs 1 -o "$WORK/m.otm"
+    run 2 bench "$WORK/m.otm" --train --bptt 3 --repeat 3 --block-ms 1
+    err_has "--bptt is for recurrent models; $WORK/m.otm has no Delay node"
+    err_clean
+}
+
 if ! declare -F "case_$CASE" >/dev/null; then
     echo "no such case: $CASE" >&2
     exit 2

@@ -131,6 +131,8 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt);
  * about to run, its work laid out at j->stride); a reset or set_state; zero_grad; grad
  * (*answered with *data set when the sequence gradients answer); destroy. */
 otc_status otc_lvx_seq_record(jit_exec *j, jit_plan *p);
+/* The unrolled executors' compiles (those kept and those dropped) added to *out. */
+void otc_lvx_seq_stats(const jit_exec *j, otc_jit_stats *out);
 void otc_lvx_seq_cut(jit_exec *j);
 void otc_lvx_seq_zero(jit_exec *j);
 otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered);

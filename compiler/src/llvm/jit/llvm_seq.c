@@ -65,6 +65,7 @@ struct jit_seq {
     int w_cap;
     seq_entry cache[SEQ_CACHE];
     long tick;
+    otc_jit_stats retired; /* the compiles of unrolled executors dropped from the cache */
     /* Forwards while recording do not run: the unrolled plan computes the same values again.
      * The last `deferred` recorded steps have not run on `defer_plan` (whose slots hold the
      * state before them); a read of their values or state runs them (catch_up), else the
@@ -378,6 +379,27 @@ otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *an
     return OTC_OK;
 }
 
+/* An unrolled executor's compiles added to *to. */
+static void add_stats(otc_jit_stats *to, const otc_executor *ex) {
+    otc_jit_stats st;
+    if (otc_jit_executor_stats(ex, &st)) return;
+    to->compile_ms += st.compile_ms;
+    to->compile_cpu_ms += st.compile_cpu_ms;
+    to->compiles += st.compiles;
+    to->cache_hits += st.cache_hits;
+}
+
+void otc_lvx_seq_stats(const jit_exec *j, otc_jit_stats *out) {
+    const struct jit_seq *s = j->seq;
+    if (!s) return;
+    out->compile_ms += s->retired.compile_ms;
+    out->compile_cpu_ms += s->retired.compile_cpu_ms;
+    out->compiles += s->retired.compiles;
+    out->cache_hits += s->retired.cache_hits;
+    for (int i = 0; i < SEQ_CACHE; i++)
+        if (s->cache[i].ex) add_stats(out, s->cache[i].ex);
+}
+
 /* The unrolled executor for (steps, loss): from the cache, or unrolled and compiled now. */
 static otc_status entry_for(jit_exec *j, int steps, otc_id loss, seq_entry **out) {
     struct jit_seq *s = j->seq;
@@ -389,6 +411,7 @@ static otc_status entry_for(jit_exec *j, int steps, otc_id loss, seq_entry **out
         e = &s->cache[0];
         for (int i = 1; i < SEQ_CACHE; i++)
             if (!s->cache[i].ex || (e->ex && s->cache[i].used < e->used)) e = &s->cache[i];
+        if (e->ex) add_stats(&s->retired, e->ex);
         otc_exec_free(e->ex);
         otc_unrolled_free(e->u);
         memset(e, 0, sizeof *e);
