@@ -3,6 +3,7 @@
  * scalars (s<row>_<lane>) laid along contiguous memory, so the compiler packs a row's lanes
  * into vector registers and keeps them there while the shared dimension runs innermost.
  * One sample (B == 1) has blocks of its own: output columns' sums in registers along W's rows.
+ * A W too large for a cache runs the blocks over panels of the shared dimension.
  * Each product is a helper function of its own, marked NAME_BLOCKED: for gcc, no loop
  * vectoriser there (it would vectorise across the sum's iterations with shuffles, 3-7x
  * slower than the straight-line packing it leaves to the SLP vectoriser; measured). */
