@@ -215,15 +215,72 @@ TEST(emitc_one_sample_product_exact) {
     for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
 }
 
+/* x W + b (x [B, k], W [k, n] integer-valued floats, row-major) through case i's forward at
+ * batch B: every output must equal the integer sum worked out here, and nothing may be
+ * written past the workspace the built code asks for (it gets a guard band after it, and
+ * all of it starts NaN: a lane read from outside the batch or the workspace would show in
+ * the outputs, a write past it in the band). `stride`: the layout's floats per row of a
+ * value (the batch, or the fixed layout's). */
+static bool product_exact(emitc_case *cs, emitc_build *b, int i, const float *x, const float *w,
+                          const float *bias, int k, int n, int B, size_t stride) {
+    int (*f)(const float *, float *, int, void *) =
+        (int (*)(const float *, float *, int, void *))emitc_sym(b, cs->name, "forward");
+    if (!f) return false;
+    size_t bytes = emitc_workspace_bytes(cs, b, B);
+    /* At least the input and the product, k + n floats per sample of the stride. */
+    CHECK_MSG(bytes >= (size_t)(k + n) * stride * sizeof(float), "case %d batch %d: %zu bytes", i,
+              B, bytes);
+    enum { GUARD = 256 };
+    unsigned char *ws = malloc(bytes + GUARD);
+    float *out = malloc((size_t)B * (size_t)n * sizeof(float));
+    if (!ws || !out) {
+        free(ws);
+        free(out);
+        return false;
+    }
+    memset(ws, 0xff, bytes + GUARD); /* NaN */
+    bool ran = f(x, out, B, ws) == 0;
+    CHECK_MSG(ran, "case %d batch %d: forward failed", i, B);
+    int bad = 0;
+    for (int s = 0; ran && s < B; s++)
+        for (int e = 0; e < n; e++) {
+            int sum = (int)bias[e];
+            for (int q = 0; q < k; q++) sum += (int)x[s * k + q] * (int)w[q * n + e];
+            if (out[s * n + e] != (float)sum && bad++ < 3)
+                fprintf(stderr, "case %d batch %d sample %d column %d: %g, want %d\n", i, B, s, e,
+                        (double)out[s * n + e], sum);
+        }
+    CHECK_MSG(bad == 0, "case %d batch %d: %d outputs wrong", i, B, bad);
+    size_t past = bytes + GUARD;
+    for (size_t j = bytes; j < bytes + GUARD && past == bytes + GUARD; j++)
+        if (ws[j] != 0xff) past = j;
+    CHECK_MSG(past == bytes + GUARD, "case %d batch %d: wrote past its %zu bytes at %zu", i, B,
+              bytes, past);
+    free(ws);
+    free(out);
+    return ran && bad == 0 && past == bytes + GUARD;
+}
+
+/* x W + b as a graph, case i of an emitted file (batch: a fixed layout's, or 0). */
+static bool product_case(emitc_case *cs, int i, int k, int n, const float *w, const float *bias,
+                         int batch) {
+    otc_graph *g = otc_graph_new();
+    if (!g) return false;
+    otc_id in = otc_input(g, "x", otc_shape_2d(OTC_BATCH, k));
+    otc_id mm = otc_matmul(g, in, otc_param(g, "W", otc_shape_2d(k, n), w));
+    otc_id y = otc_add(g, mm, otc_row_broadcast(g, otc_param(g, "b", otc_shape_1d(n), bias), mm));
+    if (y < 0 || otc_graph_mark_output(g, y) != OTC_OK) return false;
+    otc_emit_c_options eo = otc_emit_c_defaults();
+    eo.batch = batch;
+    return emitc_case_init(cs, g, i, &eo);
+}
+
 TEST(emitc_batched_product_tails_exact) {
     /* x W + b into 9 columns (blocks of 4, 4 and 1 rows) at batches around the product's
      * blocks of 16 samples: whole blocks, the samples short of one (a block overlapping the
      * one before), batches under 16 (blocks of 8 and 4, overlapped) and 2-3 (one at a time).
      * Small integers make every float sum exact, so each output must equal the sum worked
-     * out here, whatever block computed it, written once or twice. The workspace is what the
-     * built code asks for with a guard band after it (the generated code is not instrumented
-     * by the sanitizers), all NaN first: a lane read from outside the batch or past the
-     * workspace would show in the outputs, a write past it in the band. In the default layout
+     * out here, whatever block computed it, written once or twice. In the default layout
      * and in a fixed one of stride 80. */
     enum { K = 37, N = 9, BMAX = 75, CASES = 2 };
     float w[K * N], bias[N];
@@ -233,56 +290,43 @@ TEST(emitc_batched_product_tails_exact) {
     for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
     for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
     emitc_case cs[CASES];
-    for (int i = 0; i < CASES; i++) {
-        otc_graph *g = otc_graph_new();
-        REQUIRE(g);
-        otc_id in = otc_input(g, "x", otc_shape_2d(OTC_BATCH, K));
-        otc_id mm = otc_matmul(g, in, otc_param(g, "W", otc_shape_2d(K, N), w));
-        otc_id y =
-            otc_add(g, mm, otc_row_broadcast(g, otc_param(g, "b", otc_shape_1d(N), bias), mm));
-        REQUIRE(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
-        otc_emit_c_options eo = otc_emit_c_defaults();
-        eo.batch = i ? 80 : 0;
-        REQUIRE(emitc_case_init(&cs[i], g, i, &eo));
-    }
+    for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 80 : 0));
     emitc_build b;
     CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1", &b));
     static const int batches[] = {2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 75};
-    for (int i = 0; b.so && i < CASES; i++) {
-        int (*f)(const float *, float *, int, void *) =
-            (int (*)(const float *, float *, int, void *))emitc_sym(&b, cs[i].name, "forward");
-        REQUIRE(f);
-        for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
-            int B = batches[k];
-            size_t bytes = emitc_workspace_bytes(&cs[i], &b, B);
-            /* At least the input and the product, K + N floats per sample of the stride. */
-            size_t stride = (size_t)(i ? 80 : B);
-            CHECK_MSG(bytes >= (K + N) * stride * sizeof(float), "case %d batch %d: %zu bytes", i,
-                      B, bytes);
-            enum { GUARD = 256 };
-            unsigned char *ws = malloc(bytes + GUARD);
-            REQUIRE(ws);
-            memset(ws, 0xff, bytes + GUARD); /* NaN */
-            float out[BMAX * N];
-            CHECK(f(x, out, B, ws) == 0);
-            int bad = 0;
-            for (int s = 0; s < B; s++)
-                for (int e = 0; e < N; e++) {
-                    int sum = (int)bias[e];
-                    for (int q = 0; q < K; q++) sum += (int)x[s * K + q] * (int)w[q * N + e];
-                    if (out[s * N + e] != (float)sum && bad++ < 3)
-                        fprintf(stderr, "case %d batch %d sample %d column %d: %g, want %d\n", i, B,
-                                s, e, (double)out[s * N + e], sum);
-                }
-            CHECK_MSG(bad == 0, "case %d batch %d: %d outputs wrong", i, B, bad);
-            size_t past = bytes + GUARD;
-            for (size_t j = bytes; j < bytes + GUARD && past == bytes + GUARD; j++)
-                if (ws[j] != 0xff) past = j;
-            CHECK_MSG(past == bytes + GUARD, "case %d batch %d: wrote past its %zu bytes at %zu", i,
-                      B, bytes, past);
-            free(ws);
-        }
-    }
+    for (int i = 0; b.so && i < CASES; i++)
+        for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++)
+            product_exact(&cs[i], &b, i, x, w, bias, K, N, batches[j],
+                          (size_t)(i ? 80 : batches[j]));
+    emitc_unload(&b);
+    for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
+}
+
+TEST(emitc_large_product_panels_exact) {
+    /* A W of more than 128K floats (600 x 220) takes the large-product path: panels of the
+     * shared dimension (8192 floats of x: 109 rows of it at batch 75, 248 at 33, the floor of
+     * 32 at 300; one panel at 3-5 samples), each block's sums carried in the output between
+     * panels; blocks of 4 rows (55 of them) or, with G0_TALL_BLOCKS, of 12 (18 and one of 4)
+     * at 16 samples and more. Batches whose samples end mid-block have a last block
+     * overlapping the one before, which must store only its new samples (it resumes from sums
+     * the block before has already carried on). Small integers: every sum exact. Tall blocks
+     * in the default layout, the plain ones in a fixed layout of stride 320. */
+    enum { K = 600, N = 220, BMAX = 300, CASES = 2 };
+    static float w[K * N], x[BMAX * K];
+    float bias[N];
+    for (int q = 0; q < K; q++)
+        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
+    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
+    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
+    emitc_case cs[CASES];
+    for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 320 : 0));
+    emitc_build b;
+    CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1 -DG0_TALL_BLOCKS=1 -DG1_TALL_BLOCKS=0", &b));
+    static const int batches[] = {3, 5, 17, 33, 75, 300};
+    for (int i = 0; b.so && i < CASES; i++)
+        for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++)
+            product_exact(&cs[i], &b, i, x, w, bias, K, N, batches[j],
+                          (size_t)(i ? 320 : batches[j]));
     emitc_unload(&b);
     for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
 }

@@ -254,7 +254,8 @@ static void matmul_epilogue(otc_cr *c, int k, otc_id mm, const char *from, const
  * interpreter adds them.
  * - One sample: blocks of output columns with their sums in registers (render_c_matmul.c).
  * - More: the plan's register blocks (render_c_matmul.c), then the epilogue on the block's
- *   columns while they are in cache. */
+ *   columns while they are in cache; a W larger than OTC_CR_PANEL_W floats in panels of the
+ *   shared dimension over all columns, then the epilogue. */
 static void matmul_kernel(otc_cr *c, int k) {
     const otc_plan *p = c->plan;
     const otc_plan_kernel *K = &p->kernels[k];
@@ -282,6 +283,15 @@ static void matmul_kernel(otc_cr *c, int k) {
     /* The plan's blocks: `cols` output columns x `vectors` vectors of samples in registers,
      * k innermost; each block's epilogue while its columns are in cache. */
     int cols = K->tiling.cols > 0 ? K->tiling.cols : 1;
+    if (kk * n > OTC_CR_PANEL_W) {
+        otc_cr_mm_panels(c, &d, n, cols);
+        matmul_epilogue(c, k, mm, "0", lim);
+        if (!c->many) {
+            c->indent--;
+            otc_cr_line(c, "}");
+        }
+        return;
+    }
     int64_t full = n / cols * cols;
     if (full > 0) {
         otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, cols);

@@ -51,6 +51,7 @@ typedef struct {
     const otc_unrolled *tape;
     int tape_steps;
     int n_helpers;
+    bool tall_blocks; /* a helper reads NAME_TALL_BLOCKS (otc_cr_mm_panels) */
     /* Parts (render_c_parts.c): the functions of a long schedule, before the bodies; the
      * locals of the function being written (OTC_CR_* bits) a part's call passes on; a
      * training file (its parts take NAME_params); the fixed batch stride, or 0. */
@@ -101,6 +102,20 @@ typedef struct {
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows);
 /* All n_rows output rows, `block` at a time, then the rest as one narrower block. */
 void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block);
+/* out[e][b] = sum_q x[q][b] * w(e, q) for all n_rows rows (d->accumulate false), for a W of
+ * more than OTC_CR_PANEL_W floats (it is read from memory, not cache): the blocks run over
+ * panels of q, every block of rows in turn, resuming its sums from out between panels (each
+ * sum still adds q in order). A panel of x, OTC_CR_PANEL_FLOATS floats of it (at
+ * least OTC_CR_PANEL_MIN q), stays in L1 while every block of rows reads it. Blocks of `rows`
+ * rows, or OTC_CR_TALL times as many where the compiler has 32 vector registers (AVX-512:
+ * there a block of 16 samples is one vector a row, and 4 rows too few chains to hide the
+ * add's latency; with AVX2's 16 registers 12 rows spill). The 33x33 HyperNEAT layer (1089 x
+ * 1089) at batch 75: docs/performance.md. */
+#define OTC_CR_PANEL_W      (128 * 1024)
+#define OTC_CR_PANEL_FLOATS 8192
+#define OTC_CR_PANEL_MIN    32
+#define OTC_CR_TALL         3
+void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows);
 /* One sample (B == 1): out[e * S] = sum_q x[q * S] * w[q * w_stride + e] for e < n_cols
  * (d->w_by_out and d->accumulate false), the sums of OTC_CR_ONE_COLS columns in registers at a
  * time, then the rest as one narrower block. 64 columns: enough independent sums to hide the

@@ -3,6 +3,7 @@
  * scalars (s<row>_<lane>) laid along contiguous memory, so the compiler packs a row's lanes
  * into vector registers and keeps them there while the shared dimension runs innermost.
  * One sample (B == 1) has blocks of its own: output columns' sums in registers along W's rows.
+ * A W too large for a cache runs the blocks over panels of the shared dimension.
  * Each product is a helper function of its own, marked NAME_BLOCKED: for gcc, no loop
  * vectoriser there (it would vectorise across the sum's iterations with shuffles, 3-7x
  * slower than the straight-line packing it leaves to the SLP vectoriser; measured). */
@@ -41,20 +42,37 @@ static const char *weight_at(char *buf, size_t len, const otc_cr_mm *d, const ch
     return buf;
 }
 
+/* How a block's sums start and end. Whole product: zero, summed over every q, then written
+ * (=) or added (+=) to out. Panel: resumed from out, summed over q in [q0, q1), written back. */
+typedef enum { WHOLE, PANEL } block_span;
+
 /* One register block of `rows` output rows x `lanes` samples from b0 (set before it), summed
- * over q in order. `skip`: adding (+=) into samples of which those before bs are already
- * done (the block overlaps the one before), so it adds only from bs on. */
-static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes, bool skip) {
-    const char *op = d->accumulate ? "+=" : "=";
+ * over q in order. `skip`: the block overlaps the one before (samples before bs are already
+ * done there), so it stores only from bs on. */
+static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes, bool skip,
+                  block_span span) {
+    bool panel = span == PANEL;
+    const char *op = d->accumulate && !panel ? "+=" : "=";
     otc_text t;
     otc_text_init(&t);
     for (int j = 0; j < rows; j++) {
+        if (panel)
+            otc_text_printf(&t, "const float *restrict i%d = %s + (%s + %d) * S + b0; ", j, d->out,
+                            row0, j);
         otc_text_puts(&t, "float");
-        for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", j, l);
+        for (int l = 0; l < lanes; l++) {
+            if (panel)
+                otc_text_printf(&t, "%s s%d_%d = i%d[%d]", l ? "," : "", j, l, j, l);
+            else
+                otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", j, l);
+        }
         otc_text_puts(&t, ";");
         flush(c, &t);
     }
-    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    if (panel)
+        otc_cr_line(c, "for (size_t q = q0; q < q1; q++) {");
+    else
+        otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const float *restrict xq = %s + q * S + b0;", d->x);
     char w[160];
@@ -72,7 +90,8 @@ static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int
         if (skip) {
             otc_text_puts(&t, " const float t[] = {");
             for (int l = 0; l < lanes; l++) otc_text_printf(&t, "%ss%d_%d", l ? ", " : "", j, l);
-            otc_text_printf(&t, "}; for (size_t l = bs - b0; l < %d; l++) o[l] += t[l];", lanes);
+            otc_text_printf(&t, "}; for (size_t l = bs - b0; l < %d; l++) o[l] %s t[l];", lanes,
+                            op);
         } else {
             for (int l = 0; l < lanes; l++) otc_text_printf(&t, " o[%d] %s s%d_%d;", l, op, j, l);
         }
@@ -86,27 +105,29 @@ static void block(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int
  * The last block ends at the last sample (b0 = B - lanes), overlapping the one before when
  * lanes does not divide B: "=" writes the overlapped samples again with the same sums, in
  * the same loop; "+=" must add them once, in a copy of the block of its own (adding through
- * a per-lane loop in every block cost the MLP's training step 5-10%, measured). */
-static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes) {
-    bool add = d->accumulate;
+ * a per-lane loop in every block cost the MLP's training step 5-10%, measured), and so must a
+ * panel (its overlapped samples resume from sums the block before already moved on). */
+static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, int lanes,
+                   block_span span) {
+    bool own = d->accumulate || span == PANEL;
     otc_cr_line(c, "size_t bs = 0;");
-    if (add)
+    if (own)
         otc_cr_line(c, "for (; bs + %d <= B; bs += %d) {", lanes, lanes);
     else
         otc_cr_line(c, "for (; bs < B; bs += %d) {", lanes);
     c->indent++;
-    if (add)
+    if (own)
         otc_cr_line(c, "const size_t b0 = bs;");
     else
         otc_cr_line(c, "const size_t b0 = bs + %d <= B ? bs : B - %d;", lanes, lanes);
-    block(c, d, row0, rows, lanes, false);
+    block(c, d, row0, rows, lanes, false, span);
     c->indent--;
     otc_cr_line(c, "}");
-    if (!add) return;
+    if (!own) return;
     otc_cr_line(c, "if (bs < B) {");
     c->indent++;
     otc_cr_line(c, "const size_t b0 = B - %d;", lanes);
-    block(c, d, row0, rows, lanes, true);
+    block(c, d, row0, rows, lanes, true, span);
     c->indent--;
     otc_cr_line(c, "}");
 }
@@ -117,24 +138,35 @@ static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, in
  * workspace as it was), and a batch narrower than a block as blocks of half, a quarter ...
  * the width down to 4 samples. Scalar sums only for batches of 2-3 (B == 1 has blocks of its
  * own). At batch 75, its 11 samples one at a time took most of the product's time (perf). */
-static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
+static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, block_span span) {
+    bool panel = span == PANEL;
     int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
     for (int w = lanes; w >= 4; w /= 2) {
         otc_cr_line(c, "%sif (B >= %d) {", w == lanes ? "" : "} else ", w);
         c->indent++;
-        blocks(c, d, row0, rows, w);
+        blocks(c, d, row0, rows, w, span);
         c->indent--;
     }
     otc_cr_line(c, "} else {");
     c->indent++;
     otc_text t;
     otc_text_init(&t);
-    const char *op = d->accumulate ? "+=" : "=";
+    const char *op = d->accumulate && !panel ? "+=" : "=";
     char w[160];
     otc_cr_line(c, "for (size_t b0 = 0; b0 < B; b0++) {");
     c->indent++;
-    zero_sums(c, &t, rows);
-    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    if (panel) {
+        otc_text_puts(&t, "float");
+        for (int j = 0; j < rows; j++)
+            otc_text_printf(&t, "%s s%d = %s[(%s + %d) * S + b0]", j ? "," : "", j, d->out, row0,
+                            j);
+        otc_text_puts(&t, ";");
+        flush(c, &t);
+        otc_cr_line(c, "for (size_t q = q0; q < q1; q++) {");
+    } else {
+        zero_sums(c, &t, rows);
+        otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    }
     c->indent++;
     otc_cr_line(c, "const float xb = %s[q * S + b0];", d->x);
     for (int j = 0; j < rows; j++)
@@ -289,6 +321,15 @@ static void one_sample_columns(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, co
     }
 }
 
+/* The name in capitals: the prefix of the file's macros (NAME_BLOCKED, NAME_TALL_BLOCKS). */
+static void macro_prefix(const otc_cr *c, char *mac, size_t len) {
+    size_t i = 0;
+    for (; c->name[i] && i + 16 < len; i++)
+        mac[i] =
+            (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
+    mac[i] = '\0';
+}
+
 /* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
 static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *params) {
     int id = c->n_helpers++;
@@ -297,11 +338,7 @@ static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const
     c->sb = c->helpers;
     c->indent = 0;
     char mac[96];
-    size_t i = 0;
-    for (; c->name[i] && i + 16 < sizeof mac; i++)
-        mac[i] =
-            (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
-    mac[i] = '\0';
+    macro_prefix(c, mac, sizeof mac);
     otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(%s) {", mac, c->name, id, params);
     c->indent = 1;
     return id;
@@ -334,7 +371,7 @@ void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
     int indent;
     otc_cr_mm h;
     int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
-    rows_body(c, &h, "r0", rows);
+    rows_body(c, &h, "r0", rows, WHOLE);
     helper_end(c, sb, indent);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
 }
@@ -353,6 +390,76 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
         snprintf(row0, sizeof row0, "%" PRId64, full);
         otc_cr_mm_rows(c, d, row0, (int)(n_rows - full));
     }
+}
+
+/* A preprocessor line, from the line's start. */
+static void directive(otc_cr *c, const char *line) {
+    int at = c->indent;
+    c->indent = 0;
+    otc_cr_line(c, "%s", line);
+    c->indent = at;
+}
+
+/* Every row of the product over the q panel [q0, q1): blocks of `rows` rows, then the rest
+ * as one shorter block; `widest`: only blocks of the widest width (B at least that). */
+static void panel_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows, bool widest) {
+    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+    int64_t full = n_rows / rows * rows;
+    for (int part = 0; part < 2; part++) {
+        int height = part ? (int)(n_rows - full) : rows;
+        if (height == 0 || (part == 0 && full == 0)) continue;
+        if (part == 0) {
+            otc_cr_line(c, "for (size_t r0 = 0; r0 < %" PRId64 "; r0 += %d) {", full, rows);
+        } else {
+            otc_cr_line(c, "{");
+            otc_cr_line(c, "    const size_t r0 = %" PRId64 ";", full);
+        }
+        c->indent++;
+        if (widest)
+            blocks(c, d, "r0", height, lanes, PANEL);
+        else
+            rows_body(c, d, "r0", height, PANEL);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
+    if (rows < 1) rows = 1;
+    otc_text *sb;
+    int indent;
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
+    c->tall_blocks = true;
+    otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++)", n_rows);
+    otc_cr_line(c, "    for (size_t b = 0; b < B; b++) out[e * S + b] = 0.0f;");
+    otc_cr_line(c, "const size_t qn = B < %d ? %d / B : %d;",
+                OTC_CR_PANEL_FLOATS / OTC_CR_PANEL_MIN, OTC_CR_PANEL_FLOATS, OTC_CR_PANEL_MIN);
+    otc_cr_line(c, "for (size_t q0 = 0; q0 < %" PRId64 "; q0 += qn) {", d->inner);
+    c->indent++;
+    otc_cr_line(c, "const size_t q1 = q0 + qn < %" PRId64 " ? q0 + qn : %" PRId64 ";", d->inner,
+                d->inner);
+    /* Blocks as tall as OTC_CR_TALL times the plan's only at the widest width: narrower
+     * blocks are rare here, and gcc fused fewer multiply-adds in tall ones (other bits). */
+    char mac[96], line[128];
+    macro_prefix(c, mac, sizeof mac);
+    snprintf(line, sizeof line, "#if %s_TALL_BLOCKS", mac);
+    directive(c, line);
+    otc_cr_line(c, "if (B >= %d) {", OTC_CR_LANES * (h.vectors > 0 ? h.vectors : 1));
+    c->indent++;
+    panel_rows(c, &h, n_rows, OTC_CR_TALL * rows, true);
+    c->indent--;
+    otc_cr_line(c, "} else");
+    directive(c, "#endif");
+    otc_cr_line(c, "{");
+    c->indent++;
+    panel_rows(c, &h, n_rows, rows, false);
+    c->indent--;
+    otc_cr_line(c, "}");
+    c->indent--;
+    otc_cr_line(c, "}");
+    helper_end(c, sb, indent);
+    otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->x, d->w, d->out);
 }
 
 void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
@@ -404,16 +511,21 @@ void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
 void otc_cr_mm_prelude(otc_cr *c, otc_text *out) {
     if (c->n_helpers == 0) return;
     char mac[96];
-    size_t i = 0;
-    for (; c->name[i] && i + 16 < sizeof mac; i++)
-        mac[i] =
-            (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
-    mac[i] = '\0';
+    macro_prefix(c, mac, sizeof mac);
     otc_text_printf(out,
                     "/* Dense products: register blocks the SLP vectoriser packs; gcc's loop "
                     "vectoriser kept out. */\n"
                     "#if defined(__GNUC__) && !defined(__clang__)\n"
                     "#define %s_BLOCKED __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
-                    "#else\n#define %s_BLOCKED\n#endif\n\n",
+                    "#else\n#define %s_BLOCKED\n#endif\n",
                     mac, mac);
+    if (c->tall_blocks)
+        otc_text_printf(out,
+                        "/* A large product's blocks %d times as tall where the compiler has 32 "
+                        "vector registers\n * (AVX-512); define it 0 or 1 to choose. */\n"
+                        "#ifndef %s_TALL_BLOCKS\n#if defined(__AVX512F__)\n"
+                        "#define %s_TALL_BLOCKS 1\n#else\n#define %s_TALL_BLOCKS 0\n#endif\n"
+                        "#endif\n",
+                        OTC_CR_TALL, mac, mac, mac);
+    otc_text_puts(out, "\n");
 }
