@@ -144,7 +144,7 @@ static void weight_grad_gen(otc_llvm_r *r, int id) {
  * mode. Vectorised along the samples, one lane in W did work: the weight gradient was a sum
  * of one product per weight, each reduced across a vector, and from the stride of one vector
  * on a 128x64 layer went to OpenBLAS with sixteen samples' work. Per sample, G's column is
- * copied to a zero-padded stack row first, then
+ * copied to a contiguous stack row first, then
  *   gA[k] += sum_n W[k,n] g[n]   (a vector of W's row times g, one reduction per row),
  *   gW[k,n] += A[k] g[n]         (rows of gW, W lanes at a time, an outer product). */
 enum { FEW_MAX_N = 4096 }; /* the stack row: 16 KB at most */
@@ -219,13 +219,12 @@ static void few_weight_grad(otc_llvm_r *r, const product *m, LLVMValueRef g, LLV
 static void few_samples(otc_llvm_r *r, int id) {
     const otc_plan *p = r->plan;
     const product m = product_of(r, id);
-    const int64_t W = r->o.lanes, padded = (m.N + W - 1) / W * W;
+    const int64_t W = r->o.lanes;
     LLVMValueRef G = otc_lv_grad_base(r, id);
-    LLVMValueRef g = otc_lv_slot(r, LLVMArrayType2(r->ir.f32, (uint64_t)padded));
+    LLVMValueRef g = otc_lv_slot(r, LLVMArrayType2(r->ir.f32, (uint64_t)m.N));
     otc_llvm_loop lb = {0}, ln = {0};
     otc_lv_loop_begin(r, &lb, r->a[OTC_LA_BATCH]);
-    /* the row's last vector zeroed, then the column over it (stride: one vector) */
-    otc_lv_store(r, LLVMConstNull(r->vec), otc_lv_gep(r, g, otc_lv_i64(r, padded - W)));
+    /* the sample's column, one vector apart in G */
     otc_lv_loop_begin(r, &ln, otc_lv_i64(r, m.N));
     LLVMValueRef src =
         otc_lv_gep(r, G, LLVMBuildAdd(B, LLVMBuildMul(B, ln.i, otc_lv_i64(r, W), ""), lb.i, ""));
