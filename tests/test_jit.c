@@ -189,6 +189,32 @@ TEST(jit_fast_tier_gradients_random_graphs) {
     CHECK(gradient_disagreements(jit_scaled(40), &o, 7000) == 0);
 }
 
+/* A dense layer's gradient products at few samples (fewer than half a vector: one sample at a
+ * time along W's rows) and around a vector width (vectorised along the samples), against the
+ * interpreter in both tiers. The layers' widths cover fewer outputs than lanes (3), whole
+ * vectors (48 at 8 and 16 lanes) and a remainder (37). */
+TEST(jit_dense_gradients_few_samples_and_vector_widths) {
+    static const int batches[] = {1, 2, 7, 15, 16, 17};
+    int sizes[4] = {5, 37, 48, 3};
+    for (int tier = 0; tier < 2; tier++) {
+        otc_jit_options o = otc_jit_defaults();
+        o.tier = tier ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        o.no_cache = true;
+        otc_graph *g = otc_testgen_mlp(31 + (uint64_t)tier, 4, sizes, OTC_OP_TANH, -1);
+        NEED(g);
+        otc_id loss = jit_add_mse_loss(g);
+        otc_executor *jit = NULL;
+        NEED(loss >= 0 && otc_jit_executors_new(&g, &loss, 1, &o, &jit) == OTC_OK);
+        for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+            otc_exec_zero_grad(jit); /* a backward adds to the parameters' gradients */
+            CHECK(gradients_agree_with(g, jit, loss, batches[i], 60 + (uint64_t)i,
+                                       tier ? "dense, fast tier" : "dense"));
+        }
+        otc_exec_free(jit);
+        otc_graph_free(g);
+    }
+}
+
 /* One lane (the evolve policy's pole-task code) is spelled as plain floats, not <1 x float>:
  * forward and gradients still match the interpreter in both tiers, with dense layers and
  * reductions over the batch (batches 1 to 67, each sample its own chunk; every tenth

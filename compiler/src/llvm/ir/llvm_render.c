@@ -28,7 +28,7 @@ static void add_fn_attr(otc_llvm_r *r, LLVMValueRef fn, const char *name) {
 }
 
 /* A new function taking the argument block (and `extra` i1 flags); its slots loaded. */
-static LLVMValueRef begin_function(otc_llvm_r *r, const char *name, bool exported, int extra) {
+LLVMValueRef otc_lv_begin_function(otc_llvm_r *r, const char *name, bool exported, int extra) {
     LLVMTypeRef params[2] = {r->ir.ptr, r->ir.i1};
     LLVMTypeRef ft = LLVMFunctionType(r->ir.i32, params, (unsigned)(1 + extra), 0);
     LLVMValueRef fn = LLVMAddFunction(r->ir.mod, name, ft);
@@ -406,7 +406,7 @@ static parts render_parts(otc_llvm_r *r, const char *what, int from, int to, boo
         }
         char name[200];
         snprintf(name, sizeof name, "%s%s_%d", r->o.prefix ? r->o.prefix : "", what, ps.n);
-        LLVMValueRef fn = begin_function(r, name, false, flag ? 1 : 0);
+        LLVMValueRef fn = otc_lv_begin_function(r, name, false, flag ? 1 : 0);
         ps.fn[ps.n++] = fn;
         int64_t size = 0;
         while (i < to && !r->st && size < PART_INSTRUCTIONS) {
@@ -438,7 +438,7 @@ static LLVMValueRef chain_parts(otc_llvm_r *r, const char *name, bool exported, 
         }
         return fn;
     }
-    LLVMValueRef fn = begin_function(r, name, exported, flag ? 1 : 0);
+    LLVMValueRef fn = otc_lv_begin_function(r, name, exported, flag ? 1 : 0);
     for (int k = 0; k < ps.n; k++)
         return_if_failed(r,
                          call_body(r, ps.fn[k], flag ? 1 : 0, flag ? LLVMGetParam(fn, 1) : NULL));
@@ -462,13 +462,13 @@ static LLVMValueRef render_steps(otc_llvm_r *r, const char *name, bool exported,
 static void train_entries(otc_llvm_r *r, LLVMValueRef fwd, LLVMValueRef bwd, LLVMValueRef upd) {
     char name[160];
     name_of(name, sizeof name, &r->o, "forward");
-    begin_function(r, name, true, 0);
+    otc_lv_begin_function(r, name, true, 0);
     LLVMBuildRet(B, call_body(r, fwd, 0, NULL));
     name_of(name, sizeof name, &r->o, "backward");
-    begin_function(r, name, true, 0);
+    otc_lv_begin_function(r, name, true, 0);
     LLVMBuildRet(B, call_body(r, bwd, 1, LLVMConstInt(r->ir.i1, 0, 0)));
     name_of(name, sizeof name, &r->o, "train_step");
-    begin_function(r, name, true, 0);
+    otc_lv_begin_function(r, name, true, 0);
     return_if_failed(r, call_body(r, fwd, 0, NULL));
     return_if_failed(r, call_body(r, bwd, 1, LLVMConstInt(r->ir.i1, 1, 0)));
     call_body(r, upd, 0, NULL);
@@ -621,7 +621,7 @@ otc_status otc_llvm_render_into(const otc_plan *plan, const otc_llvm_render_opti
         name_of(name, sizeof name, o, "bwd_body");
         LLVMValueRef bwd = render_steps(r, name, false, true);
         name_of(name, sizeof name, o, "update_body");
-        LLVMValueRef upd = begin_function(r, name, false, 0);
+        LLVMValueRef upd = otc_lv_begin_function(r, name, false, 0);
         update_steps(r);
         LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
         if (!r->st) train_entries(r, fwd, bwd, upd);

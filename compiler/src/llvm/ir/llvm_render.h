@@ -133,6 +133,10 @@ typedef struct {
     int col_valid;
 } otc_llvm_r;
 
+/* A new function of the module taking the argument block (and `extra` i1 flags), internal and
+ * noinline unless exported, its slots loaded into r->a; the builder at its entry. */
+LLVMValueRef otc_lv_begin_function(otc_llvm_r *r, const char *name, bool exported, int extra);
+
 /* Loops: begin positions the builder in the body with i counting 0 .. count-1 (nothing runs
  * when count <= 0); end closes it and continues after the loop. */
 typedef struct {
