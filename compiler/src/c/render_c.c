@@ -154,13 +154,6 @@ static const char *source_comment(char *buf, const otc_emit_c_options *o) {
     return o->source_name ? otc_cr_comment(buf, OTC_CR_LABEL_LEN, o->source_name) : "a graph";
 }
 
-static void upper(char *dst, const char *src, size_t len) {
-    size_t i = 0;
-    for (; src[i] && i + 1 < len; i++)
-        dst[i] = (char)(src[i] >= 'a' && src[i] <= 'z' ? src[i] - 'a' + 'A' : src[i]);
-    dst[i] = '\0';
-}
-
 static void io_doc(otc_text *sb, const otc_plan *p, otc_io_stream stream,
                    const otc_emit_c_options *o) {
     char lab[OTC_CR_LABEL_LEN], shp[64];
@@ -199,7 +192,7 @@ static void write_header(otc_text *sb, const otc_emit_c_options *o, const plan_s
     const otc_plan *fwd = ps->fwd, *train = ps->train;
     const char *N = o->name;
     char U[80], lab[OTC_CR_LABEL_LEN], shp[64], src[OTC_CR_LABEL_LEN];
-    upper(U, N, sizeof U);
+    otc_cr_upper(U, N, sizeof U);
     otc_plan_bytes bf = otc_plan_sizes(fwd, o->batch > 0 ? o->batch : 1);
     bf.activations = otc_extent_at(ps->work, o->batch > 0 ? o->batch : 1) * 4;
     if (o->bptt > 0) bf.activations_unshared *= 2; /* a tape's forward: two slots */
@@ -424,7 +417,7 @@ static void prologue(otc_cr *c, const otc_emit_c_options *o, int64_t decoded) {
 static void write_reset(otc_cr *c, const otc_emit_c_options *o, const otc_plan *p,
                         int64_t decoded) {
     char U[80];
-    upper(U, o->name, sizeof U);
+    otc_cr_upper(U, o->name, sizeof U);
     otc_text_printf(c->sb, "int %s_reset(void *workspace, int batch) {\n", o->name);
     c->indent = 1;
     if (o->batch > 0)
@@ -442,7 +435,7 @@ static void write_reset(otc_cr *c, const otc_emit_c_options *o, const otc_plan *
 static void write_forward(otc_cr *c, const otc_emit_c_options *o, const plan_set *ps, bool train) {
     const char *N = o->name;
     char U[80];
-    upper(U, N, sizeof U);
+    otc_cr_upper(U, N, sizeof U);
     if (train)
         otc_text_printf(c->sb,
                         "int %s_forward(const %s_params *p, const float *in, float *out, "
@@ -523,7 +516,7 @@ static void write_training(otc_cr *c, const otc_emit_c_options *o, const plan_se
     const otc_plan *t = ps->train;
     const char *N = o->name;
     char U[80], off[64];
-    upper(U, N, sizeof U);
+    otc_cr_upper(U, N, sizeof U);
     int slots = otc_plan_optim_slots(&t->options.optim);
     otc_text *sb = c->sb;
     otc_text_printf(sb, "void %s_params_init(%s_params *p) {\n", N, N);

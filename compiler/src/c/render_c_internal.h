@@ -139,6 +139,9 @@ typedef struct {
     int rows, cols;
 } otc_cr_gw;
 void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d);
+/* src in capitals into dst (len bytes, terminated): a file's macro prefix ("NAME_...", from
+ * a name otc_emit_c_valid_name took). */
+void otc_cr_upper(char *dst, const char *src, size_t len);
 /* The NAME_BLOCKED macro the product helpers use (when there are any), for the file head. */
 void otc_cr_mm_prelude(otc_cr *c, otc_text *out);
 

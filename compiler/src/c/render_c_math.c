@@ -19,9 +19,8 @@ const char *otc_cr_math(otc_cr *c, otc_cr_mathfn f, char *buf, size_t len) {
 
 /* NAME_<what>, upper case like the header's macros. */
 static const char *macro(char *buf, size_t len, const char *name, const char *what) {
-    size_t i = 0;
-    for (; name[i] && i + 16 < len; i++)
-        buf[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 'a' + 'A' : name[i]);
+    otc_cr_upper(buf, name, len);
+    size_t i = strlen(buf);
     snprintf(buf + i, len - i, "_%s", what);
     return buf;
 }

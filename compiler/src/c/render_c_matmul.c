@@ -321,15 +321,6 @@ static void one_sample_columns(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, co
     }
 }
 
-/* The name in capitals: the prefix of the file's macros (NAME_BLOCKED, NAME_TALL_BLOCKS). */
-static void macro_prefix(const otc_cr *c, char *mac, size_t len) {
-    size_t i = 0;
-    for (; c->name[i] && i + 16 < len; i++)
-        mac[i] =
-            (char)(c->name[i] >= 'a' && c->name[i] <= 'z' ? c->name[i] - 'a' + 'A' : c->name[i]);
-    mac[i] = '\0';
-}
-
 /* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
 static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *params) {
     int id = c->n_helpers++;
@@ -338,7 +329,7 @@ static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const
     c->sb = c->helpers;
     c->indent = 0;
     char mac[96];
-    macro_prefix(c, mac, sizeof mac);
+    otc_cr_upper(mac, c->name, sizeof mac);
     otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(%s) {", mac, c->name, id, params);
     c->indent = 1;
     return id;
@@ -442,7 +433,7 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     /* Blocks as tall as OTC_CR_TALL times the plan's only at the widest width: narrower
      * blocks are rare here, and gcc fused fewer multiply-adds in tall ones (other bits). */
     char mac[96], line[128];
-    macro_prefix(c, mac, sizeof mac);
+    otc_cr_upper(mac, c->name, sizeof mac);
     snprintf(line, sizeof line, "#if %s_TALL_BLOCKS", mac);
     directive(c, line);
     otc_cr_line(c, "if (B >= %d) {", OTC_CR_LANES * (h.vectors > 0 ? h.vectors : 1));
@@ -511,7 +502,7 @@ void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
 void otc_cr_mm_prelude(otc_cr *c, otc_text *out) {
     if (c->n_helpers == 0) return;
     char mac[96];
-    macro_prefix(c, mac, sizeof mac);
+    otc_cr_upper(mac, c->name, sizeof mac);
     otc_text_printf(out,
                     "/* Dense products: register blocks the SLP vectoriser packs; gcc's loop "
                     "vectoriser kept out. */\n"

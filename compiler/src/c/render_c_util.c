@@ -19,6 +19,13 @@ const char *otc_cr_comment(char *buf, size_t len, const char *text) {
     return buf;
 }
 
+void otc_cr_upper(char *dst, const char *src, size_t len) {
+    size_t i = 0;
+    for (; src[i] && i + 1 < len; i++)
+        dst[i] = (char)(src[i] >= 'a' && src[i] <= 'z' ? src[i] - 'a' + 'A' : src[i]);
+    dst[i] = '\0';
+}
+
 const char *otc_cr_label(const otc_graph *g, otc_id id, char *buf, size_t len) {
     const otc_node *nd = otc_graph_node(g, id);
     if (!nd || !nd->name) {
