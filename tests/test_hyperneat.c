@@ -212,36 +212,6 @@ TEST(hyperneat_layered_substrate_svg) {
 
 /* activation = sigmoid is NEAT's steep sigmoid, 1 / (1 + exp(-4.9 z)): the painted substrate
  * as a graph computes it (the steep_sigmoid op), as the substrate's own forward does. */
-TEST(hyperneat_steep_sigmoid_substrate_graph) {
-    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
-                                  "input_grid = 2x1\noutput_grid = 2x1\nactivation = sigmoid\n");
-    otc_substrate *s = NULL;
-    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
-    const float w[4] = {0.5f, -0.25f, 0.1f, 0.2f}; /* [target][source] */
-    for (int k = 0; k < 4; k++) otc_substrate_weights(s, 0)[k] = w[k];
-    otc_substrate_biases(s, 0)[1] = 0.3f;
-    const float x[2] = {0.4f, -0.6f};
-    double z[2] = {0.5 * 0.4 + 0.25 * 0.6, 0.1 * 0.4 - 0.2 * 0.6 + 0.3};
-    float y[2];
-    REQUIRE(otc_substrate_forward(s, x, 1, y) == OTC_OK);
-    otc_graph *g = NULL;
-    REQUIRE(otc_substrate_graph(s, 0.0f, &g) == OTC_OK);
-    otc_executor *ex = otc_interpreter_new(g, &(otc_exec_options){.inference = true});
-    REQUIRE(ex);
-    REQUIRE(otc_exec_set_input(ex, otc_graph_find(g, "input"), x, 1) == OTC_OK);
-    REQUIRE(otc_exec_forward(ex) == OTC_OK);
-    const float *gy = NULL;
-    REQUIRE(otc_exec_value(ex, otc_graph_output(g, 0), &gy, NULL) == OTC_OK);
-    for (int j = 0; j < 2; j++) {
-        double want = 1.0 / (1.0 + exp(-4.9 * z[j]));
-        CHECK_NEAR(y[j], want, 1e-6);
-        CHECK_NEAR(gy[j], want, 1e-6);
-    }
-    otc_exec_free(ex);
-    otc_graph_free(g);
-    otc_substrate_free(s);
-}
-
 /* The graph interpreter's output for one row of x through s painted as a graph, into y. */
 static void interpreter_row(otc_substrate *s, const float *x, float *y, int n_out) {
     otc_graph *g = NULL;
@@ -255,6 +225,28 @@ static void interpreter_row(otc_substrate *s, const float *x, float *y, int n_ou
     memcpy(y, gy, sizeof(float) * (size_t)n_out);
     otc_exec_free(ex);
     otc_graph_free(g);
+}
+
+TEST(hyperneat_steep_sigmoid_substrate_graph) {
+    otc_neat_config c = config_of("num_inputs = 4\nnum_outputs = 1\n",
+                                  "input_grid = 2x1\noutput_grid = 2x1\nactivation = sigmoid\n");
+    otc_substrate *s = NULL;
+    REQUIRE(otc_substrate_new(&c, 1, &s) == OTC_OK);
+    const float w[4] = {0.5f, -0.25f, 0.1f, 0.2f}; /* [target][source] */
+    for (int k = 0; k < 4; k++) otc_substrate_weights(s, 0)[k] = w[k];
+    otc_substrate_biases(s, 0)[1] = 0.3f;
+    const float x[2] = {0.4f, -0.6f};
+    double z[2] = {0.5 * 0.4 + 0.25 * 0.6, 0.1 * 0.4 - 0.2 * 0.6 + 0.3};
+    float y[2];
+    REQUIRE(otc_substrate_forward(s, x, 1, y) == OTC_OK);
+    float gy[2];
+    interpreter_row(s, x, gy, 2);
+    for (int j = 0; j < 2; j++) {
+        double want = 1.0 / (1.0 + exp(-4.9 * z[j]));
+        CHECK_NEAR(y[j], want, 1e-6);
+        CHECK_NEAR(gy[j], want, 1e-6);
+    }
+    otc_substrate_free(s);
 }
 
 /* One row through a substrate's small layers (11x11 -> 5x5 -> 11x11, tanh) runs on a
