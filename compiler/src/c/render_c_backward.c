@@ -25,6 +25,16 @@ static void need_value(otc_cr *c, otc_id id) {
     otc_cr_pointer(c, id, false);
 }
 
+/* "vN" or "vN + col * S" (plane 'v': values, 'g': gradients): a pointer to column col of
+ * value N's batch row, as the out-of-line batch loops take it. */
+static const char *column(char *buf, size_t len, char plane, otc_id n, int col) {
+    if (col == 0)
+        snprintf(buf, len, "%c%d", plane, (int)n);
+    else
+        snprintf(buf, len, "%c%d + %d * S", plane, (int)n, col);
+    return buf;
+}
+
 static void ga(otc_cr *c, char *buf, otc_id id, const char *elem) {
     otc_cr_grad_at(c, buf, 96, V(id), elem);
 }
@@ -279,13 +289,9 @@ static void bw_neuron(otc_cr *c, otc_id id) {
             need_value(c, src);
             char gx[32], vs[64];
             snprintf(gx, sizeof gx, "g%d", (int)id);
-            if (col == 0)
-                snprintf(vs, sizeof vs, "v%d", (int)V(src));
-            else
-                snprintf(vs, sizeof vs, "v%d + %d * S", (int)V(src), col);
             otc_cr_line(c, "{");
             c->indent++;
-            batch_sum(c, gx, vs);
+            batch_sum(c, gx, column(vs, sizeof vs, 'v', V(src), col));
             otc_cr_line(c, "g%d[%d] += %s * acc;", (int)V(W), i - 2, sc);
             c->indent--;
             otc_cr_line(c, "}");
@@ -300,11 +306,8 @@ static void bw_neuron(otc_cr *c, otc_id id) {
                 /* Sample by sample: the file's one out-of-line copy of the loop. */
                 c->batch_axpy_used = true;
                 char gp[64];
-                if (col == 0)
-                    snprintf(gp, sizeof gp, "g%d", (int)V(src));
-                else
-                    snprintf(gp, sizeof gp, "g%d + %d * S", (int)V(src), col);
-                otc_cr_line(c, "    %s_batch_axpy(%s, g%d, f, B);", c->name, gp, (int)id);
+                otc_cr_line(c, "    %s_batch_axpy(%s, g%d, f, B);", c->name,
+                            column(gp, sizeof gp, 'g', V(src), col), (int)id);
             } else {
                 otc_cr_line(c, "    for (size_t b = 0; b < B; b++) %s += g%d[b] * f;", gs, (int)id);
             }
@@ -505,13 +508,9 @@ static void fused_sums(otc_cr *c, otc_id id, bool many) {
         int col = nd->cols[i - 2];
         otc_id src = V(nd->inputs[i]);
         snprintf(x, sizeof x, "g%d", (int)id);
-        if (col == 0)
-            snprintf(y, sizeof y, "v%d", (int)src);
-        else
-            snprintf(y, sizeof y, "v%d + %d * S", (int)src, col);
         otc_cr_line(c, "{");
         c->indent++;
-        batch_sum(c, x, y);
+        batch_sum(c, x, column(y, sizeof y, 'v', src, col));
         otc_cr_line(c, "g%d[%d] += %s * acc;", (int)V(nd->inputs[0]), i - 2,
                     otc_cr_float(c, lit, nd->scale));
         c->indent--;
