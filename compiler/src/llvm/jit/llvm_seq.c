@@ -379,23 +379,24 @@ otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *an
     return OTC_OK;
 }
 
+/* from's compiles added to *to. */
+static void add_compiles(otc_jit_stats *to, const otc_jit_stats *from) {
+    to->compile_ms += from->compile_ms;
+    to->compile_cpu_ms += from->compile_cpu_ms;
+    to->compiles += from->compiles;
+    to->cache_hits += from->cache_hits;
+}
+
 /* An unrolled executor's compiles added to *to. */
 static void add_stats(otc_jit_stats *to, const otc_executor *ex) {
     otc_jit_stats st;
-    if (otc_jit_executor_stats(ex, &st)) return;
-    to->compile_ms += st.compile_ms;
-    to->compile_cpu_ms += st.compile_cpu_ms;
-    to->compiles += st.compiles;
-    to->cache_hits += st.cache_hits;
+    if (!otc_jit_executor_stats(ex, &st)) add_compiles(to, &st);
 }
 
 void otc_lvx_seq_stats(const jit_exec *j, otc_jit_stats *out) {
     const struct jit_seq *s = j->seq;
     if (!s) return;
-    out->compile_ms += s->retired.compile_ms;
-    out->compile_cpu_ms += s->retired.compile_cpu_ms;
-    out->compiles += s->retired.compiles;
-    out->cache_hits += s->retired.cache_hits;
+    add_compiles(out, &s->retired);
     for (int i = 0; i < SEQ_CACHE; i++)
         if (s->cache[i].ex) add_stats(out, s->cache[i].ex);
 }
