@@ -171,6 +171,11 @@ int otc_cli_load_seq_csv(const char *cmd, const char *path, const otc_cli_csv *o
 /* Refuses --sequence/--bptt (named in `option`) on a model without state, saying why. */
 int otc_cli_needs_recurrent(const char *cmd, const char *model, const char *option);
 
+/* The refusals of a compiled training step through time (otc compile and otc bench): --bptt K
+ * (K >= 1) goes with --train and a recurrent model, and a recurrent model's training step
+ * needs it. 0 when the combination is valid, else the error's exit code. */
+int otc_cli_check_bptt(const char *cmd, const char *model, bool recurrent, bool train, int bptt);
+
 /* The header guess: true when the first line has no number at all, or has a name where the
  * second line has a number. text need not be NUL-terminated. */
 bool otc_cli_csv_has_header(const char *text, size_t len);

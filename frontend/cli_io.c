@@ -227,6 +227,21 @@ int otc_cli_needs_recurrent(const char *cmd, const char *model, const char *opti
                          option, otc_cli_printable(model, sm, sizeof sm), option);
 }
 
+int otc_cli_check_bptt(const char *cmd, const char *model, bool recurrent, bool train, int bptt) {
+    char sm[512];
+    if (bptt < 0) return otc_cli_error(cmd, "--bptt must be at least 1 step, not %d", bptt);
+    if (bptt > 0 && !recurrent) return otc_cli_needs_recurrent(cmd, model, "--bptt");
+    if (bptt > 0 && !train)
+        return otc_cli_error(cmd, "--bptt goes with --train (the time steps one training step "
+                                  "runs through)");
+    if (train && recurrent && bptt == 0)
+        return otc_cli_error(cmd,
+                             "%s is recurrent: a training step runs through time; give --bptt K "
+                             "(the time steps it runs through)",
+                             otc_cli_printable(model, sm, sizeof sm));
+    return 0;
+}
+
 int otc_cli_write_output(const char *cmd, const char *path, const void *data, size_t len) {
     if (!path || !strcmp(path, "-")) {
         if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)

@@ -321,14 +321,7 @@ int otc_cmd_bench(int argc, char **argv) {
     /* Through time: what one chunk of `otc train --bptt K` does, as otc compile --bptt builds
      * it (the same refusals). */
     bool recurrent = otc_graph_is_recurrent(g);
-    if ((bptt > 0 && (!train || !recurrent)) || (train && recurrent && bptt == 0)) {
-        rc = !recurrent ? otc_cli_needs_recurrent("bench", pos[0] ? pos[0] : what, "--bptt")
-             : !train   ? otc_cli_error("bench", "--bptt goes with --train (the time steps one "
-                                                   "training step runs through)")
-                        : otc_cli_error("bench",
-                                        "%s is recurrent: a training step runs through time; "
-                                          "give --bptt K (the time steps it runs through)",
-                                        what);
+    if ((rc = otc_cli_check_bptt("bench", pos[0] ? pos[0] : what, recurrent, train, bptt))) {
         otc_graph_free(g);
         return rc;
     }

@@ -300,11 +300,7 @@ int otc_cmd_compile(int argc, char **argv) {
     otc_status st = OTC_OK;
     otc_unrolled *u = NULL;
     bool recurrent = otc_graph_is_recurrent(g);
-    if (bptt < 0 || (bptt > 0 && !train) || (bptt > 0 && !recurrent)) {
-        rc = bptt < 0 ? otc_cli_error("compile", "--bptt must be at least 1 step, not %d", bptt)
-             : !train ? otc_cli_error("compile", "--bptt goes with --train (the time steps "
-                                                 "one training call runs through)")
-                      : otc_cli_needs_recurrent("compile", pos[0], "--bptt");
+    if ((rc = otc_cli_check_bptt("compile", pos[0], recurrent, train, bptt))) {
         otc_graph_free(g);
         return rc;
     }
@@ -315,14 +311,6 @@ int otc_cmd_compile(int argc, char **argv) {
     }
     if (train) st = otc_compile_add_loss(g, loss_op, &o.loss, NULL);
     if (!st && train && recurrent) {
-        if (bptt < 1) {
-            char sm[512];
-            otc_graph_free(g);
-            return otc_cli_error("compile",
-                                 "%s is recurrent: training through time needs --bptt K (the "
-                                 "time steps one training call runs through)",
-                                 otc_cli_printable(pos[0], sm, sizeof sm));
-        }
         /* One step of the model, which the emitted code runs K times over a tape. */
         st = otc_unroll_step(g, bptt, o.loss, &u);
         if (!st) {

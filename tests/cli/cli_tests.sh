@@ -802,7 +802,7 @@ case_recurrent_errors() {
     err_has "--bptt is for recurrent models"
     # compile: a recurrent model's training step runs through --bptt K steps (a loop over them)
     run 2 compile "$RSUM" --emit-c "$WORK/rc" --train
-    err_has "is recurrent: training through time needs --bptt K"
+    err_has "is recurrent: a training step runs through time; give --bptt K"
     run 2 compile "$RSUM" --emit-c "$WORK/rc" --bptt 3
     err_has "--bptt goes with --train"
     run 2 compile "$IRIS" --emit-c "$WORK/rc" --train --bptt 3
