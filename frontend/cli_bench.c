@@ -1,6 +1,7 @@
 /* `otc bench` helpers: the emitted C built with the system compiler (OTC_BENCH_CC_FLAGS) and
  * loaded with dlopen, and the graph exported as JSON for bench/torch_compare.py. */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +38,43 @@ static void *sym(otc_bench_c *c, const char *suffix) {
     return dlsym(c->so, name);
 }
 
-static void remove_files(otc_bench_c *c) {
+/* The build's files and then its directory, the paths formatted before any signal can come:
+ * an interrupted or terminated bench removes them in its handler (unlink and rmdir are
+ * async-signal-safe) rather than leaving /tmp/otc-bench-* behind. One build lives at a time. */
+static char build_paths[4][160];
+static volatile sig_atomic_t have_build_paths;
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction previous[3];
+
+static void unlink_build_paths(void) {
+    for (int i = 0; i < 3; i++) unlink(build_paths[i]);
+    rmdir(build_paths[3]);
+}
+
+static void on_signal(int sig) {
+    if (have_build_paths) unlink_build_paths();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void track_files(const otc_bench_c *c) {
     const char *ext[] = {".c", ".h", ".so"};
-    for (int i = 0; i < 3; i++) {
-        char path[160];
-        snprintf(path, sizeof path, "%s/%s%s", c->dir, c->name, ext[i]);
-        unlink(path);
-    }
-    rmdir(c->dir);
+    for (int i = 0; i < 3; i++)
+        snprintf(build_paths[i], sizeof build_paths[i], "%s/%s%s", c->dir, c->name, ext[i]);
+    snprintf(build_paths[3], sizeof build_paths[3], "%s", c->dir);
+    have_build_paths = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) sigaction(cleanup_signals[i], &sa, &previous[i]);
+}
+
+static void remove_build_files(void) {
+    if (!have_build_paths) return;
+    have_build_paths = 0;
+    for (int i = 0; i < 3; i++) sigaction(cleanup_signals[i], &previous[i], NULL);
+    unlink_build_paths();
 }
 
 bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan, bool train,
@@ -57,6 +87,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
         snprintf(err, err_len, "cannot create a temporary directory");
         return false;
     }
+    track_files(c);
     double t0 = now_ms(), c0 = cpu_ms();
     otc_emit_c_options o = otc_emit_c_defaults();
     o.name = c->name;
@@ -69,7 +100,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
     }
     if (otc_emit_c_files(g, &o, c->dir) != OTC_OK) {
         snprintf(err, err_len, "emitting C: %s", otc_last_error());
-        remove_files(c);
+        remove_build_files();
         return false;
     }
     char cmd[600];
@@ -78,7 +109,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
              c->name, c->dir, c->name);
     if (system(cmd) != 0) {
         snprintf(err, err_len, "the C compiler failed: %s", cmd);
-        remove_files(c);
+        remove_build_files();
         return false;
     }
     c->build_ms = now_ms() - t0;
@@ -88,7 +119,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
     c->so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!c->so) {
         snprintf(err, err_len, "dlopen: %s", dlerror());
-        remove_files(c);
+        remove_build_files();
         return false;
     }
     /* dlsym hands back data pointers; POSIX guarantees they convert to function pointers. */
@@ -120,7 +151,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
 void otc_bench_c_free(otc_bench_c *c) {
     if (c->so) dlclose(c->so);
     c->so = NULL;
-    if (c->dir[0]) remove_files(c);
+    if (c->dir[0]) remove_build_files();
     c->dir[0] = '\0';
 }
 
