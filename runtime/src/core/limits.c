@@ -2,6 +2,7 @@
  * the machine (or OTC_MEMORY_LIMIT) allows, made before a command allocates. */
 #include "otc/limits.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -36,9 +37,17 @@ uint64_t otc_memory_limit(void) {
                                                      : 1;
         if (end != env && (unit == 1 ? *end == '\0' : end[1] == '\0')) return mul_sat(v, unit);
     }
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || size <= 0) return UINT64_MAX; /* unknown: no limit */
-    return mul_sat((uint64_t)pages, (uint64_t)size);
+    /* The machine's memory, asked once: sysconf(_SC_PHYS_PAGES) is a sysinfo system call, and
+     * training through time checks every window it records. */
+    static _Atomic uint64_t physical;
+    uint64_t bytes = atomic_load_explicit(&physical, memory_order_relaxed);
+    if (!bytes) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+        bytes = pages <= 0 || size <= 0 ? UINT64_MAX /* unknown: no limit */
+                                        : mul_sat((uint64_t)pages, (uint64_t)size);
+        atomic_store_explicit(&physical, bytes, memory_order_relaxed);
+    }
+    return bytes;
 }
 
 /* "123 bytes", "4.5 MB" or "68 GB" (binary units), for messages. */
