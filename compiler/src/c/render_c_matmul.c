@@ -390,9 +390,17 @@ void otc_cr_mm_tall_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int ro
     otc_text *sb;
     int indent;
     otc_cr_mm h;
+    /* Defined only where it is called: an unused static function is a warning. */
+    otc_text *outer = c->sb;
+    c->sb = c->helpers;
+    otc_cr_tall_if(c, true);
+    c->sb = outer;
     int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
     tall_body(c, &h, "r0", rows, WHOLE);
     helper_end(c, sb, indent);
+    c->sb = c->helpers;
+    otc_cr_tall_if(c, false);
+    c->sb = outer;
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
 }
 
