@@ -136,6 +136,11 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows);
  * clang. Chunking the MLP's 128 x 64 (in L1) cost clang 1.6x (measured). */
 #define OTC_CR_ONE_CACHED 8192
 #define OTC_CR_ONE_CHUNK  4096
+/* But at least 8 rows a chunk: a wider W (the 33x33 substrate's 1089 columns: 3 rows) passed
+ * over all of out between so few rows that the loads and stores of the carried sums cost
+ * more than the chunk saved (1089 x 1089 at batch 1: 97 -> 86 us, gcc -O3 -march=native,
+ * medians of 5 interleaved; 16 rows no better). An LSTM's 512 columns keep their 8. */
+#define OTC_CR_ONE_MIN_ROWS 8
 void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
 /* gw[k][n] += sum_b a[k][b] * g[n][b] (k < k, n < n; a and g batched rows, gw row-major) in
  * blocks of rows x cols accumulators over transposed chunks of g. */

@@ -504,7 +504,7 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
      * OTC_CR_ONE_CHUNK floats of W's rows at a time (contiguous memory, in cache for every
      * block) and carry their sums in out between chunks; each sum still adds q in order. */
     int64_t rows = OTC_CR_ONE_CHUNK / (n_cols > 0 ? n_cols : 1);
-    if (rows < 1) rows = 1;
+    if (rows < OTC_CR_ONE_MIN_ROWS) rows = OTC_CR_ONE_MIN_ROWS;
     char k[32], r[32];
     snprintf(k, sizeof k, "%" PRId64, d->inner);
     snprintf(r, sizeof r, "%" PRId64, rows);
