@@ -302,15 +302,40 @@ TEST(emitc_batched_product_tails_exact) {
     for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
 }
 
+TEST(emitc_tall_product_blocks_exact) {
+    /* x W + b into 31 columns: with G0_TALL_BLOCKS, blocks of 12 rows at 8 samples and more
+     * (two: rows 0-23), the plan's 4 rows for the rest of the multiple of 4 (24-27), then
+     * 3 rows (28-30); without it (G1), blocks of 4 and the 3. Batches around the widths 16
+     * and 8 (last blocks overlapping the one before: 11, 15, 17, 75), under 8 (the plan's
+     * blocks only), 1 (its own path). Small integers make every sum exact. */
+    enum { K = 37, N = 31, BMAX = 75, CASES = 2 };
+    float w[K * N], bias[N];
+    static float x[BMAX * K];
+    for (int q = 0; q < K; q++)
+        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 5 + e * 3) % 13 - 6);
+    for (int e = 0; e < N; e++) bias[e] = (float)(e % 7 - 3);
+    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 7 + i / K) % 9 - 4);
+    emitc_case cs[CASES];
+    for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, 0));
+    emitc_build b;
+    CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1 -DG0_TALL_BLOCKS=1 -DG1_TALL_BLOCKS=0", &b));
+    static const int batches[] = {1, 2, 3, 4, 7, 8, 9, 11, 15, 16, 17, 31, 32, 33, 75};
+    for (int i = 0; b.so && i < CASES; i++)
+        for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++)
+            product_exact(&cs[i], &b, i, x, w, bias, K, N, batches[j], (size_t)batches[j]);
+    emitc_unload(&b);
+    for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
+}
+
 TEST(emitc_large_product_panels_exact) {
     /* A W of more than 128K floats (600 x 220) takes the large-product path: panels of the
      * shared dimension (8192 floats of x: 109 rows of it at batch 75, 248 at 33, the floor of
      * 32 at 300; one panel at 3-5 samples), each block's sums carried in the output between
      * panels; blocks of 4 rows (55 of them) or, with G0_TALL_BLOCKS, of 12 (18 and one of 4)
-     * at 16 samples and more. Batches whose samples end mid-block have a last block
-     * overlapping the one before, which must store only its new samples (it resumes from sums
-     * the block before has already carried on). Small integers: every sum exact. Tall blocks
-     * in the default layout, the plain ones in a fixed layout of stride 320. */
+     * at 8 samples and more (blocks of 16 samples, or 8 below 16). Batches whose samples end
+     * mid-block have a last block overlapping the one before, which must store only its new samples
+     * (it resumes from sums the block before has already carried on). Small integers: every sum
+     * exact. Tall blocks in the default layout, the plain ones in a fixed layout of stride 320. */
     enum { K = 600, N = 220, BMAX = 300, CASES = 2 };
     static float w[K * N], x[BMAX * K];
     float bias[N];
@@ -322,7 +347,7 @@ TEST(emitc_large_product_panels_exact) {
     for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 320 : 0));
     emitc_build b;
     CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1 -DG0_TALL_BLOCKS=1 -DG1_TALL_BLOCKS=0", &b));
-    static const int batches[] = {3, 5, 17, 33, 75, 300};
+    static const int batches[] = {3, 5, 11, 17, 33, 75, 300};
     for (int i = 0; b.so && i < CASES; i++)
         for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++)
             product_exact(&cs[i], &b, i, x, w, bias, K, N, batches[j],

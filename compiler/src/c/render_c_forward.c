@@ -293,12 +293,38 @@ static void matmul_kernel(otc_cr *c, int k) {
         return;
     }
     int64_t full = n / cols * cols;
-    if (full > 0) {
+    int tall = OTC_CR_TALL * cols;
+    if (full >= tall) {
+        /* Where the compiler has 32 vector registers (AVX-512) a block of the widest width
+         * is one vector a row: OTC_CR_TALL times the plan's rows give the multiply-adds
+         * enough independent sums (the 121 x 121 substrate at batch 256: 4 rows ran at a
+         * third of the machine's peak). The plan's blocks take the rows left. */
+        otc_cr_line(c, "{");
+        c->indent++;
+        otc_cr_line(c, "size_t e0 = 0;");
+        otc_cr_tall_if(c, true);
+        otc_cr_line(c, "if (B >= %d)", otc_cr_tall_min(&d));
+        otc_cr_line(c, "    for (; e0 + %d <= %" PRId64 "; e0 += %d) {", tall, full, tall);
+        c->indent += 2;
+        otc_cr_mm_tall_rows(c, &d, "e0", tall);
+        snprintf(to, sizeof to, "e0 + %d", tall);
+        matmul_epilogue(c, k, mm, "e0", to);
+        c->indent -= 2;
+        otc_cr_line(c, "    }");
+        otc_cr_tall_if(c, false);
+        otc_cr_line(c, "for (; e0 < %" PRId64 "; e0 += %d) {", full, cols);
+    } else if (full > 0) {
         otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, cols);
+    }
+    if (full > 0) {
         c->indent++;
         otc_cr_mm_rows(c, &d, "e0", cols);
         snprintf(to, sizeof to, "e0 + %d", cols);
         matmul_epilogue(c, k, mm, "e0", to);
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+    if (full >= tall) {
         c->indent--;
         otc_cr_line(c, "}");
     }
@@ -329,15 +355,47 @@ void otc_cr_io_copy(otc_cr *c, const otc_plan_io *io, bool load, int64_t row, co
     c->indent++;
     otc_cr_pointer(c, io->node, load);
     otc_cr_at(c, v, sizeof v, io->node, io->width > 1 ? "e" : "0");
-    int open = otc_cr_loops(c, io->width, true, true);
     char r[160];
     snprintf(r, sizeof r, "%s[b * %" PRId64 " + %s%s]", name, row, offset,
              io->width > 1 ? " + e" : "");
-    if (load)
-        otc_cr_line(c, "%s = %s;", v, r);
-    else
-        otc_cr_line(c, "%s = %s;", r, v);
+    /* Wide rows are transposed OTC_CR_IO_SAMPLES samples at a time, e outside b: sample by
+     * sample, each b wrote one float into every one of the `width` rows of the workspace,
+     * S floats apart; at a power-of-two S (batch 256: 1 KiB) those rows share a few cache
+     * sets, and the 121 of a 121-wide input evicted each other before the next sample wrote
+     * beside them (the copies took over half of the 11x11 substrate's time, perf). */
+    bool blocked = io->width >= OTC_CR_IO_SAMPLES;
+    if (blocked) {
+        /* Fewer samples sample by sample: the rows fit the cache, and the e loop stays a
+         * plain copy the compiler vectorises (blocked, one sample took the 11x11 substrate
+         * 0.1 us more). */
+        otc_cr_line(c, "if (B < %d) {", OTC_CR_IO_SAMPLES);
+        c->indent++;
+        int few = otc_cr_loops(c, io->width, true, true);
+        otc_cr_line(c, "%s = %s;", load ? v : r, load ? r : v);
+        otc_cr_close(c, few);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+        otc_cr_line(c, "for (size_t b0 = 0; b0 < B; b0 += %d) {", OTC_CR_IO_SAMPLES);
+        c->indent++;
+        otc_cr_line(c, "const size_t b1 = B - b0 < %d ? B : b0 + %d;", OTC_CR_IO_SAMPLES,
+                    OTC_CR_IO_SAMPLES);
+        otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++) {", io->width);
+        otc_cr_line(c, "    for (size_t b = b0; b < b1; b++) {");
+        c->indent += 2;
+    }
+    int open = blocked ? 0 : otc_cr_loops(c, io->width, true, true);
+    otc_cr_line(c, "%s = %s;", load ? v : r, load ? r : v);
     otc_cr_close(c, open);
+    if (blocked) {
+        c->indent -= 2;
+        otc_cr_line(c, "    }");
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
     c->indent--;
     otc_cr_line(c, "}");
 }

@@ -100,6 +100,12 @@ typedef struct {
     int vectors;
 } otc_cr_mm;
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows);
+/* The blocks of otc_cr_mm_rows at their widest and half of it only (the caller checks
+ * B >= otc_cr_tall_min). */
+void otc_cr_mm_tall_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows);
+int otc_cr_tall_min(const otc_cr_mm *d);
+/* "#if NAME_TALL_BLOCKS" (open) or its "#endif", the macro defined in the file's prelude. */
+void otc_cr_tall_if(otc_cr *c, bool open);
 /* All n_rows output rows, `block` at a time, then the rest as one narrower block. */
 void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block);
 /* out[e][b] = sum_q x[q][b] * w(e, q) for all n_rows rows (d->accumulate false), for a W of
@@ -130,6 +136,11 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows);
  * clang. Chunking the MLP's 128 x 64 (in L1) cost clang 1.6x (measured). */
 #define OTC_CR_ONE_CACHED 8192
 #define OTC_CR_ONE_CHUNK  4096
+/* But at least 8 rows a chunk: a wider W (the 33x33 substrate's 1089 columns: 3 rows) passed
+ * over all of out between so few rows that the loads and stores of the carried sums cost
+ * more than the chunk saved (1089 x 1089 at batch 1: 97 -> 86 us, gcc -O3 -march=native,
+ * medians of 5 interleaved; 16 rows no better). An LSTM's 512 columns keep their 8. */
+#define OTC_CR_ONE_MIN_ROWS 8
 void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
 /* gw[k][n] += sum_b a[k][b] * g[n][b] (k < k, n < n; a and g batched rows, gw row-major) in
  * blocks of rows x cols accumulators over transposed chunks of g. */
@@ -165,6 +176,9 @@ void otc_cr_backward_range(otc_cr *c, int from, int to, bool grads, bool update)
 /* The out-of-line loops the backward calls (sums over the batch, a source's gradient), those
  * marked used. */
 void otc_cr_backward_helpers(otc_cr *c, otc_text *out);
+/* Samples per block of an input's or output's transposing copy (a 64-byte cache line of
+ * the workspace's row), for rows at least this wide. */
+#define OTC_CR_IO_SAMPLES 16
 /* render_c_forward.c: one Input or output between the caller's rows and its value: `row`
  * floats per sample, the value at `offset` (a C expression) of each. */
 void otc_cr_io_copy(otc_cr *c, const otc_plan_io *io, bool load, int64_t row, const char *offset);

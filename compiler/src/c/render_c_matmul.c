@@ -367,6 +367,43 @@ void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
 }
 
+int otc_cr_tall_min(const otc_cr_mm *d) {
+    return OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1) / 2;
+}
+
+/* Tall blocks: the widest width, or half of it for a batch narrower (11 samples: two
+ * overlapping blocks of 8, one 256-bit vector a row). */
+static void tall_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, block_span span) {
+    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+    otc_cr_line(c, "if (B >= %d) {", lanes);
+    c->indent++;
+    blocks(c, d, row0, rows, lanes, span);
+    c->indent--;
+    otc_cr_line(c, "} else {");
+    c->indent++;
+    blocks(c, d, row0, rows, lanes / 2, span);
+    c->indent--;
+    otc_cr_line(c, "}");
+}
+
+void otc_cr_mm_tall_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
+    otc_text *sb;
+    int indent;
+    otc_cr_mm h;
+    /* Defined only where it is called: an unused static function is a warning. */
+    otc_text *outer = c->sb;
+    c->sb = c->helpers;
+    otc_cr_tall_if(c, true);
+    c->sb = outer;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
+    tall_body(c, &h, "r0", rows, WHOLE);
+    helper_end(c, sb, indent);
+    c->sb = c->helpers;
+    otc_cr_tall_if(c, false);
+    c->sb = outer;
+    otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
+}
+
 void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block) {
     if (block < 1) block = 1;
     int64_t full = n_rows / block * block;
@@ -392,9 +429,9 @@ static void directive(otc_cr *c, const char *line) {
 }
 
 /* Every row of the product over the q panel [q0, q1): blocks of `rows` rows, then the rest
- * as one shorter block; `widest`: only blocks of the widest width (B at least that). */
-static void panel_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows, bool widest) {
-    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+ * as one shorter block; `tall`: only blocks of the widest width and half of it (B at least
+ * otc_cr_tall_min). */
+static void panel_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows, bool tall) {
     int64_t full = n_rows / rows * rows;
     for (int part = 0; part < 2; part++) {
         int height = part ? (int)(n_rows - full) : rows;
@@ -406,13 +443,21 @@ static void panel_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows, 
             otc_cr_line(c, "    const size_t r0 = %" PRId64 ";", full);
         }
         c->indent++;
-        if (widest)
-            blocks(c, d, "r0", height, lanes, PANEL);
+        if (tall)
+            tall_body(c, d, "r0", height, PANEL);
         else
             rows_body(c, d, "r0", height, PANEL);
         c->indent--;
         otc_cr_line(c, "}");
     }
+}
+
+void otc_cr_tall_if(otc_cr *c, bool open) {
+    char mac[96], line[128];
+    otc_cr_upper(mac, c->name, sizeof mac);
+    snprintf(line, sizeof line, "#if %s_TALL_BLOCKS", mac);
+    directive(c, open ? line : "#endif");
+    c->tall_blocks = true;
 }
 
 void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
@@ -421,7 +466,6 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     int indent;
     otc_cr_mm h;
     int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
-    c->tall_blocks = true;
     otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++)", n_rows);
     otc_cr_line(c, "    for (size_t b = 0; b < B; b++) out[e * S + b] = 0.0f;");
     otc_cr_line(c, "const size_t qn = B < %d ? %d / B : %d;",
@@ -430,18 +474,16 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     c->indent++;
     otc_cr_line(c, "const size_t q1 = q0 + qn < %" PRId64 " ? q0 + qn : %" PRId64 ";", d->inner,
                 d->inner);
-    /* Blocks as tall as OTC_CR_TALL times the plan's only at the widest width: narrower
-     * blocks are rare here, and gcc fused fewer multiply-adds in tall ones (other bits). */
-    char mac[96], line[128];
-    otc_cr_upper(mac, c->name, sizeof mac);
-    snprintf(line, sizeof line, "#if %s_TALL_BLOCKS", mac);
-    directive(c, line);
-    otc_cr_line(c, "if (B >= %d) {", OTC_CR_LANES * (h.vectors > 0 ? h.vectors : 1));
+    /* Blocks as tall as OTC_CR_TALL times the plan's only at the widest width and half of
+     * it (the 33x33 substrate at batch 11 ran its 4-row blocks of 8 samples at 0.6x the
+     * interpreter); below, gcc fused fewer multiply-adds in tall ones (other bits). */
+    otc_cr_tall_if(c, true);
+    otc_cr_line(c, "if (B >= %d) {", otc_cr_tall_min(&h));
     c->indent++;
     panel_rows(c, &h, n_rows, OTC_CR_TALL * rows, true);
     c->indent--;
     otc_cr_line(c, "} else");
-    directive(c, "#endif");
+    otc_cr_tall_if(c, false);
     otc_cr_line(c, "{");
     c->indent++;
     panel_rows(c, &h, n_rows, rows, false);
@@ -462,7 +504,7 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
      * OTC_CR_ONE_CHUNK floats of W's rows at a time (contiguous memory, in cache for every
      * block) and carry their sums in out between chunks; each sum still adds q in order. */
     int64_t rows = OTC_CR_ONE_CHUNK / (n_cols > 0 ? n_cols : 1);
-    if (rows < 1) rows = 1;
+    if (rows < OTC_CR_ONE_MIN_ROWS) rows = OTC_CR_ONE_MIN_ROWS;
     char k[32], r[32];
     snprintf(k, sizeof k, "%" PRId64, d->inner);
     snprintf(r, sizeof r, "%" PRId64, rows);
