@@ -190,13 +190,14 @@ TEST(jit_fast_tier_gradients_random_graphs) {
 }
 
 /* The copies between the caller's sample-major rows and node-major storage, which run in
- * blocks of 16 elements: two inputs of 37 and 20 floats (the second at column 37 of the
- * assembled rows, both with a partial block) into one output of 57, at one sample, around a
- * vector width and at 75, in both tiers, against the interpreter. */
+ * blocks of 16 elements where the rows are 1024 floats or wider: two inputs of 1030 and 20
+ * floats (partial blocks; the second at column 1030 of the assembled rows) into one output of
+ * 1050, at one sample, around a vector width and at 75, in both tiers, against the
+ * interpreter. */
 TEST(jit_row_copies_in_blocks_wide_rows) {
     static const int batches[] = {1, 15, 16, 17, 75};
     otc_graph *g = otc_graph_new();
-    otc_id x1 = otc_input(g, "x1", otc_shape_2d(OTC_BATCH, 37));
+    otc_id x1 = otc_input(g, "x1", otc_shape_2d(OTC_BATCH, 1030));
     otc_id x2 = otc_input(g, "x2", otc_shape_2d(OTC_BATCH, 20));
     otc_id parts[2] = {otc_activation(g, OTC_OP_TANH, x1, 0),
                        otc_activation(g, OTC_OP_SIGMOID, otc_scale(g, x2, 3.0f), 0)};

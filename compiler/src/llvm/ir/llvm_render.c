@@ -60,14 +60,14 @@ LLVMValueRef otc_lv_begin_function(otc_llvm_r *r, const char *name, bool exporte
 
 /* The row copies between the caller's sample-major rows and node-major storage are functions
  * of the module (their loops compiled once, however many graphs and inputs; a narrow and a
- * blocked form, chosen by the copy's width), the rows' pointer already at the input's or
- * output's column:
- *   otc.load_rows[_blocked](dst, src, S, B, row, width): dst[e*S + b] = src[b*row + e], zeros in
- *     the padding samples B..S;
- *   otc.store_rows[_blocked](dst, src, S, B, row, width): dst[b*row + e] = src[e*S + b].
- * Six arguments: x86's fast instruction selector passes no more in registers, and a
- * function it cannot take whole goes to SelectionDAG (the fast tier's code generator). */
-#define ROWS_BLOCK 16
+ * blocked form, chosen by the copy's and the rows' widths), the rows' pointer already at the
+ * input's or output's column: otc.load_rows[_blocked](dst, src, S, B, row, width): dst[e*S + b] =
+ * src[b*row + e], zeros in the padding samples B..S; otc.store_rows[_blocked](dst, src, S, B, row,
+ * width): dst[b*row + e] = src[e*S + b]. Six arguments: x86's fast instruction selector passes no
+ * more in registers, and a function it cannot take whole goes to SelectionDAG (the fast tier's code
+ * generator). */
+#define ROWS_BLOCK       16
+#define ROWS_BLOCKED_ROW 1024 /* floats: 4 KB */
 
 static LLVMValueRef rows_helper(otc_llvm_r *r, bool load, bool blocked) {
     const char *name = load ? (blocked ? "otc.load_rows_blocked" : "otc.load_rows")
@@ -145,7 +145,10 @@ static void rows_call(otc_llvm_r *r, bool load, LLVMValueRef dst, LLVMValueRef s
         LLVMBuildMemCpy(B, load ? dst : at, 4, load ? at : src, 4, otc_lv_i64(r, 4 * io->width));
         return;
     }
-    LLVMValueRef fn = rows_helper(r, load, io->width >= ROWS_BLOCK);
+    /* Blocked where the caller's rows are a page or wider (a sample per page): with narrower
+     * rows the samples share pages, and the blocks' loops cost more than they save (the
+     * 121-wide substrate's fast tier at batch 256 ran ~20% slower blocked). */
+    LLVMValueRef fn = rows_helper(r, load, io->width >= ROWS_BLOCK && row >= ROWS_BLOCKED_ROW);
     LLVMValueRef column = otc_lv_i64(r, io->offset);
     if (load)
         src = otc_lv_gep(r, src, column);

@@ -17,13 +17,19 @@ const char *otc_lvx_label(const jit_exec *j, otc_id id, char *buf) {
 }
 
 /* Grows a buffer to hold need floats, the new part zeroed (the padding samples of a batch
- * hold what the buffer held: never garbage that is not a finite number). */
+ * hold what the buffer held: never garbage that is not a finite number). Aligned to a cache
+ * line: the generated code's vectors of a value's samples then never straddle two (realloc's
+ * 16-byte alignment left that to where the heap happened to put the buffer: the 121-wide
+ * substrate's fast tier at batch 256 ran 0.29 or 0.38 us per sample from one build to the
+ * next). */
 static bool grow(float **buf, size_t *cap, size_t need) {
     if (need <= *cap && *buf) return true;
-    float *p = realloc(*buf, (need ? need : 1) * sizeof(float));
-    if (!p) return false;
     size_t had = *buf ? *cap : 0, now = need ? need : 1;
-    if (now > had) memset(p + had, 0, (now - had) * sizeof(float));
+    float *p = aligned_alloc(64, (now * sizeof(float) + 63) / 64 * 64);
+    if (!p) return false;
+    if (had) memcpy(p, *buf, had * sizeof(float));
+    memset(p + had, 0, (now - had) * sizeof(float));
+    free(*buf);
     *buf = p;
     *cap = need;
     return true;
