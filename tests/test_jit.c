@@ -189,6 +189,34 @@ TEST(jit_fast_tier_gradients_random_graphs) {
     CHECK(gradient_disagreements(jit_scaled(40), &o, 7000) == 0);
 }
 
+/* The copies between the caller's sample-major rows and node-major storage, which run in
+ * blocks of 16 elements where the rows are 1024 floats or wider: two inputs of 1030 and 20
+ * floats (partial blocks; the second at column 1030 of the assembled rows) into one output of
+ * 1050, at one sample, around a vector width and at 75, in both tiers, against the
+ * interpreter. */
+TEST(jit_row_copies_in_blocks_wide_rows) {
+    static const int batches[] = {1, 15, 16, 17, 75};
+    otc_graph *g = otc_graph_new();
+    otc_id x1 = otc_input(g, "x1", otc_shape_2d(OTC_BATCH, 1030));
+    otc_id x2 = otc_input(g, "x2", otc_shape_2d(OTC_BATCH, 20));
+    otc_id parts[2] = {otc_activation(g, OTC_OP_TANH, x1, 0),
+                       otc_activation(g, OTC_OP_SIGMOID, otc_scale(g, x2, 3.0f), 0)};
+    otc_id y = otc_concat(g, 2, parts, 1);
+    NEED(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
+    for (int tier = 0; tier < 2; tier++) {
+        otc_jit_options o = otc_jit_defaults();
+        o.tier = tier ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        o.no_cache = true;
+        otc_executor *jit = otc_jit_executor_new(g, &o);
+        NEED(jit);
+        for (size_t i = 0; i < sizeof batches / sizeof *batches; i++)
+            CHECK(jit_forward_agrees(g, jit, batches[i], 90 + (uint64_t)i,
+                                     tier ? "row copies, fast tier" : "row copies"));
+        otc_exec_free(jit);
+    }
+    otc_graph_free(g);
+}
+
 /* A dense layer's gradient products at few samples (fewer than half a vector: one sample at a
  * time along W's rows) and around a vector width (vectorised along the samples), against the
  * interpreter in both tiers. The layers' widths cover fewer outputs than lanes (3), whole

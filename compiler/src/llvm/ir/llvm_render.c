@@ -58,16 +58,20 @@ LLVMValueRef otc_lv_begin_function(otc_llvm_r *r, const char *name, bool exporte
     return fn;
 }
 
-/* The row copies between the caller's sample-major rows and node-major storage are one
- * function per module (their loops compiled once, however many graphs and inputs), the rows'
- * pointer already at the input's or output's column:
- *   otc.load_rows(dst, src, S, B, row, width): dst[e*S + b] = src[b*row + e], zeros in the
- *     padding samples B..S;
- *   otc.store_rows(dst, src, S, B, row, width): dst[b*row + e] = src[e*S + b].
- * Six arguments: x86's fast instruction selector passes no more in registers, and a
- * function it cannot take whole goes to SelectionDAG (the fast tier's code generator). */
-static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
-    const char *name = load ? "otc.load_rows" : "otc.store_rows";
+/* The row copies between the caller's sample-major rows and node-major storage are functions
+ * of the module (their loops compiled once, however many graphs and inputs; a narrow and a
+ * blocked form, chosen by the copy's and the rows' widths), the rows' pointer already at the
+ * input's or output's column: otc.load_rows[_blocked](dst, src, S, B, row, width): dst[e*S + b] =
+ * src[b*row + e], zeros in the padding samples B..S; otc.store_rows[_blocked](dst, src, S, B, row,
+ * width): dst[b*row + e] = src[e*S + b]. Six arguments: x86's fast instruction selector passes no
+ * more in registers, and a function it cannot take whole goes to SelectionDAG (the fast tier's code
+ * generator). */
+#define ROWS_BLOCK       16
+#define ROWS_BLOCKED_ROW 1024 /* floats: 4 KB */
+
+static LLVMValueRef rows_helper(otc_llvm_r *r, bool load, bool blocked) {
+    const char *name = load ? (blocked ? "otc.load_rows_blocked" : "otc.load_rows")
+                            : (blocked ? "otc.store_rows_blocked" : "otc.store_rows");
     LLVMValueRef fn = LLVMGetNamedFunction(r->ir.mod, name);
     if (fn) return fn;
     LLVMTypeRef params[6] = {r->ir.ptr, r->ir.ptr, r->ir.i64, r->ir.i64, r->ir.i64, r->ir.i64};
@@ -83,22 +87,50 @@ static LLVMValueRef rows_helper(otc_llvm_r *r, bool load) {
     LLVMPositionBuilderAtEnd(B, r->entry);
     LLVMValueRef dst = LLVMGetParam(fn, 0), src = LLVMGetParam(fn, 1), S = LLVMGetParam(fn, 2),
                  Bn = LLVMGetParam(fn, 3), row = LLVMGetParam(fn, 4), width = LLVMGetParam(fn, 5);
-    otc_llvm_loop le = {0}, lb = {0};
-    otc_lv_loop_begin(r, &le, width);
-    LLVMValueRef nm = LLVMBuildMul(B, le.i, S, "");
-    LLVMValueRef node = otc_lv_gep(r, load ? dst : src, nm);
-    LLVMValueRef rows = otc_lv_gep(r, load ? src : dst, le.i);
+    /* Narrow: element by element over the samples. Blocked (blocks of ROWS_BLOCK elements):
+     * per sample one cache line of its row, written to (or read from) ROWS_BLOCK node slots a
+     * stride apart. Element by element, a row of 4 KB or more put every sample on a page of its
+     * own (the 33x33 substrate at batch 75: 75 pages per element, a TLB miss per float; its two
+     * copies took 6% of the forward); for a few elements the blocks' loops cost more than they
+     * save (a genome's two inputs: the fast tier's forward at batch 11 ran 1.8x slower). */
+    LLVMValueRef blk = otc_lv_i64(r, blocked ? ROWS_BLOCK : 1);
+    LLVMValueRef nblocks =
+        blocked
+            ? LLVMBuildSDiv(B, LLVMBuildAdd(B, width, otc_lv_i64(r, ROWS_BLOCK - 1), ""), blk, "")
+            : width;
+    otc_llvm_loop lk = {0}, lz = {0}, lb = {0}, le = {0};
+    otc_lv_loop_begin(r, &lk, nblocks);
+    LLVMValueRef e0 = blocked ? LLVMBuildMul(B, lk.i, blk, "") : lk.i;
+    LLVMValueRef n = blk;
+    if (blocked) {
+        LLVMValueRef left = LLVMBuildSub(B, width, e0, "");
+        n = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, blk, ""), left, blk, "");
+    }
+    LLVMValueRef node0 = otc_lv_gep(r, load ? dst : src, LLVMBuildMul(B, e0, S, ""));
+    LLVMValueRef rows0 = otc_lv_gep(r, load ? src : dst, e0);
     /* The padding samples B..S lie in the last chunk: one vector of zeros there first, then
      * the samples over it (a memset call per row cost more than the copy at batch 1). */
-    if (load)
-        otc_lv_store(r, LLVMConstNull(r->vec),
-                     otc_lv_gep(r, node, LLVMBuildSub(B, S, otc_lv_i64(r, r->o.lanes), "")));
+    if (load) {
+        LLVMValueRef last = LLVMBuildSub(B, S, otc_lv_i64(r, r->o.lanes), "");
+        if (blocked) {
+            otc_lv_loop_begin(r, &lz, n);
+            LLVMValueRef node = otc_lv_gep(r, node0, LLVMBuildMul(B, lz.i, S, ""));
+            otc_lv_store(r, LLVMConstNull(r->vec), otc_lv_gep(r, node, last));
+            otc_lv_loop_end(r, &lz);
+        } else {
+            otc_lv_store(r, LLVMConstNull(r->vec), otc_lv_gep(r, node0, last));
+        }
+    }
     otc_lv_loop_begin(r, &lb, Bn);
-    LLVMValueRef rp = otc_lv_gep(r, rows, LLVMBuildMul(B, lb.i, row, ""));
-    LLVMValueRef np = otc_lv_gep(r, node, lb.i);
+    LLVMValueRef rows = otc_lv_gep(r, rows0, LLVMBuildMul(B, lb.i, row, ""));
+    LLVMValueRef nodeb = otc_lv_gep(r, node0, lb.i);
+    if (blocked) otc_lv_loop_begin(r, &le, n);
+    LLVMValueRef rp = blocked ? otc_lv_gep(r, rows, le.i) : rows;
+    LLVMValueRef np = blocked ? otc_lv_gep(r, nodeb, LLVMBuildMul(B, le.i, S, "")) : nodeb;
     otc_lv_store(r, otc_lv_load(r, r->ir.f32, load ? rp : np), load ? np : rp);
+    if (blocked) otc_lv_loop_end(r, &le);
     otc_lv_loop_end(r, &lb);
-    otc_lv_loop_end(r, &le);
+    otc_lv_loop_end(r, &lk);
     LLVMBuildRetVoid(B);
     r->fn = saved_fn;
     r->entry = saved_entry;
@@ -113,7 +145,10 @@ static void rows_call(otc_llvm_r *r, bool load, LLVMValueRef dst, LLVMValueRef s
         LLVMBuildMemCpy(B, load ? dst : at, 4, load ? at : src, 4, otc_lv_i64(r, 4 * io->width));
         return;
     }
-    LLVMValueRef fn = rows_helper(r, load);
+    /* Blocked where the caller's rows are a page or wider (a sample per page): with narrower
+     * rows the samples share pages, and the blocks' loops cost more than they save (the
+     * 121-wide substrate's fast tier at batch 256 ran ~20% slower blocked). */
+    LLVMValueRef fn = rows_helper(r, load, io->width >= ROWS_BLOCK && row >= ROWS_BLOCKED_ROW);
     LLVMValueRef column = otc_lv_i64(r, io->offset);
     if (load)
         src = otc_lv_gep(r, src, column);

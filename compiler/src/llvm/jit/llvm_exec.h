@@ -26,6 +26,9 @@ typedef struct {
     int n_stream[2];     /* io entries per stream */
     int last_kernel;     /* forward step of the last kernel: values alive after it are intact */
     otc_id out_owner;    /* the single output filling the output row, or -1 */
+    otc_id out_row_node; /* that output's own node when value() hands its row over as is (a
+                            batched value kept to the end, not a Delay), else -1: value()'s
+                            per-call shortcut */
     bool loss_rerun;     /* a loss value() may ask for is not computed here: each step keeps
                             the state it read, for loss_step to rerun it from */
     int64_t state_batch; /* recurrent plans: the batch the state in `work` is laid out for;
@@ -36,7 +39,8 @@ typedef struct {
     otc_id id;
     float *data;
     size_t cap;
-    int batch; /* -1 until set */
+    int batch;         /* -1 until set */
+    size_t per_sample; /* floats per sample; 0 when the input is not batched (refused) */
 } jit_input;
 
 struct jit_seq; /* training through time (llvm_seq.c) */

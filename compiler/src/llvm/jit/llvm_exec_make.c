@@ -93,6 +93,18 @@ static otc_status plan_index(jit_exec *j, jit_plan *p) {
     p->last_kernel = -1;
     for (int i = 0; i < pl->n_forward_steps; i++)
         if (pl->steps[i].kind == OTC_STEP_KERNEL) p->last_kernel = i;
+    p->out_row_node = -1;
+    for (int i = 0; i < pl->n_io && p->out_owner >= 0; i++) {
+        const otc_plan_io *io = &pl->io[i];
+        const otc_plan_value *v = &pl->values[p->out_owner];
+        otc_op op = otc_graph_node(j->base.graph, io->node)->op;
+        if (io->stream == OTC_IO_OUT && otc_plan_owner(pl, io->node) == p->out_owner &&
+            op != OTC_OP_INPUT && op != OTC_OP_PARAMETER &&
+            otc_graph_node(j->base.graph, p->out_owner)->op != OTC_OP_DELAY &&
+            pl->values[io->node].storage != OTC_STORE_NONE && v->storage == OTC_STORE_WORK &&
+            v->last_step >= p->last_kernel && v->batched)
+            p->out_row_node = io->node;
+    }
     p->loss_rerun = false;
     for (otc_id id = 0; id < j->n && pl->state_per_sample > 0; id++) {
         const otc_node *nd = otc_graph_node(j->base.graph, id);
@@ -242,6 +254,8 @@ static jit_exec *shell_new(otc_graph *g, const otc_jit_options *options) {
     for (int i = 0; i < j->n_inputs; i++) {
         j->inputs[i].id = otc_graph_input(g, i);
         j->inputs[i].batch = -1;
+        otc_shape sh = otc_graph_node(g, j->inputs[i].id)->shape;
+        j->inputs[i].per_sample = otc_shape_is_batched(sh) ? otc_shape_size(sh) : 0;
     }
     for (int id = 0; id < j->n; id++) {
         const otc_node *nd = otc_graph_node(g, id);
