@@ -657,13 +657,8 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
     return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
 }
 
-otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss) {
-    otc_status st = ensure_train(j, loss, NULL);
-    if (!st) st = run_forward(j, &j->train);
-    otc_llvm_args a;
-    if (!st) st = prepare(j, &j->train, &a);
-    if (!st) st = grads_for(j, &a);
-    return st ? st : run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
+otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss) {
+    return ensure_train(j, loss, NULL);
 }
 
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
@@ -735,7 +730,8 @@ static otc_status orphans_ready(jit_exec *j, const otc_optim_config *c) {
     return OTC_OK;
 }
 
-otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
+/* The training plan for loss and optimiser state for opt (fresh moments for a new opt). */
+static otc_status train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "train_step: this executor was built for inference");
     if (!opt) return otc_fail(OTC_ERR_ARG, "train_step: no optimiser");
@@ -759,7 +755,7 @@ otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
 static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
     jit_exec *j = as_jit(ex);
     otc_status st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
-    if (!st) st = otc_lvx_train_prepare(j, loss, opt);
+    if (!st) st = train_prepare(j, loss, opt);
     if (st) return st;
     const otc_optim_config *c = otc_optimizer_config(opt);
     otc_llvm_args a;

@@ -1,16 +1,18 @@
-/* Backpropagation through time in the JIT: the recorded window's steps unrolled into one
- * feed-forward graph (otc/unroll.h) whose compiled training plan runs forward, backward and
- * the optimiser update in one call. A forward while recording stages its inputs (the first
- * one also the state it starts from) and is deferred: the unrolled plan computes the same
- * values, so the step plan runs the deferred steps only when something reads their values or
- * state first (a loss read every step, as `otc train` does, runs each step as before); else the
- * unrolled run hands over the state after the window. seq_backward only stages the window: an
- * optimizer_step right after it (the usual loop: zero_grad, seq_backward, optimizer_step) is the
- * unrolled plan's fused training step; reading a gradient first, or adding a window to gradients
- * not zeroed, runs the forward and backward alone and the update is then the same rule's trees
- * evaluated here. The optimiser's moments and step count are kept here per step-graph parameter,
- * handed to whichever unrolled executor (window length) runs, so the updates are the interpreter's.
+/* Backpropagation through time in the JIT over a tape: the step graph's training plan
+ * (otc_unroll over one step, plus a term per Delay that brings in the gradient carried from the
+ * step after) is compiled once per loss, and a window of any length runs as loops over it:
+ * step t's forward into tape slot t (a whole activation buffer), then from the last step down
+ * the backward reading slot t, the state's gradient carried from step t + 1 into it, the
+ * weights' gradients summed over the steps. A forward while recording stages its inputs (the
+ * first one also the state it starts from) and is deferred: the tape computes the same values,
+ * so the step plan runs the deferred steps only when something reads their values or state
+ * first (a loss read every step, as `otc train` does, runs each step as before); else the tape
+ * hands over the state after the window. seq_backward only stages the window: the tape runs
+ * when its gradients are read or an optimizer_step comes, whose update is the rule's trees
+ * evaluated over the summed gradients here, with the moments and step count kept here per
+ * step-graph parameter, so the updates are the interpreter's.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,14 +21,14 @@
 #include "otc/limits.h"
 #include "otc/unroll.h"
 
-/* Unrolled executors kept per executor (window lengths and losses in use: a truncated run has
- * its full windows and a last shorter one). */
+/* Step executors kept per executor (the losses in use). */
 #define SEQ_CACHE 4
 
 typedef struct {
-    int steps;
     otc_id loss;
-    otc_unrolled *u;
+    otc_unrolled *u; /* the step graph: one step, its carry terms added to u->total */
+    otc_id *carry;   /* [n_delays] Inputs "<delay>.carry": the gradient of what the Delay holds
+                        after this step, from the step after (zeros in the forward) */
     otc_executor *ex;
     long used;
 } seq_entry;
@@ -59,24 +61,31 @@ struct jit_seq {
     const float **src;
     otc_id *ids;
     float *wbuf;
-    otc_id *w_ids; /* [max_steps]: the loss weights handed to the unrolled executor */
-    const float **w_src;
-    float *w_val;
+    float *w_val; /* [max_steps]: the staged window's loss weights */
     int w_cap;
+    int pend_steps; /* the staged window's length */
+    /* The tape: slot t holds step t's activation buffer (the step plan's work, swapped in
+     * while step t runs, so each slot grows to the plan's size on its own). */
+    float **tape;
+    size_t *tape_cap;
+    int tape_n;
+    float *sbuf;  /* the state after the step just run, per delay batch rows */
+    float *zeros; /* a Delay's batch rows of zeros (the carry inputs in the forward) */
+    size_t sbuf_cap, zeros_cap;
     seq_entry cache[SEQ_CACHE];
     long tick;
-    otc_jit_stats retired; /* the compiles of unrolled executors dropped from the cache */
-    /* Forwards while recording do not run: the unrolled plan computes the same values again.
-     * The last `deferred` recorded steps have not run on `defer_plan` (whose slots hold the
-     * state before them); a read of their values or state runs them (catch_up), else the
-     * unrolled run hands its last state over (settle) and `tail`, the unrolled executor,
-     * answers for the last step's values until the next forward or input. */
+    otc_jit_stats retired; /* the compiles of step executors dropped from the cache */
+    /* Forwards while recording do not run: the tape computes the same values again. The last
+     * `deferred` recorded steps have not run on `defer_plan` (whose slots hold the state
+     * before them); a read of their values or state runs them (catch_up), else the tape
+     * hands its last state over (settle) and `tail`, the step executor, answers for the last
+     * step's values until the next forward or input. */
     int deferred;
     jit_plan *defer_plan;
     seq_entry *tail;
     float **saved_data; /* per input: the caller's data while a catch-up replays steps */
     int *saved_batch;
-    const float **state_src; /* per delay: the unrolled run's state after the window */
+    const float **state_src; /* per delay: the tape's state after the window */
 };
 
 static jit_exec *as_jit(otc_executor *ex) {
@@ -89,7 +98,13 @@ void otc_lvx_seq_free(jit_exec *j) {
     for (int i = 0; i < SEQ_CACHE; i++) {
         otc_exec_free(s->cache[i].ex);
         otc_unrolled_free(s->cache[i].u);
+        free(s->cache[i].carry);
     }
+    for (int t = 0; t < s->tape_n; t++) free(s->tape[t]);
+    free(s->tape);
+    free(s->tape_cap);
+    free(s->sbuf);
+    free(s->zeros);
     free(s->in_off);
     free(s->staged);
     free(s->delays);
@@ -102,8 +117,6 @@ void otc_lvx_seq_free(jit_exec *j) {
     free(s->src);
     free(s->ids);
     free(s->wbuf);
-    free(s->w_ids);
-    free(s->w_src);
     free(s->w_val);
     free(s->saved_data);
     free(s->saved_batch);
@@ -178,14 +191,10 @@ otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
     struct jit_seq *s = j->seq;
     s->tail = NULL;
     if (max_steps > s->w_cap) {
-        free(s->w_ids);
-        free(s->w_src);
-        free(s->w_val);
-        s->w_ids = malloc((size_t)max_steps * sizeof *s->w_ids);
-        s->w_src = malloc((size_t)max_steps * sizeof *s->w_src);
-        s->w_val = malloc((size_t)max_steps * sizeof *s->w_val);
-        s->w_cap = s->w_ids && s->w_src && s->w_val ? max_steps : 0;
-        if (!s->w_cap) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        float *w = realloc(s->w_val, (size_t)max_steps * sizeof *w);
+        if (!w) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        s->w_val = w;
+        s->w_cap = max_steps;
     }
     s->recording = true;
     s->cut = false;
@@ -288,23 +297,19 @@ otc_status otc_lvx_seq_catch_up(jit_exec *j, const jit_plan *keep) {
     return st;
 }
 
-/* After the unrolled executor ran the window: the state it left after the last step into the
- * plan the deferred steps would have run on (those steps then never run), and the unrolled
- * executor answers for the last step's values. When it does not keep a state, the steps run
- * here instead (this executor's weights are still the window's). */
-static otc_status settle(jit_exec *j, seq_entry *e) {
+/* After the tape ran the window: the state it left after the last step into the plan the
+ * deferred steps would have run on (those steps then never run), and the step executor
+ * answers for the last step's values. */
+static void settle(jit_exec *j, seq_entry *e) {
     struct jit_seq *s = j->seq;
-    if (s->deferred == 0) return OTC_OK;
-    for (int k = 0; k < s->n_delays; k++)
-        if (otc_exec_value(e->ex, e->u->state_out[k], &s->state_src[k], NULL))
-            return otc_lvx_seq_catch_up(j, NULL);
+    if (s->deferred == 0) return;
     jit_plan *p = s->defer_plan;
     int64_t B = s->batch, S = otc_llvm_stride_of(p->forms, j->lanes, B);
     for (int k = 0; k < s->n_delays; k++) {
         const otc_plan_value *v = &p->plan->values[s->delays[k]];
         if (v->storage != OTC_STORE_WORK) continue;
         float *base = p->work + otc_extent_at(v->offset, S);
-        const float *src = s->state_src[k];
+        const float *src = s->sbuf + s->d_off[k] * B;
         for (int64_t f = 0; f < v->size; f++)
             for (int64_t b = 0; b < B; b++) base[f * S + b] = src[b * v->size + f];
     }
@@ -313,7 +318,6 @@ static otc_status settle(jit_exec *j, seq_entry *e) {
     j->last = NULL;
     s->deferred = 0;
     s->tail = e;
-    return OTC_OK;
 }
 
 otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, otc_shape *shape,
@@ -322,7 +326,7 @@ otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, ot
     *answered = false;
     if (!s || !s->tail) return OTC_OK;
     const seq_entry *e = s->tail;
-    otc_id m = e->u->map[(size_t)(e->steps - 1) * (size_t)e->u->n_step_nodes + (size_t)id];
+    otc_id m = e->u->map[id];
     if (m < 0) return OTC_OK;
     *answered = true;
     return otc_exec_value(e->ex, m, data, shape);
@@ -340,7 +344,7 @@ void otc_lvx_seq_zero(jit_exec *j) {
     s->pending = false; /* a staged window's gradient is dropped with the rest */
 }
 
-/* The unrolled executor's parameter gradients added to acc (frozen or unreached: zero). */
+/* The step executor's parameter gradients added to acc (frozen or unreached: zero). */
 static void add_grads(jit_exec *j, seq_entry *e) {
     struct jit_seq *s = j->seq;
     for (int i = 0; i < s->n_params; i++) {
@@ -355,17 +359,135 @@ static void add_grads(jit_exec *j, seq_entry *e) {
     s->has_grads = true;
 }
 
-/* The staged window's forward and backward alone, its gradients added. */
+/* Tape slot t in as the step plan's activation buffer, or back out (the same call again):
+ * the plan's run grows whichever buffer it holds, so each slot owns what it was given. */
+static void swap_slot(struct jit_seq *s, jit_plan *p, int t) {
+    float *w = p->work;
+    size_t cap = p->work_cap;
+    p->work = s->tape[t];
+    p->work_cap = s->tape_cap[t];
+    s->tape[t] = w;
+    s->tape_cap[t] = cap;
+}
+
+/* Buffers for a window of T steps at batch B. */
+static otc_status tape_ready(struct jit_seq *s, int T, int64_t B) {
+    if (T > s->tape_n) {
+        float **t = realloc(s->tape, (size_t)T * sizeof *t);
+        if (t) s->tape = t;
+        size_t *c = t ? realloc(s->tape_cap, (size_t)T * sizeof *c) : NULL;
+        if (!c) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
+        s->tape_cap = c;
+        for (int i = s->tape_n; i < T; i++) {
+            s->tape[i] = NULL;
+            s->tape_cap[i] = 0;
+        }
+        s->tape_n = T;
+    }
+    size_t n = (size_t)(s->state_floats * B) + 1;
+    if (n > s->sbuf_cap) {
+        float *q = realloc(s->sbuf, n * sizeof *q);
+        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        s->sbuf = q;
+        s->sbuf_cap = n;
+    }
+    if (n > s->zeros_cap) {
+        free(s->zeros);
+        s->zeros = calloc(n, sizeof *s->zeros);
+        if (!s->zeros) {
+            s->zeros_cap = 0;
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        }
+        s->zeros_cap = n;
+    }
+    return OTC_OK;
+}
+
+/* Step t's forward into slot t: its inputs, the state (the window's before step 0, else what
+ * step t - 1 left), zero carries; what the Delays hold after it into sbuf. */
+static otc_status tape_forward(jit_exec *j, seq_entry *e, int t) {
+    struct jit_seq *s = j->seq;
+    const otc_unrolled *u = e->u;
+    jit_exec *uj = as_jit(e->ex);
+    int B = s->batch;
+    const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
+    const float *state = t == 0 ? s->init : s->sbuf;
+    otc_status st = OTC_OK;
+    for (int i = 0; i < u->n_inputs && !st; i++)
+        st = otc_exec_set_input(e->ex, u->inputs[i], row + s->in_off[i] * B, B);
+    for (int k = 0; k < s->n_delays && !st; k++) {
+        st = otc_exec_set_input(e->ex, u->state_in[k], state + s->d_off[k] * B, B);
+        if (!st && t == 0) st = otc_exec_set_input(e->ex, e->carry[k], s->zeros, B);
+    }
+    if (st) return st;
+    swap_slot(s, &uj->train, t);
+    st = otc_lvx_run_step(uj, &uj->train);
+    /* Into sbuf, which no value of the step executor points to (its inputs are copies). */
+    for (int k = 0; k < s->n_delays && !st; k++) {
+        const float *v;
+        int64_t n = (int64_t)otc_shape_size(otc_graph_node(j->base.graph, s->delays[k])->shape);
+        st = otc_exec_value(e->ex, u->state_out[k], &v, NULL);
+        if (!st) memcpy(s->sbuf + s->d_off[k] * B, v, (size_t)(n * B) * sizeof(float));
+    }
+    swap_slot(s, &uj->train, t);
+    return st;
+}
+
+/* Step t's backward from slot t: its loss weight, the state's gradient step t + 1 computed
+ * (in the step executor's gradients) as its carry, the weights' gradients adding up. */
+static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T) {
+    struct jit_seq *s = j->seq;
+    const otc_unrolled *u = e->u;
+    jit_exec *uj = as_jit(e->ex);
+    jit_plan *p = &uj->train;
+    const otc_plan *pl = p->plan;
+    if (u->weights) {
+        const float *w = s->w_val + t;
+        otc_lvx_params_set(uj, 1, u->weights, &w);
+    }
+    swap_slot(s, p, t);
+    for (int k = 0; k < s->n_delays && t + 1 < T; k++) {
+        const otc_plan_value *g = &pl->values[u->state_in[k]];
+        const otc_plan_value *c = &pl->values[otc_plan_owner(pl, e->carry[k])];
+        size_t n = (size_t)(c->size * uj->stride);
+        float *dst = p->work + otc_extent_at(c->offset, uj->stride);
+        if (g->needs_grad)
+            memcpy(dst, uj->grads + otc_extent_at(g->grad, uj->stride), n * sizeof(float));
+        else /* the step does not read it, or nothing it reads needs a gradient */
+            memset(dst, 0, n * sizeof(float));
+    }
+    otc_status st = otc_exec_backward(e->ex, u->total);
+    if (t > 0) swap_slot(s, p, t); /* slot 0 (step T - 1's, below) stays for tail_value */
+    return st;
+}
+
+/* The staged window's forward and backward over the tape, its gradients added. */
 static otc_status materialize(jit_exec *j) {
     struct jit_seq *s = j->seq;
     if (!s->pending) return OTC_OK;
     s->pending = false;
     seq_entry *e = s->pend;
+    jit_exec *uj = as_jit(e->ex);
+    int T = s->pend_steps;
     otc_exec_zero_grad(e->ex);
-    otc_status st = otc_lvx_forward_backward(as_jit(e->ex), e->u->total);
+    otc_status st = tape_ready(s, T, s->batch);
+    for (int t = 0; t < T && !st; t++) st = tape_forward(j, e, t);
+    for (int t = T - 1; t >= 0 && !st; t--) st = tape_backward(j, e, t, T);
     if (st) return otc_fail_context(st, "the compiled steps through time");
+    /* Slot 0 stays in the plan; step T - 1's activations go there for tail_value. */
+    if (T > 1) {
+        float *w = uj->train.work;
+        size_t cap = uj->train.work_cap;
+        uj->train.work = s->tape[T - 1];
+        uj->train.work_cap = s->tape_cap[T - 1];
+        s->tape[T - 1] = s->tape[0];
+        s->tape_cap[T - 1] = s->tape_cap[0];
+        s->tape[0] = w;
+        s->tape_cap[0] = cap;
+    }
     add_grads(j, e);
-    return settle(j, e);
+    settle(j, e);
+    return OTC_OK;
 }
 
 otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered) {
@@ -401,33 +523,80 @@ void otc_lvx_seq_stats(const jit_exec *j, otc_jit_stats *out) {
         if (s->cache[i].ex) add_stats(out, s->cache[i].ex);
 }
 
-/* The unrolled executor for (steps, loss): from the cache, or unrolled and compiled now. */
-static otc_status entry_for(jit_exec *j, int steps, otc_id loss, seq_entry **out) {
+/* The step graph a tape trains: g over one step (otc_unroll), and per Delay k an Input
+ * "<delay>.carry" c_k with sum(c_k * what the Delay holds after the step) added to the loss, so
+ * the backward seeded at the loss adds c_k (the gradient from the steps after) to that value's
+ * gradient, as the emitted C's tape does by hand (render_c_tape.c). */
+static otc_status step_graph(const otc_graph *g, otc_id loss, seq_entry *e) {
+    char lab[64], name[160];
+    otc_status st = otc_unroll(g, 1, loss, &e->u);
+    if (st) return st;
+    otc_unrolled *u = e->u;
+    e->carry = malloc(((size_t)u->n_delays + 1) * sizeof *e->carry);
+    if (!e->carry) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    for (int k = 0; k < u->n_delays; k++) {
+        const otc_node *d = otc_graph_node(g, u->delays[k]);
+        if (d->name)
+            snprintf(name, sizeof name, "%s.carry", d->name);
+        else
+            snprintf(name, sizeof name, "node%d.carry", (int)u->delays[k]);
+        otc_graph_node_label(g, u->delays[k], lab, sizeof lab);
+        e->carry[k] = otc_input(u->graph, name, otc_graph_node(g, u->delays[k])->shape);
+        otc_id term = e->carry[k] < 0 ? -1 : otc_mul(u->graph, e->carry[k], u->state_out[k]);
+        term = term < 0 ? -1 : otc_sum(u->graph, term);
+        u->total = term < 0 ? -1 : otc_add(u->graph, u->total, term);
+        if (u->total < 0)
+            return otc_fail_context(OTC_ERR_ARG, "the carried gradient of delay %s", lab);
+    }
+    return OTC_OK;
+}
+
+/* The compiled step for loss: from the cache, or planned and compiled now. */
+static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
     struct jit_seq *s = j->seq;
     seq_entry *e = NULL;
     for (int i = 0; i < SEQ_CACHE && !e; i++)
-        if (s->cache[i].ex && s->cache[i].steps == steps && s->cache[i].loss == loss)
-            e = &s->cache[i];
+        if (s->cache[i].ex && s->cache[i].loss == loss) e = &s->cache[i];
     if (!e) {
         e = &s->cache[0];
         for (int i = 1; i < SEQ_CACHE; i++)
             if (!s->cache[i].ex || (e->ex && s->cache[i].used < e->used)) e = &s->cache[i];
         if (e->ex) add_stats(&s->retired, e->ex);
+        if (s->tail == e) s->tail = NULL;
         otc_exec_free(e->ex);
         otc_unrolled_free(e->u);
+        free(e->carry);
         memset(e, 0, sizeof *e);
-        otc_status st = otc_unroll(j->base.graph, steps, loss, &e->u);
-        if (st) return otc_fail_context(st, "compiling %d steps through time", steps);
+        otc_status st = step_graph(j->base.graph, loss, e);
         otc_jit_options jo = j->o;
         jo.inference = false;
         jo.defer_forward = true;
-        e->ex = otc_jit_executor_new(e->u->graph, &jo);
-        if (!e->ex) {
-            otc_unrolled_free(e->u);
-            e->u = NULL;
-            return otc_fail_context(OTC_ERR_STATE, "compiling %d steps through time", steps);
+        if (!st) {
+            e->ex = otc_jit_executor_new(e->u->graph, &jo);
+            if (!e->ex) st = OTC_ERR_STATE;
         }
-        e->steps = steps;
+        if (!st) {
+            jit_exec *uj = as_jit(e->ex);
+            uj->grad_inputs = e->u->state_in;
+            uj->n_grad_inputs = e->u->n_delays;
+            st = otc_lvx_train_ensure(uj, e->u->total);
+        }
+        /* The carries are written into the slots between the forward and the backward. */
+        for (int k = 0; k < e->u->n_delays && !st; k++) {
+            const otc_plan *pl = as_jit(e->ex)->train.plan;
+            if (pl->values[otc_plan_owner(pl, e->carry[k])].storage != OTC_STORE_WORK) {
+                char lab[64];
+                st = otc_fail(OTC_ERR_UNSUPPORTED, "the carried gradient of delay %s is not stored",
+                              otc_lvx_label(j, e->u->delays[k], lab));
+            }
+        }
+        if (st) {
+            otc_exec_free(e->ex);
+            otc_unrolled_free(e->u);
+            free(e->carry);
+            memset(e, 0, sizeof *e);
+            return otc_fail_context(st, "compiling a step to train through time");
+        }
         e->loss = loss;
     }
     e->used = ++s->tick;
@@ -453,85 +622,27 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
     if (otc_shape_is_batched(ln->shape) || otc_shape_size(ln->shape) != 1)
         return otc_fail(OTC_ERR_SHAPE, "seq_backward: loss %s has shape %s, not a single value",
                         otc_lvx_label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
-    int T = s->recorded, B = s->batch;
+    int T = s->recorded;
     seq_entry *e = NULL;
     otc_status st = materialize(j); /* an earlier window still staged: its gradient first */
-    if (!st) st = entry_for(j, T, loss, &e);
+    if (!st) st = entry_for(j, loss, &e);
     if (st) return st;
     const otc_unrolled *u = e->u;
-    /* This executor's newest weights and the steps' loss weights into the unrolled one. */
+    /* This executor's newest weights into the step executor. */
     int n = 0;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
         if ((st = otc_exec_value(ex, id, &s->src[n], NULL))) return st;
         s->ids[n++] = u->map[id];
     }
-    jit_exec *uj = as_jit(e->ex);
-    otc_lvx_params_set(uj, n, s->ids, s->src);
-    for (int t = 0; t < T; t++) {
-        s->w_val[t] = weight ? weight[t] : 1.0f;
-        s->w_ids[t] = u->weights[t];
-        s->w_src[t] = s->w_val + t;
-    }
-    otc_lvx_params_set(uj, T, s->w_ids, s->w_src);
-    for (int t = 0; t < T && !st; t++) {
-        const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
-        for (int i = 0; i < u->n_inputs && !st; i++)
-            st = otc_exec_set_input(e->ex, u->inputs[t * u->n_inputs + i], row + s->in_off[i] * B,
-                                    B);
-    }
-    for (int k = 0; k < s->n_delays && !st; k++)
-        st = otc_exec_set_input(e->ex, u->state_in[k], s->init + s->d_off[k] * B, B);
-    if (st) return st;
+    otc_lvx_params_set(as_jit(e->ex), n, s->ids, s->src);
+    for (int t = 0; t < T; t++) s->w_val[t] = weight ? weight[t] : 1.0f;
     s->pend = e;
+    s->pend_steps = T;
     s->pending = true;
     s->has_grads = true;
-    /* Onto gradients already there: compute now. Else optimizer_step may fuse it. */
+    /* Onto gradients already there: compute now (a zero_grad would drop it). */
     return s->dirty ? materialize(j) : OTC_OK;
-}
-
-/* The staged window through the unrolled plan's fused training step, with this executor's
- * moments and step count; its gradients, moments and weights come back. */
-static otc_status fused_step(jit_exec *j, otc_optimizer *opt) {
-    struct jit_seq *s = j->seq;
-    seq_entry *e = s->pend;
-    const otc_unrolled *u = e->u;
-    jit_exec *uj = as_jit(e->ex);
-    s->pending = false;
-    otc_status st = otc_lvx_train_prepare(uj, u->total, opt);
-    if (st) return otc_fail_context(st, "the compiled steps through time");
-    const otc_plan *pl = uj->train.plan;
-    size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
-    for (int i = 0; i < s->n_params; i++) {
-        otc_id id = s->params[i];
-        const otc_plan_value *v = &pl->values[u->map[id]];
-        if (v->storage != OTC_STORE_PARAM) continue;
-        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
-        memcpy(uj->state + v->param_offset, s->mom + at, n);
-        memcpy(uj->state + pf + (size_t)v->param_offset, s->mom + af + at, n);
-    }
-    uj->t = s->t;
-    st = otc_exec_train_step(e->ex, u->total, opt, NULL);
-    if (st) return otc_fail_context(st, "the compiled steps through time");
-    s->t = uj->t;
-    if ((st = settle(j, e))) return st; /* before the new weights reach this executor */
-    int n = 0;
-    for (int i = 0; i < s->n_params; i++) {
-        otc_id id = s->params[i];
-        const otc_plan_value *v = &pl->values[u->map[id]];
-        size_t at = (size_t)s->g_off[id];
-        if (v->storage == OTC_STORE_PARAM) {
-            size_t bytes = (size_t)v->size * sizeof(float);
-            memcpy(s->mom + at, uj->state + v->param_offset, bytes);
-            memcpy(s->mom + af + at, uj->state + pf + (size_t)v->param_offset, bytes);
-        }
-        if ((st = otc_exec_value(e->ex, u->map[id], &s->src[n], NULL))) return st;
-        s->ids[n++] = id;
-    }
-    memset(s->acc, 0, af * sizeof(float));
-    add_grads(j, e);
-    otc_lvx_params_set(j, n, s->ids, s->src);
-    return OTC_OK;
 }
 
 otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
@@ -547,8 +658,8 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         s->t = 0;
         s->mopt = opt;
     }
-    if (s->pending) return fused_step(j, opt);
-    otc_status st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
+    otc_status st = materialize(j);              /* a staged window's gradients */
+    if (!st) st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
     if (st) return st;
     /* The gradients as they are: the rule's trees over each trainable parameter (in a copy
      * of the weights, then written back into the compiled plans). */
