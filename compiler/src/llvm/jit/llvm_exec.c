@@ -790,6 +790,23 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     return OTC_OK;
 }
 
+otc_status otc_lvx_update(jit_exec *j, const float *hyper, float *state) {
+    otc_lvx_refresh_weights(j, &j->train);
+    otc_llvm_args a = {0};
+    a.weights = j->train.weights;
+    a.grads = j->grads;
+    a.state = state;
+    a.hyper = hyper;
+    otc_status st = run_status(j, j->train.mod->fn[OTC_JIT_UPDATE](&a));
+    if (st) return st;
+    /* These weights are now the newest. */
+    j->wver++;
+    j->train.wver = j->wver;
+    if (j->has_fwd && j->fwd.weights == j->train.weights) j->fwd.wver = j->wver;
+    j->wsrc = &j->train;
+    return OTC_OK;
+}
+
 static void reset_state(otc_executor *ex) {
     jit_exec *j = as_jit(ex);
     /* Deferred steps run first (their values stay readable); a failure there leaves the

@@ -122,6 +122,9 @@ otc_status otc_lvx_fwd_ready(jit_exec *j);
 void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *const *src);
 /* The training plan for loss, compiled on first use (a new loss replaces the old one). */
 otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss);
+/* The training plan's optimiser update alone over the gradients in j->grads (their parameter
+ * part), moments in `state` (2 x param_floats), scalars `hyper` (OTC_LH_*). */
+otc_status otc_lvx_update(jit_exec *j, const float *hyper, float *state);
 /* Write a Delay's state: rows of `batch` samples (a new batch zeros the other Delays). */
 otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, int batch);
 

@@ -63,7 +63,12 @@ struct jit_seq {
     float *wbuf;
     float *w_val; /* [max_steps]: the staged window's loss weights */
     int w_cap;
-    int pend_steps; /* the staged window's length */
+    int pend_steps;          /* the staged window's length */
+    const seq_entry *synced; /* the step executor holding this executor's weights of version */
+    long synced_wver;        /* synced_wver */
+    float *ust;              /* the moments in a step plan's layout, for its compiled update */
+    size_t ust_cap;
+    bool *done; /* per parameter: updated by the compiled update */
     /* The tape: slot t holds step t's activation buffer (the step plan's work, swapped in
      * while step t runs, so each slot grows to the plan's size on its own). */
     float **tape;
@@ -105,6 +110,8 @@ void otc_lvx_seq_free(jit_exec *j) {
     free(s->tape_cap);
     free(s->sbuf);
     free(s->zeros);
+    free(s->ust);
+    free(s->done);
     free(s->in_off);
     free(s->staged);
     free(s->delays);
@@ -165,7 +172,8 @@ static otc_status seq_new(jit_exec *j) {
     s->wbuf = calloc((size_t)s->acc_floats + 1, sizeof *s->wbuf);
     s->src = calloc(np, sizeof *s->src);
     s->ids = calloc(np, sizeof *s->ids);
-    if (!s->acc || !s->mom || !s->wbuf || !s->src || !s->ids)
+    s->done = calloc(np, sizeof *s->done);
+    if (!s->acc || !s->mom || !s->wbuf || !s->src || !s->ids || !s->done)
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     return OTC_OK;
 }
@@ -604,6 +612,65 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
     return OTC_OK;
 }
 
+/* This executor's newest weights into the step executor (unless it holds them already). */
+static otc_status sync_weights(jit_exec *j, seq_entry *e) {
+    struct jit_seq *s = j->seq;
+    if (s->synced == e && s->synced_wver == j->wver) return OTC_OK;
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        otc_status st = otc_exec_value(&j->base, id, &s->src[n], NULL);
+        if (st) return st;
+        s->ids[n++] = e->u->map[id];
+    }
+    otc_lvx_params_set(as_jit(e->ex), n, s->ids, s->src);
+    s->synced = e;
+    s->synced_wver = j->wver;
+    return OTC_OK;
+}
+
+/* The compiled update of the parameters the step executor's plan trains (`done` set for
+ * them), with this executor's moments and gradients; the new weights come back here. */
+static otc_status compiled_update(jit_exec *j, seq_entry *e, const float *hyper, bool *done) {
+    struct jit_seq *s = j->seq;
+    jit_exec *uj = as_jit(e->ex);
+    otc_status st = sync_weights(j, e);
+    if (st) return st;
+    const otc_plan *pl = uj->train.plan;
+    size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
+    if (2 * pf + 1 > s->ust_cap) {
+        float *q = realloc(s->ust, (2 * pf + 1) * sizeof *q);
+        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
+        s->ust = q;
+        s->ust_cap = 2 * pf + 1;
+    }
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[e->u->map[id]];
+        done[i] = v->storage == OTC_STORE_PARAM && v->needs_grad;
+        if (!done[i]) continue;
+        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
+        memcpy(s->ust + v->param_offset, s->mom + at, n);
+        memcpy(s->ust + pf + (size_t)v->param_offset, s->mom + af + at, n);
+        memcpy(uj->grads + v->grad.base, s->acc + at, n);
+    }
+    if ((st = otc_lvx_update(uj, hyper, s->ust))) return st;
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        if (!done[i]) continue;
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[e->u->map[id]];
+        size_t bytes = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
+        memcpy(s->mom + at, s->ust + v->param_offset, bytes);
+        memcpy(s->mom + af + at, s->ust + pf + (size_t)v->param_offset, bytes);
+        s->ids[n] = id;
+        s->src[n++] = uj->train.weights + v->param_offset;
+    }
+    otc_lvx_params_set(j, n, s->ids, s->src);
+    s->synced_wver = j->wver; /* the step executor holds them already */
+    return OTC_OK;
+}
+
 otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weight) {
     jit_exec *j = as_jit(ex);
     struct jit_seq *s = j->seq;
@@ -627,15 +694,7 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
     otc_status st = materialize(j); /* an earlier window still staged: its gradient first */
     if (!st) st = entry_for(j, loss, &e);
     if (st) return st;
-    const otc_unrolled *u = e->u;
-    /* This executor's newest weights into the step executor. */
-    int n = 0;
-    for (int i = 0; i < s->n_params; i++) {
-        otc_id id = s->params[i];
-        if ((st = otc_exec_value(ex, id, &s->src[n], NULL))) return st;
-        s->ids[n++] = u->map[id];
-    }
-    otc_lvx_params_set(as_jit(e->ex), n, s->ids, s->src);
+    if ((st = sync_weights(j, e))) return st;
     for (int t = 0; t < T; t++) s->w_val[t] = weight ? weight[t] : 1.0f;
     s->pend = e;
     s->pend_steps = T;
@@ -661,20 +720,24 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
     otc_status st = materialize(j);              /* a staged window's gradients */
     if (!st) st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
     if (st) return st;
-    /* The gradients as they are: the rule's trees over each trainable parameter (in a copy
-     * of the weights, then written back into the compiled plans). */
+    /* The gradients as they are: the step executor's compiled update for the parameters its
+     * plan trains, the rule's trees for the rest (in a copy of the weights, then written back
+     * into the compiled plans). */
     const otc_optim_config *c = otc_optimizer_config(opt);
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(c));
-    float args[OTC_OPTIM_ARG_COUNT];
-    otc_optim_step_args(c, s->t + 1, args);
+    float h[OTC_LH_COUNT];
+    h[OTC_LH_RULE] = (float)otc_optim_rule_of(c);
+    otc_optim_step_args(c, s->t + 1, h + OTC_LH_ARGS);
+    memset(s->done, 0, (size_t)s->n_params * sizeof *s->done);
+    if (s->pend && s->pend->ex && (st = compiled_update(j, s->pend, h, s->done))) return st;
     otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
-    for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, args[k]};
+    for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, h[OTC_LH_ARGS + k]};
     const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
     int n = 0;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
         const otc_node *nd = otc_graph_node(ex->graph, id);
-        if (!nd->trainable) continue;
+        if (!nd->trainable || s->done[i]) continue;
         const float *w;
         st = otc_exec_value(ex, id, &w, NULL);
         if (st) return st;
@@ -693,6 +756,6 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         s->src[n++] = p;
     }
     s->t++;
-    otc_lvx_params_set(j, n, s->ids, s->src);
+    if (n > 0) otc_lvx_params_set(j, n, s->ids, s->src);
     return OTC_OK;
 }
