@@ -29,6 +29,8 @@ typedef struct {
     otc_unrolled *u; /* the step graph: one step, its carry terms added to u->total */
     otc_id *carry;   /* [n_delays] Inputs "<delay>.carry": the gradient of what the Delay holds
                         after this step, from the step after (zeros in the forward) */
+    int64_t *out_at; /* [n_delays] where the output rows hold what the Delay holds after the
+                        step, -1 where they do not */
     otc_executor *ex;
     long used;
 } seq_entry;
@@ -104,6 +106,7 @@ void otc_lvx_seq_free(jit_exec *j) {
         otc_exec_free(s->cache[i].ex);
         otc_unrolled_free(s->cache[i].u);
         free(s->cache[i].carry);
+        free(s->cache[i].out_at);
     }
     for (int t = 0; t < s->tape_n; t++) free(s->tape[t]);
     free(s->tape);
@@ -430,12 +433,21 @@ static otc_status tape_forward(jit_exec *j, seq_entry *e, int t) {
     if (st) return st;
     swap_slot(s, &uj->train, t);
     st = otc_lvx_run_step(uj, &uj->train);
-    /* Into sbuf, which no value of the step executor points to (its inputs are copies). */
+    /* Into sbuf from the output rows (the state after the step is the step graph's outputs;
+     * a value the rows do not hold, through value()). */
+    const otc_plan *pl = uj->train.plan;
     for (int k = 0; k < s->n_delays && !st; k++) {
-        const float *v;
         int64_t n = (int64_t)otc_shape_size(otc_graph_node(j->base.graph, s->delays[k])->shape);
+        float *dst = s->sbuf + s->d_off[k] * B;
+        if (e->out_at[k] >= 0) {
+            const float *rows = uj->train.out_rows + e->out_at[k];
+            for (int b = 0; b < B; b++)
+                memcpy(dst + b * n, rows + b * pl->out_width, (size_t)n * sizeof(float));
+            continue;
+        }
+        const float *v;
         st = otc_exec_value(e->ex, u->state_out[k], &v, NULL);
-        if (!st) memcpy(s->sbuf + s->d_off[k] * B, v, (size_t)(n * B) * sizeof(float));
+        if (!st) memcpy(dst, v, (size_t)(n * B) * sizeof(float));
     }
     swap_slot(s, &uj->train, t);
     return st;
@@ -449,9 +461,11 @@ static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T) {
     jit_exec *uj = as_jit(e->ex);
     jit_plan *p = &uj->train;
     const otc_plan *pl = p->plan;
-    if (u->weights) {
+    const otc_plan_value *wv = u->weights ? &pl->values[u->weights[0]] : NULL;
+    if (wv && wv->storage == OTC_STORE_PARAM) { /* the loss weight, when it changes */
+        otc_lvx_refresh_weights(uj, p);
         const float *w = s->w_val + t;
-        otc_lvx_params_set(uj, 1, u->weights, &w);
+        if (p->weights[wv->param_offset] != *w) otc_lvx_params_set(uj, 1, u->weights, &w);
     }
     swap_slot(s, p, t);
     for (int k = 0; k < s->n_delays && t + 1 < T; k++) {
@@ -574,6 +588,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
         otc_exec_free(e->ex);
         otc_unrolled_free(e->u);
         free(e->carry);
+        free(e->out_at);
         memset(e, 0, sizeof *e);
         otc_status st = step_graph(j->base.graph, loss, e);
         otc_jit_options jo = j->o;
@@ -589,9 +604,15 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             uj->n_grad_inputs = e->u->n_delays;
             st = otc_lvx_train_ensure(uj, e->u->total);
         }
+        e->out_at = st ? NULL : malloc(((size_t)e->u->n_delays + 1) * sizeof *e->out_at);
+        if (!st && !e->out_at) st = otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
         /* The carries are written into the slots between the forward and the backward. */
         for (int k = 0; k < e->u->n_delays && !st; k++) {
             const otc_plan *pl = as_jit(e->ex)->train.plan;
+            e->out_at[k] = -1;
+            for (int i = 0; i < pl->n_io; i++)
+                if (pl->io[i].stream == OTC_IO_OUT && pl->io[i].node == e->u->state_out[k])
+                    e->out_at[k] = pl->io[i].offset;
             if (pl->values[otc_plan_owner(pl, e->carry[k])].storage != OTC_STORE_WORK) {
                 char lab[64];
                 st = otc_fail(OTC_ERR_UNSUPPORTED, "the carried gradient of delay %s is not stored",
@@ -602,6 +623,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             otc_exec_free(e->ex);
             otc_unrolled_free(e->u);
             free(e->carry);
+            free(e->out_at);
             memset(e, 0, sizeof *e);
             return otc_fail_context(st, "compiling a step to train through time");
         }
