@@ -661,6 +661,15 @@ otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss) {
     return ensure_train(j, loss, NULL);
 }
 
+otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a) {
+    otc_status st = prepare(j, &j->train, a);
+    return st ? st : grads_for(j, a);
+}
+
+otc_status otc_lvx_backward_at(jit_exec *j, const otc_llvm_args *a) {
+    return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD]((otc_llvm_args *)a));
+}
+
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
     jit_exec *j = as_jit(ex);
     if (j->o.inference)

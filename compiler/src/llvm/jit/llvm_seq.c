@@ -455,7 +455,8 @@ static otc_status tape_forward(jit_exec *j, seq_entry *e, int t) {
 
 /* Step t's backward from slot t: its loss weight, the state's gradient step t + 1 computed
  * (in the step executor's gradients) as its carry, the weights' gradients adding up. */
-static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T) {
+static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T,
+                                const otc_llvm_args *args) {
     struct jit_seq *s = j->seq;
     const otc_unrolled *u = e->u;
     jit_exec *uj = as_jit(e->ex);
@@ -478,7 +479,10 @@ static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T) {
         else /* the step does not read it, or nothing it reads needs a gradient */
             memset(dst, 0, n * sizeof(float));
     }
-    otc_status st = otc_exec_backward(e->ex, u->total);
+    otc_llvm_args a = *args;
+    a.work = p->work;
+    a.weights = p->weights;
+    otc_status st = otc_lvx_backward_at(uj, &a);
     if (t > 0) swap_slot(s, p, t); /* slot 0 (step T - 1's, below) stays for tail_value */
     return st;
 }
@@ -494,7 +498,9 @@ static otc_status materialize(jit_exec *j) {
     otc_exec_zero_grad(e->ex);
     otc_status st = tape_ready(s, T, s->batch);
     for (int t = 0; t < T && !st; t++) st = tape_forward(j, e, t);
-    for (int t = T - 1; t >= 0 && !st; t--) st = tape_backward(j, e, t, T);
+    otc_llvm_args a; /* the backward's: the last forward's (the rows are not read) */
+    if (!st) st = otc_lvx_train_args(uj, &a);
+    for (int t = T - 1; t >= 0 && !st; t--) st = tape_backward(j, e, t, T, &a);
     if (st) return otc_fail_context(st, "the compiled steps through time");
     /* Slot 0 stays in the plan; step T - 1's activations go there for tail_value. */
     if (T > 1) {
