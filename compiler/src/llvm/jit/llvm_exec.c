@@ -666,6 +666,10 @@ otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a) {
     return st ? st : grads_for(j, a);
 }
 
+otc_status otc_lvx_forward_at(jit_exec *j, const otc_llvm_args *a) {
+    return run_status(j, j->train.mod->fn[OTC_JIT_FORWARD]((otc_llvm_args *)a));
+}
+
 otc_status otc_lvx_backward_at(jit_exec *j, const otc_llvm_args *a) {
     return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD]((otc_llvm_args *)a));
 }

@@ -123,8 +123,10 @@ void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *cons
 /* The training plan for loss, compiled on first use (a new loss replaces the old one). */
 otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss);
 /* The training plan's arguments for the inputs set (rows, weights, gradients, batch, stride);
- * backward_at runs its backward with them (a tape points .work at a step's slot). */
+ * forward_at and backward_at run its forward and backward with them (a tape points .work at a
+ * step's slot, .in and .target at its rows). */
 otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a);
+otc_status otc_lvx_forward_at(jit_exec *j, const otc_llvm_args *a);
 otc_status otc_lvx_backward_at(jit_exec *j, const otc_llvm_args *a);
 /* The training plan's optimiser update alone over the gradients in j->grads (their parameter
  * part), moments in `state` (2 x param_floats), scalars `hyper` (OTC_LH_*). */

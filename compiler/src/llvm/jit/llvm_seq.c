@@ -29,8 +29,11 @@ typedef struct {
     otc_unrolled *u; /* the step graph: one step, its carry terms added to u->total */
     otc_id *carry;   /* [n_delays] Inputs "<delay>.carry": the gradient of what the Delay holds
                         after this step, from the step after (zeros in the forward) */
-    int64_t *out_at; /* [n_delays] where the output rows hold what the Delay holds after the
-                        step, -1 where they do not */
+    otc_id *out_at;  /* [n_delays] the stored value (in the slots) of what the Delay holds
+                        after the step */
+    int *io_src;     /* per io entry of the step plan: the step input (< n_inputs), the
+                        state (n_inputs + k) or the carry (n_inputs + n_delays + k) it is; -1:
+                        an output */
     otc_executor *ex;
     long used;
 } seq_entry;
@@ -76,7 +79,11 @@ struct jit_seq {
     float **tape;
     size_t *tape_cap;
     int tape_n;
+    float *rows[2]; /* a step's input and target rows */
+    size_t rows_cap[2];
     float *sbuf;  /* the state after the step just run, per delay batch rows */
+    float *snext; /* the next one, while the step runs */
+    size_t snext_cap;
     float *zeros; /* a Delay's batch rows of zeros (the carry inputs in the forward) */
     size_t sbuf_cap, zeros_cap;
     seq_entry cache[SEQ_CACHE];
@@ -107,12 +114,16 @@ void otc_lvx_seq_free(jit_exec *j) {
         otc_unrolled_free(s->cache[i].u);
         free(s->cache[i].carry);
         free(s->cache[i].out_at);
+        free(s->cache[i].io_src);
     }
     for (int t = 0; t < s->tape_n; t++) free(s->tape[t]);
     free(s->tape);
     free(s->tape_cap);
     free(s->sbuf);
+    free(s->snext);
     free(s->zeros);
+    free(s->rows[0]);
+    free(s->rows[1]);
     free(s->ust);
     free(s->done);
     free(s->in_off);
@@ -370,19 +381,9 @@ static void add_grads(jit_exec *j, seq_entry *e) {
     s->has_grads = true;
 }
 
-/* Tape slot t in as the step plan's activation buffer, or back out (the same call again):
- * the plan's run grows whichever buffer it holds, so each slot owns what it was given. */
-static void swap_slot(struct jit_seq *s, jit_plan *p, int t) {
-    float *w = p->work;
-    size_t cap = p->work_cap;
-    p->work = s->tape[t];
-    p->work_cap = s->tape_cap[t];
-    s->tape[t] = w;
-    s->tape_cap[t] = cap;
-}
-
-/* Buffers for a window of T steps at batch B. */
-static otc_status tape_ready(struct jit_seq *s, int T, int64_t B) {
+/* Buffers for a window of T steps at batch B of the step plan pl at stride S: T - 1 slots
+ * (the last step runs in the plan's own buffer, where tail_value reads it), the rows. */
+static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64_t B, int64_t S) {
     if (T > s->tape_n) {
         float **t = realloc(s->tape, (size_t)T * sizeof *t);
         if (t) s->tape = t;
@@ -395,68 +396,100 @@ static otc_status tape_ready(struct jit_seq *s, int T, int64_t B) {
         }
         s->tape_n = T;
     }
-    size_t n = (size_t)(s->state_floats * B) + 1;
-    if (n > s->sbuf_cap) {
-        float *q = realloc(s->sbuf, n * sizeof *q);
-        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
-        s->sbuf = q;
-        s->sbuf_cap = n;
+    size_t slot = (size_t)otc_extent_at(pl->work, S) + 1;
+    otc_status st = otc_memory_check((uint64_t)(T - 1) * slot * sizeof(float), "the tape's slots");
+    if (st) return st;
+    struct {
+        float **buf;
+        size_t *cap, need;
+    } want[5] = {{&s->sbuf, &s->sbuf_cap, (size_t)(s->state_floats * B) + 1},
+                 {&s->snext, &s->snext_cap, (size_t)(s->state_floats * B) + 1},
+                 {&s->zeros, &s->zeros_cap, (size_t)(s->state_floats * B) + 1},
+                 {&s->rows[0], &s->rows_cap[0], (size_t)(pl->in_width * B) + 1},
+                 {&s->rows[1], &s->rows_cap[1], (size_t)(pl->target_width * B) + 1}};
+    for (int i = 0; i < 5; i++) {
+        if (want[i].need <= *want[i].cap) continue;
+        free(*want[i].buf);
+        *want[i].buf = calloc(want[i].need, sizeof(float)); /* the zeros stay zeros */
+        *want[i].cap = *want[i].buf ? want[i].need : 0;
+        if (!*want[i].buf) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     }
-    if (n > s->zeros_cap) {
-        free(s->zeros);
-        s->zeros = calloc(n, sizeof *s->zeros);
-        if (!s->zeros) {
-            s->zeros_cap = 0;
-            return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
-        }
-        s->zeros_cap = n;
+    for (int t = 0; t + 1 < T; t++) {
+        if (s->tape_cap[t] >= slot) continue;
+        float *q = realloc(s->tape[t], slot * sizeof *q);
+        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
+        s->tape[t] = q;
+        s->tape_cap[t] = slot;
     }
     return OTC_OK;
 }
 
-/* Step t's forward into slot t: its inputs, the state (the window's before step 0, else what
- * step t - 1 left), zero carries; what the Delays hold after it into sbuf. */
-static otc_status tape_forward(jit_exec *j, seq_entry *e, int t) {
+/* Step t's activation buffer. */
+static float *slot_of(struct jit_seq *s, seq_entry *e, int t, int T) {
+    return t + 1 == T ? as_jit(e->ex)->train.work : s->tape[t];
+}
+
+/* The step executor's inputs: step t's, from `state` (its values readable: tail_value). */
+static otc_status step_inputs(jit_exec *j, seq_entry *e, int t, const float *state) {
     struct jit_seq *s = j->seq;
     const otc_unrolled *u = e->u;
-    jit_exec *uj = as_jit(e->ex);
     int B = s->batch;
     const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
-    const float *state = t == 0 ? s->init : s->sbuf;
     otc_status st = OTC_OK;
     for (int i = 0; i < u->n_inputs && !st; i++)
         st = otc_exec_set_input(e->ex, u->inputs[i], row + s->in_off[i] * B, B);
     for (int k = 0; k < s->n_delays && !st; k++) {
         st = otc_exec_set_input(e->ex, u->state_in[k], state + s->d_off[k] * B, B);
-        if (!st && t == 0) st = otc_exec_set_input(e->ex, e->carry[k], s->zeros, B);
+        if (!st) st = otc_exec_set_input(e->ex, e->carry[k], s->zeros, B);
     }
-    if (st) return st;
-    swap_slot(s, &uj->train, t);
-    st = otc_lvx_run_step(uj, &uj->train);
-    /* Into sbuf from the output rows (the state after the step is the step graph's outputs;
-     * a value the rows do not hold, through value()). */
-    const otc_plan *pl = uj->train.plan;
-    for (int k = 0; k < s->n_delays && !st; k++) {
-        int64_t n = (int64_t)otc_shape_size(otc_graph_node(j->base.graph, s->delays[k])->shape);
-        float *dst = s->sbuf + s->d_off[k] * B;
-        if (e->out_at[k] >= 0) {
-            const float *rows = uj->train.out_rows + e->out_at[k];
-            for (int b = 0; b < B; b++)
-                memcpy(dst + b * n, rows + b * pl->out_width, (size_t)n * sizeof(float));
-            continue;
-        }
-        const float *v;
-        st = otc_exec_value(e->ex, u->state_out[k], &v, NULL);
-        if (!st) memcpy(dst, v, (size_t)(n * B) * sizeof(float));
-    }
-    swap_slot(s, &uj->train, t);
     return st;
 }
 
-/* Step t's backward from slot t: its loss weight, the state's gradient step t + 1 computed
+/* Step t's forward into its slot: the rows of its inputs, the state (the window's before step
+ * 0, else what step t - 1 left) and zero carries; what the Delays hold after it into sbuf. */
+static otc_status tape_forward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
+    struct jit_seq *s = j->seq;
+    jit_exec *uj = as_jit(e->ex);
+    const otc_plan *pl = uj->train.plan;
+    int64_t B = s->batch;
+    const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
+    const float *state = t == 0 ? s->init : s->sbuf;
+    int n_in = e->u->n_inputs;
+    for (int i = 0; i < pl->n_io; i++) {
+        const otc_plan_io *io = &pl->io[i];
+        int code = e->io_src[i];
+        if (code < 0) continue;
+        const float *src = code < n_in                 ? row + s->in_off[code] * B
+                           : code < n_in + s->n_delays ? state + s->d_off[code - n_in] * B
+                                                       : s->zeros;
+        bool in = io->stream == OTC_IO_IN;
+        float *dst = s->rows[in ? 0 : 1] + io->offset;
+        int64_t w = in ? pl->in_width : pl->target_width;
+        for (int64_t b = 0; b < B; b++)
+            memcpy(dst + b * w, src + b * io->width, (size_t)io->width * sizeof(float));
+    }
+    a->in = s->rows[0];
+    a->target = s->rows[1];
+    a->work = slot_of(s, e, t, T);
+    otc_status st = t > 0 && t + 1 == T ? step_inputs(j, e, t, state) : OTC_OK;
+    if (!st) st = otc_lvx_forward_at(uj, a);
+    /* What the Delays hold after the step (the step graph's outputs, kept in the slot). */
+    for (int k = 0; k < s->n_delays && !st; k++) {
+        const otc_plan_value *v = &pl->values[e->out_at[k]];
+        const float *src = a->work + otc_extent_at(v->offset, a->stride);
+        float *dst = s->snext + s->d_off[k] * B;
+        for (int64_t f = 0; f < v->size; f++)
+            for (int64_t b = 0; b < B; b++) dst[b * v->size + f] = src[f * a->stride + b];
+    }
+    float *q = s->sbuf;
+    s->sbuf = s->snext;
+    s->snext = q;
+    return st;
+}
+
+/* Step t's backward from its slot: its loss weight, the state's gradient step t + 1 computed
  * (in the step executor's gradients) as its carry, the weights' gradients adding up. */
-static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T,
-                                const otc_llvm_args *args) {
+static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
     struct jit_seq *s = j->seq;
     const otc_unrolled *u = e->u;
     jit_exec *uj = as_jit(e->ex);
@@ -468,23 +501,18 @@ static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T,
         const float *w = s->w_val + t;
         if (p->weights[wv->param_offset] != *w) otc_lvx_params_set(uj, 1, u->weights, &w);
     }
-    swap_slot(s, p, t);
+    a->work = slot_of(s, e, t, T);
     for (int k = 0; k < s->n_delays && t + 1 < T; k++) {
         const otc_plan_value *g = &pl->values[u->state_in[k]];
         const otc_plan_value *c = &pl->values[otc_plan_owner(pl, e->carry[k])];
-        size_t n = (size_t)(c->size * uj->stride);
-        float *dst = p->work + otc_extent_at(c->offset, uj->stride);
+        size_t n = (size_t)(c->size * a->stride);
+        float *dst = a->work + otc_extent_at(c->offset, a->stride);
         if (g->needs_grad)
-            memcpy(dst, uj->grads + otc_extent_at(g->grad, uj->stride), n * sizeof(float));
+            memcpy(dst, a->grads + otc_extent_at(g->grad, a->stride), n * sizeof(float));
         else /* the step does not read it, or nothing it reads needs a gradient */
             memset(dst, 0, n * sizeof(float));
     }
-    otc_llvm_args a = *args;
-    a.work = p->work;
-    a.weights = p->weights;
-    otc_status st = otc_lvx_backward_at(uj, &a);
-    if (t > 0) swap_slot(s, p, t); /* slot 0 (step T - 1's, below) stays for tail_value */
-    return st;
+    return otc_lvx_backward_at(uj, a);
 }
 
 /* The staged window's forward and backward over the tape, its gradients added. */
@@ -496,23 +524,17 @@ static otc_status materialize(jit_exec *j) {
     jit_exec *uj = as_jit(e->ex);
     int T = s->pend_steps;
     otc_exec_zero_grad(e->ex);
-    otc_status st = tape_ready(s, T, s->batch);
-    for (int t = 0; t < T && !st; t++) st = tape_forward(j, e, t);
-    otc_llvm_args a; /* the backward's: the last forward's (the rows are not read) */
+    /* The inputs of the window's last step set the batch and the arguments: the rows and
+     * the work buffer each step then points elsewhere. */
+    otc_llvm_args a;
+    otc_status st = tape_ready(s, uj->train.plan, 1, s->batch, 0); /* the zeros */
+    if (!st) st = step_inputs(j, e, 0, s->init);
     if (!st) st = otc_lvx_train_args(uj, &a);
+    if (!st) st = tape_ready(s, uj->train.plan, T, s->batch, a.stride);
+    for (int t = 0; t < T && !st; t++) st = tape_forward(j, e, t, T, &a);
     for (int t = T - 1; t >= 0 && !st; t--) st = tape_backward(j, e, t, T, &a);
     if (st) return otc_fail_context(st, "the compiled steps through time");
-    /* Slot 0 stays in the plan; step T - 1's activations go there for tail_value. */
-    if (T > 1) {
-        float *w = uj->train.work;
-        size_t cap = uj->train.work_cap;
-        uj->train.work = s->tape[T - 1];
-        uj->train.work_cap = s->tape_cap[T - 1];
-        s->tape[T - 1] = s->tape[0];
-        s->tape_cap[T - 1] = s->tape_cap[0];
-        s->tape[0] = w;
-        s->tape_cap[0] = cap;
-    }
+    uj->last = &uj->train;
     add_grads(j, e);
     settle(j, e);
     return OTC_OK;
@@ -595,6 +617,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
         otc_unrolled_free(e->u);
         free(e->carry);
         free(e->out_at);
+        free(e->io_src);
         memset(e, 0, sizeof *e);
         otc_status st = step_graph(j->base.graph, loss, e);
         otc_jit_options jo = j->o;
@@ -610,26 +633,41 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             uj->n_grad_inputs = e->u->n_delays;
             st = otc_lvx_train_ensure(uj, e->u->total);
         }
-        e->out_at = st ? NULL : malloc(((size_t)e->u->n_delays + 1) * sizeof *e->out_at);
-        if (!st && !e->out_at) st = otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
-        /* The carries are written into the slots between the forward and the backward. */
-        for (int k = 0; k < e->u->n_delays && !st; k++) {
-            const otc_plan *pl = as_jit(e->ex)->train.plan;
-            e->out_at[k] = -1;
-            for (int i = 0; i < pl->n_io; i++)
-                if (pl->io[i].stream == OTC_IO_OUT && pl->io[i].node == e->u->state_out[k])
-                    e->out_at[k] = pl->io[i].offset;
-            if (pl->values[otc_plan_owner(pl, e->carry[k])].storage != OTC_STORE_WORK) {
-                char lab[64];
+        const otc_plan *pl = st ? NULL : as_jit(e->ex)->train.plan;
+        if (!st) {
+            e->out_at = malloc(((size_t)e->u->n_delays + 1) * sizeof *e->out_at);
+            e->io_src = malloc(((size_t)pl->n_io + 1) * sizeof *e->io_src);
+            if (!e->out_at || !e->io_src)
+                st = otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        }
+        for (int i = 0; i < (st ? 0 : pl->n_io); i++) {
+            const otc_unrolled *u = e->u;
+            otc_id node = pl->io[i].node;
+            e->io_src[i] = -1;
+            for (int k = 0; k < u->n_inputs && pl->io[i].stream != OTC_IO_OUT; k++)
+                if (u->inputs[k] == node) e->io_src[i] = k;
+            for (int k = 0; k < u->n_delays && pl->io[i].stream != OTC_IO_OUT; k++) {
+                if (u->state_in[k] == node) e->io_src[i] = u->n_inputs + k;
+                if (e->carry[k] == node) e->io_src[i] = u->n_inputs + u->n_delays + k;
+            }
+        }
+        for (int k = 0; k < (st ? 0 : e->u->n_delays); k++) {
+            char lab[64];
+            e->out_at[k] = otc_plan_owner(pl, e->u->state_out[k]);
+            if (pl->values[e->out_at[k]].storage != OTC_STORE_WORK)
+                st = otc_fail(OTC_ERR_UNSUPPORTED, "the state delay %s holds is not stored",
+                              otc_lvx_label(j, e->u->delays[k], lab));
+            /* The carries are written into the slots between the forward and the backward. */
+            else if (pl->values[otc_plan_owner(pl, e->carry[k])].storage != OTC_STORE_WORK)
                 st = otc_fail(OTC_ERR_UNSUPPORTED, "the carried gradient of delay %s is not stored",
                               otc_lvx_label(j, e->u->delays[k], lab));
-            }
         }
         if (st) {
             otc_exec_free(e->ex);
             otc_unrolled_free(e->u);
             free(e->carry);
             free(e->out_at);
+            free(e->io_src);
             memset(e, 0, sizeof *e);
             return otc_fail_context(st, "compiling a step to train through time");
         }
