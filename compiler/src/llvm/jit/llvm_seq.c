@@ -397,8 +397,11 @@ static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64
         s->tape_n = T;
     }
     size_t slot = (size_t)otc_extent_at(pl->work, S) + 1;
-    otc_status st = otc_memory_check((uint64_t)(T - 1) * slot * sizeof(float), "the tape's slots");
-    if (st) return st;
+    if (T > 1 && s->tape_cap[T - 2] < slot) { /* growing: the slots fit in memory */
+        otc_status st =
+            otc_memory_check((uint64_t)(T - 1) * slot * sizeof(float), "the tape's slots");
+        if (st) return st;
+    }
     struct {
         float **buf;
         size_t *cap, need;
