@@ -88,8 +88,8 @@ typedef struct {
     otc_jit_stats stats;
     struct jit_seq *seq; /* recurrent graphs: BPTT state, NULL until seq_begin */
     /* Inputs whose gradients the training plan computes too and keeps (otc_plan_options
-     * grad_inputs; no gradient sharing then): a tape's step executor (llvm_seq.c) reads the
-     * gradient of the state its step read. Set before the training plan is made. */
+     * grad_inputs): a tape's step executor (llvm_seq.c) reads the gradient of the state its
+     * step read. Set before the training plan is made. */
     const otc_id *grad_inputs;
     int n_grad_inputs;
 } jit_exec;
