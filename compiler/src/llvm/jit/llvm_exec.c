@@ -260,7 +260,7 @@ static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
     if (!st && j->seq && record) st = otc_lvx_seq_record(j, p);
     if (st) return st;
     const otc_plan *pl = p->plan;
-    if (record && otc_lvx_seq_defer(j, p)) { /* recording: the unrolled plan computes it */
+    if (record && otc_lvx_seq_defer(j, p)) { /* recording: the tape computes it */
         if (pl->state_per_sample > 0) j->live = p;
         j->last = NULL;
         return OTC_OK;
@@ -859,7 +859,7 @@ const otc_executor_vtable otc_lvx_vtable = {
     sync_params,
     otc_lvx_seq_begin,
     otc_lvx_seq_backward,
-    NULL, /* seq_state_grad: the unrolled plan keeps no gradient for its state inputs */
+    NULL, /* seq_state_grad: not answered (the tape keeps no gradient of the window's state) */
     otc_lvx_set_state,
     otc_lvx_optimizer_step,
 };

@@ -200,7 +200,7 @@ otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
         return otc_fail(OTC_ERR_ARG, "otc_jit_executor_stats: not a JIT executor");
     const jit_exec *j = (const jit_exec *)ex;
     *out = j->stats;
-    otc_lvx_seq_stats(j, out); /* training through time compiles in unrolled executors */
+    otc_lvx_seq_stats(j, out); /* training through time compiles in step executors */
     out->lanes = j->lanes;
     return OTC_OK;
 }

@@ -562,7 +562,7 @@ static void add_compiles(otc_jit_stats *to, const otc_jit_stats *from) {
     to->cache_hits += from->cache_hits;
 }
 
-/* An unrolled executor's compiles added to *to. */
+/* A step executor's compiles added to *to. */
 static void add_stats(otc_jit_stats *to, const otc_executor *ex) {
     otc_jit_stats st;
     if (!otc_jit_executor_stats(ex, &st)) add_compiles(to, &st);
