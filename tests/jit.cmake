@@ -20,3 +20,7 @@ if(TARGET otc_cli AND OTC_JIT_BASH AND TARGET otc_compiler AND OTC_LLVM_LIB)
                    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/cli_models)
   set_tests_properties(jit_cache PROPERTIES FIXTURES_REQUIRED otc_cli_models TIMEOUT 120)
 endif()
+# The JIT's training through time over a tape (tests/test_jit_tape.c).
+if(TARGET test_jit_tape)
+  target_sources(test_jit_tape PRIVATE ${CMAKE_CURRENT_LIST_DIR}/bptt_support.c)
+endif()

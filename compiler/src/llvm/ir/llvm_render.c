@@ -492,7 +492,8 @@ static LLVMValueRef render_steps(otc_llvm_r *r, const char *name, bool exported,
     return fn;
 }
 
-/* The exported PREFIXforward, PREFIXbackward and PREFIXtrain_step of a training module, over
+/* The exported PREFIXforward, PREFIXbackward, PREFIXtrain_step and PREFIXupdate (the optimiser
+ * update alone, over gradients summed elsewhere: a tape's window) of a training module, over
  * the bodies. */
 static void train_entries(otc_llvm_r *r, LLVMValueRef fwd, LLVMValueRef bwd, LLVMValueRef upd) {
     char name[160];
@@ -510,6 +511,9 @@ static void train_entries(otc_llvm_r *r, LLVMValueRef fwd, LLVMValueRef bwd, LLV
     LLVMValueRef loss = otc_lv_load(r, r->ir.f32, otc_lv_value_base(r, r->plan->options.loss));
     otc_lv_store(r, loss, r->a[OTC_LA_LOSS]);
     LLVMBuildRet(B, LLVMConstInt(r->ir.i32, 0, 0));
+    name_of(name, sizeof name, &r->o, "update");
+    otc_lv_begin_function(r, name, true, 0);
+    LLVMBuildRet(B, call_body(r, upd, 0, NULL));
 }
 
 /* For object files: the weights as constant data and the C entry point

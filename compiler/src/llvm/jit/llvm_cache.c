@@ -147,7 +147,8 @@ static void trim(int keep) {
 
 static void release_locked(otc_jit_module *m);
 
-static const char *const fn_names[OTC_JIT_FN_COUNT] = {"forward", "backward", "train_step"};
+static const char *const fn_names[OTC_JIT_FN_COUNT] = {"forward", "backward", "train_step",
+                                                       "update"};
 
 /* Modules in the JIT named after their on-disk key (see name_by_key): a second live module
  * with the same content cannot take the same names, and is compiled under serial names. */

@@ -4,7 +4,7 @@
 
 #include "llvm_render.h"
 
-enum { OTC_JIT_FORWARD, OTC_JIT_BACKWARD, OTC_JIT_TRAIN_STEP, OTC_JIT_FN_COUNT };
+enum { OTC_JIT_FORWARD, OTC_JIT_BACKWARD, OTC_JIT_TRAIN_STEP, OTC_JIT_UPDATE, OTC_JIT_FN_COUNT };
 
 /* Code compiled in one LLVM module (one ResourceTracker), shared by the plans compiled
  * together and freed with the last of them. */

@@ -268,7 +268,7 @@ static otc_status run_forward_as(jit_exec *j, jit_plan *p, bool record) {
     if (!st && j->seq && record) st = otc_lvx_seq_record(j, p);
     if (st) return st;
     const otc_plan *pl = p->plan;
-    if (record && otc_lvx_seq_defer(j, p)) { /* recording: the unrolled plan computes it */
+    if (record && otc_lvx_seq_defer(j, p)) { /* recording: the tape computes it */
         if (pl->state_per_sample > 0) j->live = p;
         j->last = NULL;
         return OTC_OK;
@@ -672,13 +672,21 @@ static otc_status backward(otc_executor *ex, otc_id loss) {
     return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
 }
 
-otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss) {
-    otc_status st = ensure_train(j, loss, NULL);
-    if (!st) st = run_forward(j, &j->train);
-    otc_llvm_args a;
-    if (!st) st = prepare(j, &j->train, &a);
-    if (!st) st = grads_for(j, &a);
-    return st ? st : run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD](&a));
+otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss) {
+    return ensure_train(j, loss, NULL);
+}
+
+otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a) {
+    otc_status st = prepare(j, &j->train, a);
+    return st ? st : grads_for(j, a);
+}
+
+otc_status otc_lvx_forward_at(jit_exec *j, const otc_llvm_args *a) {
+    return run_status(j, j->train.mod->fn[OTC_JIT_FORWARD]((otc_llvm_args *)a));
+}
+
+otc_status otc_lvx_backward_at(jit_exec *j, const otc_llvm_args *a) {
+    return run_status(j, j->train.mod->fn[OTC_JIT_BACKWARD]((otc_llvm_args *)a));
 }
 
 static otc_status grad(otc_executor *ex, otc_id id, const float **data) {
@@ -750,7 +758,8 @@ static otc_status orphans_ready(jit_exec *j, const otc_optim_config *c) {
     return OTC_OK;
 }
 
-otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
+/* The training plan for loss and optimiser state for opt (fresh moments for a new opt). */
+static otc_status train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
     if (j->o.inference)
         return otc_fail(OTC_ERR_STATE, "train_step: this executor was built for inference");
     if (!opt) return otc_fail(OTC_ERR_ARG, "train_step: no optimiser");
@@ -774,7 +783,7 @@ otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
 static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, float *loss_value) {
     jit_exec *j = as_jit(ex);
     otc_status st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
-    if (!st) st = otc_lvx_train_prepare(j, loss, opt);
+    if (!st) st = train_prepare(j, loss, opt);
     if (st) return st;
     const otc_optim_config *c = otc_optimizer_config(opt);
     otc_llvm_args a;
@@ -806,6 +815,23 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
     j->wsrc = &j->train;
     j->last = &j->train;
     if (loss_value) *loss_value = lv;
+    return OTC_OK;
+}
+
+otc_status otc_lvx_update(jit_exec *j, const float *hyper, float *state) {
+    otc_lvx_refresh_weights(j, &j->train);
+    otc_llvm_args a = {0};
+    a.weights = j->train.weights;
+    a.grads = j->grads;
+    a.state = state;
+    a.hyper = hyper;
+    otc_status st = run_status(j, j->train.mod->fn[OTC_JIT_UPDATE](&a));
+    if (st) return st;
+    /* These weights are now the newest. */
+    j->wver++;
+    j->train.wver = j->wver;
+    if (j->has_fwd && j->fwd.weights == j->train.weights) j->fwd.wver = j->wver;
+    j->wsrc = &j->train;
     return OTC_OK;
 }
 
@@ -848,7 +874,7 @@ const otc_executor_vtable otc_lvx_vtable = {
     sync_params,
     otc_lvx_seq_begin,
     otc_lvx_seq_backward,
-    NULL, /* seq_state_grad: the unrolled plan keeps no gradient for its state inputs */
+    NULL, /* seq_state_grad: not answered (the tape keeps no gradient of the window's state) */
     otc_lvx_set_state,
     otc_lvx_optimizer_step,
 };

@@ -91,6 +91,11 @@ typedef struct {
     size_t *scratch_cap;
     otc_jit_stats stats;
     struct jit_seq *seq; /* recurrent graphs: BPTT state, NULL until seq_begin */
+    /* Inputs whose gradients the training plan computes too and keeps (otc_plan_options
+     * grad_inputs): a tape's step executor (llvm_seq.c) reads the gradient of the state its
+     * step read. Set before the training plan is made. */
+    const otc_id *grad_inputs;
+    int n_grad_inputs;
 } jit_exec;
 
 extern const otc_executor_vtable otc_lvx_vtable;
@@ -119,15 +124,21 @@ otc_status otc_lvx_fwd_ready(jit_exec *j);
 /* Overwrite parameters (by id) in every compiled plan's weights (or, where no plan holds
  * one, the graph's tensor); they become the newest weights. */
 void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *const *src);
-/* The training plan's forward and backward for loss from the staged inputs (no update);
- * parameter gradients accumulate into j->grads. */
-otc_status otc_lvx_forward_backward(jit_exec *j, otc_id loss);
-/* The training plan for loss and optimiser state for opt (fresh moments for a new opt). */
-otc_status otc_lvx_train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt);
+/* The training plan for loss, compiled on first use (a new loss replaces the old one). */
+otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss);
+/* The training plan's arguments for the inputs set (rows, weights, gradients, batch, stride);
+ * forward_at and backward_at run its forward and backward with them (a tape points .work at a
+ * step's slot, .in and .target at its rows). */
+otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a);
+otc_status otc_lvx_forward_at(jit_exec *j, const otc_llvm_args *a);
+otc_status otc_lvx_backward_at(jit_exec *j, const otc_llvm_args *a);
+/* The training plan's optimiser update alone over the gradients in j->grads (their parameter
+ * part), moments in `state` (2 x param_floats), scalars `hyper` (OTC_LH_*). */
+otc_status otc_lvx_update(jit_exec *j, const float *hyper, float *state);
 /* Write a Delay's state: rows of `batch` samples (a new batch zeros the other Delays). */
 otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, int batch);
 
-/* llvm_seq.c: backpropagation through time by unrolling (otc/unroll.h). */
+/* llvm_seq.c: backpropagation through time over a tape of one compiled step. */
 otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps);
 otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weight);
 otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt);
@@ -135,17 +146,17 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt);
  * about to run, its work laid out at j->stride); a reset or set_state; zero_grad; grad
  * (*answered with *data set when the sequence gradients answer); destroy. */
 otc_status otc_lvx_seq_record(jit_exec *j, jit_plan *p);
-/* The unrolled executors' compiles (those kept and those dropped) added to *out. */
+/* The step executors' compiles (those kept and those dropped) added to *out. */
 void otc_lvx_seq_stats(const jit_exec *j, otc_jit_stats *out);
 void otc_lvx_seq_cut(jit_exec *j);
 void otc_lvx_seq_zero(jit_exec *j);
 otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered);
 void otc_lvx_seq_free(jit_exec *j);
-/* Deferred step forwards (the unrolled plan computes them again): defer says whether the
- * forward of p just recorded is left unrun (while recording); catch_up runs the deferred
- * steps, unless the recording goes on on `keep`, before anything reads their values or
- * state or changes the weights; tail_value answers a value of the window's last step from the
- * unrolled executor once it has run (*answered); stale forgets that (a new input). */
+/* Deferred step forwards (the tape computes them again): defer says whether the forward of
+ * p just recorded is left unrun (while recording); catch_up runs the deferred steps, unless
+ * the recording goes on on `keep`, before anything reads their values or state or changes
+ * the weights; tail_value answers a value of the window's last step from the step executor
+ * once the tape has run (*answered); stale forgets that (a new input). */
 bool otc_lvx_seq_defer(jit_exec *j, jit_plan *p);
 otc_status otc_lvx_seq_catch_up(jit_exec *j, const jit_plan *keep);
 otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, otc_shape *shape,

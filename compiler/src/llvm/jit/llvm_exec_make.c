@@ -179,6 +179,11 @@ otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc
     po.zero_lazily = true;
     po.first_grad_stores = true; /* llvm_render_map_back.c's add_grad */
     po.share_grads = true;       /* grad() reads parameters' gradients only */
+    /* A tape's step (llvm_seq.c) reads its state's gradient (an Input's, kept to the end). */
+    if (j->n_grad_inputs > 0) {
+        po.grad_inputs = j->grad_inputs;
+        po.n_grad_inputs = j->n_grad_inputs;
+    }
     return po;
 }
 
@@ -207,7 +212,7 @@ otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out) {
         return otc_fail(OTC_ERR_ARG, "otc_jit_executor_stats: not a JIT executor");
     const jit_exec *j = (const jit_exec *)ex;
     *out = j->stats;
-    otc_lvx_seq_stats(j, out); /* training through time compiles in unrolled executors */
+    otc_lvx_seq_stats(j, out); /* training through time compiles in step executors */
     out->lanes = j->lanes;
     return OTC_OK;
 }

@@ -1,16 +1,18 @@
-/* Backpropagation through time in the JIT: the recorded window's steps unrolled into one
- * feed-forward graph (otc/unroll.h) whose compiled training plan runs forward, backward and
- * the optimiser update in one call. A forward while recording stages its inputs (the first
- * one also the state it starts from) and is deferred: the unrolled plan computes the same
- * values, so the step plan runs the deferred steps only when something reads their values or
- * state first (a loss read every step, as `otc train` does, runs each step as before); else the
- * unrolled run hands over the state after the window. seq_backward only stages the window: an
- * optimizer_step right after it (the usual loop: zero_grad, seq_backward, optimizer_step) is the
- * unrolled plan's fused training step; reading a gradient first, or adding a window to gradients
- * not zeroed, runs the forward and backward alone and the update is then the same rule's trees
- * evaluated here. The optimiser's moments and step count are kept here per step-graph parameter,
- * handed to whichever unrolled executor (window length) runs, so the updates are the interpreter's.
+/* Backpropagation through time in the JIT over a tape: the step graph's training plan
+ * (otc_unroll over one step, plus a term per Delay that brings in the gradient carried from the
+ * step after) is compiled once per loss, and a window of any length runs as loops over it:
+ * step t's forward into tape slot t (a whole activation buffer), then from the last step down
+ * the backward reading slot t, the state's gradient carried from step t + 1 into it, the
+ * weights' gradients summed over the steps. A forward while recording stages its inputs (the
+ * first one also the state it starts from) and is deferred: the tape computes the same values,
+ * so the step plan runs the deferred steps only when something reads their values or state
+ * first (a loss read every step, as `otc train` does, runs each step as before); else the tape
+ * hands over the state after the window. seq_backward only stages the window: the tape runs
+ * when its gradients are read or an optimizer_step comes, whose update is the rule's trees
+ * evaluated over the summed gradients here, with the moments and step count kept here per
+ * step-graph parameter, so the updates are the interpreter's.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,14 +21,19 @@
 #include "otc/limits.h"
 #include "otc/unroll.h"
 
-/* Unrolled executors kept per executor (window lengths and losses in use: a truncated run has
- * its full windows and a last shorter one). */
+/* Step executors kept per executor (the losses in use). */
 #define SEQ_CACHE 4
 
 typedef struct {
-    int steps;
     otc_id loss;
-    otc_unrolled *u;
+    otc_unrolled *u; /* the step graph: one step, its carry terms added to u->total */
+    otc_id *carry;   /* [n_delays] Inputs "<delay>.carry": the gradient of what the Delay holds
+                        after this step, from the step after (zeros in the forward) */
+    otc_id *out_at;  /* [n_delays] the stored value (in the slots) of what the Delay holds
+                        after the step */
+    int *io_src;     /* per io entry of the step plan: the step input (< n_inputs), the
+                        state (n_inputs + k) or the carry (n_inputs + n_delays + k) it is; -1:
+                        an output */
     otc_executor *ex;
     long used;
 } seq_entry;
@@ -59,24 +66,40 @@ struct jit_seq {
     const float **src;
     otc_id *ids;
     float *wbuf;
-    otc_id *w_ids; /* [max_steps]: the loss weights handed to the unrolled executor */
-    const float **w_src;
-    float *w_val;
+    float *w_val; /* [max_steps]: the staged window's loss weights */
     int w_cap;
+    int pend_steps;          /* the staged window's length */
+    const seq_entry *synced; /* the step executor holding this executor's weights of version */
+    long synced_wver;        /* synced_wver */
+    float *ust;              /* the moments in a step plan's layout, for its compiled update */
+    size_t ust_cap;
+    bool *done; /* per parameter: updated by the compiled update */
+    /* The tape: slot t holds step t's activation buffer (the step plan's work, swapped in
+     * while step t runs, so each slot grows to the plan's size on its own). */
+    float **tape;
+    size_t *tape_cap;
+    int tape_n;
+    float *rows[2]; /* a step's input and target rows */
+    size_t rows_cap[2];
+    float *sbuf;  /* the state after the step just run, per delay batch rows */
+    float *snext; /* the next one, while the step runs */
+    size_t snext_cap;
+    float *zeros; /* a Delay's batch rows of zeros (the carry inputs in the forward) */
+    size_t sbuf_cap, zeros_cap;
     seq_entry cache[SEQ_CACHE];
     long tick;
-    otc_jit_stats retired; /* the compiles of unrolled executors dropped from the cache */
-    /* Forwards while recording do not run: the unrolled plan computes the same values again.
-     * The last `deferred` recorded steps have not run on `defer_plan` (whose slots hold the
-     * state before them); a read of their values or state runs them (catch_up), else the
-     * unrolled run hands its last state over (settle) and `tail`, the unrolled executor,
-     * answers for the last step's values until the next forward or input. */
+    otc_jit_stats retired; /* the compiles of step executors dropped from the cache */
+    /* Forwards while recording do not run: the tape computes the same values again. The last
+     * `deferred` recorded steps have not run on `defer_plan` (whose slots hold the state
+     * before them); a read of their values or state runs them (catch_up), else the tape
+     * hands its last state over (settle) and `tail`, the step executor, answers for the last
+     * step's values until the next forward or input. */
     int deferred;
     jit_plan *defer_plan;
     seq_entry *tail;
     float **saved_data; /* per input: the caller's data while a catch-up replays steps */
     int *saved_batch;
-    const float **state_src; /* per delay: the unrolled run's state after the window */
+    const float **state_src; /* per delay: the tape's state after the window */
 };
 
 static jit_exec *as_jit(otc_executor *ex) {
@@ -89,7 +112,20 @@ void otc_lvx_seq_free(jit_exec *j) {
     for (int i = 0; i < SEQ_CACHE; i++) {
         otc_exec_free(s->cache[i].ex);
         otc_unrolled_free(s->cache[i].u);
+        free(s->cache[i].carry);
+        free(s->cache[i].out_at);
+        free(s->cache[i].io_src);
     }
+    for (int t = 0; t < s->tape_n; t++) free(s->tape[t]);
+    free(s->tape);
+    free(s->tape_cap);
+    free(s->sbuf);
+    free(s->snext);
+    free(s->zeros);
+    free(s->rows[0]);
+    free(s->rows[1]);
+    free(s->ust);
+    free(s->done);
     free(s->in_off);
     free(s->staged);
     free(s->delays);
@@ -102,8 +138,6 @@ void otc_lvx_seq_free(jit_exec *j) {
     free(s->src);
     free(s->ids);
     free(s->wbuf);
-    free(s->w_ids);
-    free(s->w_src);
     free(s->w_val);
     free(s->saved_data);
     free(s->saved_batch);
@@ -152,7 +186,8 @@ static otc_status seq_new(jit_exec *j) {
     s->wbuf = calloc((size_t)s->acc_floats + 1, sizeof *s->wbuf);
     s->src = calloc(np, sizeof *s->src);
     s->ids = calloc(np, sizeof *s->ids);
-    if (!s->acc || !s->mom || !s->wbuf || !s->src || !s->ids)
+    s->done = calloc(np, sizeof *s->done);
+    if (!s->acc || !s->mom || !s->wbuf || !s->src || !s->ids || !s->done)
         return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     return OTC_OK;
 }
@@ -178,14 +213,10 @@ otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
     struct jit_seq *s = j->seq;
     s->tail = NULL;
     if (max_steps > s->w_cap) {
-        free(s->w_ids);
-        free(s->w_src);
-        free(s->w_val);
-        s->w_ids = malloc((size_t)max_steps * sizeof *s->w_ids);
-        s->w_src = malloc((size_t)max_steps * sizeof *s->w_src);
-        s->w_val = malloc((size_t)max_steps * sizeof *s->w_val);
-        s->w_cap = s->w_ids && s->w_src && s->w_val ? max_steps : 0;
-        if (!s->w_cap) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        float *w = realloc(s->w_val, (size_t)max_steps * sizeof *w);
+        if (!w) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        s->w_val = w;
+        s->w_cap = max_steps;
     }
     s->recording = true;
     s->cut = false;
@@ -288,23 +319,19 @@ otc_status otc_lvx_seq_catch_up(jit_exec *j, const jit_plan *keep) {
     return st;
 }
 
-/* After the unrolled executor ran the window: the state it left after the last step into the
- * plan the deferred steps would have run on (those steps then never run), and the unrolled
- * executor answers for the last step's values. When it does not keep a state, the steps run
- * here instead (this executor's weights are still the window's). */
-static otc_status settle(jit_exec *j, seq_entry *e) {
+/* After the tape ran the window: the state it left after the last step into the plan the
+ * deferred steps would have run on (those steps then never run), and the step executor
+ * answers for the last step's values. */
+static void settle(jit_exec *j, seq_entry *e) {
     struct jit_seq *s = j->seq;
-    if (s->deferred == 0) return OTC_OK;
-    for (int k = 0; k < s->n_delays; k++)
-        if (otc_exec_value(e->ex, e->u->state_out[k], &s->state_src[k], NULL))
-            return otc_lvx_seq_catch_up(j, NULL);
+    if (s->deferred == 0) return;
     jit_plan *p = s->defer_plan;
     int64_t B = s->batch, S = otc_llvm_stride_of(p->forms, j->lanes, B);
     for (int k = 0; k < s->n_delays; k++) {
         const otc_plan_value *v = &p->plan->values[s->delays[k]];
         if (v->storage != OTC_STORE_WORK) continue;
         float *base = p->work + otc_extent_at(v->offset, S);
-        const float *src = s->state_src[k];
+        const float *src = s->sbuf + s->d_off[k] * B;
         for (int64_t f = 0; f < v->size; f++)
             for (int64_t b = 0; b < B; b++) base[f * S + b] = src[b * v->size + f];
     }
@@ -313,7 +340,6 @@ static otc_status settle(jit_exec *j, seq_entry *e) {
     j->last = NULL;
     s->deferred = 0;
     s->tail = e;
-    return OTC_OK;
 }
 
 otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, otc_shape *shape,
@@ -322,7 +348,7 @@ otc_status otc_lvx_seq_tail_value(jit_exec *j, otc_id id, const float **data, ot
     *answered = false;
     if (!s || !s->tail) return OTC_OK;
     const seq_entry *e = s->tail;
-    otc_id m = e->u->map[(size_t)(e->steps - 1) * (size_t)e->u->n_step_nodes + (size_t)id];
+    otc_id m = e->u->map[id];
     if (m < 0) return OTC_OK;
     *answered = true;
     return otc_exec_value(e->ex, m, data, shape);
@@ -340,7 +366,7 @@ void otc_lvx_seq_zero(jit_exec *j) {
     s->pending = false; /* a staged window's gradient is dropped with the rest */
 }
 
-/* The unrolled executor's parameter gradients added to acc (frozen or unreached: zero). */
+/* The step executor's parameter gradients added to acc (frozen or unreached: zero). */
 static void add_grads(jit_exec *j, seq_entry *e) {
     struct jit_seq *s = j->seq;
     for (int i = 0; i < s->n_params; i++) {
@@ -355,17 +381,166 @@ static void add_grads(jit_exec *j, seq_entry *e) {
     s->has_grads = true;
 }
 
-/* The staged window's forward and backward alone, its gradients added. */
+/* Buffers for a window of T steps at batch B of the step plan pl at stride S: T - 1 slots
+ * (the last step runs in the plan's own buffer, where tail_value reads it), the rows. */
+static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64_t B, int64_t S) {
+    if (T > s->tape_n) {
+        float **t = realloc(s->tape, (size_t)T * sizeof *t);
+        if (t) s->tape = t;
+        size_t *c = t ? realloc(s->tape_cap, (size_t)T * sizeof *c) : NULL;
+        if (!c) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
+        s->tape_cap = c;
+        for (int i = s->tape_n; i < T; i++) {
+            s->tape[i] = NULL;
+            s->tape_cap[i] = 0;
+        }
+        s->tape_n = T;
+    }
+    size_t slot = (size_t)otc_extent_at(pl->work, S) + 1;
+    if (T > 1 && s->tape_cap[T - 2] < slot) { /* growing: the slots fit in memory */
+        otc_status st =
+            otc_memory_check((uint64_t)(T - 1) * slot * sizeof(float), "the tape's slots");
+        if (st) return st;
+    }
+    struct {
+        float **buf;
+        size_t *cap, need;
+    } want[5] = {{&s->sbuf, &s->sbuf_cap, (size_t)(s->state_floats * B) + 1},
+                 {&s->snext, &s->snext_cap, (size_t)(s->state_floats * B) + 1},
+                 {&s->zeros, &s->zeros_cap, (size_t)(s->state_floats * B) + 1},
+                 {&s->rows[0], &s->rows_cap[0], (size_t)(pl->in_width * B) + 1},
+                 {&s->rows[1], &s->rows_cap[1], (size_t)(pl->target_width * B) + 1}};
+    for (int i = 0; i < 5; i++) {
+        if (want[i].need <= *want[i].cap) continue;
+        free(*want[i].buf);
+        *want[i].buf = calloc(want[i].need, sizeof(float)); /* the zeros stay zeros */
+        *want[i].cap = *want[i].buf ? want[i].need : 0;
+        if (!*want[i].buf) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    }
+    for (int t = 0; t + 1 < T; t++) {
+        if (s->tape_cap[t] >= slot) continue;
+        float *q = realloc(s->tape[t], slot * sizeof *q);
+        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
+        s->tape[t] = q;
+        s->tape_cap[t] = slot;
+    }
+    return OTC_OK;
+}
+
+/* Step t's activation buffer. */
+static float *slot_of(struct jit_seq *s, seq_entry *e, int t, int T) {
+    return t + 1 == T ? as_jit(e->ex)->train.work : s->tape[t];
+}
+
+/* The step executor's inputs: step t's, from `state` (its values readable: tail_value). */
+static otc_status step_inputs(jit_exec *j, seq_entry *e, int t, const float *state) {
+    struct jit_seq *s = j->seq;
+    const otc_unrolled *u = e->u;
+    int B = s->batch;
+    const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
+    otc_status st = OTC_OK;
+    for (int i = 0; i < u->n_inputs && !st; i++)
+        st = otc_exec_set_input(e->ex, u->inputs[i], row + s->in_off[i] * B, B);
+    for (int k = 0; k < s->n_delays && !st; k++) {
+        st = otc_exec_set_input(e->ex, u->state_in[k], state + s->d_off[k] * B, B);
+        if (!st) st = otc_exec_set_input(e->ex, e->carry[k], s->zeros, B);
+    }
+    return st;
+}
+
+/* Step t's forward into its slot: the rows of its inputs, the state (the window's before step
+ * 0, else what step t - 1 left) and zero carries; what the Delays hold after it into sbuf. */
+static otc_status tape_forward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
+    struct jit_seq *s = j->seq;
+    jit_exec *uj = as_jit(e->ex);
+    const otc_plan *pl = uj->train.plan;
+    int64_t B = s->batch;
+    const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
+    const float *state = t == 0 ? s->init : s->sbuf;
+    int n_in = e->u->n_inputs;
+    for (int i = 0; i < pl->n_io; i++) {
+        const otc_plan_io *io = &pl->io[i];
+        int code = e->io_src[i];
+        if (code < 0) continue;
+        const float *src = code < n_in                 ? row + s->in_off[code] * B
+                           : code < n_in + s->n_delays ? state + s->d_off[code - n_in] * B
+                                                       : s->zeros;
+        bool in = io->stream == OTC_IO_IN;
+        float *dst = s->rows[in ? 0 : 1] + io->offset;
+        int64_t w = in ? pl->in_width : pl->target_width;
+        for (int64_t b = 0; b < B; b++)
+            memcpy(dst + b * w, src + b * io->width, (size_t)io->width * sizeof(float));
+    }
+    a->in = s->rows[0];
+    a->target = s->rows[1];
+    a->work = slot_of(s, e, t, T);
+    otc_status st = t > 0 && t + 1 == T ? step_inputs(j, e, t, state) : OTC_OK;
+    if (!st) st = otc_lvx_forward_at(uj, a);
+    /* What the Delays hold after the step (the step graph's outputs, kept in the slot). */
+    for (int k = 0; k < s->n_delays && !st; k++) {
+        const otc_plan_value *v = &pl->values[e->out_at[k]];
+        const float *src = a->work + otc_extent_at(v->offset, a->stride);
+        float *dst = s->snext + s->d_off[k] * B;
+        for (int64_t f = 0; f < v->size; f++)
+            for (int64_t b = 0; b < B; b++) dst[b * v->size + f] = src[f * a->stride + b];
+    }
+    float *q = s->sbuf;
+    s->sbuf = s->snext;
+    s->snext = q;
+    return st;
+}
+
+/* Step t's backward from its slot: its loss weight, the state's gradient step t + 1 computed
+ * (in the step executor's gradients) as its carry, the weights' gradients adding up. */
+static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
+    struct jit_seq *s = j->seq;
+    const otc_unrolled *u = e->u;
+    jit_exec *uj = as_jit(e->ex);
+    jit_plan *p = &uj->train;
+    const otc_plan *pl = p->plan;
+    const otc_plan_value *wv = u->weights ? &pl->values[u->weights[0]] : NULL;
+    if (wv && wv->storage == OTC_STORE_PARAM) { /* the loss weight, when it changes */
+        otc_lvx_refresh_weights(uj, p);
+        const float *w = s->w_val + t;
+        if (p->weights[wv->param_offset] != *w) otc_lvx_params_set(uj, 1, u->weights, &w);
+    }
+    a->work = slot_of(s, e, t, T);
+    for (int k = 0; k < s->n_delays && t + 1 < T; k++) {
+        const otc_plan_value *g = &pl->values[u->state_in[k]];
+        const otc_plan_value *c = &pl->values[otc_plan_owner(pl, e->carry[k])];
+        size_t n = (size_t)(c->size * a->stride);
+        float *dst = a->work + otc_extent_at(c->offset, a->stride);
+        if (g->needs_grad)
+            memcpy(dst, a->grads + otc_extent_at(g->grad, a->stride), n * sizeof(float));
+        else /* the step does not read it, or nothing it reads needs a gradient */
+            memset(dst, 0, n * sizeof(float));
+    }
+    return otc_lvx_backward_at(uj, a);
+}
+
+/* The staged window's forward and backward over the tape, its gradients added. */
 static otc_status materialize(jit_exec *j) {
     struct jit_seq *s = j->seq;
     if (!s->pending) return OTC_OK;
     s->pending = false;
     seq_entry *e = s->pend;
+    jit_exec *uj = as_jit(e->ex);
+    int T = s->pend_steps;
     otc_exec_zero_grad(e->ex);
-    otc_status st = otc_lvx_forward_backward(as_jit(e->ex), e->u->total);
+    /* The inputs of the window's last step set the batch and the arguments: the rows and
+     * the work buffer each step then points elsewhere. */
+    otc_llvm_args a;
+    otc_status st = tape_ready(s, uj->train.plan, 1, s->batch, 0); /* the zeros */
+    if (!st) st = step_inputs(j, e, 0, s->init);
+    if (!st) st = otc_lvx_train_args(uj, &a);
+    if (!st) st = tape_ready(s, uj->train.plan, T, s->batch, a.stride);
+    for (int t = 0; t < T && !st; t++) st = tape_forward(j, e, t, T, &a);
+    for (int t = T - 1; t >= 0 && !st; t--) st = tape_backward(j, e, t, T, &a);
     if (st) return otc_fail_context(st, "the compiled steps through time");
+    uj->last = &uj->train;
     add_grads(j, e);
-    return settle(j, e);
+    settle(j, e);
+    return OTC_OK;
 }
 
 otc_status otc_lvx_seq_grad(jit_exec *j, otc_id id, const float **data, bool *answered) {
@@ -387,7 +562,7 @@ static void add_compiles(otc_jit_stats *to, const otc_jit_stats *from) {
     to->cache_hits += from->cache_hits;
 }
 
-/* An unrolled executor's compiles added to *to. */
+/* A step executor's compiles added to *to. */
 static void add_stats(otc_jit_stats *to, const otc_executor *ex) {
     otc_jit_stats st;
     if (!otc_jit_executor_stats(ex, &st)) add_compiles(to, &st);
@@ -401,37 +576,167 @@ void otc_lvx_seq_stats(const jit_exec *j, otc_jit_stats *out) {
         if (s->cache[i].ex) add_stats(out, s->cache[i].ex);
 }
 
-/* The unrolled executor for (steps, loss): from the cache, or unrolled and compiled now. */
-static otc_status entry_for(jit_exec *j, int steps, otc_id loss, seq_entry **out) {
+/* The step graph a tape trains: g over one step (otc_unroll), and per Delay k an Input
+ * "<delay>.carry" c_k with sum(c_k * what the Delay holds after the step) added to the loss, so
+ * the backward seeded at the loss adds c_k (the gradient from the steps after) to that value's
+ * gradient, as the emitted C's tape does by hand (render_c_tape.c). */
+static otc_status step_graph(const otc_graph *g, otc_id loss, seq_entry *e) {
+    char lab[64], name[160];
+    otc_status st = otc_unroll(g, 1, loss, &e->u);
+    if (st) return st;
+    otc_unrolled *u = e->u;
+    e->carry = malloc(((size_t)u->n_delays + 1) * sizeof *e->carry);
+    if (!e->carry) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    for (int k = 0; k < u->n_delays; k++) {
+        const otc_node *d = otc_graph_node(g, u->delays[k]);
+        if (d->name)
+            snprintf(name, sizeof name, "%s.carry", d->name);
+        else
+            snprintf(name, sizeof name, "node%d.carry", (int)u->delays[k]);
+        otc_graph_node_label(g, u->delays[k], lab, sizeof lab);
+        e->carry[k] = otc_input(u->graph, name, otc_graph_node(g, u->delays[k])->shape);
+        otc_id term = e->carry[k] < 0 ? -1 : otc_mul(u->graph, e->carry[k], u->state_out[k]);
+        term = term < 0 ? -1 : otc_sum(u->graph, term);
+        u->total = term < 0 ? -1 : otc_add(u->graph, u->total, term);
+        if (u->total < 0)
+            return otc_fail_context(OTC_ERR_ARG, "the carried gradient of delay %s", lab);
+    }
+    return OTC_OK;
+}
+
+/* The compiled step for loss: from the cache, or planned and compiled now. */
+static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
     struct jit_seq *s = j->seq;
     seq_entry *e = NULL;
     for (int i = 0; i < SEQ_CACHE && !e; i++)
-        if (s->cache[i].ex && s->cache[i].steps == steps && s->cache[i].loss == loss)
-            e = &s->cache[i];
+        if (s->cache[i].ex && s->cache[i].loss == loss) e = &s->cache[i];
     if (!e) {
         e = &s->cache[0];
         for (int i = 1; i < SEQ_CACHE; i++)
             if (!s->cache[i].ex || (e->ex && s->cache[i].used < e->used)) e = &s->cache[i];
         if (e->ex) add_stats(&s->retired, e->ex);
+        if (s->tail == e) s->tail = NULL;
         otc_exec_free(e->ex);
         otc_unrolled_free(e->u);
+        free(e->carry);
+        free(e->out_at);
+        free(e->io_src);
         memset(e, 0, sizeof *e);
-        otc_status st = otc_unroll(j->base.graph, steps, loss, &e->u);
-        if (st) return otc_fail_context(st, "compiling %d steps through time", steps);
+        otc_status st = step_graph(j->base.graph, loss, e);
         otc_jit_options jo = j->o;
         jo.inference = false;
         jo.defer_forward = true;
-        e->ex = otc_jit_executor_new(e->u->graph, &jo);
-        if (!e->ex) {
-            otc_unrolled_free(e->u);
-            e->u = NULL;
-            return otc_fail_context(OTC_ERR_STATE, "compiling %d steps through time", steps);
+        if (!st) {
+            e->ex = otc_jit_executor_new(e->u->graph, &jo);
+            if (!e->ex) st = OTC_ERR_STATE;
         }
-        e->steps = steps;
+        if (!st) {
+            jit_exec *uj = as_jit(e->ex);
+            uj->grad_inputs = e->u->state_in;
+            uj->n_grad_inputs = e->u->n_delays;
+            st = otc_lvx_train_ensure(uj, e->u->total);
+        }
+        const otc_plan *pl = st ? NULL : as_jit(e->ex)->train.plan;
+        if (!st) {
+            e->out_at = malloc(((size_t)e->u->n_delays + 1) * sizeof *e->out_at);
+            e->io_src = malloc(((size_t)pl->n_io + 1) * sizeof *e->io_src);
+            if (!e->out_at || !e->io_src)
+                st = otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+        }
+        for (int i = 0; i < (st ? 0 : pl->n_io); i++) {
+            const otc_unrolled *u = e->u;
+            otc_id node = pl->io[i].node;
+            e->io_src[i] = -1;
+            for (int k = 0; k < u->n_inputs && pl->io[i].stream != OTC_IO_OUT; k++)
+                if (u->inputs[k] == node) e->io_src[i] = k;
+            for (int k = 0; k < u->n_delays && pl->io[i].stream != OTC_IO_OUT; k++) {
+                if (u->state_in[k] == node) e->io_src[i] = u->n_inputs + k;
+                if (e->carry[k] == node) e->io_src[i] = u->n_inputs + u->n_delays + k;
+            }
+        }
+        for (int k = 0; k < (st ? 0 : e->u->n_delays); k++) {
+            char lab[64];
+            e->out_at[k] = otc_plan_owner(pl, e->u->state_out[k]);
+            if (pl->values[e->out_at[k]].storage != OTC_STORE_WORK)
+                st = otc_fail(OTC_ERR_UNSUPPORTED, "the state delay %s holds is not stored",
+                              otc_lvx_label(j, e->u->delays[k], lab));
+            /* The carries are written into the slots between the forward and the backward. */
+            else if (pl->values[otc_plan_owner(pl, e->carry[k])].storage != OTC_STORE_WORK)
+                st = otc_fail(OTC_ERR_UNSUPPORTED, "the carried gradient of delay %s is not stored",
+                              otc_lvx_label(j, e->u->delays[k], lab));
+        }
+        if (st) {
+            otc_exec_free(e->ex);
+            otc_unrolled_free(e->u);
+            free(e->carry);
+            free(e->out_at);
+            free(e->io_src);
+            memset(e, 0, sizeof *e);
+            return otc_fail_context(st, "compiling a step to train through time");
+        }
         e->loss = loss;
     }
     e->used = ++s->tick;
     *out = e;
+    return OTC_OK;
+}
+
+/* This executor's newest weights into the step executor (unless it holds them already). */
+static otc_status sync_weights(jit_exec *j, seq_entry *e) {
+    struct jit_seq *s = j->seq;
+    if (s->synced == e && s->synced_wver == j->wver) return OTC_OK;
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        otc_status st = otc_exec_value(&j->base, id, &s->src[n], NULL);
+        if (st) return st;
+        s->ids[n++] = e->u->map[id];
+    }
+    otc_lvx_params_set(as_jit(e->ex), n, s->ids, s->src);
+    s->synced = e;
+    s->synced_wver = j->wver;
+    return OTC_OK;
+}
+
+/* The compiled update of the parameters the step executor's plan trains (`done` set for
+ * them), with this executor's moments and gradients; the new weights come back here. */
+static otc_status compiled_update(jit_exec *j, seq_entry *e, const float *hyper, bool *done) {
+    struct jit_seq *s = j->seq;
+    jit_exec *uj = as_jit(e->ex);
+    otc_status st = sync_weights(j, e);
+    if (st) return st;
+    const otc_plan *pl = uj->train.plan;
+    size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
+    if (2 * pf + 1 > s->ust_cap) {
+        float *q = realloc(s->ust, (2 * pf + 1) * sizeof *q);
+        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
+        s->ust = q;
+        s->ust_cap = 2 * pf + 1;
+    }
+    for (int i = 0; i < s->n_params; i++) {
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[e->u->map[id]];
+        done[i] = v->storage == OTC_STORE_PARAM && v->needs_grad;
+        if (!done[i]) continue;
+        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
+        memcpy(s->ust + v->param_offset, s->mom + at, n);
+        memcpy(s->ust + pf + (size_t)v->param_offset, s->mom + af + at, n);
+        memcpy(uj->grads + v->grad.base, s->acc + at, n);
+    }
+    if ((st = otc_lvx_update(uj, hyper, s->ust))) return st;
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++) {
+        if (!done[i]) continue;
+        otc_id id = s->params[i];
+        const otc_plan_value *v = &pl->values[e->u->map[id]];
+        size_t bytes = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
+        memcpy(s->mom + at, s->ust + v->param_offset, bytes);
+        memcpy(s->mom + af + at, s->ust + pf + (size_t)v->param_offset, bytes);
+        s->ids[n] = id;
+        s->src[n++] = uj->train.weights + v->param_offset;
+    }
+    otc_lvx_params_set(j, n, s->ids, s->src);
+    s->synced_wver = j->wver; /* the step executor holds them already */
     return OTC_OK;
 }
 
@@ -453,85 +758,19 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
     if (otc_shape_is_batched(ln->shape) || otc_shape_size(ln->shape) != 1)
         return otc_fail(OTC_ERR_SHAPE, "seq_backward: loss %s has shape %s, not a single value",
                         otc_lvx_label(j, loss, lab), otc_shape_str(ln->shape, shp, sizeof shp));
-    int T = s->recorded, B = s->batch;
+    int T = s->recorded;
     seq_entry *e = NULL;
     otc_status st = materialize(j); /* an earlier window still staged: its gradient first */
-    if (!st) st = entry_for(j, T, loss, &e);
+    if (!st) st = entry_for(j, loss, &e);
     if (st) return st;
-    const otc_unrolled *u = e->u;
-    /* This executor's newest weights and the steps' loss weights into the unrolled one. */
-    int n = 0;
-    for (int i = 0; i < s->n_params; i++) {
-        otc_id id = s->params[i];
-        if ((st = otc_exec_value(ex, id, &s->src[n], NULL))) return st;
-        s->ids[n++] = u->map[id];
-    }
-    jit_exec *uj = as_jit(e->ex);
-    otc_lvx_params_set(uj, n, s->ids, s->src);
-    for (int t = 0; t < T; t++) {
-        s->w_val[t] = weight ? weight[t] : 1.0f;
-        s->w_ids[t] = u->weights[t];
-        s->w_src[t] = s->w_val + t;
-    }
-    otc_lvx_params_set(uj, T, s->w_ids, s->w_src);
-    for (int t = 0; t < T && !st; t++) {
-        const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
-        for (int i = 0; i < u->n_inputs && !st; i++)
-            st = otc_exec_set_input(e->ex, u->inputs[t * u->n_inputs + i], row + s->in_off[i] * B,
-                                    B);
-    }
-    for (int k = 0; k < s->n_delays && !st; k++)
-        st = otc_exec_set_input(e->ex, u->state_in[k], s->init + s->d_off[k] * B, B);
-    if (st) return st;
+    if ((st = sync_weights(j, e))) return st;
+    for (int t = 0; t < T; t++) s->w_val[t] = weight ? weight[t] : 1.0f;
     s->pend = e;
+    s->pend_steps = T;
     s->pending = true;
     s->has_grads = true;
-    /* Onto gradients already there: compute now. Else optimizer_step may fuse it. */
+    /* Onto gradients already there: compute now (a zero_grad would drop it). */
     return s->dirty ? materialize(j) : OTC_OK;
-}
-
-/* The staged window through the unrolled plan's fused training step, with this executor's
- * moments and step count; its gradients, moments and weights come back. */
-static otc_status fused_step(jit_exec *j, otc_optimizer *opt) {
-    struct jit_seq *s = j->seq;
-    seq_entry *e = s->pend;
-    const otc_unrolled *u = e->u;
-    jit_exec *uj = as_jit(e->ex);
-    s->pending = false;
-    otc_status st = otc_lvx_train_prepare(uj, u->total, opt);
-    if (st) return otc_fail_context(st, "the compiled steps through time");
-    const otc_plan *pl = uj->train.plan;
-    size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
-    for (int i = 0; i < s->n_params; i++) {
-        otc_id id = s->params[i];
-        const otc_plan_value *v = &pl->values[u->map[id]];
-        if (v->storage != OTC_STORE_PARAM) continue;
-        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
-        memcpy(uj->state + v->param_offset, s->mom + at, n);
-        memcpy(uj->state + pf + (size_t)v->param_offset, s->mom + af + at, n);
-    }
-    uj->t = s->t;
-    st = otc_exec_train_step(e->ex, u->total, opt, NULL);
-    if (st) return otc_fail_context(st, "the compiled steps through time");
-    s->t = uj->t;
-    if ((st = settle(j, e))) return st; /* before the new weights reach this executor */
-    int n = 0;
-    for (int i = 0; i < s->n_params; i++) {
-        otc_id id = s->params[i];
-        const otc_plan_value *v = &pl->values[u->map[id]];
-        size_t at = (size_t)s->g_off[id];
-        if (v->storage == OTC_STORE_PARAM) {
-            size_t bytes = (size_t)v->size * sizeof(float);
-            memcpy(s->mom + at, uj->state + v->param_offset, bytes);
-            memcpy(s->mom + af + at, uj->state + pf + (size_t)v->param_offset, bytes);
-        }
-        if ((st = otc_exec_value(e->ex, u->map[id], &s->src[n], NULL))) return st;
-        s->ids[n++] = id;
-    }
-    memset(s->acc, 0, af * sizeof(float));
-    add_grads(j, e);
-    otc_lvx_params_set(j, n, s->ids, s->src);
-    return OTC_OK;
 }
 
 otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
@@ -547,23 +786,27 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         s->t = 0;
         s->mopt = opt;
     }
-    if (s->pending) return fused_step(j, opt);
-    otc_status st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
+    otc_status st = materialize(j);              /* a staged window's gradients */
+    if (!st) st = otc_lvx_seq_catch_up(j, NULL); /* before the weights change */
     if (st) return st;
-    /* The gradients as they are: the rule's trees over each trainable parameter (in a copy
-     * of the weights, then written back into the compiled plans). */
+    /* The gradients as they are: the step executor's compiled update for the parameters its
+     * plan trains, the rule's trees for the rest (in a copy of the weights, then written back
+     * into the compiled plans). */
     const otc_optim_config *c = otc_optimizer_config(opt);
     const otc_optim_rule *rule = otc_optim_rule_get(otc_optim_rule_of(c));
-    float args[OTC_OPTIM_ARG_COUNT];
-    otc_optim_step_args(c, s->t + 1, args);
+    float h[OTC_LH_COUNT];
+    h[OTC_LH_RULE] = (float)otc_optim_rule_of(c);
+    otc_optim_step_args(c, s->t + 1, h + OTC_LH_ARGS);
+    memset(s->done, 0, (size_t)s->n_params * sizeof *s->done);
+    if (s->pend && s->pend->ex && (st = compiled_update(j, s->pend, h, s->done))) return st;
     otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
-    for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, args[k]};
+    for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, h[OTC_LH_ARGS + k]};
     const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
     int n = 0;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
         const otc_node *nd = otc_graph_node(ex->graph, id);
-        if (!nd->trainable) continue;
+        if (!nd->trainable || s->done[i]) continue;
         const float *w;
         st = otc_exec_value(ex, id, &w, NULL);
         if (st) return st;
@@ -582,6 +825,6 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
         s->src[n++] = p;
     }
     s->t++;
-    otc_lvx_params_set(j, n, s->ids, s->src);
+    if (n > 0) otc_lvx_params_set(j, n, s->ids, s->src);
     return OTC_OK;
 }
