@@ -8,9 +8,10 @@
  * so the step plan runs the deferred steps only when something reads their values or state
  * first (a loss read every step, as `otc train` does, runs each step as before); else the tape
  * hands over the state after the window. seq_backward only stages the window: the tape runs
- * when its gradients are read or an optimizer_step comes, whose update is the rule's trees
- * evaluated over the summed gradients here, with the moments and step count kept here per
- * step-graph parameter, so the updates are the interpreter's.
+ * when its gradients are read or an optimizer_step comes, whose update over the summed
+ * gradients is the step executor's compiled update (the rule's trees for any parameter its plan
+ * does not train), with the moments and step count kept here per step-graph parameter, so the
+ * updates are the interpreter's.
  */
 #include <stdio.h>
 #include <stdlib.h>
