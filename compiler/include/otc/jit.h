@@ -38,10 +38,11 @@ typedef struct {
 otc_jit_options otc_jit_defaults(void);
 
 /* The JIT executor. A recurrent graph (Delay nodes) runs as a step function (reset_state,
- * set_state) and trains through time with seq_begin / seq_backward / optimizer_step: the
- * recorded window is unrolled (otc/unroll.h, cached per window length) and an optimizer_step
- * right after seq_backward is its fused training step (read a gradient first and backward runs
- * alone, the update after it); the moments are the executor's, shared by every window length.
+ * set_state) and trains through time with seq_begin / seq_backward / optimizer_step: one step
+ * (otc/unroll.h, the model over one step) is compiled once per loss and the recorded window
+ * runs as loops over a tape of its activations, forwards then backwards with the state's
+ * gradient carried, then one compiled update; the moments are the executor's, shared by
+ * every window length.
  * seq_state_grad is not available. The forward code is compiled here, except for a graph whose
  * kernels have small-batch forms (dense layers, convolutions): its code for single samples, for
  * a few samples and for larger batches is compiled on the first forward of each kind of batch;
