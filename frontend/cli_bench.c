@@ -40,7 +40,8 @@ static void *sym(otc_bench_c *c, const char *suffix) {
 
 /* The build's files and then its directory, the paths formatted before any signal can come:
  * an interrupted or terminated bench removes them in its handler (unlink and rmdir are
- * async-signal-safe) rather than leaving /tmp/otc-bench-* behind. One build lives at a time. */
+ * async-signal-safe) rather than leaving /tmp/otc-bench-* behind. One build lives at a time;
+ * have_build_paths alone says whether its files are still there. */
 static char build_paths[4][160];
 static volatile sig_atomic_t have_build_paths;
 static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -151,8 +152,7 @@ bool otc_bench_c_build(otc_bench_c *c, const otc_graph *g, const otc_plan *plan,
 void otc_bench_c_free(otc_bench_c *c) {
     if (c->so) dlclose(c->so);
     c->so = NULL;
-    if (c->dir[0]) remove_build_files();
-    c->dir[0] = '\0';
+    remove_build_files();
 }
 
 static cJSON *shape_json(otc_shape s) {
