@@ -1,11 +1,13 @@
 /* Differential tests of the C renderer: random evolved-style graphs and MLPs rendered to C,
  * built with the system compiler, and compared with the interpreter (forward outputs within
  * 1e-5 relative, i.e. |c - i| <= 1e-5 * max(1, |i|); gradients within 1e-4 the same way). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "emitc_support.h"
@@ -354,6 +356,71 @@ TEST(emitc_large_product_panels_exact) {
                           (size_t)(i ? 320 : batches[j]));
     emitc_unload(&b);
     for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
+}
+
+/* A small convolutional network: conv (3x3, padding 1) -> relu -> 2x2 max pool -> dense. */
+static otc_graph *small_cnn(otc_id *loss) {
+    otc_rng rng;
+    otc_rng_seed(&rng, 12);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", (otc_shape){4, {OTC_BATCH, 2, 6, 7}});
+    otc_id h =
+        otc_conv2d_layer(g, x, 3, 3, &(otc_conv2d_params){.pad_h = 1, .pad_w = 1}, &rng, "conv");
+    otc_pool2d_params pool = {.kernel_h = 2, .kernel_w = 2};
+    h = otc_maxpool2d(g, "pool", otc_activation(g, OTC_OP_RELU, h, 0), &pool);
+    otc_id y = otc_linear(g, otc_flatten(g, h), 4, &rng, "fc");
+    otc_graph_mark_output(g, y);
+    if (loss && otc_compile_add_loss(g, OTC_OP_MSE, loss, NULL) != OTC_OK) *loss = -1;
+    return g;
+}
+
+/* The forward with its workspace ending where an unreadable page begins: a read past the
+ * workspace faults. */
+static bool forward_at_page_end(const emitc_case *c, const emitc_build *b, int batch) {
+    size_t bytes = emitc_workspace_bytes(c, b, batch), span = (bytes + 15) / 16 * 16;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), total = (span + page - 1) / page * page + page;
+    char *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m + total - page, page, PROT_NONE)) return false;
+    otc_rng rng;
+    otc_rng_seed(&rng, (uint64_t)batch);
+    float *in = emitc_rows(c->fwd, OTC_IO_IN, batch, &rng, 0);
+    float *out = malloc((size_t)batch * (size_t)c->fwd->out_width * sizeof(float));
+    int (*f)(const float *, float *, int, void *) =
+        (int (*)(const float *, float *, int, void *))emitc_sym(b, c->name, "forward");
+    bool ok = in && out && f && f(in, out, batch, m + total - page - span) == 0;
+    free(in);
+    free(out);
+    munmap(m, total);
+    return ok;
+}
+
+TEST(emitc_conv_partial_chunks) {
+    /* A convolution's and a pool's loop programs run whole chunks of 16 samples; the 2 to 15
+     * left run as one more chunk whose lanes past the batch compute on what follows each row
+     * but keep nothing, and a single one left runs alone. Batches around 16 and 32, forward
+     * and gradients, against the interpreter; the forward also with its workspace ending at
+     * an unreadable page (the lanes past the batch read only the workspace's slack). */
+    emitc_case cs[2];
+    otc_id loss = -1;
+    REQUIRE(emitc_case_init(&cs[0], small_cnn(NULL), 0, NULL));
+    otc_graph *gt = small_cnn(&loss);
+    REQUIRE(loss >= 0);
+    otc_emit_c_options eo = otc_emit_c_defaults();
+    eo.train = true;
+    eo.loss = loss;
+    eo.optim = otc_optim_defaults(OTC_OPTIM_SGD);
+    REQUIRE(emitc_case_init(&cs[1], gt, 1, &eo));
+    emitc_build b;
+    CHECK(emitc_build_cases(cs, 2, "-std=c99 -O1", &b));
+    static const int batches[] = {1, 2, 3, 5, 11, 15, 16, 17, 18, 31, 33};
+    for (size_t j = 0; b.so && j < sizeof batches / sizeof batches[0]; j++) {
+        int B = batches[j];
+        CHECK(emitc_check_forward(&cs[0], &b, B, (uint64_t)(10 + j), FWD_TOL));
+        CHECK_MSG(forward_at_page_end(&cs[0], &b, B), "batch %d at the page's end", B);
+        CHECK(emitc_check_gradients(&cs[1], &b, B, (uint64_t)(40 + j), GRAD_TOL, 0));
+    }
+    emitc_unload(&b);
+    for (int i = 0; i < 2; i++) emitc_case_free(&cs[i]);
 }
 
 TEST(emitc_diff_all_ops) {

@@ -87,6 +87,7 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
         if (ps->big->work.per_batch > ps->work.per_batch)
             ps->work.per_batch = ps->big->work.per_batch;
     }
+    ps->work.base += otc_cr_loop_slack(ps->fwd);
     /* (At least one float, so the workspace's weights are never an empty array.) */
     if (o->weights != OTC_WEIGHTS_F32)
         ps->decoded = ps->fwd->param_floats > 0 ? ps->fwd->param_floats : 1;
@@ -115,6 +116,7 @@ static otc_status build_plans(const otc_graph *g, const otc_emit_c_options *o, p
         ps->train_work = otc_cr_tape_train_work(t, o->step, o->bptt);
         ps->grads_at = otc_cr_tape_grads_at(t, o->bptt);
     }
+    ps->train_work.base += otc_cr_loop_slack(t);
     return OTC_OK;
 }
 
@@ -739,16 +741,10 @@ otc_status otc_emit_c_sizes(const otc_graph *g, const otc_emit_c_options *option
         *fwd = otc_plan_sizes(ps.fwd, at);
         fwd->activations = otc_extent_at(ps.work, at) * (int64_t)sizeof(float);
         if (o.bptt > 0) fwd->activations_unshared *= 2; /* two slots */
-        if (ps.big) {
+        if (ps.big) { /* the generated macro (ps.work) already takes each part's larger share */
             otc_plan_bytes b = otc_plan_sizes(ps.big, at);
-            if (b.activations > fwd->activations) fwd->activations = b.activations;
             if (b.activations_unshared > fwd->activations_unshared)
                 fwd->activations_unshared = b.activations_unshared;
-            /* The generated macro takes each part's larger share. */
-            otc_extent w = ps.fwd->work;
-            if (ps.big->work.base > w.base) w.base = ps.big->work.base;
-            if (ps.big->work.per_batch > w.per_batch) w.per_batch = ps.big->work.per_batch;
-            fwd->activations = otc_extent_at(w, at) * (int64_t)sizeof(float);
         }
         /* Weight-only storage: the decoded weights go before the activations. */
         int64_t P = ps.fwd->param_floats > 0 ? ps.fwd->param_floats : 1;

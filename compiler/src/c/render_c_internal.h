@@ -164,6 +164,9 @@ void otc_cr_forward_steps(otc_cr *c);
 void otc_cr_forward_range(otc_cr *c, int from, int to);
 /* render_c_loops.c: node id's loop program (otc/loops.h), forward or its gradient rule. */
 void otc_cr_loop_program(otc_cr *c, otc_id id, bool backward);
+/* Floats a plan's workspace needs past its last value: a loop program's last, partial chunk of
+ * samples reads up to a chunk past a row (render_c_loops.c); 0 without loop programs. */
+int64_t otc_cr_loop_slack(const otc_plan *plan);
 /* render_c_conv1.c: a conv2d's forward for one sample (S == 1) with its sums in locals, when
  * its geometry allows (stride and dilation 1); the buffers' pointers already declared. */
 bool otc_cr_conv_one_sample_fits(const otc_cr *c, otc_id id);
