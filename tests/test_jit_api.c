@@ -405,7 +405,8 @@ TEST(jit_backward_accumulates_across_losses) {
     otc_graph_free(g);
 }
 
-/* Identical structures compile once; each executor still computes with its own weights. */
+/* Identical structures compile once; each executor still computes with its own weights (a
+ * neuron graph's forward is compiled on its first run, at that batch's form). */
 TEST(jit_cache_keys_on_structure_not_weights) {
     otc_jit_cache_clear();
     otc_graph *a = jit_neat_graph(9090, 20, false, false);
@@ -418,12 +419,12 @@ TEST(jit_cache_keys_on_structure_not_weights) {
     }
     otc_executor *ea = otc_jit_executor_new(a, NULL), *eb = otc_jit_executor_new(b, NULL);
     NEED(ea && eb);
+    CHECK(jit_forward_agrees(a, ea, 5, 1, "cached a"));
+    CHECK(jit_forward_agrees(b, eb, 5, 1, "cached b"));
     otc_jit_stats sa, sb;
     CHECK(otc_jit_executor_stats(ea, &sa) == OTC_OK && sa.compiles == 1 && sa.cache_hits == 0);
     CHECK(otc_jit_executor_stats(eb, &sb) == OTC_OK && sb.compiles == 0 && sb.cache_hits == 1);
     CHECK(sa.compile_ms > 0.0 && sb.compile_ms == 0.0);
-    CHECK(jit_forward_agrees(a, ea, 5, 1, "cached a"));
-    CHECK(jit_forward_agrees(b, eb, 5, 1, "cached b"));
     otc_jit_cache_stats cs = otc_jit_cache_info();
     CHECK(cs.entries >= 1 && cs.in_use >= 1);
     otc_exec_free(ea);
