@@ -619,8 +619,8 @@ int otc_cmd_bench(int argc, char **argv) {
              pos[0] ? "file" : "random", otc_graph_size(g), neurons, links, batch,
              train ? "train" : "forward", otc_jit_host_cpu(), js.lanes, per[INTERP], j_us, c_us,
              j_ms, c_ms, jf_us, jf_ms, lib_ms, j_ratio, c_ratio,
-             cache2.objects_compiled - cache0.objects_compiled,
-             cache2.objects_loaded - cache0.objects_loaded, j_cpu, jf_cpu, c_cpu, lib_cpu, set_ms,
+             cache3.objects_compiled - cache0.objects_compiled,
+             cache3.objects_loaded - cache0.objects_loaded, j_cpu, jf_cpu, c_cpu, lib_cpu, set_ms,
              set_cpu, load_ms, load_cpu, repeat, res[INTERP].spread, res[JIT].spread, steps,
              agree_s, worst_s, cpu_time ? "thread_cpu" : "wall");
     if (json) {

@@ -405,7 +405,8 @@ TEST(jit_backward_accumulates_across_losses) {
     otc_graph_free(g);
 }
 
-/* Identical structures compile once; each executor still computes with its own weights. */
+/* Identical structures compile once; each executor still computes with its own weights (a
+ * neuron graph's forward is compiled on its first run, at that batch's form). */
 TEST(jit_cache_keys_on_structure_not_weights) {
     otc_jit_cache_clear();
     otc_graph *a = jit_neat_graph(9090, 20, false, false);
@@ -418,12 +419,12 @@ TEST(jit_cache_keys_on_structure_not_weights) {
     }
     otc_executor *ea = otc_jit_executor_new(a, NULL), *eb = otc_jit_executor_new(b, NULL);
     NEED(ea && eb);
+    CHECK(jit_forward_agrees(a, ea, 5, 1, "cached a"));
+    CHECK(jit_forward_agrees(b, eb, 5, 1, "cached b"));
     otc_jit_stats sa, sb;
     CHECK(otc_jit_executor_stats(ea, &sa) == OTC_OK && sa.compiles == 1 && sa.cache_hits == 0);
     CHECK(otc_jit_executor_stats(eb, &sb) == OTC_OK && sb.compiles == 0 && sb.cache_hits == 1);
     CHECK(sa.compile_ms > 0.0 && sb.compile_ms == 0.0);
-    CHECK(jit_forward_agrees(a, ea, 5, 1, "cached a"));
-    CHECK(jit_forward_agrees(b, eb, 5, 1, "cached b"));
     otc_jit_cache_stats cs = otc_jit_cache_info();
     CHECK(cs.entries >= 1 && cs.in_use >= 1);
     otc_exec_free(ea);
@@ -724,6 +725,103 @@ TEST(jit_exact_code_takes_over_from_the_flat_program) {
     otc_neat_flat_free(alone);
     otc_neat_flat_free(f);
     otc_neat_genome_free(g);
+}
+
+/* Same bits, or both NaN. */
+static bool same_float(float a, float b) {
+    return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* One sample of a neuron graph runs its scalar form (one lane, the C library's exp and tanh,
+ * compiled on first use at batch 1 only): the stats count it, and the outputs are the
+ * interpreter's bit for bit, at large |x|, infinities and NaN too; a batch of 3 runs the
+ * vector form (close to the interpreter's, NaN where it has NaN); a dense layer's plan never
+ * takes the scalar form (its one sample runs in column mode). */
+TEST(jit_one_sample_scalar_form_neurons) {
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 2));
+    int c01[2] = {0, 1}, c0[1] = {0}, c00[2] = {0, 0};
+    float ws[2] = {1.5f, -0.5f}, wt[2] = {2.0f, 1.0f}, we[1] = {1.0f};
+    otc_id xs[2] = {x, x};
+    otc_id s = otc_neuron(g, "s", OTC_ACT_SIGMOID, 0.1f, 1.0f, 2, xs, c01, ws);
+    otc_id st[2] = {x, s};
+    otc_id t = otc_neuron(g, "t", OTC_ACT_TANH, -0.2f, 1.5f, 2, st, c00, wt);
+    otc_id e = otc_neuron(g, "e", OTC_ACT_EXP, 0.0f, 1.0f, 1, &x, c0, we);
+    otc_id te[2] = {t, e};
+    float wo[2] = {-3.0f, 0.25f};
+    int z[2] = {0, 0};
+    otc_id o = otc_neuron(g, "o", OTC_ACT_STEEP_SIGMOID, 0.5f, 1.0f, 2, te, z, wo);
+    NEED(s >= 0 && t >= 0 && e >= 0 && o >= 0);
+    const otc_id outs[4] = {s, t, e, o};
+    for (int i = 0; i < 4; i++) NEED(otc_graph_mark_output(g, outs[i]) == OTC_OK);
+    otc_jit_options opt = otc_jit_defaults();
+    opt.lanes = 16;
+    opt.no_cache = true;
+    otc_executor *ex = otc_jit_executor_new(g, &opt), *in = otc_interpreter_new(g, NULL);
+    NEED(ex && in);
+    otc_jit_stats st0;
+    NEED(otc_jit_executor_stats(ex, &st0) == OTC_OK);
+    CHECK_MSG(st0.compiles == 0, "%d compiles before any forward", st0.compiles);
+    const float inf = INFINITY, nan = NAN;
+    static const int ROWS = 8;
+    const float rows[8][2] = {{0.3f, -0.7f}, {100.0f, -100.0f}, {-1e30f, 1e30f}, {88.0f, -88.0f},
+                              {inf, -inf},   {-inf, inf},       {nan, 0.5f},     {0.5f, nan}};
+    for (int r = 0; r < ROWS; r++) {
+        NEED(otc_exec_set_input(ex, x, rows[r], 1) == OTC_OK &&
+             otc_exec_set_input(in, x, rows[r], 1) == OTC_OK);
+        NEED(otc_exec_forward(ex) == OTC_OK && otc_exec_forward(in) == OTC_OK);
+        for (int i = 0; i < 4; i++) {
+            const float *a, *b;
+            NEED(otc_exec_value(in, outs[i], &a, NULL) == OTC_OK &&
+                 otc_exec_value(ex, outs[i], &b, NULL) == OTC_OK);
+            CHECK_MSG(same_float(b[0], a[0]), "row %d output %d: jit %.9g, interpreter %.9g", r, i,
+                      (double)b[0], (double)a[0]);
+        }
+    }
+    NEED(otc_jit_executor_stats(ex, &st0) == OTC_OK);
+    CHECK_MSG(st0.scalar_forwards == ROWS && st0.compiles == 1,
+              "%ld scalar forwards, %d compiles after %d single samples", st0.scalar_forwards,
+              st0.compiles, ROWS);
+    /* Three samples: the vector form, the first three rows (NaN-free) and then rows with NaN. */
+    for (int part = 0; part < 2; part++) {
+        const float *batch = part == 0 ? &rows[0][0] : &rows[5][0];
+        NEED(otc_exec_set_input(ex, x, batch, 3) == OTC_OK &&
+             otc_exec_set_input(in, x, batch, 3) == OTC_OK);
+        NEED(otc_exec_forward(ex) == OTC_OK && otc_exec_forward(in) == OTC_OK);
+        for (int i = 0; i < 4; i++) {
+            const float *a, *b;
+            NEED(otc_exec_value(in, outs[i], &a, NULL) == OTC_OK &&
+                 otc_exec_value(ex, outs[i], &b, NULL) == OTC_OK);
+            for (int k = 0; k < 3; k++)
+                CHECK_MSG(isnan(a[k]) == isnan(b[k]) &&
+                              (isnan(a[k]) || isinf(a[k]) ? same_float(a[k], b[k])
+                                                          : jit_close_to(b[k], a[k], 2e-5)),
+                          "batch 3 part %d sample %d output %d: jit %.9g, interpreter %.9g", part,
+                          k, i, (double)b[k], (double)a[k]);
+        }
+    }
+    NEED(otc_jit_executor_stats(ex, &st0) == OTC_OK);
+    CHECK_MSG(st0.scalar_forwards == ROWS && st0.compiles == 2,
+              "%ld scalar forwards, %d compiles after two batches of 3", st0.scalar_forwards,
+              st0.compiles);
+    otc_exec_free(ex);
+    otc_exec_free(in);
+    otc_graph_free(g);
+    /* A dense layer: batch 1 runs in column mode, not the scalar form. */
+    otc_rng rng;
+    otc_rng_seed(&rng, 5);
+    g = otc_graph_new();
+    x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 8));
+    const int sizes[2] = {16, 1};
+    otc_id y = otc_mlp(g, x, 2, sizes, OTC_OP_TANH, -1, &rng);
+    NEED(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
+    ex = otc_jit_executor_new(g, &opt);
+    NEED(ex);
+    CHECK(jit_forward_agrees(g, ex, 1, 3, "mlp batch 1"));
+    NEED(otc_jit_executor_stats(ex, &st0) == OTC_OK);
+    CHECK_MSG(st0.scalar_forwards == 0, "an MLP ran %ld scalar forwards", st0.scalar_forwards);
+    otc_exec_free(ex);
+    otc_graph_free(g);
 }
 
 /* A forward plan with small-batch kernel forms (column-mode dense layers, a one-sample

@@ -45,7 +45,8 @@ static void need_thp_heap(void) {
 #endif
 }
 
-/* The JIT created, as by any first compile (a one-neuron graph, the cache off). */
+/* The JIT created, as by any first compile (a one-neuron graph, the cache off; its forward
+ * compiles on the first run, at its batch's form). */
 static void make_jit(void) {
     otc_jit_options o = otc_jit_defaults();
     o.no_cache = true;
@@ -58,6 +59,9 @@ static void make_jit(void) {
     REQUIRE(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
     otc_executor *ex = otc_jit_executor_new(g, &o);
     CHECK_MSG(ex != NULL, "%s", otc_last_error());
+    const float in[1] = {1.0f};
+    CHECK_MSG(ex && otc_exec_set_input(ex, x, in, 1) == OTC_OK && otc_exec_forward(ex) == OTC_OK,
+              "%s", otc_last_error());
     otc_exec_free(ex);
     otc_graph_free(g);
 }

@@ -72,6 +72,9 @@ typedef struct {
     int cache_hits;        /* modules reused from the structure cache */
     int lanes;             /* vector width used */
     double compile_cpu_ms; /* compile_ms in the compiling thread's CPU time (steadier) */
+    long scalar_forwards;  /* forwards run by the one-sample scalar form: batch 1 of an inference
+                              plan of elementwise kernels alone (a NEAT genome's neurons), one
+                              lane, the C library's exp/tanh, rounded as the interpreter does */
 } otc_jit_stats;
 
 otc_status otc_jit_executor_stats(const otc_executor *ex, otc_jit_stats *out);

@@ -52,7 +52,7 @@ LLVMValueRef otc_lv_begin_function(otc_llvm_r *r, const char *name, bool exporte
         r->a[i] = LLVMBuildLoad2(B, is_int ? r->ir.i64 : r->ir.ptr, p, names[i]);
     }
     /* One sample at stride 1: every offset a constant. */
-    if (r->o.forms == OTC_LV_FORMS_UNIT)
+    if (r->o.forms == OTC_LV_FORMS_UNIT || r->o.forms == OTC_LV_FORMS_SCALAR)
         r->a[OTC_LA_BATCH] = r->a[OTC_LA_STRIDE] = otc_lv_i64(r, 1);
     r->nchunks = LLVMBuildExactSDiv(B, r->a[OTC_LA_STRIDE], otc_lv_i64(r, r->o.lanes), "chunks");
     return fn;
@@ -140,7 +140,8 @@ static LLVMValueRef rows_helper(otc_llvm_r *r, bool load, bool blocked) {
 
 static void rows_call(otc_llvm_r *r, bool load, LLVMValueRef dst, LLVMValueRef src, int64_t row,
                       const otc_plan_io *io) {
-    if (r->o.forms == OTC_LV_FORMS_UNIT) { /* one sample, contiguous both sides: no padding */
+    /* one sample, contiguous both sides: no padding */
+    if (r->o.forms == OTC_LV_FORMS_UNIT || r->o.forms == OTC_LV_FORMS_SCALAR) {
         LLVMValueRef at = otc_lv_gep(r, load ? src : dst, otc_lv_i64(r, io->offset));
         LLVMBuildMemCpy(B, load ? dst : at, 4, load ? at : src, 4, otc_lv_i64(r, 4 * io->width));
         return;
@@ -593,6 +594,10 @@ int otc_llvm_plan_batch_forms(const otc_plan *plan, const otc_llvm_render_option
      * in column mode (the batched forms read whole vectors of samples), and no backward may
      * sum over a stride (the form is for forward plans). */
     bool unit = !plan->options.train && o->lanes >= 4;
+    /* One sample of map kernels without a column mode (neurons: a value or two per sample)
+     * ran one value per W-lane vector: a tiny genome's chain of sigmoids waited on the vector
+     * polynomial's latency and the rows' padding, ~0.7x the interpreter at batch 1. */
+    bool scalar = !plan->options.train && o->lanes > 1 && plan->n_kernels > 0;
     for (int k = 0; k < plan->n_kernels; k++) {
         const otc_plan_kernel *K = &plan->kernels[k];
         bool few = K->kind != OTC_KERNEL_OP && otc_lv_kernel_has_few_form(&r, k);
@@ -600,12 +605,15 @@ int otc_llvm_plan_batch_forms(const otc_plan *plan, const otc_llvm_render_option
         if (K->kind == OTC_KERNEL_OP && otc_lv_conv_one_sample_fits(&r, plan->members[K->first]))
             has |= OTC_LV_HAS_CONV1;
         if (!(K->kind == OTC_KERNEL_MAP && !K->batched) && !(few && K->batched)) unit = false;
+        if (K->kind != OTC_KERNEL_MAP || few) scalar = false;
     }
+    if (scalar && !has) return OTC_LV_HAS_SCALAR;
     return has | (unit && (has & OTC_LV_HAS_COLMODE) ? OTC_LV_HAS_UNIT : 0);
 }
 
 otc_llvm_batch_forms otc_llvm_form_of(int has, int lanes, int64_t batch, int64_t stride) {
     if (!has) return OTC_LV_FORMS_ALL;
+    if (batch == 1 && stride == 1 && (has & OTC_LV_HAS_SCALAR)) return OTC_LV_FORMS_SCALAR;
     if (batch == 1 && stride == 1 && (has & OTC_LV_HAS_UNIT)) return OTC_LV_FORMS_UNIT;
     if (!otc_llvm_few_samples(lanes, batch, stride)) return OTC_LV_FORMS_MANY;
     /* a form whose code would be another's is that one (one module, not two alike) */

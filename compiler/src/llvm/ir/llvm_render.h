@@ -48,10 +48,12 @@ typedef int32_t (*otc_llvm_fn)(const otc_llvm_args *args);
  * (otc_llvm_plan_batch_forms, otc_llvm_form_of). */
 typedef enum {
     OTC_LV_FORMS_ALL,
-    OTC_LV_FORMS_MANY, /* batches otc_llvm_few_samples does not take: the batched kernels */
-    OTC_LV_FORMS_FEW,  /* 2 .. few samples: column mode, convolutions batched */
-    OTC_LV_FORMS_ONE,  /* one sample: column mode, convolutions by pixel row */
-    OTC_LV_FORMS_UNIT  /* one sample stored contiguously (stride 1): column mode only */
+    OTC_LV_FORMS_MANY,  /* batches otc_llvm_few_samples does not take: the batched kernels */
+    OTC_LV_FORMS_FEW,   /* 2 .. few samples: column mode, convolutions batched */
+    OTC_LV_FORMS_ONE,   /* one sample: column mode, convolutions by pixel row */
+    OTC_LV_FORMS_UNIT,  /* one sample stored contiguously (stride 1): column mode only */
+    OTC_LV_FORMS_SCALAR /* one sample of a plan of map kernels alone (OTC_LV_HAS_SCALAR), stored
+                           contiguously and rendered at one lane (the executor's module) */
 } otc_llvm_batch_forms;
 
 typedef struct {
@@ -79,15 +81,17 @@ static inline bool otc_llvm_few_samples(int lanes, int64_t batch, int64_t stride
 /* The small-batch forms plan's kernels have, rendered with o: OTC_LV_HAS_COLMODE (map and
  * matmul kernels), OTC_LV_HAS_CONV1 (a convolution's one-sample path), OTC_LV_HAS_UNIT (an
  * inference plan whose every batched kernel runs in column mode: one sample can be stored
- * contiguously); 0: one module. */
-enum { OTC_LV_HAS_COLMODE = 1, OTC_LV_HAS_CONV1 = 2, OTC_LV_HAS_UNIT = 4 };
+ * contiguously), OTC_LV_HAS_SCALAR (an inference plan of map kernels none of which has a
+ * column mode, such as a NEAT genome's neurons: one sample runs as scalar code, not one value
+ * per vector with the rest padding); 0: one module. */
+enum { OTC_LV_HAS_COLMODE = 1, OTC_LV_HAS_CONV1 = 2, OTC_LV_HAS_UNIT = 4, OTC_LV_HAS_SCALAR = 8 };
 int otc_llvm_plan_batch_forms(const otc_plan *plan, const otc_llvm_render_options *o);
 
 /* The batch stride of a plan with forms `has` at `batch` samples: the batch rounded up to whole
- * vectors, or 1 for one sample of a plan with OTC_LV_HAS_UNIT (its elements contiguous, where
- * a vector's width apart each sat in a cache line of its own). */
+ * vectors, or 1 for one sample of a plan with OTC_LV_HAS_UNIT or OTC_LV_HAS_SCALAR (its
+ * elements contiguous, where a vector's width apart each sat in a cache line of its own). */
 static inline int64_t otc_llvm_stride_of(int has, int lanes, int64_t batch) {
-    if (batch == 1 && (has & OTC_LV_HAS_UNIT)) return 1;
+    if (batch == 1 && (has & (OTC_LV_HAS_UNIT | OTC_LV_HAS_SCALAR))) return 1;
     return (batch + lanes - 1) & ~(int64_t)(lanes - 1); /* lanes: a power of two */
 }
 

@@ -12,7 +12,7 @@ typedef struct {
      * when none) is compiled per form on first use, into form_mod[form] (`mod` unused): a
      * caller that only runs batches of 64, or single samples, compiles that form alone. */
     int forms;
-    otc_jit_module *form_mod[OTC_LV_FORMS_UNIT + 1];
+    otc_jit_module *form_mod[OTC_LV_FORMS_SCALAR + 1];
     float *work;
     size_t work_cap;
     float *weights; /* this plan's layout; may be the other plan's array (same layout) */

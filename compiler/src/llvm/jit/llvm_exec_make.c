@@ -55,10 +55,22 @@ otc_status otc_lvx_plan_module(jit_exec *j, jit_plan *p, otc_jit_module **out) {
         return OTC_OK;
     }
     otc_llvm_batch_forms form = otc_llvm_form_of(p->forms, j->lanes, j->batch, j->stride);
+    if (form == OTC_LV_FORMS_SCALAR) j->stats.scalar_forwards++;
     otc_jit_module **slot = &p->form_mod[form];
     if (!*slot) {
         otc_llvm_render_options ro = render_options(j, false);
         ro.forms = form;
+        /* One sample of map kernels alone: one lane, each value a float (no padding rows), the
+         * C library's exp and tanh as the interpreter calls them. Their latency is what a
+         * chain of neurons waits on, and the vector polynomial's is longer: a 2-neuron sigmoid
+         * genome ran in ~62 ns per sample with the polynomial at one lane, ~50 with expf
+         * (interpreter ~55; Zen 5, a shared machine). The neurons then round as the
+         * interpreter's do (otc_jit_options.exact). */
+        if (form == OTC_LV_FORMS_SCALAR) {
+            ro.lanes = 1;
+            ro.exact = true;
+            ro.chunk_group = 1;
+        }
         bool hit = false;
         const otc_plan *pl = p->plan;
         otc_status st = otc_llvm_modules_get(&pl, &ro, 1, !j->o.no_cache, slot, &hit);
