@@ -543,15 +543,31 @@ static void narrow_body(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
     otc_cr_line(c, "}");
 }
 
+const char *otc_cr_narrow_if(const otc_cr_mm *d) {
+    static char buf[48];
+    snprintf(buf, sizeof buf, "B < %d && B %% %d != 0",
+             OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1), OTC_CR_LANES);
+    return buf;
+}
+
+void otc_cr_mm_narrow(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
+    otc_text *sb;
+    int indent;
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
+    narrow_body(c, &h, n_cols);
+    helper_end(c, sb, indent);
+    otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->x, d->w, d->out);
+}
+
 void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     if (rows < 1) rows = 1;
     otc_text *sb;
     int indent;
     otc_cr_mm h;
     int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
-    int lanes = OTC_CR_LANES * (h.vectors > 0 ? h.vectors : 1);
     if (!h.w_by_out) {
-        otc_cr_line(c, "if (B < %d && B %% %d != 0) {", lanes, OTC_CR_LANES);
+        otc_cr_line(c, "if (%s) {", otc_cr_narrow_if(&h));
         c->indent++;
         narrow_body(c, &h, n_rows);
         otc_cr_line(c, "return;");
