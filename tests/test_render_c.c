@@ -360,11 +360,12 @@ TEST(emitc_large_product_panels_exact) {
 
 TEST(emitc_narrow_batch_product_exact) {
     /* Batches narrower than the widest block (16) and not a multiple of 8 run blocks of 64
-     * of W's columns x 4 samples (2 below 4), every q in order: 131 columns (two blocks of
-     * 64 and one of 3), W of 70 x 131 (beyond L1, no panels; the large-product path's are
-     * in emitc_large_product_panels_exact). Batches around the cut-offs: 2-3 (blocks of 2,
-     * overlapping at 3), 4-7 and 9-15 (of 4, overlapping where 4 does not divide B), 8 and 16
-     * (the plan's blocks), 17. In the default layout and a fixed one of stride 24. Small
+     * of W's columns x 4 samples, every q in order: 131 columns (two blocks of 64 and one of
+     * 3), W of 70 x 131 (beyond L1, no panels; the large-product path's are in
+     * emitc_large_product_panels_exact). Batches around the cut-offs: 2-3 (blocks of 2,
+     * overlapping at 3), 4-7 and 9-15 (of 4; the last 3 samples a block of 4 overlapping the
+     * one before, the last 1-2 a block of 2, overlapping for 1), 8 and 16 (the plan's
+     * blocks), 17. In the default layout and a fixed one of stride 24. Small
      * integers: every sum exact; the workspace starts NaN with a guard band after it. */
     enum { K = 70, N = 131, BMAX = 17, CASES = 2 };
     static float w[K * N], x[BMAX * K];

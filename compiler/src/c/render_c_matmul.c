@@ -501,12 +501,16 @@ static void narrow_block(otc_cr *c, const otc_cr_mm *d, const char *e0, int cols
     otc_text_free(&t);
 }
 
-/* Every column in blocks of OTC_CR_ONE_COLS x k samples (the rest of the columns as one
- * narrower block), each strip of W's columns run over the whole batch while it is in cache;
- * the last block of samples ends at the last sample, overlapping the one before when k does
- * not divide B ("=": the overlapped samples written again with the same sums). */
-static void narrow_blocks(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, int k) {
+/* Every column in blocks of OTC_CR_ONE_COLS (the rest of the columns as one narrower block),
+ * each strip of W's columns run over the whole batch while it is in cache: blocks of
+ * OTC_CR_NARROW_SAMPLES samples, the last 3 as one overlapping the block before, and blocks
+ * of 2 for the last 2 or 1 (overlapping) and for a batch of 2-3 ("=": overlapped samples
+ * are written again with the same sums). B >= 2. */
+static void narrow_body(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
+    const int k = OTC_CR_NARROW_SAMPLES;
     int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
+    char e0[32];
+    snprintf(e0, sizeof e0, "%" PRId64, full);
     for (int part = 0; part < 2; part++) {
         int cols = part ? (int)(n_cols - full) : OTC_CR_ONE_COLS;
         if (cols == 0 || (part == 0 && full == 0)) continue;
@@ -515,37 +519,31 @@ static void narrow_blocks(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, int k) 
         else
             otc_cr_line(c, "{");
         c->indent++;
-        otc_cr_line(c, "for (size_t bs = 0; bs < B; bs += %d) {", k);
+        otc_cr_line(c, "for (size_t bs = 0; bs < B;) {");
         c->indent++;
-        otc_cr_line(c, "const size_t b0 = bs + %d <= B ? bs : B - %d;", k, k);
-        char e0[32];
-        snprintf(e0, sizeof e0, "%" PRId64, full);
+        otc_cr_line(c, "if (B - bs >= %d && B >= %d) {", k - 1, k);
+        c->indent++;
+        otc_cr_line(c, "const size_t b0 = B - bs >= %d ? bs : B - %d;", k, k);
         narrow_block(c, d, part ? e0 : "e0", cols, k);
+        otc_cr_line(c, "bs = b0 + %d;", k);
         c->indent--;
-        otc_cr_line(c, "}");
-        c->indent--;
-        otc_cr_line(c, "}");
-    }
-}
-
-/* The narrow batches' product (otc_cr_narrow): blocks of OTC_CR_NARROW_SAMPLES samples,
- * then of 2 and 1 for a batch narrower. */
-static void narrow_body(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
-    for (int k = OTC_CR_NARROW_SAMPLES; k >= 1; k /= 2) {
-        if (k > 1)
-            otc_cr_line(c, "%sif (B >= %d) {", k == OTC_CR_NARROW_SAMPLES ? "" : "} else ", k);
-        else
-            otc_cr_line(c, "} else {");
+        otc_cr_line(c, "} else {");
         c->indent++;
-        narrow_blocks(c, d, n_cols, k);
+        otc_cr_line(c, "const size_t b0 = B - bs >= 2 ? bs : B - 2;");
+        narrow_block(c, d, part ? e0 : "e0", cols, 2);
+        otc_cr_line(c, "bs = b0 + 2;");
         c->indent--;
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
     }
-    otc_cr_line(c, "}");
 }
 
 const char *otc_cr_narrow_if(const otc_cr_mm *d) {
     static char buf[48];
-    snprintf(buf, sizeof buf, "B < %d && B %% %d != 0",
+    snprintf(buf, sizeof buf, "B > 1 && B < %d && B %% %d != 0",
              OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1), OTC_CR_LANES);
     return buf;
 }
