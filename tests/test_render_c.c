@@ -337,7 +337,9 @@ TEST(emitc_large_product_panels_exact) {
      * at 8 samples and more (blocks of 16 samples, or 8 below 16). Batches whose samples end
      * mid-block have a last block overlapping the one before, which must store only its new samples
      * (it resumes from sums the block before has already carried on). Small integers: every sum
-     * exact. Tall blocks in the default layout, the plain ones in a fixed layout of stride 320. */
+     * exact. Tall blocks in the default layout, the plain ones in a fixed layout of stride 320.
+     * Batches under 16 and not a multiple of 8 (2-13) run blocks of W's columns instead
+     * (emitc_narrow_batch_product_exact). */
     enum { K = 600, N = 220, BMAX = 300, CASES = 2 };
     static float w[K * N], x[BMAX * K];
     float bias[N];
@@ -349,7 +351,7 @@ TEST(emitc_large_product_panels_exact) {
     for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 320 : 0));
     emitc_build b;
     CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1 -DG0_TALL_BLOCKS=1 -DG1_TALL_BLOCKS=0", &b));
-    static const int batches[] = {3, 5, 11, 17, 33, 75, 300};
+    static const int batches[] = {2, 3, 5, 7, 11, 13, 17, 33, 75, 300};
     for (int i = 0; b.so && i < CASES; i++)
         for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++)
             product_exact(&cs[i], &b, i, x, w, bias, K, N, batches[j],
@@ -421,6 +423,35 @@ TEST(emitc_conv_partial_chunks) {
     }
     emitc_unload(&b);
     for (int i = 0; i < 2; i++) emitc_case_free(&cs[i]);
+}
+
+TEST(emitc_narrow_batch_product_exact) {
+    /* Batches narrower than the widest block (16) and not a multiple of 8 run blocks of 64
+     * of W's columns x 4 samples, every q in order: 131 columns (two blocks of 64 and one of
+     * 3), W of 70 x 131 (beyond L1, no panels; the large-product path's are in
+     * emitc_large_product_panels_exact). Batches around the cut-offs: 2-3 (blocks of 2,
+     * overlapping at 3), 4-7 and 9-15 (of 4; the last 3 samples a block of 4 overlapping the
+     * one before, the last 1-2 a block of 2, overlapping for 1), 8 and 16 (the plan's
+     * blocks), 17. In the default layout and a fixed one of stride 24. Small
+     * integers: every sum exact; the workspace starts NaN with a guard band after it. */
+    enum { K = 70, N = 131, BMAX = 17, CASES = 2 };
+    static float w[K * N], x[BMAX * K];
+    float bias[N];
+    for (int q = 0; q < K; q++)
+        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
+    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
+    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
+    emitc_case cs[CASES];
+    for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 24 : 0));
+    emitc_build b;
+    CHECK(emitc_build_cases(cs, CASES, "-std=c99 -O1", &b));
+    static const int batches[] = {2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 17};
+    for (int i = 0; b.so && i < CASES; i++)
+        for (size_t j = 0; j < sizeof batches / sizeof batches[0]; j++)
+            product_exact(&cs[i], &b, i, x, w, bias, K, N, batches[j],
+                          (size_t)(i ? 24 : batches[j]));
+    emitc_unload(&b);
+    for (int i = 0; i < CASES; i++) emitc_case_free(&cs[i]);
 }
 
 TEST(emitc_diff_all_ops) {

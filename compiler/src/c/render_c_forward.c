@@ -292,6 +292,17 @@ static void matmul_kernel(otc_cr *c, int k) {
         }
         return;
     }
+    /* A W beyond L1 at a batch the plan's blocks fit badly: otc_cr_mm_narrow. */
+    bool narrow = kk * n > OTC_CR_ONE_CACHED;
+    if (narrow) {
+        otc_cr_line(c, "if (%s) {", otc_cr_narrow_if(&d));
+        c->indent++;
+        otc_cr_mm_narrow(c, &d, n);
+        matmul_epilogue(c, k, mm, "0", lim);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+    }
     int64_t full = n / cols * cols;
     int tall = OTC_CR_TALL * cols;
     if (full >= tall) {
@@ -333,6 +344,10 @@ static void matmul_kernel(otc_cr *c, int k) {
         snprintf(from, sizeof from, "%" PRId64, full);
         otc_cr_mm_rows(c, &d, from, (int)(n - full));
         matmul_epilogue(c, k, mm, from, lim);
+    }
+    if (narrow) {
+        c->indent--;
+        otc_cr_line(c, "}");
     }
     if (!c->many) {
         c->indent--;

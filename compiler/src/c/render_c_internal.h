@@ -121,6 +121,19 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
 #define OTC_CR_PANEL_FLOATS 8192
 #define OTC_CR_PANEL_MIN    32
 #define OTC_CR_TALL         3
+/* But a batch narrower than the widest block and not a multiple of OTC_CR_LANES runs blocks
+ * of OTC_CR_ONE_COLS of W's contiguous columns x OTC_CR_NARROW_SAMPLES samples instead, over
+ * every q (no panels): the row blocks ran two overlapping blocks of 8 samples at 11 (or
+ * blocks of 4 and scalar sums below 8), 3-8x slower than these at batches 2-15 on the 33x33
+ * substrate (medians of 7, gcc -O3 -march=native and x86-64-v3; docs/performance.md). */
+#define OTC_CR_NARROW_SAMPLES 4
+/* The batches those blocks take ("B > 1 && B < 16 && B % 8 != 0"; a static buffer). */
+const char *otc_cr_narrow_if(const otc_cr_mm *d);
+/* out[e][b] = sum_q x[q][b] * w[q * w_stride + e] (d->w_by_out and d->accumulate false) in
+ * those blocks, for the batches otc_cr_narrow_if takes; also a W beyond L1 that needs no
+ * panels (the 11x11 substrate's 121 x 121 at batch 5: 2.1x slower in the plan's blocks of 4
+ * samples than the interpreter). */
+void otc_cr_mm_narrow(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
 void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows);
 /* One sample (B == 1): out[e * S] = sum_q x[q * S] * w[q * w_stride + e] for e < n_cols
  * (d->w_by_out and d->accumulate false), the sums of OTC_CR_ONE_COLS columns in registers at a

@@ -460,12 +460,118 @@ void otc_cr_tall_if(otc_cr *c, bool open) {
     c->tall_blocks = true;
 }
 
+/* Narrow batches: a block of `cols` of W's contiguous columns from e0 x `k` samples from b0,
+ * summed over every q in order from zero, the sums of a sample laid along W's row (the
+ * compiler packs them as in one_sample_block); the block's sums go through a local array
+ * (contiguous stores the SLP vectoriser starts from) and out transposed. */
+static void narrow_block(otc_cr *c, const otc_cr_mm *d, const char *e0, int cols, int k) {
+    otc_text t;
+    otc_text_init(&t);
+    for (int b = 0; b < k; b++) {
+        otc_text_puts(&t, "float");
+        for (int l = 0; l < cols; l++) otc_text_printf(&t, "%s s%d_%d = 0.0f", l ? "," : "", b, l);
+        otc_text_puts(&t, ";");
+        flush(c, &t);
+    }
+    otc_cr_line(c, "for (size_t q = 0; q < %" PRId64 "; q++) {", d->inner);
+    c->indent++;
+    otc_cr_line(c, "const float *restrict xq = %s + q * S + b0;", d->x);
+    otc_cr_line(c, "const float *restrict wq = %s + q * %" PRId64 " + %s;", d->w, d->w_stride, e0);
+    for (int b = 0; b < k; b++) {
+        otc_text_printf(&t, "{ const float xb = xq[%d];", b);
+        for (int l = 0; l < cols; l++) otc_text_printf(&t, " s%d_%d += xb * wq[%d];", b, l, l);
+        otc_text_puts(&t, " }");
+        flush(c, &t);
+    }
+    c->indent--;
+    otc_cr_line(c, "}");
+    otc_cr_line(c, "{");
+    c->indent++;
+    otc_cr_line(c, "float t[%d][%d];", k, cols);
+    for (int b = 0; b < k; b++) {
+        for (int l = 0; l < cols; l++)
+            otc_text_printf(&t, "%st[%d][%d] = s%d_%d;", l ? " " : "", b, l, b, l);
+        flush(c, &t);
+    }
+    otc_cr_line(c, "for (size_t l = 0; l < %d; l++)", cols);
+    otc_cr_line(c, "    for (size_t b = 0; b < %d; b++) %s[(%s + l) * S + b0 + b] = t[b][l];", k,
+                d->out, e0);
+    c->indent--;
+    otc_cr_line(c, "}");
+    otc_text_free(&t);
+}
+
+/* Every column in blocks of OTC_CR_ONE_COLS (the rest of the columns as one narrower block),
+ * each strip of W's columns run over the whole batch while it is in cache: blocks of
+ * OTC_CR_NARROW_SAMPLES samples, the last 3 as one overlapping the block before, and blocks
+ * of 2 for the last 2 or 1 (overlapping) and for a batch of 2-3 ("=": overlapped samples
+ * are written again with the same sums). B >= 2. */
+static void narrow_body(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
+    const int k = OTC_CR_NARROW_SAMPLES;
+    int64_t full = n_cols / OTC_CR_ONE_COLS * OTC_CR_ONE_COLS;
+    char e0[32];
+    snprintf(e0, sizeof e0, "%" PRId64, full);
+    for (int part = 0; part < 2; part++) {
+        int cols = part ? (int)(n_cols - full) : OTC_CR_ONE_COLS;
+        if (cols == 0 || (part == 0 && full == 0)) continue;
+        if (part == 0)
+            otc_cr_line(c, "for (size_t e0 = 0; e0 < %" PRId64 "; e0 += %d) {", full, cols);
+        else
+            otc_cr_line(c, "{");
+        c->indent++;
+        otc_cr_line(c, "for (size_t bs = 0; bs < B;) {");
+        c->indent++;
+        otc_cr_line(c, "if (B - bs >= %d && B >= %d) {", k - 1, k);
+        c->indent++;
+        otc_cr_line(c, "const size_t b0 = B - bs >= %d ? bs : B - %d;", k, k);
+        narrow_block(c, d, part ? e0 : "e0", cols, k);
+        otc_cr_line(c, "bs = b0 + %d;", k);
+        c->indent--;
+        otc_cr_line(c, "} else {");
+        c->indent++;
+        otc_cr_line(c, "const size_t b0 = B - bs >= 2 ? bs : B - 2;");
+        narrow_block(c, d, part ? e0 : "e0", cols, 2);
+        otc_cr_line(c, "bs = b0 + 2;");
+        c->indent--;
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
+}
+
+const char *otc_cr_narrow_if(const otc_cr_mm *d) {
+    static char buf[48];
+    snprintf(buf, sizeof buf, "B > 1 && B < %d && B %% %d != 0",
+             OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1), OTC_CR_LANES);
+    return buf;
+}
+
+void otc_cr_mm_narrow(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
+    otc_text *sb;
+    int indent;
+    otc_cr_mm h;
+    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
+    narrow_body(c, &h, n_cols);
+    helper_end(c, sb, indent);
+    otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->x, d->w, d->out);
+}
+
 void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     if (rows < 1) rows = 1;
     otc_text *sb;
     int indent;
     otc_cr_mm h;
     int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
+    if (!h.w_by_out) {
+        otc_cr_line(c, "if (%s) {", otc_cr_narrow_if(&h));
+        c->indent++;
+        narrow_body(c, &h, n_rows);
+        otc_cr_line(c, "return;");
+        c->indent--;
+        otc_cr_line(c, "}");
+    }
     otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++)", n_rows);
     otc_cr_line(c, "    for (size_t b = 0; b < B; b++) out[e * S + b] = 0.0f;");
     otc_cr_line(c, "const size_t qn = B < %d ? %d / B : %d;",
