@@ -42,8 +42,8 @@ otc_jit_options otc_jit_defaults(void);
  * (otc/unroll.h, the model over one step) is compiled once per loss and the recorded window
  * runs as loops over a tape of its activations, forwards then backwards with the state's
  * gradient carried, then one compiled update; the moments are the executor's, shared by
- * every window length.
- * seq_state_grad is not available. The forward code is compiled here, except for a graph whose
+ * every window length; seq_state_grad answers the gradient step 0's backward carried to the
+ * window's starting state. The forward code is compiled here, except for a graph whose
  * kernels have small-batch forms (dense layers, convolutions): its code for single samples, for
  * a few samples and for larger batches is compiled on the first forward of each kind of batch;
  * the training code on the first backward or train_step for a given loss (a compile error

@@ -56,9 +56,8 @@ otc_status otc_exec_sync_params(otc_executor *ex);
  *
  * Truncated BPTT over k steps is that loop per chunk of k steps without the reset: the
  * state is carried forward, the gradient stops at the chunk's first step. The interpreter
- * implements every call; the LLVM JIT (otc/jit.h) all but seq_state_grad, looping one
- * compiled step over the recorded window. A backend without one returns
- * OTC_ERR_UNSUPPORTED. */
+ * and the LLVM JIT (otc/jit.h, looping one compiled step over the recorded window) implement
+ * every call. A backend without one returns OTC_ERR_UNSUPPORTED. */
 
 /* Start recording: the next forwards (at most max_steps, at one batch size) keep their
  * step's values for seq_backward. Memory: max_steps times one step's values, checked

@@ -680,9 +680,19 @@ otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss) {
     return ensure_train(j, loss, NULL);
 }
 
-otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a) {
-    otc_status st = prepare(j, &j->train, a);
-    return st ? st : grads_for(j, a);
+otc_status otc_lvx_train_args(jit_exec *j, int64_t batch, otc_llvm_args *a) {
+    jit_plan *p = &j->train;
+    const otc_plan *pl = p->plan;
+    int64_t S = stride_of(j, p, batch);
+    if (!grow(&p->work, &p->work_cap, (size_t)otc_extent_at(pl->work, S)) ||
+        !grow(&p->out_rows, &p->out_cap, (size_t)(pl->out_width * batch)))
+        return otc_fail(OTC_ERR_NOMEM, "out of memory for a batch of %d", (int)batch);
+    if (p->wver != j->wver) otc_lvx_refresh_weights(j, p);
+    *a = (otc_llvm_args){NULL, NULL, p->out_rows, p->weights, p->work, NULL,
+                         NULL, NULL, batch,       S,          NULL};
+    j->batch = batch;
+    j->stride = S;
+    return grads_for(j, a);
 }
 
 otc_status otc_lvx_forward_at(jit_exec *j, const otc_llvm_args *a) {
@@ -878,7 +888,7 @@ const otc_executor_vtable otc_lvx_vtable = {
     sync_params,
     otc_lvx_seq_begin,
     otc_lvx_seq_backward,
-    NULL, /* seq_state_grad: not answered (the tape keeps no gradient of the window's state) */
+    otc_lvx_seq_state_grad,
     otc_lvx_set_state,
     otc_lvx_optimizer_step,
 };

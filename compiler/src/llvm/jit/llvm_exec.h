@@ -126,10 +126,10 @@ otc_status otc_lvx_fwd_ready(jit_exec *j);
 void otc_lvx_params_set(jit_exec *j, int n, const otc_id *ids, const float *const *src);
 /* The training plan for loss, compiled on first use (a new loss replaces the old one). */
 otc_status otc_lvx_train_ensure(jit_exec *j, otc_id loss);
-/* The training plan's arguments for the inputs set (rows, weights, gradients, batch, stride);
- * forward_at and backward_at run its forward and backward with them (a tape points .work at a
- * step's slot, .in and .target at its rows). */
-otc_status otc_lvx_train_args(jit_exec *j, otc_llvm_args *a);
+/* The training plan's arguments at `batch` (weights refreshed, work and gradients sized,
+ * stride; no rows: the inputs set are not read); forward_at and backward_at run its forward and
+ * backward with them (a tape points .work at a step's slot, .in and .target at its rows). */
+otc_status otc_lvx_train_args(jit_exec *j, int64_t batch, otc_llvm_args *a);
 otc_status otc_lvx_forward_at(jit_exec *j, const otc_llvm_args *a);
 otc_status otc_lvx_backward_at(jit_exec *j, const otc_llvm_args *a);
 /* The training plan's optimiser update alone over the gradients in j->grads (their parameter
@@ -141,6 +141,7 @@ otc_status otc_lvx_set_state(otc_executor *ex, otc_id delay, const float *data, 
 /* llvm_seq.c: backpropagation through time over a tape of one compiled step. */
 otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps);
 otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weight);
+otc_status otc_lvx_seq_state_grad(otc_executor *ex, otc_id delay, const float **data);
 otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt);
 /* Hooks from the executor's operations: a forward's inputs and pre-step state (p the plan
  * about to run, its work laid out at j->stride); a reset or set_state; zero_grad; grad

@@ -56,8 +56,9 @@ struct jit_seq {
     float *acc;
     int64_t acc_floats;
     bool has_grads;
-    bool dirty;   /* acc holds gradients (not zeroed since) */
-    bool pending; /* a window staged in `pend`, its gradient not yet computed */
+    bool dirty;    /* acc holds gradients (not zeroed since) */
+    bool pending;  /* a window staged in `pend`, its gradient not yet computed */
+    bool pend_add; /* its parameter gradients go into acc (a zero_grad since drops them) */
     seq_entry *pend;
     float *mom; /* the optimiser's moments: m at g_off, v at acc_floats + g_off */
     const otc_optimizer *mopt;
@@ -74,19 +75,24 @@ struct jit_seq {
     long synced_wver;        /* synced_wver */
     float *ust;              /* the moments in a step plan's layout, for its compiled update */
     size_t ust_cap;
-    bool *done; /* per parameter: updated by the compiled update */
+    const seq_entry *ust_of; /* the step executor whose trained parameters' moments live in ust
+                                (not in mom) while its updates come one after another */
+    const seq_entry *acc_of; /* acc is exactly this step executor's parameter gradients (one
+                                window since zero_grad): its update need not copy them back */
+    bool *done;              /* per parameter: updated by the compiled update */
     /* The tape: slot t holds step t's activation buffer (the step plan's work, swapped in
      * while step t runs, so each slot grows to the plan's size on its own). */
     float **tape;
     size_t *tape_cap;
     int tape_n;
-    float *rows[2]; /* a step's input and target rows */
+    float *rows[2]; /* a step's input and target rows (the carries' places zero) */
     size_t rows_cap[2];
-    float *sbuf;  /* the state after the step just run, per delay batch rows */
-    float *snext; /* the next one, while the step runs */
-    size_t snext_cap;
+    float *sbuf;  /* the state after the window, per delay batch rows */
+    float *spre;  /* the state the window's last step read */
     float *zeros; /* a Delay's batch rows of zeros (the carry inputs in the forward) */
-    size_t sbuf_cap, zeros_cap;
+    float *ginit; /* the gradient reaching the window's starting state, per delay batch rows */
+    size_t sbuf_cap, spre_cap, zeros_cap, ginit_cap;
+    bool state_grad_ok; /* ginit is (or, with a window pending, will be) the last window's */
     seq_entry cache[SEQ_CACHE];
     long tick;
     otc_jit_stats retired; /* the compiles of step executors dropped from the cache */
@@ -121,8 +127,9 @@ void otc_lvx_seq_free(jit_exec *j) {
     free(s->tape);
     free(s->tape_cap);
     free(s->sbuf);
-    free(s->snext);
+    free(s->spre);
     free(s->zeros);
+    free(s->ginit);
     free(s->rows[0]);
     free(s->rows[1]);
     free(s->ust);
@@ -221,6 +228,7 @@ otc_status otc_lvx_seq_begin(otc_executor *ex, int max_steps) {
     }
     s->recording = true;
     s->cut = false;
+    s->state_grad_ok = false;
     s->max_steps = max_steps;
     s->recorded = 0;
     return OTC_OK;
@@ -234,12 +242,12 @@ otc_status otc_lvx_seq_record(jit_exec *j, jit_plan *p) {
         return otc_fail(OTC_ERR_STATE, "forward: more than the %d steps seq_begin allowed",
                         s->max_steps);
     if (s->recorded == 0) {
-        uint64_t bytes = (uint64_t)s->max_steps * (uint64_t)(s->in_floats * B) * sizeof(float);
-        otc_status st = otc_memory_check(bytes, "the recorded steps' inputs");
-        if (st) return st;
         size_t need = (size_t)(s->max_steps * s->in_floats * B);
         size_t ineed = (size_t)(s->state_floats * B);
-        if (need > s->staged_cap) {
+        if (need > s->staged_cap) { /* growing: the staged inputs fit in memory */
+            otc_status st =
+                otc_memory_check((uint64_t)need * sizeof(float), "the recorded steps' inputs");
+            if (st) return st;
             float *q = realloc(s->staged, (need + 1) * sizeof *q);
             if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
             s->staged = q;
@@ -364,12 +372,16 @@ void otc_lvx_seq_zero(jit_exec *j) {
     if (!s) return;
     memset(s->acc, 0, (size_t)s->acc_floats * sizeof(float));
     s->dirty = false;
-    s->pending = false; /* a staged window's gradient is dropped with the rest */
+    s->acc_of = NULL;
+    /* A staged window's gradient is dropped with the rest; only the starting state's
+     * gradient may still be asked for. */
+    s->pend_add = false;
 }
 
 /* The step executor's parameter gradients added to acc (frozen or unreached: zero). */
 static void add_grads(jit_exec *j, seq_entry *e) {
     struct jit_seq *s = j->seq;
+    s->acc_of = s->dirty ? NULL : e;
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
         const float *gd;
@@ -403,15 +415,17 @@ static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64
             otc_memory_check((uint64_t)(T - 1) * slot * sizeof(float), "the tape's slots");
         if (st) return st;
     }
+    size_t state = (size_t)(s->state_floats * B) + 1;
     struct {
         float **buf;
         size_t *cap, need;
-    } want[5] = {{&s->sbuf, &s->sbuf_cap, (size_t)(s->state_floats * B) + 1},
-                 {&s->snext, &s->snext_cap, (size_t)(s->state_floats * B) + 1},
-                 {&s->zeros, &s->zeros_cap, (size_t)(s->state_floats * B) + 1},
+    } want[6] = {{&s->sbuf, &s->sbuf_cap, state},
+                 {&s->spre, &s->spre_cap, state},
+                 {&s->zeros, &s->zeros_cap, state},
+                 {&s->ginit, &s->ginit_cap, state},
                  {&s->rows[0], &s->rows_cap[0], (size_t)(pl->in_width * B) + 1},
                  {&s->rows[1], &s->rows_cap[1], (size_t)(pl->target_width * B) + 1}};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (want[i].need <= *want[i].cap) continue;
         free(*want[i].buf);
         *want[i].buf = calloc(want[i].need, sizeof(float)); /* the zeros stay zeros */
@@ -433,6 +447,20 @@ static float *slot_of(struct jit_seq *s, seq_entry *e, int t, int T) {
     return t + 1 == T ? as_jit(e->ex)->train.work : s->tape[t];
 }
 
+/* What the Delays hold after a step (the step graph's outputs, in its slot `work` at stride
+ * S) into dst, per delay batch rows. */
+static void state_after(struct jit_seq *s, const seq_entry *e, const otc_plan *pl,
+                        const float *work, int64_t S, float *dst) {
+    int64_t B = s->batch;
+    for (int k = 0; k < s->n_delays; k++) {
+        const otc_plan_value *v = &pl->values[e->out_at[k]];
+        const float *src = work + otc_extent_at(v->offset, S);
+        float *d = dst + s->d_off[k] * B;
+        for (int64_t f = 0; f < v->size; f++)
+            for (int64_t b = 0; b < B; b++) d[b * v->size + f] = src[f * S + b];
+    }
+}
+
 /* The step executor's inputs: step t's, from `state` (its values readable: tail_value). */
 static otc_status step_inputs(jit_exec *j, seq_entry *e, int t, const float *state) {
     struct jit_seq *s = j->seq;
@@ -449,62 +477,66 @@ static otc_status step_inputs(jit_exec *j, seq_entry *e, int t, const float *sta
     return st;
 }
 
-/* Step t's forward into its slot: the rows of its inputs, the state (the window's before step
- * 0, else what step t - 1 left) and zero carries; what the Delays hold after it into sbuf. */
-static otc_status tape_forward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
-    struct jit_seq *s = j->seq;
-    jit_exec *uj = as_jit(e->ex);
-    const otc_plan *pl = uj->train.plan;
+/* Step t's rows: its inputs from the staged window, and the state it reads: the window's
+ * before step 0, else straight from step t - 1's slot. The carries' places in the rows stay
+ * zero (materialize clears the rows once per window). */
+static void step_rows(struct jit_seq *s, const seq_entry *e, const otc_plan *pl, int t, int64_t S) {
     int64_t B = s->batch;
     const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
-    const float *state = t == 0 ? s->init : s->sbuf;
     int n_in = e->u->n_inputs;
     for (int i = 0; i < pl->n_io; i++) {
         const otc_plan_io *io = &pl->io[i];
         int code = e->io_src[i];
-        if (code < 0) continue;
-        const float *src = code < n_in                 ? row + s->in_off[code] * B
-                           : code < n_in + s->n_delays ? state + s->d_off[code - n_in] * B
-                                                       : s->zeros;
+        if (code < 0 || code >= n_in + s->n_delays) continue; /* an output, or a carry */
         bool in = io->stream == OTC_IO_IN;
+        int64_t w = in ? pl->in_width : pl->target_width, n = io->width;
         float *dst = s->rows[in ? 0 : 1] + io->offset;
-        int64_t w = in ? pl->in_width : pl->target_width;
-        for (int64_t b = 0; b < B; b++)
-            memcpy(dst + b * w, src + b * io->width, (size_t)io->width * sizeof(float));
+        if (code >= n_in && t > 0) { /* the state step t - 1 left, at its slot's stride */
+            const otc_plan_value *v = &pl->values[e->out_at[code - n_in]];
+            const float *src = s->tape[t - 1] + otc_extent_at(v->offset, S);
+            for (int64_t f = 0; f < n; f++)
+                for (int64_t b = 0; b < B; b++) dst[b * w + f] = src[f * S + b];
+            continue;
+        }
+        const float *src =
+            code < n_in ? row + s->in_off[code] * B : s->init + s->d_off[code - n_in] * B;
+        if (w == n)
+            memcpy(dst, src, (size_t)(n * B) * sizeof(float));
+        else
+            for (int64_t b = 0; b < B; b++)
+                memcpy(dst + b * w, src + b * n, (size_t)n * sizeof(float));
     }
-    a->in = s->rows[0];
-    a->target = s->rows[1];
+}
+
+/* Step t's forward into its slot. The last step's inputs are also set in the step executor
+ * (its values readable after the window: tail_value) and the state it leaves kept in sbuf. */
+static otc_status tape_forward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
+    struct jit_seq *s = j->seq;
+    jit_exec *uj = as_jit(e->ex);
+    const otc_plan *pl = uj->train.plan;
+    step_rows(s, e, pl, t, a->stride);
     a->work = slot_of(s, e, t, T);
-    otc_status st = t > 0 && t + 1 == T ? step_inputs(j, e, t, state) : OTC_OK;
-    if (!st) st = otc_lvx_forward_at(uj, a);
-    /* What the Delays hold after the step (the step graph's outputs, kept in the slot). */
-    for (int k = 0; k < s->n_delays && !st; k++) {
-        const otc_plan_value *v = &pl->values[e->out_at[k]];
-        const float *src = a->work + otc_extent_at(v->offset, a->stride);
-        float *dst = s->snext + s->d_off[k] * B;
-        for (int64_t f = 0; f < v->size; f++)
-            for (int64_t b = 0; b < B; b++) dst[b * v->size + f] = src[f * a->stride + b];
+    otc_status st = OTC_OK;
+    if (t + 1 == T) {
+        if (T > 1) state_after(s, e, pl, s->tape[T - 2], a->stride, s->spre);
+        st = step_inputs(j, e, t, T > 1 ? s->spre : s->init);
     }
-    float *q = s->sbuf;
-    s->sbuf = s->snext;
-    s->snext = q;
+    if (!st) st = otc_lvx_forward_at(uj, a);
+    if (!st && t + 1 == T) state_after(s, e, pl, a->work, a->stride, s->sbuf);
     return st;
 }
 
 /* Step t's backward from its slot: its loss weight, the state's gradient step t + 1 computed
- * (in the step executor's gradients) as its carry, the weights' gradients adding up. */
+ * (in the step executor's gradients) as its carry, the weights' gradients adding up; after
+ * step 0 the gradient reaching the window's starting state into ginit. */
 static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm_args *a) {
     struct jit_seq *s = j->seq;
     const otc_unrolled *u = e->u;
     jit_exec *uj = as_jit(e->ex);
-    jit_plan *p = &uj->train;
-    const otc_plan *pl = p->plan;
+    const otc_plan *pl = uj->train.plan;
     const otc_plan_value *wv = u->weights ? &pl->values[u->weights[0]] : NULL;
-    if (wv && wv->storage == OTC_STORE_PARAM) { /* the loss weight, when it changes */
-        otc_lvx_refresh_weights(uj, p);
-        const float *w = s->w_val + t;
-        if (p->weights[wv->param_offset] != *w) otc_lvx_params_set(uj, 1, u->weights, &w);
-    }
+    /* The loss weight is only read by this plan's backward: written into its weights. */
+    if (wv && wv->storage == OTC_STORE_PARAM) a->weights[wv->param_offset] = s->w_val[t];
     a->work = slot_of(s, e, t, T);
     for (int k = 0; k < s->n_delays && t + 1 < T; k++) {
         const otc_plan_value *g = &pl->values[u->state_in[k]];
@@ -516,31 +548,69 @@ static otc_status tape_backward(jit_exec *j, seq_entry *e, int t, int T, otc_llv
         else /* the step does not read it, or nothing it reads needs a gradient */
             memset(dst, 0, n * sizeof(float));
     }
-    return otc_lvx_backward_at(uj, a);
+    otc_status st = otc_lvx_backward_at(uj, a);
+    for (int k = 0; k < s->n_delays && t == 0 && !st; k++) {
+        const otc_plan_value *g = &pl->values[u->state_in[k]];
+        int64_t B = s->batch, n = g->size;
+        float *dst = s->ginit + s->d_off[k] * B;
+        if (!g->needs_grad) {
+            memset(dst, 0, (size_t)(n * B) * sizeof(float));
+            continue;
+        }
+        const float *src = a->grads + otc_extent_at(g->grad, a->stride);
+        for (int64_t f = 0; f < n; f++)
+            for (int64_t b = 0; b < B; b++) dst[b * n + f] = src[f * a->stride + b];
+    }
+    return st;
 }
 
-/* The staged window's forward and backward over the tape, its gradients added. */
+/* The staged window's forward and backward over the tape, its gradients added (unless a
+ * zero_grad dropped them). */
 static otc_status materialize(jit_exec *j) {
     struct jit_seq *s = j->seq;
     if (!s->pending) return OTC_OK;
     s->pending = false;
     seq_entry *e = s->pend;
     jit_exec *uj = as_jit(e->ex);
+    const otc_plan *pl = uj->train.plan;
     int T = s->pend_steps;
     otc_exec_zero_grad(e->ex);
-    /* The inputs of the window's last step set the batch and the arguments: the rows and
-     * the work buffer each step then points elsewhere. */
+    /* The weights (refreshed here, once: they cannot change inside the window), the batch
+     * and the gradients; the rows and the work buffer each step then points elsewhere. */
     otc_llvm_args a;
-    otc_status st = tape_ready(s, uj->train.plan, 1, s->batch, 0); /* the zeros */
-    if (!st) st = step_inputs(j, e, 0, s->init);
-    if (!st) st = otc_lvx_train_args(uj, &a);
-    if (!st) st = tape_ready(s, uj->train.plan, T, s->batch, a.stride);
+    otc_status st = otc_lvx_train_args(uj, s->batch, &a);
+    if (!st) st = tape_ready(s, pl, T, s->batch, a.stride);
+    if (!st) {
+        memset(s->rows[0], 0, (size_t)(pl->in_width * s->batch) * sizeof(float));
+        memset(s->rows[1], 0, (size_t)(pl->target_width * s->batch) * sizeof(float));
+        a.in = s->rows[0];
+        a.target = s->rows[1];
+    }
     for (int t = 0; t < T && !st; t++) st = tape_forward(j, e, t, T, &a);
     for (int t = T - 1; t >= 0 && !st; t--) st = tape_backward(j, e, t, T, &a);
-    if (st) return otc_fail_context(st, "the compiled steps through time");
+    if (st) {
+        s->state_grad_ok = false;
+        return otc_fail_context(st, "the compiled steps through time");
+    }
     uj->last = &uj->train;
-    add_grads(j, e);
+    if (s->pend_add) add_grads(j, e);
     settle(j, e);
+    return OTC_OK;
+}
+
+otc_status otc_lvx_seq_state_grad(otc_executor *ex, otc_id delay, const float **data) {
+    jit_exec *j = as_jit(ex);
+    struct jit_seq *s = j->seq;
+    if (delay < 0 || delay >= j->n || otc_graph_node(ex->graph, delay)->op != OTC_OP_DELAY)
+        return otc_fail(OTC_ERR_ARG, "seq_state_grad: node #%d is not a delay", (int)delay);
+    if (!data) return otc_fail(OTC_ERR_ARG, "seq_state_grad: data is NULL");
+    if (j->o.inference || !s || !s->state_grad_ok)
+        return otc_fail(OTC_ERR_STATE, "seq_state_grad: run seq_backward first");
+    otc_status st = materialize(j);
+    if (st) return st;
+    int k = 0;
+    while (s->delays[k] != delay) k++; /* every Delay of the graph is in delays */
+    *data = s->ginit + s->d_off[k] * s->batch;
     return OTC_OK;
 }
 
@@ -605,6 +675,27 @@ static otc_status step_graph(const otc_graph *g, otc_id loss, seq_entry *e) {
     return OTC_OK;
 }
 
+/* Whether step executor e's compiled update trains graph parameter id (at v in its plan). */
+static bool trained_by(const seq_entry *e, otc_id id, const otc_plan_value **v) {
+    *v = &as_jit(e->ex)->train.plan->values[e->u->map[id]];
+    return (*v)->storage == OTC_STORE_PARAM && (*v)->needs_grad;
+}
+
+/* The moments ust holds (those of the parameters ust_of's update trains) back into mom. */
+static void moments_home(struct jit_seq *s) {
+    const seq_entry *e = s->ust_of;
+    if (!e) return;
+    s->ust_of = NULL;
+    size_t pf = (size_t)as_jit(e->ex)->train.plan->param_floats, af = (size_t)s->acc_floats;
+    for (int i = 0; i < s->n_params; i++) {
+        const otc_plan_value *v;
+        if (!trained_by(e, s->params[i], &v)) continue;
+        size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[s->params[i]];
+        memcpy(s->mom + at, s->ust + v->param_offset, n);
+        memcpy(s->mom + af + at, s->ust + pf + (size_t)v->param_offset, n);
+    }
+}
+
 /* The compiled step for loss: from the cache, or planned and compiled now. */
 static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
     struct jit_seq *s = j->seq;
@@ -617,6 +708,8 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             if (!s->cache[i].ex || (e->ex && s->cache[i].used < e->used)) e = &s->cache[i];
         if (e->ex) add_stats(&s->retired, e->ex);
         if (s->tail == e) s->tail = NULL;
+        if (s->ust_of == e) moments_home(s);
+        if (s->acc_of == e) s->acc_of = NULL;
         otc_exec_free(e->ex);
         otc_unrolled_free(e->u);
         free(e->carry);
@@ -700,7 +793,8 @@ static otc_status sync_weights(jit_exec *j, seq_entry *e) {
 }
 
 /* The compiled update of the parameters the step executor's plan trains (`done` set for
- * them), with this executor's moments and gradients; the new weights come back here. */
+ * them), with this executor's gradients and moments (which stay in that plan's layout, in
+ * ust, while the same step executor updates); the new weights come back here. */
 static otc_status compiled_update(jit_exec *j, seq_entry *e, const float *hyper, bool *done) {
     struct jit_seq *s = j->seq;
     jit_exec *uj = as_jit(e->ex);
@@ -708,7 +802,9 @@ static otc_status compiled_update(jit_exec *j, seq_entry *e, const float *hyper,
     if (st) return st;
     const otc_plan *pl = uj->train.plan;
     size_t pf = (size_t)pl->param_floats, af = (size_t)s->acc_floats;
-    if (2 * pf + 1 > s->ust_cap) {
+    bool moved = s->ust_of != e;
+    if (moved) moments_home(s);
+    if (moved && 2 * pf + 1 > s->ust_cap) {
         float *q = realloc(s->ust, (2 * pf + 1) * sizeof *q);
         if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for optimiser state");
         s->ust = q;
@@ -716,23 +812,24 @@ static otc_status compiled_update(jit_exec *j, seq_entry *e, const float *hyper,
     }
     for (int i = 0; i < s->n_params; i++) {
         otc_id id = s->params[i];
-        const otc_plan_value *v = &pl->values[e->u->map[id]];
-        done[i] = v->storage == OTC_STORE_PARAM && v->needs_grad;
+        const otc_plan_value *v;
+        done[i] = trained_by(e, id, &v);
         if (!done[i]) continue;
         size_t n = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
-        memcpy(s->ust + v->param_offset, s->mom + at, n);
-        memcpy(s->ust + pf + (size_t)v->param_offset, s->mom + af + at, n);
-        memcpy(uj->grads + v->grad.base, s->acc + at, n);
+        if (moved) {
+            memcpy(s->ust + v->param_offset, s->mom + at, n);
+            memcpy(s->ust + pf + (size_t)v->param_offset, s->mom + af + at, n);
+        }
+        if (s->acc_of != e) memcpy(uj->grads + v->grad.base, s->acc + at, n);
     }
+    s->ust_of = e;
+    s->acc_of = NULL; /* the update may be asked again: then copied, as the general case */
     if ((st = otc_lvx_update(uj, hyper, s->ust))) return st;
     int n = 0;
     for (int i = 0; i < s->n_params; i++) {
         if (!done[i]) continue;
         otc_id id = s->params[i];
         const otc_plan_value *v = &pl->values[e->u->map[id]];
-        size_t bytes = (size_t)v->size * sizeof(float), at = (size_t)s->g_off[id];
-        memcpy(s->mom + at, s->ust + v->param_offset, bytes);
-        memcpy(s->mom + af + at, s->ust + pf + (size_t)v->param_offset, bytes);
         s->ids[n] = id;
         s->src[n++] = uj->train.weights + v->param_offset;
     }
@@ -769,6 +866,8 @@ otc_status otc_lvx_seq_backward(otc_executor *ex, otc_id loss, const float *weig
     s->pend = e;
     s->pend_steps = T;
     s->pending = true;
+    s->pend_add = true;
+    s->state_grad_ok = true;
     s->has_grads = true;
     /* Onto gradients already there: compute now (a zero_grad would drop it). */
     return s->dirty ? materialize(j) : OTC_OK;
@@ -784,6 +883,7 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
     struct jit_seq *s = j->seq;
     if (s->mopt != opt) { /* a new optimiser: fresh moments, step count from zero */
         memset(s->mom, 0, 2 * (size_t)s->acc_floats * sizeof(float));
+        s->ust_of = NULL; /* its moments are the old optimiser's */
         s->t = 0;
         s->mopt = opt;
     }
@@ -800,6 +900,7 @@ otc_status otc_lvx_optimizer_step(otc_executor *ex, otc_optimizer *opt) {
     otc_optim_step_args(c, s->t + 1, h + OTC_LH_ARGS);
     memset(s->done, 0, (size_t)s->n_params * sizeof *s->done);
     if (s->pend && s->pend->ex && (st = compiled_update(j, s->pend, h, s->done))) return st;
+    if (!s->pend || !s->pend->ex) moments_home(s); /* every moment read below from mom */
     otc_expr_arg arg[OTC_OPTIM_ARG_COUNT];
     for (int k = 0; k < OTC_OPTIM_ARG_COUNT; k++) arg[k] = (otc_expr_arg){NULL, h[OTC_LH_ARGS + k]};
     const otc_expr_arrays in = {.arg = arg, .n_arg = OTC_OPTIM_ARG_COUNT};
