@@ -295,7 +295,7 @@ static void matmul_kernel(otc_cr *c, int k) {
     /* A W beyond L1 at a batch the plan's blocks fit badly: otc_cr_mm_narrow. */
     bool narrow = kk * n > OTC_CR_ONE_CACHED;
     if (narrow) {
-        otc_cr_line(c, "if (%s) {", otc_cr_narrow_if(&d));
+        otc_cr_narrow_if(c, &d);
         c->indent++;
         otc_cr_mm_narrow(c, &d, n);
         matmul_epilogue(c, k, mm, "0", lim);

@@ -127,8 +127,8 @@ void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block
  * blocks of 4 and scalar sums below 8), 3-8x slower than these at batches 2-15 on the 33x33
  * substrate (medians of 7, gcc -O3 -march=native and x86-64-v3; docs/performance.md). */
 #define OTC_CR_NARROW_SAMPLES 4
-/* The batches those blocks take ("B > 1 && B < 16 && B % 8 != 0"; a static buffer). */
-const char *otc_cr_narrow_if(const otc_cr_mm *d);
+/* Opens the block of the batches those blocks take: "if (B > 1 && B < 16 && B % 8 != 0) {". */
+void otc_cr_narrow_if(otc_cr *c, const otc_cr_mm *d);
 /* out[e][b] = sum_q x[q][b] * w[q * w_stride + e] (d->w_by_out and d->accumulate false) in
  * those blocks, for the batches otc_cr_narrow_if takes; also a W beyond L1 that needs no
  * panels (the 11x11 substrate's 121 x 121 at batch 5: 2.1x slower in the plan's blocks of 4

@@ -132,6 +132,11 @@ static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, in
     otc_cr_line(c, "}");
 }
 
+/* Samples in the widest block: OTC_CR_LANES times the plan's vectors a block. */
+static int widest(const otc_cr_mm *d) {
+    return OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+}
+
 /* Blocks of d->rows output rows x OTC_CR_LANES * vectors samples, and no sample summed alone
  * while the batch holds 4: the samples short of a block (75 = 4 x 16 + 11) run as one more
  * whole block ending at the last sample (it reads only samples of the batch: no padding, the
@@ -140,7 +145,7 @@ static void blocks(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, in
  * own). At batch 75, its 11 samples one at a time took most of the product's time (perf). */
 static void rows_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, block_span span) {
     bool panel = span == PANEL;
-    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+    int lanes = widest(d);
     for (int w = lanes; w >= 4; w /= 2) {
         otc_cr_line(c, "%sif (B >= %d) {", w == lanes ? "" : "} else ", w);
         c->indent++;
@@ -368,13 +373,13 @@ void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
 }
 
 int otc_cr_tall_min(const otc_cr_mm *d) {
-    return OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1) / 2;
+    return widest(d) / 2;
 }
 
 /* Tall blocks: the widest width, or half of it for a batch narrower (11 samples: two
  * overlapping blocks of 8, one 256-bit vector a row). */
 static void tall_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows, block_span span) {
-    int lanes = OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1);
+    int lanes = widest(d);
     otc_cr_line(c, "if (B >= %d) {", lanes);
     c->indent++;
     blocks(c, d, row0, rows, lanes, span);
@@ -541,11 +546,8 @@ static void narrow_body(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
     }
 }
 
-const char *otc_cr_narrow_if(const otc_cr_mm *d) {
-    static char buf[48];
-    snprintf(buf, sizeof buf, "B > 1 && B < %d && B %% %d != 0",
-             OTC_CR_LANES * (d->vectors > 0 ? d->vectors : 1), OTC_CR_LANES);
-    return buf;
+void otc_cr_narrow_if(otc_cr *c, const otc_cr_mm *d) {
+    otc_cr_line(c, "if (B > 1 && B < %d && B %% %d != 0) {", widest(d), OTC_CR_LANES);
 }
 
 void otc_cr_mm_narrow(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
@@ -565,7 +567,7 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     otc_cr_mm h;
     int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
     if (!h.w_by_out) {
-        otc_cr_line(c, "if (%s) {", otc_cr_narrow_if(&h));
+        otc_cr_narrow_if(c, &h);
         c->indent++;
         narrow_body(c, &h, n_rows);
         otc_cr_line(c, "return;");
