@@ -277,6 +277,14 @@ static bool product_case(emitc_case *cs, int i, int k, int n, const float *w, co
     return emitc_case_init(cs, g, i, &eo);
 }
 
+/* Small integers for W (k x n), the bias and x (rows x k): every sum exact in float. */
+static void product_data(int k, int n, int rows, float *w, float *bias, float *x) {
+    for (int q = 0; q < k; q++)
+        for (int e = 0; e < n; e++) w[q * n + e] = (float)((q * 7 + e * 3) % 11 - 5);
+    for (int e = 0; e < n; e++) bias[e] = (float)(e % 5 - 2);
+    for (int i = 0; i < rows * k; i++) x[i] = (float)((i * 5 + i / k) % 9 - 4);
+}
+
 TEST(emitc_batched_product_tails_exact) {
     /* x W + b into 9 columns (blocks of 4, 4 and 1 rows) at batches around the product's
      * blocks of 16 samples: whole blocks, the samples short of one (a block overlapping the
@@ -287,10 +295,7 @@ TEST(emitc_batched_product_tails_exact) {
     enum { K = 37, N = 9, BMAX = 75, CASES = 2 };
     float w[K * N], bias[N];
     static float x[BMAX * K];
-    for (int q = 0; q < K; q++)
-        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
-    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
-    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
+    product_data(K, N, BMAX, w, bias, x);
     emitc_case cs[CASES];
     for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 80 : 0));
     emitc_build b;
@@ -343,10 +348,7 @@ TEST(emitc_large_product_panels_exact) {
     enum { K = 600, N = 220, BMAX = 300, CASES = 2 };
     static float w[K * N], x[BMAX * K];
     float bias[N];
-    for (int q = 0; q < K; q++)
-        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
-    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
-    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
+    product_data(K, N, BMAX, w, bias, x);
     emitc_case cs[CASES];
     for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 320 : 0));
     emitc_build b;
@@ -437,10 +439,7 @@ TEST(emitc_narrow_batch_product_exact) {
     enum { K = 70, N = 131, BMAX = 17, CASES = 2 };
     static float w[K * N], x[BMAX * K];
     float bias[N];
-    for (int q = 0; q < K; q++)
-        for (int e = 0; e < N; e++) w[q * N + e] = (float)((q * 7 + e * 3) % 11 - 5);
-    for (int e = 0; e < N; e++) bias[e] = (float)(e % 5 - 2);
-    for (int i = 0; i < BMAX * K; i++) x[i] = (float)((i * 5 + i / K) % 9 - 4);
+    product_data(K, N, BMAX, w, bias, x);
     emitc_case cs[CASES];
     for (int i = 0; i < CASES; i++) REQUIRE(product_case(&cs[i], i, K, N, w, bias, i ? 24 : 0));
     emitc_build b;
