@@ -772,6 +772,15 @@ static otc_status orphans_ready(jit_exec *j, const otc_optim_config *c) {
     return OTC_OK;
 }
 
+/* The training plan's weights were just updated: they are now the newest (a forward plan
+ * sharing them is current too; the others refresh from them). */
+static void train_weights_newest(jit_exec *j) {
+    j->wver++;
+    j->train.wver = j->wver;
+    if (j->has_fwd && j->fwd.weights == j->train.weights) j->fwd.wver = j->wver;
+    j->wsrc = &j->train;
+}
+
 /* The training plan for loss and optimiser state for opt (fresh moments for a new opt). */
 static otc_status train_prepare(jit_exec *j, otc_id loss, otc_optimizer *opt) {
     if (j->o.inference)
@@ -822,11 +831,7 @@ static otc_status train_step(otc_executor *ex, otc_id loss, otc_optimizer *opt, 
         st = otc_optimizer_step(j->orphan_opt, j->n_orphans, j->orphan_p, j->orphan_g, j->orphan_n);
         if (st) return st;
     }
-    /* These weights are now the newest. */
-    j->wver++;
-    j->train.wver = j->wver;
-    if (j->has_fwd && j->fwd.weights == j->train.weights) j->fwd.wver = j->wver;
-    j->wsrc = &j->train;
+    train_weights_newest(j);
     j->last = &j->train;
     if (loss_value) *loss_value = lv;
     return OTC_OK;
@@ -841,11 +846,7 @@ otc_status otc_lvx_update(jit_exec *j, const float *hyper, float *state) {
     a.hyper = hyper;
     otc_status st = run_status(j, j->train.mod->fn[OTC_JIT_UPDATE](&a));
     if (st) return st;
-    /* These weights are now the newest. */
-    j->wver++;
-    j->train.wver = j->wver;
-    if (j->has_fwd && j->fwd.weights == j->train.weights) j->fwd.wver = j->wver;
-    j->wsrc = &j->train;
+    train_weights_newest(j);
     return OTC_OK;
 }
 
