@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "jit_support.h"
+#include "otc/plan.h"
 
 TEST(jit_forward_small_graph) {
     otc_graph *g = otc_graph_new();
@@ -215,6 +216,63 @@ TEST(jit_row_copies_in_blocks_wide_rows) {
         otc_exec_free(jit);
     }
     otc_graph_free(g);
+}
+
+/* A product whose W (400 x 331 floats) is larger than OTC_PLAN_PANEL_W: the forward runs in
+ * panels of the shared dimension (resumed between panels, the epilogue after the last; the
+ * blocks of 12 columns where vectors are 16 lanes). Integer inputs and weights make every sum
+ * exact in any order, so y = relu(x W + b) is checked for equality against the sums in double
+ * here, at batches giving one panel (1, 16), several with a short last one (17, 37, 75) and 13
+ * of 32 q (256), in both tiers; and the gradients against the interpreter at 37. */
+TEST(jit_product_in_panels_exact) {
+    enum { K = 400, N = 331 };
+    static const int batches[] = {1, 16, 17, 37, 75, 256};
+    float *w = malloc(sizeof(float) * K * N), bias[N];
+    REQUIRE(w);
+    for (int i = 0; i < K * N; i++) w[i] = (float)((i * 7 + i / N) % 5 - 2);
+    for (int e = 0; e < N; e++) bias[e] = (float)(e % 9 - 4);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, K));
+    otc_id W = otc_param(g, "W", otc_shape_2d(K, N), w);
+    otc_id b = otc_param(g, "b", otc_shape_1d(N), bias);
+    otc_id mm = otc_matmul(g, x, W);
+    otc_id y = otc_activation(g, OTC_OP_RELU, otc_add(g, mm, otc_row_broadcast(g, b, mm)), 0);
+    NEED(y >= 0 && otc_graph_mark_output(g, y) == OTC_OK);
+    CHECK((int64_t)K * N > OTC_PLAN_PANEL_W);
+    float *in = malloc(sizeof(float) * 256 * K);
+    REQUIRE(in);
+    for (int i = 0; i < 256 * K; i++) in[i] = (float)((i * 13 + i / K) % 7 - 3);
+    for (int tier = 0; tier < 2; tier++) {
+        otc_jit_options o = otc_jit_defaults();
+        o.tier = tier ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        o.no_cache = true;
+        otc_executor *jit = otc_jit_executor_new(g, &o);
+        NEED(jit);
+        for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+            int B = batches[i], wrong = 0;
+            const float *out;
+            NEED(otc_exec_set_input(jit, x, in, B) == OTC_OK && otc_exec_forward(jit) == OTC_OK &&
+                 otc_exec_value(jit, y, &out, NULL) == OTC_OK);
+            for (int s = 0; s < B; s++)
+                for (int e = 0; e < N; e++) {
+                    double sum = bias[e];
+                    for (int q = 0; q < K; q++) sum += (double)in[s * K + q] * w[q * N + e];
+                    if ((double)out[s * N + e] != (sum > 0 ? sum : 0) && wrong++ < 3)
+                        fprintf(stderr, "tier %d batch %d sample %d column %d: %g, want %g\n",
+                                tier, B, s, e, (double)out[s * N + e], sum > 0 ? sum : 0);
+                }
+            CHECK(wrong == 0);
+        }
+        otc_exec_free(jit);
+    }
+    otc_id loss = jit_add_mse_loss(g);
+    otc_executor *jit = NULL;
+    NEED(loss >= 0 && otc_jit_executors_new(&g, &loss, 1, NULL, &jit) == OTC_OK);
+    CHECK(gradients_agree_with(g, jit, loss, 37, 71, "panels"));
+    otc_exec_free(jit);
+    otc_graph_free(g);
+    free(in);
+    free(w);
 }
 
 /* A dense layer's gradient products at few samples (fewer than half a vector: one sample at a

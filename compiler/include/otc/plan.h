@@ -91,7 +91,21 @@ typedef enum {
 typedef struct {
     int cols, vectors;
     int grad_rows, grad_cols;
+    /* W larger than OTC_PLAN_PANEL_W floats is read from memory, not cache: the forward's
+     * blocks run over panels of K, every block of columns in turn, resuming their sums
+     * between panels (each sum still adds k in order), and the epilogue follows the last
+     * panel. A panel holds OTC_PLAN_PANEL_FLOATS floats of A (at least OTC_PLAN_PANEL_MIN of
+     * K), which stay in L1 while every block reads them. */
+    bool panels;
 } otc_plan_tiling;
+
+#define OTC_PLAN_PANEL_W      (128 * 1024)
+#define OTC_PLAN_PANEL_FLOATS 8192
+#define OTC_PLAN_PANEL_MIN    32
+/* Where the target has 32 vector registers (AVX-512), a renderer's large blocks are
+ * OTC_PLAN_TALL times the plan's columns: a block of 16 samples is one vector, and 4 columns
+ * are too few chains to hide the multiply-add's latency (with 16 registers 12 spill). */
+#define OTC_PLAN_TALL 3
 
 typedef struct {
     otc_kernel_kind kind;

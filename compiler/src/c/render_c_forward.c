@@ -254,8 +254,8 @@ static void matmul_epilogue(otc_cr *c, int k, otc_id mm, const char *from, const
  * interpreter adds them.
  * - One sample: blocks of output columns with their sums in registers (render_c_matmul.c).
  * - More: the plan's register blocks (render_c_matmul.c), then the epilogue on the block's
- *   columns while they are in cache; a W larger than OTC_CR_PANEL_W floats in panels of the
- *   shared dimension over all columns, then the epilogue. */
+ *   columns while they are in cache; or, where the plan says panels, the blocks over panels
+ *   of the shared dimension over all columns, then the epilogue. */
 static void matmul_kernel(otc_cr *c, int k) {
     const otc_plan *p = c->plan;
     const otc_plan_kernel *K = &p->kernels[k];
@@ -283,7 +283,7 @@ static void matmul_kernel(otc_cr *c, int k) {
     /* The plan's blocks: `cols` output columns x `vectors` vectors of samples in registers,
      * k innermost; each block's epilogue while its columns are in cache. */
     int cols = K->tiling.cols > 0 ? K->tiling.cols : 1;
-    if (kk * n > OTC_CR_PANEL_W) {
+    if (K->tiling.panels) {
         otc_cr_mm_panels(c, &d, n, cols);
         matmul_epilogue(c, k, mm, "0", lim);
         if (!c->many) {
@@ -304,10 +304,10 @@ static void matmul_kernel(otc_cr *c, int k) {
         c->indent++;
     }
     int64_t full = n / cols * cols;
-    int tall = OTC_CR_TALL * cols;
+    int tall = OTC_PLAN_TALL * cols;
     if (full >= tall) {
         /* Where the compiler has 32 vector registers (AVX-512) a block of the widest width
-         * is one vector a row: OTC_CR_TALL times the plan's rows give the multiply-adds
+         * is one vector a row: OTC_PLAN_TALL times the plan's rows give the multiply-adds
          * enough independent sums (the 121 x 121 substrate at batch 256: 4 rows ran at a
          * third of the machine's peak). The plan's blocks take the rows left. */
         otc_cr_line(c, "{");

@@ -108,20 +108,7 @@ int otc_cr_tall_min(const otc_cr_mm *d);
 void otc_cr_tall_if(otc_cr *c, bool open);
 /* All n_rows output rows, `block` at a time, then the rest as one narrower block. */
 void otc_cr_mm_all_rows(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int block);
-/* out[e][b] = sum_q x[q][b] * w(e, q) for all n_rows rows (d->accumulate false), for a W of
- * more than OTC_CR_PANEL_W floats (it is read from memory, not cache): the blocks run over
- * panels of q, every block of rows in turn, resuming its sums from out between panels (each
- * sum still adds q in order). A panel of x, OTC_CR_PANEL_FLOATS floats of it (at
- * least OTC_CR_PANEL_MIN q), stays in L1 while every block of rows reads it. Blocks of `rows`
- * rows, or OTC_CR_TALL times as many where the compiler has 32 vector registers (AVX-512:
- * there a block of 16 samples is one vector a row, and 4 rows too few chains to hide the
- * add's latency; with AVX2's 16 registers 12 rows spill). The 33x33 HyperNEAT layer (1089 x
- * 1089) at batch 75: docs/performance.md. */
-#define OTC_CR_PANEL_W      (128 * 1024)
-#define OTC_CR_PANEL_FLOATS 8192
-#define OTC_CR_PANEL_MIN    32
-#define OTC_CR_TALL         3
-/* But a batch narrower than the widest block and not a multiple of OTC_CR_LANES runs blocks
+/* A batch narrower than the widest block and not a multiple of OTC_CR_LANES runs blocks
  * of OTC_CR_ONE_COLS of W's contiguous columns x OTC_CR_NARROW_SAMPLES samples instead, over
  * every q (no panels): the row blocks ran two overlapping blocks of 8 samples at 11 (or
  * blocks of 4 and scalar sums below 8), 3-8x slower than these at batches 2-15 on the 33x33
@@ -134,6 +121,12 @@ void otc_cr_narrow_if(otc_cr *c, const otc_cr_mm *d);
  * panels (the 11x11 substrate's 121 x 121 at batch 5: 2.1x slower in the plan's blocks of 4
  * samples than the interpreter). */
 void otc_cr_mm_narrow(otc_cr *c, const otc_cr_mm *d, int64_t n_cols);
+/* out[e][b] = sum_q x[q][b] * w(e, q) for all n_rows rows (d->accumulate false), for a
+ * product the plan runs in panels (otc_plan_tiling.panels): the blocks run over panels of q,
+ * every block of rows in turn, resuming its sums from out between panels. Blocks of `rows`
+ * rows, or OTC_PLAN_TALL times as many where the compiler has 32 vector registers (AVX-512:
+ * there a block of 16 samples is one vector a row). The 33x33 HyperNEAT layer (1089 x 1089)
+ * at batch 75: docs/performance.md. */
 void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows);
 /* One sample (B == 1): out[e * S] = sum_q x[q * S] * w[q * w_stride + e] for e < n_cols
  * (d->w_by_out and d->accumulate false), the sums of OTC_CR_ONE_COLS columns in registers at a

@@ -577,18 +577,19 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     otc_cr_line(c, "for (size_t e = 0; e < %" PRId64 "; e++)", n_rows);
     otc_cr_line(c, "    for (size_t b = 0; b < B; b++) out[e * S + b] = 0.0f;");
     otc_cr_line(c, "const size_t qn = B < %d ? %d / B : %d;",
-                OTC_CR_PANEL_FLOATS / OTC_CR_PANEL_MIN, OTC_CR_PANEL_FLOATS, OTC_CR_PANEL_MIN);
+                OTC_PLAN_PANEL_FLOATS / OTC_PLAN_PANEL_MIN, OTC_PLAN_PANEL_FLOATS,
+                OTC_PLAN_PANEL_MIN);
     otc_cr_line(c, "for (size_t q0 = 0; q0 < %" PRId64 "; q0 += qn) {", d->inner);
     c->indent++;
     otc_cr_line(c, "const size_t q1 = q0 + qn < %" PRId64 " ? q0 + qn : %" PRId64 ";", d->inner,
                 d->inner);
-    /* Blocks as tall as OTC_CR_TALL times the plan's only at the widest width and half of
+    /* Blocks as tall as OTC_PLAN_TALL times the plan's only at the widest width and half of
      * it (the 33x33 substrate at batch 11 ran its 4-row blocks of 8 samples at 0.6x the
      * interpreter); below, gcc fused fewer multiply-adds in tall ones (other bits). */
     otc_cr_tall_if(c, true);
     otc_cr_line(c, "if (B >= %d) {", otc_cr_tall_min(&h));
     c->indent++;
-    panel_rows(c, &h, n_rows, OTC_CR_TALL * rows, true);
+    panel_rows(c, &h, n_rows, OTC_PLAN_TALL * rows, true);
     c->indent--;
     otc_cr_line(c, "} else");
     otc_cr_tall_if(c, false);
@@ -667,6 +668,6 @@ void otc_cr_mm_prelude(otc_cr *c, otc_text *out) {
                         "#ifndef %s_TALL_BLOCKS\n#if defined(__AVX512F__)\n"
                         "#define %s_TALL_BLOCKS 1\n#else\n#define %s_TALL_BLOCKS 0\n#endif\n"
                         "#endif\n",
-                        OTC_CR_TALL, mac, mac, mac);
+                        OTC_PLAN_TALL, mac, mac, mac);
     otc_text_puts(out, "\n");
 }

@@ -174,7 +174,7 @@ static otc_status add_member(otc_plan_ctx *c, otc_id id, int *open) {
         K->kind = kind_for(p, id);
         K->first = p->n_members;
         K->count = 0;
-        K->tiling = (otc_plan_tiling){0, 0, 0, 0};
+        K->tiling = (otc_plan_tiling){0, 0, 0, 0, false};
         loop_of(p, id, &K->n, &K->batched);
         if (K->kind == OTC_KERNEL_OP) K->n = v->size;
     }

@@ -24,6 +24,7 @@ void otc_plan_choose_tiling(otc_plan *p, otc_plan_kernel *K) {
     K->tiling.vectors = TILE_VECTORS;
     K->tiling.grad_rows = at_most(k, GRAD_ROWS);
     K->tiling.grad_cols = at_most(K->n, GRAD_COLS);
+    K->tiling.panels = k * K->n > OTC_PLAN_PANEL_W;
 }
 
 /* Is a backward step elementwise over its kernel's loop space (a map member, or a member of

@@ -322,7 +322,7 @@ static void map_batched(otc_llvm_r *r, int k) {
 /* Output columns computed together: a block of accumulators reuses each loaded input chunk
  * across columns (register blocking), so the loop is bound by multiply-adds, not loads. The
  * block is the plan's (otc_plan_tiling); these bound it. */
-#define MM_COLS   8
+#define MM_COLS   12
 #define MM_CHUNKS 4
 
 /* What both register-blocked forms of the product (matmul_block, matmul_cols) read. */
@@ -348,25 +348,41 @@ static mm_operands mm_operands_of(otc_llvm_r *r, const otc_plan_kernel *K) {
     return o;
 }
 
+/* The q a block sums over: every q from zero, the epilogue after (whole), or a panel
+ * [q0, q0 + count) resumed from the product's storage and written back to it (panel). */
+typedef struct {
+    LLVMValueRef q0, count;
+    bool panel;
+} mm_span;
+
 /* A register block of the product: `cols` output columns from e0 times `nch` chunks of
  * samples from chunk0, each input vector and weight loaded once for the whole block; then the
  * epilogue per column and chunk. */
-static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e0, int cols,
-                         LLVMValueRef chunk0, int nch) {
+static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span *sp,
+                         LLVMValueRef e0, int cols, LLVMValueRef chunk0, int nch) {
     mm_operands mo = mm_operands_of(r, K);
     LLVMValueRef off[MM_CHUNKS], slots[MM_CHUNKS][MM_COLS];
+    LLVMValueRef out = otc_lv_value_base(r, mo.mm);
     for (int c = 0; c < nch; c++) {
         LLVMValueRef ch = LLVMBuildAdd(B, chunk0, otc_lv_i64(r, c), "");
         off[c] = LLVMBuildMul(B, ch, otc_lv_i64(r, r->o.lanes), "");
         for (int j = 0; j < cols; j++) {
             slots[c][j] = otc_lv_slot(r, r->vec);
-            otc_lv_store(r, konst(r, true, 0.0), slots[c][j]);
+            LLVMValueRef e = LLVMBuildAdd(B, e0, otc_lv_i64(r, j), "");
+            LLVMValueRef from =
+                sp->panel ? otc_lv_load(r, r->vec,
+                                        otc_lv_gep(r, out,
+                                                   LLVMBuildAdd(B, LLVMBuildMul(B, e, mo.S, ""),
+                                                                off[c], "")))
+                          : konst(r, true, 0.0);
+            otc_lv_store(r, from, slots[c][j]);
         }
     }
     otc_llvm_loop lk = {0};
-    otc_lv_loop_begin(r, &lk, otc_lv_i64(r, mo.kd));
-    LLVMValueRef arow = otc_lv_gep(r, mo.abase, LLVMBuildMul(B, lk.i, mo.S, ""));
-    LLVMValueRef wrow = otc_lv_gep(r, mo.wbase, LLVMBuildMul(B, lk.i, otc_lv_i64(r, mo.n), ""));
+    otc_lv_loop_begin(r, &lk, sp->count);
+    LLVMValueRef q = LLVMBuildAdd(B, sp->q0, lk.i, "q");
+    LLVMValueRef arow = otc_lv_gep(r, mo.abase, LLVMBuildMul(B, q, mo.S, ""));
+    LLVMValueRef wrow = otc_lv_gep(r, mo.wbase, LLVMBuildMul(B, q, otc_lv_i64(r, mo.n), ""));
     LLVMValueRef x[MM_CHUNKS];
     for (int c = 0; c < nch; c++) x[c] = otc_lv_load(r, r->vec, otc_lv_gep(r, arow, off[c]));
     for (int j = 0; j < cols; j++) {
@@ -379,6 +395,16 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
         }
     }
     otc_lv_loop_end(r, &lk);
+    if (sp->panel) {
+        for (int c = 0; c < nch; c++)
+            for (int j = 0; j < cols; j++) {
+                LLVMValueRef e = LLVMBuildAdd(B, e0, otc_lv_i64(r, j), "");
+                otc_lv_store(
+                    r, otc_lv_load(r, r->vec, slots[c][j]),
+                    otc_lv_gep(r, out, LLVMBuildAdd(B, LLVMBuildMul(B, e, mo.S, ""), off[c], "")));
+            }
+        return;
+    }
     for (int c = 0; c < nch && !r->st; c++) {
         otc_lv_set_chunk(r, LLVMBuildAdd(B, chunk0, otc_lv_i64(r, c), ""));
         for (int j = 0; j < cols && !r->st; j++) {
@@ -393,15 +419,10 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, LLVMValueRef e
     r->chunk = r->chunk_off = r->mask = NULL;
 }
 
-/* The product in generated code: the plan's blocks of columns x chunks (independent
- * multiply-add chains hide the latency; each loaded vector and broadcast weight serves
- * several of them), then single columns, and the chunks short of a block one at a time. */
-static void matmul_inline(otc_llvm_r *r, int k) {
-    const otc_plan_kernel *K = &r->plan->kernels[k];
-    int tc = K->tiling.cols < 1 ? 1 : K->tiling.cols > MM_COLS ? MM_COLS : K->tiling.cols;
-    int tv = K->tiling.vectors < 1           ? 1
-             : K->tiling.vectors > MM_CHUNKS ? MM_CHUNKS
-                                             : K->tiling.vectors;
+/* Every block of the product over the span: the plan's blocks of `tc` columns x `tv` chunks,
+ * then single columns, and the chunks short of a block one at a time. */
+static void matmul_blocks(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span *sp, int tc,
+                          int tv) {
     int64_t n = K->n, blocks = n / tc, done = blocks * tc;
     for (int pass = 0; pass < 2; pass++) {
         int cols = pass == 0 ? tc : 1;
@@ -413,18 +434,82 @@ static void matmul_inline(otc_llvm_r *r, int k) {
         if (pass == 1) e0 = LLVMBuildAdd(B, e0, otc_lv_i64(r, done), "");
         LLVMValueRef pairs = LLVMBuildSDiv(B, r->nchunks, otc_lv_i64(r, tv), "");
         otc_lv_loop_begin(r, &lp, pairs);
-        matmul_block(r, K, e0, cols, LLVMBuildMul(B, lp.i, otc_lv_i64(r, tv), ""), tv);
+        matmul_block(r, K, sp, e0, cols, LLVMBuildMul(B, lp.i, otc_lv_i64(r, tv), ""), tv);
         otc_lv_loop_end(r, &lp);
         if (tv > 1) {
             /* The chunks short of a block, one at a time. */
             otc_llvm_loop lo = {0};
             LLVMValueRef from = LLVMBuildMul(B, pairs, otc_lv_i64(r, tv), "");
             otc_lv_loop_begin(r, &lo, LLVMBuildSub(B, r->nchunks, from, ""));
-            matmul_block(r, K, e0, cols, LLVMBuildAdd(B, from, lo.i, ""), 1);
+            matmul_block(r, K, sp, e0, cols, LLVMBuildAdd(B, from, lo.i, ""), 1);
             otc_lv_loop_end(r, &lo);
         }
         otc_lv_loop_end(r, &lb);
     }
+}
+
+/* The kernel's epilogue (its members after the product) as a map loop over the product in
+ * memory: after a product written whole by OpenBLAS or panel by panel. */
+static void epilogue_pass(otc_llvm_r *r, const otc_plan_kernel *K) {
+    if (K->count == 1) return;
+    otc_id mm = r->plan->members[K->first];
+    otc_llvm_loop le = {0}, lc = {0};
+    otc_lv_loop_begin(r, &le, otc_lv_i64(r, K->n));
+    otc_lv_chunks_begin(r, &lc);
+    r->local[mm] = otc_lv_load(r, r->vec, otc_lv_at(r, otc_lv_value_base(r, mm), le.i, true));
+    members(r, K, 1, le.i);
+    clear_locals(r, K);
+    otc_lv_chunks_end(r, &lc);
+    otc_lv_loop_end(r, &le);
+}
+
+/* The plan's block of columns (tc) and chunks of samples (tv), as many columns `tall` times. */
+static void block_shape(const otc_plan_kernel *K, int tall, int *tc, int *tv) {
+    int c = (K->tiling.cols < 1 ? 1 : K->tiling.cols) * tall;
+    int v = K->tiling.vectors;
+    *tc = c > MM_COLS ? MM_COLS : c;
+    *tv = v < 1 ? 1 : v > MM_CHUNKS ? MM_CHUNKS : v;
+}
+
+/* The product in generated code: register blocks (independent multiply-add chains hide the
+ * latency; each loaded vector and broadcast weight serves several of them) summing every q,
+ * each followed by its epilogue on its columns. */
+static void matmul_whole(otc_llvm_r *r, int k) {
+    const otc_plan_kernel *K = &r->plan->kernels[k];
+    int tc, tv;
+    block_shape(K, 1, &tc, &tv);
+    mm_span whole = {otc_lv_i64(r, 0), otc_lv_i64(r, mm_operands_of(r, K).kd), false};
+    matmul_blocks(r, K, &whole, tc, tv);
+}
+
+/* The product in panels of q (otc_plan_tiling.panels), blocks OTC_PLAN_TALL times as many
+ * columns where vectors are 16 lanes (32 registers), then the epilogue over the product.
+ * Without panels, the 1089 x 1089 substrate layer at batch 256 read all of A (1.1 MB) from
+ * L2 again for every block of columns and ran at a third of the speed. */
+static void matmul_panels(otc_llvm_r *r, int k) {
+    const otc_plan_kernel *K = &r->plan->kernels[k];
+    mm_operands mo = mm_operands_of(r, K);
+    int tc, tv;
+    block_shape(K, r->o.lanes >= 16 ? OTC_PLAN_TALL : 1, &tc, &tv);
+    /* q per panel: OTC_PLAN_PANEL_FLOATS floats of A, at least OTC_PLAN_PANEL_MIN q. */
+    LLVMValueRef S = r->a[OTC_LA_STRIDE], kd = otc_lv_i64(r, mo.kd);
+    LLVMValueRef qn = LLVMBuildSDiv(B, otc_lv_i64(r, OTC_PLAN_PANEL_FLOATS), S, "");
+    LLVMValueRef least = otc_lv_i64(r, OTC_PLAN_PANEL_MIN);
+    qn = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, qn, least, ""), least, qn, "qn");
+    LLVMValueRef panels = LLVMBuildSDiv(
+        B, LLVMBuildAdd(B, kd, LLVMBuildSub(B, qn, otc_lv_i64(r, 1), ""), ""), qn, "panels");
+    /* The first panel resumes from zeros. */
+    LLVMBuildMemSet(B, otc_lv_value_base(r, mo.mm),
+                    LLVMConstInt(LLVMInt8TypeInContext(r->ir.ctx), 0, 0),
+                    LLVMBuildMul(B, S, otc_lv_i64(r, mo.n * (int64_t)sizeof(float)), ""), 4);
+    otc_llvm_loop lq = {0};
+    otc_lv_loop_begin(r, &lq, panels);
+    mm_span sp = {LLVMBuildMul(B, lq.i, qn, "q0"), NULL, true};
+    LLVMValueRef left = LLVMBuildSub(B, kd, sp.q0, "");
+    sp.count = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, qn, ""), left, qn, "");
+    matmul_blocks(r, K, &sp, tc, tv);
+    otc_lv_loop_end(r, &lq);
+    epilogue_pass(r, K);
 }
 
 /* The product through OpenBLAS (node-major: C[N,S] = W^T[N,K] A[K,S]), then the epilogue
@@ -439,15 +524,7 @@ static void matmul_blas(otc_llvm_r *r, int k) {
     LLVMValueRef S = r->a[OTC_LA_STRIDE];
     otc_lv_sgemm(r, true, false, otc_lv_i64(r, n), S, otc_lv_i64(r, kd), otc_lv_value_base(r, W),
                  otc_lv_i64(r, n), otc_lv_value_base(r, A), S, 0.0f, otc_lv_value_base(r, mm), S);
-    if (K->count == 1) return;
-    otc_llvm_loop le = {0}, lc = {0};
-    otc_lv_loop_begin(r, &le, otc_lv_i64(r, n));
-    otc_lv_chunks_begin(r, &lc);
-    r->local[mm] = otc_lv_load(r, r->vec, otc_lv_at(r, otc_lv_value_base(r, mm), le.i, true));
-    members(r, K, 1, le.i);
-    clear_locals(r, K);
-    otc_lv_chunks_end(r, &lc);
-    otc_lv_loop_end(r, &le);
+    epilogue_pass(r, K);
 }
 
 /* nb blocks of output columns from e (W lanes each, the last `last` lanes) of sample col_b:
@@ -637,15 +714,26 @@ void otc_lv_map_kernel(otc_llvm_r *r, int k) {
         map_batched(r, k);
 }
 
+/* Large products (otc_lv_blas_min_stride; the stride decides at run time) go to OpenBLAS
+ * where vectors are 8 lanes wide, and run in panels where they are 16: Debian's OpenBLAS runs
+ * its AVX2 kernels there, and the panels were faster on every shape measured (thread CPU
+ * time, forward, one thread: the 1089 x 1089 substrate at batch 256 18-19 vs 26-28
+ * us/sample; 784-512-512-10 at 64 13-14 vs 17; 1024-1024-1024 at 256 40-42 vs 48-52;
+ * 256-512-256 at 256 4.2-4.4 vs 6.6-6.9, at 1024 5.8-7.6 vs 6.8-7.1). */
 static void matmul_batched(otc_llvm_r *r, int k) {
     const otc_plan *p = r->plan;
     const otc_plan_kernel *K = &p->kernels[k];
     otc_id mm = p->members[K->first];
     const otc_node *nd = otc_graph_node(r->g, mm);
     int64_t kd = p->values[otc_plan_owner(p, nd->inputs[0])].size, n = K->n;
-    /* Large products go to OpenBLAS; the stride decides at run time. */
-    otc_lv_by_stride(r, otc_lv_blas_min_stride(r, kd, n, OTC_LV_PRODUCT_FORWARD), matmul_blas,
-                     matmul_inline, k);
+    bool wide = r->o.lanes >= 16;
+    void (*small)(otc_llvm_r *, int) = K->tiling.panels ? matmul_panels : matmul_whole;
+    if (wide && K->tiling.panels) {
+        matmul_panels(r, k);
+        return;
+    }
+    otc_lv_by_stride(r, otc_lv_blas_min_stride(r, kd, n, OTC_LV_PRODUCT_FORWARD),
+                     wide ? matmul_panels : matmul_blas, small, k);
 }
 
 bool otc_lv_kernel_has_few_form(const otc_llvm_r *r, int k) {
