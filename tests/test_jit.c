@@ -223,7 +223,8 @@ TEST(jit_row_copies_in_blocks_wide_rows) {
  * blocks of 12 columns where vectors are 16 lanes). Integer inputs and weights make every sum
  * exact in any order, so y = relu(x W + b) is checked for equality against the sums in double
  * here, at batches giving one panel (1, 16), several with a short last one (17, 37, 75) and 13
- * of 32 q (256), in both tiers; and the gradients against the interpreter at 37. */
+ * of 32 q (256), in both tiers at the host's vector width and at 8 lanes (blocks of 4 columns,
+ * OpenBLAS from 32 samples); and the gradients against the interpreter at 37. */
 TEST(jit_product_in_panels_exact) {
     enum { K = 400, N = 331 };
     static const int batches[] = {1, 16, 17, 37, 75, 256};
@@ -242,9 +243,10 @@ TEST(jit_product_in_panels_exact) {
     float *in = malloc(sizeof(float) * 256 * K);
     REQUIRE(in);
     for (int i = 0; i < 256 * K; i++) in[i] = (float)((i * 13 + i / K) % 7 - 3);
-    for (int tier = 0; tier < 2; tier++) {
+    for (int tier = 0; tier < 3; tier++) {
         otc_jit_options o = otc_jit_defaults();
-        o.tier = tier ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        o.tier = tier == 1 ? OTC_JIT_TIER_FAST : OTC_JIT_TIER_OPTIMIZED;
+        o.lanes = tier == 2 ? 8 : 0;
         o.no_cache = true;
         otc_executor *jit = otc_jit_executor_new(g, &o);
         NEED(jit);
@@ -258,8 +260,8 @@ TEST(jit_product_in_panels_exact) {
                     double sum = bias[e];
                     for (int q = 0; q < K; q++) sum += (double)in[s * K + q] * w[q * N + e];
                     if ((double)out[s * N + e] != (sum > 0 ? sum : 0) && wrong++ < 3)
-                        fprintf(stderr, "tier %d batch %d sample %d column %d: %g, want %g\n",
-                                tier, B, s, e, (double)out[s * N + e], sum > 0 ? sum : 0);
+                        fprintf(stderr, "form %d batch %d sample %d column %d: %g, want %g\n", tier,
+                                B, s, e, (double)out[s * N + e], sum > 0 ? sum : 0);
                 }
             CHECK(wrong == 0);
         }
