@@ -356,8 +356,8 @@ typedef struct {
 } mm_span;
 
 /* A register block of the product: `cols` output columns from e0 times `nch` chunks of
- * samples from chunk0, each input vector and weight loaded once for the whole block; then the
- * epilogue per column and chunk. */
+ * samples from chunk0 over the span's q, each input vector and weight loaded once for the
+ * whole block; then the epilogue per column and chunk (whole), or the sums stored (panel). */
 static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span *sp,
                          LLVMValueRef e0, int cols, LLVMValueRef chunk0, int nch) {
     mm_operands mo = mm_operands_of(r, K);
