@@ -419,19 +419,24 @@ static void matmul_block(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span 
     r->chunk = r->chunk_off = r->mask = NULL;
 }
 
-/* Every block of the product over the span: the plan's blocks of `tc` columns x `tv` chunks,
- * then single columns, and the chunks short of a block one at a time. */
-static void matmul_blocks(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span *sp, int tc,
-                          int tv) {
-    int64_t n = K->n, blocks = n / tc, done = blocks * tc;
-    for (int pass = 0; pass < 2; pass++) {
-        int cols = pass == 0 ? tc : 1;
-        int64_t count = pass == 0 ? blocks : n - done;
-        if (count <= 0) continue;
+/* Every block of the product over the span: blocks of `tall` times the plan's columns, then
+ * of the plan's (tc) for the columns left, then single columns; each block `tv` chunks of
+ * samples (the plan's vectors), and the chunks short of a block one at a time. */
+static void matmul_blocks(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span *sp, int tall) {
+    int tc = K->tiling.cols < 1 ? 1 : K->tiling.cols > MM_COLS ? MM_COLS : K->tiling.cols;
+    int tv = K->tiling.vectors < 1           ? 1
+             : K->tiling.vectors > MM_CHUNKS ? MM_CHUNKS
+                                             : K->tiling.vectors;
+    int widths[3] = {tc * tall > MM_COLS ? MM_COLS : tc * tall, tc, 1};
+    int64_t done = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        int cols = widths[pass];
+        int64_t count = (K->n - done) / cols;
+        if ((pass > 0 && cols >= widths[pass - 1]) || count <= 0) continue;
         otc_llvm_loop lb = {0}, lp = {0};
         otc_lv_loop_begin(r, &lb, otc_lv_i64(r, count));
         LLVMValueRef e0 = LLVMBuildMul(B, lb.i, otc_lv_i64(r, cols), "");
-        if (pass == 1) e0 = LLVMBuildAdd(B, e0, otc_lv_i64(r, done), "");
+        if (done > 0) e0 = LLVMBuildAdd(B, e0, otc_lv_i64(r, done), "");
         LLVMValueRef pairs = LLVMBuildSDiv(B, r->nchunks, otc_lv_i64(r, tv), "");
         otc_lv_loop_begin(r, &lp, pairs);
         matmul_block(r, K, sp, e0, cols, LLVMBuildMul(B, lp.i, otc_lv_i64(r, tv), ""), tv);
@@ -445,6 +450,7 @@ static void matmul_blocks(otc_llvm_r *r, const otc_plan_kernel *K, const mm_span
             otc_lv_loop_end(r, &lo);
         }
         otc_lv_loop_end(r, &lb);
+        done += count * cols;
     }
 }
 
@@ -463,23 +469,15 @@ static void epilogue_pass(otc_llvm_r *r, const otc_plan_kernel *K) {
     otc_lv_loop_end(r, &le);
 }
 
-/* The plan's block of columns (tc) and chunks of samples (tv), as many columns `tall` times. */
-static void block_shape(const otc_plan_kernel *K, int tall, int *tc, int *tv) {
-    int c = (K->tiling.cols < 1 ? 1 : K->tiling.cols) * tall;
-    int v = K->tiling.vectors;
-    *tc = c > MM_COLS ? MM_COLS : c;
-    *tv = v < 1 ? 1 : v > MM_CHUNKS ? MM_CHUNKS : v;
-}
-
 /* The product in generated code: register blocks (independent multiply-add chains hide the
  * latency; each loaded vector and broadcast weight serves several of them) summing every q,
- * each followed by its epilogue on its columns. */
+ * each followed by its epilogue on its columns. The plan's blocks, not tall ones: on 16 lanes
+ * tall blocks ran the 8-128-64-32-1 MLP and the 121 x 121 substrate 5-10% faster at batch 256
+ * but took the MLP's fast-tier compile from 66 to 106 ms of CPU. */
 static void matmul_whole(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
-    int tc, tv;
-    block_shape(K, 1, &tc, &tv);
     mm_span whole = {otc_lv_i64(r, 0), otc_lv_i64(r, mm_operands_of(r, K).kd), false};
-    matmul_blocks(r, K, &whole, tc, tv);
+    matmul_blocks(r, K, &whole, 1);
 }
 
 /* The product in panels of q (otc_plan_tiling.panels), blocks OTC_PLAN_TALL times as many
@@ -489,8 +487,6 @@ static void matmul_whole(otc_llvm_r *r, int k) {
 static void matmul_panels(otc_llvm_r *r, int k) {
     const otc_plan_kernel *K = &r->plan->kernels[k];
     mm_operands mo = mm_operands_of(r, K);
-    int tc, tv;
-    block_shape(K, r->o.lanes >= 16 ? OTC_PLAN_TALL : 1, &tc, &tv);
     /* q per panel: OTC_PLAN_PANEL_FLOATS floats of A, at least OTC_PLAN_PANEL_MIN q. */
     LLVMValueRef S = r->a[OTC_LA_STRIDE], kd = otc_lv_i64(r, mo.kd);
     LLVMValueRef qn = LLVMBuildSDiv(B, otc_lv_i64(r, OTC_PLAN_PANEL_FLOATS), S, "");
@@ -507,7 +503,7 @@ static void matmul_panels(otc_llvm_r *r, int k) {
     mm_span sp = {LLVMBuildMul(B, lq.i, qn, "q0"), NULL, true};
     LLVMValueRef left = LLVMBuildSub(B, kd, sp.q0, "");
     sp.count = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, qn, ""), left, qn, "");
-    matmul_blocks(r, K, &sp, tc, tv);
+    matmul_blocks(r, K, &sp, r->o.lanes >= 16 ? OTC_PLAN_TALL : 1);
     otc_lv_loop_end(r, &lq);
     epilogue_pass(r, K);
 }
