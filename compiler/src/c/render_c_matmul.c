@@ -326,12 +326,8 @@ static void one_sample_columns(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, co
     }
 }
 
-/* A helper function's body, spelled apart until helper_end files it in c->helpers (once per
- * distinct text in a training file) and returns its number. */
-static void helper_begin(otc_cr *c, otc_cr_fn *f) {
-    otc_cr_fn_begin(c, f);
-}
-
+/* A helper's body, spelled apart since otc_cr_fn_begin, filed in c->helpers (once per distinct
+ * text in a training file): its number. */
 static int helper_end(otc_cr *c, otc_cr_fn *f, const char *params, const char *guard) {
     char mac[96], decl[128];
     otc_cr_upper(mac, c->name, sizeof mac);
@@ -349,7 +345,7 @@ static void mm_helper_begin(otc_cr *c, otc_cr_fn *f, char *params, size_t len, c
     h->x = "x";
     h->w = "wm";
     h->out = "out";
-    helper_begin(c, f);
+    otc_cr_fn_begin(c, f);
 }
 
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
@@ -622,7 +618,7 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
 
 void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
     otc_cr_fn f;
-    helper_begin(c, &f);
+    otc_cr_fn_begin(c, &f);
     otc_cr_gw h = *d;
     h.a = "a";
     h.g = "gr";
