@@ -648,6 +648,7 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         c.helpers = &helpers;
         c.parts = &parts;
         c.train = train != NULL;
+        c.share = c.train; /* the forward twice: its helpers once */
         c.fixed_batch = o.batch;
         if (ps.decoded > 0) otc_cr_decode_weights(&c, fwd, o.weights);
         write_forward(&c, &o, &ps, train != NULL);
@@ -684,6 +685,7 @@ otc_status otc_emit_c(const otc_graph *g, const otc_emit_c_options *options, cha
         st = c.st;
     }
     free(c.mark);
+    otc_cr_shared_free(&c);
     free_plans(&ps);
     if (!st) {
         *header = otc_text_take(&hs);

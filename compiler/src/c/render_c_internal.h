@@ -60,6 +60,12 @@ typedef struct {
     unsigned locals;
     bool train;
     int fixed_batch;
+    /* A training file (share): its loop programs are functions NAME_lpN, and identical
+     * helpers (products, loop programs) one function each (render_c_shared.c). */
+    bool share;
+    struct otc_cr_shared *shared;
+    int n_shared, cap_shared;
+    int n_loop_fns;
     otc_status st;
 } otc_cr;
 
@@ -84,6 +90,21 @@ void otc_cr_line(otc_cr *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* render_c_shared.c: a helper function's body spelled apart (into f->body at indentation 1,
+ * c->sb and c->indent restored by otc_cr_fn_end), then appended to c->helpers as
+ * "decl NAME_<kind><n>(params) {" (inside "guard" ... "#endif" unless guard is NULL) unless,
+ * with c->share, one of the same kind, parameters and body is there already. Returns n
+ * (*counter: the kind's next number). */
+typedef struct {
+    otc_text *sb;
+    int indent;
+    otc_text body;
+} otc_cr_fn;
+void otc_cr_fn_begin(otc_cr *c, otc_cr_fn *f);
+int otc_cr_fn_end(otc_cr *c, otc_cr_fn *f, const char *decl, const char *kind, int *counter,
+                  const char *params, const char *guard);
+void otc_cr_shared_free(otc_cr *c);
 
 /* render_c_matmul.c: the plan's register-blocked dense products. A "vector" of the plan's
  * tiling is OTC_CR_LANES floats here: a compiler packs them into one AVX2 register or two of
@@ -159,7 +180,8 @@ void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d);
 /* src in capitals into dst (len bytes, terminated): a file's macro prefix ("NAME_...", from
  * a name otc_emit_c_valid_name took). */
 void otc_cr_upper(char *dst, const char *src, size_t len);
-/* The NAME_BLOCKED macro the product helpers use (when there are any), for the file head. */
+/* The NAME_BLOCKED macro the product helpers use and NAME_KERNEL the loop programs' (when
+ * there are any), for the file head. */
 void otc_cr_mm_prelude(otc_cr *c, otc_text *out);
 
 /* Function bodies, written into c->sb at one indentation level (the caller writes the

@@ -326,49 +326,35 @@ static void one_sample_columns(otc_cr *c, const otc_cr_mm *d, int64_t n_cols, co
     }
 }
 
-/* Open a helper function in c->helpers (its body at indentation 1), returning its number. */
-static int helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *params) {
-    int id = c->n_helpers++;
-    *saved_sb = c->sb;
-    *saved_indent = c->indent;
-    c->sb = c->helpers;
-    c->indent = 0;
-    char mac[96];
+/* A helper's body, spelled apart since otc_cr_fn_begin, filed in c->helpers (once per distinct
+ * text in a training file): its number. */
+static int helper_end(otc_cr *c, otc_cr_fn *f, const char *params, const char *guard) {
+    char mac[96], decl[128];
     otc_cr_upper(mac, c->name, sizeof mac);
-    otc_cr_line(c, "%s_BLOCKED static void %s_mm%d(%s) {", mac, c->name, id, params);
-    c->indent = 1;
-    return id;
+    snprintf(decl, sizeof decl, "%s_BLOCKED static void", mac);
+    return otc_cr_fn_end(c, f, decl, "mm", &c->n_helpers, params, guard);
 }
 
-static void helper_end(otc_cr *c, otc_text *saved_sb, int saved_indent) {
-    c->indent = 0;
-    otc_cr_line(c, "}");
-    otc_cr_line(c, "%s", "");
-    c->sb = saved_sb;
-    c->indent = saved_indent;
-}
-
-/* A product's helper opened (its leading parameters `lead`), h the product as its body
- * names it: x, wm, out. */
-static int mm_helper_begin(otc_cr *c, otc_text **saved_sb, int *saved_indent, const char *lead,
-                           const otc_cr_mm *d, otc_cr_mm *h) {
-    char params[160];
-    snprintf(params, sizeof params,
+/* The parameters of a product's helper (its leading ones `lead`), h the product as its
+ * body names it: x, wm, out. */
+static void mm_helper_begin(otc_cr *c, otc_cr_fn *f, char *params, size_t len, const char *lead,
+                            const otc_cr_mm *d, otc_cr_mm *h) {
+    snprintf(params, len,
              "%s, const float *restrict x, const float *restrict wm, float *restrict out", lead);
     *h = *d;
     h->x = "x";
     h->w = "wm";
     h->out = "out";
-    return helper_begin(c, saved_sb, saved_indent, params);
+    otc_cr_fn_begin(c, f);
 }
 
 void otc_cr_mm_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
-    otc_text *sb;
-    int indent;
+    otc_cr_fn f;
     otc_cr_mm h;
-    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
+    char params[160];
+    mm_helper_begin(c, &f, params, sizeof params, "size_t B, size_t S, size_t r0", d, &h);
     rows_body(c, &h, "r0", rows, WHOLE);
-    helper_end(c, sb, indent);
+    int id = helper_end(c, &f, params, NULL);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
 }
 
@@ -392,20 +378,16 @@ static void tall_body(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows,
 }
 
 void otc_cr_mm_tall_rows(otc_cr *c, const otc_cr_mm *d, const char *row0, int rows) {
-    otc_text *sb;
-    int indent;
+    otc_cr_fn f;
     otc_cr_mm h;
-    /* Defined only where it is called: an unused static function is a warning. */
-    otc_text *outer = c->sb;
-    c->sb = c->helpers;
-    otc_cr_tall_if(c, true);
-    c->sb = outer;
-    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S, size_t r0", d, &h);
+    char params[160], mac[96], guard[128];
+    mm_helper_begin(c, &f, params, sizeof params, "size_t B, size_t S, size_t r0", d, &h);
     tall_body(c, &h, "r0", rows, WHOLE);
-    helper_end(c, sb, indent);
-    c->sb = c->helpers;
-    otc_cr_tall_if(c, false);
-    c->sb = outer;
+    /* Defined only where it is called: an unused static function is a warning. */
+    otc_cr_upper(mac, c->name, sizeof mac);
+    snprintf(guard, sizeof guard, "#if %s_TALL_BLOCKS", mac);
+    c->tall_blocks = true;
+    int id = helper_end(c, &f, params, guard);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s, %s);", c->name, id, row0, d->x, d->w, d->out);
 }
 
@@ -551,21 +533,21 @@ void otc_cr_narrow_if(otc_cr *c, const otc_cr_mm *d) {
 }
 
 void otc_cr_mm_narrow(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
-    otc_text *sb;
-    int indent;
+    otc_cr_fn f;
     otc_cr_mm h;
-    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
+    char params[160];
+    mm_helper_begin(c, &f, params, sizeof params, "size_t B, size_t S", d, &h);
     narrow_body(c, &h, n_cols);
-    helper_end(c, sb, indent);
+    int id = helper_end(c, &f, params, NULL);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->x, d->w, d->out);
 }
 
 void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     if (rows < 1) rows = 1;
-    otc_text *sb;
-    int indent;
+    otc_cr_fn f;
     otc_cr_mm h;
-    int id = mm_helper_begin(c, &sb, &indent, "size_t B, size_t S", d, &h);
+    char params[160];
+    mm_helper_begin(c, &f, params, sizeof params, "size_t B, size_t S", d, &h);
     if (!h.w_by_out) {
         otc_cr_narrow_if(c, &h);
         c->indent++;
@@ -600,15 +582,15 @@ void otc_cr_mm_panels(otc_cr *c, const otc_cr_mm *d, int64_t n_rows, int rows) {
     otc_cr_line(c, "}");
     c->indent--;
     otc_cr_line(c, "}");
-    helper_end(c, sb, indent);
+    int id = helper_end(c, &f, params, NULL);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->x, d->w, d->out);
 }
 
 void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
-    otc_text *sb;
-    int indent;
+    otc_cr_fn f;
     otc_cr_mm h;
-    int id = mm_helper_begin(c, &sb, &indent, "size_t S", d, &h);
+    char params[160];
+    mm_helper_begin(c, &f, params, sizeof params, "size_t S", d, &h);
     /* A W larger than OTC_CR_ONE_CACHED floats: the blocks run over a chunk of
      * OTC_CR_ONE_CHUNK floats of W's rows at a time (contiguous memory, in cache for every
      * block) and carry their sums in out between chunks; each sum still adds q in order. */
@@ -628,7 +610,7 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
         c->indent--;
         otc_cr_line(c, "}");
     }
-    helper_end(c, sb, indent);
+    int id = helper_end(c, &f, params, NULL);
     /* Without a fixed layout S is B, here 1: said so, the compiler drops the strides (cc's
      * time on LeNet's file: 60% more without). */
     otc_cr_line(c, "%s_mm%d(%s, %s, %s, %s);", c->name, id, c->fixed_batch > 0 ? "S" : "1", d->x,
@@ -636,24 +618,31 @@ void otc_cr_mm_one_sample(otc_cr *c, const otc_cr_mm *d, int64_t n_cols) {
 }
 
 void otc_cr_mm_weight_grad(otc_cr *c, const otc_cr_gw *d) {
-    otc_text *sb;
-    int indent;
-    int id = helper_begin(c, &sb, &indent,
-                          "size_t B, size_t S, const float *restrict a, "
-                          "const float *restrict gr, float *restrict gw");
+    otc_cr_fn f;
+    otc_cr_fn_begin(c, &f);
     otc_cr_gw h = *d;
     h.a = "a";
     h.g = "gr";
     h.gw = "gw";
     weight_grad_body(c, &h);
-    helper_end(c, sb, indent);
+    int id = helper_end(c, &f,
+                        "size_t B, size_t S, const float *restrict a, "
+                        "const float *restrict gr, float *restrict gw",
+                        NULL);
     otc_cr_line(c, "%s_mm%d(B, S, %s, %s, %s);", c->name, id, d->a, d->g, d->gw);
 }
 
 void otc_cr_mm_prelude(otc_cr *c, otc_text *out) {
-    if (c->n_helpers == 0) return;
     char mac[96];
     otc_cr_upper(mac, c->name, sizeof mac);
+    if (c->n_loop_fns > 0)
+        otc_text_printf(out,
+                        "/* Loop programs as functions: one copy however many bodies run "
+                        "them. */\n#if defined(__GNUC__)\n"
+                        "#define %s_KERNEL static __attribute__((noinline))\n#else\n"
+                        "#define %s_KERNEL static\n#endif\n%s",
+                        mac, mac, c->n_helpers == 0 ? "\n" : "");
+    if (c->n_helpers == 0) return;
     otc_text_printf(out,
                     "/* Dense products: register blocks the SLP vectoriser packs; gcc's loop "
                     "vectoriser kept out. */\n"
