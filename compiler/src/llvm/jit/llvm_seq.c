@@ -433,12 +433,15 @@ static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64
         *want[i].cap = *want[i].buf ? want[i].need : 0;
         if (!*want[i].buf) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     }
+    /* Aligned as the plan's own buffer (llvm_exec.c): the compiled code's vectors then never
+     * straddle cache lines (a slot from realloc, 16-byte aligned, made the steps' loops
+     * ~30% slower at batch 64 with AVX-512). The old contents need not survive. */
     for (int t = 0; t + 1 < T; t++) {
         if (s->tape_cap[t] >= slot) continue;
-        float *q = realloc(s->tape[t], slot * sizeof *q);
-        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
-        s->tape[t] = q;
-        s->tape_cap[t] = slot;
+        free(s->tape[t]);
+        s->tape[t] = aligned_alloc(64, (slot * sizeof(float) + 63) / 64 * 64);
+        s->tape_cap[t] = s->tape[t] ? slot : 0;
+        if (!s->tape[t]) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
     }
     return OTC_OK;
 }
