@@ -502,9 +502,9 @@ static void step_rows(struct jit_seq *s, const seq_entry *e, const otc_plan *pl,
 }
 
 /* The direct inputs in step t's slot `work` at stride S: the state it reads (the window's
- * before step 0, else what step t - 1's slot holds, copied as it lies) and the carries zero
- * (the backward writes them; the forward's loss reads them). Padding samples zero, as a
- * load leaves them. */
+ * before step 0, its padding samples zero as a load leaves them; else what step t - 1's slot
+ * holds, copied as it lies) and the carries zero (the backward writes them; the forward's
+ * loss reads them). */
 static void step_state(struct jit_seq *s, const seq_entry *e, const otc_plan *pl, int t, int64_t S,
                        float *work) {
     int64_t B = s->batch;
@@ -515,17 +515,15 @@ static void step_state(struct jit_seq *s, const seq_entry *e, const otc_plan *pl
             memset(work + otc_extent_at(c->offset, S), 0, (size_t)(c->size * S) * sizeof(float));
         if (v->storage != OTC_STORE_WORK) continue; /* the step does not read it */
         float *dst = work + otc_extent_at(v->offset, S);
-        if (t > 0) {
+        if (t > 0) { /* padding samples as step t - 1 left them, as in one unrolled graph */
             const otc_plan_value *o = &pl->values[e->out_at[k]];
             memcpy(dst, s->tape[t - 1] + otc_extent_at(o->offset, S),
                    (size_t)(v->size * S) * sizeof(float));
-        } else {
-            const float *src = s->init + s->d_off[k] * B;
-            for (int64_t f = 0; f < v->size; f++)
-                for (int64_t b = 0; b < B; b++) dst[f * S + b] = src[b * v->size + f];
+            continue;
         }
-        for (int64_t f = 0; f < v->size && S > B; f++)
-            memset(dst + f * S + B, 0, (size_t)(S - B) * sizeof(float));
+        const float *src = s->init + s->d_off[k] * B;
+        for (int64_t f = 0; f < v->size; f++)
+            for (int64_t b = 0; b < S; b++) dst[f * S + b] = b < B ? src[b * v->size + f] : 0.0f;
     }
 }
 
