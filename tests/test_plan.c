@@ -62,6 +62,8 @@ static bool check_invariants(const otc_plan *p, const char *what) {
     int *written = malloc(sizeof(int) * (size_t)n), *last = malloc(sizeof(int) * (size_t)n);
     bool ok = written && last;
     for (int i = 0; ok && i < n; i++) written[i] = last[i] = -1;
+    for (int i = 0; ok && i < n; i++) /* written by the caller before the forward */
+        if (p->values[i].direct) written[i] = 0;
     for (int s = 0; ok && s < p->n_forward_steps; s++) {
         const otc_plan_step *st = &p->steps[s];
         if (st->kind == OTC_STEP_LOAD) {
@@ -124,7 +126,8 @@ static bool check_invariants(const otc_plan *p, const char *what) {
             int64_t size = v->batched ? v->size * S : v->size;
             int64_t lo = otc_extent_at(v->offset, S);
             int lst = last[id] < written[id] ? written[id] : last[id];
-            if (v->kept || (p->options.train && id == otc_plan_owner(p, p->options.loss)))
+            if (v->kept || v->direct ||
+                (p->options.train && id == otc_plan_owner(p, p->options.loss)))
                 lst = end;
             sp[ns++] = (span){lo, lo + size, written[id], lst, id};
         }
@@ -316,6 +319,62 @@ TEST(plan_share_grads_unrolled_lstm) {
         otc_plan_free(p);
     }
     CHECK(per_batch[1] > 0 && per_batch[1] * 10 < per_batch[0]);
+    otc_unrolled_free(u);
+    otc_graph_free(g);
+}
+
+/* Direct inputs (a tape's state): no load step and no place in the rows, the rest of the
+ * inputs laid out as before; their storage is theirs alone for the whole step (the
+ * invariants' overlap check with each live from the first step to the end). */
+TEST(plan_direct_inputs) {
+    otc_rng rng;
+    otc_rng_seed(&rng, 7);
+    otc_graph *g = otc_graph_new();
+    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
+    otc_id h = otc_lstm(g, x, 16, 1, &rng, "rnn");
+    REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
+    otc_id loss = otc_mse(g, h, otc_input(g, "target", otc_shape_2d(OTC_BATCH, 16)));
+    otc_unrolled *u = NULL;
+    REQUIRE(otc_unroll(g, 1, loss, &u) == OTC_OK);
+    REQUIRE(u->n_delays == 2);
+    otc_plan_options po = {0};
+    po.train = true;
+    po.loss = u->total;
+    po.optim = otc_optim_defaults(OTC_OPTIM_ADAM);
+    po.zero_lazily = po.first_grad_stores = po.share_grads = true;
+    po.grad_inputs = u->state_in;
+    po.n_grad_inputs = u->n_delays;
+    otc_plan *plain = NULL, *p = NULL;
+    REQUIRE(otc_plan_build(u->graph, &po, &plain) == OTC_OK);
+    po.direct_inputs = u->state_in;
+    po.n_direct_inputs = u->n_delays;
+    CHECK(otc_plan_build(u->graph, &po, &p) == OTC_OK);
+    if (p) {
+        CHECK(check_invariants(p, "direct") && check_lazy_zeroing(p, "direct"));
+        /* The rows lose the state's 2 x 16 floats and keep x (3) and the target (16). */
+        CHECK(plain->in_width == 3 + 32 && p->in_width == 3 && p->target_width == 16);
+        CHECK(p->options.direct_inputs == NULL && p->options.n_direct_inputs == 0);
+        int loads = 0;
+        for (int i = 0; i < p->n_forward_steps; i++) loads += p->steps[i].kind == OTC_STEP_LOAD;
+        CHECK(loads == 2); /* x and the target */
+        for (int i = 0; i < p->n_io; i++)
+            CHECK(p->io[i].node != u->state_in[0] && p->io[i].node != u->state_in[1]);
+        for (int k = 0; k < 2; k++) {
+            const otc_plan_value *v = &p->values[u->state_in[k]];
+            CHECK(v->direct && v->storage == OTC_STORE_WORK && v->needs_grad);
+            CHECK(v->first_step == 0 && v->last_step == p->n_forward_steps);
+        }
+        CHECK(!p->values[u->inputs[0]].direct);
+    }
+    otc_plan_free(p);
+    otc_plan_free(plain);
+    /* Only Inputs can be written directly. */
+    otc_id not_input[1] = {u->state_out[0]};
+    po.direct_inputs = not_input;
+    po.n_direct_inputs = 1;
+    p = NULL;
+    CHECK(otc_plan_build(u->graph, &po, &p) == OTC_ERR_ARG && p == NULL);
+    CHECK(strstr(otc_last_error(), "is not an Input") != NULL);
     otc_unrolled_free(u);
     otc_graph_free(g);
 }

@@ -64,6 +64,7 @@ typedef struct {
     otc_extent grad; /* floats into the gradient buffer (an alias: its owner's) */
     bool has_pre;    /* a Neuron whose activation derivative reads the pre-activation */
     otc_extent pre;  /* where that pre-activation is kept (activation buffer) */
+    bool direct;     /* an Input of options.direct_inputs: the caller writes it at .offset */
 } otc_plan_value;
 
 typedef enum {
@@ -211,6 +212,15 @@ typedef struct {
        gradients live about a step. Only parameter gradients stay readable after the step
        (the JIT's grad() reads no others). */
     bool share_grads;
+    /* Inputs the caller writes straight into the activation buffer (node-major at the
+       stride, at the value's offset, padding samples included) before the forward, instead
+       of into the rows: no load step, no place in the rows, storage of their own for the
+       whole step (a tape's step executor, llvm_seq.c: the state it reads is copied from the
+       step before's buffer as it lies, the carried gradients are written between the
+       forward and the backward). Read while building (the plan keeps NULL; values[].direct
+       marks them). */
+    const otc_id *direct_inputs;
+    int n_direct_inputs;
 } otc_plan_options;
 
 typedef struct {

@@ -291,6 +291,23 @@ static otc_status order_nodes(otc_plan_ctx *c) {
     return OTC_OK;
 }
 
+/* The Inputs the caller writes into the activation buffer itself (options.direct_inputs). */
+static otc_status mark_direct(otc_plan_ctx *c) {
+    otc_plan *p = c->p;
+    char lab[64];
+    for (int k = 0; k < p->options.n_direct_inputs; k++) {
+        otc_id id = p->options.direct_inputs[k];
+        const otc_node *nd = otc_graph_node(c->g, id);
+        if (!nd || nd->op != OTC_OP_INPUT)
+            return otc_fail(OTC_ERR_ARG, "plan: direct input #%d is not an Input", (int)id);
+        if (!otc_shape_is_batched(nd->shape))
+            return otc_fail(OTC_ERR_UNSUPPORTED, "plan: direct input %s is not per-sample",
+                            otc_plan_label(c->g, id, lab));
+        p->values[id].direct = c->included[id]; /* one the plan leaves out stays unstored */
+    }
+    return OTC_OK;
+}
+
 /* The caller's rows: forward inputs (read on the way to an output), targets (read only on
  * the way to the loss) and outputs. */
 static otc_status lay_out_io(otc_plan_ctx *c) {
@@ -315,7 +332,7 @@ static otc_status lay_out_io(otc_plan_ctx *c) {
     for (int pass = 0; pass < 2 && !st; pass++) {
         for (int i = 0; i < n_in; i++) {
             otc_id id = otc_graph_input(g, i);
-            if (!c->included[id] || fwd[id] != (pass == 0)) continue;
+            if (!c->included[id] || fwd[id] != (pass == 0) || p->values[id].direct) continue;
             otc_plan_io *io = &p->io[p->n_io++];
             io->node = id;
             io->stream = pass == 0 ? OTC_IO_IN : OTC_IO_TARGET;
@@ -416,6 +433,7 @@ otc_status otc_plan_build(const otc_graph *g, const otc_plan_options *options, o
         st = lay_out_params(&c);
     }
     if (!st) st = order_nodes(&c);
+    if (!st) st = mark_direct(&c);
     if (!st) st = lay_out_io(&c);
     if (!st && o.keep_loss && !o.train && o.loss >= 0) c.external[otc_plan_owner(p, o.loss)] = true;
     if (!st && o.train) {
@@ -440,6 +458,8 @@ otc_status otc_plan_build(const otc_graph *g, const otc_plan_options *options, o
     /* Read while building; the caller's array need not outlive the call. */
     p->options.grad_inputs = NULL;
     p->options.n_grad_inputs = 0;
+    p->options.direct_inputs = NULL;
+    p->options.n_direct_inputs = 0;
     *out = p;
     return OTC_OK;
 }

@@ -244,7 +244,7 @@ otc_status otc_plan_assign_buffers(otc_plan_ctx *c) {
         /* A kept pre-activation needs space even when its neuron's output stays a local. */
         if (v->has_pre) slots[n_slots++] = (slot){1, v->first_step, end, 0, &v->pre, true, 0};
         if (v->storage != OTC_STORE_WORK) continue;
-        if (v->kept || ((p->options.train || p->options.keep_loss) && c->external[id]))
+        if (v->kept || v->direct || ((p->options.train || p->options.keep_loss) && c->external[id]))
             v->last_step = end;
         slots[n_slots++] =
             (slot){v->size, v->first_step, v->last_step, 0, &v->offset, v->batched, 0};

@@ -224,6 +224,10 @@ otc_status otc_plan_fuse(otc_plan_ctx *c) {
         otc_id id = c->order[i];
         const otc_node *nd = otc_graph_node(p->graph, id);
         otc_plan_value *v = &p->values[id];
+        if (nd->op == OTC_OP_INPUT && v->direct) { /* written by the caller before the step */
+            v->first_step = 0;
+            continue;
+        }
         if (nd->op == OTC_OP_INPUT) {
             /* Loaded before the open kernel's step, which is added when it closes. */
             v->first_step = p->n_steps;

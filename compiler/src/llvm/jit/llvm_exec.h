@@ -96,6 +96,11 @@ typedef struct {
      * step read. Set before the training plan is made. */
     const otc_id *grad_inputs;
     int n_grad_inputs;
+    /* Inputs the caller writes into the training plan's activation buffer itself
+     * (otc_plan_options direct_inputs): the tape's state and carried gradients. Set before
+     * the training plan is made. */
+    const otc_id *direct_inputs;
+    int n_direct_inputs;
 } jit_exec;
 
 extern const otc_executor_vtable otc_lvx_vtable;

@@ -191,11 +191,14 @@ otc_plan_options otc_lvx_train_options(const jit_exec *j, otc_id loss, const otc
     po.zero_lazily = true;
     po.first_grad_stores = true; /* llvm_render_map_back.c's add_grad */
     po.share_grads = true;       /* grad() reads parameters' gradients only */
-    /* A tape's step (llvm_seq.c) reads its state's gradient (an Input's, kept to the end). */
+    /* A tape's step (llvm_seq.c) reads its state's gradient (an Input's, kept to the end),
+     * and writes its state and carried gradients into the buffer itself. */
     if (j->n_grad_inputs > 0) {
         po.grad_inputs = j->grad_inputs;
         po.n_grad_inputs = j->n_grad_inputs;
     }
+    po.direct_inputs = j->direct_inputs;
+    po.n_direct_inputs = j->n_direct_inputs;
     return po;
 }
 

@@ -32,9 +32,9 @@ typedef struct {
                         after this step, from the step after (zeros in the forward) */
     otc_id *out_at;  /* [n_delays] the stored value (in the slots) of what the Delay holds
                         after the step */
-    int *io_src;     /* per io entry of the step plan: the step input (< n_inputs), the
-                        state (n_inputs + k) or the carry (n_inputs + n_delays + k) it is; -1:
-                        an output */
+    otc_id *direct;  /* [2 n_delays] the state inputs, then the carries: the step plan's
+                        direct inputs, written into each slot by the tape itself */
+    int *io_src;     /* per io entry of the step plan: the step input it is; -1: an output */
     otc_executor *ex;
     long used;
 } seq_entry;
@@ -120,6 +120,7 @@ void otc_lvx_seq_free(jit_exec *j) {
         otc_exec_free(s->cache[i].ex);
         otc_unrolled_free(s->cache[i].u);
         free(s->cache[i].carry);
+        free(s->cache[i].direct);
         free(s->cache[i].out_at);
         free(s->cache[i].io_src);
     }
@@ -432,12 +433,15 @@ static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64
         *want[i].cap = *want[i].buf ? want[i].need : 0;
         if (!*want[i].buf) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     }
+    /* Aligned as the plan's own buffer (llvm_exec.c): the compiled code's vectors then never
+     * straddle cache lines (a slot from realloc, 16-byte aligned, made the steps' loops
+     * ~30% slower at batch 64 with AVX-512). The old contents need not survive. */
     for (int t = 0; t + 1 < T; t++) {
         if (s->tape_cap[t] >= slot) continue;
-        float *q = realloc(s->tape[t], slot * sizeof *q);
-        if (!q) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
-        s->tape[t] = q;
-        s->tape_cap[t] = slot;
+        free(s->tape[t]);
+        s->tape[t] = aligned_alloc(64, (slot * sizeof(float) + 63) / 64 * 64);
+        s->tape_cap[t] = s->tape[t] ? slot : 0;
+        if (!s->tape[t]) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
     }
     return OTC_OK;
 }
@@ -477,34 +481,49 @@ static otc_status step_inputs(jit_exec *j, seq_entry *e, int t, const float *sta
     return st;
 }
 
-/* Step t's rows: its inputs from the staged window, and the state it reads: the window's
- * before step 0, else straight from step t - 1's slot. The carries' places in the rows stay
- * zero (materialize clears the rows once per window). */
-static void step_rows(struct jit_seq *s, const seq_entry *e, const otc_plan *pl, int t, int64_t S) {
+/* Step t's rows: its inputs from the staged window. */
+static void step_rows(struct jit_seq *s, const seq_entry *e, const otc_plan *pl, int t) {
     int64_t B = s->batch;
     const float *row = s->staged + (size_t)((int64_t)t * s->in_floats * B);
-    int n_in = e->u->n_inputs;
     for (int i = 0; i < pl->n_io; i++) {
         const otc_plan_io *io = &pl->io[i];
         int code = e->io_src[i];
-        if (code < 0 || code >= n_in + s->n_delays) continue; /* an output, or a carry */
+        if (code < 0) continue; /* an output */
         bool in = io->stream == OTC_IO_IN;
         int64_t w = in ? pl->in_width : pl->target_width, n = io->width;
         float *dst = s->rows[in ? 0 : 1] + io->offset;
-        if (code >= n_in && t > 0) { /* the state step t - 1 left, at its slot's stride */
-            const otc_plan_value *v = &pl->values[e->out_at[code - n_in]];
-            const float *src = s->tape[t - 1] + otc_extent_at(v->offset, S);
-            for (int64_t f = 0; f < n; f++)
-                for (int64_t b = 0; b < B; b++) dst[b * w + f] = src[f * S + b];
-            continue;
-        }
-        const float *src =
-            code < n_in ? row + s->in_off[code] * B : s->init + s->d_off[code - n_in] * B;
+        const float *src = row + s->in_off[code] * B;
         if (w == n)
             memcpy(dst, src, (size_t)(n * B) * sizeof(float));
         else
             for (int64_t b = 0; b < B; b++)
                 memcpy(dst + b * w, src + b * n, (size_t)n * sizeof(float));
+    }
+}
+
+/* The direct inputs in step t's slot `work` at stride S: the state it reads (the window's
+ * before step 0, its padding samples zero as a load leaves them; else what step t - 1's slot
+ * holds, copied as it lies) and the carries zero (the backward writes them; the forward's
+ * loss reads them). */
+static void step_state(struct jit_seq *s, const seq_entry *e, const otc_plan *pl, int t, int64_t S,
+                       float *work) {
+    int64_t B = s->batch;
+    for (int k = 0; k < s->n_delays; k++) {
+        const otc_plan_value *v = &pl->values[e->u->state_in[k]];
+        const otc_plan_value *c = &pl->values[e->carry[k]];
+        if (c->storage == OTC_STORE_WORK)
+            memset(work + otc_extent_at(c->offset, S), 0, (size_t)(c->size * S) * sizeof(float));
+        if (v->storage != OTC_STORE_WORK) continue; /* the step does not read it */
+        float *dst = work + otc_extent_at(v->offset, S);
+        if (t > 0) { /* padding samples as step t - 1 left them, as in one unrolled graph */
+            const otc_plan_value *o = &pl->values[e->out_at[k]];
+            memcpy(dst, s->tape[t - 1] + otc_extent_at(o->offset, S),
+                   (size_t)(v->size * S) * sizeof(float));
+            continue;
+        }
+        const float *src = s->init + s->d_off[k] * B;
+        for (int64_t f = 0; f < v->size; f++)
+            for (int64_t b = 0; b < S; b++) dst[f * S + b] = b < B ? src[b * v->size + f] : 0.0f;
     }
 }
 
@@ -514,8 +533,9 @@ static otc_status tape_forward(jit_exec *j, seq_entry *e, int t, int T, otc_llvm
     struct jit_seq *s = j->seq;
     jit_exec *uj = as_jit(e->ex);
     const otc_plan *pl = uj->train.plan;
-    step_rows(s, e, pl, t, a->stride);
+    step_rows(s, e, pl, t);
     a->work = slot_of(s, e, t, T);
+    step_state(s, e, pl, t, a->stride, a->work);
     otc_status st = OTC_OK;
     if (t + 1 == T) {
         if (T > 1) state_after(s, e, pl, s->tape[T - 2], a->stride, s->spre);
@@ -657,7 +677,8 @@ static otc_status step_graph(const otc_graph *g, otc_id loss, seq_entry *e) {
     if (st) return st;
     otc_unrolled *u = e->u;
     e->carry = malloc(((size_t)u->n_delays + 1) * sizeof *e->carry);
-    if (!e->carry) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
+    e->direct = malloc((2 * (size_t)u->n_delays + 1) * sizeof *e->direct);
+    if (!e->carry || !e->direct) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     for (int k = 0; k < u->n_delays; k++) {
         const otc_node *d = otc_graph_node(g, u->delays[k]);
         if (d->name)
@@ -671,6 +692,8 @@ static otc_status step_graph(const otc_graph *g, otc_id loss, seq_entry *e) {
         u->total = term < 0 ? -1 : otc_add(u->graph, u->total, term);
         if (u->total < 0)
             return otc_fail_context(OTC_ERR_ARG, "the carried gradient of delay %s", lab);
+        e->direct[k] = u->state_in[k];
+        e->direct[u->n_delays + k] = e->carry[k];
     }
     return OTC_OK;
 }
@@ -713,6 +736,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
         otc_exec_free(e->ex);
         otc_unrolled_free(e->u);
         free(e->carry);
+        free(e->direct);
         free(e->out_at);
         free(e->io_src);
         memset(e, 0, sizeof *e);
@@ -728,6 +752,8 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             jit_exec *uj = as_jit(e->ex);
             uj->grad_inputs = e->u->state_in;
             uj->n_grad_inputs = e->u->n_delays;
+            uj->direct_inputs = e->direct;
+            uj->n_direct_inputs = 2 * e->u->n_delays;
             st = otc_lvx_train_ensure(uj, e->u->total);
         }
         const otc_plan *pl = st ? NULL : as_jit(e->ex)->train.plan;
@@ -743,10 +769,6 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             e->io_src[i] = -1;
             for (int k = 0; k < u->n_inputs && pl->io[i].stream != OTC_IO_OUT; k++)
                 if (u->inputs[k] == node) e->io_src[i] = k;
-            for (int k = 0; k < u->n_delays && pl->io[i].stream != OTC_IO_OUT; k++) {
-                if (u->state_in[k] == node) e->io_src[i] = u->n_inputs + k;
-                if (e->carry[k] == node) e->io_src[i] = u->n_inputs + u->n_delays + k;
-            }
         }
         for (int k = 0; k < (st ? 0 : e->u->n_delays); k++) {
             char lab[64];
@@ -763,6 +785,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
             otc_exec_free(e->ex);
             otc_unrolled_free(e->u);
             free(e->carry);
+            free(e->direct);
             free(e->out_at);
             free(e->io_src);
             memset(e, 0, sizeof *e);
