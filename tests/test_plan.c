@@ -288,20 +288,28 @@ TEST(plan_invariants_random_graphs) {
     otc_graph_free(g);
 }
 
+/* An LSTM layer 3 -> 16 (weights from seed) with an MSE loss against an Input "target",
+ * unrolled over `steps` (*g: the one-step graph, the caller frees both), or NULL. */
+static otc_unrolled *unrolled_lstm(uint64_t seed, int steps, otc_graph **g) {
+    otc_rng rng;
+    otc_rng_seed(&rng, seed);
+    *g = otc_graph_new();
+    otc_id x = otc_input(*g, "x", otc_shape_2d(OTC_BATCH, 3));
+    otc_id h = otc_lstm(*g, x, 16, 1, &rng, "rnn");
+    otc_unrolled *u = NULL;
+    if (h < 0 || otc_graph_mark_output(*g, h) != OTC_OK) return NULL;
+    otc_id loss = otc_mse(*g, h, otc_input(*g, "target", otc_shape_2d(OTC_BATCH, 16)));
+    return otc_unroll(*g, steps, loss, &u) == OTC_OK ? u : NULL;
+}
+
 /* share_grads on an LSTM unrolled over 20 steps: the invariants above (gradients live
  * together never share a float), and the gradient buffer under a tenth of the unshared one:
  * each step's loss is computed right after the step, so the backward meets it just before
  * the step, and a step's gradients are dead once the backward has passed that step. */
 TEST(plan_share_grads_unrolled_lstm) {
-    otc_rng rng;
-    otc_rng_seed(&rng, 5);
-    otc_graph *g = otc_graph_new();
-    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
-    otc_id h = otc_lstm(g, x, 16, 1, &rng, "rnn");
-    REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
-    otc_id loss = otc_mse(g, h, otc_input(g, "target", otc_shape_2d(OTC_BATCH, 16)));
-    otc_unrolled *u = NULL;
-    REQUIRE(otc_unroll(g, 20, loss, &u) == OTC_OK);
+    otc_graph *g = NULL;
+    otc_unrolled *u = unrolled_lstm(5, 20, &g);
+    REQUIRE(u);
     otc_plan_options po = {0};
     po.train = true;
     po.loss = u->total;
@@ -327,16 +335,9 @@ TEST(plan_share_grads_unrolled_lstm) {
  * inputs laid out as before; their storage is theirs alone for the whole step (the
  * invariants' overlap check with each live from the first step to the end). */
 TEST(plan_direct_inputs) {
-    otc_rng rng;
-    otc_rng_seed(&rng, 7);
-    otc_graph *g = otc_graph_new();
-    otc_id x = otc_input(g, "x", otc_shape_2d(OTC_BATCH, 3));
-    otc_id h = otc_lstm(g, x, 16, 1, &rng, "rnn");
-    REQUIRE(h >= 0 && otc_graph_mark_output(g, h) == OTC_OK);
-    otc_id loss = otc_mse(g, h, otc_input(g, "target", otc_shape_2d(OTC_BATCH, 16)));
-    otc_unrolled *u = NULL;
-    REQUIRE(otc_unroll(g, 1, loss, &u) == OTC_OK);
-    REQUIRE(u->n_delays == 2);
+    otc_graph *g = NULL;
+    otc_unrolled *u = unrolled_lstm(7, 1, &g);
+    REQUIRE(u && u->n_delays == 2);
     otc_plan_options po = {0};
     po.train = true;
     po.loss = u->total;
