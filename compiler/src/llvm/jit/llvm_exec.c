@@ -22,7 +22,7 @@ const char *otc_lvx_label(const jit_exec *j, otc_id id, char *buf) {
  * 16-byte alignment left that to where the heap happened to put the buffer: the 121-wide
  * substrate's fast tier at batch 256 ran 0.29 or 0.38 us per sample from one build to the
  * next). */
-static bool grow_slow(float **buf, size_t *cap, size_t need) {
+bool otc_lvx_grow(float **buf, size_t *cap, size_t need) {
     size_t had = *buf ? *cap : 0, now = need ? need : 1;
     float *p = aligned_alloc(64, (now * sizeof(float) + 63) / 64 * 64);
     if (!p) return false;
@@ -36,7 +36,7 @@ static bool grow_slow(float **buf, size_t *cap, size_t need) {
 
 /* Every call's path (a tiny genome's forward is ~50 ns): the check inline, the growth not. */
 static inline bool grow(float **buf, size_t *cap, size_t need) {
-    return (need <= *cap && *buf) || grow_slow(buf, cap, need);
+    return (need <= *cap && *buf) || otc_lvx_grow(buf, cap, need);
 }
 
 void otc_lvx_plan_free(jit_plan *p) {

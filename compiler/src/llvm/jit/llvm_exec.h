@@ -109,6 +109,9 @@ extern const otc_executor_vtable otc_lvx_vtable;
 const char *otc_lvx_label(const jit_exec *j, otc_id id, char *buf);
 void otc_lvx_destroy(otc_executor *ex);
 void otc_lvx_plan_free(jit_plan *p);
+/* Grows *buf to need floats (*cap: what it holds), cache-line aligned, its contents kept and
+ * the new part zeroed; false when out of memory (the buffer as it was). */
+bool otc_lvx_grow(float **buf, size_t *cap, size_t need);
 /* Copy the newest weights into p (layouts may differ; by parameter id). */
 void otc_lvx_refresh_weights(jit_exec *j, jit_plan *p);
 /* Index of an Input in j->inputs, or -1. */

@@ -113,16 +113,22 @@ static jit_exec *as_jit(otc_executor *ex) {
     return (jit_exec *)ex;
 }
 
+/* Frees what a cache entry owns and empties it. */
+static void entry_clear(seq_entry *e) {
+    otc_exec_free(e->ex);
+    otc_unrolled_free(e->u);
+    free(e->carry);
+    free(e->direct);
+    free(e->out_at);
+    free(e->io_src);
+    memset(e, 0, sizeof *e);
+}
+
 void otc_lvx_seq_free(jit_exec *j) {
     struct jit_seq *s = j->seq;
     if (!s) return;
     for (int i = 0; i < SEQ_CACHE; i++) {
-        otc_exec_free(s->cache[i].ex);
-        otc_unrolled_free(s->cache[i].u);
-        free(s->cache[i].carry);
-        free(s->cache[i].direct);
-        free(s->cache[i].out_at);
-        free(s->cache[i].io_src);
+        entry_clear(&s->cache[i]);
     }
     for (int t = 0; t < s->tape_n; t++) free(s->tape[t]);
     free(s->tape);
@@ -433,16 +439,12 @@ static otc_status tape_ready(struct jit_seq *s, const otc_plan *pl, int T, int64
         *want[i].cap = *want[i].buf ? want[i].need : 0;
         if (!*want[i].buf) return otc_fail(OTC_ERR_NOMEM, "out of memory for a sequence");
     }
-    /* Aligned as the plan's own buffer (llvm_exec.c): the compiled code's vectors then never
-     * straddle cache lines (a slot from realloc, 16-byte aligned, made the steps' loops
-     * ~30% slower at batch 64 with AVX-512). The old contents need not survive. */
-    for (int t = 0; t + 1 < T; t++) {
-        if (s->tape_cap[t] >= slot) continue;
-        free(s->tape[t]);
-        s->tape[t] = aligned_alloc(64, (slot * sizeof(float) + 63) / 64 * 64);
-        s->tape_cap[t] = s->tape[t] ? slot : 0;
-        if (!s->tape[t]) return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
-    }
+    /* Grown as the plan's own buffer (otc_lvx_grow: cache-line aligned, so the compiled
+     * code's vectors never straddle two; a slot from realloc, 16-byte aligned, made the steps'
+     * loops ~30% slower at batch 64 with AVX-512). */
+    for (int t = 0; t + 1 < T; t++)
+        if (s->tape_cap[t] < slot && !otc_lvx_grow(&s->tape[t], &s->tape_cap[t], slot))
+            return otc_fail(OTC_ERR_NOMEM, "out of memory for a tape of %d steps", T);
     return OTC_OK;
 }
 
@@ -733,13 +735,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
         if (s->tail == e) s->tail = NULL;
         if (s->ust_of == e) moments_home(s);
         if (s->acc_of == e) s->acc_of = NULL;
-        otc_exec_free(e->ex);
-        otc_unrolled_free(e->u);
-        free(e->carry);
-        free(e->direct);
-        free(e->out_at);
-        free(e->io_src);
-        memset(e, 0, sizeof *e);
+        entry_clear(e);
         otc_status st = step_graph(j->base.graph, loss, e);
         otc_jit_options jo = j->o;
         jo.inference = false;
@@ -782,13 +778,7 @@ static otc_status entry_for(jit_exec *j, otc_id loss, seq_entry **out) {
                               otc_lvx_label(j, e->u->delays[k], lab));
         }
         if (st) {
-            otc_exec_free(e->ex);
-            otc_unrolled_free(e->u);
-            free(e->carry);
-            free(e->direct);
-            free(e->out_at);
-            free(e->io_src);
-            memset(e, 0, sizeof *e);
+            entry_clear(e);
             return otc_fail_context(st, "compiling a step to train through time");
         }
         e->loss = loss;
